@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+"""
+
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - This action does not modify state.
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    support: N/A
+    details:
+      - This action does not modify state.
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+"""
+
+    PLATFORM = r"""
+options: {}
+attributes:
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+"""

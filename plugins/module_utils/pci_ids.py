@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Models of the GPUs and NICs this collection places, by PCI vendor and device id.
+
+Names follow the pci.ids database (Debian package pci.ids 2023.04.10) and, for ids newer
+than that file (H100 NVL 2321, H200 2335, H200 NVL 233b, L40S 26b9), NVIDIA's
+gpu-admin-tools device-id table.
+"""
+
+from __future__ import annotations
+
+NVIDIA = "0x10de"
+MELLANOX = "0x15b3"
+
+GPU_MODELS = {
+    (NVIDIA, "0x20b0"): "A100 SXM4 40GB",
+    (NVIDIA, "0x20b2"): "A100 SXM4 80GB",
+    (NVIDIA, "0x20b3"): "A100 SXM 64GB",
+    (NVIDIA, "0x20f1"): "A100 PCIe 40GB",
+    (NVIDIA, "0x20b5"): "A100 PCIe 80GB",
+    (NVIDIA, "0x20f3"): "A800 SXM4 80GB",
+    (NVIDIA, "0x2330"): "H100 SXM5 80GB",
+    (NVIDIA, "0x2331"): "H100 PCIe",
+    (NVIDIA, "0x2339"): "H100",
+    (NVIDIA, "0x2321"): "H100 NVL",
+    (NVIDIA, "0x2322"): "H800 PCIe",
+    (NVIDIA, "0x2324"): "H800",
+    (NVIDIA, "0x2335"): "H200",
+    (NVIDIA, "0x233b"): "H200 NVL",
+    (NVIDIA, "0x2342"): "GH200",
+    (NVIDIA, "0x26b9"): "L40S",
+    (NVIDIA, "0x26b5"): "L40",
+}
+
+# (model, is_virtual_function)
+NIC_MODELS = {
+    (MELLANOX, "0x1013"): ("ConnectX-4", False),
+    (MELLANOX, "0x1014"): ("ConnectX-4 Virtual Function", True),
+    (MELLANOX, "0x1015"): ("ConnectX-4 Lx", False),
+    (MELLANOX, "0x1016"): ("ConnectX-4 Lx Virtual Function", True),
+    (MELLANOX, "0x1017"): ("ConnectX-5", False),
+    (MELLANOX, "0x1018"): ("ConnectX-5 Virtual Function", True),
+    (MELLANOX, "0x1019"): ("ConnectX-5 Ex", False),
+    (MELLANOX, "0x101a"): ("ConnectX-5 Ex Virtual Function", True),
+    (MELLANOX, "0x101b"): ("ConnectX-6", False),
+    (MELLANOX, "0x101c"): ("ConnectX-6 Virtual Function", True),
+    (MELLANOX, "0x101d"): ("ConnectX-6 Dx", False),
+    (MELLANOX, "0x101e"): ("ConnectX Family mlx5Gen Virtual Function", True),
+    (MELLANOX, "0x101f"): ("ConnectX-6 Lx", False),
+    (MELLANOX, "0x1021"): ("ConnectX-7", False),
+    (MELLANOX, "0x1023"): ("ConnectX-8", False),
+    (MELLANOX, "0xa2d6"): ("BlueField-2 integrated ConnectX-6 Dx", False),
+    (MELLANOX, "0xa2dc"): ("BlueField-3 integrated ConnectX-7", False),
+}
+
+# PCI class codes (base class << 16 | subclass << 8 | prog-if)
+CLASS_BRIDGE_PCI = 0x0604
+CLASS_DISPLAY = 0x03
+CLASS_NETWORK = 0x02
+CLASS_INFINIBAND = 0x0207
+
+
+def normalize_id(value):
+    """``10DE`` / ``0x10de`` / ``10de`` -> ``0x10de``; None for anything that is not 1-4 hex digits."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text.startswith("0x"):
+        text = text[2:]
+    if not text or len(text) > 4 or any(c not in "0123456789abcdef" for c in text):
+        return None
+    return "0x%04x" % int(text, 16)
+
+
+def parse_vendor_device(pair):
+    """``"10de:20b0"`` -> ``("0x10de", "0x20b0")``; raises ValueError naming the value."""
+    parts = str(pair).split(":")
+    if len(parts) != 2:
+        raise ValueError("%r is not a vendor:device pair such as 10de:20b0" % (pair,))
+    vendor, device = normalize_id(parts[0]), normalize_id(parts[1])
+    if vendor is None or device is None:
+        raise ValueError("%r is not a vendor:device pair of hex ids such as 10de:20b0" % (pair,))
+    return vendor, device
+
+
+def gpu_model(vendor_id, device_id):
+    return GPU_MODELS.get((vendor_id, device_id))
+
+
+def nic_model(vendor_id, device_id):
+    found = NIC_MODELS.get((vendor_id, device_id))
+    return found[0] if found else None

@@ -1,0 +1,157 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_topology_info
+short_description: Read a GPU host's topology (NUMA, CPUs, PCI tree, IOMMU, SR-IOV, GPUs, NICs)
+version_added: 0.1.0
+description:
+  - Reads sysfs and procfs and returns the model of the host that the other modules of
+    C(gpuvirt.tenancy) and the placement planner build on.
+  - Reads everything under O(root), so it can also read a captured tree such as an unpacked
+    sosreport or a test fixture.
+  - Computes the GPU/NIC affinity level that C(nvidia-smi topo -m) would print (V(PIX),
+    V(PXB), V(PHB), V(NODE), V(SYS)) from the PCI tree and NUMA nodes alone, without the
+    NVIDIA driver.
+  - Missing files, a V(-1) NUMA node, driverless devices, an absent IOMMU and devices that
+    disappear while being read give null or empty values, never a failure.
+options:
+  root:
+    description:
+      - Directory under which C(/sys) and C(/proc) are read.
+    type: path
+    default: /
+  gpu_ids:
+    description:
+      - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
+    type: list
+    elements: str
+    default: []
+  nic_ids:
+    description:
+      - Extra C(vendor:device) PCI ids to report as NICs, besides network controllers.
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes.INFO_MODULE
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  platform:
+    platforms: posix
+notes:
+  - Needs no root privileges; a few sysfs files (for example C(config)) are never read.
+seealso:
+  - name: nvidia-smi topo legend
+    description: The meaning of the affinity levels.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+"""
+
+EXAMPLES = r"""
+- name: Read the host model
+  gpuvirt.tenancy.host_topology_info:
+  register: host
+
+- name: Show each GPU with its NUMA node
+  ansible.builtin.debug:
+    msg: "{{ item.address }} {{ item.model }} node {{ item.numa_node }}"
+  loop: "{{ host.topology.gpus }}"
+
+- name: Read a captured tree (for example an unpacked sosreport)
+  gpuvirt.tenancy.host_topology_info:
+    root: /srv/captures/gpu-node-07
+  delegate_to: localhost
+
+- name: Treat QEMU's edu device as a GPU (lab stand-in)
+  gpuvirt.tenancy.host_topology_info:
+    gpu_ids: ["1234:11e8"]
+"""
+
+RETURN = r"""
+topology:
+  description: The host model.
+  returned: always
+  type: dict
+  contains:
+    numa_nodes:
+      description: NUMA nodes with C(id), C(cpus), C(memory_mb), C(hugepages) per size (C(total), C(free)) and C(distances).
+      type: list
+      elements: dict
+      sample: [{"id": 1, "cpus": [2, 3], "memory_mb": 2015, "hugepages": {"2048kB": {"total": 64, "free": 64, "supported": true}}}]
+    cpus:
+      description: Logical CPUs with C(id), C(core_id), C(package_id), C(numa_node), C(siblings) and C(online).
+      type: list
+      elements: dict
+    pci_devices:
+      description:
+        - PCI functions keyed by full address, each with C(vendor_id), C(device_id), C(class), C(driver),
+          C(driver_override), C(numa_node), C(iommu_group), C(sriov_totalvfs), C(sriov_numvfs),
+          C(sriov_drivers_autoprobe), C(physfn), C(virtfns), C(vf_index), C(netdevs), C(rdma_devices),
+          C(upstream) (bridges from the device up to its root port), C(root_bus), C(is_bridge), C(model).
+      type: dict
+    gpus:
+      description: GPUs with C(address), C(model), C(vendor_id), C(device_id), C(numa_node), C(iommu_group), C(driver).
+      type: list
+      elements: dict
+    nics:
+      description: Network controllers with the GPU keys plus C(netdevs), C(rdma_devices), C(sriov_totalvfs), C(sriov_numvfs), C(is_vf).
+      type: list
+      elements: dict
+    gpu_nic_affinity:
+      description: For each GPU address, each NIC address and its level (V(PIX), V(PXB), V(PHB), V(NODE), V(SYS)).
+      type: dict
+      sample: {"0000:07:00.0": {"0000:0c:00.0": "PXB"}}
+    iommu:
+      description:
+        - C(enabled) (IOMMU groups exist), C(units) (C(/sys/class/iommu) entries), C(firmware_table)
+          (V(DMAR) or V(IVRS) when the ACPI table exists) and C(groups) (group number to device addresses).
+      type: dict
+    cmdline:
+      description: The running kernel command line, one argument per item.
+      type: list
+      elements: str
+    netdevs:
+      description: Network interfaces with their C(pci_address), C(mac) and C(operstate).
+      type: dict
+    boot_id:
+      description: C(/proc/sys/kernel/random/boot_id); it changes at every boot.
+      type: str
+    kernel_release:
+      description: The running kernel release.
+      type: str
+    cpu_vendor:
+      description: V(intel), V(amd), or the raw vendor id.
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            gpu_ids=dict(type="list", elements="str", default=[]),
+            nic_ids=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        reader = TopologyReader(module.params["root"], gpu_ids=module.params["gpu_ids"],
+                                nic_ids=module.params["nic_ids"])
+    except ValueError as exc:
+        module.fail_json(msg="gpu_ids/nic_ids: %s" % exc)
+    module.exit_json(changed=False, topology=reader.read())
+
+
+if __name__ == "__main__":
+    main()

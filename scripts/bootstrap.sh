@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs what the collection's jobs and tests need on a Debian 12 machine:
+# Debian packages (as root), a virtualenv in .venv with requirements.txt, and the
+# collection linked into .build/collections/ansible_collections/gpuvirt/tenancy.
+# Safe to run again: each step is skipped when already done.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${GPUVIRT_VENV:-$REPO_ROOT/.venv}"
+BUILD="$REPO_ROOT/.build"
+
+APT_PACKAGES=(
+  python3 python3-venv python3-dev gcc pkg-config libvirt-dev
+  qemu-system-x86 qemu-utils debootstrap e2fsprogs fdisk dosfstools
+  openssh-client rsync libxml2-utils libvirt-clients git
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "bootstrap: missing Debian packages: ${missing[*]}" >&2
+    echo "bootstrap: run as root, or install them: apt-get install ${missing[*]}" >&2
+    exit 2
+  fi
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+stamp="$VENV/.requirements.sha256"
+want="$(sha256sum "$REPO_ROOT/requirements.txt" | cut -d' ' -f1)"
+if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  echo "bootstrap: creating virtualenv $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r "$REPO_ROOT/requirements.txt"
+  echo "$want" >"$stamp"
+fi
+
+# ansible-test sanity runs with --local in its own virtualenv holding ansible-test's
+# pinned tool versions (its --venv mode downloads a pip bootstrap from a host that
+# these machines cannot reach).
+SANITY_VENV="${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}"
+sanity_reqs="$VENV/lib/python3.11/site-packages/ansible_test/_data/requirements"
+sanity_want="$(cat "$REPO_ROOT/requirements.txt" "$sanity_reqs"/sanity.*.txt | sha256sum | cut -d' ' -f1)"
+if [[ ! -x "$SANITY_VENV/bin/python" || "$(cat "$SANITY_VENV/.stamp" 2>/dev/null)" != "$sanity_want" ]]; then
+  echo "bootstrap: creating sanity virtualenv $SANITY_VENV"
+  python3 -m venv "$SANITY_VENV"
+  "$SANITY_VENV/bin/pip" install -q --upgrade pip
+  "$SANITY_VENV/bin/pip" install -q "$(grep '^ansible-core==' "$REPO_ROOT/requirements.txt")" \
+    $(for f in "$sanity_reqs"/sanity.*.txt; do printf -- '-r %s ' "$f"; done)
+  echo "$sanity_want" >"$SANITY_VENV/.stamp"
+fi
+
+pip_version="$(grep -oP "pip='\K[0-9.]+" "$SANITY_VENV/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py" | head -1)"
+get_pip="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+if [[ -n "$pip_version" ]] && ! cmp -s "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"; then
+  mkdir -p "$(dirname "$get_pip")"
+  cp "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"
+fi
+
+# Ansible finds the collection through this path (a link, so edits take effect).
+mkdir -p "$BUILD/collections/ansible_collections/gpuvirt"
+ln -sfn "$REPO_ROOT" "$BUILD/collections/ansible_collections/gpuvirt/tenancy"

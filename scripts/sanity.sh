@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# ansible-test sanity on a copy of the collection (ansible-test needs the
+# collection under a real ansible_collections/<ns>/<name> path, not a link).
+# Usage: scripts/sanity.sh [ansible-test sanity args...]   (default: every test)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+COPY="${SANITY_BUILD_DIR:-$REPO_ROOT/.build/sanity}/ansible_collections/gpuvirt/tenancy"
+mkdir -p "$COPY"
+# Only the files git would commit: tracked plus untracked-not-ignored.
+(cd "$REPO_ROOT" && git ls-files -co --exclude-standard) >"$COPY/../.filelist"
+rsync -a --delete --files-from="$COPY/../.filelist" "$REPO_ROOT/" "$COPY/"
+rm -f "$COPY/../.filelist"
+cd "$COPY"
+# Sanity runs on the files that will land; the copy has no .git, so ansible-test lists the tree.
+SANITY_VENV="${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}"
+exec "$SANITY_VENV/bin/ansible-test" sanity --local --python 3.11 \
+  --exclude .ci/ --exclude tests/fixtures/ "$@"

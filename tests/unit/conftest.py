@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+"""Shared pytest helpers: import path for the collection, and running a module's
+``main()`` in-process with given arguments, returning its JSON result."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+COLLECTIONS = os.path.join(REPO_ROOT, ".build", "collections")
+FIXTURES = os.path.join(REPO_ROOT, "tests", "fixtures")
+
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
+
+
+class ModuleExit(Exception):
+    """Raised instead of sys.exit by exit_json / fail_json."""
+
+    def __init__(self, result, failed):
+        super().__init__(result.get("msg", ""))
+        self.result = result
+        self.failed = failed
+
+
+def run_module(main, args, check_mode=False, diff=False):
+    """Run a module's main() with ``args``; return its result dict (``failed`` set on
+    fail_json)."""
+    # pylint: disable=import-outside-toplevel
+    from ansible.module_utils import basic
+    from ansible.module_utils.testing import patch_module_args
+
+    full = dict(args)
+    full["_ansible_check_mode"] = check_mode
+    full["_ansible_diff"] = diff
+    full.setdefault("_ansible_remote_tmp", "/tmp")
+    full.setdefault("_ansible_keep_remote_files", False)
+
+    def exit_json(self, **kwargs):  # pylint: disable=unused-argument
+        kwargs.setdefault("changed", False)
+        raise ModuleExit(json.loads(json.dumps(kwargs, default=str)), False)
+
+    def fail_json(self, msg, **kwargs):  # pylint: disable=unused-argument
+        kwargs["msg"] = msg
+        kwargs["failed"] = True
+        raise ModuleExit(json.loads(json.dumps(kwargs, default=str)), True)
+
+    original = (basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json)
+    basic.AnsibleModule.exit_json = exit_json
+    basic.AnsibleModule.fail_json = fail_json
+    try:
+        with patch_module_args(full):
+            main()
+    except ModuleExit as done:
+        return done.result
+    finally:
+        basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = original
+    raise AssertionError("module returned without exit_json or fail_json")
+
+
+@pytest.fixture
+def fixtures_dir():
+    return FIXTURES

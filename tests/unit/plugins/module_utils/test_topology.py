@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+"""The host model over fake roots shaped after real GPU servers.
+
+Each server tree is laid out so that it reproduces a real ``nvidia-smi topo -m`` output
+kept in tests/fixtures/topo (with its source), and the tests assert what that real output
+shows: GPU count, each GPU's NUMA node and CPU affinity, and every GPU/NIC (or GPU/GPU)
+affinity level, computed here from the PCI tree alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import (
+    TopologyReader, parse_cpulist, read_topology, split_cmdline)
+
+from fakehost import FakeHost  # pylint: disable=import-error
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+
+
+def parse_topo_matrix(path):
+    """Parse ``nvidia-smi topo -m`` (tab- or space-separated) into
+    ``(names, levels, cpu_affinity, numa_affinity)``."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.rstrip("\n") for line in handle]
+    header = lines[0].split()
+    names = [h for h in header if re.match(r"^(GPU|NIC)\d+$", h)]
+    levels, cpus, numa = {}, {}, {}
+    for line in lines[1:]:
+        tokens = line.split()
+        if not tokens or tokens[0] not in names:
+            continue
+        row = tokens[0]
+        values = tokens[1:1 + len(names)]
+        levels[row] = dict(zip(names, values))
+        rest = tokens[1 + len(names):]
+        if rest:
+            cpus[row] = parse_cpulist(rest[0])
+            numa[row] = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else None
+    return names, levels, cpus, numa
+
+
+def parse_lscpu_nodes(path):
+    nodes = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"^NUMA node(\d+) CPU\(s\):\s+(\S+)", line)
+            if match:
+                nodes[int(match.group(1))] = parse_cpulist(match.group(2))
+    return nodes
+
+
+def add_cpus(host, nodes, threads_per_core, cores_per_socket):
+    """Logical CPU n and n + (cores in system) are SMT siblings, as on EPYC/Xeon Linux."""
+    all_cpus = sorted(c for cpus in nodes.values() for c in cpus)
+    physical = len(all_cpus) // threads_per_core
+    for cpu in all_cpus:
+        core = cpu % physical
+        siblings = [core + k * physical for k in range(threads_per_core)]
+        host.add_cpu(cpu, core_id=core % cores_per_socket, package_id=core // cores_per_socket, siblings=siblings)
+    host.set_cpus_online(all_cpus)
+
+
+class Switch:
+    """A PCIe switch in sysfs: an upstream port with downstream ports below it."""
+
+    def __init__(self, host, usp, parent, numa):
+        self.host, self.usp, self.numa, self.ports = host, usp, numa, 0
+        host.add_pci(usp, "0x10b5", "0x8725", "0x060400", parent=parent, numa_node=numa)
+        self.bus = int(usp[5:7], 16) + 1
+
+    def port(self):
+        dsp = "0000:%02x:%02x.0" % (self.bus, self.ports)
+        self.ports += 1
+        self.host.add_pci(dsp, "0x10b5", "0x8725", "0x060400", parent=self.usp, numa_node=self.numa)
+        return dsp
+
+
+def build_dgx_a100_class(root):
+    """8x A100-SXM4-40GB + 10 mlx5 on 2x EPYC 7742 NPS4 (8 NUMA nodes), after
+    topo/topo-m_8xa100-sxm4-40gb_10xmlx5_epyc7742-nps4_driver525.txt and the same machine's
+    lscpu. Each GPU and NIC pair shares a top-level switch under its own host bridge, each
+    device behind its own leaf switch (so GPU/NIC pairs read PXB, as printed). NIC8/NIC9 are
+    the two ports of one card (PIX); the matrix leaves their NUMA node blank and shows SYS
+    to every GPU, so they sit on node 0, which has no GPU."""
+    host = FakeHost(root)
+    host.set_cpuinfo("AuthenticAMD")
+    nodes = parse_lscpu_nodes(os.path.join(FIXTURES, "host", "lscpu_2x-epyc-7742_nps4_dgx-a100-class.txt"))
+    for node, cpus in nodes.items():
+        host.add_numa_node(node, cpus, memory_mb=128 * 1024)
+    add_cpus(host, nodes, threads_per_core=2, cores_per_socket=64)
+    gpu_numa = {0: 3, 1: 3, 2: 1, 3: 1, 4: 7, 5: 7, 6: 5, 7: 5}
+    gpus, nics, group = {}, {}, 10
+    for complex_index in range(4):
+        numa = gpu_numa[2 * complex_index]
+        bus = 0x10 + complex_index * 0x20
+        root_bus = "pci0000:%02x" % bus
+        rp = "0000:%02x:01.1" % bus
+        host.add_pci(rp, "0x1022", "0x1483", "0x060400", root_bus=root_bus, numa_node=numa)
+        top = Switch(host, "0000:%02x:00.0" % (bus + 1), rp, numa)
+        for slot in range(2):
+            for kind in ("gpu", "nic"):
+                leaf_parent = top.port()
+                leaf = Switch(host, "0000:%02x:00.0" % (top.bus + 1 + 4 * (2 * slot + (kind == "nic"))), leaf_parent, numa)
+                dsp = leaf.port()
+                address = "0000:%02x:00.0" % (leaf.bus + 1)
+                index = 2 * complex_index + slot
+                if kind == "gpu":
+                    host.add_pci(address, "0x10de", "0x20b0", "0x030200", parent=dsp, numa_node=numa,
+                                 driver="nvidia", iommu_group=group)
+                    gpus["GPU%d" % index] = address
+                else:
+                    host.add_pci(address, "0x15b3", "0x1017", "0x020000", parent=dsp, numa_node=numa,
+                                 driver="mlx5_core", iommu_group=group, netdevs=["ibp%d" % index],
+                                 rdma_devices=["mlx5_%d" % index], sriov_totalvfs=8)
+                    nics["NIC%d" % index] = address
+                group += 1
+    # Storage NIC pair: one dual-port card under one switch port on node 0.
+    host.add_pci("0000:a0:01.1", "0x1022", "0x1483", "0x060400", root_bus="pci0000:a0", numa_node=0)
+    for function in (0, 1):
+        address = "0000:a1:00.%d" % function
+        host.add_pci(address, "0x15b3", "0x1017", "0x020000", parent="0000:a0:01.1", numa_node=0,
+                     driver="mlx5_core", iommu_group=group + function, netdevs=["ens%df%d" % (1, function)],
+                     rdma_devices=["mlx5_%d" % (8 + function)])
+        nics["NIC%d" % (8 + function)] = address
+    return host, gpus, nics
+
+
+def build_pcie_8gpu_2socket(root):
+    """8 PCIe GPUs, 2 sockets x 14 cores with HT, after
+    topo/topo-m_8gpu-pcie-only_no-nic_2x14core.txt: pairs behind one switch (PIX), two
+    switches per host bridge (PHB), one host bridge per socket (SYS across)."""
+    host = FakeHost(root)
+    host.set_cpuinfo("GenuineIntel")
+    nodes = {0: list(range(0, 14)) + list(range(28, 42)), 1: list(range(14, 28)) + list(range(42, 56))}
+    for node, cpus in nodes.items():
+        host.add_numa_node(node, cpus)
+    add_cpus(host, nodes, threads_per_core=2, cores_per_socket=14)
+    gpus = {}
+    for node in (0, 1):
+        bus = 0x00 if node == 0 else 0x80
+        for pair in range(2):
+            rp = "0000:%02x:%02x.0" % (bus, 1 + pair)
+            host.add_pci(rp, "0x8086", "0x2030", "0x060400", root_bus="pci0000:%02x" % bus, numa_node=node)
+            switch = Switch(host, "0000:%02x:00.0" % (bus + 0x10 + 0x10 * pair), rp, node)
+            for slot in range(2):
+                dsp = switch.port()
+                address = "0000:%02x:00.0" % (switch.bus + 1 + slot)
+                index = 4 * node + 2 * pair + slot
+                host.add_pci(address, "0x10de", "0x2331", "0x030200", parent=dsp, numa_node=node,
+                             iommu_group=100 + index)
+                gpus["GPU%d" % index] = address
+    return host, gpus
+
+
+def test_dgx_a100_class_matches_real_topo_matrix(tmp_path):
+    _host, gpus, nics = build_dgx_a100_class(tmp_path)
+    names, levels, cpu_affinity, numa = parse_topo_matrix(
+        os.path.join(FIXTURES, "topo", "topo-m_8xa100-sxm4-40gb_10xmlx5_epyc7742-nps4_driver525.txt"))
+    topo = read_topology(str(tmp_path))
+
+    assert len(topo["gpus"]) == 8 == len([n for n in names if n.startswith("GPU")])
+    assert {g["model"] for g in topo["gpus"]} == {"A100 SXM4 40GB"}
+    assert len(topo["numa_nodes"]) == 8
+    node_cpus = {n["id"]: set(n["cpus"]) for n in topo["numa_nodes"]}
+    by_address = {g["address"]: g for g in topo["gpus"]}
+    for name, address in gpus.items():
+        assert by_address[address]["numa_node"] == numa[name], name
+        assert node_cpus[numa[name]] == set(cpu_affinity[name]), name
+    compared = 0
+    for gname, gaddr in gpus.items():
+        for nname, naddr in nics.items():
+            assert topo["gpu_nic_affinity"][gaddr][naddr] == levels[gname][nname], (gname, nname)
+            compared += 1
+    assert compared == 80
+    # NIC/NIC levels from the same real matrix (PXB inside a complex, PIX for a dual-port card).
+    pci = topo["pci_devices"]
+    for first, faddr in nics.items():
+        for second, saddr in nics.items():
+            if first != second:
+                assert TopologyReader.affinity(pci, faddr, saddr) == levels[first][second], (first, second)
+
+
+def test_dgx_a100_class_iommu_and_sriov(tmp_path):
+    _host, gpus, nics = build_dgx_a100_class(tmp_path)
+    topo = read_topology(str(tmp_path))
+    assert topo["iommu"]["enabled"] is True
+    groups = {g["address"]: g["iommu_group"] for g in topo["gpus"] + topo["nics"]}
+    assert len(set(groups.values())) == len(groups) == 18  # every endpoint isolated (ACS)
+    for address in list(gpus.values()) + list(nics.values()):
+        assert topo["iommu"]["groups"][str(groups[address])] == [address]
+    nic0 = next(n for n in topo["nics"] if n["address"] == nics["NIC0"])
+    assert nic0["model"] == "ConnectX-5" and nic0["sriov_totalvfs"] == 8 and nic0["rdma_devices"] == ["mlx5_0"]
+    gpu0 = topo["pci_devices"][gpus["GPU0"]]
+    assert len(gpu0["upstream"]) == 5 and topo["pci_devices"][gpu0["upstream"][-1]]["is_bridge"]
+    assert gpu0["root_bus"] == "pci0000:10"
+
+
+def test_dgx_a100_class_cpus_and_smt(tmp_path):
+    build_dgx_a100_class(tmp_path)
+    topo = read_topology(str(tmp_path))
+    cpus = {c["id"]: c for c in topo["cpus"]}
+    assert len(cpus) == 256
+    assert cpus[0]["siblings"] == [0, 128] and cpus[128]["siblings"] == [0, 128]
+    assert cpus[48]["numa_node"] == 3 and cpus[176]["numa_node"] == 3
+    assert cpus[64]["package_id"] == 1 and cpus[63]["package_id"] == 0
+    assert topo["cpu_vendor"] == "amd"
+
+
+def test_pcie_only_server_gpu_levels_match_real_matrix(tmp_path):
+    _host, gpus = build_pcie_8gpu_2socket(tmp_path)
+    _names, levels, cpu_affinity, numa = parse_topo_matrix(
+        os.path.join(FIXTURES, "topo", "topo-m_8gpu-pcie-only_no-nic_2x14core.txt"))
+    topo = read_topology(str(tmp_path))
+    assert len(topo["gpus"]) == 8
+    nodes = {n["id"]: set(n["cpus"]) for n in topo["numa_nodes"]}
+    for name, address in gpus.items():
+        assert topo["pci_devices"][address]["numa_node"] == numa[name]
+        assert nodes[numa[name]] == set(cpu_affinity[name])
+        for other, other_address in gpus.items():
+            if other != name:
+                level = TopologyReader.affinity(topo["pci_devices"], address, other_address)
+                assert level == levels[name][other], (name, other)
+    assert topo["gpu_nic_affinity"] == {g: {} for g in gpus.values()}
+
+
+@pytest.mark.parametrize("numa_file,expected", [("-1", None), ("1", 1), ("", None), (None, None)])
+def test_numa_node_unknown_values(tmp_path, numa_file, expected):
+    host = FakeHost(tmp_path)
+    path = host.add_pci("0000:81:00.0", "0x1234", "0x11e8", "0x00ff00", root_bus="pci0000:80")
+    if numa_file is None:
+        os.unlink(host.p(path + "/numa_node"))
+    else:
+        host.write(path + "/numa_node", numa_file)
+    dev = read_topology(str(tmp_path))["pci_devices"]["0000:81:00.0"]
+    assert dev["numa_node"] == expected
+    assert dev["driver"] is None and dev["iommu_group"] is None and dev["sriov_totalvfs"] is None
+
+
+def test_no_iommu_no_numa_dirs_and_extra_ids(tmp_path):
+    host = FakeHost(tmp_path)
+    host.write("/proc/meminfo", "MemTotal:        4026532 kB\n")
+    host.write("/sys/devices/system/cpu/cpu0/topology/core_id", "0")
+    host.add_pci("0000:00:05.0", "0x1234", "0x11e8", "0x00ff00")
+    host.add_pci("0000:00:06.0", "0x1b36", "0x0010", "0x010802", sriov_totalvfs=4)
+    topo = read_topology(str(tmp_path), gpu_ids=["1234:11e8"], nic_ids=["1b36:0010"])
+    assert topo["iommu"] == {"enabled": False, "units": [], "firmware_table": None, "groups": {}}
+    assert topo["numa_nodes"][0]["id"] == 0 and topo["numa_nodes"][0]["memory_mb"] == 3932
+    assert [g["address"] for g in topo["gpus"]] == ["0000:00:05.0"]
+    assert [n["address"] for n in topo["nics"]] == ["0000:00:06.0"]
+    assert topo["gpu_nic_affinity"]["0000:00:05.0"]["0000:00:06.0"] == "PHB"
+
+
+def test_vanished_device_is_skipped(tmp_path):
+    host = FakeHost(tmp_path)
+    host.add_pci("0000:81:00.0", "0x15b3", "0x1017", "0x020000", root_bus="pci0000:80")
+    path = host.add_pci("0000:81:00.1", "0x15b3", "0x1017", "0x020000", root_bus="pci0000:80")
+    os.unlink(host.p(path + "/vendor"))  # removed between listing and reading
+    topo = read_topology(str(tmp_path))
+    assert list(topo["pci_devices"]) == ["0000:81:00.0"]
+
+
+def test_sriov_vfs_and_indexes(tmp_path):
+    host = FakeHost(tmp_path)
+    host.add_pci("0000:80:00.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:80", numa_node=1)
+    host.add_pci("0000:81:00.0", "0x15b3", "0x101d", "0x020000", parent="0000:80:00.0", numa_node=1,
+                 driver="mlx5_core", sriov_totalvfs=8, netdevs=["ens1f0np0"])
+    vfs = ["0000:81:00.%d" % i for i in range(2, 6)]
+    host.add_vfs("0000:81:00.0", vfs, "0x15b3", "0x101e", "0x020000", numa_node=1, groups=[40, 41, 42, 43])
+    topo = read_topology(str(tmp_path))
+    pf = topo["pci_devices"]["0000:81:00.0"]
+    assert pf["sriov_numvfs"] == 4 and pf["virtfns"] == vfs and pf["netdevs"] == ["ens1f0np0"]
+    for index, vf in enumerate(vfs):
+        dev = topo["pci_devices"][vf]
+        assert dev["physfn"] == "0000:81:00.0" and dev["vf_index"] == index
+        assert dev["upstream"] == ["0000:80:00.0"] and dev["model"] == "ConnectX Family mlx5Gen Virtual Function"
+    assert [n["is_vf"] for n in topo["nics"]] == [False, True, True, True, True]
+    assert topo["netdevs"]["ens1f0np0"]["pci_address"] == "0000:81:00.0"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet", ["BOOT_IMAGE=/vmlinuz", "root=UUID=1", "ro", "quiet"]),
+    ('a="x y"  b\n', ['a="x y"', "b"]),
+    ("", []),
+])
+def test_split_cmdline(text, expected):
+    assert split_cmdline(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("", []), ("x", []), ("5", [5])])
+def test_parse_cpulist(text, expected):
+    assert parse_cpulist(text) == expected
+
+
+def test_bad_extra_ids_raise(tmp_path):
+    with pytest.raises(ValueError, match="10de-20b5"):
+        TopologyReader(str(tmp_path), gpu_ids=["10de-20b5"])
