@@ -1,0 +1,212 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ConnectX firmware configuration through ``mlxconfig`` (MFT) or ``mstconfig`` (mstflint).
+
+``<tool> -d <dev> -e q`` prints every parameter with its Default, Current and Next Boot value
+(``SRIOV_EN  False(0)  True(1)  True(1)``). A ``set`` writes the Next Boot value only; the
+firmware loads it at the next power cycle, so ``reboot_required`` is true while any Next
+differs from Current. Only parameters whose Next value differs from the wanted value are set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+
+COLUMN_NAMES = {"Default": "default", "Current": "current", "Next Boot": "next", "New": "new"}
+VALUE_RE = re.compile(r"^(?P<text>.*?)\((?P<num>-?\d+)\)$")
+LOCKDOWN_PATH = "/sys/kernel/security/lockdown"
+
+
+class MlxconfigError(StateError):
+    """The tool failed; ``kind`` is one of tool_missing, device_not_found, unknown_parameter,
+    lockdown, failed."""
+
+    def __init__(self, kind, msg, output=""):
+        super().__init__(msg)
+        self.kind = kind
+        self.output = output
+
+
+def parse_value(shown):
+    """``False(0)`` -> {'text': 'False', 'num': 0}; ``8`` -> {'text': '8', 'num': 8};
+    ``Array[0..7]`` / ``N/A`` -> {'text': ..., 'num': None}."""
+    shown = shown.strip()
+    match = VALUE_RE.match(shown)
+    if match:
+        return {"text": match.group("text"), "num": int(match.group("num"))}
+    if re.match(r"^-?\d+$", shown):
+        return {"text": shown, "num": int(shown)}
+    if re.match(r"^0x[0-9a-fA-F]+$", shown):
+        return {"text": shown, "num": int(shown, 16)}
+    return {"text": shown, "num": None}
+
+
+def parse_rows(lines, columns):
+    """Parameter rows (``[*] NAME v1 v2 ...``) -> ordered dict name -> {column: shown}."""
+    params = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        modified = line.startswith("*")
+        body = line[1:] if modified else line
+        if not body.startswith(" "):
+            break  # the trailing "The '*' shows ..." line, or an -E- line
+        fields = body.split()
+        if len(fields) != len(columns) + 1:
+            continue
+        entry = dict(zip(columns, fields[1:]))
+        entry["modified"] = modified
+        params[fields[0]] = entry
+    return params
+
+
+def parse_query(text):
+    """Parse the output of ``mlxconfig -d DEV [-e] q`` (one device).
+
+    Returns {'device_type', 'name', 'description', 'device', 'columns', 'params'}, where
+    params maps each parameter to its shown values per column (default/current/next)."""
+    result = {"device_type": None, "name": None, "description": None, "device": None, "columns": [], "params": {}}
+    lines = text.splitlines()
+    header_at = None
+    for i, line in enumerate(lines):
+        for label, key in (("Device type:", "device_type"), ("Name:", "name"),
+                           ("Description:", "description"), ("Device:", "device")):
+            if line.startswith(label) and result[key] is None:
+                result[key] = line[len(label):].strip()
+        if line.startswith("Configurations:"):
+            header = line[len("Configurations:"):]
+            result["columns"] = [COLUMN_NAMES[c] for c in re.findall(r"Default|Current|Next Boot|New", header)]
+            header_at = i
+            break
+    if header_at is None:
+        return result
+    if not result["columns"]:
+        result["columns"] = ["next"]  # abridged header: a single value column
+    result["params"] = parse_rows(lines[header_at + 1:], result["columns"])
+    return result
+
+
+def render_value(value):
+    """The value as given on the ``set`` command line."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
+def value_matches(wanted, shown):
+    """Does the shown value (``True(1)``, ``ETH(2)``, ``8``) equal the wanted one
+    (True, 'ETH', 2, '8')?"""
+    parsed = parse_value(shown)
+    if isinstance(wanted, bool):
+        if parsed["num"] is not None:
+            return parsed["num"] == int(wanted)
+        return parsed["text"].lower() == str(wanted).lower()
+    if isinstance(wanted, int):
+        return parsed["num"] == wanted
+    text = str(wanted).strip()
+    if parsed["text"].lower() == text.lower():
+        return True
+    if re.match(r"^-?\d+$", text) and parsed["num"] is not None:
+        return parsed["num"] == int(text)
+    if text.lower() in ("true", "false") and parsed["num"] is not None:
+        return parsed["num"] == (1 if text.lower() == "true" else 0)
+    return False
+
+
+def classify_failure(output, lockdown_mode):
+    """Error kind and message from a failed run's output (``-E- ...`` lines)."""
+    errors = [line[3:].strip() for line in output.splitlines() if line.startswith("-E-")]
+    first = errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "no output"
+    if "Failed to find Param" in first or "was not found" in first:
+        return "unknown_parameter", first
+    if "Failed to open the device" in first or "Failed to identify the device" in first or "Cannot open Device" in first:
+        if lockdown_mode in ("integrity", "confidentiality"):
+            return "lockdown", first
+        return "device_not_found", first
+    return "failed", first
+
+
+def lockdown_mode(text):
+    """Active mode of ``/sys/kernel/security/lockdown`` (``none [integrity] confidentiality``)."""
+    match = re.search(r"\[(\w+)\]", text or "")
+    return match.group(1) if match else None
+
+
+class FirmwareConfig:
+    """Query and set ConnectX firmware parameters. ``run(argv) -> (rc, out, err)``."""
+
+    def __init__(self, tool_path, device, run, sysfs=None):
+        self.tool = tool_path
+        self.device = device
+        self.run = run
+        self.sysfs = sysfs
+
+    def _lockdown(self):
+        if self.sysfs is None:
+            return None
+        return lockdown_mode(self.sysfs.read(LOCKDOWN_PATH))
+
+    def _fail(self, argv, rc, out, err):
+        output = "\n".join(x for x in (out, err) if x)
+        kind, detail = classify_failure(output, self._lockdown())
+        messages = {
+            "device_not_found": "%s cannot open device %s (%s): check the PCI address of the ConnectX PF "
+                                "(lspci -d 15b3:) or start mst for /dev/mst paths" % (self.tool, self.device, detail),
+            "lockdown": "%s cannot access device %s (%s): the kernel is in lockdown (Secure Boot), which forbids "
+                        "direct PCI access; use an mstflint built with kernel access, or change the firmware "
+                        "settings with Secure Boot off" % (self.tool, self.device, detail),
+            "unknown_parameter": "the firmware of %s does not know a parameter (%s): check the names in firmware "
+                                 "against '%s -d %s -e q'" % (self.device, detail, self.tool, self.device),
+            "failed": "%s failed (rc=%s): %s" % (" ".join(argv), rc, detail),
+        }
+        raise MlxconfigError(kind, messages[kind], output)
+
+    def query(self):
+        argv = [self.tool, "-d", self.device, "-e", "q"]
+        rc, out, err = self.run(argv)
+        if rc != 0:
+            self._fail(argv, rc, out, err)
+        parsed = parse_query(out)
+        if not parsed["params"]:
+            raise MlxconfigError("failed", "%s printed no parameters for %s" % (" ".join(argv), self.device), out)
+        return parsed
+
+    def plan(self, parsed, wanted):
+        """Parameters to set: those whose Next Boot value is not the wanted value."""
+        unknown = sorted(k for k in wanted if k not in parsed["params"])
+        if unknown:
+            raise InputError("firmware: the firmware of %s does not know %s; parameters it knows include %s"
+                             % (self.device, ", ".join(unknown), ", ".join(sorted(parsed["params"])[:40])))
+        changes = {}
+        for key, value in wanted.items():
+            if not value_matches(value, parsed["params"][key]["next"]):
+                changes[key] = value
+        return changes
+
+    def set(self, changes):
+        argv = [self.tool, "-y", "-d", self.device, "set"] + ["%s=%s" % (k, render_value(v)) for k, v in sorted(changes.items())]
+        rc, out, err = self.run(argv)
+        if rc != 0:
+            self._fail(argv, rc, out, err)
+        return out
+
+
+def report(parsed, wanted=None):
+    """Per-parameter default/current/next (as shown) for the wanted parameters (all when None)."""
+    keys = list(wanted) if wanted else list(parsed["params"])
+    result = {}
+    for key in keys:
+        entry = parsed["params"].get(key)
+        if entry is None:
+            continue
+        result[key] = {"default": entry.get("default"), "current": entry.get("current"), "next": entry.get("next")}
+    return result
+
+
+def pending(parsed):
+    """Parameters whose Next Boot value differs from Current (loaded at the next power cycle)."""
+    return sorted(k for k, v in parsed["params"].items()
+                  if v.get("current") is not None and v.get("next") is not None and v["current"] != v["next"])

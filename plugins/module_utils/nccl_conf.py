@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``/etc/nccl.conf``: the ``KEY=VALUE`` lines NCCL reads at init, and the GID index choice.
+
+The GID index NCCL uses on RoCE must name a RoCE v2 GID with an IPv4 address on every HCA
+port it uses; a wrong index hangs or fails NCCL init (``ibv_modify_qp failed with error No
+such device``). ``gid_index`` is either an integer (checked against each port's table),
+``discover`` (the RoCE v2 + IPv4 index read from the table), or ``auto`` (NCCL >= 2.21 picks
+the GID itself from ``NCCL_IB_ADDR_FAMILY`` / ``NCCL_IB_ADDR_RANGE`` /
+``NCCL_IB_ROCE_VERSION_NUM``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
+    ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
+
+LINE_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=(?P<value>.*)$")
+GID_KEYS = ("NCCL_IB_GID_INDEX",)
+AUTO_KEYS = ("NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ROCE_VERSION_NUM")
+AUTO_MIN_VERSION = (2, 21)
+
+
+def parse_conf(text):
+    """{key: value} of the KEY=VALUE lines (the last one wins, as for NCCL)."""
+    values = {}
+    for line in (text or "").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        match = LINE_RE.match(line)
+        if match:
+            values[match.group("key")] = match.group("value").strip()
+    return values
+
+
+def render_conf(text, settings):
+    """Apply ``settings`` ({key: value, or None to remove}) to the file text. Lines the
+    settings do not name (comments, other keys) are kept as they are; a managed key is
+    rewritten in place (duplicates dropped) or appended."""
+    out = []
+    seen = set()
+    for line in (text or "").splitlines():
+        match = None if line.lstrip().startswith("#") else LINE_RE.match(line)
+        key = match.group("key") if match else None
+        if key in settings:
+            if settings[key] is None or key in seen:
+                continue
+            seen.add(key)
+            out.append("%s=%s" % (key, settings[key]))
+        else:
+            out.append(line)
+    for key in sorted(settings):
+        if settings[key] is not None and key not in seen:
+            out.append("%s=%s" % (key, settings[key]))
+    return "\n".join(out) + "\n" if out else ""
+
+
+def parse_hca(entries):
+    """``['mlx5_0:1', 'rxeA']`` -> [('mlx5_0', 1), ('rxeA', None)]."""
+    result = []
+    for entry in entries or []:
+        text = str(entry).strip()
+        if not text or text[0] in "^=":
+            raise InputError("ib_hca: give plain device names or device:port (got %r); "
+                             "NCCL's '^' (exclude) and '=' (exact) prefixes are not supported here" % entry)
+        dev, port = (text.split(":", 1) + [""])[:2]
+        if port and not port.isdigit():
+            raise InputError("ib_hca: port of %r must be a number, as in mlx5_0:1" % entry)
+        result.append((dev, int(port) if port else None))
+    return result
+
+
+def parse_version(text):
+    match = re.match(r"^\s*(\d+)\.(\d+)", str(text or ""))
+    if not match:
+        raise InputError("nccl_version: expected a version like 2.21.5, got %r" % text)
+    return int(match.group(1)), int(match.group(2))
+
+
+def parse_gid_index(value):
+    """'discover' / 'auto' / an int (given as int or digit string)."""
+    if isinstance(value, bool):
+        raise InputError("gid_index: expected an integer, 'discover' or 'auto', got %r" % value)
+    if isinstance(value, int):
+        index = value
+    else:
+        text = str(value).strip().lower()
+        if text in ("discover", "auto"):
+            return text
+        if not re.match(r"^\d+$", text):
+            raise InputError("gid_index: expected an integer, 'discover' or 'auto', got %r" % value)
+        index = int(text)
+    if index < 0 or index > 255:
+        raise InputError("gid_index: %d is out of range (GID indexes are 0-255)" % index)
+    return index
+
+
+def _port_label(dev, port):
+    return "%s:%s" % (dev, port)
+
+
+def check_index(index, tables):
+    """Every port's table must hold a RoCE v2 + IPv4 GID at ``index``; raise with the table
+    otherwise. ``tables``: {(dev, port): rows}."""
+    bad = []
+    for (dev, port), rows in sorted(tables.items()):
+        row = next((r for r in rows if r["index"] == index), None)
+        if row is None:
+            bad.append("%s has no GID at index %d" % (_port_label(dev, port), index))
+        elif row["type"] != ROCE_V2 or not row["ipv4"]:
+            bad.append("%s index %d is %s %s (%s), not RoCE v2 with an IPv4 address"
+                       % (_port_label(dev, port), index, row["type"], row["gid"], row["ipv4"] or "no IPv4"))
+    if bad:
+        all_rows = [r for _key, rows in sorted(tables.items()) for r in rows]
+        hint = discover_hint(tables)
+        raise InputError("gid_index %d refused: %s.%s\nGID table:\n%s"
+                         % (index, "; ".join(bad), hint, format_gid_table(all_rows)))
+
+
+def discover_hint(tables):
+    found = {}
+    for key, rows in tables.items():
+        found[_port_label(*key)] = roce_v2_ipv4_index(rows)
+    good = sorted(set(v for v in found.values() if v is not None))
+    if len(good) == 1 and all(v is not None for v in found.values()):
+        return " The RoCE v2 + IPv4 GID is at index %d: use gid_index: %d or gid_index: discover." % (good[0], good[0])
+    return ""
+
+
+def discover_index(tables):
+    """The one index holding RoCE v2 + IPv4 on every port, or raise with the table."""
+    if not tables:
+        raise InputError("gid_index: no RDMA port to read a GID table from: list the HCAs in ib_hca "
+                         "(check 'rdma link show') or load the RDMA driver first")
+    found = {}
+    for key, rows in sorted(tables.items()):
+        found[key] = roce_v2_ipv4_index(rows)
+    all_rows = [r for _key, rows in sorted(tables.items()) for r in rows]
+    missing = [_port_label(*k) for k, v in found.items() if v is None]
+    if missing:
+        raise InputError("gid_index discover: no RoCE v2 GID with an IPv4 address on %s: give the netdev an "
+                         "IPv4 address and check the RDMA-CM mode.\nGID table:\n%s"
+                         % (", ".join(missing), format_gid_table(all_rows)))
+    indexes = sorted(set(found.values()))
+    if len(indexes) > 1:
+        raise InputError("gid_index discover: the RoCE v2 + IPv4 GID sits at different indexes on the listed "
+                         "ports (%s); NCCL_IB_GID_INDEX is one number for all HCAs: use gid_index: auto "
+                         "(NCCL >= 2.21) or list only matching HCAs.\nGID table:\n%s"
+                         % (", ".join("%s=%d" % (_port_label(*k), v) for k, v in sorted(found.items())),
+                            format_gid_table(all_rows)))
+    return indexes[0]
+
+
+def check_auto(tables, addr_range, nccl_version):
+    """NCCL's own selection needs >= 2.21 and a RoCE v2 IPv4 GID within the range on every port."""
+    if nccl_version is not None and parse_version(nccl_version) < AUTO_MIN_VERSION:
+        raise InputError("gid_index auto needs NCCL >= 2.21 (nccl_version is %s): use discover or an integer"
+                         % nccl_version)
+    try:
+        network = ipaddress.ip_network(addr_range, strict=False)
+    except ValueError as exc:
+        raise InputError("addr_range: %r is not an IPv4 network in CIDR form such as 192.168.64.0/24 (%s)"
+                         % (addr_range, exc))
+    if network.version != 4:
+        raise InputError("addr_range: %s is not IPv4; gid_index auto pins AF_INET" % addr_range)
+    missing = []
+    for key, rows in sorted(tables.items()):
+        if not any(r["type"] == ROCE_V2 and r["ipv4"] and ipaddress.ip_address(r["ipv4"]) in network for r in rows):
+            missing.append(_port_label(*key))
+    if missing:
+        all_rows = [r for _key, rows in sorted(tables.items()) for r in rows]
+        raise InputError("gid_index auto: no RoCE v2 GID with an IPv4 address in %s on %s; NCCL would fail at "
+                         "init.\nGID table:\n%s" % (network, ", ".join(missing), format_gid_table(all_rows)))
+    return str(network)
+
+
+def gid_settings(mode, index=None, addr_range=None):
+    """The GID-related keys to write, clearing the ones of the other mode."""
+    if mode == "auto":
+        settings = dict.fromkeys(GID_KEYS)
+        settings.update({"NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_IB_ADDR_RANGE": addr_range,
+                         "NCCL_IB_ROCE_VERSION_NUM": "2"})
+        return settings
+    settings = dict.fromkeys(AUTO_KEYS)
+    settings["NCCL_IB_GID_INDEX"] = str(index)
+    return settings
+
+
+def _read(path):
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, IOError):
+        return None
+
+
+class NcclEnv:
+    """What the nccl_env module does: resolve the GID settings, edit the file, report."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.reader = RdmaReader(self.params["root"])
+
+    def tables(self):
+        """{(dev, port): rows} of the listed HCA ports (all RDMA ports when none are listed)."""
+        hcas = parse_hca(self.params["ib_hca"])
+        known = self.reader.devices()
+        if not hcas:
+            hcas = [(dev, None) for dev in known]
+        tables = {}
+        for dev, port in hcas:
+            if dev not in known:
+                raise InputError("ib_hca: no RDMA device %s on this host (known: %s): check 'rdma link show'"
+                                 % (dev, ", ".join(known) or "none"))
+            ports = self.reader.ports(dev)
+            if port is not None and port not in ports:
+                raise InputError("ib_hca: %s has no port %d (ports: %s)" % (dev, port, ports))
+            for p in [port] if port is not None else ports:
+                tables[(dev, p)] = self.reader.gid_table(dev, p)
+        return tables
+
+    def derive_range(self, tables):
+        """The IPv4 network of the netdevs behind the RoCE v2 GIDs (``ip -j -4 addr``)."""
+        networks = set()
+        for rows in tables.values():
+            for row in rows:
+                if row["type"] != ROCE_V2 or not row["ipv4"] or not row["netdev"]:
+                    continue
+                ip_bin = self.module.get_bin_path("ip", required=True)
+                rc, out, _err = self.module.run_command([ip_bin, "-j", "-4", "addr", "show", "dev", row["netdev"]])
+                if rc != 0:
+                    continue
+                for link in json.loads(out or "[]"):
+                    for addr in link.get("addr_info", []):
+                        if addr.get("local") == row["ipv4"]:
+                            networks.add(str(ipaddress.ip_network("%s/%s" % (addr["local"], addr["prefixlen"]), strict=False)))
+        if len(networks) != 1:
+            raise InputError("addr_range: give the IPv4 network NCCL should pick GIDs from (e.g. 192.168.64.0/24); "
+                             "the RoCE netdevs are on %s" % (", ".join(sorted(networks)) or "no IPv4 network"))
+        return networks.pop()
+
+    def run(self):
+        path = self.params["path"]
+        mode = parse_gid_index(self.params["gid_index"])
+        tables = self.tables()
+        result = {"changed": False, "path": path}
+        if mode == "auto":
+            addr_range = self.params["addr_range"] or self.derive_range(tables)
+            addr_range = check_auto(tables, addr_range, self.params["nccl_version"])
+            settings = gid_settings("auto", addr_range=addr_range)
+            result["gid_index"] = "auto"
+        else:
+            index = discover_index(tables) if mode == "discover" else mode
+            check_index(index, tables)
+            settings = gid_settings("index", index=index)
+            result["gid_index"] = index
+        if self.params["ib_hca"]:
+            settings["NCCL_IB_HCA"] = ",".join(str(h) for h in self.params["ib_hca"])
+        for option, key in (("socket_ifname", "NCCL_SOCKET_IFNAME"), ("net_gdr_level", "NCCL_NET_GDR_LEVEL")):
+            if self.params[option] is not None:
+                settings[key] = str(self.params[option])
+        for key, value in (self.params["extra"] or {}).items():
+            if not re.match(r"^[A-Z][A-Z0-9_]*$", str(key)):
+                raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
+            if key in settings:
+                raise InputError("extra: %s is managed by its own option; set it there" % key)
+            settings[key] = None if value is None else str(value)
+        before = _read(path)
+        after = render_conf(before or "", settings)
+        result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
+        result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(before or ""))
+        result["gid_table"] = [r for _k, rows in sorted(tables.items()) for r in rows]
+        if after != (before or "") or before is None:
+            result["changed"] = True
+            if not self.module.check_mode:
+                directory = os.path.dirname(os.path.abspath(path))
+                if not os.path.isdir(directory):
+                    os.makedirs(directory, 0o755)
+                result["backup_file"] = atomic_write(path, after, backup=self.params["backup"])
+                if result["backup_file"] is None:
+                    del result["backup_file"]
+        if self.module._diff:  # pylint: disable=protected-access
+            result["diff"] = {"before": before or "", "after": after, "before_header": path, "after_header": path}
+        return result

@@ -1,0 +1,224 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mlx_rocev2
+short_description: ConnectX firmware settings, RDMA-CM default RoCE mode and the GID table
+version_added: 0.1.0
+description:
+  - Firmware part (O(device), O(firmware)) reads C(mlxconfig -d DEVICE -e q) (or C(mstconfig)), compares
+    each wanted parameter with its Next Boot value and sets only those that differ with
+    C(-y -d DEVICE set KEY=VALUE ...). The firmware loads Next Boot values at the next power
+    cycle; RV(reboot_required) is true while any parameter's Next Boot differs from Current.
+  - RDMA part (O(rdma_device), O(port), O(default_roce_mode)) sets the RDMA-CM default RoCE mode
+    through configfs C(/sys/kernel/config/rdma_cm/DEVICE/ports/PORT/default_roce_mode) (the
+    directory is created for the change and removed after it, as configfs requires), loads
+    C(rdma_cm) when needed, and persists the mode with a udev rule that reapplies it whenever the
+    device appears (at boot through udev coldplug, and on hotplug).
+  - Returns the GID table of the RDMA device the way C(show_gids) prints it, read from sysfs
+    (C(/sys/class/infiniband/DEV/ports/PORT/gids/N), C(gid_attrs/types/N), C(gid_attrs/ndevs/N));
+    empty slots, on which the kernel answers EINVAL, are skipped.
+  - Errors that change nothing are raised for a missing tool, an unknown PCI device, a parameter
+    the firmware does not know, and a kernel in lockdown (Secure Boot), which forbids the direct
+    PCI access the tool needs.
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reading the RoCE mode needs the configfs directory of the device; it is created and
+        removed again, also in check mode (configfs keeps no state from it).
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  device:
+    description:
+      - PCI address of the ConnectX physical function (C(0000:81:00.0) or C(81:00.0)), or an MST
+        device path (C(/dev/mst/mt4119_pciconf0)).
+      - Needed for O(firmware); when O(rdma_device) is not given the RDMA device is derived from
+        this PF (C(/sys/bus/pci/devices/ADDR/infiniband/)).
+    type: str
+  firmware:
+    description:
+      - Firmware parameters as mlxconfig names them, with the wanted values, for example
+        C(SRIOV_EN=true), C(NUM_OF_VFS=8), C(LINK_TYPE_P1=ETH).
+      - Booleans match C(True(1)) / C(False(0)); numbers match the number shown in brackets or the
+        plain value; names match the text before the brackets (case-insensitive).
+    type: dict
+    default: {}
+  tool:
+    description:
+      - Firmware tool. V(auto) uses C(mlxconfig) (NVIDIA MFT) when present, else C(mstconfig) (mstflint).
+    type: str
+    choices: [auto, mlxconfig, mstconfig]
+    default: auto
+  rdma_device:
+    description:
+      - RDMA device name (C(mlx5_0), C(rxe0)). Derived from O(device) when not given.
+    type: str
+  port:
+    description: Port of the RDMA device.
+    type: int
+    default: 1
+  default_roce_mode:
+    description:
+      - RDMA-CM default RoCE mode of the port. V(v2) is RoCE v2 (UDP/IP, routable).
+      - V(unchanged) leaves the mode alone (firmware only, or only read the GID table of O(rdma_device)).
+    type: str
+    choices: [v1, v2, unchanged]
+    default: v2
+  persist:
+    description: Write a udev rule (and its helper script) that reapplies O(default_roce_mode) when the device appears.
+    type: bool
+    default: true
+  persist_rules_dir:
+    description: Directory of the udev rule C(70-gpuvirt-roce-DEVICE.rules).
+    type: path
+    default: /etc/udev/rules.d
+  persist_script:
+    description: Path of the helper script the udev rule runs.
+    type: path
+    default: /usr/local/sbin/gpuvirt-roce-mode
+  root:
+    description: Root of the sysfs/configfs tree to read and write (tests point it at a fake tree).
+    type: path
+    default: /
+notes:
+  - An IPv4 address on the RDMA netdev is what gives the IPv4-mapped GID (C(::ffff:a.b.c.d)); the
+    index it gets depends on the order in which addresses arrive, so read it from RV(roce_v2_ipv4_index)
+    rather than assuming 3.
+seealso:
+  - module: gpuvirt.tenancy.nccl_env
+"""
+
+EXAMPLES = r"""
+- name: SR-IOV with 8 VFs and Ethernet link in the ConnectX firmware, RoCE v2 as RDMA-CM default
+  gpuvirt.tenancy.mlx_rocev2:
+    device: "0000:81:00.0"
+    firmware:
+      SRIOV_EN: true
+      NUM_OF_VFS: 8
+      LINK_TYPE_P1: ETH
+    default_roce_mode: v2
+  register: __mlx
+
+- name: Inside a tenant guest, RoCE v2 on a soft-RoCE device and its GID table
+  gpuvirt.tenancy.mlx_rocev2:
+    rdma_device: rxe0
+    port: 1
+  register: __rdma
+
+- name: Show the index of the RoCE v2 + IPv4 GID
+  ansible.builtin.debug:
+    msg: "{{ __rdma.roce_v2_ipv4_index['rxe0']['1'] }}"
+
+- name: Firmware only, with mstflint's tool
+  gpuvirt.tenancy.mlx_rocev2:
+    device: "81:00.0"
+    tool: mstconfig
+    firmware:
+      SRIOV_EN: true
+    default_roce_mode: unchanged
+"""
+
+RETURN = r"""
+firmware:
+  description: Each wanted firmware parameter with its Default, Current and Next Boot value as the tool shows them.
+  returned: when firmware is given
+  type: dict
+  sample: {"SRIOV_EN": {"default": "False(0)", "current": "False(0)", "next": "True(1)"}}
+firmware_changes:
+  description: Parameters set (or, in check mode, to be set) and their values.
+  returned: when device is given
+  type: dict
+  sample: {"NUM_OF_VFS": "8"}
+firmware_tool:
+  description: Path of the firmware tool used.
+  returned: when device is given
+  type: str
+  sample: /usr/bin/mstconfig
+pending_parameters:
+  description: Parameters whose Next Boot value differs from Current (loaded at the next power cycle).
+  returned: when device is given
+  type: list
+  elements: str
+  sample: ["NUM_OF_VFS", "SRIOV_EN"]
+reboot_required:
+  description: True while a firmware parameter's Next Boot value differs from Current.
+  returned: always
+  type: bool
+  sample: true
+rdma_device:
+  description: The RDMA device handled.
+  returned: when an RDMA device is handled
+  type: str
+  sample: mlx5_0
+port:
+  description: The port handled.
+  returned: when an RDMA device is handled
+  type: int
+  sample: 1
+default_roce_mode:
+  description: RDMA-CM default RoCE mode of the port after the run (C(v1) or C(v2)).
+  returned: when default_roce_mode is set
+  type: str
+  sample: v2
+gid_table:
+  description: The GID table of every port of the RDMA device, like show_gids; empty slots are left out.
+  returned: when an RDMA device is handled
+  type: list
+  elements: dict
+  sample:
+    - {"device": "mlx5_0", "port": 1, "index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0b00:0048",
+       "type": "RoCE v2", "netdev": "ens3np0", "ipv4": "11.0.0.72"}
+roce_v2_ipv4_index:
+  description: Per device and port (as a string), the lowest index holding a RoCE v2 GID with an IPv4 address, or null.
+  returned: when an RDMA device is handled
+  type: dict
+  sample: {"mlx5_0": {"1": 3}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import MlxRoceV2
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            device=dict(type="str"),
+            firmware=dict(type="dict", default={}),
+            tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
+            rdma_device=dict(type="str"),
+            port=dict(type="int", default=1),
+            default_roce_mode=dict(type="str", choices=["v1", "v2", "unchanged"], default="v2"),
+            persist=dict(type="bool", default=True),
+            persist_rules_dir=dict(type="path", default="/etc/udev/rules.d"),
+            persist_script=dict(type="path", default="/usr/local/sbin/gpuvirt-roce-mode"),
+            root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = MlxRoceV2(module).run()
+    except (InputError, StateError) as exc:
+        extra = {}
+        if getattr(exc, "kind", None):
+            extra["error_kind"] = exc.kind
+        module.fail_json(msg=str(exc), **extra)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_env
+short_description: NCCL settings in /etc/nccl.conf, with a GID index that is RoCE v2 and IPv4
+version_added: 0.1.0
+description:
+  - Writes the C(KEY=VALUE) lines NCCL reads from C(/etc/nccl.conf) at init
+    (C(NCCL_IB_HCA), C(NCCL_SOCKET_IFNAME), C(NCCL_NET_GDR_LEVEL), C(NCCL_IB_GID_INDEX) and O(extra)
+    settings). Lines it does not manage (comments, other keys) are kept as they are.
+  - O(gid_index) decides the GID NCCL uses on RoCE. An integer is checked against the GID table
+    of every listed HCA port (read from sysfs) and refused, with the table, unless it holds a
+    RoCE v2 GID with an IPv4 address on each. V(discover) writes the index that holds the RoCE v2
+    + IPv4 GID (the same on all listed ports, or an error). V(auto) writes no index and pins
+    C(NCCL_IB_ADDR_FAMILY=AF_INET), C(NCCL_IB_ADDR_RANGE) and C(NCCL_IB_ROCE_VERSION_NUM=2) so
+    that NCCL 2.21 and later select the GID themselves.
+  - Switching between an index and V(auto) removes the keys of the other way.
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  path:
+    description: The file NCCL reads. Its directory is created when missing.
+    type: path
+    default: /etc/nccl.conf
+  ib_hca:
+    description:
+      - HCAs NCCL may use, as C(DEVICE) or C(DEVICE:PORT) (C(mlx5_0:1), C(rxe0)); written as C(NCCL_IB_HCA).
+      - The GID tables of these ports are the ones O(gid_index) is checked against; when empty,
+        every RDMA port of the host is checked and C(NCCL_IB_HCA) is left as it is.
+    type: list
+    elements: str
+    default: []
+  socket_ifname:
+    description: C(NCCL_SOCKET_IFNAME), the interface(s) for bootstrap and socket traffic. Left as it is when not given.
+    type: str
+  net_gdr_level:
+    description: C(NCCL_NET_GDR_LEVEL) (C(LOC), C(PIX), C(PXB), C(PHB), C(SYS) or 0-5), how far GPUDirect RDMA may reach. Left as it is when not given.
+    type: str
+  gid_index:
+    description:
+      - An integer GID index (validated), V(discover) or V(auto) (see the description).
+    type: str
+    default: discover
+  addr_range:
+    description:
+      - With O(gid_index=auto), the IPv4 network (CIDR) NCCL picks GIDs from (C(NCCL_IB_ADDR_RANGE)).
+        Derived from the address of the RoCE netdev (C(ip -j -4 addr)) when not given.
+    type: str
+  nccl_version:
+    description:
+      - NCCL version of the tenant's workloads. O(gid_index=auto) is refused below 2.21, which
+        has no GID auto-selection.
+    type: str
+  extra:
+    description: Other C(KEY=VALUE) settings (C(NCCL_IB_TC), C(NCCL_DEBUG)); a null value removes the key.
+    type: dict
+    default: {}
+  backup:
+    description: Keep a copy of the file before changing it.
+    type: bool
+    default: false
+  root:
+    description: Root of the sysfs tree the GID tables are read from (tests point it at a fake tree).
+    type: path
+    default: /
+seealso:
+  - module: gpuvirt.tenancy.mlx_rocev2
+"""
+
+EXAMPLES = r"""
+- name: NCCL on one ConnectX port, with the RoCE v2 + IPv4 GID index read from the GID table
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: [mlx5_0:1]
+    socket_ifname: ens3np0
+    net_gdr_level: PHB
+    gid_index: discover
+  register: __nccl
+
+- name: Field practice forces index 3 everywhere; refused with the table where it is not RoCE v2 + IPv4
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: [mlx5_0:1, mlx5_1:1]
+    gid_index: 3
+
+- name: Let NCCL >= 2.21 choose the GID within the tenant network
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: [mlx5_0:1]
+    gid_index: auto
+    addr_range: 192.168.64.0/24
+    nccl_version: "2.23.4"
+    extra:
+      NCCL_IB_TC: 106
+
+- name: A per-tenant file (two tenants simulated on one lab VM)
+  gpuvirt.tenancy.nccl_env:
+    path: /etc/nccl.conf.d/tenant-a.conf
+    ib_hca: [rxeA:1]
+    gid_index: discover
+"""
+
+RETURN = r"""
+path:
+  description: The file written.
+  returned: always
+  type: str
+  sample: /etc/nccl.conf
+gid_index:
+  description: The GID index written, or C(auto).
+  returned: success
+  type: raw
+  sample: 3
+settings:
+  description: The managed settings as written.
+  returned: success
+  type: dict
+  sample: {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_IB_GID_INDEX": "3"}
+removed:
+  description: Keys removed from the file (settings of the other GID mode, or O(extra) keys set to null).
+  returned: success
+  type: list
+  elements: str
+  sample: ["NCCL_IB_ADDR_FAMILY"]
+gid_table:
+  description: The GID tables of the checked ports, like show_gids.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {"device": "mlx5_0", "port": 1, "index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0b00:0048",
+       "type": "RoCE v2", "netdev": "ens3np0", "ipv4": "11.0.0.72"}
+backup_file:
+  description: The backup copy, when O(backup) made one.
+  returned: changed and backup
+  type: str
+  sample: /etc/nccl.conf.2026-01-01@10:00:00~
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nccl_conf import NcclEnv
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", default="/etc/nccl.conf"),
+            ib_hca=dict(type="list", elements="str", default=[]),
+            socket_ifname=dict(type="str"),
+            net_gdr_level=dict(type="str"),
+            gid_index=dict(type="str", default="discover"),
+            addr_range=dict(type="str"),
+            nccl_version=dict(type="str"),
+            extra=dict(type="dict", default={}),
+            backup=dict(type="bool", default=False),
+            root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = NcclEnv(module).run()
+    except (InputError, StateError) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+"""nccl_env end to end over fake GID tables built from real show_gids captures
+(tests/fixtures/rdma) and from the lab's verified soft-RoCE layout (docs/DESIGN: rxe GIDs are
+RoCE v2 only; a global IPv6 address added before IPv4 moves the IPv4 GID from 1 to 2)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.modules import nccl_env
+
+from conftest import run_module  # pylint: disable=import-error
+from rdmafake import add_port, read_fixture, tree_from_show_gids  # pylint: disable=import-error
+
+CX6 = "show_gids_mlx5_0_connectx6_two-linklocal-ipv6_plus-ipv4.txt"
+H100 = "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt"
+
+EXISTING = "# written by the image build\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=3\n"
+
+
+@pytest.fixture
+def cx6(tmp_path):
+    root = tmp_path / "root"
+    tree_from_show_gids(root, read_fixture("rdma", CX6))
+    conf = tmp_path / "etc" / "nccl.conf"
+    conf.parent.mkdir()
+    conf.write_text(EXISTING)
+    return {"root": str(root), "path": str(conf)}
+
+
+def test_discover_writes_the_ipv4_roce_v2_index_and_keeps_other_lines(cx6):
+    args = {"root": cx6["root"], "path": cx6["path"], "ib_hca": ["mlx5_0:1"], "socket_ifname": "ens1f0",
+            "net_gdr_level": "PHB", "gid_index": "discover"}
+    result = run_module(nccl_env.main, args, diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["gid_index"] == 5
+    text = open(cx6["path"], encoding="utf-8").read()
+    assert text == ("# written by the image build\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=5\n"
+                    "NCCL_IB_HCA=mlx5_0:1\nNCCL_NET_GDR_LEVEL=PHB\nNCCL_SOCKET_IFNAME=ens1f0\n")
+    assert result["diff"]["before"] == EXISTING and result["diff"]["after"] == text
+    again = run_module(nccl_env.main, args)
+    assert again["changed"] is False and again["gid_index"] == 5
+
+
+def test_check_mode_writes_nothing(cx6):
+    result = run_module(nccl_env.main, {"root": cx6["root"], "path": cx6["path"], "gid_index": "discover"}, check_mode=True)
+    assert result["changed"] is True and result["gid_index"] == 5
+    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
+
+
+def test_explicit_index_refused_with_the_table_nothing_written(cx6):
+    before = os.stat(cx6["path"])
+    result = run_module(nccl_env.main, {"root": cx6["root"], "path": cx6["path"], "gid_index": "3", "ib_hca": ["mlx5_0"]})
+    assert result["failed"]
+    assert "gid_index 3 refused" in result["msg"] and "172.19.0.60" in result["msg"]
+    assert "use gid_index: 5" in result["msg"]
+    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
+    assert os.stat(cx6["path"]).st_mtime_ns == before.st_mtime_ns
+
+
+def test_auto_pins_family_range_version_and_drops_the_index(cx6):
+    args = {"root": cx6["root"], "path": cx6["path"], "gid_index": "auto", "addr_range": "172.19.0.0/16",
+            "nccl_version": "2.23.4", "extra": {"NCCL_IB_TC": 106, "NCCL_DEBUG": None}}
+    result = run_module(nccl_env.main, args)
+    assert result["gid_index"] == "auto"
+    assert open(cx6["path"], encoding="utf-8").read() == (
+        "# written by the image build\nNCCL_IB_ADDR_FAMILY=AF_INET\nNCCL_IB_ADDR_RANGE=172.19.0.0/16\n"
+        "NCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_TC=106\n")
+    assert result["removed"] == ["NCCL_DEBUG", "NCCL_IB_GID_INDEX"]
+    assert run_module(nccl_env.main, args)["changed"] is False
+
+
+def test_new_file_in_a_new_directory(tmp_path):
+    root = tmp_path / "root"
+    tree_from_show_gids(root, read_fixture("rdma", H100))
+    path = tmp_path / "etc" / "nccl.conf.d" / "tenant-a.conf"
+    result = run_module(nccl_env.main, {"root": str(root), "path": str(path), "ib_hca": ["mlx5_0:1", "mlx5_1:1"]})
+    assert result["changed"] is True
+    assert path.read_text() == "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA=mlx5_0:1,mlx5_1:1\n"
+
+
+@pytest.mark.parametrize("tenant, rows, index", [
+    # rxe on a NIC: link-local, then IPv4
+    ("a", [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "ens3"),
+           (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens3")], 1),
+    # rxe on a veth that got a global IPv6 address before its IPv4 one
+    ("b", [(0, "fe80:0000:0000:0000:7c1e:52ff:fe3a:0b01", "v2", "vB"),
+           (1, "fd00:000b:0000:0000:0000:0000:0000:0010", "v2", "vB"),
+           (2, "0000:0000:0000:0000:0000:ffff:c0a8:540a", "v2", "vB")], 2),
+])
+def test_soft_roce_tenants(tmp_path, tenant, rows, index):
+    root = tmp_path / "root"
+    add_port(root, "rxe" + tenant.upper(), 1, rows)
+    path = tmp_path / ("tenant-%s.conf" % tenant)
+    result = run_module(nccl_env.main, {"root": str(root), "path": str(path), "ib_hca": ["rxe%s:1" % tenant.upper()]})
+    assert result["gid_index"] == index
+    other = {"root": str(root), "path": str(path), "gid_index": str(3 - index), "ib_hca": ["rxe%s:1" % tenant.upper()]}
+    refused = run_module(nccl_env.main, other)
+    # the other tenant's index: an empty slot on tenant a, a global IPv6 GID on tenant b
+    assert refused["failed"] and "gid_index %d refused" % (3 - index) in refused["msg"]
+    assert ("has no GID at index 2" if tenant == "a" else "index 1 is RoCE v2 fd00:000b") in refused["msg"]
+    assert "use gid_index: %d" % index in refused["msg"]
+    assert path.read_text() == "NCCL_IB_GID_INDEX=%d\nNCCL_IB_HCA=rxe%s:1\n" % (index, tenant.upper())
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"ib_hca": ["mlx5_7"]}, "no RDMA device mlx5_7"),
+    ({"ib_hca": ["mlx5_0:2"]}, "has no port 2"),
+    ({"gid_index": "x"}, "gid_index"),
+    ({"extra": {"NCCL_IB_GID_INDEX": 1}}, "managed by its own option"),
+    ({"extra": {"bad key": 1}}, "not an environment variable name"),
+    ({"gid_index": "auto", "addr_range": "172.19.0.0/16", "nccl_version": "2.18.1"}, "NCCL >= 2.21"),
+])
+def test_bad_inputs_change_nothing(cx6, args, match):
+    result = run_module(nccl_env.main, dict({"root": cx6["root"], "path": cx6["path"]}, **args))
+    assert result["failed"] and match in result["msg"]
+    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
