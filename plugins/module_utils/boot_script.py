@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The boot-time restore script for SR-IOV VFs and vfio-pci bindings, and its units.
+
+``sriov_vfs`` and ``vfio_bind`` (``persist: true``) install the same script, a config
+file each under /etc/gpuvirt/, and one systemd unit each, ordered before libvirtd so that
+tenant domains start on recreated VFs that are already held by vfio-pci. The script uses
+only the Python standard library and writes the same sysfs files the modules write.
+"""
+
+from __future__ import annotations
+
+SCRIPT_PATH = "/usr/local/libexec/gpuvirt/gpuvirt-sriov-vfio"
+SRIOV_CONFIG = "/etc/gpuvirt/sriov.json"
+VFIO_CONFIG = "/etc/gpuvirt/vfio.json"
+UNIT_DIR = "/etc/systemd/system"
+WANTS_DIR = "/etc/systemd/system/multi-user.target.wants"
+SRIOV_UNIT = "gpuvirt-sriov.service"
+VFIO_UNIT = "gpuvirt-vfio.service"
+UDEV_RULES = "/etc/udev/rules.d/61-gpuvirt-vfio.rules"
+MODULES_LOAD = "/etc/modules-load.d/gpuvirt-vfio.conf"
+
+SCRIPT = r'''#!/usr/bin/python3
+# Installed by the gpuvirt.tenancy collection (sriov_vfs / vfio_bind, persist: true).
+# Recreates SR-IOV VFs and their settings (sriov) and binds devices to their
+# driver_override driver (vfio), at boot before libvirtd. Standard library only.
+"""usage: gpuvirt-sriov-vfio {sriov|vfio} [--root DIR] [--wait SECONDS]"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = "/"
+
+
+def p(path):
+    return os.path.join(ROOT, path.lstrip("/"))
+
+
+def log(msg):
+    sys.stdout.write("gpuvirt: %s\n" % msg)
+    sys.stdout.flush()
+
+
+def read(path):
+    try:
+        with open(p(path)) as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def write(path, value):
+    with open(p(path), "w") as handle:
+        handle.write(value)
+
+
+def driver_of(addr):
+    try:
+        return os.path.basename(os.readlink(p("/sys/bus/pci/devices/%s/driver" % addr)))
+    except OSError:
+        return None
+
+
+def load_config(path):
+    try:
+        with open(p(path)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        log("cannot read %s: %s" % (path, exc))
+        return None
+
+
+def wait_for(check, deadline):
+    """Poll until check() or the run's shared deadline: devices that never come (a VF
+    dropped by a smaller count) cost the boot at most one wait in all."""
+    while True:
+        if check():
+            return True
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.5)
+
+
+def restore_sriov(wait):
+    config = load_config("/etc/gpuvirt/sriov.json")
+    deadline = time.time() + wait
+    failed = 0
+    for pf, want in sorted(((config or {}).get("pfs") or {}).items()):
+        base = "/sys/bus/pci/devices/%s" % pf
+        # The PF's driver (mlx5_core, nvme, ...) may still be loading.
+        if not wait_for(lambda: read(base + "/sriov_totalvfs") is not None and driver_of(pf), deadline):
+            log("%s: no SR-IOV capable PF with a driver after %ds, skipped" % (pf, wait))
+            failed += 1
+            continue
+        try:
+            if want.get("autoprobe") is not None:
+                write(base + "/sriov_drivers_autoprobe", "1" if want["autoprobe"] else "0")
+            current = int(read(base + "/sriov_numvfs") or 0)
+            if current != want["num_vfs"]:
+                if current:
+                    write(base + "/sriov_numvfs", "0")
+                if want["num_vfs"]:
+                    write(base + "/sriov_numvfs", str(want["num_vfs"]))
+            log("%s: %d VFs" % (pf, want["num_vfs"]))
+        except OSError as exc:
+            log("%s: setting %d VFs failed: %s" % (pf, want["num_vfs"], exc))
+            failed += 1
+            continue
+        netdevs = sorted(os.listdir(p(base + "/net"))) if os.path.isdir(p(base + "/net")) else []
+        for vf in want.get("vfs") or []:
+            if not netdevs:
+                log("%s: no netdev, VF settings skipped" % pf)
+                break
+            argv = ["ip", "link", "set", "dev", netdevs[0], "vf", str(vf["index"])]
+            for key, word in (("mac", "mac"), ("vlan", "vlan"), ("qos", "qos")):
+                if vf.get(key) is not None and not (key == "qos" and vf.get("vlan") is None):
+                    argv += [word, str(vf[key])]
+            for key, word in (("spoofchk", "spoofchk"), ("trust", "trust")):
+                if vf.get(key) is not None:
+                    argv += [word, "on" if vf[key] else "off"]
+            if vf.get("link_state"):
+                argv += ["state", vf["link_state"]]
+            if ROOT != "/":
+                log("would run: %s" % " ".join(argv))
+                continue
+            if subprocess.call(argv) != 0:
+                log("%s: %s failed" % (pf, " ".join(argv)))
+                failed += 1
+    return failed
+
+
+def restore_vfio(wait):
+    config = load_config("/etc/gpuvirt/vfio.json")
+    devices = sorted(((config or {}).get("devices") or {}).items())
+    deadline = time.time() + wait
+    failed = 0
+    if any(d.get("driver") == "vfio-pci" for _a, d in devices) and ROOT == "/":
+        subprocess.call(["modprobe", "vfio-pci"])
+    for addr, want in devices:
+        driver = want.get("driver")
+        base = "/sys/bus/pci/devices/%s" % addr
+        if not wait_for(lambda: os.path.exists(p(base + "/driver_override")), deadline):
+            log("%s: not present, skipped" % addr)
+            continue
+        try:
+            if read(base + "/driver_override") != driver:
+                write(base + "/driver_override", driver)
+            current = driver_of(addr)
+            if current != driver:
+                if current:
+                    write(base + "/driver/unbind", addr)
+                write("/sys/bus/pci/drivers_probe", addr)
+        except OSError as exc:
+            log("%s: binding to %s failed: %s" % (addr, driver, exc))
+        after = driver_of(addr)
+        log("%s: driver %s" % (addr, after))
+        if after != driver:
+            failed += 1
+    return failed
+
+
+def main(argv):
+    global ROOT
+    args = list(argv)
+    wait = 60
+    if "--root" in args:
+        ROOT = args.pop(args.index("--root") + 1)
+        args.remove("--root")
+    if "--wait" in args:
+        wait = int(args.pop(args.index("--wait") + 1))
+        args.remove("--wait")
+    if args == ["sriov"]:
+        return 1 if restore_sriov(wait) else 0
+    if args == ["vfio"]:
+        return 1 if restore_vfio(wait) else 0
+    sys.stderr.write(__doc__ + "\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+SRIOV_UNIT_TEXT = """# Installed by the gpuvirt.tenancy collection (sriov_vfs, persist: true).
+[Unit]
+Description=gpuvirt: recreate SR-IOV VFs and their settings
+After=systemd-udev-settle.service systemd-modules-load.service
+Before=gpuvirt-vfio.service libvirtd.service virtqemud.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/bin/python3 %s sriov
+
+[Install]
+WantedBy=multi-user.target
+""" % SCRIPT_PATH
+
+VFIO_UNIT_TEXT = """# Installed by the gpuvirt.tenancy collection (vfio_bind, persist: true).
+[Unit]
+Description=gpuvirt: bind devices to vfio-pci (driver_override)
+After=systemd-udev-settle.service systemd-modules-load.service gpuvirt-sriov.service
+Before=libvirtd.service virtqemud.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/bin/python3 %s vfio
+
+[Install]
+WantedBy=multi-user.target
+""" % SCRIPT_PATH

@@ -1,0 +1,384 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""SR-IOV virtual functions of a PF: count (always through 0), autoprobe, per-VF
+settings through the PF's netdev, safety against removing VFs in use, persistence.
+
+The kernel refuses a new non-zero ``sriov_numvfs`` while VFs exist (EBUSY): the count
+goes to 0 first, which removes every VF, so that is refused while any VF is held by a
+tenant (``/dev/vfio/N`` open, or a libvirt domain's hostdev) unless ``force``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import (
+    BootFiles, SysfsWriter, isolation, normalize_address, usage_of)
+
+MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+LINK_STATES = ("auto", "enable", "disable")
+VF_DEFAULTS = {"spoofchk": True, "trust": False}
+SETTING_KEYS = ("mac", "vlan", "qos", "spoofchk", "trust", "link_state")
+
+_VF_LINE = re.compile(r"^\s*vf (\d+)\s+(?:link/ether|MAC)\s+([0-9a-fA-F:]{17})")
+
+
+def parse_ip_link_vfs(text):
+    """Per-VF settings from ``ip link show dev <pf>`` text: {index: {mac, vlan, qos,
+    spoofchk, trust, link_state}} (vlan/qos 0 when the line shows none)."""
+    vfs = {}
+    for line in (text or "").splitlines():
+        match = _VF_LINE.match(line)
+        if not match:
+            continue
+        vlan = re.search(r", vlan (\d+)", line)
+        qos = re.search(r", qos (\d+)", line)
+        spoof = re.search(r"spoof checking (on|off)", line)
+        trust = re.search(r"trust (on|off)", line)
+        state = re.search(r"link-state (\w+)", line)
+        vfs[int(match.group(1))] = {
+            "mac": match.group(2).lower(),
+            "vlan": int(vlan.group(1)) if vlan else 0,
+            "qos": int(qos.group(1)) if qos else 0,
+            "spoofchk": None if spoof is None else spoof.group(1) == "on",
+            "trust": None if trust is None else trust.group(1) == "on",
+            "link_state": state.group(1) if state else None,
+        }
+    return vfs
+
+
+def vf_address(pf, offset, stride, index):
+    """Address of VF ``index`` from the PF's ``sriov_offset``/``sriov_stride`` (routing
+    IDs, PCIe SR-IOV spec), or None when they are unknown."""
+    if offset is None or stride is None:
+        return None
+    domain, bus, rest = pf.split(":")
+    slot, function = rest.split(".")
+    rid = (int(bus, 16) << 8 | int(slot, 16) << 3 | int(function)) + offset + index * stride
+    return "%s:%02x:%02x.%x" % (domain, (rid >> 8) & 0xff, (rid >> 3) & 0x1f, rid & 0x7)
+
+
+def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
+    """Validate the ``vfs`` option; returns {index: desired settings}. An entry names its
+    VF by ``index`` or by PCI ``address`` (one of ``vf_addresses``, the VFs by index)."""
+    desired = {}
+    for position, entry in enumerate(entries or []):
+        where = "vfs[%d]" % position
+        index = entry.get("index")
+        if entry.get("address") is not None:
+            address = normalize_address(entry["address"])
+            if index is not None:
+                raise InputError("%s: give index or address, not both" % where)
+            if address is None or address not in (vf_addresses or []):
+                raise InputError("%s.address: %s is not one of the %d VFs of this PF (%s)"
+                                 % (where, entry["address"], num_vfs or 0, ", ".join(a or "?" for a in vf_addresses or [])))
+            index = vf_addresses.index(address)
+        if index is None or index < 0:
+            raise InputError("%s.index: give the VF index (0 .. num_vfs-1)" % where)
+        if num_vfs is not None and index >= num_vfs:
+            raise InputError("%s.index: VF %d does not exist with num_vfs %d (indexes run 0 .. %d)"
+                             % (where, index, num_vfs, num_vfs - 1))
+        if index in desired:
+            raise InputError("%s.index: VF %d is listed twice" % (where, index))
+        settings = dict(VF_DEFAULTS)
+        for key in SETTING_KEYS:
+            if entry.get(key) is not None:
+                settings[key] = entry[key]
+        if settings.get("mac") is not None:
+            settings["mac"] = str(settings["mac"]).lower()
+            if not MAC_RE.match(settings["mac"]):
+                raise InputError("%s.mac: %r is not a MAC address (aa:bb:cc:dd:ee:ff)" % (where, entry["mac"]))
+            if int(settings["mac"].split(":")[0], 16) & 1:
+                raise InputError("%s.mac: %s is a multicast address; use a unicast one (first byte even)" % (where, settings["mac"]))
+        if settings.get("vlan") is not None and not 0 <= settings["vlan"] <= 4095:
+            raise InputError("%s.vlan: %s is outside 0-4095 (0 = no VLAN)" % (where, settings["vlan"]))
+        if settings.get("qos") is not None:
+            if not 0 <= settings["qos"] <= 7:
+                raise InputError("%s.qos: %s is outside 0-7" % (where, settings["qos"]))
+            if not settings.get("vlan"):
+                raise InputError("%s.qos: a QoS priority needs a VLAN (set vlan)" % where)
+        if settings.get("link_state") is not None and settings["link_state"] not in LINK_STATES:
+            raise InputError("%s.link_state: use one of %s" % (where, ", ".join(LINK_STATES)))
+        desired[index] = settings
+    return desired
+
+
+def ip_vf_argv(netdev, index, settings):
+    argv = ["link", "set", "dev", netdev, "vf", str(index)]
+    if settings.get("mac") is not None:
+        argv += ["mac", settings["mac"]]
+    if settings.get("vlan") is not None:
+        argv += ["vlan", str(settings["vlan"])]
+        if settings.get("qos"):
+            argv += ["qos", str(settings["qos"])]
+    for key in ("spoofchk", "trust"):
+        if settings.get(key) is not None:
+            argv += [key, "on" if settings[key] else "off"]
+    if settings.get("link_state") is not None:
+        argv += ["state", settings["link_state"]]
+    return argv
+
+
+def settings_differ(current, desired):
+    """Keys of ``desired`` whose value differs from ``current`` (a VF line's settings)."""
+    differ = []
+    for key, value in desired.items():
+        have = (current or {}).get(key)
+        if key == "qos" and not value and not have:
+            continue
+        if have != value:
+            differ.append(key)
+    return differ
+
+
+class SriovManager:
+    """``ip``: callable(argv) -> (rc, stdout, stderr) running ``ip`` (None: no ip)."""
+
+    def __init__(self, fs, topology, writer=None, ip=None):
+        self.fs = fs if isinstance(fs, Sysfs) else Sysfs(fs)
+        self.topology = topology
+        self.pci = topology["pci_devices"]
+        self.writer = writer or SysfsWriter(self.fs)
+        self.ip = ip
+
+    def resolve_pf(self, text):
+        address = normalize_address(text)
+        if address is None:
+            netdev = (self.topology.get("netdevs") or {}).get(text)
+            address = netdev and netdev.get("pci_address")
+            if not address:
+                raise InputError("pf: %r is neither a PCI address (0000:81:00.0) nor the netdev of a PCI device" % text)
+        dev = self.pci.get(address)
+        if dev is None:
+            raise InputError("pf: no PCI device %s on this host (see lspci -D)" % address)
+        if dev["physfn"]:
+            raise InputError("pf: %s is itself a VF of %s; give the PF" % (address, dev["physfn"]))
+        if dev["sriov_totalvfs"] is None:
+            raise InputError("pf: %s is not SR-IOV capable (no sriov_totalvfs); enable SR-IOV in the "
+                             "firmware/BIOS (ConnectX: mlxconfig SRIOV_EN=1 NUM_OF_VFS=N) or pick another PF" % address)
+        if not dev["sriov_totalvfs"]:
+            raise InputError("pf: %s offers 0 VFs (sriov_totalvfs 0); raise NUM_OF_VFS in its firmware" % address)
+        return address
+
+    def vf_addresses(self, pf, count):
+        """Addresses of VFs 0..count-1: the existing ones, else from sriov_offset/stride."""
+        existing = self.pci[pf]["virtfns"]
+        if len(existing) == count:
+            return list(existing)
+        offset = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_offset" % pf)
+        stride = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_stride" % pf)
+        return [vf_address(pf, offset, stride, i) for i in range(count)]
+
+    def current_settings(self, netdev):
+        if not netdev or self.ip is None:
+            return {}
+        _rc, out, _err = self.ip(["link", "show", "dev", netdev])
+        return parse_ip_link_vfs(out)
+
+    def plan(self, pf_text, num_vfs=None, autoprobe=None, vfs=None, force=False):
+        pf = self.resolve_pf(pf_text)
+        dev = self.pci[pf]
+        total = dev["sriov_totalvfs"]
+        if num_vfs is not None and not 0 <= num_vfs <= total:
+            raise InputError("num_vfs: %d is outside 0-%d (sriov_totalvfs of %s); raise NUM_OF_VFS in the "
+                             "firmware for more" % (num_vfs, total, pf))
+        before = dev["sriov_numvfs"] or 0
+        after = before if num_vfs is None else num_vfs
+        desired = normalize_vf_settings(vfs, after, self.vf_addresses(pf, after))
+        netdev = dev["netdevs"][0] if dev["netdevs"] else None
+        if desired and not netdev:
+            raise InputError("vfs: PF %s has no netdev, so VF MAC/VLAN/spoofchk/trust cannot be set "
+                             "(they go through the PF's netdev: ip link set dev <pf> vf N ...); drop vfs "
+                             "for this PF or load its network driver" % pf)
+        if desired and self.ip is None:
+            raise InputError("vfs: the ip command (iproute2) is missing; install iproute2")
+        autoprobe_before = dev["sriov_drivers_autoprobe"]
+        recreate = before != after
+        in_use = {}
+        if recreate and before:
+            for vf in dev["virtfns"]:
+                reasons = usage_of(self.fs, self.topology, vf)
+                if reasons:
+                    in_use[vf] = reasons
+            if in_use and not force:
+                raise StateError(
+                    "changing the VF count of %s from %d to %d goes through 0 and removes every VF, but %s. "
+                    "Nothing was changed. Stop the tenant using it (or release the device), or set force: true"
+                    % (pf, before, after, "; ".join("VF %s: %s" % (vf, ", ".join(r)) for vf, r in sorted(in_use.items()))))
+        current = {} if recreate else self.current_settings(netdev)
+        vf_changes = []
+        for index, settings in sorted(desired.items()):
+            have = current.get(index)
+            keys = settings_differ(have, settings) if have is not None else sorted(settings)
+            if keys:
+                vf_changes.append({"index": index, "before": have, "after": settings, "keys": keys})
+        return {
+            "pf": pf,
+            "netdev": netdev,
+            "sriov_totalvfs": total,
+            "num_vfs_before": before,
+            "num_vfs_after": after,
+            "recreate": recreate,
+            "autoprobe_before": autoprobe_before,
+            "autoprobe_after": autoprobe_before if autoprobe is None else autoprobe,
+            "vf_changes": vf_changes,
+            "desired_settings": desired,
+            "forced_in_use": in_use,
+        }
+
+    @staticmethod
+    def changed(plan):
+        return bool(plan["recreate"] or plan["autoprobe_before"] != plan["autoprobe_after"] or plan["vf_changes"])
+
+    def _write(self, host_path, value):
+        try:
+            self.writer.write(host_path, value)
+        except (OSError, IOError) as exc:
+            name = errno.errorcode.get(exc.errno, str(exc.errno))
+            hint = " (the kernel refuses a new count while VFs exist: it must go through 0)" if name == "EBUSY" else ""
+            raise StateError("writing %s to %s failed: %s %s%s" % (value, host_path, name, exc.strerror, hint))
+
+    def apply(self, plan):
+        base = "/sys/bus/pci/devices/%s" % plan["pf"]
+        if plan["autoprobe_before"] != plan["autoprobe_after"]:
+            self._write(base + "/sriov_drivers_autoprobe", "1" if plan["autoprobe_after"] else "0")
+        if plan["recreate"]:
+            if plan["num_vfs_before"]:
+                self._write(base + "/sriov_numvfs", "0")
+            if plan["num_vfs_after"]:
+                self._write(base + "/sriov_numvfs", str(plan["num_vfs_after"]))
+            if plan["desired_settings"]:
+                # Fresh VFs: compare against what the driver gave them.
+                current = self.current_settings(plan["netdev"])
+                plan["vf_changes"] = [
+                    {"index": i, "before": current.get(i), "after": s, "keys": settings_differ(current.get(i), s)}
+                    for i, s in sorted(plan["desired_settings"].items())
+                    if settings_differ(current.get(i), s)]
+        for change in plan["vf_changes"]:
+            rc, out, err = self.ip(ip_vf_argv(plan["netdev"], change["index"], change["after"]))
+            if rc != 0:
+                argv = ip_vf_argv(plan["netdev"], change["index"], change["after"])
+                raise StateError("ip %s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
+        return plan
+
+    def report_vfs(self, topology, plan, settings=None):
+        """Per-VF facts after the change (predicted addresses in check mode)."""
+        pci = topology["pci_devices"]
+        pf = plan["pf"]
+        vfs = list(pci[pf]["virtfns"])
+        if len(vfs) != plan["num_vfs_after"]:
+            offset = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_offset" % pf)
+            stride = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_stride" % pf)
+            vfs = [vf_address(pf, offset, stride, i) for i in range(plan["num_vfs_after"])]
+        settings = settings or {}
+        report = []
+        for index, address in enumerate(vfs):
+            dev = pci.get(address) or {}
+            fresh = plan["recreate"] and not dev
+            report.append({
+                "index": index,
+                "address": address,
+                "numa_node": dev.get("numa_node", pci[pf]["numa_node"] if fresh else None),
+                "iommu_group": dev.get("iommu_group"),
+                "driver": dev.get("driver"),
+                "netdev": (dev.get("netdevs") or [None])[0],
+                "settings": settings.get(index) or plan["desired_settings"].get(index),
+            })
+        return report
+
+    def persist_changes(self, plan, files=None):
+        files = files or BootFiles(self.fs)
+        config = files.load_json(boot.SRIOV_CONFIG, {})
+        pfs = dict(config.get("pfs") or {})
+        entry = {"num_vfs": plan["num_vfs_after"], "autoprobe": plan["autoprobe_after"]}
+        # Settings of VFs this run does not name are kept (a run may set only the count).
+        kept = {vf["index"]: vf for vf in (pfs.get(plan["pf"]) or {}).get("vfs") or []
+                if isinstance(vf, dict) and isinstance(vf.get("index"), int)}
+        kept.update({i: dict(index=i, **s) for i, s in plan["desired_settings"].items()})
+        kept = [vf for i, vf in sorted(kept.items()) if i < plan["num_vfs_after"]]
+        if kept:
+            entry["vfs"] = kept
+        pfs[plan["pf"]] = entry
+        text = json.dumps({"pfs": dict(sorted(pfs.items()))}, indent=2, sort_keys=True) + "\n"
+        changes = files.change(boot.SRIOV_CONFIG, text)
+        changes += files.service_changes(boot.SRIOV_UNIT, boot.SRIOV_UNIT_TEXT)
+        return changes
+
+
+# ---------------------------------------------------------------------------- module glue
+ROOT = "/"
+WRITER = SysfsWriter
+
+
+def _state_text(plan):
+    return json.dumps({"pf": plan["pf"], "num_vfs": plan["num_vfs_before"], "autoprobe": plan["autoprobe_before"],
+                       "vfs": {str(c["index"]): c["before"] for c in plan["vf_changes"]}}, indent=2, sort_keys=True) + "\n", \
+        json.dumps({"pf": plan["pf"], "num_vfs": plan["num_vfs_after"], "autoprobe": plan["autoprobe_after"],
+                    "vfs": {str(c["index"]): c["after"] for c in plan["vf_changes"]}}, indent=2, sort_keys=True) + "\n"
+
+
+def file_diffs(changes):
+    return [{"before_header": path, "after_header": path, "before": before or "", "after": after or ""}
+            for path, before, after in changes]
+
+
+def run_sriov_vfs(module):
+    """The sriov_vfs module: decide, then act unless in check mode."""
+    params = module.params
+    fs = Sysfs(ROOT)
+    ip_bin = module.get_bin_path("ip")
+
+    def ip(argv):
+        return module.run_command([ip_bin] + argv, environ_update={"LC_ALL": "C", "LANG": "C"})
+
+    topology = read_topology(ROOT)
+    manager = SriovManager(fs, topology, writer=WRITER(fs), ip=ip if ip_bin else None)
+    plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
+                        vfs=params["vfs"], force=params["force"])
+    changed = manager.changed(plan)
+    files = BootFiles(fs)
+    changes = manager.persist_changes(plan, files) if params["persist"] else []
+    enable = params["persist"] and files.wants_link_missing(boot.SRIOV_UNIT)
+    before_text, after_text = _state_text(plan)
+    if not module.check_mode:
+        if changed:
+            manager.apply(plan)
+        if changes or enable:
+            files.apply(changes, enable_unit=boot.SRIOV_UNIT)
+            systemctl = module.get_bin_path("systemctl") if ROOT == "/" else None
+            if systemctl:
+                module.run_command([systemctl, "daemon-reload"])
+        topology = read_topology(ROOT)
+    settings = manager.current_settings(plan["netdev"]) if not module.check_mode and plan["desired_settings"] else None
+    vfs = manager.report_vfs(topology, plan, settings)
+    if plan["recreate"] and module.check_mode:
+        iso = {"viable": None, "groups": {}, "reasons": ["known once the VFs exist (check mode)"]}
+    else:
+        iso = isolation(topology, [vf["address"] for vf in vfs])
+    if iso["viable"] is False and vfs:
+        module.warn("VFs of %s are not viable for multi-tenant use: %s" % (plan["pf"], "; ".join(iso["reasons"])))
+    if plan["forced_in_use"]:
+        module.warn("force: removed VFs in use: %s" % ", ".join(sorted(plan["forced_in_use"])))
+    diff = [{"before_header": "PF %s" % plan["pf"], "after_header": "PF %s" % plan["pf"],
+             "before": before_text, "after": after_text}] + file_diffs(changes)
+    return {
+        "changed": changed or bool(changes) or bool(enable),
+        "pf": plan["pf"],
+        "netdev": plan["netdev"],
+        "sriov_totalvfs": plan["sriov_totalvfs"],
+        "num_vfs": plan["num_vfs_after"],
+        "num_vfs_before": plan["num_vfs_before"],
+        "recreated": plan["recreate"],
+        "autoprobe": plan["autoprobe_after"],
+        "vfs": vfs,
+        "isolation": iso,
+        "persisted_files": [path for path, _b, _a in changes],
+        "diff": diff,
+    }

@@ -1,0 +1,249 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sriov_vfs
+short_description: SR-IOV virtual functions of a PF, safely and persistently
+description:
+  - Sets the number of SR-IOV virtual functions (VFs) of a physical function (PF) through
+    C(sriov_numvfs). The kernel refuses a new non-zero count while VFs exist (EBUSY), so a
+    change always goes through 0, which removes every VF.
+  - Going through 0 is refused while any VF is bound to vfio-pci with its C(/dev/vfio/N) held
+    open by a process, or is a PCI hostdev of a libvirt domain (defined or running), unless O(force).
+  - Sets C(sriov_drivers_autoprobe) before creating VFs; with O(autoprobe=false) new VFs stay
+    driverless, ready for M(gpuvirt.tenancy.vfio_bind).
+  - Applies per-VF MAC, VLAN, QoS, spoof check, trust and link state through the PF's netdev
+    (C(ip link set dev PF vf N ...)); spoof check on and trust off unless set.
+  - With O(persist=true) the VFs and their settings are recreated at every boot before libvirtd,
+    by C(gpuvirt-sriov.service) from C(/etc/gpuvirt/sriov.json).
+  - Reports whether the VFs can go to different tenants (each in an IOMMU group of its own).
+version_added: 0.1.0
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+options:
+  pf:
+    description:
+      - The PF, as a PCI address (V(0000:81:00.0)) or the name of its netdev (V(ens1f0np0)).
+    type: str
+    required: true
+  num_vfs:
+    description:
+      - Number of VFs wanted, 0 to C(sriov_totalvfs). Omitted keeps the current count.
+    type: int
+  autoprobe:
+    description:
+      - Whether drivers probe new VFs (C(sriov_drivers_autoprobe)). V(false) leaves new VFs
+        driverless, so no host driver touches them before vfio-pci takes them. Omitted keeps
+        the current value.
+    type: bool
+  vfs:
+    description:
+      - Per-VF settings, applied through the PF's netdev. A PF without a netdev cannot take them.
+      - Settings of VFs not named here are left as they are, on the host and in the boot config.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      index:
+        description: VF index, 0 to O(num_vfs) - 1. Give O(vfs[].index) or O(vfs[].address).
+        type: int
+      address:
+        description: PCI address of the VF (existing, or the one it gets from the PF's routing offset/stride).
+        type: str
+      mac:
+        description: Unicast MAC address of the VF.
+        type: str
+      vlan:
+        description: VLAN id the PF tags the VF's traffic with, 0 for none.
+        type: int
+      qos:
+        description: 802.1p priority of that VLAN, 0-7 (needs O(vfs[].vlan)).
+        type: int
+      spoofchk:
+        description: MAC/VLAN spoof checking.
+        type: bool
+        default: true
+      trust:
+        description: Trusted mode (lets the VF change its MAC and use promiscuous mode).
+        type: bool
+        default: false
+      link_state:
+        description: VF link state.
+        type: str
+        choices: [auto, enable, disable]
+  persist:
+    description:
+      - Recreate the VFs and their settings at every boot, before libvirtd. Writes
+        C(/etc/gpuvirt/sriov.json), the script C(/usr/local/libexec/gpuvirt/gpuvirt-sriov-vfio) and
+        the enabled unit C(gpuvirt-sriov.service) (V(WantedBy=multi-user.target), V(Before=libvirtd.service)).
+      - V(false) leaves existing boot files untouched.
+    type: bool
+    default: true
+  force:
+    description:
+      - Change the count even when VFs are in use by tenants (their VMs lose the device).
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Needs root. VF settings need C(ip) from iproute2.
+  - The VF numbering and addresses come from the PF's C(sriov_offset)/C(sriov_stride).
+seealso:
+  - module: gpuvirt.tenancy.vfio_bind
+  - name: Linux PCI sysfs ABI (sriov_numvfs, sriov_drivers_autoprobe)
+    description: Documentation/ABI/testing/sysfs-bus-pci in the kernel tree.
+    link: https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-bus-pci
+"""
+
+EXAMPLES = r"""
+- name: Four driverless VFs on the ConnectX PF, recreated at boot
+  gpuvirt.tenancy.sriov_vfs:
+    pf: "0000:81:00.0"
+    num_vfs: 4
+    autoprobe: false
+
+- name: Tenant MAC and VLAN on VF 0 and 1 of a PF with a netdev
+  gpuvirt.tenancy.sriov_vfs:
+    pf: ens1f0np0
+    num_vfs: 8
+    autoprobe: false
+    vfs:
+      - index: 0
+        mac: "52:54:00:a0:00:01"
+        vlan: 101
+      - index: 1
+        mac: "52:54:00:b0:00:01"
+        vlan: 102
+
+- name: Shrink to 2 VFs even though a tenant still holds one
+  gpuvirt.tenancy.sriov_vfs:
+    pf: "0000:81:00.0"
+    num_vfs: 2
+    force: true
+"""
+
+RETURN = r"""
+pf:
+  description: PCI address of the PF.
+  returned: always
+  type: str
+  sample: "0000:81:00.0"
+netdev:
+  description: The PF's netdev, null when it has none.
+  returned: always
+  type: str
+  sample: ens1f0np0
+sriov_totalvfs:
+  description: Most VFs the PF offers.
+  returned: always
+  type: int
+  sample: 4
+num_vfs:
+  description: VF count after the change (predicted in check mode).
+  returned: always
+  type: int
+  sample: 4
+num_vfs_before:
+  description: VF count before the change.
+  returned: always
+  type: int
+  sample: 2
+recreated:
+  description: Whether the VFs were removed (through 0) and created again.
+  returned: always
+  type: bool
+autoprobe:
+  description: C(sriov_drivers_autoprobe) after the change.
+  returned: always
+  type: bool
+vfs:
+  description: Each VF after the change.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: VF index.
+      type: int
+    address:
+      description: PCI address (predicted from sriov_offset/stride in check mode).
+      type: str
+    numa_node:
+      description: NUMA node.
+      type: int
+    iommu_group:
+      description: IOMMU group number.
+      type: int
+    driver:
+      description: Bound driver, null when driverless.
+      type: str
+    netdev:
+      description: The VF's own netdev, if a host driver made one.
+      type: str
+    settings:
+      description: MAC, VLAN, QoS, spoof check, trust and link state (only for PFs with a netdev).
+      type: dict
+  sample:
+    - {index: 0, address: "0000:81:00.1", numa_node: 1, iommu_group: 14, driver: null, netdev: null, settings: null}
+isolation:
+  description: Whether the VFs can go to different tenants; not viable when they share IOMMU groups.
+  returned: always
+  type: dict
+  sample: {viable: false, groups: {"0000:01:00.2": 1}, reasons: ["0000:01:00.2 shares IOMMU group 1 with 0000:01:00.0"]}
+persisted_files:
+  description: Boot files written (would be written in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/gpuvirt/sriov.json]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pf=dict(type="str", required=True),
+            num_vfs=dict(type="int"),
+            autoprobe=dict(type="bool"),
+            vfs=dict(type="list", elements="dict", default=[], options=dict(
+                index=dict(type="int"),
+                address=dict(type="str"),
+                mac=dict(type="str"),
+                vlan=dict(type="int"),
+                qos=dict(type="int"),
+                spoofchk=dict(type="bool", default=True),
+                trust=dict(type="bool", default=False),
+                link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+            ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
+            persist=dict(type="bool", default=True),
+            force=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = sriov.run_sriov_vfs(module)
+    except (InputError, StateError) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vfio_bind
+short_description: Bind PCI devices to vfio-pci or pci-stub, safely and persistently
+description:
+  - Binds PCI devices to C(vfio-pci) (or C(pci-stub)), or hands them back to their host driver,
+    the way driverctl does it, through C(driver_override), unbind and C(/sys/bus/pci/drivers_probe).
+    C(new_id) is never used (it would take every device with that id).
+  - IOMMU groups. A VFIO user gets a whole IOMMU group. With O(group_policy=strict) every other endpoint of the
+    group (bridges aside) must already be on vfio-pci or pci-stub, or have no driver. With
+    O(group_policy=bind_group) those endpoints are bound too.
+  - Refuses, unless O(force), any device the host needs. That is the device of a netdev carrying a
+    default route or the current SSH connection, a block device with a mounted filesystem or
+    active swap, or the boot disk's controller. The refusal names the device, the reason and the way out.
+  - Refuses to unbind a device from vfio-pci while its C(/dev/vfio/N) is held open or a libvirt
+    domain uses it, unless O(force).
+  - With the IOMMU off, binding to vfio-pci fails and names the boot argument to add.
+  - With O(persist=true) the binding comes back at boot. A udev rule sets C(driver_override) when
+    the device is added, before any host driver module loads, and C(vfio-pci) is loaded early
+    (C(/etc/modules-load.d)). C(gpuvirt-vfio.service), ordered before libvirtd, rebinds devices
+    that a built-in driver (pci-stub pre-binding) or a VF re-creation left elsewhere.
+version_added: 0.1.0
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+options:
+  devices:
+    description: PCI addresses of the devices (V(0000:82:00.0)).
+    type: list
+    elements: str
+  ids:
+    description: Select every device with these C(vendor:device) ids (V(10de:2330)).
+    type: list
+    elements: str
+  vfs_of:
+    description: Select every VF of these PFs (PCI address or netdev name).
+    type: list
+    elements: str
+  driver:
+    description:
+      - V(vfio-pci) or V(pci-stub), or V(host) to clear C(driver_override) and hand the device back
+        to its default host driver.
+    type: str
+    choices: [vfio-pci, pci-stub, host]
+    default: vfio-pci
+  group_policy:
+    description:
+      - V(strict) fails when another endpoint of a device's IOMMU group is on a host driver;
+        V(bind_group) binds those endpoints too (still refusing devices the host needs).
+    type: str
+    choices: [strict, bind_group]
+    default: strict
+  persist:
+    description:
+      - Restore the binding at boot (C(/etc/gpuvirt/vfio.json), C(/etc/udev/rules.d/61-gpuvirt-vfio.rules),
+        C(/etc/modules-load.d/gpuvirt-vfio.conf), C(gpuvirt-vfio.service)). With O(driver=host) the
+        devices are removed from those files.
+      - V(false) leaves existing boot files untouched.
+    type: bool
+    default: true
+  force:
+    description: Take devices the host needs, or unbind devices in use by tenants.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Needs root.
+seealso:
+  - module: gpuvirt.tenancy.sriov_vfs
+  - name: VFIO - Virtual Function I/O (kernel documentation)
+    description: IOMMU groups, viability, /dev/vfio/N.
+    link: https://docs.kernel.org/driver-api/vfio.html
+"""
+
+EXAMPLES = r"""
+- name: Tenant GPU to vfio-pci, from the pci-stub pre-binding
+  gpuvirt.tenancy.vfio_bind:
+    devices: ["0000:82:00.0"]
+
+- name: Every VF of the ConnectX PF to vfio-pci
+  gpuvirt.tenancy.vfio_bind:
+    vfs_of: ["0000:81:00.0"]
+
+- name: A GPU and its audio function, which share an IOMMU group
+  gpuvirt.tenancy.vfio_bind:
+    devices: ["0000:01:00.0"]
+    group_policy: bind_group
+
+- name: Hand a device back to the host driver
+  gpuvirt.tenancy.vfio_bind:
+    devices: ["0000:82:00.0"]
+    driver: host
+"""
+
+RETURN = r"""
+devices:
+  description: One entry per device bound (group members added by bind_group included).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    address:
+      description: PCI address.
+      type: str
+    driver_before:
+      description: Driver before, null when driverless.
+      type: str
+    driver_after:
+      description: Driver after (predicted in check mode; null when handed back in check mode).
+      type: str
+    iommu_group:
+      description: IOMMU group number.
+      type: int
+    vfio_device:
+      description: The VFIO group device a VMM opens, for vfio-pci.
+      type: str
+    group_added:
+      description: Whether the device was added by O(group_policy=bind_group).
+      type: bool
+  sample:
+    - {address: "0000:82:00.0", driver_before: pci-stub, driver_after: vfio-pci, iommu_group: 15,
+       vfio_device: /dev/vfio/15, group_added: false}
+isolation:
+  description: Whether the selected devices can go to different tenants.
+  returned: always
+  type: dict
+  sample: {viable: true, groups: {"0000:82:00.0": 15}, reasons: []}
+persisted_files:
+  description: Boot files written (would be written in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/gpuvirt/vfio.json, /etc/udev/rules.d/61-gpuvirt-vfio.rules]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type="list", elements="str"),
+            ids=dict(type="list", elements="str"),
+            vfs_of=dict(type="list", elements="str"),
+            driver=dict(type="str", choices=["vfio-pci", "pci-stub", "host"], default="vfio-pci"),
+            group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
+            persist=dict(type="bool", default=True),
+            force=dict(type="bool", default=False),
+        ),
+        required_one_of=[("devices", "ids", "vfs_of")],
+        supports_check_mode=True,
+    )
+    try:
+        result = vfio.run_vfio_bind(module)
+    except (InputError, StateError) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
