@@ -66,3 +66,29 @@ fi
 # Ansible finds the collection through this path (a link, so edits take effect).
 mkdir -p "$BUILD/collections/ansible_collections/gpuvirt"
 ln -sfn "$REPO_ROOT" "$BUILD/collections/ansible_collections/gpuvirt/tenancy"
+
+# ---- Fleet use: the awx.awx collection, for the syntax check and lint of awx/job_templates.yml.
+# No Galaxy server is reachable: it comes from the `ansible` package on PyPI, which carries it.
+# Only the wheel is downloaded (no dependencies, about 54 MB, a few seconds) and only
+# ansible_collections/awx/awx (about 1.3 MB) is extracted into .build/collections.
+AWX_FROM_ANSIBLE=12.3.0
+awx_dir="$BUILD/collections/ansible_collections/awx/awx"
+if [[ "$(cat "$awx_dir/.from-ansible" 2>/dev/null)" != "$AWX_FROM_ANSIBLE" ]]; then
+  echo "bootstrap: extracting awx.awx from ansible==$AWX_FROM_ANSIBLE"
+  awx_tmp="$(mktemp -d)"
+  "$VENV/bin/pip" download -q --no-deps "ansible==$AWX_FROM_ANSIBLE" -d "$awx_tmp"
+  rm -rf "$awx_dir"
+  "$VENV/bin/python" - "$awx_tmp"/ansible-"$AWX_FROM_ANSIBLE"-*.whl "$BUILD/collections" <<'PY'
+import sys
+import zipfile
+
+wheel, target = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as archive:
+    members = [name for name in archive.namelist() if name.startswith("ansible_collections/awx/awx/")]
+    if not members:
+        sys.exit("bootstrap: %s holds no ansible_collections/awx/awx" % wheel)
+    archive.extractall(target, members=members)
+PY
+  rm -rf "$awx_tmp"
+  echo "$AWX_FROM_ANSIBLE" >"$awx_dir/.from-ansible"
+fi

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The main command's short report on the lab after a playbook run: tasks changed (from
+the play recap), reboots (boot_id and kernel starts on the serial console), the
+topology read on the lab by host_topology_info, and the tenants' placement as libvirt
+holds it (hostdevs, vCPU pins, memory nodes); then how to reach and stop the lab.
+
+usage: report.py --log PLAYBOOK_LOG --boot-id-before ID --kernel-starts-before N
+Standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lab  # noqa: E402  pylint: disable=wrong-import-position
+
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def ssh(command: str) -> str:
+    proc = subprocess.run(lab.ssh_argv() + [command], capture_output=True, text=True, check=False, timeout=120)
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def kernel_starts() -> int:
+    return (lab.read_text(lab.rpath("console.log")) or "").count("Linux version ")
+
+
+def recap(log_path: str) -> dict[str, dict[str, int]]:
+    hosts: dict[str, dict[str, int]] = {}
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                match = RECAP.match(ANSI.sub("", line).strip())
+                if match:
+                    hosts[match.group(1)] = {"ok": int(match.group(2)), "changed": int(match.group(3)),
+                                             "unreachable": int(match.group(4)), "failed": int(match.group(5))}
+    except OSError:
+        pass
+    return hosts
+
+
+def topology(repo: str) -> dict | None:
+    """host_topology_info run on the lab through the lab inventory (ad hoc, JSON results)."""
+    env = dict(os.environ, ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    argv = ["ansible", "gpuvirt_hosts", "-i", os.path.join(repo, "inventories", "lab") + "/",
+            "-m", "gpuvirt.tenancy.host_topology_info",
+            "-a", '{"gpu_ids": "{{ gpuvirt_gpu_pci_ids }}", "nic_ids": "{{ gpuvirt_nic_pci_ids }}"}']
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=repo, timeout=300)
+    _head, sep, body = proc.stdout.partition(" => ")
+    if not sep:
+        return None
+    try:
+        return json.JSONDecoder().raw_decode(body.strip())[0].get("topology")
+    except (ValueError, AttributeError):
+        return None
+
+
+def summarize_topology(topo: dict) -> list[str]:
+    lines = []
+    for node in topo.get("numa_nodes", []):
+        pages = ", ".join(f"{size}: {hp.get('total')}" for size, hp in sorted(node.get("hugepages", {}).items()))
+        lines.append(f"  NUMA node {node['id']}: cpus {node['cpus']}, {node.get('memory_mb')} MB, hugepages {pages}")
+    for gpu in topo.get("gpus", []):
+        lines.append(f"  GPU {gpu['address']} {gpu['vendor_id']}:{gpu['device_id']} node {gpu['numa_node']} "
+                     f"driver {gpu['driver']} iommu_group {gpu['iommu_group']}")
+    for nic in topo.get("nics", []):
+        kind = "VF" if nic.get("is_vf") else "NIC"
+        sriov = f" VFs {nic['sriov_numvfs']}/{nic['sriov_totalvfs']}" if nic.get("sriov_totalvfs") else ""
+        lines.append(f"  {kind} {nic['address']} {nic['vendor_id']}:{nic['device_id']} node {nic['numa_node']} "
+                     f"driver {nic['driver']} iommu_group {nic['iommu_group']}{sriov}"
+                     f"{' netdevs ' + ','.join(nic['netdevs']) if nic.get('netdevs') else ''}"
+                     f"{' rdma ' + ','.join(nic['rdma_devices']) if nic.get('rdma_devices') else ''}")
+    iommu = topo.get("iommu", {})
+    lines.append(f"  IOMMU {'on' if iommu.get('enabled') else 'off'}, {len(iommu.get('groups', {}))} groups; "
+                 f"kernel args: {' '.join(a for a in topo.get('cmdline', []) if not a.startswith(('BOOT_IMAGE=', 'root=')))}")
+    return lines
+
+
+def placement() -> list[str]:
+    names = [n for n in ssh("command -v virsh >/dev/null && virsh list --all --name").split() if n]
+    lines = []
+    for name in names:
+        xml = ssh(f"virsh dumpxml {name}")
+        state = ssh(f"virsh domstate {name}").strip()
+        try:
+            root = ET.fromstring(xml)
+        except ET.ParseError:
+            lines.append(f"  {name}: {state} (no XML)")
+            continue
+        hostdevs = []
+        for addr in root.findall("./devices/hostdev/source/address"):
+            try:
+                hostdevs.append("%04x:%02x:%02x.%x" % tuple(int(addr.get(k, "0"), 16) for k in ("domain", "bus", "slot", "function")))
+            except ValueError:
+                continue
+        pins = sorted({pin.get("cpuset") for pin in root.findall("./cputune/vcpupin")})
+        memory = root.find("./numatune/memory")
+        lines.append(f"  {name}: {state}; vcpus {root.findtext('vcpu')} pinned to {','.join(pins) or '-'}; "
+                     f"memory nodes {memory.get('nodeset') if memory is not None else '-'}; hostdevs {', '.join(hostdevs) or '-'}")
+    return lines or ["  (no tenant domains defined on the lab yet)"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--boot-id-before", default="")
+    parser.add_argument("--kernel-starts-before", type=int, default=0)
+    parser.add_argument("--kernel-starts", action="store_true", help="print the console's kernel start count and exit")
+    args = parser.parse_args()
+    if args.kernel_starts:
+        print(kernel_starts())
+        return 0
+    repo = lab.REPO
+    print("\n==== lab report " + "=" * 56)
+    hosts = recap(args.log)
+    if hosts:
+        total = sum(h["changed"] for h in hosts.values())
+        per_host = ", ".join(f"{name} {h['changed']}" for name, h in sorted(hosts.items()))
+        failed = [name for name, h in hosts.items() if h["failed"] or h["unreachable"]]
+        print(f"tasks changed: {total} ({per_host}){'; FAILED on ' + ', '.join(failed) if failed else ''}")
+    else:
+        print("tasks changed: unknown (no play recap in the log)")
+    boot_id = ssh("cat /proc/sys/kernel/random/boot_id").strip()
+    starts = kernel_starts() - args.kernel_starts_before
+    print(f"reboots: {starts} kernel start(s) during the run (serial console); boot_id "
+          f"{'changed' if boot_id and boot_id != args.boot_id_before else 'unchanged'} ({args.boot_id_before or '?'} -> {boot_id or '?'})")
+    topo = topology(repo)
+    print("topology (host_topology_info on the lab):")
+    print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")
+    print("tenant placement (libvirt on the lab):")
+    print("\n".join(placement()))
+    print(f"playbook log: {args.log}")
+    print("ssh in:       scripts/lab.sh ssh     (or: ssh -F " + lab.rpath("ssh_config") + " gpuvirt-lab)")
+    print("stop the lab: scripts/lab.sh stop")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters ``gpuvirt.tenancy.preflight_projection`` and ``gpuvirt.tenancy.preflight_report``."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project
+
+
+def _projection(topology, sriov_pfs=None, hugepages=None):
+    if not isinstance(topology, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: expected the topology dict of "
+                                 "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
+    try:
+        return project(topology, sriov_pfs or [], hugepages or [])
+    except InputError as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: %s" % exc) from exc
+
+
+def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
+    if not isinstance(topology, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
+                                 "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
+    try:
+        return evaluate(topology, desired or {}, firmware or {}, plan, plan_error or None)
+    except InputError as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: %s" % exc) from exc
+
+
+class FilterModule:
+    """Preflight filters."""
+
+    def filters(self):
+        return {"preflight_projection": _projection, "preflight_report": _report}

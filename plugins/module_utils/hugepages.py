@@ -1,0 +1,408 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hugepages per NUMA node: at runtime through sysfs, at boot through kernel args, kept
+across reboots by a systemd unit.
+
+The host's nodes, their memory and their current pools come from the host model
+(:func:`topology.read_topology`). Runtime counts are written to
+``/sys/devices/system/node/nodeN/hugepages/hugepages-<kB>kB/nr_hugepages`` and read back:
+the kernel may give fewer pages than asked (fragmented memory), and then the previous
+counts are written back, so nothing is left half-applied, unless partial results are
+allowed. Boot-time pages (1G by default: runtime 1G allocation rarely succeeds) become
+``hugepagesz=`` / ``hugepages=`` args, per node (``hugepages=0:N,1:M``) on Linux 5.16 and
+later, as one total the kernel splits evenly over the nodes before that.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write, read_text, run_command
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import GrubCmdlineEdit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+
+SIZE_NAMES = {"2M": "2048kB", "1G": "1048576kB"}
+SIZE_KB = {"2M": 2048, "1G": 1048576}
+NODE_DIR = "/sys/devices/system/node"
+GLOBAL_DIR = "/sys/kernel/mm/hugepages"
+PER_NODE_BOOT_SYNTAX = (5, 16)
+UNIT_HEADER = "# Written by gpuvirt.tenancy (hugepages module): runtime hugepages per NUMA node, set again at boot.\n"
+
+
+def kernel_version(release):
+    match = re.match(r"^(\d+)\.(\d+)", release or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def parse_node(value, where):
+    if value is None or str(value).strip().lower() == "all":
+        return "all"
+    text = str(value).strip()
+    if not text.isdigit():
+        raise InputError("%s: node %r is not a NUMA node number or all" % (where, value))
+    return int(text)
+
+
+def systemd_escape_path(path):
+    """``systemd-escape --path``: ``/dev/hugepages1G`` -> ``dev-hugepages1G``."""
+    trimmed = path.strip("/")
+    if not trimmed:
+        return "-"
+    out = []
+    for index, char in enumerate(trimmed):
+        if char == "/":
+            out.append("-")
+        elif char.isascii() and (char.isalnum() or char in ":_") or (char == "." and index > 0):
+            out.append(char)
+        else:
+            out.append("".join("\\x%02x" % byte for byte in char.encode("utf-8")))
+    return "".join(out)
+
+
+def parse_mounts(text, default_kb):
+    """hugetlbfs mounts of /proc/mounts: {path: page size in kB}; other mounts: {path: fstype}."""
+    hugetlbfs, others = {}, {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        path = fields[1].replace("\\040", " ")
+        if fields[2] != "hugetlbfs":
+            others[path] = fields[2]
+            continue
+        size_kb = default_kb
+        for option in fields[3].split(","):
+            if option.startswith("pagesize="):
+                size_kb = kernel_args.parse_size_kb(option[len("pagesize="):])
+        hugetlbfs[path] = size_kb
+    return hugetlbfs, others
+
+
+class Hugepages:
+    """Decide (``plan``), then act (``apply``)."""
+
+    def __init__(self, module, pages, at_boot=("1G",), runtime=True, persist=False,
+                 persist_unit="/etc/systemd/system/gpuvirt-hugepages.service", allow_partial=False,
+                 boot_config="none", grub_file="/etc/default/grub", variable="GRUB_CMDLINE_LINUX",
+                 bootloader_update="auto", root="/", mounts=None):
+        self.module = module
+        self.mounts = mounts or []
+        self.mount_actions = []   # (size, path) to mount now
+        self.mount_units = []     # (unit path, text, text before)
+        self.pages = pages or []
+        self.at_boot = set(at_boot or [])
+        self.runtime = runtime
+        self.persist = persist
+        self.persist_unit = persist_unit
+        self.allow_partial = allow_partial
+        self.boot_config = boot_config
+        self.grub = dict(grub_file=grub_file, variable=variable, bootloader_update=bootloader_update)
+        self.root = root
+        self.fs = Sysfs(root)
+        self.topology = None
+        self.nodes = {}
+        self.wanted = {}         # (size, node) -> count
+        self.runtime_changes = []  # (size, node, before, after)
+        self.boot_args = []
+        self.grub_edit = None
+        self.unit_text = None
+        self.unit_before = None
+        self.result = {}
+
+    # ------------------------------------------------------------------ paths
+    def count_path(self, size, node, what="nr_hugepages"):
+        per_node = "%s/node%d/hugepages/hugepages-%s/%s" % (NODE_DIR, node, SIZE_NAMES[size], what)
+        if self.fs.exists(per_node) or self.fs.isdir(NODE_DIR + "/node%d" % node):
+            return per_node
+        return "%s/hugepages-%s/%s" % (GLOBAL_DIR, SIZE_NAMES[size], what)  # kernel without NUMA
+
+    def read_count(self, size, node, what="nr_hugepages"):
+        return self.fs.read_int(self.count_path(size, node, what), default=0)
+
+    def _write_count(self, size, node, count):
+        """Ask the kernel for ``count`` pages; returns what it holds afterwards."""
+        with open(self.fs.path(self.count_path(size, node)), "w", encoding="utf-8") as handle:
+            handle.write("%d\n" % count)
+        return self.read_count(size, node)
+
+    # ------------------------------------------------------------------ decide
+    def _expand(self):
+        wanted = {}
+        for position, item in enumerate(self.pages):
+            where = "pages[%d]" % position
+            if not isinstance(item, dict):
+                raise InputError("%s: %r is not a dict with size, count and node" % (where, item))
+            size = str(item.get("size") or "")
+            if size not in SIZE_NAMES:
+                raise InputError("%s: size %r is not 2M or 1G" % (where, item.get("size")))
+            count = item.get("count")
+            if isinstance(count, bool) or not str(count).isdigit():
+                raise InputError("%s: count %r is not a whole number of pages" % (where, count))
+            count = int(count)
+            node = parse_node(item.get("node", "all"), where)
+            targets = sorted(self.nodes) if node == "all" else [node]
+            if node != "all" and node not in self.nodes:
+                raise InputError("%s: NUMA node %d does not exist on this host (nodes: %s)"
+                                 % (where, node, ", ".join(str(n) for n in sorted(self.nodes)) or "none"))
+            for target in targets:
+                if (size, target) in wanted and wanted[(size, target)] != count:
+                    raise InputError("%s: %s pages on node %d are asked twice (%d and %d); keep one"
+                                     % (where, size, target, wanted[(size, target)], count))
+                wanted[(size, target)] = count
+        for node_id, node in sorted(self.nodes.items()):
+            asked_kb = sum(count * SIZE_KB[size] for (size, target), count in wanted.items() if target == node_id)
+            memory_mb = node.get("memory_mb")
+            if memory_mb is not None and asked_kb > memory_mb * 1024:
+                detail = ", ".join("%d x %s" % (count, size) for (size, target), count in sorted(wanted.items())
+                                   if target == node_id and count)
+                raise InputError("pages: node %d has %d MB of memory; %s (%d MB) does not fit. Ask for fewer pages"
+                                 % (node_id, memory_mb, detail, asked_kb // 1024))
+        for (size, node_id), count in sorted(wanted.items()):
+            info = self.nodes[node_id]["hugepages"].get(SIZE_NAMES[size], {})
+            if count and not info.get("supported", False):
+                raise InputError("pages: %s pages are not supported on node %d (no hugepages-%s in sysfs: the CPU "
+                                 "lacks the page size or the kernel was built without it)" % (size, node_id, SIZE_NAMES[size]))
+        return wanted
+
+    def _boot_args(self):
+        """``{name, value, state}`` items for the boot-time sizes, for iommu_grub's args."""
+        items = []
+        release = self.topology.get("kernel_release")
+        version = kernel_version(release)
+        for size in ("2M", "1G"):
+            if size not in self.at_boot:
+                continue
+            counts = {node: count for (s, node), count in self.wanted.items() if s == size}
+            if not counts:
+                continue
+            if not any(counts.values()):
+                items.append({"name": "hugepagesz", "value": size, "state": "absent"})
+                continue
+            if version is not None and version >= PER_NODE_BOOT_SYNTAX:
+                value = ",".join("%d:%d" % (node, count) for node, count in sorted(counts.items()))
+            else:
+                every = [counts.get(node, 0) for node in sorted(self.nodes)]
+                if len(set(every)) != 1:
+                    raise InputError("pages: per-node %s boot counts (%s) need hugepages=N:COUNT, which Linux %s "
+                                     "does not read (5.16 and later do); give every node the same count, which the "
+                                     "kernel splits evenly" % (size, ", ".join("node %d: %d" % (n, c) for n, c in sorted(counts.items())),
+                                                               release))
+                value = str(sum(every))
+            items.append({"name": "hugepagesz", "value": size, "state": "present"})
+            items.append({"name": "hugepages", "value": value, "state": "present"})
+        return items
+
+    def _unit(self):
+        lines = [UNIT_HEADER, "[Unit]\n",
+                 "Description=Hugepages per NUMA node (gpuvirt.tenancy)\n",
+                 "Before=libvirtd.service virtqemud.service\n",
+                 "\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"]
+        # Larger pages first: they need contiguous memory, which only gets scarcer.
+        for (size, node), count in sorted(self.runtime_wanted().items(), key=lambda i: (-SIZE_KB[i[0][0]], i[0][1])):
+            lines.append("ExecStart=/bin/sh -c 'echo %d > %s'\n" % (count, self.count_path(size, node)))
+        lines.append("\n[Install]\nWantedBy=multi-user.target\n")
+        return "".join(lines)
+
+    def runtime_wanted(self):
+        return {key: count for key, count in self.wanted.items() if key[0] not in self.at_boot}
+
+    def plan(self):
+        self.topology = read_topology(self.root)
+        self.nodes = {node["id"]: node for node in self.topology["numa_nodes"]}
+        self.wanted = self._expand()
+        self.boot_args = self._boot_args()
+        if self.runtime:
+            for (size, node), count in sorted(self.runtime_wanted().items()):
+                before = self.read_count(size, node)
+                if before != count:
+                    self.runtime_changes.append((size, node, before, count))
+        # Shrink first: it frees memory the growing pools may need.
+        self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZE_KB[c[0]], c[1]))
+        if self.persist and self.runtime_wanted():
+            self.unit_before = read_text(self.persist_unit)
+            self.unit_text = self._unit()
+        ops = kernel_args.args_ops(self.boot_args, option="boot_args")
+        if self.boot_config == "grub" and ops:
+            self.grub_edit = GrubCmdlineEdit(self.module, ops, root=self.root, **self.grub)
+            grub_plan = self.grub_edit.plan()
+            reboot, missing, unwanted = grub_plan["reboot_required"], grub_plan["args_missing"], grub_plan["args_unwanted"]
+        else:
+            running = kernel_args.kernel_part(self.topology.get("cmdline") or [])
+            missing, unwanted = kernel_args.pending_changes(ops, running)
+            reboot = bool(missing or unwanted)
+        self._plan_mounts()
+        unit_changed = self.unit_text is not None and self.unit_text != self.unit_before
+        self.result = {
+            "changed": bool(self.runtime_changes) or unit_changed or bool(self.grub_edit and self.grub_edit.result["changed"]),
+            "boot_args": self.boot_args,
+            "reboot_required": reboot,
+            "args_missing": missing,
+            "args_unwanted": unwanted,
+            "persist_unit": self.persist_unit if self.unit_text is not None else None,
+            "persist_unit_changed": unit_changed,
+            "mounts": [{"size": size, "path": path, "mounted": (size, path) not in self.mount_actions}
+                       for size, path in self._wanted_mounts()],
+            "mount_units": [unit for unit, _text, _before in self.mount_units],
+        }
+        self.result["changed"] = self.result["changed"] or bool(self.mount_actions) or any(
+            text != before for _unit, text, before in self.mount_units)
+        return self.result
+
+    def _wanted_mounts(self):
+        wanted = []
+        for position, item in enumerate(self.mounts):
+            where = "mounts[%d]" % position
+            size, path = str(item.get("size") or ""), item.get("path") or ""
+            if size not in SIZE_NAMES:
+                raise InputError("%s: size %r is not 2M or 1G" % (where, item.get("size")))
+            if not path.startswith("/") or any(c.isspace() for c in path):
+                raise InputError("%s: path %r is not an absolute path without blanks" % (where, path))
+            wanted.append((size, path.rstrip("/") or "/"))
+        paths = [path for _size, path in wanted]
+        if len(set(paths)) != len(paths):
+            raise InputError("mounts: a path is given twice; give each page size its own mount point")
+        return wanted
+
+    def _plan_mounts(self):
+        wanted = self._wanted_mounts()
+        if not wanted:
+            return
+        default_kb = None
+        for line in (self.fs.read("/proc/meminfo") or "").splitlines():
+            match = re.match(r"^Hugepagesize:\s+(\d+)\s*kB", line)
+            if match:
+                default_kb = int(match.group(1))
+        hugetlbfs, others = parse_mounts(self.fs.read("/proc/mounts"), default_kb)
+        supported = {size for size in SIZE_NAMES if self.fs.isdir("%s/hugepages-%s" % (GLOBAL_DIR, SIZE_NAMES[size]))}
+        for size, path in wanted:
+            if size not in supported:
+                raise InputError("mounts: %s pages are not supported by this kernel (no %s/hugepages-%s)"
+                                 % (size, GLOBAL_DIR, SIZE_NAMES[size]))
+            if path in others:
+                raise InputError("mounts: %s is already a %s mount; choose another mount point for %s pages"
+                                 % (path, others[path], size))
+            if path in hugetlbfs and hugetlbfs[path] != SIZE_KB[size]:
+                raise InputError("mounts: %s is a hugetlbfs mount of %s kB pages, not %s; choose another mount point"
+                                 % (path, hugetlbfs[path], size))
+            if path not in hugetlbfs:
+                self.mount_actions.append((size, path))
+            if self.persist:
+                unit = os.path.join(os.path.dirname(self.persist_unit), systemd_escape_path(path) + ".mount")
+                text = "".join([
+                    UNIT_HEADER.replace("runtime hugepages per NUMA node", "hugetlbfs mount of %s pages" % size),
+                    "[Unit]\nDescription=hugetlbfs with %s pages (gpuvirt.tenancy)\n" % size,
+                    "Before=libvirtd.service virtqemud.service\n",
+                    "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (path, size),
+                    "\n[Install]\nWantedBy=multi-user.target\n",
+                ])
+                self.mount_units.append((unit, text, read_text(unit)))
+
+    # ------------------------------------------------------------------ act
+    def apply(self):
+        """Returns a list of shortfalls (empty when the kernel gave every count asked)."""
+        shortfalls = []
+        if self.module.check_mode:
+            return shortfalls
+        done = []
+        for size, node, before, count in self.runtime_changes:
+            try:
+                got = self._write_count(size, node, count)
+                error = None
+            except (OSError, IOError) as exc:
+                got, error = self.read_count(size, node), str(exc)
+            done.append((size, node, before, count))
+            if got != count:
+                shortfalls.append({"node": node, "size": size, "requested": count, "allocated": got,
+                                   "previous": before, "error": error})
+        if shortfalls and not self.allow_partial:
+            for size, node, before, _count in reversed(done):
+                try:
+                    restored = self._write_count(size, node, before)
+                except (OSError, IOError):
+                    restored = self.read_count(size, node)
+                for item in shortfalls:
+                    if (item["size"], item["node"]) == (size, node):
+                        item["restored_to"] = restored
+            return shortfalls
+        if self.result["persist_unit_changed"]:
+            atomic_write(self.persist_unit, self.unit_text, mode=0o644)
+        for unit, text, before in self.mount_units:
+            if text != before:
+                atomic_write(unit, text, mode=0o644)
+        for size, path in self.mount_actions:
+            real = self.fs.path(path)
+            if not os.path.isdir(real):
+                os.makedirs(real, mode=0o755)
+            run_command(self.module, [self.module.get_bin_path("mount", required=True), "-t", "hugetlbfs",
+                                      "-o", "pagesize=%s" % size, "hugetlbfs", real])
+        if self.grub_edit is not None:
+            self.grub_edit.apply()
+        return shortfalls
+
+    def report(self):
+        """Per node and size: requested, allocated, free."""
+        rows = []
+        for node in sorted(self.nodes):
+            for size in ("2M", "1G"):
+                if (size, node) not in self.wanted:
+                    continue
+                rows.append({
+                    "node": node,
+                    "size": size,
+                    "requested": self.wanted[(size, node)],
+                    "allocated": self.read_count(size, node),
+                    "free": self.read_count(size, node, "free_hugepages"),
+                    "at_boot": size in self.at_boot,
+                })
+        return rows
+
+    def diff(self):
+        before, after = [], []
+        for size, node, old, new in self.runtime_changes:
+            path = self.count_path(size, node)
+            before.append("%s: %d\n" % (path, old))
+            after.append("%s: %d\n" % (path, new))
+        diffs = [{"before": "".join(before), "after": "".join(after),
+                  "before_header": "nr_hugepages", "after_header": "nr_hugepages"}]
+        if self.result.get("persist_unit_changed"):
+            diffs.append({"before": self.unit_before or "", "after": self.unit_text,
+                          "before_header": self.persist_unit, "after_header": self.persist_unit})
+        for unit, text, before in self.mount_units:
+            if text != before:
+                diffs.append({"before": before or "", "after": text, "before_header": unit, "after_header": unit})
+        if self.grub_edit is not None and self.grub_edit.result["file_changed"]:
+            diffs.append(self.grub_edit.diff())
+        return diffs
+
+
+def run_hugepages(module):
+    params = module.params
+    manager = Hugepages(module, params["pages"], at_boot=params["at_boot"], runtime=params["runtime"],
+                        persist=params["persist"], persist_unit=params["persist_unit"],
+                        allow_partial=params["allow_partial"], boot_config=params["boot_config"],
+                        grub_file=params["grub_file"], variable=params["variable"],
+                        bootloader_update=params["bootloader_update"], root=params["root"], mounts=params["mounts"])
+    try:
+        plan = manager.plan()
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
+    shortfalls = manager.apply()
+    result = dict(plan)
+    result["pages"] = manager.report()
+    result["shortfalls"] = shortfalls
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = manager.diff()
+    if shortfalls:
+        lines = ["node %d: asked %d x %s, the kernel gave %d" % (s["node"], s["requested"], s["size"], s["allocated"])
+                 + (" (%s)" % s["error"] if s["error"] else "") for s in shortfalls]
+        if not params["allow_partial"]:
+            result["changed"] = False
+            module.fail_json(msg="hugepages: %s; previous counts written back (free memory on the node, reserve at boot "
+                                 "with at_boot, or set allow_partial: true to keep what the kernel gives)" % "; ".join(lines),
+                             **result)
+        module.warn("hugepages: " + "; ".join(lines))
+    module.exit_json(**result)

@@ -1,0 +1,770 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tenant placement planner: which tenant gets which GPUs, VFs, host CPUs and hugepages.
+
+Pure Python over the host model of ``topology.read_topology`` (docs/CONTRACTS.md): no I/O,
+no clock, no randomness. The same inputs give the same plan.
+
+Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
+
+- exclusive: no GPU, VF or host CPU is given to two tenants, hugepages per node never exceed
+  the node's pool, reserved CPUs are never given; with ``smt: whole_cores`` no physical core
+  is shared between two tenants or between a tenant and the host's reserved CPUs;
+- stable: tenants are planned in list order after the honoured ``existing`` assignments, and a
+  tenant's placement depends only on the tenants before it, so appending a tenant never moves
+  a placed one;
+- NUMA-local first: when a node can hold a tenant's GPUs, VFs, CPUs and memory together, such
+  a node is chosen (``numa: preferred`` only falls back to a split placement when none can);
+- a tenant that cannot be placed gets a reason naming the short resource on each node.
+"""
+
+from __future__ import annotations
+
+import copy
+
+LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+LEVEL_RANK = dict((name, rank) for rank, name in enumerate(LEVELS))
+UNKNOWN_RANK = len(LEVELS)
+
+HUGEPAGE_SIZES = {"2M": 2048, "1G": 1048576}
+HUGEPAGE_ALIASES = {
+    "2m": "2M", "2mb": "2M", "2048k": "2M", "2048kb": "2M", "2048": "2M",
+    "1g": "1G", "1gb": "1G", "1048576k": "1G", "1048576kb": "1G", "1048576": "1G",
+}
+
+POLICY_DEFAULTS = {
+    "numa": "required",
+    "reserved_cpus": [],
+    "smt": "whole_cores",
+    "emulator": "isolate",
+    "pcie_affinity": "prefer",
+    "pcie_affinity_level": "PXB",
+    "hugepage_size": "2M",
+    "gpus": None,
+    "vf_pfs": None,
+    "reserved_memory_mb": 0,
+    "existing": {},
+    "strategy": "best_fit",
+}
+POLICY_CHOICES = {
+    "numa": ("required", "preferred"),
+    "smt": ("whole_cores", "threads"),
+    "emulator": ("isolate", "housekeeping", "vcpus"),
+    "pcie_affinity": ("prefer", "require", "ignore"),
+    "pcie_affinity_level": LEVELS,
+    "strategy": ("best_fit", "first_fit"),
+}
+TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "memory_mb", "hugepage_size", "vlan", "mac", "state",
+               "priority", "emulator", "disks", "domain_type", "start")
+
+
+class PlacementInputError(ValueError):
+    """A bad topology, tenant or policy input. The message names the input and the fix."""
+
+
+def parse_cpuset(value, what="cpuset"):
+    """``"0-3,8"``, ``[0, 1]``, ``3`` or ``"3"`` -> sorted list of ints."""
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        raise PlacementInputError("%s: %r is not a CPU list; use e.g. \"0-3,8\" or [0, 1]" % (what, value))
+    if isinstance(value, int):
+        items = [value]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    else:
+        items = [part.strip() for part in str(value).split(",") if part.strip()]
+    cpus = set()
+    for item in items:
+        if isinstance(item, bool):
+            raise PlacementInputError("%s: %r is not a CPU number" % (what, item))
+        if isinstance(item, int):
+            cpus.add(item)
+            continue
+        text = str(item).strip()
+        try:
+            if "-" in text:
+                low, high = text.split("-", 1)
+                low, high = int(low), int(high)
+                if low > high:
+                    raise ValueError(text)
+                cpus.update(range(low, high + 1))
+            else:
+                cpus.add(int(text))
+        except ValueError:
+            raise PlacementInputError("%s: %r is not a CPU list; use e.g. \"0-3,8\" or [0, 1]" % (what, value)) from None
+    if any(cpu < 0 for cpu in cpus):
+        raise PlacementInputError("%s: CPU numbers cannot be negative (%r)" % (what, value))
+    return sorted(cpus)
+
+
+def format_cpuset(cpus):
+    """[0, 1, 2, 5] -> "0-2,5" (the kernel's and libvirt's cpulist form)."""
+    cpus = sorted(set(cpus))
+    parts = []
+    index = 0
+    while index < len(cpus):
+        start = end = cpus[index]
+        while index + 1 < len(cpus) and cpus[index + 1] == end + 1:
+            index += 1
+            end = cpus[index]
+        parts.append(str(start) if start == end else "%d-%d" % (start, end))
+        index += 1
+    return ",".join(parts)
+
+
+def hugepage_size_name(value, what="hugepage_size"):
+    """'2M' / '1G' / '2048kB' / 2048 -> '2M' or '1G'; None / 'none' -> None."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() in ("", "none", "no", "false", "off"):
+        return None
+    if text in HUGEPAGE_SIZES:
+        return text
+    name = HUGEPAGE_ALIASES.get(text.lower().replace(" ", ""))
+    if name is None:
+        raise PlacementInputError("%s: %r is not a hugepage size; use 2M, 1G or none" % (what, value))
+    return name
+
+
+def _node_of(value):
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+def _level_rank(level):
+    return LEVEL_RANK.get(str(level).upper(), UNKNOWN_RANK) if level is not None else UNKNOWN_RANK
+
+
+class Host:
+    """The parts of the host model the planner needs, indexed."""
+
+    def __init__(self, topology, gpu_pool=None, vf_pfs=None):
+        if not isinstance(topology, dict):
+            raise PlacementInputError("topology: expected the dict returned by gpuvirt.tenancy.host_topology_info (topology), got %s"
+                                      % type(topology).__name__)
+        nodes = topology.get("numa_nodes") or []
+        if not nodes:
+            raise PlacementInputError("topology: numa_nodes is empty; pass the topology read by gpuvirt.tenancy.host_topology_info")
+        self.nodes = sorted(int(node["id"]) for node in nodes)
+        self.memory_mb = {}
+        self.hugepages = {}
+        node_cpus = {}
+        for node in nodes:
+            node_id = int(node["id"])
+            self.memory_mb[node_id] = int(node.get("memory_mb") or 0)
+            pools = {}
+            for key, value in (node.get("hugepages") or {}).items():
+                try:
+                    name = hugepage_size_name(key)
+                except PlacementInputError:
+                    continue
+                if name:
+                    pools[name] = int((value or {}).get("total") or 0)
+            self.hugepages[node_id] = pools
+            node_cpus[node_id] = [int(cpu) for cpu in node.get("cpus") or []]
+
+        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set).
+        self.cpu_node = {}
+        self.core_of = {}
+        online = set()
+        cpus = topology.get("cpus") or []
+        if cpus:
+            for cpu in cpus:
+                cpu_id = int(cpu["id"])
+                if cpu.get("online", True) is False:
+                    continue
+                online.add(cpu_id)
+                node = _node_of(cpu.get("numa_node"))
+                if node is not None:
+                    self.cpu_node[cpu_id] = node
+                siblings = sorted(set(int(s) for s in (cpu.get("siblings") or [cpu_id])) | {cpu_id})
+                self.core_of[cpu_id] = tuple(siblings)
+        for node_id, ids in node_cpus.items():
+            for cpu_id in ids:
+                if not cpus:
+                    online.add(cpu_id)
+                    self.core_of[cpu_id] = (cpu_id,)
+                self.cpu_node.setdefault(cpu_id, node_id)
+        self.online = online
+        self.node_cpus = dict((node, sorted(c for c in online if self.cpu_node.get(c) == node)) for node in self.nodes)
+        # a core keeps only its online threads
+        for cpu_id in list(self.core_of):
+            self.core_of[cpu_id] = tuple(c for c in self.core_of[cpu_id] if c in online)
+        self.node_cores = {}
+        for node in self.nodes:
+            seen = []
+            for cpu_id in self.node_cpus[node]:
+                core = self.core_of[cpu_id]
+                if core not in seen:
+                    seen.append(core)
+            self.node_cores[node] = sorted(seen)
+
+        pci = topology.get("pci_devices") or {}
+        self.pci = pci
+        # GPUs
+        self.gpu_node = {}
+        for gpu in topology.get("gpus") or []:
+            self.gpu_node[gpu["address"]] = _node_of(gpu.get("numa_node"))
+        if gpu_pool is not None:
+            pool = list(gpu_pool)
+            unknown = [addr for addr in pool if addr not in self.gpu_node]
+            if unknown:
+                raise PlacementInputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
+                                          % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
+            self.gpu_node = dict((addr, self.gpu_node[addr]) for addr in pool)
+        self.gpus = sorted(self.gpu_node)
+
+        # VFs: the virtfns of the PFs (optionally only the listed PFs), in PF then VF-index order.
+        pfs = sorted(addr for addr, dev in pci.items() if dev.get("virtfns"))
+        if vf_pfs is not None:
+            wanted = list(vf_pfs)
+            unknown = [addr for addr in wanted if addr not in pci or not pci[addr].get("virtfns")]
+            if unknown:
+                raise PlacementInputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
+                                          "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
+            pfs = wanted
+        self.vf_node = {}
+        self.vf_pf = {}
+        self.vfs = []
+        self.vf_network = {}
+        for pf in pfs:
+            pf_dev = pci[pf]
+            for vf in pf_dev.get("virtfns") or []:
+                dev = pci.get(vf) or {}
+                node = _node_of(dev.get("numa_node"))
+                if node is None:
+                    node = _node_of(pf_dev.get("numa_node"))
+                self.vf_node[vf] = node
+                self.vf_pf[vf] = pf
+                self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
+                self.vfs.append(vf)
+        self.affinity = topology.get("gpu_nic_affinity") or {}
+
+    def affinity_rank(self, gpu, vf):
+        """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
+        row = self.affinity.get(gpu) or {}
+        for addr in (vf, self.vf_pf.get(vf)):
+            if addr in row:
+                return _level_rank(row[addr])
+        gpu_node, vf_node = self.gpu_node.get(gpu), self.vf_node.get(vf)
+        if gpu_node is not None and vf_node is not None and gpu_node != vf_node:
+            return LEVEL_RANK["SYS"]
+        return UNKNOWN_RANK
+
+
+class _State:
+    """What is taken, and by whom."""
+
+    def __init__(self, host):
+        self.host = host
+        self.cpu_owner = {}
+        self.gpu_owner = {}
+        self.vf_owner = {}
+        self.hugepages_used = dict((node, {}) for node in host.nodes)
+        self.memory_used = dict((node, 0) for node in host.nodes)
+
+    def take(self, name, placement):
+        for cpu in placement["cpus"]:
+            self.cpu_owner[cpu] = name
+        for gpu in placement["gpus"]:
+            self.gpu_owner[gpu] = name
+        for vf in placement["vfs"]:
+            self.vf_owner[vf] = name
+        pages = placement.get("hugepages")
+        if pages:
+            used = self.hugepages_used.setdefault(pages["node"], {})
+            used[pages["size"]] = used.get(pages["size"], 0) + pages["count"]
+        elif placement.get("numa_node") is not None:
+            node = placement["numa_node"]
+            self.memory_used[node] = self.memory_used.get(node, 0) + placement["memory_mb"]
+
+
+class Planner:
+    """Plans tenants on one host. ``plan()`` returns the plan dict (see ``plan_tenants``)."""
+
+    def __init__(self, topology, policy=None):
+        policy = dict(policy or {})
+        unknown = sorted(set(policy) - set(POLICY_DEFAULTS))
+        if unknown:
+            raise PlacementInputError("policy: unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(POLICY_DEFAULTS))))
+        merged = dict(POLICY_DEFAULTS)
+        merged.update(dict((k, v) for k, v in policy.items() if v is not None or k in ("gpus", "vf_pfs")))
+        for key, choices in POLICY_CHOICES.items():
+            value = merged[key]
+            if key == "pcie_affinity_level":
+                value = str(value).upper()
+                merged[key] = value
+            if value not in choices:
+                raise PlacementInputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
+        merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
+        self.policy = merged
+        self.host = Host(topology, merged["gpus"], merged["vf_pfs"])
+        reserved = parse_cpuset(merged["reserved_cpus"], "policy.reserved_cpus")
+        outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
+        if outside:
+            raise PlacementInputError("policy.reserved_cpus: CPU(s) %s do not exist on this host (CPUs %s)"
+                                      % (format_cpuset(outside), format_cpuset(self.host.cpu_node)))
+        self.reserved = set(reserved)
+        try:
+            self.reserved_memory_mb = int(merged["reserved_memory_mb"])
+        except (TypeError, ValueError):
+            raise PlacementInputError("policy.reserved_memory_mb: %r is not a number of MiB" % (merged["reserved_memory_mb"],)) from None
+        self.threshold = LEVEL_RANK[merged["pcie_affinity_level"]]
+        self.first_fit = merged["strategy"] == "first_fit"
+        if not isinstance(merged["existing"] or {}, dict):
+            raise PlacementInputError("policy.existing: expected a dict tenant name -> assignment (a previous plan's placements)")
+
+    # ------------------------------------------------------------------ inputs
+    def _tenant(self, raw, index):
+        if not isinstance(raw, dict):
+            raise PlacementInputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
+        name = raw.get("name")
+        if not name or not isinstance(name, str):
+            raise PlacementInputError("tenants[%d]: name is required (a string, the libvirt domain name)" % index)
+        where = "tenants[%d] (%s)" % (index, name)
+
+        def count(key, default, minimum):
+            value = raw.get(key, default)
+            if value is None:
+                value = default
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise PlacementInputError("%s: %s must be a whole number, got %r" % (where, key, value))
+            try:
+                value = int(value)
+            except ValueError:
+                raise PlacementInputError("%s: %s must be a whole number, got %r" % (where, key, value)) from None
+            if value < minimum:
+                raise PlacementInputError("%s: %s must be at least %d, got %d" % (where, key, minimum, value))
+            return value
+
+        tenant = dict(raw)
+        tenant["name"] = name
+        gpus = raw.get("gpus", 0)
+        if isinstance(gpus, (list, tuple)):
+            unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
+            if unknown:
+                raise PlacementInputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
+                                          % (where, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
+            if len(set(gpus)) != len(gpus):
+                raise PlacementInputError("%s: gpus lists an address twice" % where)
+            tenant["gpu_addresses"] = list(gpus)
+            tenant["gpu_count"] = len(gpus)
+        else:
+            tenant["gpu_addresses"] = None
+            tenant["gpu_count"] = count("gpus", 0, 0)
+        tenant["vf_count"] = count("vfs", 0, 0)
+        if raw.get("vcpus") is None:
+            raise PlacementInputError("%s: vcpus is required (number of guest vCPUs)" % where)
+        tenant["vcpus"] = count("vcpus", 1, 1)
+        if raw.get("memory_mb") is None:
+            raise PlacementInputError("%s: memory_mb is required (guest memory in MiB)" % where)
+        tenant["memory_mb"] = count("memory_mb", 1, 1)
+        size = raw.get("hugepage_size", self.policy["hugepage_size"]) if "hugepage_size" in raw else self.policy["hugepage_size"]
+        tenant["hugepage_size"] = hugepage_size_name(size, "%s: hugepage_size" % where)
+        emulator = raw.get("emulator") or self.policy["emulator"]
+        if emulator not in POLICY_CHOICES["emulator"]:
+            raise PlacementInputError("%s: emulator %r is not one of %s" % (where, emulator, ", ".join(POLICY_CHOICES["emulator"])))
+        if emulator == "housekeeping" and not self.reserved:
+            raise PlacementInputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
+                                      "set reserved_cpus or use emulator isolate" % where)
+        tenant["emulator"] = emulator
+        return tenant
+
+    def _needed_pages(self, tenant):
+        size = tenant["hugepage_size"]
+        if not size:
+            return 0
+        size_kb = HUGEPAGE_SIZES[size]
+        return -(-tenant["memory_mb"] * 1024 // size_kb)
+
+    # ------------------------------------------------------------------ allocation on one node
+    def _free_cores(self, state, node, prefer=()):
+        """Whole cores of ``node`` with no thread taken or reserved, preferred ones first."""
+        free = []
+        for core in self.host.node_cores[node]:
+            if any(cpu in state.cpu_owner or cpu in self.reserved for cpu in core):
+                continue
+            free.append(core)
+        if prefer:
+            free.sort(key=lambda core: (not any(cpu in prefer for cpu in core), core))
+        return free
+
+    def _alloc_cpus(self, state, node, tenant, prefer=()):
+        """-> (vcpu CPUs, emulator CPUs, held CPUs) or a shortage string."""
+        vcpus = tenant["vcpus"]
+        extra = 1 if tenant["emulator"] == "isolate" else 0
+        needed = vcpus + extra
+        if self.policy["smt"] == "whole_cores":
+            threads = []
+            held = []
+            for core in self._free_cores(state, node, prefer):
+                if len(threads) >= needed:
+                    break
+                threads.extend(core)
+                held.extend(core)
+            if len(threads) < needed:
+                free_threads = sum(len(core) for core in self._free_cores(state, node))
+                return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
+                    node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
+        else:
+            # sibling threads next to each other, so a tenant fills cores before spreading
+            free = [cpu for core in self.host.node_cores[node] for cpu in core
+                    if cpu not in state.cpu_owner and cpu not in self.reserved]
+            if prefer:
+                free.sort(key=lambda cpu: (cpu not in prefer, self.host.core_of[cpu], cpu))
+            if len(free) < needed:
+                return "CPUs short on node %d: %d free, %d needed (%d vCPUs%s)" % (
+                    node, len(free), needed, vcpus, " + 1 emulator" if extra else "")
+            threads = free[:needed]
+            held = list(threads)
+        pins = threads[:vcpus]
+        if tenant["emulator"] == "isolate":
+            emulator = [threads[vcpus]]
+        elif tenant["emulator"] == "vcpus":
+            emulator = sorted(pins)
+        else:
+            local = sorted(cpu for cpu in self.reserved if self.host.cpu_node.get(cpu) == node)
+            emulator = local or sorted(self.reserved)
+        return pins, emulator, sorted(held)
+
+    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs):
+        """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones."""
+        if tenant["gpu_addresses"] is not None:
+            taken = [addr for addr in tenant["gpu_addresses"] if addr in state.gpu_owner]
+            if taken:
+                return "GPU %s already given to %s" % (", ".join(taken), ", ".join(sorted(set(state.gpu_owner[a] for a in taken))))
+            off = [addr for addr in tenant["gpu_addresses"] if self.host.gpu_node.get(addr) not in allowed_nodes]
+            if off:
+                return "GPU %s not on node %d" % (", ".join(off), node)
+            return list(tenant["gpu_addresses"])
+        count = tenant["gpu_count"]
+        if not count:
+            return []
+        free = [addr for addr in self.host.gpus if addr not in state.gpu_owner and self.host.gpu_node.get(addr) in allowed_nodes]
+        if len(free) < count:
+            on_node = [addr for addr in self.host.gpus if self.host.gpu_node.get(addr) == node]
+            held = sorted(set(state.gpu_owner[a] for a in on_node if a in state.gpu_owner))
+            return "GPUs short on node %d: %d free of %d, %d needed%s" % (
+                node, len([a for a in free if self.host.gpu_node.get(a) == node]), len(on_node), count,
+                " (held by %s)" % ", ".join(held) if held else "")
+
+        def key(addr):
+            local = self.host.gpu_node.get(addr) != node
+            if self.first_fit or self.policy["pcie_affinity"] == "ignore" or not candidate_vfs:
+                return (local, 0, addr)
+            return (local, min(self.host.affinity_rank(addr, vf) for vf in candidate_vfs), addr)
+        return sorted(free, key=key)[:count]
+
+    def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus):
+        count = tenant["vf_count"]
+        if not count:
+            return []
+        free = [vf for vf in self.host.vfs if vf not in state.vf_owner and self.host.vf_node.get(vf) in allowed_nodes]
+        use_affinity = gpus and not self.first_fit and self.policy["pcie_affinity"] != "ignore"
+        if use_affinity and self.policy["pcie_affinity"] == "require":
+            free = [vf for vf in free if min(self.host.affinity_rank(g, vf) for g in gpus) <= self.threshold]
+        if len(free) < count:
+            on_node = [vf for vf in self.host.vfs if self.host.vf_node.get(vf) == node]
+            held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
+            if use_affinity and self.policy["pcie_affinity"] == "require":
+                return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
+                    node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
+            return "VFs short on node %d: %d free of %d, %d needed%s" % (
+                node, len([v for v in free if self.host.vf_node.get(v) == node]), len(on_node), count,
+                " (held by %s)" % ", ".join(held) if held else "")
+        order = dict((vf, index) for index, vf in enumerate(self.host.vfs))
+
+        def key(vf):
+            remote = self.host.vf_node.get(vf) != node
+            rank = min(self.host.affinity_rank(g, vf) for g in gpus) if use_affinity else 0
+            return (remote, rank, order[vf])
+        return sorted(free, key=key)[:count]
+
+    def _memory_check(self, state, node, tenant):
+        size = tenant["hugepage_size"]
+        if size:
+            needed = self._needed_pages(tenant)
+            total = self.host.hugepages.get(node, {}).get(size, 0)
+            free = total - state.hugepages_used.get(node, {}).get(size, 0)
+            if free < needed:
+                return "hugepages %s short on node %d: %d free of %d, %d needed for %d MiB" % (
+                    size, node, free, total, needed, tenant["memory_mb"])
+            return None
+        pool_mb = sum(HUGEPAGE_SIZES[s] * n // 1024 for s, n in self.host.hugepages.get(node, {}).items())
+        free = self.host.memory_mb.get(node, 0) - pool_mb - self.reserved_memory_mb - state.memory_used.get(node, 0)
+        if free < tenant["memory_mb"]:
+            return "memory short on node %d: %d MiB free outside the hugepage pools, %d MiB needed" % (
+                node, free, tenant["memory_mb"])
+        return None
+
+    def _candidate(self, state, tenant, node, local_only, prefer):
+        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score) or shortage."""
+        shortages = []
+        reason = self._memory_check(state, node, tenant)
+        if reason:
+            shortages.append(reason)
+        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
+        if isinstance(cpus, str):
+            shortages.append(cpus)
+        allowed = {node} if local_only else set(self.host.nodes) | {None}
+        candidate_vfs = [vf for vf in self.host.vfs if vf not in state.vf_owner and self.host.vf_node.get(vf) in allowed]
+        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs if tenant["vf_count"] else [])
+        if isinstance(gpus, str):
+            shortages.append(gpus)
+        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) else [])
+        if isinstance(vfs, str):
+            shortages.append(vfs)
+        if shortages:
+            return ", ".join(shortages)
+        pins, emulator, held = cpus
+        remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
+        ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
+        worst = max(ranks) if ranks else None
+        placement = {
+            "numa_node": node,
+            "gpus": gpus,
+            "vfs": vfs,
+            "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
+            "emulator_cpus": emulator,
+            "cpus": held,
+            "hugepages": None,
+            "memory_mb": tenant["memory_mb"],
+            "local": remote == 0,
+            "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
+        }
+        if tenant["hugepage_size"]:
+            size = tenant["hugepage_size"]
+            placement["hugepages"] = {"size": size, "size_kb": HUGEPAGE_SIZES[size],
+                                      "count": self._needed_pages(tenant), "node": node}
+        if self.first_fit:
+            score = (node,)
+        else:
+            affinity = 0 if self.policy["pcie_affinity"] == "ignore" or worst is None else worst
+            free_gpus = sum(1 for g in self.host.gpus if self.host.gpu_node.get(g) == node and g not in state.gpu_owner) - len(gpus)
+            free_vfs = sum(1 for v in self.host.vfs if self.host.vf_node.get(v) == node and v not in state.vf_owner) - len(vfs)
+            free_cores = len(self._free_cores(state, node)) - len(set(self.host.core_of[c] for c in held))
+            sticky = 0 if prefer.get("node") in (None, node) else 1
+            score = (remote, sticky, affinity, free_gpus, free_vfs, free_cores, node)
+        return placement, score
+
+    def _place(self, state, tenant, prefer=None):
+        """Best placement for ``tenant`` given ``state``, or the reason it does not fit."""
+        prefer = prefer or {}
+        modes = [True] if self.policy["numa"] == "required" else [True, False]
+        if tenant["gpu_addresses"] is not None and self.policy["numa"] == "required":
+            nodes = sorted(set(self.host.gpu_node.get(a) for a in tenant["gpu_addresses"]), key=lambda n: (n is None, n))
+            if len(nodes) > 1:
+                return None, "gpus %s sit on different NUMA nodes (%s) and policy numa is required" % (
+                    ", ".join(tenant["gpu_addresses"]), ", ".join(str(n) for n in nodes))
+        reasons = []
+        for local_only in modes:
+            best = None
+            for node in self.host.nodes:
+                result = self._candidate(state, tenant, node, local_only, prefer)
+                if isinstance(result, str):
+                    if local_only:
+                        reasons.append(result)
+                    continue
+                if best is None or result[1] < best[1]:
+                    best = result
+                    if self.first_fit:
+                        break
+            if best is not None:
+                return best[0], None
+        why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
+        return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], self.policy["numa"], why)
+
+    # ------------------------------------------------------------------ existing assignments
+    def _existing(self, state, tenant, raw):
+        """Check a previous assignment still fits the request and the host; -> placement or reason."""
+        if not isinstance(raw, dict):
+            return None, "existing assignment is not a dict"
+        try:
+            gpus = list(raw.get("gpus") or [])
+            vfs = list(raw.get("vfs") or [])
+            if "gpus" not in raw and "vfs" not in raw and raw.get("hostdevs"):
+                # read back from a domain definition: split its PCI hostdevs into GPUs and VFs
+                hostdevs = [str(addr).lower() for addr in raw["hostdevs"]]
+                gpus = [addr for addr in hostdevs if addr in self.host.gpu_node]
+                vfs = [addr for addr in hostdevs if addr in self.host.vf_node]
+                other = [addr for addr in hostdevs if addr not in gpus and addr not in vfs]
+                if other:
+                    return None, "existing hostdevs %s are neither GPUs nor VFs of the pools" % ", ".join(other)
+            pins_raw = raw.get("vcpu_pins") or {}
+            if isinstance(pins_raw, (list, tuple)):
+                pins_raw = dict(enumerate(pins_raw))
+            pins = {}
+            for vcpu, cpuset in pins_raw.items():
+                cpus = parse_cpuset(cpuset, "existing vcpu_pins")
+                if len(cpus) != 1:
+                    return None, "existing vCPU %s is pinned to %s, not one CPU" % (vcpu, cpuset)
+                pins[int(vcpu)] = cpus[0]
+            emulator = parse_cpuset(raw.get("emulator_cpus"), "existing emulator_cpus")
+        except (PlacementInputError, TypeError, ValueError) as exc:
+            return None, "existing assignment unreadable: %s" % exc
+        node = _node_of(raw.get("numa_node"))
+        if node is None or node not in self.host.nodes:
+            return None, "existing numa_node %r is not a node of this host" % (raw.get("numa_node"),)
+        if sorted(pins) != list(range(tenant["vcpus"])):
+            return None, "existing assignment pins %d vCPUs, the tenant asks for %d" % (len(pins), tenant["vcpus"])
+        if tenant["gpu_addresses"] is not None:
+            if sorted(gpus) != sorted(tenant["gpu_addresses"]):
+                return None, "existing GPUs %s differ from the requested %s" % (gpus, tenant["gpu_addresses"])
+        elif len(gpus) != tenant["gpu_count"]:
+            return None, "existing assignment has %d GPUs, the tenant asks for %d" % (len(gpus), tenant["gpu_count"])
+        if len(vfs) != tenant["vf_count"]:
+            return None, "existing assignment has %d VFs, the tenant asks for %d" % (len(vfs), tenant["vf_count"])
+        missing = [g for g in gpus if g not in self.host.gpu_node] + [v for v in vfs if v not in self.host.vf_node]
+        if missing:
+            return None, "existing devices %s are not in the host's pools" % ", ".join(missing)
+        taken = [g for g in gpus if g in state.gpu_owner] + [v for v in vfs if v in state.vf_owner]
+        if taken:
+            return None, "existing devices %s are also assigned to another tenant" % ", ".join(taken)
+        vcpu_cpus = sorted(pins.values())
+        used = set(vcpu_cpus) | (set(emulator) if tenant["emulator"] == "isolate" else set())
+        if len(set(vcpu_cpus)) != len(vcpu_cpus):
+            return None, "existing assignment pins two vCPUs on one CPU"
+        if tenant["emulator"] == "isolate" and set(emulator) & set(vcpu_cpus):
+            return None, "existing emulator CPUs overlap its vCPUs (emulator: isolate)"
+        bad = sorted(cpu for cpu in used if cpu not in self.host.online or cpu in self.reserved)
+        if bad:
+            return None, "existing CPUs %s are offline or reserved" % format_cpuset(bad)
+        held = set(used)
+        if self.policy["smt"] == "whole_cores":
+            for cpu in used:
+                held.update(self.host.core_of[cpu])
+            if held & self.reserved:
+                return None, "existing CPUs share a core with reserved CPUs %s" % format_cpuset(held & self.reserved)
+        clash = sorted(cpu for cpu in held if cpu in state.cpu_owner)
+        if clash:
+            return None, "existing CPUs %s are also held by %s" % (format_cpuset(clash), ", ".join(sorted(set(state.cpu_owner[c] for c in clash))))
+        pages = None
+        if tenant["hugepage_size"]:
+            pages = {"size": tenant["hugepage_size"], "size_kb": HUGEPAGE_SIZES[tenant["hugepage_size"]],
+                     "count": self._needed_pages(tenant), "node": node}
+            old = raw.get("hugepages") or {}
+            if old and (hugepage_size_name(old.get("size")) != pages["size"] or _node_of(old.get("node")) not in (None, node)):
+                return None, "existing hugepages %s differ from the request (%s on node %d)" % (old, pages["size"], node)
+        reason = self._memory_check(state, node, tenant)
+        if reason:
+            return None, "existing assignment no longer fits: %s" % reason
+        remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
+        if remote and self.policy["numa"] == "required":
+            return None, "existing assignment is not NUMA-local and policy numa is required"
+        ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
+        worst = max(ranks) if ranks else None
+        return {
+            "numa_node": node,
+            "gpus": gpus,
+            "vfs": vfs,
+            "vcpu_pins": dict((str(index), pins[index]) for index in sorted(pins)),
+            "emulator_cpus": emulator,
+            "cpus": sorted(held),
+            "hugepages": pages,
+            "memory_mb": tenant["memory_mb"],
+            "local": remote == 0,
+            "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
+        }, None
+
+    # ------------------------------------------------------------------ plan
+    def plan(self, tenants):
+        if not isinstance(tenants, (list, tuple)):
+            raise PlacementInputError("tenants: expected a list of tenant dicts (gpuvirt_tenants)")
+        parsed = []
+        names = set()
+        for index, raw in enumerate(tenants):
+            tenant = self._tenant(raw, index)
+            if tenant["name"] in names:
+                raise PlacementInputError("tenants[%d]: name %s appears twice; tenant names are domain names and must be unique"
+                                          % (index, tenant["name"]))
+            names.add(tenant["name"])
+            parsed.append(tenant)
+        active = [t for t in parsed if str(t.get("state") or "present") != "absent"]
+        existing = self.policy["existing"] or {}
+        state = _State(self.host)
+        placements = {}
+        unplaced = {}
+        notes = {}
+        # 1. honour previous assignments, in tenant order
+        for tenant in active:
+            if tenant["name"] not in existing:
+                continue
+            placement, why = self._existing(state, tenant, existing[tenant["name"]])
+            if placement is None:
+                notes[tenant["name"]] = "re-planned: %s" % why
+                continue
+            placement["kept"] = True
+            state.take(tenant["name"], placement)
+            placements[tenant["name"]] = placement
+        # 2. place the others, in tenant order
+        for tenant in active:
+            name = tenant["name"]
+            if name in placements:
+                continue
+            prefer = {}
+            old = existing.get(name)
+            if isinstance(old, dict):
+                prefer["node"] = _node_of(old.get("numa_node"))
+                try:
+                    prefer["cpus"] = set(parse_cpuset(list((old.get("vcpu_pins") or {}).values()) if isinstance(old.get("vcpu_pins"), dict)
+                                                      else old.get("vcpu_pins")))
+                except PlacementInputError:
+                    prefer["cpus"] = set()
+            placement, why = self._place(state, tenant, prefer)
+            if placement is None:
+                unplaced[name] = why
+                continue
+            placement["kept"] = False
+            state.take(name, placement)
+            placements[name] = placement
+        result = {"placements": {}, "unplaced": unplaced, "notes": notes, "free": self._free(state),
+                  "removed": sorted(name for name in existing if name not in set(t["name"] for t in active))}
+        for tenant in active:
+            placement = placements.get(tenant["name"])
+            if placement is None:
+                continue
+            placement.update({
+                "name": tenant["name"],
+                "vcpus": tenant["vcpus"],
+                "memory_mb": tenant["memory_mb"],
+                "network_vfs": [vf for vf in placement["vfs"] if self.host.vf_network.get(vf)],
+                "vf_pfs": dict((vf, self.host.vf_pf.get(vf)) for vf in placement["vfs"]),
+                "mac": tenant.get("mac"),
+                "vlan": tenant.get("vlan"),
+            })
+            result["placements"][tenant["name"]] = placement
+        return result
+
+    def _free(self, state):
+        free = {}
+        for node in self.host.nodes:
+            free[str(node)] = {
+                "cpus": [c for c in self.host.node_cpus[node] if c not in state.cpu_owner and c not in self.reserved],
+                "gpus": [g for g in self.host.gpus if self.host.gpu_node.get(g) == node and g not in state.gpu_owner],
+                "vfs": [v for v in self.host.vfs if self.host.vf_node.get(v) == node and v not in state.vf_owner],
+                "hugepages": dict((size, total - state.hugepages_used.get(node, {}).get(size, 0))
+                                  for size, total in sorted(self.host.hugepages.get(node, {}).items())),
+            }
+        return free
+
+
+def plan_tenants(topology, tenants, policy=None):
+    """Plan ``tenants`` on the host described by ``topology`` under ``policy``.
+
+    Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
+    emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
+    kept, name, vcpus, memory_mb, mac, vlan}}, "unplaced": {name: reason}, "notes": {name: why
+    an existing assignment was not kept}, "free": {node: {cpus, gpus, vfs, hugepages}},
+    "removed": [names in existing that are no longer tenants]}``.
+    Raises PlacementInputError on bad input.
+    """
+    planner = Planner(copy.deepcopy(topology), copy.deepcopy(policy))
+    return planner.plan(copy.deepcopy(tenants))

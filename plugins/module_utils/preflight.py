@@ -1,0 +1,537 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight: what BIOS and firmware must give a host before the collection changes it.
+
+Pure functions over the host model of ``topology.read_topology`` (docs/CONTRACTS.md) and the
+desired state (the ``gpuvirt_*`` inventory variables), plus the ConnectX firmware query that
+``preflight_info`` runs on the host. Nothing here changes anything.
+
+Checks and their verdicts:
+
+- IOMMU: present (ACPI DMAR/IVRS table or ``/sys/class/iommu`` units) and enabled (IOMMU
+  groups exist). Absent fails: the fix is in the BIOS (VT-d / AMD-Vi). Present but off is a
+  warning by default (the boot stage turns it on with one reboot), a failure when the caller
+  requires it on.
+- GPUs and NIC PFs with their NUMA nodes; the GPUs given to tenants must exist.
+- SR-IOV: each wanted PF exists, is SR-IOV capable and offers the wanted VF count.
+- Isolation (ACS): each GPU and VF must be alone in its IOMMU group, bridges aside and
+  other functions of the same multi-function device aside (they go along); a group shared
+  with another endpoint means no ACS isolation between them: not isolated.
+- ConnectX firmware: ``SRIOV_EN`` on and ``NUM_OF_VFS`` large enough where mlxconfig or
+  mstconfig is installed; "tool not found" otherwise.
+- Hugepage headroom per NUMA node: the node's memory against the wanted pools plus a
+  reserve for the host.
+- The tenant plan (``plan_tenants`` over the host as it will be: wanted VFs and hugepages
+  added) and whether every tenant fits.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import group_endpoints
+
+PASS, WARN, FAIL, INFO = "pass", "warn", "fail", "info"
+RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
+FIRMWARE_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
+PAGE_MB = {"2M": 2, "1G": 1024}
+PAGE_KEYS = {"2M": "2048kB", "1G": "1048576kB"}
+SIZE_ALIASES = {"2m": "2M", "2mb": "2M", "2048kb": "2M", "2048": "2M",
+                "1g": "1G", "1gb": "1G", "1048576kb": "1G", "1048576": "1G"}
+PLANNED_VF = "%s/vf%d"
+
+
+def _check(name, status, detail, fix=None):
+    return {"name": name, "status": status, "detail": detail, "fix": fix}
+
+
+def worst(statuses):
+    result = PASS
+    for status in statuses:
+        if RANK[status] > RANK[result]:
+            result = status
+    return result
+
+
+def page_size(value, what="gpuvirt_hugepages"):
+    name = SIZE_ALIASES.get(str(value).strip().lower())
+    if name is None:
+        raise InputError("%s: size %r is not a hugepage size; use 2M or 1G" % (what, value))
+    return name
+
+
+# ---------------------------------------------------------------------------- IOMMU
+def iommu_status(topology, require_enabled=False):
+    iommu = topology.get("iommu") or {}
+    units = list(iommu.get("units") or [])
+    table = iommu.get("firmware_table")
+    enabled = bool(iommu.get("enabled"))
+    present = enabled or bool(units) or table is not None
+    vendor = topology.get("cpu_vendor")
+    cmdline = topology.get("cmdline") or []
+    args = [a for a in cmdline if a.split("=", 1)[0] in ("intel_iommu", "amd_iommu", "iommu")]
+    result = {"present": present, "enabled": enabled, "firmware_table": table, "units": units,
+              "cpu_vendor": vendor, "cmdline_args": args, "groups": len(iommu.get("groups") or {})}
+    if enabled:
+        result.update(status=PASS, fix=None,
+                      detail="on: %d IOMMU groups, %s%s" % (result["groups"], table or "no ACPI table name",
+                                                            (" (" + " ".join(args) + ")") if args else ""))
+        return result
+    if not present:
+        if vendor == "amd":
+            fix = ("BIOS: the firmware gives no IVRS table. Enable the IOMMU (AMD-Vi, often 'IOMMU' or "
+                   "'AMD-Vi' under the chipset/NBIO settings) and SVM in the BIOS/UEFI setup, then run preflight again")
+        elif vendor == "intel":
+            fix = ("BIOS: the firmware gives no DMAR table. Enable VT-d (Intel Virtualization Technology for "
+                   "Directed I/O) in the BIOS/UEFI setup, then run preflight again")
+        else:
+            fix = ("BIOS: the firmware gives no DMAR/IVRS table. Enable VT-d (Intel) or AMD-Vi/IOMMU (AMD) in "
+                   "the BIOS/UEFI setup, then run preflight again")
+        result.update(status=FAIL, fix=fix,
+                      detail="absent: no /sys/class/iommu units, no ACPI DMAR/IVRS table, no IOMMU groups")
+        return result
+    off = [a for a in args if a in ("intel_iommu=off", "amd_iommu=off")]
+    if vendor == "amd":
+        boot_fix = "boot args: %sadd iommu=pt" % ("remove %s, " % " ".join(off) if off else "")
+    else:
+        boot_fix = "boot args: %sadd intel_iommu=on iommu=pt" % ("remove %s, " % " ".join(off) if off else "")
+    fix = boot_fix + " and reboot (the boot stage, role host_boot with gpuvirt_reboot_ok, does it with one reboot)"
+    detail = "present (%s) but off%s: no IOMMU groups" % (
+        table or "%d units" % len(units), (" (" + " ".join(args) + ")") if args else "")
+    result.update(status=FAIL if require_enabled else WARN, fix=fix, detail=detail)
+    return result
+
+
+# ---------------------------------------------------------------------------- isolation
+def _slot(address):
+    return address.rsplit(".", 1)[0]
+
+
+def isolation(topology, address):
+    """Is ``address`` alone in its IOMMU group? Bridges are not endpoints; other functions
+    of the same multi-function device (neither of them a VF) go along with it."""
+    pci = topology.get("pci_devices") or {}
+    dev = pci.get(address) or {}
+    if not (topology.get("iommu") or {}).get("enabled"):
+        return {"group": None, "isolated": None, "peers": [], "companions": [],
+                "detail": "unknown: the IOMMU is off (groups appear after the boot stage)"}
+    group = dev.get("iommu_group")
+    if group is None:
+        return {"group": None, "isolated": False, "peers": [], "companions": [],
+                "detail": "no IOMMU group"}
+    others = group_endpoints(topology, address)
+    companions = [o for o in others if _slot(o) == _slot(address) and not dev.get("physfn")
+                  and not (pci.get(o) or {}).get("physfn")]
+    peers = [o for o in others if o not in companions]
+    if peers:
+        detail = "group %s shared with %s (no ACS isolation)" % (group, ", ".join(peers))
+    elif companions:
+        detail = "group %s, with its own function(s) %s (they go along)" % (group, ", ".join(companions))
+    else:
+        detail = "group %s, alone" % group
+    return {"group": group, "isolated": not peers, "peers": peers, "companions": companions, "detail": detail}
+
+
+ACS_FIX = ("ACS: %s share an IOMMU group, so no tenant can get one without the other. Enable ACS (and ARI) in the "
+           "BIOS, or move the card to a slot under a root port or PCIe switch with ACS; do not use pcie_acs_override "
+           "for multi-tenant hosts")
+
+
+# ---------------------------------------------------------------------------- desired state
+def resolve_pf(topology, name):
+    """A PF given as PCI address (short or full) or netdev name -> full address or None."""
+    pci = topology.get("pci_devices") or {}
+    text = str(name or "").strip().lower()
+    if text in pci:
+        return text
+    if "0000:" + text in pci:
+        return "0000:" + text
+    netdev = (topology.get("netdevs") or {}).get(str(name))
+    if netdev and netdev.get("pci_address") in pci:
+        return netdev["pci_address"]
+    return None
+
+
+def wanted_pages(topology, hugepages):
+    """{node: {"2M": count, "1G": count}} from gpuvirt_hugepages ([{size, count, node}])."""
+    nodes = [int(n["id"]) for n in topology.get("numa_nodes") or []]
+    wanted = dict((node, {}) for node in nodes)
+    unknown = []
+    for index, item in enumerate(hugepages or []):
+        if not isinstance(item, dict):
+            raise InputError("gpuvirt_hugepages[%d]: expected {size, count, node}, got %r" % (index, item))
+        size = page_size(item.get("size", "2M"), "gpuvirt_hugepages[%d]" % index)
+        try:
+            count = int(item.get("count", 0))
+        except (TypeError, ValueError):
+            raise InputError("gpuvirt_hugepages[%d]: count %r is not a number" % (index, item.get("count"))) from None
+        node = item.get("node", "all")
+        targets = nodes if str(node) == "all" else [int(node)] if re.match(r"^\d+$", str(node)) else None
+        if targets is None:
+            raise InputError("gpuvirt_hugepages[%d]: node %r is not a NUMA node number or 'all'" % (index, node))
+        for target in targets:
+            if target not in wanted:
+                unknown.append(target)
+                continue
+            wanted[target][size] = wanted[target].get(size, 0) + count
+    return wanted, sorted(set(unknown))
+
+
+def project(topology, sriov_pfs=(), hugepages=()):
+    """The host model as the host stages will leave it: each wanted PF with its wanted VFs
+    (VFs still to be created get placeholder names ``<pf>/vfN`` and ``planned: true``), and
+    each node's hugepage pools at least the wanted counts. For the planner."""
+    topo = copy.deepcopy(topology)
+    pci = topo.setdefault("pci_devices", {})
+    for item in sriov_pfs or []:
+        pf = resolve_pf(topo, (item or {}).get("pf"))
+        dev = pci.get(pf) if pf else None
+        if dev is None or not dev.get("sriov_totalvfs"):
+            continue
+        want = min(int(item.get("num_vfs") or 0), int(dev["sriov_totalvfs"]))
+        existing = list(dev.get("virtfns") or [])
+        vfs = []
+        for index in range(want):
+            if index < len(existing):
+                vfs.append(existing[index])
+                continue
+            address = PLANNED_VF % (pf, index)
+            pci[address] = {
+                "address": address, "vendor_id": dev.get("vendor_id"), "device_id": None, "class": dev.get("class"),
+                "driver": None, "driver_override": None, "numa_node": dev.get("numa_node"), "iommu_group": None,
+                "sriov_totalvfs": None, "sriov_numvfs": None, "sriov_drivers_autoprobe": None, "physfn": pf,
+                "virtfns": [], "vf_index": index, "netdevs": [], "rdma_devices": [], "upstream": [pf] + list(dev.get("upstream") or []),
+                "root_bus": dev.get("root_bus"), "is_bridge": False, "model": None, "planned": True,
+            }
+            vfs.append(address)
+        dev["virtfns"] = vfs
+        dev["sriov_numvfs"] = want
+    wanted, _unknown = wanted_pages(topo, hugepages)
+    for node in topo.get("numa_nodes") or []:
+        for size, count in wanted.get(int(node["id"]), {}).items():
+            pools = node.setdefault("hugepages", {})
+            pool = pools.setdefault(PAGE_KEYS[size], {"total": 0, "free": 0, "supported": True})
+            if count > (pool.get("total") or 0):
+                pool["free"] = (pool.get("free") or 0) + count - (pool.get("total") or 0)
+                pool["total"] = count
+    return topo
+
+
+# ---------------------------------------------------------------------------- firmware
+def is_connectx_pf(dev):
+    return (dev.get("vendor_id") == pci_ids.MELLANOX and not dev.get("physfn") and not dev.get("is_bridge")
+            and str(dev.get("class") or "").startswith(("0x02", "0x0c06")))
+
+
+def query_firmware(topology, find_tool, run, tool="auto", sysfs=None):
+    """SRIOV_EN / NUM_OF_VFS (default, current, next) of every ConnectX PF, read with
+    mlxconfig or mstconfig. ``find_tool(name)`` -> path or None; ``run(argv)`` -> (rc, out, err)."""
+    pfs = sorted(a for a, d in (topology.get("pci_devices") or {}).items() if is_connectx_pf(d))
+    if not pfs or tool == "none":
+        return {}
+    names = ["mlxconfig", "mstconfig"] if tool == "auto" else [tool]
+    path = next((p for p in (find_tool(n) for n in names) if p), None)
+    result = {}
+    for pf in pfs:
+        if path is None:
+            result[pf] = {"status": "tool not found", "tool": None, "params": {},
+                          "message": "%s not found: install mstflint (mstconfig) or NVIDIA MFT (mlxconfig) to read "
+                                     "SRIOV_EN and NUM_OF_VFS" % " / ".join(names)}
+            continue
+        try:
+            parsed = mlx.FirmwareConfig(path, pf, run, sysfs=sysfs).query()
+        except mlx.MlxconfigError as exc:
+            result[pf] = {"status": "error", "tool": path, "params": {}, "message": str(exc), "error_kind": exc.kind}
+            continue
+        result[pf] = {"status": "ok", "tool": path, "message": None,
+                      "params": mlx.report(parsed, [p for p in FIRMWARE_PARAMS if p in parsed["params"]])}
+    return result
+
+
+def _fw_value(params, name, column):
+    shown = (params.get(name) or {}).get(column)
+    if shown is None:
+        return None
+    return mlx.parse_value(shown)["num"]
+
+
+def firmware_verdict(pf, entry, num_vfs):
+    """Status, detail and fix of one ConnectX PF's firmware for ``num_vfs`` wanted VFs."""
+    if entry is None:
+        return INFO, "not queried", None
+    if entry["status"] == "tool not found":
+        return WARN if num_vfs else INFO, "tool not found", (
+            "install mstflint (mstconfig) or NVIDIA MFT (mlxconfig) on the host to check SRIOV_EN/NUM_OF_VFS" if num_vfs else None)
+    if entry["status"] != "ok":
+        return (WARN if num_vfs else INFO), "query failed: %s" % entry["message"], None
+    params = entry["params"]
+    cur_en, next_en = _fw_value(params, "SRIOV_EN", "current"), _fw_value(params, "SRIOV_EN", "next")
+    cur_n, next_n = _fw_value(params, "NUM_OF_VFS", "current"), _fw_value(params, "NUM_OF_VFS", "next")
+    detail = "SRIOV_EN=%s NUM_OF_VFS=%s" % (cur_en if cur_en is not None else "?", cur_n if cur_n is not None else "?")
+    if (next_en, next_n) != (cur_en, cur_n):
+        detail += " (next boot: SRIOV_EN=%s NUM_OF_VFS=%s)" % (next_en, next_n)
+    if not num_vfs:
+        return INFO, detail, None
+    current_ok = cur_en == 1 and (cur_n or 0) >= num_vfs
+    next_ok = next_en == 1 and (next_n or 0) >= num_vfs
+    if current_ok:
+        return PASS, detail, None
+    setting = "mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d" % (pf, num_vfs)
+    if next_ok:
+        return WARN, detail, ("firmware: set for the next boot only; power-cycle the host (or mlxfwreset) so that "
+                              "SRIOV_EN/NUM_OF_VFS take effect")
+    return FAIL, detail, ("firmware: %s (or mstconfig; gpuvirt.tenancy.mlx_rocev2 with firmware: does it), then "
+                          "power-cycle the host" % setting)
+
+
+# ---------------------------------------------------------------------------- the report
+def _pages_mb(counts):
+    """{"2M": n, "1G": m} -> MiB."""
+    return sum((counts.get(size) or 0) * mb for size, mb in PAGE_MB.items())
+
+
+def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
+    """The preflight report of one host (a dict, JSON-ready). ``desired`` holds gpus,
+    sriov_pfs, hugepages, tenants, require_iommu_enabled, host_reserved_mb."""
+    desired = dict(desired or {})
+    firmware = firmware or {}
+    pci = topology.get("pci_devices") or {}
+    checks = []
+    report = {"host": desired.get("host"), "kernel_release": topology.get("kernel_release"),
+              "boot_id": topology.get("boot_id"), "cpu_vendor": topology.get("cpu_vendor"), "checks": checks}
+
+    # IOMMU
+    iommu = iommu_status(topology, bool(desired.get("require_iommu_enabled")))
+    report["iommu"] = iommu
+    checks.append(_check("iommu", iommu["status"], iommu["detail"], iommu["fix"]))
+
+    # GPUs
+    gpus = []
+    for gpu in topology.get("gpus") or []:
+        iso = isolation(topology, gpu["address"])
+        gpus.append({"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
+                     "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
+                     "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]})
+    report["gpus"] = gpus
+    wanted_gpus = desired.get("gpus")
+    known = [g["address"] for g in gpus]
+    tenant_gpus = list(wanted_gpus) if wanted_gpus else known
+    missing = [g for g in (wanted_gpus or []) if g not in known]
+    if missing:
+        checks.append(_check("gpus", FAIL, "%s not found as GPUs (found: %s)" % (", ".join(missing), ", ".join(known) or "none"),
+                             "inventory: fix gpuvirt_gpus, or add the GPU's vendor:device to gpuvirt_gpu_pci_ids"))
+    elif not gpus:
+        checks.append(_check("gpus", WARN if wanted_gpus is None else INFO, "no GPUs found", None))
+    else:
+        checks.append(_check("gpus", PASS, ", ".join("%s node %s" % (g["address"], g["numa_node"]) for g in gpus), None))
+
+    # NICs (physical functions)
+    nics = []
+    for nic in topology.get("nics") or []:
+        if nic.get("is_vf"):
+            continue
+        nics.append({"address": nic["address"], "model": nic.get("model") or "%s:%s" % (nic.get("vendor_id"), nic.get("device_id")),
+                     "numa_node": nic.get("numa_node"), "netdevs": nic.get("netdevs") or [], "driver": nic.get("driver"),
+                     "connectx": nic.get("vendor_id") == pci_ids.MELLANOX,
+                     "sriov_totalvfs": nic.get("sriov_totalvfs"), "sriov_numvfs": nic.get("sriov_numvfs")})
+    report["nics"] = nics
+
+    # SR-IOV capable PFs and the wanted ones
+    wanted_vfs = {}
+    for index, item in enumerate(desired.get("sriov_pfs") or []):
+        if not isinstance(item, dict) or "pf" not in item:
+            raise InputError("gpuvirt_sriov_pfs[%d]: expected {pf, num_vfs}, got %r" % (index, item))
+        address = resolve_pf(topology, item["pf"])
+        wanted_vfs[address or str(item["pf"])] = int(item.get("num_vfs") or 0)
+    sriov = []
+    for address in sorted(set(a for a, d in pci.items() if d.get("sriov_totalvfs") and not d.get("physfn")) | set(wanted_vfs)):
+        dev = pci.get(address)
+        want = wanted_vfs.get(address)
+        entry = {"address": address, "model": (dev or {}).get("model"), "numa_node": (dev or {}).get("numa_node"),
+                 "sriov_totalvfs": (dev or {}).get("sriov_totalvfs"), "sriov_numvfs": (dev or {}).get("sriov_numvfs"),
+                 "wanted_vfs": want, "connectx": bool(dev) and is_connectx_pf(dev)}
+        if dev is None:
+            status, detail, fix = FAIL, "not found on this host", "inventory: fix the pf of gpuvirt_sriov_pfs (a PCI address or netdev of this host)"
+        elif not dev.get("sriov_totalvfs"):
+            status, detail = FAIL, "not SR-IOV capable (no sriov_totalvfs)"
+            fix = ("BIOS: enable SR-IOV (and for ConnectX the firmware: mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d), "
+                   "then power-cycle" % (address, want or 1))
+        elif want is not None and want > dev["sriov_totalvfs"]:
+            status = FAIL
+            detail = "%d VFs wanted, the PF offers %d (sriov_totalvfs)" % (want, dev["sriov_totalvfs"])
+            fix = ("firmware: raise NUM_OF_VFS (mlxconfig -d %s set NUM_OF_VFS=%d) and power-cycle, or lower num_vfs in "
+                   "gpuvirt_sriov_pfs" % (address, want)) if entry["connectx"] else "inventory: lower num_vfs in gpuvirt_sriov_pfs"
+        else:
+            status = PASS if want is not None else INFO
+            detail = "sriov_totalvfs %s, %s VFs now%s" % (dev["sriov_totalvfs"], dev.get("sriov_numvfs") or 0,
+                                                          ", %d wanted" % want if want is not None else "")
+            fix = None
+        if entry["connectx"]:
+            fw_status, fw_detail, fw_fix = firmware_verdict(address, firmware.get(address), want or 0)
+            entry["firmware"] = dict(firmware.get(address) or {}, verdict=fw_status, detail=fw_detail)
+            if fw_status in (WARN, FAIL) or want:
+                checks.append(_check("firmware %s" % address, fw_status, fw_detail, fw_fix))
+        entry.update(status=status, detail=detail)
+        sriov.append(entry)
+        if want is not None or status == FAIL:
+            checks.append(_check("sriov %s" % address, status, detail, fix))
+    report["sriov_pfs"] = sriov
+    report["firmware"] = firmware
+
+    # Isolation of the tenant GPUs and of the VFs of the wanted PFs
+    vfs = []
+    for pf in sorted(wanted_vfs):
+        for vf in (pci.get(pf) or {}).get("virtfns") or []:
+            iso = isolation(topology, vf)
+            vfs.append({"address": vf, "pf": pf, "numa_node": (pci.get(vf) or {}).get("numa_node"),
+                        "iommu_group": (pci.get(vf) or {}).get("iommu_group"), "driver": (pci.get(vf) or {}).get("driver"),
+                        "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]})
+    report["vfs"] = vfs
+    isolated_devices = [g for g in gpus if g["address"] in tenant_gpus] + vfs
+    shared = [d for d in isolated_devices if d["isolated"] is False]
+    if not iommu["enabled"]:
+        checks.append(_check("isolation", WARN if isolated_devices or wanted_vfs else INFO,
+                             "not checked: the IOMMU is off (run preflight again after the boot stage)", None))
+    elif shared:
+        checks.append(_check("isolation", FAIL, "; ".join("%s: %s" % (d["address"], d["isolation"]) for d in shared),
+                             ACS_FIX % ", ".join(sorted(set(d["address"] for d in shared)
+                                                        | set(p for d in shared for p in d["group_peers"])))))
+    else:
+        checks.append(_check("isolation", PASS if isolated_devices else INFO,
+                             "%d GPU(s) and %d VF(s) each in their own IOMMU group" % (
+                                 len([d for d in isolated_devices if d not in vfs]), len(vfs)), None))
+
+    # Hugepage headroom per node
+    wanted, unknown_nodes = wanted_pages(topology, desired.get("hugepages"))
+    reserve = int(desired.get("host_reserved_mb") or 0)
+    nodes = []
+    for node in topology.get("numa_nodes") or []:
+        node_id = int(node["id"])
+        pools = node.get("hugepages") or {}
+        current = dict((size, {"total": (pools.get(key) or {}).get("total", 0), "free": (pools.get(key) or {}).get("free", 0),
+                               "supported": (pools.get(key) or {}).get("supported", True)})
+                       for size, key in PAGE_KEYS.items())
+        want = wanted.get(node_id, {})
+        after_mb = _pages_mb(dict((size, max(current[size]["total"], want.get(size, 0))) for size in PAGE_MB))
+        memory = node.get("memory_mb") or 0
+        headroom = memory - after_mb - reserve
+        entry = {"node": node_id, "memory_mb": memory, "hugepages": current, "wanted": want,
+                 "hugepages_mb_after": after_mb, "host_reserved_mb": reserve, "headroom_mb": headroom}
+        unsupported = [s for s in want if want[s] and not current[s]["supported"]]
+        if headroom < 0:
+            entry["status"] = FAIL
+            checks.append(_check("hugepages node %d" % node_id, FAIL,
+                                 "%d MiB of memory, %d MiB of hugepages wanted and %d MiB kept for the host" % (memory, after_mb, reserve),
+                                 "inventory: lower gpuvirt_hugepages on node %d (or the host reserve), or add memory to the node" % node_id))
+        elif unsupported:
+            entry["status"] = WARN
+            checks.append(_check("hugepages node %d" % node_id, WARN, "%s pages not offered by the kernel on this node" % ", ".join(unsupported),
+                                 "boot args: hugepagesz=1G (the boot stage reserves 1G pages at boot)"))
+        else:
+            entry["status"] = PASS
+        nodes.append(entry)
+    if unknown_nodes:
+        checks.append(_check("hugepages", FAIL, "gpuvirt_hugepages names NUMA node(s) %s, which this host lacks (nodes: %s)"
+                             % (", ".join(str(n) for n in unknown_nodes), ", ".join(str(n["node"]) for n in nodes)),
+                             "inventory: fix the node of gpuvirt_hugepages"))
+    elif wanted and any(wanted.values()) and not any(n["status"] == FAIL for n in nodes):
+        checks.append(_check("hugepages", PASS, "; ".join("node %d: %d MiB headroom" % (n["node"], n["headroom_mb"]) for n in nodes), None))
+    report["numa_nodes"] = nodes
+
+    # The tenant plan
+    tenants = [t for t in desired.get("tenants") or [] if (t or {}).get("state", "present") != "absent"]
+    if plan_error:
+        report["plan"] = {"fits": False, "error": plan_error, "placements": {}, "unplaced": {}}
+        checks.append(_check("plan", FAIL, plan_error, "inventory: fix gpuvirt_tenants / gpuvirt_tenant_policy"))
+    elif not tenants:
+        report["plan"] = {"fits": True, "placements": {}, "unplaced": {}, "tenants": 0}
+        checks.append(_check("plan", INFO, "no tenants in gpuvirt_tenants", None))
+    elif plan is None:
+        report["plan"] = {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants)}
+        checks.append(_check("plan", WARN, "not planned (the planner gpuvirt.tenancy.plan_tenants is not available)", None))
+    else:
+        unplaced = plan.get("unplaced") or {}
+        placements = dict((name, {"numa_node": p.get("numa_node"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
+                                  "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
+                                  "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
+                          for name, p in (plan.get("placements") or {}).items())
+        report["plan"] = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
+                          "notes": plan.get("notes") or []}
+        if unplaced:
+            checks.append(_check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
+                                 "inventory: shrink or move those tenants (gpuvirt_tenants), or free resources"))
+        else:
+            checks.append(_check("plan", PASS, "fits: %s" % ", ".join("%s on node %s" % (n, p["numa_node"]) for n, p in sorted(placements.items())),
+                                 None))
+
+    report["status"] = worst(c["status"] for c in checks)
+    report["failures"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == FAIL]
+    report["warnings"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == WARN]
+    report["fixes"] = ["%s: %s" % (c["name"], c["fix"]) for c in checks if c["fix"] and c["status"] in (FAIL, WARN)]
+    report["table"] = render_table(report)
+    return report
+
+
+# ---------------------------------------------------------------------------- the table
+def _table(headers, rows):
+    rows = [[("-" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+    return lines
+
+
+def _yes_no(value):
+    return "unknown" if value is None else ("yes" if value else "NO")
+
+
+def render_table(report):
+    """The report as text for a person: a header, the checks, then one table per area."""
+    failed = len(report.get("failures") or [])
+    warned = len(report.get("warnings") or [])
+    lines = ["Preflight %s: %s (%d failed, %d warnings)" % (report.get("host") or "host", report["status"].upper(), failed, warned), ""]
+    lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]])
+    iommu = report["iommu"]
+    lines += ["", "IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s" % (
+        _yes_no(iommu["present"]), _yes_no(iommu["enabled"]), iommu["firmware_table"] or "none", len(iommu["units"]),
+        iommu["groups"], " ".join(iommu["cmdline_args"]) or "-")]
+    lines += [""] + _table(["GPU", "MODEL", "NODE", "GROUP", "DRIVER", "ISOLATED"],
+                           [[g["address"], g["model"], g["numa_node"], g["iommu_group"], g["driver"], _yes_no(g["isolated"])]
+                            for g in report["gpus"]] or [["none"] + [""] * 5])
+    lines += [""] + _table(["NIC PF", "MODEL", "NODE", "NETDEVS", "TOTALVFS", "NUMVFS"],
+                           [[n["address"], n["model"], n["numa_node"], ",".join(n["netdevs"]) or None, n["sriov_totalvfs"],
+                             n["sriov_numvfs"]] for n in report["nics"]] or [["none"] + [""] * 5])
+    lines += [""] + _table(["SR-IOV PF", "NODE", "TOTALVFS", "NUMVFS", "WANTED", "FIRMWARE", "STATUS"],
+                           [[s["address"], s["numa_node"], s["sriov_totalvfs"], s["sriov_numvfs"], s["wanted_vfs"],
+                             (s.get("firmware") or {}).get("detail") if s["connectx"] else "n/a (not ConnectX)", s["status"].upper()]
+                            for s in report["sriov_pfs"]] or [["none"] + [""] * 6])
+    if report["vfs"]:
+        lines += [""] + _table(["VF", "PF", "NODE", "GROUP", "DRIVER", "ISOLATED"],
+                               [[v["address"], v["pf"], v["numa_node"], v["iommu_group"], v["driver"], _yes_no(v["isolated"])]
+                                for v in report["vfs"]])
+    lines += [""] + _table(["NODE", "MEMORY_MB", "2M TOTAL/FREE", "1G TOTAL/FREE", "WANTED", "HUGEPAGES_MB", "HEADROOM_MB"],
+                           [[n["node"], n["memory_mb"], "%s/%s" % (n["hugepages"]["2M"]["total"], n["hugepages"]["2M"]["free"]),
+                             "%s/%s" % (n["hugepages"]["1G"]["total"], n["hugepages"]["1G"]["free"]),
+                             " ".join("%sx%s" % (c, s) for s, c in sorted(n["wanted"].items()) if c) or None,
+                             n["hugepages_mb_after"], n["headroom_mb"]] for n in report["numa_nodes"]])
+    plan = report["plan"]
+    rows = [[name, p["numa_node"], ",".join(p["gpus"]) or None, ",".join(p["vfs"]) or None,
+             ",".join(str(c) for c in p["cpus"]) or None,
+             "%sx%s" % (p["hugepages"]["count"], p["hugepages"]["size"]) if p.get("hugepages") else None, "placed"]
+            for name, p in sorted(plan.get("placements", {}).items())]
+    rows += [[name, None, None, None, None, None, "DOES NOT FIT: %s" % reason] for name, reason in sorted(plan.get("unplaced", {}).items())]
+    verdict = "fits" if plan.get("fits") else ("unknown" if plan.get("fits") is None else "DOES NOT FIT")
+    lines += ["", "Tenant plan: %s" % verdict]
+    if rows:
+        lines += _table(["TENANT", "NODE", "GPUS", "VFS", "CPUS", "HUGEPAGES", "RESULT"], rows)
+    if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
+        lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
+    if report["fixes"]:
+        lines += ["", "What to fix:"] + ["  - " + fix for fix in report["fixes"]]
+    return "\n".join(lines)

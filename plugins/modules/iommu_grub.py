@@ -1,0 +1,259 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: iommu_grub
+short_description: Kernel command line for device passthrough, in the GRUB defaults file
+description:
+  - Turns the IOMMU on in passthrough mode, pre-binds devices to C(pci-stub) or C(vfio-pci) from
+    boot, and sets or removes any other kernel argument, by editing one variable of the GRUB
+    defaults file (C(GRUB_CMDLINE_LINUX) by default) and regenerating the boot menu.
+  - Only the bytes of that variable's value change; comments, other variables, quoting style and
+    the trailing newline stay as they were. The file is written atomically.
+  - Refuses, and changes nothing, when the file cannot be edited safely; unbalanced quotes, the
+    variable set twice, a value built from shell expansion, an assignment inside a compound
+    command, a drop-in file (C(<grub_file>.d/*.cfg)) that sets the variable again, or args in the
+    other cmdline variable that contradict the ones asked here.
+  - Compares the wanted args with the running kernel's C(/proc/cmdline) and says whether a reboot
+    is needed; it never reboots.
+version_added: 0.1.0
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  iommu:
+    description:
+      - Whether the IOMMU is on.
+      - Intel gets C(intel_iommu=on) (replacing C(intel_iommu=off), other C(intel_iommu) options kept).
+        AMD has its IOMMU on by default, so only a conflicting C(amd_iommu=off) is removed.
+      - C(false) gives C(intel_iommu=off) or C(amd_iommu=off).
+    type: bool
+    default: true
+  vendor:
+    description:
+      - CPU vendor, which decides the IOMMU argument. V(auto) reads C(vendor_id) in C(/proc/cpuinfo).
+    type: str
+    choices: [auto, intel, amd]
+    default: auto
+  passthrough:
+    description:
+      - Whether the IOMMU runs in passthrough mode for the host's own devices (C(iommu=pt)); C(false)
+        removes C(pt) from C(iommu=).
+      - Defaults to the value of O(iommu).
+    type: bool
+  pre_bind_ids:
+    description:
+      - C(vendor:device) ids (as C(lspci -nn) prints them) of devices to hold from boot, so that no
+        host driver grabs or resets them.
+      - Merged with the ids already in the argument (order kept, new ids appended); the same ids
+        leave the other driver's C(.ids) argument.
+    type: list
+    elements: str
+    default: []
+  pre_bind_driver:
+    description:
+      - Driver that holds O(pre_bind_ids) from boot; C(pci-stub.ids=) or C(vfio-pci.ids=).
+      - The driver must be built into the kernel or loaded early (initramfs) to claim the devices
+        before their own driver does.
+    type: str
+    choices: [pci-stub, vfio-pci]
+    default: pci-stub
+  args:
+    description:
+      - Any other kernel argument. V(present) sets C(name=value) once (in place of other values
+        of C(name)); V(absent) removes C(name=value), or every C(name) when there is no value.
+      - A C(hugepages) item right after a C(hugepagesz) item is that page size's boot-time
+        reservation, as the kernel reads them (C(hugepagesz=1G hugepages=4)).
+      - The names C(intel_iommu), C(amd_iommu), C(iommu), C(pci-stub.ids) and C(vfio-pci.ids)
+        belong to the options above. The same argument both present and absent is an error.
+      - Values may hold letters, digits and C(._,:/+@%=~!^-) only (nothing /bin/sh or GRUB would interpret).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Argument name, such as C(hugepagesz) or C(quiet).
+        type: str
+        required: true
+      value:
+        description: Argument value; none for a flag such as C(quiet).
+        type: str
+      state:
+        description: Whether the argument is on the command line.
+        type: str
+        choices: [present, absent]
+        default: present
+  grub_file:
+    description:
+      - The GRUB defaults file (a /bin/sh script). With O(bootloader_update=none) it may be a copy,
+        to review a change before it is made, without root.
+    type: path
+    default: /etc/default/grub
+  variable:
+    description:
+      - The variable to edit. C(GRUB_CMDLINE_LINUX) goes to every boot entry, recovery included;
+        C(GRUB_CMDLINE_LINUX_DEFAULT) only to the normal ones.
+    type: str
+    choices: [GRUB_CMDLINE_LINUX, GRUB_CMDLINE_LINUX_DEFAULT]
+    default: GRUB_CMDLINE_LINUX
+  bootloader_update:
+    description:
+      - V(auto) regenerates the boot menu after a change; C(update-grub) on Debian and Ubuntu,
+        C(grubby --update-kernel=ALL) on RHEL-family hosts with BLS entries, else
+        C(grub2-mkconfig -o) the C(grub.cfg) found. The family comes from C(/etc/os-release)
+        or the tools present. It also regenerates when the file already holds the args but
+        C(/boot/grub/grub.cfg) does not (an earlier regeneration failed).
+      - V(none) only edits the file.
+    type: str
+    choices: [auto, none]
+    default: auto
+  backup:
+    description: Keep a copy of the file, named with a timestamp, before changing it.
+    type: bool
+    default: false
+  root:
+    description:
+      - Directory under which C(/proc/cmdline), C(/proc/cpuinfo), C(/etc/os-release) and C(/boot)
+        are read; for a captured tree. O(grub_file) is a path of its own.
+    type: path
+    default: /
+notes:
+  - The new command line takes effect at the next boot; O(ignore:reboot_required) says when one is due.
+    The P(gpuvirt.tenancy.host_boot#role) role does the single reboot.
+seealso:
+  - module: gpuvirt.tenancy.hugepages
+"""
+
+EXAMPLES = r"""
+- name: IOMMU on in passthrough mode, GPUs held by pci-stub from boot
+  gpuvirt.tenancy.iommu_grub:
+    pre_bind_ids:
+      - 10de:20b5
+      - 10de:2331
+  register: boot_args
+
+- name: Same, and 1G hugepages reserved at boot on both NUMA nodes, in the same edit
+  gpuvirt.tenancy.iommu_grub:
+    vendor: intel
+    pre_bind_ids: [10de:2330]
+    pre_bind_driver: vfio-pci
+    args:
+      - name: default_hugepagesz
+        value: 1G
+      - name: hugepagesz
+        value: 1G
+      - name: hugepages
+        value: "0:8,1:8"
+      - name: quiet
+        state: absent
+
+- name: Review a change on a copy, without root and without touching the boot menu
+  gpuvirt.tenancy.iommu_grub:
+    grub_file: /tmp/grub.copy
+    bootloader_update: none
+  check_mode: true
+  diff: true
+"""
+
+RETURN = r"""
+cmdline:
+  description: The value the variable has after the edit (the args it wants).
+  returned: always
+  type: str
+  sample: "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8"
+args:
+  description: O(ignore:cmdline) split into args.
+  returned: always
+  type: list
+  elements: str
+  sample: ["intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
+running_cmdline:
+  description: The running kernel's command line (C(/proc/cmdline)).
+  returned: always
+  type: str
+  sample: "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3a99c6a2 ro intel_iommu=off quiet"
+reboot_required:
+  description:
+    - Whether the running kernel lacks a wanted arg or has an unwanted one; true again on a re-run
+      before the reboot, false once the host runs with the new args.
+  returned: always
+  type: bool
+args_missing:
+  description: Args the running kernel's command line lacks.
+  returned: always
+  type: list
+  elements: str
+  sample: ["intel_iommu=on", "iommu=pt"]
+args_unwanted:
+  description: Args of the running kernel's command line that the edit removes or replaces.
+  returned: always
+  type: list
+  elements: str
+  sample: ["intel_iommu=off"]
+vendor:
+  description: The CPU vendor used.
+  returned: always
+  type: str
+  sample: intel
+bootloader_commands:
+  description: Commands run (or, in check mode, to run) to regenerate the boot menu.
+  returned: always
+  type: list
+  elements: list
+  sample: [["/usr/sbin/update-grub"]]
+backup_file:
+  description: The copy made before the change, with O(backup=true).
+  returned: always
+  type: str
+  sample: /etc/default/grub.2026-11-29@17:30:00~
+diff:
+  description: The file before and after, in diff mode.
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import run_iommu_grub
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            iommu=dict(type="bool", default=True),
+            vendor=dict(type="str", default="auto", choices=["auto", "intel", "amd"]),
+            passthrough=dict(type="bool"),
+            pre_bind_ids=dict(type="list", elements="str", default=[]),
+            pre_bind_driver=dict(type="str", default="pci-stub", choices=["pci-stub", "vfio-pci"]),
+            args=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                value=dict(type="str"),
+                state=dict(type="str", default="present", choices=["present", "absent"]),
+            )),
+            grub_file=dict(type="path", default="/etc/default/grub"),
+            variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
+                          choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
+            bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
+            backup=dict(type="bool", default=False),
+            root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    run_iommu_grub(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: numa_pin
+short_description: Pin a libvirt domain's vCPUs, emulator threads and memory to host CPUs and NUMA nodes
+version_added: 0.1.0
+description:
+  - Edits the persistent definition of a libvirt domain through libvirt-python, managing only C(cputune/vcpupin),
+    C(cputune/emulatorpin), C(numatune/memory) and C(memoryBacking/hugepages); every other element is kept as it was.
+  - With O(live=true) and a running domain, also applies the vCPU pins, the emulator pin and the NUMA nodeset to the running
+    domain (C(virDomainPinVcpuFlags), C(virDomainPinEmulator), C(virDomainSetNumaParameters)). The hugepage backing and a new
+    numatune mode apply at the domain's next start (RV(restart_required)).
+  - Options left out are left as they are in the domain.
+  - Checks every CPU and node against the host's capabilities before changing anything.
+options:
+  name:
+    description: The domain name.
+    type: str
+    required: true
+  uri:
+    description: libvirt connection URI.
+    type: str
+    default: qemu:///system
+  vcpu_pins:
+    description:
+      - vCPU number -> host cpuset (V(3), V(2-3,6)). The domain's C(vcpupin) elements become exactly these.
+    type: dict
+  emulator_cpus:
+    description: Host cpuset for the emulator threads (C(emulatorpin)).
+    type: str
+  memory_mode:
+    description: C(numatune) memory mode; applied together with O(nodeset).
+    type: str
+    choices: [strict, preferred, interleave, restrictive]
+    default: strict
+  nodeset:
+    description: Host NUMA nodes for the guest memory (C(numatune/memory/@nodeset)), e.g. V(1).
+    type: str
+  hugepages:
+    description:
+      - Back the guest memory with hugepages of O(hugepages.size). Which host node they come from is set by O(nodeset).
+    type: dict
+    suboptions:
+      size:
+        description: V(2M) or V(1G).
+        type: str
+        required: true
+      nodeset:
+        description: Guest NUMA cells (C(cpu/numa/cell) ids) these pages back, for guests with a NUMA topology.
+        type: str
+  live:
+    description: Also apply the pins and the nodeset to the running domain.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The persistent XML before and after, and the running domain's pins before and after when O(live=true).
+  platform:
+    platforms: posix
+requirements:
+  - libvirt-python (python3-libvirt) on the managed host
+seealso:
+  - module: gpuvirt.tenancy.tenant_domain
+  - name: libvirt domain XML, CPU tuning and NUMA node tuning
+    description: The elements this module manages.
+    link: https://libvirt.org/formatdomain.html#cpu-tuning
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+"""
+
+EXAMPLES = r"""
+- name: Pin tenant-a to NUMA node 1 (vCPU 0 on CPU 2, emulator on CPU 3, 2M hugepages from node 1)
+  gpuvirt.tenancy.numa_pin:
+    name: tenant-a
+    vcpu_pins:
+      0: "2"
+    emulator_cpus: "3"
+    memory_mode: strict
+    nodeset: "1"
+    hugepages:
+      size: 2M
+    live: true
+
+- name: Pin from a placement plan
+  gpuvirt.tenancy.numa_pin:
+    name: "{{ item.key }}"
+    vcpu_pins: "{{ item.value.vcpu_pins }}"
+    emulator_cpus: "{{ item.value.emulator_cpus | join(',') }}"
+    nodeset: "{{ item.value.numa_node | string }}"
+  loop: "{{ tenant_plan.placements | dict2items }}"
+"""
+
+RETURN = r"""
+xml:
+  description: The persistent domain XML after the change (as it would be, in check mode).
+  returned: success
+  type: str
+config_changed:
+  description: Whether the persistent definition changed (or would change).
+  returned: success
+  type: bool
+live_changed:
+  description: Whether the running domain's pins or nodeset changed (or would change).
+  returned: success
+  type: bool
+active:
+  description: Whether the domain is running.
+  returned: success
+  type: bool
+restart_required:
+  description: The domain runs and part of the new definition (hugepages, numatune mode, or everything when O(live=false)) takes
+    effect only when it is restarted.
+  returned: success
+  type: bool
+vcpu_pins:
+  description: vCPU -> cpuset in the persistent definition.
+  returned: success
+  type: dict
+  sample: {"0": "2"}
+emulator_cpus:
+  description: The emulator cpuset in the persistent definition.
+  returned: success
+  type: str
+  sample: "3"
+memory_mode:
+  description: numatune memory mode in the persistent definition.
+  returned: success
+  type: str
+  sample: strict
+nodeset:
+  description: numatune nodeset in the persistent definition.
+  returned: success
+  type: str
+  sample: "1"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
+    LIBVIRT_IMPORT_ERROR, MEMORY_MODES, NumaPin, PinRequest, connect, missing_libvirt_message)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "uri": {"type": "str", "default": "qemu:///system"},
+            "vcpu_pins": {"type": "dict"},
+            "emulator_cpus": {"type": "str"},
+            "memory_mode": {"type": "str", "default": "strict", "choices": list(MEMORY_MODES)},
+            "nodeset": {"type": "str"},
+            "hugepages": {"type": "dict", "options": {"size": {"type": "str", "required": True}, "nodeset": {"type": "str"}}},
+            "live": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    if LIBVIRT_IMPORT_ERROR:
+        module.fail_json(msg=missing_libvirt_message(), exception=LIBVIRT_IMPORT_ERROR)
+    params = module.params
+    try:
+        request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
+        conn = connect(params["uri"])
+        try:
+            pin = NumaPin(conn, params["name"], params["uri"], request, params["live"])
+            if pin.changed and not module.check_mode:
+                pin.apply()
+            result = pin.result()
+            result["changed"] = pin.changed
+            if module._diff:
+                result["diff"] = pin.diff()
+            for warning in pin.warnings:
+                module.warn(warning)
+        finally:
+            conn.close()
+    except (InputError, StateError) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: preflight_info
+short_description: Read what a GPU host's BIOS and firmware give, for the preflight report
+version_added: 0.1.0
+description:
+  - Reads the host model (the same C(topology) as M(gpuvirt.tenancy.host_topology_info)) and, for every
+    ConnectX physical function, the firmware parameters C(SRIOV_EN) and C(NUM_OF_VFS) (Default, Current,
+    Next Boot) with C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint), in one call.
+  - When neither tool is installed each ConnectX PF is reported with status C(tool not found); that is
+    not a failure.
+  - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
+    with the filter P(gpuvirt.tenancy.preflight_report#filter).
+options:
+  root:
+    description:
+      - Directory under which C(/sys) and C(/proc) are read (a captured tree in tests).
+    type: path
+    default: /
+  gpu_ids:
+    description:
+      - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
+    type: list
+    elements: str
+    default: []
+  nic_ids:
+    description:
+      - Extra C(vendor:device) PCI ids to report as NICs, besides network controllers.
+    type: list
+    elements: str
+    default: []
+  firmware_tool:
+    description:
+      - Tool for the ConnectX firmware query. V(auto) uses C(mlxconfig) when present, else C(mstconfig).
+        V(none) skips the query.
+    type: str
+    choices: [auto, mlxconfig, mstconfig, none]
+    default: auto
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes.INFO_MODULE
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  platform:
+    platforms: posix
+notes:
+  - The firmware query (C(-e q)) only reads; it needs root and, under Secure Boot lockdown, a tool with
+    kernel access. A failed query is reported per PF with its message.
+seealso:
+  - module: gpuvirt.tenancy.host_topology_info
+  - module: gpuvirt.tenancy.mlx_rocev2
+author:
+  - gpuvirt.tenancy maintainers (@gpuvirt)
+"""
+
+EXAMPLES = r"""
+- name: Read the host model and the ConnectX firmware settings
+  gpuvirt.tenancy.preflight_info:
+    gpu_ids: "{{ gpuvirt_gpu_pci_ids }}"
+  register: __preflight
+
+- name: Show the SR-IOV firmware settings of each ConnectX PF
+  ansible.builtin.debug:
+    msg: "{{ item.key }}: {{ item.value.status }} {{ item.value.params }}"
+  loop: "{{ __preflight.firmware | dict2items }}"
+
+- name: Read a captured tree on the controller, without the firmware query
+  gpuvirt.tenancy.preflight_info:
+    root: /srv/captures/gpu-node-07
+    firmware_tool: none
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+topology:
+  description: The host model, as M(gpuvirt.tenancy.host_topology_info) returns it.
+  returned: always
+  type: dict
+firmware:
+  description:
+    - ConnectX PF address -> C(status) (V(ok), V(tool not found) or V(error)), C(tool) (path or null), C(message)
+      and C(params) (C(SRIOV_EN), C(NUM_OF_VFS) each with C(default), C(current), C(next) as the tool shows them).
+    - Empty when the host has no ConnectX PF or O(firmware_tool=none).
+  returned: always
+  type: dict
+  sample:
+    "0000:81:00.0":
+      status: ok
+      tool: /usr/bin/mstconfig
+      message: null
+      params: {"SRIOV_EN": {"default": "False(0)", "current": "True(1)", "next": "True(1)"},
+               "NUM_OF_VFS": {"default": "0", "current": "8", "next": "8"}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import query_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            gpu_ids=dict(type="list", elements="str", default=[]),
+            nic_ids=dict(type="list", elements="str", default=[]),
+            firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        reader = TopologyReader(module.params["root"], gpu_ids=module.params["gpu_ids"], nic_ids=module.params["nic_ids"])
+    except (InputError, ValueError) as exc:
+        module.fail_json(msg="gpu_ids/nic_ids: %s" % exc)
+    topology = reader.read()
+
+    def run(argv):
+        return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
+
+    firmware = query_firmware(topology, module.get_bin_path, run, tool=module.params["firmware_tool"],
+                              sysfs=Sysfs(module.params["root"]))
+    module.exit_json(changed=False, topology=topology, firmware=firmware)
+
+
+if __name__ == "__main__":
+    main()

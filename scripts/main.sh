@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The main command: from a fresh clone, install what is needed (scripts/bootstrap.sh),
+# build and boot the lab host (a QEMU VM standing in for a GPU server, see docs/lab.md),
+# run playbooks/site.yml against it, and print a short report: tasks changed, reboots,
+# topology, tenant placement; then how to ssh in and how to stop the lab.
+#
+# usage: scripts/main.sh [--fresh] [--stop] [PLAYBOOK] [-- ANSIBLE_PLAYBOOK_ARGS...]
+#   --fresh   restart the lab from a bare disk even if it is already running
+#   --stop    stop the lab at the end (the default leaves it running to look around)
+#   PLAYBOOK  default molecule/default/converge.yml: playbooks/site.yml as the Molecule
+#             scenario runs it on the lab (boot stage first, then the lab's soft-RoCE
+#             stand-ins for the tenants' RDMA NICs, then the whole site.yml)
+# Needs root the first time (Debian packages, image build). Lab state: ${GPUVIRT_LAB_DIR:-.lab}.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+fresh=0 stop_after=0 playbook=molecule/default/converge.yml
+extra=()
+while (($#)); do
+  case "$1" in
+    --fresh) fresh=1 ;;
+    --stop) stop_after=1 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --) shift; extra=("$@"); break ;;
+    *) playbook="$1" ;;
+  esac
+  shift
+done
+[[ -f "$playbook" ]] || { echo "main: no playbook $playbook" >&2; exit 2; }
+
+started=$(date +%s)
+step() { printf '\n==== [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
+
+step "bootstrap (Debian packages, virtualenv, collection path)"
+scripts/bootstrap.sh
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+LAB=(python3 "$REPO_ROOT/lab/lab.py")
+booted_here=0
+on_exit() {
+  local rc=$?
+  if ((rc != 0 && booted_here)) && [[ $rc -eq 130 ]]; then
+    echo "main: interrupted: stopping the lab" >&2
+    "${LAB[@]}" stop || true
+  fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+if ((fresh)); then
+  "${LAB[@]}" stop
+fi
+if "${LAB[@]}" status >/dev/null 2>&1; then
+  step "the lab is already running: converging it as it is (--fresh for a bare one)"
+  "${LAB[@]}" wait --timeout 600
+else
+  step "build the lab image (cached by recipe) and boot the lab"
+  booted_here=1
+  "${LAB[@]}" up
+fi
+
+boot_id_before="$("${LAB[@]}" ssh cat /proc/sys/kernel/random/boot_id)"
+starts_before="$(python3 lab/report.py --log /dev/null --kernel-starts)"
+log_file="$("${LAB[@]}" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["lab_dir"])')/run/main-$(date +%Y%m%d-%H%M%S).log"
+
+step "ansible-playbook $playbook (log: $log_file)"
+rc=0
+# pipefail: rc is ansible-playbook's status (tee does not fail).
+ansible-playbook -i inventories/lab/ "$playbook" "${extra[@]}" 2>&1 | tee "$log_file" || rc=$?
+
+step "report"
+python3 lab/report.py --log "$log_file" --boot-id-before "$boot_id_before" --kernel-starts-before "$starts_before"
+booted_here=0
+if ((stop_after)); then
+  "${LAB[@]}" stop
+fi
+if ((rc != 0)); then
+  echo "main: ansible-playbook failed (exit $rc); the lab is left running to look into it" >&2
+fi
+exit "$rc"

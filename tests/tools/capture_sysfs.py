@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Capture the part of a host's /sys and /proc that the collection's host model reads
+(plugins/module_utils/topology.py), as a small tree that Sysfs(root=...) reads like the
+host itself: the unit tests' fake roots.
+
+usage: capture_sysfs.py [--root /] [--note TEXT] OUT_DIR | OUT.tar | OUT.tar.gz
+
+What is copied:
+  /sys/bus/pci/devices/*      the links, and in each PCI device directory they point to
+                              (/sys/devices/pci*/...): small attribute files (vendor,
+                              device, class, numa_node, sriov_*, driver_override, ...),
+                              the links driver, iommu_group, physfn, virtfn*, and the
+                              names under net/ and infiniband/
+  /sys/devices/system/node    node*/{cpulist,meminfo,distance}, hugepages counts
+  /sys/devices/system/cpu     online/possible/present, cpu*/online, cpu*/topology ids
+  /sys/kernel/iommu_groups    groups, their type and device links
+  /sys/class/net/*            links, and each netdev's address/operstate/mtu/type/device
+  /sys/class/iommu/*          links
+  /sys/firmware/acpi/tables   DMAR / IVRS (the IOMMU's ACPI table), when present
+  /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
+                              osrelease, mounts, net/route
+Symlinks are kept as links (made relative to the capture root); links are never
+followed while walking, so sysfs loops cannot recurse. Unreadable files are skipped.
+Standard library only, so it runs with any python3 on the host being captured.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+
+PCI_ATTRS = (
+    "vendor", "device", "class", "revision", "subsystem_vendor", "subsystem_device",
+    "numa_node", "local_cpulist", "driver_override", "enable",
+    "sriov_totalvfs", "sriov_numvfs", "sriov_offset", "sriov_stride", "sriov_vf_device",
+    "sriov_drivers_autoprobe", "current_link_speed", "current_link_width",
+    "max_link_speed", "max_link_width",
+)
+PCI_LINKS = ("driver", "iommu_group", "physfn")
+PCI_NAME_DIRS = ("net", "infiniband")
+NET_ATTRS = ("address", "operstate", "mtu", "type", "carrier", "ifindex")
+PROC_FILES = (
+    "/proc/cmdline", "/proc/meminfo", "/proc/sys/kernel/random/boot_id",
+    "/proc/sys/kernel/osrelease", "/proc/mounts", "/proc/net/route",
+)
+MAX_FILE = 256 * 1024
+
+
+class Capture:
+    def __init__(self, src_root: str, out: str):
+        self.src = os.path.abspath(src_root)
+        self.out = os.path.abspath(out)
+        self.files = 0
+        self.links = 0
+        self.skipped: list[str] = []
+        self.done: set[str] = set()
+
+    def host(self, path: str) -> str:
+        return os.path.join(self.src, path.lstrip("/"))
+
+    def dest(self, path: str) -> str:
+        return os.path.join(self.out, path.lstrip("/"))
+
+    # --------------------------------------------------------- primitives
+    def copy_file(self, path: str, first_block_only: bool = False) -> bool:
+        """Copy one regular file's content; False when it is not a readable file."""
+        src = self.host(path)
+        if os.path.islink(src) or not os.path.isfile(src):
+            return False
+        try:
+            with open(src, "rb") as handle:
+                data = handle.read(MAX_FILE)
+        except OSError:
+            self.skipped.append(path)
+            return False
+        if first_block_only:
+            data = data.split(b"\n\n", 1)[0] + b"\n"
+        os.makedirs(os.path.dirname(self.dest(path)), exist_ok=True)
+        with open(self.dest(path), "wb") as handle:
+            handle.write(data)
+        self.files += 1
+        return True
+
+    def copy_link(self, path: str) -> str | None:
+        """Recreate a symlink; returns its target as a host path (resolved), or None."""
+        src = self.host(path)
+        if not os.path.islink(src):
+            return None
+        target = os.readlink(src)
+        if os.path.isabs(target):
+            target = os.path.relpath(self.dest(target), os.path.dirname(self.dest(path)))
+        dst = self.dest(path)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if not os.path.lexists(dst):
+            os.symlink(target, dst)
+            self.links += 1
+        resolved = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(src)))
+        return resolved if resolved.startswith("/") else "/" + resolved
+
+    def make_dir(self, path: str) -> None:
+        os.makedirs(self.dest(path), exist_ok=True)
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self.host(path)))
+        except OSError:
+            return []
+
+    def real(self, path: str) -> str:
+        """A host path with every link resolved (inside the source root)."""
+        real = os.path.realpath(self.host(path))
+        return "/" + os.path.relpath(real, self.src) if self.src != "/" else real
+
+    # --------------------------------------------------------- areas
+    def pci_device(self, path: str) -> None:
+        """path: a real device directory, /sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0."""
+        if path in self.done:
+            return
+        self.done.add(path)
+        self.make_dir(path)
+        for name in PCI_ATTRS:
+            self.copy_file(f"{path}/{name}")
+        for name in self.listdir(path):
+            if name in PCI_LINKS or name.startswith("virtfn"):
+                self.copy_link(f"{path}/{name}")
+            elif name in PCI_NAME_DIRS:
+                for entry in self.listdir(f"{path}/{name}"):
+                    self.make_dir(f"{path}/{name}/{entry}")
+
+    def pci(self) -> None:
+        base = "/sys/bus/pci/devices"
+        self.make_dir(base)
+        for name in self.listdir(base):
+            if self.copy_link(f"{base}/{name}"):
+                self.pci_device(self.real(f"{base}/{name}"))
+
+    def numa(self) -> None:
+        base = "/sys/devices/system/node"
+        for name in ("online", "possible", "has_cpu", "has_memory", "has_normal_memory"):
+            self.copy_file(f"{base}/{name}")
+        for node in self.listdir(base):
+            if not (node.startswith("node") and node[4:].isdigit()):
+                continue
+            for name in ("cpulist", "meminfo", "distance"):
+                self.copy_file(f"{base}/{node}/{name}")
+            for size in self.listdir(f"{base}/{node}/hugepages"):
+                for name in ("nr_hugepages", "free_hugepages", "surplus_hugepages"):
+                    self.copy_file(f"{base}/{node}/hugepages/{size}/{name}")
+
+    def cpus(self) -> None:
+        base = "/sys/devices/system/cpu"
+        for name in ("online", "possible", "present"):
+            self.copy_file(f"{base}/{name}")
+        for cpu in self.listdir(base):
+            if not (cpu.startswith("cpu") and cpu[3:].isdigit()):
+                continue
+            self.make_dir(f"{base}/{cpu}")
+            self.copy_file(f"{base}/{cpu}/online")
+            for name in ("core_id", "physical_package_id", "die_id", "thread_siblings_list", "core_siblings_list"):
+                self.copy_file(f"{base}/{cpu}/topology/{name}")
+
+    def iommu(self) -> None:
+        base = "/sys/kernel/iommu_groups"
+        self.make_dir(base)
+        for group in self.listdir(base):
+            self.make_dir(f"{base}/{group}/devices")
+            self.copy_file(f"{base}/{group}/type")
+            for dev in self.listdir(f"{base}/{group}/devices"):
+                self.copy_link(f"{base}/{group}/devices/{dev}")
+        for table in ("DMAR", "IVRS"):
+            self.copy_file(f"/sys/firmware/acpi/tables/{table}")
+        self.make_dir("/sys/class/iommu")
+        for unit in self.listdir("/sys/class/iommu"):
+            target = self.copy_link(f"/sys/class/iommu/{unit}")
+            if target:
+                self.make_dir(target)
+
+    def net(self) -> None:
+        base = "/sys/class/net"
+        self.make_dir(base)
+        for name in self.listdir(base):
+            if not self.copy_link(f"{base}/{name}"):
+                continue
+            real = self.real(f"{base}/{name}")
+            self.make_dir(real)
+            for attr in NET_ATTRS:
+                self.copy_file(f"{real}/{attr}")
+            self.copy_link(f"{real}/device")
+
+    def proc(self) -> None:
+        for path in PROC_FILES:
+            self.copy_file(path)
+        self.copy_file("/proc/cpuinfo", first_block_only=True)
+
+    def run(self) -> None:
+        self.pci()
+        self.numa()
+        self.cpus()
+        self.iommu()
+        self.net()
+        self.proc()
+
+
+def size_of(tree: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(tree):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                total += os.path.getsize(path)
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("out", help="output directory, or a .tar / .tar.gz file")
+    parser.add_argument("--root", default="/", help="root of the tree to capture (default /)")
+    parser.add_argument("--note", default="", help="a line added to .source.txt (what the host is)")
+    args = parser.parse_args(argv)
+
+    as_tar = args.out.endswith((".tar", ".tar.gz", ".tgz"))
+    work = tempfile.mkdtemp(prefix="capture-sysfs.") if as_tar else args.out
+    if not as_tar:
+        if os.path.exists(work) and os.listdir(work):
+            print(f"capture_sysfs: {work} exists and is not empty: give a new directory", file=sys.stderr)
+            return 2
+        os.makedirs(work, exist_ok=True)
+    cap = Capture(args.root, work)
+    cap.run()
+    osrelease = (open(cap.dest("/proc/sys/kernel/osrelease"), encoding="utf-8").read().strip()
+                 if os.path.exists(cap.dest("/proc/sys/kernel/osrelease")) else "unknown")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with open(os.path.join(work, ".source.txt"), "w", encoding="utf-8") as handle:
+        handle.write(
+            f"Captured {stamp} by tests/tools/capture_sysfs.py from root {args.root} (kernel {osrelease}).\n"
+            + (f"{args.note}\n" if args.note else "")
+            + "A subset of /sys and /proc: the files the host model reads (see the tool's docstring),\n"
+            "symlinks kept relative to this directory, /proc/cpuinfo trimmed to its first CPU block.\n"
+            f"{cap.files} files, {cap.links} links; unreadable and skipped: {len(cap.skipped)}"
+            + (f" ({', '.join(cap.skipped[:20])})" if cap.skipped else "") + ".\n"
+        )
+    if as_tar:
+        mode = "w:gz" if args.out.endswith(("gz", "tgz")) else "w"
+        with tarfile.open(args.out, mode) as tar:
+            tar.add(work, arcname=".")
+        shutil.rmtree(work)
+    size = os.path.getsize(args.out) if as_tar else size_of(work)
+    print(f"capture_sysfs: {cap.files} files, {cap.links} links, {size} bytes -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+"""The preflight filters as playbooks call them: results, and errors naming the input."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+
+BARE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare"))
+FILTERS = FilterModule().filters()
+
+
+def test_report_and_projection_over_the_bare_lab():
+    topo = read_topology(BARE, gpu_ids=["1234:11e8"], nic_ids=["1b36:0010"])
+    projected = FILTERS["preflight_projection"](topo, [{"pf": "0000:81:00.0", "num_vfs": 2}], None)
+    assert projected["pci_devices"]["0000:81:00.0"]["virtfns"] == ["0000:81:00.0/vf0", "0000:81:00.0/vf1"]
+    report = FILTERS["preflight_report"](topo, {"host": "lab"}, None, None, "")
+    assert report["status"] == "warn" and report["table"].startswith("Preflight lab: WARN")
+
+
+@pytest.mark.parametrize("name, args, match", [
+    ("preflight_report", (["not", "a", "dict"],), "expected the topology dict"),
+    ("preflight_projection", ("text",), "expected the topology dict"),
+    ("preflight_projection", ({"numa_nodes": [{"id": 0}]}, [], [{"size": "4K", "count": 1, "node": 0}]), "size '4K'"),
+    ("preflight_report", ({"numa_nodes": [{"id": 0}]}, {"sriov_pfs": ["0000:81:00.0"]}), r"gpuvirt_sriov_pfs\[0\]"),
+])
+def test_bad_input_names_it(name, args, match):
+    with pytest.raises(AnsibleFilterError, match=match):
+        FILTERS[name](*args)

@@ -1,0 +1,421 @@
+# -*- coding: utf-8 -*-
+"""The placement planner over host models shaped after real captures (DGX A100-class:
+tests/fixtures/topo + tests/fixtures/host, see placement_topologies.py), the lab VM, and
+random small hosts (hypothesis) checked against a brute-force optimum."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import (
+    PlacementInputError, format_cpuset, parse_cpuset, plan_tenants)
+
+import placement_oracle as oracle  # pylint: disable=import-error
+from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab, synthetic  # pylint: disable=import-error
+
+DGX = dgx_a100()
+CPU_NODE = dict((c["id"], c["numa_node"]) for c in DGX["cpus"])
+CORE = dict((c["id"], tuple(c["siblings"])) for c in DGX["cpus"])
+GPU_NODE = dict((g["address"], g["numa_node"]) for g in DGX["gpus"])
+
+
+def tenant(name, vcpus=4, memory_mb=4096, gpus=0, vfs=0, **extra):
+    spec = {"name": name, "vcpus": vcpus, "memory_mb": memory_mb, "gpus": gpus, "vfs": vfs}
+    spec.update(extra)
+    return spec
+
+
+def assert_exclusive(topology, plan, policy=None):
+    """No GPU, VF or CPU twice; hugepages within each node's pool; reserved CPUs untouched;
+    whole cores not shared; vCPUs on the tenant's node under numa required."""
+    policy = policy or {}
+    reserved = set(parse_cpuset(policy.get("reserved_cpus")))
+    cpu_node = dict((c["id"], c["numa_node"]) for c in topology["cpus"])
+    core = dict((c["id"], tuple(sorted(c["siblings"]))) for c in topology["cpus"])
+    seen_gpus, seen_vfs, seen_cpus, core_owner = {}, {}, {}, {}
+    pages = {}
+    for name, place in plan["placements"].items():
+        for gpu in place["gpus"]:
+            assert gpu not in seen_gpus, "GPU %s given to %s and %s" % (gpu, seen_gpus[gpu], name)
+            seen_gpus[gpu] = name
+        for vf in place["vfs"]:
+            assert vf not in seen_vfs, "VF %s given twice" % vf
+            seen_vfs[vf] = name
+        pins = [place["vcpu_pins"][str(i)] for i in range(place["vcpus"])]
+        assert len(place["vcpu_pins"]) == place["vcpus"]
+        assert len(set(pins)) == len(pins)
+        used = set(pins) | set(place["emulator_cpus"] if policy.get("emulator", "isolate") == "isolate" else ())
+        assert used <= set(place["cpus"])
+        for cpu in place["cpus"]:
+            assert cpu not in seen_cpus, "CPU %d given to %s and %s" % (cpu, seen_cpus[cpu], name)
+            seen_cpus[cpu] = name
+            assert cpu not in reserved
+            assert cpu_node[cpu] == place["numa_node"]
+            if policy.get("smt", "whole_cores") == "whole_cores":
+                assert not set(core[cpu]) & reserved
+                owner = core_owner.setdefault(core[cpu], name)
+                assert owner == name, "core %s shared by %s and %s" % (core[cpu], owner, name)
+        if policy.get("emulator", "isolate") == "isolate":
+            assert not set(place["emulator_cpus"]) & set(pins)
+            assert all(cpu_node[c] == place["numa_node"] for c in place["emulator_cpus"])
+        if place["hugepages"]:
+            key = (place["hugepages"]["node"], place["hugepages"]["size"])
+            pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+            assert place["hugepages"]["count"] * place["hugepages"]["size_kb"] >= place["memory_mb"] * 1024
+        if policy.get("numa", "required") == "required":
+            assert place["local"]
+            assert all(g["numa_node"] == place["numa_node"] for g in topology["gpus"] if g["address"] in place["gpus"])
+    for (node, size), count in pages.items():
+        key = "2048kB" if size == "2M" else "1048576kB"
+        total = [n for n in topology["numa_nodes"] if n["id"] == node][0]["hugepages"][key]["total"]
+        assert count <= total
+
+
+# --------------------------------------------------------------------------- cpusets
+@pytest.mark.parametrize("text, cpus", [
+    ("0-3,8", [0, 1, 2, 3, 8]), ("3", [3]), (3, [3]), ([2, "4-5"], [2, 4, 5]), ("", []), (None, []), ("1,1", [1]),
+])
+def test_parse_cpuset(text, cpus):
+    assert parse_cpuset(text) == cpus
+
+
+@pytest.mark.parametrize("text", ["a", "3-1", "-1", True, "1-x"])
+def test_parse_cpuset_rejects(text):
+    with pytest.raises(PlacementInputError):
+        parse_cpuset(text)
+
+
+@pytest.mark.parametrize("cpus, text", [([0, 1, 2, 5], "0-2,5"), ([7], "7"), ([], ""), ([3, 1, 2], "1-3"), ([1, 3], "1,3")])
+def test_format_cpuset(cpus, text):
+    assert format_cpuset(cpus) == text
+    assert parse_cpuset(text) == sorted(cpus)
+
+
+# --------------------------------------------------------------------------- the DGX A100 capture
+def test_dgx_model_matches_the_captures():
+    """The builder reproduces what the captures show: 8 nodes of 32 CPUs, GPUs on nodes 3,1,7,5
+    in pairs, each pair under one switch with two NICs (PXB)."""
+    assert [len(n["cpus"]) for n in DGX["numa_nodes"]] == [32] * 8
+    assert sorted(GPU_NODE.values()) == [1, 1, 3, 3, 5, 5, 7, 7]
+    assert CORE[0] == (0, 128) and CORE[143] == (15, 143)
+    pxb = dict((g, sorted(n for n, lvl in row.items() if lvl == "PXB")) for g, row in DGX["gpu_nic_affinity"].items())
+    assert all(len(nics) == 2 for nics in pxb.values())
+
+
+def test_dgx_one_gpu_tenant_per_gpu_is_numa_local_and_under_the_gpu_switch():
+    tenants = [tenant("t%d" % i, vcpus=8, memory_mb=16384, gpus=1, vfs=1) for i in range(8)]
+    plan = plan_tenants(DGX, tenants, {})
+    assert plan["unplaced"] == {}
+    assert sorted(g for p in plan["placements"].values() for g in p["gpus"]) == sorted(GPU_NODE)
+    for place in plan["placements"].values():
+        gpu = place["gpus"][0]
+        assert place["numa_node"] == GPU_NODE[gpu]
+        assert all(CPU_NODE[c] == GPU_NODE[gpu] for c in place["vcpu_pins"].values())
+        assert place["pcie_affinity"] == "PXB"
+        assert DGX["gpu_nic_affinity"][gpu][place["vf_pfs"][place["vfs"][0]]] == "PXB"
+        assert place["hugepages"] == {"size": "2M", "size_kb": 2048, "count": 8192, "node": GPU_NODE[gpu]}
+    assert_exclusive(DGX, plan)
+
+
+def test_dgx_whole_cores_and_reserved_cpus():
+    """8 vCPUs + an isolated emulator need 5 whole cores (SMT pairs n, n+128); reserved CPU 0
+    takes its sibling 128 out of every tenant's reach."""
+    plan = plan_tenants(DGX, [tenant("a", vcpus=8, gpus=0)] * 1, {"reserved_cpus": "0"})
+    place = plan["placements"]["a"]
+    assert len(place["cpus"]) == 10
+    assert 0 not in place["cpus"] and 128 not in place["cpus"]
+    assert sorted(place["vcpu_pins"].values())[:2] == [1, 2]
+    assert place["vcpu_pins"]["0"] == 1 and place["vcpu_pins"]["1"] == 129
+    assert len(place["emulator_cpus"]) == 1 and place["emulator_cpus"][0] not in place["vcpu_pins"].values()
+    threads = plan_tenants(DGX, [tenant("a", vcpus=8)], {"reserved_cpus": "0", "smt": "threads"})["placements"]["a"]
+    assert len(threads["cpus"]) == 9 and 128 in threads["cpus"]
+
+
+def test_dgx_cpu_only_tenants_keep_off_gpu_nodes():
+    """Best fit keeps the GPU nodes' cores for the GPU tenants: CPU-only tenants go to the
+    GPU-less nodes 0, 2, 4, 6 first."""
+    tenants = [tenant("cpu%d" % i, vcpus=8) for i in range(4)] + [tenant("gpu%d" % i, vcpus=8, gpus=1, vfs=1) for i in range(8)]
+    plan = plan_tenants(DGX, tenants, {})
+    assert plan["unplaced"] == {}
+    assert all(plan["placements"]["cpu%d" % i]["numa_node"] in (0, 2, 4, 6) for i in range(4))
+    assert_exclusive(DGX, plan)
+
+
+def test_dgx_ninth_gpu_tenant_is_refused_with_the_reason():
+    tenants = [tenant("t%d" % i, gpus=1) for i in range(9)]
+    plan = plan_tenants(DGX, tenants, {})
+    assert sorted(plan["placements"]) == ["t%d" % i for i in range(8)]
+    reason = plan["unplaced"]["t8"]
+    assert "GPUs short on node 1" in reason and "node 7" in reason and "held by" in reason
+
+
+def test_dgx_two_gpus_and_vfs_under_one_switch():
+    plan = plan_tenants(DGX, [tenant("big", vcpus=24, gpus=2, vfs=2, memory_mb=16384)], {})
+    place = plan["placements"]["big"]
+    assert GPU_NODE[place["gpus"][0]] == GPU_NODE[place["gpus"][1]] == place["numa_node"]
+    assert place["pcie_affinity"] == "PXB"
+
+
+def test_dgx_pcie_require_refuses_far_vfs():
+    """mlx5_8/9 share a switch with no GPU (SYS to all). Only their VFs left: require refuses,
+    prefer takes them."""
+    policy_pfs = [n["address"] for n in DGX["nics"] if n["numa_node"] is None]
+    assert len(policy_pfs) == 2
+    for pf in policy_pfs:
+        far = copy.deepcopy(DGX)
+        for dev in far["pci_devices"].values():
+            if dev.get("physfn") == pf:
+                dev["numa_node"] = 3
+        required = plan_tenants(far, [tenant("x", gpus=1, vfs=1)], {"vf_pfs": [pf], "pcie_affinity": "require"})
+        assert "x" in required["unplaced"] and "pcie_affinity: require" in required["unplaced"]["x"]
+        preferred = plan_tenants(far, [tenant("x", gpus=1, vfs=1)], {"vf_pfs": [pf], "pcie_affinity": "prefer"})
+        assert preferred["placements"]["x"]["pcie_affinity"] == "SYS"
+
+
+def test_dgx_vfs_of_unknown_node_only_under_preferred():
+    pfs = [n["address"] for n in DGX["nics"] if n["numa_node"] is None]
+    required = plan_tenants(DGX, [tenant("x", vfs=1)], {"vf_pfs": pfs})
+    assert "VFs short" in required["unplaced"]["x"]
+    preferred = plan_tenants(DGX, [tenant("x", vfs=1)], {"vf_pfs": pfs, "numa": "preferred"})
+    assert preferred["placements"]["x"]["local"] is False
+
+
+# --------------------------------------------------------------------------- the lab
+LAB_POLICY = {"numa": "preferred", "reserved_cpus": [0], "emulator": "isolate", "gpus": [LAB_EDU], "vf_pfs": ["0000:81:00.0"]}
+LAB_TENANTS = [
+    tenant("tenant-a", vcpus=1, memory_mb=64, gpus=[LAB_EDU], vfs=1, mac="52:54:00:00:00:0a", vlan=100),
+    tenant("tenant-b", vcpus=1, memory_mb=64, vfs=1, emulator="housekeeping", hugepage_size="none"),
+]
+
+
+def test_lab_plan():
+    plan = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, LAB_POLICY)
+    a, b = plan["placements"]["tenant-a"], plan["placements"]["tenant-b"]
+    assert (a["numa_node"], a["gpus"], a["vfs"], a["vcpu_pins"], a["emulator_cpus"]) == (1, [LAB_EDU], [LAB_VFS[0]], {"0": 2}, [3])
+    assert a["hugepages"] == {"size": "2M", "size_kb": 2048, "count": 32, "node": 1}
+    assert a["network_vfs"] == [] and a["mac"] == "52:54:00:00:00:0a" and a["vlan"] == 100
+    assert (b["numa_node"], b["vfs"], b["vcpu_pins"], b["emulator_cpus"], b["hugepages"], b["local"]) == (
+        0, [LAB_VFS[1]], {"0": 1}, [0], None, False)
+    assert plan["free"]["1"]["vfs"] == LAB_VFS[2:]
+
+
+def test_lab_third_tenant_is_refused_and_the_others_unchanged():
+    before = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, LAB_POLICY)
+    tenants = LAB_TENANTS + [tenant("tenant-c", vcpus=1, memory_mb=64, gpus=1)]
+    after = plan_tenants(lab(pages_2m=(0, 64)), tenants, LAB_POLICY)
+    assert after["placements"] == before["placements"]
+    assert "GPUs short on node 1: 0 free of 1, 1 needed (held by tenant-a)" in after["unplaced"]["tenant-c"]
+    existing = plan_tenants(lab(pages_2m=(0, 64)), tenants, dict(LAB_POLICY, existing=before["placements"]))
+    assert existing["unplaced"] == after["unplaced"]
+    assert all(p["kept"] for p in existing["placements"].values())
+
+
+def test_lab_numa_required_refuses_tenant_b_with_the_cpu_reason():
+    plan = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, dict(LAB_POLICY, numa="required"))
+    assert "CPUs short on node 1: 0 free in whole cores" in plan["unplaced"]["tenant-b"]
+    assert "VFs short on node 0: 0 free of 0" in plan["unplaced"]["tenant-b"]
+
+
+def test_lab_hugepages_short():
+    plan = plan_tenants(lab(pages_2m=(0, 16)), LAB_TENANTS[:1], LAB_POLICY)
+    assert "hugepages 2M short on node 1: 16 free of 16, 32 needed for 64 MiB" in plan["unplaced"]["tenant-a"]
+
+
+def test_absent_tenant_releases_its_resources():
+    first = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, LAB_POLICY)
+    gone = [dict(LAB_TENANTS[0], state="absent"), LAB_TENANTS[1], tenant("tenant-c", vcpus=1, memory_mb=64, gpus=1, vfs=1)]
+    plan = plan_tenants(lab(pages_2m=(0, 64)), gone, dict(LAB_POLICY, existing=first["placements"]))
+    assert plan["removed"] == ["tenant-a"]
+    assert plan["placements"]["tenant-b"] == dict(first["placements"]["tenant-b"], kept=True)
+    assert plan["placements"]["tenant-c"]["gpus"] == [LAB_EDU]
+    assert plan["placements"]["tenant-c"]["numa_node"] == 1
+
+
+def test_changed_request_is_replanned_near_its_old_place():
+    first = plan_tenants(DGX, [tenant("a", vcpus=4), tenant("b", vcpus=4)], {})
+    grown = plan_tenants(DGX, [tenant("a", vcpus=6), tenant("b", vcpus=4)], {"existing": first["placements"]})
+    assert grown["placements"]["b"] == dict(first["placements"]["b"], kept=True)
+    assert "re-planned" in grown["notes"]["a"] and "asks for 6" in grown["notes"]["a"]
+    assert grown["placements"]["a"]["numa_node"] == first["placements"]["a"]["numa_node"]
+    assert set(first["placements"]["a"]["vcpu_pins"].values()) <= set(grown["placements"]["a"]["vcpu_pins"].values())
+
+
+def test_conflicting_existing_assignment_is_replanned():
+    first = plan_tenants(DGX, [tenant("a", gpus=1)], {})
+    clash = {"a": first["placements"]["a"], "b": dict(first["placements"]["a"])}
+    plan = plan_tenants(DGX, [tenant("a", gpus=1), tenant("b", gpus=1)], {"existing": clash})
+    assert plan["placements"]["a"]["kept"] and not plan["placements"]["b"]["kept"]
+    assert "also assigned" in plan["notes"]["b"]
+    assert_exclusive(DGX, plan)
+
+
+def test_explicit_gpus_on_two_nodes_are_refused_under_numa_required():
+    gpus = sorted(GPU_NODE, key=lambda g: GPU_NODE[g])[:1] + sorted(GPU_NODE, key=lambda g: -GPU_NODE[g])[:1]
+    plan = plan_tenants(DGX, [tenant("x", gpus=gpus)], {})
+    assert "different NUMA nodes" in plan["unplaced"]["x"]
+
+
+def test_first_fit_loses_where_best_fit_does_not():
+    """Node 0: 1 GPU, 4 cores; node 1: no GPU, 4 cores. A CPU-only tenant first, then a GPU
+    tenant: first fit puts the first on node 0 and refuses the second."""
+    host = synthetic(2, [4, 4], 1, [1, 0], [0, 0], [64, 64])
+    tenants = [tenant("cpu", vcpus=3, memory_mb=64), tenant("gpu", vcpus=3, memory_mb=64, gpus=1)]
+    best = plan_tenants(host, tenants, {})
+    first = plan_tenants(host, tenants, {"strategy": "first_fit"})
+    assert len(best["placements"]) == 2 == oracle.optimum_placed(host, tenants)
+    assert sorted(first["placements"]) == ["cpu"]
+
+
+def test_inputs_are_not_modified_and_plans_repeat():
+    tenants = [tenant("t%d" % i, gpus=1, vfs=1) for i in range(3)]
+    policy = {"reserved_cpus": [0]}
+    snapshot = copy.deepcopy((DGX, tenants, policy))
+    assert plan_tenants(DGX, tenants, policy) == plan_tenants(DGX, tenants, policy)
+    assert (DGX, tenants, policy) == snapshot
+
+
+@pytest.mark.parametrize("tenants, policy, message", [
+    ([tenant("a")], {"numa": "sometimes"}, "policy.numa"),
+    ([tenant("a")], {"colour": "red"}, "unknown key"),
+    ([tenant("a")], {"reserved_cpus": "999"}, "policy.reserved_cpus"),
+    ([tenant("a")], {"gpus": ["0000:ff:00.0"]}, "policy.gpus"),
+    ([tenant("a")], {"vf_pfs": ["0000:10:00.0"]}, "policy.vf_pfs"),
+    ([tenant("a", emulator="housekeeping")], {}, "reserved_cpus, which is empty"),
+    ([tenant("a"), tenant("a")], {}, "appears twice"),
+    ([{"name": "a", "memory_mb": 1}], {}, "vcpus is required"),
+    ([{"name": "a", "vcpus": 1}], {}, "memory_mb is required"),
+    ([tenant("a", vcpus=0)], {}, "vcpus must be at least 1"),
+    ([tenant("a", gpus=["0000:ff:00.0"])], {}, "not GPUs this host gives"),
+    ([tenant("a", hugepage_size="3M")], {}, "hugepage_size"),
+    ([tenant("a", vfs="many")], {}, "vfs must be a whole number"),
+    ([{"vcpus": 1}], {}, "name is required"),
+    ("a", {}, "tenants: expected a list"),
+])
+def test_bad_input_names_the_input(tenants, policy, message):
+    with pytest.raises(PlacementInputError, match=message):
+        plan_tenants(DGX, tenants, policy)
+
+
+def test_bad_topology():
+    with pytest.raises(PlacementInputError, match="numa_nodes is empty"):
+        plan_tenants({}, [], {})
+
+
+# --------------------------------------------------------------------------- properties
+@st.composite
+def instances(draw, max_nodes=3, max_tenants=6):
+    nodes = draw(st.integers(1, max_nodes))
+    threads = draw(st.sampled_from([1, 2]))
+    cores = draw(st.lists(st.integers(1, 5), min_size=nodes, max_size=nodes))
+    gpus = draw(st.lists(st.integers(0, 2), min_size=nodes, max_size=nodes))
+    vfs = draw(st.lists(st.integers(0, 3), min_size=nodes, max_size=nodes))
+    pages = draw(st.lists(st.sampled_from([0, 32, 64, 128]), min_size=nodes, max_size=nodes))
+    host = synthetic(nodes, cores, threads, gpus, vfs, pages)
+    count = draw(st.integers(1, max_tenants))
+    tenants = [tenant("t%d" % i, vcpus=draw(st.integers(1, 4)), memory_mb=draw(st.sampled_from([32, 64, 128])),
+                      gpus=draw(st.integers(0, 2)), vfs=draw(st.integers(0, 2))) for i in range(count)]
+    return host, tenants
+
+
+policies = st.fixed_dictionaries({}, optional={
+    "numa": st.sampled_from(["required", "preferred"]),
+    "smt": st.sampled_from(["whole_cores", "threads"]),
+    "emulator": st.sampled_from(["isolate", "vcpus"]),
+    "pcie_affinity": st.sampled_from(["prefer", "require", "ignore"]),
+    "reserved_cpus": st.sampled_from([[], [0]]),
+    "strategy": st.sampled_from(["best_fit", "first_fit"]),
+})
+
+PROPERTY = settings(max_examples=int(__import__("os").environ.get("PLACEMENT_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(instances(), policies)
+def test_property_exclusive(instance, policy):
+    host, tenants = instance
+    plan = plan_tenants(host, tenants, policy)
+    assert set(plan["placements"]) | set(plan["unplaced"]) == set(t["name"] for t in tenants)
+    assert not set(plan["placements"]) & set(plan["unplaced"])
+    assert_exclusive(host, plan, policy)
+
+
+@PROPERTY
+@given(instances(), policies, st.data())
+def test_property_stable_when_tenants_are_added(instance, policy, data):
+    host, tenants = instance
+    cut = data.draw(st.integers(0, len(tenants)))
+    before = plan_tenants(host, tenants[:cut], policy)
+    after = plan_tenants(host, tenants, policy)
+    for name, place in before["placements"].items():
+        assert after["placements"][name] == place
+    # with the previous placements as existing, in any tenant order, nobody moves either
+    order = data.draw(st.permutations(tenants))
+    kept = plan_tenants(host, order, dict(policy, existing=before["placements"]))
+    for name, place in before["placements"].items():
+        assert kept["placements"][name] == dict(place, kept=True)
+    assert_exclusive(host, kept, policy)
+
+
+@PROPERTY
+@given(instances(), st.data())
+def test_property_numa_local_found_when_one_exists(instance, data):
+    """Under numa preferred a tenant is split over nodes only when, at its turn, no node
+    could hold it whole (checked by the independent oracle on what the earlier tenants took)."""
+    host, tenants = instance
+    reserved = data.draw(st.sampled_from([[], [0]]))
+    plan = plan_tenants(host, tenants, {"numa": "preferred", "reserved_cpus": reserved})
+    taken_cpus, taken_gpus, taken_vfs, pages = set(), set(), set(), {}
+    for spec in tenants:
+        place = plan["placements"].get(spec["name"])
+        if place is None:
+            continue
+        if not place["local"]:
+            caps = oracle.node_capacity(host, reserved, taken_cpus, taken_gpus, taken_vfs, pages)
+            assert not oracle.fits_on_some_node(caps, spec), (spec, place)
+        taken_cpus.update(place["cpus"])
+        taken_gpus.update(place["gpus"])
+        taken_vfs.update(place["vfs"])
+        key = (place["hugepages"]["node"], place["hugepages"]["size"])
+        pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+
+
+@PROPERTY
+@given(instances(max_nodes=3, max_tenants=6), st.sampled_from([[], [0]]))
+def test_property_against_brute_force(instance, reserved):
+    """Never more than the optimum; a tenant is refused only when no node could hold it at
+    its turn (checked by the independent oracle on what the earlier tenants left)."""
+    host, tenants = instance
+    policy = {"reserved_cpus": reserved, "pcie_affinity": "ignore"}
+    plan = plan_tenants(host, tenants, policy)
+    optimum = oracle.optimum_placed(host, tenants, reserved)
+    assert len(plan["placements"]) <= optimum
+    first = plan_tenants(host, tenants, dict(policy, strategy="first_fit"))
+    assert len(first["placements"]) <= optimum
+    taken_cpus, taken_gpus, taken_vfs, pages = set(), set(), set(), {}
+    for spec in tenants:
+        caps = oracle.node_capacity(host, reserved, taken_cpus, taken_gpus, taken_vfs, pages)
+        place = plan["placements"].get(spec["name"])
+        if place is None:
+            assert not oracle.fits_on_some_node(caps, spec), plan["unplaced"][spec["name"]]
+            continue
+        taken_cpus.update(place["cpus"])
+        taken_gpus.update(place["gpus"])
+        taken_vfs.update(place["vfs"])
+        key = (place["hugepages"]["node"], place["hugepages"]["size"])
+        pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 16), st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=16))
+def test_property_dgx_random_tenants(specs):
+    tenants = [tenant("t%d" % i, vcpus=v, gpus=g, vfs=f, memory_mb=8192) for i, (v, g, f) in enumerate(specs)]
+    policy = {"reserved_cpus": "0-1,128-129"}
+    plan = plan_tenants(DGX, tenants, policy)
+    assert_exclusive(DGX, plan, policy)
+    for place in plan["placements"].values():
+        if place["gpus"] and place["vfs"]:
+            assert place["pcie_affinity"] == "PXB"

@@ -1,0 +1,315 @@
+# -*- coding: utf-8 -*-
+"""Hugepages per NUMA node over fake sysfs trees laid out like a real kernel's (FakeHost):
+the lab host's two 2 GB nodes (DESIGN.md) and a real 2-socket EPYC host's node sizes
+(tests/fixtures/numa, numactl --hardware)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hp
+from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
+
+from conftest import run_module  # pylint: disable=import-error
+from fakehost import FakeHost  # pylint: disable=import-error
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
+EPYC = os.path.join(FIXTURES, "numa", "numactl-hardware_2x-epyc-9375f_smt-off_2nodes.txt")
+NODE2M = "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages"
+NODE1G = "/sys/devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages"
+
+
+def lab_host(root, release="6.1.0-28-amd64"):
+    """The lab VM: 2 NUMA nodes of 2048 MB (cpus 0-1 and 2-3), no hugepages yet."""
+    host = FakeHost(root)
+    host.write("/proc/sys/kernel/osrelease", release)
+    host.write("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=x ro quiet")
+    host.set_cpuinfo("GenuineIntel")
+    host.add_numa_node(0, [0, 1], memory_mb=2048)
+    host.add_numa_node(1, [2, 3], memory_mb=2048)
+    return host
+
+
+def epyc_host(root):
+    """Node sizes and cpus as numactl --hardware printed them on a 2x EPYC 9375F host."""
+    host = FakeHost(root)
+    host.write("/proc/sys/kernel/osrelease", "6.8.12-5-pve")
+    with open(EPYC, encoding="utf-8") as handle:
+        text = handle.read()
+    for node, cpus in re.findall(r"node (\d+) cpus: ([\d ]+)", text):
+        size = int(re.search(r"node %s size: (\d+) MB" % node, text).group(1))
+        host.add_numa_node(int(node), [int(c) for c in cpus.split()], memory_mb=size)
+    return host
+
+
+def read(host, path):
+    with open(host.p(path), encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
+def run(host, check_mode=False, diff=False, **args):
+    args.setdefault("root", host.root)
+    args.setdefault("boot_config", "none")
+    return run_module(hugepages_module.main, args, check_mode=check_mode, diff=diff)
+
+
+def test_runtime_2m_on_node1(tmp_path):
+    host = lab_host(tmp_path)
+    result = run(host, pages=[{"size": "2M", "count": 64, "node": 1}], diff=True)
+    assert result["changed"] is True and result["reboot_required"] is False
+    assert read(host, NODE2M % 1) == "64" and read(host, NODE2M % 0) == "0"
+    assert result["pages"] == [{"node": 1, "size": "2M", "requested": 64, "allocated": 64, "free": 0, "at_boot": False}]
+    assert result["diff"][0]["after"] == "%s: 64\n" % (NODE2M % 1)
+    again = run(host, pages=[{"size": "2M", "count": 64, "node": 1}])
+    assert again["changed"] is False
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    host = lab_host(tmp_path)
+    result = run(host, pages=[{"size": "2M", "count": 64, "node": "all"}], check_mode=True)
+    assert result["changed"] is True
+    assert read(host, NODE2M % 0) == "0" and read(host, NODE2M % 1) == "0"
+    assert [p["allocated"] for p in result["pages"]] == [0, 0]
+
+
+class StandInKernel:
+    """A stand-in for the kernel's hugepage allocator (not a real one): a write of
+    nr_hugepages gets at most ``capacity[node]`` pages, as a node with fragmented memory
+    does; the count is what nr_hugepages reads afterwards."""
+
+    def __init__(self, monkeypatch, capacity):
+        self.capacity = capacity
+        self.writes = []
+        kernel = self
+
+        def write_count(manager, size, node, count):
+            return kernel.write(manager, size, node, count)
+
+        monkeypatch.setattr(hp.Hugepages, "_write_count", write_count)
+
+    def write(self, manager, size, node, count):
+        got = min(count, self.capacity.get((size, node), count))
+        self.writes.append((size, node, count))
+        with open(manager.fs.path(manager.count_path(size, node)), "w", encoding="utf-8") as handle:
+            handle.write("%d\n" % got)
+        return got
+
+
+def test_shortfall_restores_and_fails(tmp_path, monkeypatch):
+    host = lab_host(tmp_path)
+    host.write(NODE2M % 0, "8")
+    kernel = StandInKernel(monkeypatch, {("2M", 1): 300})
+    result = run(host, pages=[{"size": "2M", "count": 16, "node": 0}, {"size": "2M", "count": 512, "node": 1}])
+    assert result["failed"] is True
+    assert "node 1: asked 512 x 2M, the kernel gave 300" in result["msg"]
+    assert "previous counts written back" in result["msg"]
+    assert read(host, NODE2M % 0) == "8" and read(host, NODE2M % 1) == "0"
+    assert result["shortfalls"] == [{"node": 1, "size": "2M", "requested": 512, "allocated": 300, "previous": 0,
+                                     "restored_to": 0, "error": None}]
+    assert (("2M", 0, 8) in kernel.writes) and (("2M", 1, 0) in kernel.writes)
+
+
+def test_shortfall_kept_with_allow_partial(tmp_path, monkeypatch):
+    host = lab_host(tmp_path)
+    StandInKernel(monkeypatch, {("2M", 1): 300})
+    result = run(host, pages=[{"size": "2M", "count": 512, "node": 1}], allow_partial=True)
+    assert not result.get("failed") and result["changed"] is True
+    assert read(host, NODE2M % 1) == "300"
+    assert result["pages"][0]["allocated"] == 300 and result["pages"][0]["requested"] == 512
+
+
+def test_shrink_before_grow(tmp_path, monkeypatch):
+    host = lab_host(tmp_path)
+    host.write(NODE2M % 0, "512")
+    kernel = StandInKernel(monkeypatch, {})
+    run(host, pages=[{"size": "2M", "count": 0, "node": 0}, {"size": "2M", "count": 128, "node": 1}, {"size": "1G", "count": 0}],
+        at_boot=[])
+    assert kernel.writes == [("2M", 0, 0), ("2M", 1, 128)]
+
+
+@pytest.mark.parametrize("release, pages, boot_value", [
+    ("6.1.0-28-amd64", [{"size": "1G", "count": 1, "node": 1}], "1:1"),
+    ("6.1.0-28-amd64", [{"size": "1G", "count": 2, "node": "all"}], "0:2,1:2"),
+    ("5.10.0-13-amd64", [{"size": "1G", "count": 1, "node": "all"}], "2"),
+    ("5.15.0-43-generic", [{"size": "1G", "count": 1, "node": 0}, {"size": "1G", "count": 1, "node": 1}], "2"),
+])
+def test_boot_args(tmp_path, release, pages, boot_value):
+    host = lab_host(tmp_path, release)
+    result = run(host, pages=pages)
+    assert result["boot_args"] == [{"name": "hugepagesz", "value": "1G", "state": "present"},
+                                   {"name": "hugepages", "value": boot_value, "state": "present"}]
+    assert result["reboot_required"] is True and result["changed"] is False
+    assert result["args_missing"] == ["hugepagesz=1G", "hugepages=%s" % boot_value]
+    host.write("/proc/cmdline", "ro quiet hugepagesz=1G hugepages=%s" % boot_value)
+    assert run(host, pages=pages)["reboot_required"] is False
+
+
+def test_boot_per_node_needs_5_16(tmp_path):
+    host = lab_host(tmp_path, "5.10.0-13-amd64")
+    result = run(host, pages=[{"size": "1G", "count": 1, "node": 1}])
+    assert result["failed"] and "need hugepages=N:COUNT, which Linux 5.10.0-13-amd64 does not read" in result["msg"]
+
+
+def test_boot_zero_removes_reservation(tmp_path):
+    host = lab_host(tmp_path)
+    host.write("/proc/cmdline", "ro hugepagesz=1G hugepages=0:1,1:1")
+    result = run(host, pages=[{"size": "1G", "count": 0}])
+    assert result["boot_args"] == [{"name": "hugepagesz", "value": "1G", "state": "absent"}]
+    assert result["args_unwanted"] == ["hugepagesz=1G", "hugepages=0:1,1:1"]
+
+
+def test_boot_config_grub_edits_the_file(tmp_path):
+    host = lab_host(tmp_path / "root")
+    grub = tmp_path / "grub"
+    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet"\n', encoding="utf-8")
+    args = dict(pages=[{"size": "1G", "count": 1, "node": 1}, {"size": "2M", "count": 32, "node": 1}],
+                boot_config="grub", grub_file=str(grub), bootloader_update="none")
+    result = run(host, **args)
+    assert result["changed"] is True and result["reboot_required"] is True
+    assert grub.read_text(encoding="utf-8") == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet hugepagesz=1G hugepages=1:1"\n'
+    assert read(host, NODE2M % 1) == "32" and read(host, NODE1G % 1) == "0"
+    assert run(host, **args)["changed"] is False
+
+
+def test_persist_unit(tmp_path):
+    host = lab_host(tmp_path / "root")
+    unit = tmp_path / "gpuvirt-hugepages.service"
+    args = dict(pages=[{"size": "2M", "count": 64, "node": 1}, {"size": "1G", "count": 1, "node": 1}],
+                persist=True, persist_unit=str(unit))
+    result = run(host, **args)
+    assert result["persist_unit"] == str(unit) and result["persist_unit_changed"] is True
+    text = unit.read_text(encoding="utf-8")
+    assert "Before=libvirtd.service virtqemud.service\n" in text
+    execs = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    # Only the runtime size; 1G is reserved at boot.
+    assert execs == ["ExecStart=/bin/sh -c 'echo 64 > %s'" % (NODE2M % 1)]
+    assert "WantedBy=multi-user.target" in text
+    again = run(host, **args)
+    assert again["changed"] is False and again["persist_unit_changed"] is False
+
+
+def test_persist_unit_check_mode(tmp_path):
+    host = lab_host(tmp_path / "root")
+    unit = tmp_path / "u.service"
+    result = run(host, pages=[{"size": "2M", "count": 4, "node": 0}], persist=True, persist_unit=str(unit), check_mode=True)
+    assert result["persist_unit_changed"] is True and not unit.exists()
+
+
+@pytest.mark.parametrize("pages, message", [
+    ([{"size": "2M", "count": 4, "node": 3}], "pages[0]: NUMA node 3 does not exist on this host (nodes: 0, 1)"),
+    ([{"size": "2M", "count": 4, "node": "one"}], "node 'one' is not a NUMA node number or all"),
+    ([{"size": "2M", "count": 1025, "node": 1}], "node 1 has 2048 MB of memory; 1025 x 2M (2050 MB) does not fit"),
+    ([{"size": "1G", "count": 2, "node": 0}, {"size": "2M", "count": 1, "node": 0}], "node 0 has 2048 MB of memory"),
+    ([{"size": "2M", "count": 4, "node": 1}, {"size": "2M", "count": 8, "node": "all"}], "asked twice (4 and 8)"),
+])
+def test_bad_input_changes_nothing(tmp_path, pages, message):
+    host = lab_host(tmp_path)
+    result = run(host, pages=pages, at_boot=[])
+    assert result["failed"] and message in result["msg"], result["msg"]
+    assert read(host, NODE2M % 0) == "0" and read(host, NODE2M % 1) == "0"
+
+
+def test_size_without_kernel_support(tmp_path):
+    host = lab_host(tmp_path)
+    for node in (0, 1):
+        shutil.rmtree(host.p("/sys/devices/system/node/node%d/hugepages/hugepages-1048576kB" % node))
+    result = run(host, pages=[{"size": "1G", "count": 1, "node": 0}])
+    assert result["failed"] and "1G pages are not supported on node 0" in result["msg"]
+
+
+def test_real_epyc_node_sizes(tmp_path):
+    host = epyc_host(tmp_path)
+    fits = run(host, pages=[{"size": "1G", "count": 700, "node": "all"}])
+    assert fits["boot_args"][1] == {"name": "hugepages", "value": "0:700,1:700", "state": "present"}
+    too_many = run(host, pages=[{"size": "1G", "count": 756, "node": 0}])
+    # node 0: 773271 MB; 756 x 1024 MB = 774144 MB
+    assert too_many["failed"] and "node 0 has 773271 MB of memory; 756 x 1G (774144 MB) does not fit" in too_many["msg"]
+
+
+def test_write_error_is_a_shortfall(tmp_path, monkeypatch):
+    host = lab_host(tmp_path)
+
+    def refuse(_manager, _size, _node, _count):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(hp.Hugepages, "_write_count", refuse)
+    result = run(host, pages=[{"size": "2M", "count": 8, "node": 0}])
+    assert result["failed"] and "(%s)" % "[Errno 12] Cannot allocate memory" in result["msg"]
+
+
+def test_no_grub_needed_without_boot_sizes(tmp_path, monkeypatch):
+    host = lab_host(tmp_path)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda *a, **k: None)
+    result = run(host, pages=[{"size": "2M", "count": 2, "node": 0}], boot_config="grub", grub_file="/nonexistent")
+    assert not result.get("failed") and result["boot_args"] == []
+
+
+# ---------------------------------------------------------------------------- hugetlbfs mounts
+# /proc/mounts lines as the kernel prints them: hugetlbfs_show_options (fs/hugetlbfs/inode.c)
+# writes pagesize= in K or M, so 2M pages show pagesize=2M and 1G pages pagesize=1024M.
+PROC_MOUNTS = ("sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
+               "hugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n"
+               "tmpfs /run tmpfs rw,nosuid,nodev,size=400000k,mode=755 0 0\n")
+
+
+@pytest.fixture
+def mount_host(tmp_path, monkeypatch):
+    host = lab_host(tmp_path / "root")
+    host.write("/proc/mounts", PROC_MOUNTS)
+    host.write("/proc/meminfo", "MemTotal:        4013404 kB\nHugepagesize:       2048 kB\n")
+    for size in ("2048kB", "1048576kB"):
+        os.makedirs(host.p("/sys/kernel/mm/hugepages/hugepages-%s" % size), exist_ok=True)
+    host.calls = []
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda _self, name, *a, **k: "/usr/bin/" + name)
+
+    def run_command(_self, argv, **_kwargs):
+        host.calls.append(argv)
+        return 0, "", ""
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    return host
+
+
+def test_mount_1g_with_unit(mount_host, tmp_path):
+    unit_dir = tmp_path / "units"
+    unit_dir.mkdir()
+    args = dict(pages=[{"size": "1G", "count": 1, "node": 1}], persist=True,
+                persist_unit=str(unit_dir / "gpuvirt-hugepages.service"),
+                mounts=[{"size": "1G", "path": "/dev/hugepages1G"}, {"size": "2M", "path": "/dev/hugepages"}])
+    result = run(mount_host, **args)
+    target = mount_host.p("/dev/hugepages1G")
+    assert mount_host.calls == [["/usr/bin/mount", "-t", "hugetlbfs", "-o", "pagesize=1G", "hugetlbfs", target]]
+    assert os.path.isdir(target)
+    assert result["mounts"] == [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False},
+                                {"size": "2M", "path": "/dev/hugepages", "mounted": True}]
+    unit = unit_dir / "dev-hugepages1G.mount"
+    assert str(unit) in result["mount_units"]
+    text = unit.read_text(encoding="utf-8")
+    assert "Where=/dev/hugepages1G\nType=hugetlbfs\nOptions=pagesize=1G\n" in text
+    assert "Before=libvirtd.service" in text
+    # Once the kernel lists it, nothing to do.
+    mount_host.write("/proc/mounts", PROC_MOUNTS + "hugetlbfs /dev/hugepages1G hugetlbfs rw,relatime,pagesize=1024M 0 0\n")
+    again = run(mount_host, **args)
+    assert again["changed"] is False and len(mount_host.calls) == 1
+
+
+@pytest.mark.parametrize("mounts, message", [
+    ([{"size": "1G", "path": "/run"}], "/run is already a tmpfs mount"),
+    ([{"size": "1G", "path": "/dev/hugepages"}], "/dev/hugepages is a hugetlbfs mount of 2048 kB pages, not 1G"),
+    ([{"size": "1G", "path": "/x"}, {"size": "2M", "path": "/x/"}], "a path is given twice"),
+])
+def test_mount_refusals(mount_host, mounts, message):
+    result = run(mount_host, pages=[{"size": "2M", "count": 2, "node": 0}], mounts=mounts)
+    assert result["failed"] and message in result["msg"]
+    assert mount_host.calls == [] and read(mount_host, NODE2M % 0) == "0"
+
+
+@pytest.mark.parametrize("path, name", [("/dev/hugepages1G", "dev-hugepages1G"), ("/mnt/huge pages", "mnt-huge\\x20pages"),
+                                        ("/srv/a-b", "srv-a\\x2db"), ("/", "-")])
+def test_systemd_escape(path, name):
+    assert hp.systemd_escape_path(path) == name

@@ -1,0 +1,300 @@
+# -*- coding: utf-8 -*-
+"""The iommu_grub module end to end over fake roots: a GRUB file like the lab host's
+(Debian 12, intel_iommu=off), real distribution files, bootloader commands, bad inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
+
+from conftest import run_module  # pylint: disable=import-error
+from fakehost import FakeHost  # pylint: disable=import-error
+
+BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boot")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+CENTOS9 = os.path.join(BOOT, "etc-default-grub_centos-stream9_default.txt")
+UBUNTU_TEMPLATE = os.path.join(BOOT, "etc-default-grub_TEMPLATE_ubuntu-22.04-jammy_grub2-2.06-2ubuntu7.2.txt")
+# The bare lab host: the Ubuntu/Debian template's layout with the lab's args.
+LAB_GRUB_LINUX = 'GRUB_CMDLINE_LINUX="console=ttyS0,115200n8 intel_iommu=off"'
+LAB_RUNNING = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3a99c6a2-d04c-47d9-94cb-21e3ebaf1df2 ro console=ttyS0,115200n8 intel_iommu=off quiet"
+LAB_ARGS = {"pre_bind_ids": ["1234:11e8"], "bootloader_update": "none"}
+
+
+def lab_grub_text():
+    with open(UBUNTU_TEMPLATE, encoding="utf-8") as handle:
+        text = handle.read().replace("@DEFAULT_CMDLINE@", "quiet").replace("@DEFAULT_TIMEOUT@", "5")
+    return text.replace('GRUB_CMDLINE_LINUX=""', LAB_GRUB_LINUX)
+
+
+@pytest.fixture
+def host(tmp_path):
+    fake = FakeHost(tmp_path / "root")
+    fake.set_cpuinfo("GenuineIntel")
+    fake.write("/proc/cmdline", LAB_RUNNING)
+    grub = tmp_path / "grub"
+    grub.write_text(lab_grub_text(), encoding="utf-8")
+    fake.grub = str(grub)
+    return fake
+
+
+def run(host, check_mode=False, diff=False, **args):
+    full = dict(LAB_ARGS, grub_file=host.grub, root=host.root)
+    full.update(args)
+    return run_module(iommu_grub.main, full, check_mode=check_mode, diff=diff)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_lab_converges_then_reports_nothing(host):
+    before = read(host.grub)
+    result = run(host, diff=True)
+    assert result["changed"] is True and result["reboot_required"] is True
+    assert result["vendor"] == "intel"
+    assert result["args"] == ["console=ttyS0,115200n8", "intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
+    assert result["args_missing"] == ["intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
+    assert result["args_unwanted"] == ["intel_iommu=off"]
+    after = read(host.grub)
+    assert after == before.replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % result["cmdline"])
+    assert result["diff"]["before"] == before and result["diff"]["after"] == after
+    # Re-run before the reboot: nothing to write, but the reboot is still due.
+    again = run(host)
+    assert again["changed"] is False and again["reboot_required"] is True
+    # After the reboot the kernel runs with the new args.
+    host.write("/proc/cmdline", LAB_RUNNING.replace("intel_iommu=off", "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8"))
+    final = run(host)
+    assert final["changed"] is False and final["reboot_required"] is False
+    assert final["args_missing"] == [] and final["args_unwanted"] == []
+
+
+def test_check_mode_changes_nothing(host):
+    before = read(host.grub)
+    result = run(host, check_mode=True, diff=True)
+    assert result["changed"] is True and result["reboot_required"] is True
+    assert "intel_iommu=on" in result["diff"]["after"]
+    assert read(host.grub) == before
+
+
+def test_backup(host):
+    before = read(host.grub)
+    result = run(host, backup=True)
+    assert result["backup_file"] and read(result["backup_file"]) == before
+    assert run(host, backup=True)["backup_file"] is None
+
+
+def test_amd_vendor_auto(host):
+    host.set_cpuinfo("AuthenticAMD")
+    host.write("/proc/cmdline", "ro amd_iommu=off")
+    with open(host.grub, "w", encoding="utf-8") as handle:
+        handle.write('GRUB_CMDLINE_LINUX="amd_iommu=off quiet"\n')
+    result = run(host)
+    assert result["vendor"] == "amd"
+    assert read(host.grub) == 'GRUB_CMDLINE_LINUX="quiet iommu=pt pci-stub.ids=1234:11e8"\n'
+
+
+def test_real_centos_file(host):
+    shutil.copy(CENTOS9, host.grub)
+    original = read(CENTOS9)
+    host.write("/proc/cmdline", "BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M rhgb quiet")
+    result = run(host, vendor="intel", pre_bind_ids=["10de:20b5"], pre_bind_driver="vfio-pci")
+    assert result["changed"] is True
+    new = read(host.grub)
+    assert new.splitlines()[5] == ('GRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/cs-swap '
+                                   'rd.lvm.lv=cs/root rd.lvm.lv=cs/swap rhgb quiet intel_iommu=on iommu=pt vfio-pci.ids=10de:20b5"')
+    assert [l for i, l in enumerate(new.splitlines()) if i != 5] == [l for i, l in enumerate(original.splitlines()) if i != 5]
+
+
+# ---------------------------------------------------------------------------- bootloader
+class Recorder:
+    def __init__(self, monkeypatch, binaries):
+        self.calls = []
+        monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
+                            lambda _self, name, *a, **k: binaries.get(name))
+        monkeypatch.setattr(basic.AnsibleModule, "run_command", self.run_command)
+
+    def run_command(self, argv, **_kwargs):
+        self.calls.append(argv)
+        return 0, "", ""
+
+
+def put_grub_under_root(host):
+    path = host.p("/etc/default/grub")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    shutil.copy(host.grub, path)
+    return path
+
+
+def test_update_grub_on_debian(host, monkeypatch):
+    host.write("/etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')
+    grub = put_grub_under_root(host)
+    recorder = Recorder(monkeypatch, {"update-grub": "/usr/sbin/update-grub"})
+    result = run(host, grub_file=grub, bootloader_update="auto")
+    assert result["changed"] is True and recorder.calls == [["/usr/sbin/update-grub"]]
+    assert result["bootloader_commands"] == [["/usr/sbin/update-grub"]]
+    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False
+    assert recorder.calls == [["/usr/sbin/update-grub"]]
+
+
+def test_update_grub_again_when_grub_cfg_is_stale(host, monkeypatch):
+    """The file already holds the args but grub.cfg does not (an earlier update-grub failed)."""
+    host.write("/etc/os-release", "ID=ubuntu\nID_LIKE=debian\n")
+    grub = put_grub_under_root(host)
+    run(host, grub_file=grub)  # writes the file only
+    host.write("/boot/grub/grub.cfg", "menuentry 'Debian' {\n\tlinux\t/boot/vmlinuz-6.1.0-28-amd64 root=UUID=x ro "
+               "console=ttyS0,115200n8 intel_iommu=off quiet\n}\n")
+    recorder = Recorder(monkeypatch, {"update-grub": "/usr/sbin/update-grub"})
+    result = run(host, grub_file=grub, bootloader_update="auto", check_mode=True)
+    assert result["changed"] is True and recorder.calls == []
+    run(host, grub_file=grub, bootloader_update="auto")
+    assert recorder.calls == [["/usr/sbin/update-grub"]]
+    host.write("/boot/grub/grub.cfg", "menuentry 'Debian' {\n\tlinux\t/boot/vmlinuz root=UUID=x ro "
+               "console=ttyS0,115200n8 intel_iommu=on iommu=pt pci-stub.ids=1234:11e8 quiet\n}\n")
+    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False
+
+
+def test_grubby_on_rhel_with_bls(host, monkeypatch):
+    host.write("/etc/os-release", 'ID="centos"\nID_LIKE="rhel fedora"\n')
+    grub = host.p("/etc/default/grub")
+    os.makedirs(os.path.dirname(grub), exist_ok=True)
+    shutil.copy(CENTOS9, grub)
+    recorder = Recorder(monkeypatch, {"grubby": "/usr/sbin/grubby", "grub2-mkconfig": "/usr/sbin/grub2-mkconfig"})
+    run(host, grub_file=grub, bootloader_update="auto", vendor="intel", args=[{"name": "rhgb", "state": "absent"}])
+    assert recorder.calls == [["/usr/sbin/grubby", "--update-kernel=ALL",
+                               "--args=intel_iommu=on iommu=pt pci-stub.ids=1234:11e8", "--remove-args=rhgb"]]
+
+
+def test_grub2_mkconfig_without_bls(host, monkeypatch):
+    host.write("/etc/os-release", 'ID="rocky"\nID_LIKE="rhel centos fedora"\n')
+    host.write("/boot/grub2/grub.cfg", "# generated\n")
+    grub = host.p("/etc/default/grub")
+    os.makedirs(os.path.dirname(grub), exist_ok=True)
+    with open(grub, "w", encoding="utf-8") as handle:
+        handle.write(read(CENTOS9).replace("GRUB_ENABLE_BLSCFG=true", "GRUB_ENABLE_BLSCFG=false"))
+    recorder = Recorder(monkeypatch, {"grub2-mkconfig": "/usr/sbin/grub2-mkconfig"})
+    run(host, grub_file=grub, bootloader_update="auto", vendor="intel")
+    assert recorder.calls == [["/usr/sbin/grub2-mkconfig", "-o", "/boot/grub2/grub.cfg"]]
+
+
+def test_auto_update_refuses_a_copy(host):
+    before = read(host.grub)
+    result = run(host, bootloader_update="auto")
+    assert result["failed"] and "set bootloader_update: none to edit a copy" in result["msg"]
+    assert read(host.grub) == before
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("args, message", [
+    ({"vendor": "arm"}, "value of vendor must be one of"),
+    ({"pre_bind_ids": ["10de-20b5"]}, "pre_bind_ids: '10de-20b5' is not a vendor:device pair"),
+    ({"pre_bind_ids": ["zzzz:1"]}, "pre_bind_ids: 'zzzz:1' is not a vendor:device pair"),
+    ({"args": [{"name": "quiet"}, {"name": "quiet", "state": "absent"}]}, "quiet is asked both present and absent"),
+    ({"args": [{"name": "intel_iommu", "value": "off"}]}, "set by the iommu and vendor option"),
+    ({"grub_file": "/nonexistent/grub"}, "grub_file: /nonexistent/grub does not exist"),
+    ({"iommu": False, "passthrough": True}, "passthrough: true needs iommu: true"),
+])
+def test_bad_input_changes_nothing(host, args, message):
+    before = read(host.grub)
+    result = run(host, **args)
+    assert result.get("failed") and message in result["msg"], result
+    assert read(host.grub) == before
+
+
+@pytest.mark.parametrize("content, message", [
+    ('GRUB_CMDLINE_LINUX="$EXTRA intel_iommu=off"\n', "built from shell expansion"),
+    ('GRUB_CMDLINE_LINUX="a"\nGRUB_CMDLINE_LINUX="b"\n', "sets GRUB_CMDLINE_LINUX 2 times"),
+    ('GRUB_CMDLINE_LINUX="intel_iommu=off\n', "unbalanced double quote"),
+    ('GRUB_CMDLINE_LINUX=""\nGRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off"\n', "sets intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
+])
+def test_unparseable_file_changes_nothing(host, content, message):
+    with open(host.grub, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    result = run(host)
+    assert result.get("failed") and message in result["msg"], result
+    assert read(host.grub) == content
+
+
+def test_dropin_overriding_the_variable(host):
+    os.makedirs(host.grub + ".d")
+    with open(host.grub + ".d/50-cloudimg-settings.cfg", "w", encoding="utf-8") as handle:
+        handle.write('GRUB_CMDLINE_LINUX="console=ttyS0"\n')
+    result = run(host)
+    assert result["failed"] and "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again" in result["msg"]
+
+
+def test_vendor_auto_from_iommu_table(host):
+    host.write("/proc/cpuinfo", "processor\t: 0\nvendor_id\t: VirtualApple\n")
+    host.write("/sys/firmware/acpi/tables/DMAR", "")
+    assert run(host)["vendor"] == "intel"
+
+
+def test_vendor_auto_unknown(host):
+    host.write("/proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n")  # arm64 has no vendor_id line
+    result = run(host)
+    assert result["failed"] and "set vendor: intel or vendor: amd" in result["msg"]
+
+
+@pytest.fixture
+def world_dir():
+    """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""
+    path = tempfile.mkdtemp(prefix="grub-review-")
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_copy_without_root(world_dir):
+    """bootloader_update: none on a copy works as an unprivileged user (a review before the change)."""
+    uid = 65534 if os.geteuid() == 0 else None  # nobody; or already unprivileged
+    work = world_dir
+    copy = work / "grub"
+    copy.write_text(lab_grub_text(), encoding="utf-8")
+    args = work / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"grub_file": str(copy), "bootloader_update": "none",
+                                                        "vendor": "intel", "pre_bind_ids": ["1234:11e8"]}}))
+    for path in (work, copy, args):
+        os.chmod(path, 0o777 if path.is_dir() else 0o666)
+    # The unprivileged user may not reach the test runner's interpreter (under /root):
+    # the system python with the venv's pure-python ansible-core on the path does the same.
+    site = [os.path.join(p) for p in sys.path if p.endswith("site-packages") and p.startswith(REPO)]
+    python = sys.executable if uid is None else shutil.which("python%d.%d" % sys.version_info[:2], path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python%d.%d to run as an unprivileged user" % sys.version_info[:2])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work),
+           "PYTHONPATH": os.pathsep.join([os.path.join(REPO, ".build", "collections")] + site)}
+
+    def drop():
+        if uid is not None:
+            os.setgid(uid)
+            os.setuid(uid)
+
+    done = subprocess.run([python, os.path.join(REPO, "plugins", "modules", "iommu_grub.py"), str(args)],
+                          capture_output=True, text=True, env=env, preexec_fn=drop, cwd=str(work), timeout=60, check=False)
+    assert done.stdout, done.stderr
+    result = json.loads(done.stdout)
+    assert result.get("failed") is None, (result, done.stderr)
+    assert result["changed"] is True
+    assert "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8" in copy.read_text(encoding="utf-8")
+
+
+def test_no_bootloader_tool(host, monkeypatch):
+    host.write("/etc/os-release", "ID=debian\n")
+    grub = put_grub_under_root(host)
+    before = read(grub)
+    Recorder(monkeypatch, {})
+    result = run(host, grub_file=grub, bootloader_update="auto")
+    assert result["failed"] and "found neither update-grub nor grub-mkconfig" in result["msg"]
+    assert read(grub) == before
+    # Nothing to change: no tool needed.
+    run(host, grub_file=grub, bootloader_update="none")
+    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False

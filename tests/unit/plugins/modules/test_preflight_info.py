@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+"""preflight_info as Ansible runs it, over the real capture of the bare lab VM and over the
+ConnectX-4 Lx tree with tests/standins/mlxconfig (a STAND-IN for mlxconfig: real output
+format, firmware state in a JSON file) on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
+
+from conftest import run_module  # pylint: disable=import-error
+from fakekernel import cx4lx_no_acs_host  # pylint: disable=import-error
+
+HERE = os.path.dirname(__file__)
+BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
+STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "standins", "mlxconfig"))
+
+
+def test_reads_the_bare_lab_capture_in_check_mode():
+    result = run_module(preflight_info.main, {"root": BARE, "gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}, check_mode=True)
+    assert result["changed"] is False and result["firmware"] == {}
+    topo = result["topology"]
+    assert topo["iommu"]["firmware_table"] == "DMAR" and topo["iommu"]["enabled"] is False
+    assert [g["address"] for g in topo["gpus"]] == ["0000:82:00.0"]
+    assert topo["pci_devices"]["0000:81:00.0"]["sriov_totalvfs"] == 4
+
+
+def test_queries_connectx_firmware_with_the_tool_on_path(tmp_path, monkeypatch):
+    host, _kernel = cx4lx_no_acs_host(tmp_path / "root")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(STANDIN, bindir / "mstconfig")
+    state = tmp_path / "fw.json"
+    boolean = {"False": 0, "True": 1}
+    state.write_text(json.dumps({"devices": {pf: {"device_type": "ConnectX4LX", "params": [
+        ["SRIOV_EN", {"default": "False(0)", "current": "True(1)", "next": "True(1)", "choices": boolean}],
+        ["NUM_OF_VFS", {"default": "0", "current": "8", "next": "8"}]]} for pf in ("0000:01:00.0", "0000:01:00.1")}}))
+    monkeypatch.setenv("MLXCONFIG_STANDIN_STATE", str(state))
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    result = run_module(preflight_info.main, {"root": host.root}, check_mode=True)
+    assert result["changed"] is False
+    fw = result["firmware"]["0000:01:00.0"]
+    assert fw["status"] == "ok" and fw["tool"].endswith("/mstconfig")
+    assert fw["params"]["SRIOV_EN"]["current"] == "True(1)" and fw["params"]["NUM_OF_VFS"]["next"] == "8"
+    skipped = run_module(preflight_info.main, {"root": host.root, "firmware_tool": "none"})
+    assert skipped["firmware"] == {}
+
+
+def test_missing_tool_is_reported_not_failed(tmp_path, monkeypatch):
+    host, _kernel = cx4lx_no_acs_host(tmp_path / "root")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr("ansible.module_utils.basic.AnsibleModule.get_bin_path", lambda *_a, **_k: None)
+    result = run_module(preflight_info.main, {"root": host.root})
+    assert "failed" not in result
+    assert set(e["status"] for e in result["firmware"].values()) == {"tool not found"}
+
+
+def test_bad_id_fails_naming_the_input():
+    result = run_module(preflight_info.main, {"root": BARE, "gpu_ids": ["zzzz:1"]})
+    assert result["failed"] and "gpu_ids/nic_ids" in result["msg"] and "zzzz:1" in result["msg"]

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+"""tenant_domain_info on libvirt's test driver, and the round trip the tenant_vms role makes:
+plan -> tenant_domain + numa_pin -> tenant_domain_info -> plan again with ``existing``: every
+tenant is kept where it is, and a new tenant gets only what is left."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info
+
+from conftest import run_module  # pylint: disable=import-error
+from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
+
+libvirt = pytest.importorskip("libvirt")
+
+URI = "test:///default"
+POLICY = {"numa": "preferred", "reserved_cpus": [0]}
+
+
+@pytest.fixture
+def conn():
+    libvirt.registerErrorHandler(lambda *_: None, None)
+    handle = libvirt.open(URI)
+    yield handle
+    handle.close()
+
+
+def define(placement):
+    hugepages = placement["hugepages"]["size"] if placement["hugepages"] else None
+    result = run_module(tenant_domain.main, {
+        "name": placement["name"], "uri": URI, "domain_type": "test", "arch": "i686", "vcpus": placement["vcpus"],
+        "memory_mb": placement["memory_mb"], "hugepage_size": hugepages, "gpus": placement["gpus"], "vfs": placement["vfs"],
+        "network_vfs": placement["network_vfs"]})
+    assert not result.get("failed"), result
+    pin = {"name": placement["name"], "uri": URI, "vcpu_pins": placement["vcpu_pins"],
+           "emulator_cpus": ",".join(str(c) for c in placement["emulator_cpus"]), "nodeset": str(placement["numa_node"])}
+    if hugepages:
+        pin["hugepages"] = {"size": hugepages}
+    result = run_module(numa_pin.main, pin)
+    assert not result.get("failed"), result
+
+
+def test_round_trip_keeps_every_tenant(conn):
+    del conn
+    suffix = uuid.uuid4().hex[:6]
+    tenants = [{"name": "a-" + suffix, "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64},
+               {"name": "b-" + suffix, "vfs": 1, "vcpus": 1, "memory_mb": 64, "emulator": "housekeeping", "hugepage_size": "none"}]
+    topology = lab(pages_2m=(0, 64))
+    first = plan_tenants(topology, tenants, POLICY)
+    assert sorted(first["placements"]) == sorted(t["name"] for t in tenants)
+    for placement in first["placements"].values():
+        define(placement)
+    names = [t["name"] for t in tenants] + ["c-" + suffix]
+    info = run_module(tenant_domain_info.main, {"names": names, "uri": URI})
+    assert not info["changed"] and sorted(info["domains"]) == sorted(t["name"] for t in tenants)
+    a = info["domains"]["a-" + suffix]
+    assert (a["numa_node"], a["vcpu_pins"], a["emulator_cpus"], a["hugepages"], a["active"]) == (1, {"0": "2"}, "3", {"size": "2M", "node": 1}, False)
+    assert LAB_EDU in a["hostdevs"]
+    # tenant order reversed and a newcomer first: the defined tenants stay where they are
+    again = plan_tenants(topology, [{"name": "c-" + suffix, "gpus": 1, "vcpus": 1, "memory_mb": 64}] + tenants[::-1],
+                         dict(POLICY, existing=info["domains"]))
+    for name, placement in first["placements"].items():
+        kept = again["placements"][name]
+        assert kept["kept"]
+        for key in ("numa_node", "gpus", "vfs", "vcpu_pins", "emulator_cpus", "hugepages"):
+            assert kept[key] == placement[key], key
+    assert "GPUs short on node 1" in again["unplaced"]["c-" + suffix]
+
+
+def test_unknown_names_are_left_out(conn):
+    del conn
+    assert run_module(tenant_domain_info.main, {"names": ["nope"], "uri": URI})["domains"] == {}

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+"""site.yml's rollout gate, run the way AWX runs it (ansible-runner, the workflow survey's
+extra vars), on three hosts in three batches (serial 1), without the lab:
+
+- fake-bare: the real capture of the bare lab VM (tests/fixtures/lab/bare), read through a
+  local connection; its IOMMU is present (DMAR) but off, which passes the gate with a warning;
+- fake-noiommu: the same capture without its ACPI DMAR table, what a host with VT-d off in the
+  BIOS shows: it fails preflight;
+- never-reached: an address of TEST-NET-1 (RFC 5737) that no packet reaches; any task on it
+  would show as unreachable.
+
+The runs use --check and --tags preflight, so no stage task can run on this machine even if the
+gate were wrong. The lab scenario (molecule/default/verify_fleet.yml) runs the same gate with
+the lab VM as the first batch and every stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+fleet_runner = pytest.importorskip("fleet_runner")
+pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
+
+BARE = os.path.join(REPO, "tests", "fixtures", "lab", "bare")
+WORKFLOW = os.path.join(REPO, "awx", "surveys", "workflow.json")
+PREFLIGHT = os.path.join(REPO, "awx", "surveys", "preflight.json")
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    noiommu = tmp_path / "noiommu"
+    shutil.copytree(BARE, noiommu, symlinks=True)
+    os.unlink(noiommu / "sys" / "firmware" / "acpi" / "tables" / "DMAR")
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {
+        "gpuvirt_hosts": {
+            "hosts": {
+                "fake-bare": dict(local, gpuvirt_topology_root=BARE),
+                "fake-noiommu": dict(local, gpuvirt_topology_root=str(noiommu)),
+                "never-reached": {"ansible_host": "192.0.2.1", "ansible_connection": "ssh", "ansible_user": "nobody",
+                                  "ansible_ssh_common_args": "-o ConnectTimeout=2 -o BatchMode=yes"},
+            },
+            "vars": {
+                "gpuvirt_gpu_pci_ids": ["1234:11e8"], "gpuvirt_nic_pci_ids": ["1b36:0010"], "gpuvirt_gpus": ["0000:82:00.0"],
+                "gpuvirt_sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],
+                "gpuvirt_hugepages": [{"size": "2M", "count": 64, "node": 1}],
+                "gpuvirt_tenants": [{"name": "tenant-a", "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64}],
+                "gpuvirt_tenant_policy": {"emulator": "vcpus"},
+            },
+        },
+    }
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    return {"inventory": str(path), "reports": tmp_path / "reports", "tmp": tmp_path}
+
+
+def test_a_host_failing_preflight_stops_the_rollout_at_its_batch(fleet):
+    extra = fleet_runner.survey_extravars(WORKFLOW, {"gpuvirt_serial": "1"})
+    extra["gpuvirt_preflight_report_dir"] = str(fleet["reports"])
+    summary = fleet_runner.run("playbooks/site.yml", fleet["inventory"], extra, check=True, tags="preflight",
+                               private_data_dir=str(fleet["tmp"] / "runner"))
+    problems = fleet_runner.judge(summary, expect_failed_hosts=["fake-noiommu"], expect_untouched=["never-reached"])
+    assert problems == [], json.dumps(summary, indent=1, default=str)
+    assert summary["hosts_with_tasks"] == ["fake-bare", "fake-noiommu"]
+    [failure] = summary["failed"]
+    assert failure["task"] == "Fleet | Stop the rollout at this batch when a host fails preflight"
+    for words in ("ROLLOUT STOPPED at the batch fake-noiommu", "iommu: absent", "Enable VT-d", "BIOS",
+                  "Earlier batches, done: fake-bare", "Later batches, not started: never-reached",
+                  str(fleet["reports"] / "fake-noiommu.json")):
+        assert words in failure["msg"]
+    assert sorted(os.listdir(fleet["reports"])) == ["fake-bare.json", "fake-noiommu.json"]
+    report = json.loads((fleet["reports"] / "fake-noiommu.json").read_text())
+    assert report["status"] == "fail" and report["iommu"]["present"] is False
+    assert summary["changed"] == []
+
+
+@pytest.mark.parametrize("max_fail, goes_on", [(0, False), (50, True)])
+def test_max_fail_percentage_of_a_batch(fleet, max_fail, goes_on):
+    """Batches of two: fake-bare and fake-noiommu, then never-reached. One failed host of two is
+    50 %: the rollout goes on only when more than that is tolerated. (A batch whose hosts all
+    fail always ends the play, whatever the percentage: with serial 1, the first failure does.)"""
+    extra = fleet_runner.survey_extravars(WORKFLOW, {"gpuvirt_serial": "2", "gpuvirt_max_fail_percentage": max_fail})
+    extra["gpuvirt_preflight_report_dir"] = str(fleet["reports"])
+    summary = fleet_runner.run("playbooks/site.yml", fleet["inventory"], extra, check=True, tags="preflight",
+                               private_data_dir=str(fleet["tmp"] / "runner"))
+    assert [e["host"] for e in summary["failed"]] == ["fake-noiommu"]
+    if goes_on:
+        assert [e["host"] for e in summary["unreachable"]] == ["never-reached"]  # batch 2 was started
+    else:
+        assert summary["unreachable"] == [] and "never-reached" not in summary["hosts_with_tasks"]
+        assert "Later batches, not started: never-reached" in summary["failed"][0]["msg"]
+
+
+def test_preflight_playbook_in_check_mode_reports_every_host(fleet):
+    extra = fleet_runner.survey_extravars(PREFLIGHT, {"gpuvirt_hosts_limit": "fake-bare:fake-noiommu"})
+    extra["gpuvirt_preflight_report_dir"] = str(fleet["reports"])
+    summary = fleet_runner.run("playbooks/preflight.yml", fleet["inventory"], extra, check=True,
+                               private_data_dir=str(fleet["tmp"] / "runner"))
+    assert fleet_runner.judge(summary, expect_changed=0, expect_failed_hosts=["fake-noiommu"],
+                              expect_untouched=["never-reached"]) == []
+    [failure] = summary["failed"]
+    assert failure["msg"].startswith("PREFLIGHT FAILED on fake-noiommu") and "VT-d" in failure["msg"]
+    tables = [m["msg"] for m in summary["messages"] if isinstance(m["msg"], list)]
+    bare = next(t for t in tables if t[0].startswith("Preflight fake-bare"))
+    assert bare[0] == "Preflight fake-bare: WARN (0 failed, 2 warnings)"
+    assert any("add intel_iommu=on iommu=pt" in line for line in bare)
+    fleet_lines = [m["msg"] for m in summary["messages"] if m["host"] == "localhost"]
+    assert any(line.startswith("fake-noiommu: FAIL") for line in fleet_lines)
+    assert any(line.startswith("fake-bare: WARN") for line in fleet_lines)
+
+
+@pytest.mark.parametrize("budget, wanted", [(1, [True, False, False]), (2, [True, True, False]), (None, [True, True, True])])
+def test_reboot_budget_is_shared_out_in_batch_order(tmp_path, budget, wanted):
+    """Three hosts in one batch (serial 3); only the budget set-fact runs (--tags reboot_budget)."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpuvirt_topology_root": BARE}
+    inventory = {"gpuvirt_hosts": {"hosts": dict(("host%d" % i, dict(local)) for i in range(3))}}
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    answers = {"gpuvirt_serial": "3", "gpuvirt_reboot_ok": "true"}
+    if budget is not None:
+        answers["gpuvirt_reboot_budget"] = budget
+    extra = fleet_runner.survey_extravars(os.path.join(REPO, "awx", "surveys", "bringup.json"), answers)
+    if budget is None:
+        del extra["gpuvirt_reboot_budget"]  # not given: the whole batch may reboot
+    extra["gpuvirt_preflight_report_dir"] = str(tmp_path / "reports")
+    summary = fleet_runner.run("playbooks/site.yml", str(path), extra, check=True, tags="reboot_budget",
+                               private_data_dir=str(tmp_path / "runner"))
+    assert fleet_runner.judge(summary, expect_changed=0) == []
+    facts = summary["facts"]
+    assert [facts["host%d" % i]["__fleet_reboot_ok"] for i in range(3)] == wanted

@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+"""tests/tools/capture_sysfs.py: a capture reads like the host it was taken from, and the
+bare lab capture (tests/fixtures/lab/bare) holds the lab's topology."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tarfile
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+LAB_BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
+LAB_IDS = (["1234:11e8"], ["1b36:0010"])
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("capture_sysfs", os.path.join(REPO_ROOT, "tests", "tools", "capture_sysfs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+capture_sysfs = load_tool()
+
+
+def without_root(model):
+    return {key: value for key, value in model.items() if key != "root"}
+
+
+@pytest.fixture(name="host")
+def fixture_host(tmp_path):
+    """A host tree made by re-capturing the lab fixture, plus things a capture must drop or
+    survive: a symlink loop, an unrelated big file, a device's config space."""
+    src = tmp_path / "host"
+    assert capture_sysfs.main(["--root", LAB_BARE, str(src)]) == 0
+    dev = src / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0"
+    (dev / "config").write_bytes(b"\0" * 4096)
+    os.symlink("..", dev / "subsystem_loop")
+    os.symlink("../../../../devices", src / "sys" / "bus" / "pci" / "loop")
+    return src
+
+
+def test_lab_fixture_is_the_bare_lab():
+    model = read_topology(LAB_BARE, *LAB_IDS)
+    assert [node["id"] for node in model["numa_nodes"]] == [0, 1]
+    assert [node["cpus"] for node in model["numa_nodes"]] == [[0, 1], [2, 3]]
+    pci = model["pci_devices"]
+    assert pci["0000:81:00.0"]["vendor_id"] == "0x1b36" and pci["0000:81:00.0"]["device_id"] == "0x0010"
+    assert pci["0000:81:00.0"]["numa_node"] == 1
+    assert pci["0000:81:00.0"]["sriov_totalvfs"] == 4 and pci["0000:81:00.0"]["sriov_numvfs"] == 0
+    assert pci["0000:81:00.0"]["upstream"] == ["0000:80:00.0"]
+    assert [gpu["address"] for gpu in model["gpus"]] == ["0000:82:00.0"]
+    assert model["gpus"][0]["numa_node"] == 1 and model["gpus"][0]["driver"] is None
+    assert "0000:83:00.0" in [nic["address"] for nic in model["nics"]]
+    assert "intel_iommu=off" in model["cmdline"]
+    assert model["iommu"]["enabled"] is False and model["iommu"]["groups"] == {}
+    assert model["cpu_vendor"] == "intel"
+
+
+@pytest.mark.parametrize("out_name", ["capture", "capture.tar", "capture.tar.gz"])
+def test_capture_reads_like_the_host(host, tmp_path, out_name):
+    out = tmp_path / out_name
+    assert capture_sysfs.main(["--root", str(host), "--note", "unit test", str(out)]) == 0
+    if out_name.endswith(("tar", "gz")):
+        unpacked = tmp_path / "unpacked"
+        with tarfile.open(out) as tar:
+            tar.extractall(unpacked)  # noqa: S202 - made by this test
+        out = unpacked
+    assert without_root(read_topology(str(out), *LAB_IDS)) == without_root(read_topology(str(host), *LAB_IDS))
+    assert "unit test" in (out / ".source.txt").read_text(encoding="utf-8")
+    dev = out / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0"
+    assert not (dev / "config").exists()
+    assert not os.path.lexists(dev / "subsystem_loop")
+    assert not os.path.lexists(out / "sys" / "bus" / "pci" / "loop")
+    # Links stay relative, so the capture can move.
+    link = out / "sys" / "bus" / "pci" / "devices" / "0000:81:00.0"
+    assert not os.path.isabs(os.readlink(link))
+
+
+def test_capture_refuses_a_non_empty_directory(host, tmp_path):
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "something").write_text("x", encoding="utf-8")
+    assert capture_sysfs.main(["--root", str(host), str(out)]) == 2
+    assert sorted(os.listdir(out)) == ["something"]
+
+
+def test_unreadable_files_are_skipped(host, tmp_path):
+    if os.geteuid() == 0:
+        unreadable = host / "proc" / "meminfo"
+        os.unlink(unreadable)
+        os.mkfifo(unreadable)  # not a regular file: skipped, never blocks
+    else:
+        unreadable = host / "proc" / "meminfo"
+        unreadable.chmod(0)
+    out = tmp_path / "out"
+    assert capture_sysfs.main(["--root", str(host), str(out)]) == 0
+    assert not (out / "proc" / "meminfo").exists()
+    assert (out / "proc" / "cmdline").exists()
+
+
+def test_lab_fixture_after_the_boot_stage():
+    """tests/fixtures/lab/iommu-on: the lab after the boot stage's reboot (see its .source.txt)."""
+    model = read_topology(os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "iommu-on"), *LAB_IDS)
+    assert "intel_iommu=on" in model["cmdline"] and "intel_iommu=off" not in model["cmdline"]
+    assert model["iommu"]["enabled"] is True
+    grouped = sorted(addr for members in model["iommu"]["groups"].values() for addr in members)
+    assert grouped == sorted(model["pci_devices"])
+    assert model["gpus"][0]["driver"] == "vfio-pci"
+    assert model["gpus"][0]["iommu_group"] is not None
+    assert model["numa_nodes"][1]["hugepages"]["2048kB"]["total"] == 64
