@@ -4,7 +4,9 @@
 # Usage: scripts/sanity.sh [ansible-test sanity args...]   (default: every test)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
-COPY="${SANITY_BUILD_DIR:-$REPO_ROOT/.build/sanity}/ansible_collections/gpuvirt/tenancy"
+# The copy lives outside the repository: inside it, ansible-test would find the enclosing git
+# checkout, ask git for the files, and see none (the build directory is ignored).
+COPY="${SANITY_BUILD_DIR:-${TMPDIR:-/tmp}/gpuvirt-sanity-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)}/ansible_collections/gpuvirt/tenancy"
 mkdir -p "$COPY"
 # Only the files git would commit: tracked plus untracked-not-ignored.
 (cd "$REPO_ROOT" && git ls-files -co --exclude-standard) >"$COPY/../.filelist"
