@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The lab host: a QEMU VM with 2 NUMA nodes, an emulated Intel IOMMU and, on NUMA
 node 1 behind a PCIe expander, stand-ins for the hardware the collection manages:
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The main command's short report on the lab after a playbook run: tasks changed (from
 the play recap), reboots (boot_id and kernel starts on the serial console), the
 topology read on the lab by host_topology_info, and the tenants' placement as libvirt

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Capture the part of a host's /sys and /proc that the collection's host model reads
 (plugins/module_utils/topology.py), as a small tree that Sysfs(root=...) reads like the
 host itself: the unit tests' fake roots.
