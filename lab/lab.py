@@ -213,11 +213,11 @@ def qemu_argv(accel: str, disk: str, port: int, console: str, snapshot: bool = F
     argv = [
         QEMU, "-name", "gpuvirt-lab", "-nodefaults", "-no-user-config",
         "-accel", accel, "-machine", "q35,kernel-irqchip=split", "-cpu", cpu,
-        "-m", "4096", "-smp", "4",
+        "-m", "4096", "-smp", "8",
         "-object", "memory-backend-ram,id=m0,size=2048M",
         "-object", "memory-backend-ram,id=m1,size=2048M",
-        "-numa", "node,nodeid=0,cpus=0-1,memdev=m0",
-        "-numa", "node,nodeid=1,cpus=2-3,memdev=m1",
+        "-numa", "node,nodeid=0,cpus=0-3,memdev=m0",
+        "-numa", "node,nodeid=1,cpus=4-7,memdev=m1",
         "-device", "intel-iommu,intremap=on,caching-mode=on",
         # NUMA node 1: a PCIe expander (bus 0x80) with three root ports, buses 0x81-0x83.
         "-device", "pxb-pcie,id=pxb1,bus_nr=0x80,numa_node=1,bus=pcie.0,addr=0x10",
