@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import traceback
 import xml.etree.ElementTree as ET
 
@@ -29,6 +30,11 @@ else:
     LIBVIRT_IMPORT_ERROR = None
 
 MEMORY_MODES = ("strict", "preferred", "interleave", "restrictive")
+# cputune children a tenant's QoS manages, and the domain scheduler parameters they are live.
+CPU_QOS = (("cpu_shares", "shares", "cpu_shares"), ("cpu_period", "period", "vcpu_period"), ("cpu_quota", "quota", "vcpu_quota"))
+IOTUNE_KEYS = ("total_bytes_sec", "read_bytes_sec", "write_bytes_sec", "total_iops_sec", "read_iops_sec", "write_iops_sec")
+# a vcpu_quota at or above this (cgroup v2 "max") or below 1 is no cap
+UNLIMITED_QUOTA = 17592186044415
 PCI_RE = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
 
@@ -192,7 +198,10 @@ class PinRequest:
         except PlacementInputError as exc:
             raise InputError(str(exc)) from None
 
-    def validate(self, host, root):
+    def validate(self, host, root, strict_vcpus=True):
+        """-> warnings. With ``strict_vcpus`` false (check mode) pins of vCPUs the definition does
+        not have yet are a warning: the tenant's new vCPU count is defined before it is pinned."""
+        warnings = []
         known = set(host["cpus"])
         for index, cpus in sorted((self.vcpu_pins or {}).items()):
             outside = [c for c in cpus if c not in known]
@@ -211,7 +220,10 @@ class PinRequest:
         vcpu = root.find("vcpu")
         max_vcpus = int(vcpu.text) if vcpu is not None and (vcpu.text or "").strip() else 1
         too_high = [i for i in (self.vcpu_pins or {}) if i >= max_vcpus]
-        if too_high:
+        if too_high and not strict_vcpus:
+            warnings.append("vCPU(s) %s are not in the definition yet (%d vCPU(s)); they are pinned once the domain is defined "
+                            "with them (gpuvirt.tenancy.tenant_domain)" % (", ".join(map(str, too_high)), max_vcpus))
+        elif too_high:
             raise InputError("vcpu_pins: vCPU(s) %s do not exist; the domain has %d vCPU(s) (0-%d)"
                              % (", ".join(map(str, too_high)), max_vcpus, max_vcpus - 1))
         if self.hugepages is not None:
@@ -224,6 +236,7 @@ class PinRequest:
                 if missing:
                     raise InputError("hugepages.nodeset: guest NUMA cell(s) %s are not defined in the domain (cells: %s); the "
                                      "host node is set with nodeset" % (format_cpuset(missing), format_cpuset(cells) or "none"))
+        return warnings
 
     def desired(self, current):
         want = {
@@ -301,7 +314,7 @@ NUMA_MODE_CODES = {"strict": 0, "preferred": 1, "interleave": 2, "restrictive": 
 class NumaPin:
     """Decide, then apply, the pinning of one domain (persistent definition, optionally live)."""
 
-    def __init__(self, conn, name, uri, request, live=False):
+    def __init__(self, conn, name, uri, request, live=False, check_mode=False):
         self.conn = conn
         self.name = name
         self.request = request
@@ -313,7 +326,7 @@ class NumaPin:
         flags = libvirt.VIR_DOMAIN_XML_INACTIVE if self.domain.isPersistent() else 0
         self.before_xml = self.domain.XMLDesc(flags)
         self.root = parse_xml(self.before_xml)
-        request.validate(self.host, self.root)
+        self.warnings = request.validate(self.host, self.root, strict_vcpus=not check_mode)
         self.before_text = to_text(self.root)
         self.after_root = _copy(self.root)
         self.config_changed = apply_pinning(self.after_root, request)
@@ -321,7 +334,6 @@ class NumaPin:
         self.active = bool(self.domain.isActive())
         self.live_changes = self._live_changes() if (live and self.active) else []
         self.restart_required = False
-        self.warnings = []
         if self.active and self.config_changed:
             old, new = read_pinning(self.root), read_pinning(self.after_root)
             if old["hugepages"] != new["hugepages"]:
@@ -406,6 +418,38 @@ class NumaPin:
 
 
 # --------------------------------------------------------------------------- tenant domains
+def _whole(value, what):
+    if isinstance(value, bool):
+        raise InputError("%s: %r is not a whole number" % (what, value))
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError("%s: %r is not a whole number" % (what, value)) from None
+
+
+def vcpu_counts(root):
+    """(current, maximum) vCPUs of a domain definition."""
+    vcpu = root.find("vcpu")
+    if vcpu is None or not (vcpu.text or "").strip():
+        return (1, 1)
+    maximum = int(vcpu.text)
+    return (int(vcpu.get("current") or maximum), maximum)
+
+
+def device_addresses(root):
+    """PCI addresses of a definition's hostdevs and hostdev interfaces, in document order."""
+    out = []
+    for element in root.findall("devices/hostdev") + root.findall("devices/interface"):
+        if element.get("type") in ("pci", "hostdev") and _address_of(element):
+            out.append(_address_of(element))
+    return out
+
+
+def _disk_targets(root):
+    return dict((d.find("source").get("file"), d.find("target").get("dev")) for d in root.findall("devices/disk")
+                if d.find("source") is not None and d.find("target") is not None and d.find("source").get("file"))
+
+
 def _pci_address(addr, what):
     match = PCI_RE.match(str(addr or ""))
     if not match:
@@ -434,6 +478,11 @@ class TenantSpec:
         self.vcpus = params["vcpus"]
         if not self.vcpus or self.vcpus < 1:
             raise InputError("vcpus: must be at least 1")
+        self.max_vcpus = params.get("max_vcpus") or self.vcpus
+        if self.max_vcpus < self.vcpus:
+            raise InputError("max_vcpus: %d is below vcpus %d; raise max_vcpus (the most vCPUs the running domain may grow to) "
+                             "or leave it out" % (self.max_vcpus, self.vcpus))
+        self.qos = self._qos(params.get("qos"))
         self.memory_kib = params["memory_mb"] * 1024
         if params["memory_mb"] < 1:
             raise InputError("memory_mb: must be at least 1")
@@ -477,6 +526,55 @@ class TenantSpec:
         self.machine = params.get("machine")
         self.arch = params.get("arch") or "x86_64"
 
+    @classmethod
+    def named(cls, name):
+        """A spec that names a domain and nothing else (to remove it)."""
+        spec = cls.__new__(cls)
+        spec.name = name
+        return spec
+
+    @staticmethod
+    def _qos(qos):
+        """``qos`` -> {cpu_shares, cpu_period, cpu_quota: int|None, iotune: {key: int}} or None (not managed)."""
+        if qos is None:
+            return None
+        if not isinstance(qos, dict):
+            raise InputError("qos: expected a dict with cpu_shares, cpu_period, cpu_quota and iotune")
+        unknown = sorted(set(qos) - set(["cpu_shares", "cpu_period", "cpu_quota", "iotune"]))
+        if unknown:
+            raise InputError("qos: unknown key(s) %s; known: cpu_shares, cpu_period, cpu_quota, iotune" % ", ".join(unknown))
+        out = {"iotune": {}}
+        limits = {"cpu_shares": (2, 262144), "cpu_period": (1000, 1000000), "cpu_quota": (1000, UNLIMITED_QUOTA - 1)}
+        for key, (low, high) in limits.items():
+            value = qos.get(key)
+            if value is not None:
+                value = _whole(value, "qos.%s" % key)
+                if not low <= value <= high:
+                    raise InputError("qos.%s: %d is outside %d-%d (libvirt cputune)" % (key, value, low, high))
+            out[key] = value
+        if out["cpu_quota"] is not None and out["cpu_period"] is None:
+            raise InputError("qos.cpu_quota: a quota needs its period; set qos.cpu_period (microseconds, e.g. 100000)")
+        iotune = qos.get("iotune") or {}
+        if not isinstance(iotune, dict):
+            raise InputError("qos.iotune: expected a dict of %s" % ", ".join(IOTUNE_KEYS))
+        bad = sorted(set(iotune) - set(IOTUNE_KEYS))
+        if bad:
+            raise InputError("qos.iotune: unknown key(s) %s; known: %s" % (", ".join(bad), ", ".join(IOTUNE_KEYS)))
+        for key, value in iotune.items():
+            if value is None:
+                continue
+            value = _whole(value, "qos.iotune.%s" % key)
+            if value < 0:
+                raise InputError("qos.iotune.%s: %d is negative; 0 (or leaving it out) means no limit" % (key, value))
+            if value:
+                out["iotune"][key] = value
+        for prefix in ("bytes", "iops"):
+            if out["iotune"].get("total_%s_sec" % prefix) and (out["iotune"].get("read_%s_sec" % prefix)
+                                                               or out["iotune"].get("write_%s_sec" % prefix)):
+                raise InputError("qos.iotune: total_%s_sec cannot be set with read_%s_sec/write_%s_sec (libvirt refuses both); "
+                                 "keep one" % (prefix, prefix, prefix))
+        return out
+
     @staticmethod
     def _addr(addr, what):
         _pci_address(addr, what)
@@ -492,7 +590,12 @@ class TenantSpec:
             backing = ET.SubElement(root, "memoryBacking")
             hugepages = ET.SubElement(backing, "hugepages")
             ET.SubElement(hugepages, "page", {"size": str(self.hugepage_kib), "unit": "KiB"})
-        ET.SubElement(root, "vcpu", {"placement": "static"}).text = str(self.vcpus)
+        vcpu = ET.SubElement(root, "vcpu", {"placement": "static"})
+        vcpu.text = str(self.max_vcpus)
+        if self.max_vcpus > self.vcpus:
+            vcpu.set("current", str(self.vcpus))
+        if self.qos is not None:
+            self._sync_cputune(root)
         os_el = ET.SubElement(root, "os")
         type_attrs = {"arch": self.arch}
         if self.machine:
@@ -537,7 +640,60 @@ class TenantSpec:
         ET.SubElement(element, "driver", {"name": "qemu", "type": disk["format"], "io": "threads", "cache": "none"})
         ET.SubElement(element, "source", {"file": disk["path"]})
         ET.SubElement(element, "target", {"dev": disk["target"], "bus": "virtio"})
+        if self.qos is not None:
+            self._sync_iotune(element)
         return element
+
+    def _sync_cputune(self, root):
+        """cputune shares/period/quota as the QoS says (absent keys removed); -> True when changed."""
+        changed = False
+        cputune = root.find("cputune")
+        for key, tag, _param in CPU_QOS:
+            want = self.qos[key]
+            element = cputune.find(tag) if cputune is not None else None
+            have = int(element.text) if element is not None and (element.text or "").strip() else None
+            if have == want:
+                continue
+            changed = True
+            if want is None:
+                cputune.remove(element)
+                continue
+            if cputune is None:
+                cputune = _child(root, "cputune", after=("vcpu", "vcpus", "iothreads", "iothreadids"))
+            if element is None:
+                element = ET.Element(tag)
+                # libvirt's order: shares, period, quota, then the pins
+                position = len([c for c in cputune if c.tag in [t for _k, t, _p in CPU_QOS]])
+                cputune.insert(position, element)
+            element.text = str(want)
+        if cputune is not None and len(cputune) == 0:
+            root.remove(cputune)
+        return changed
+
+    def _sync_iotune(self, disk):
+        """The disk's iotune IOPS/bytes limits as the QoS says (other iotune keys kept); -> True when changed."""
+        iotune = disk.find("iotune")
+        have = {}
+        if iotune is not None:
+            for key in IOTUNE_KEYS:
+                element = iotune.find(key)
+                if element is not None and (element.text or "").strip() and int(element.text):
+                    have[key] = int(element.text)
+        want = self.qos["iotune"]
+        if have == want:
+            return False
+        if iotune is None:
+            iotune = ET.SubElement(disk, "iotune")
+        for key in IOTUNE_KEYS:
+            element = iotune.find(key)
+            if element is not None:
+                iotune.remove(element)
+        for key in IOTUNE_KEYS:
+            if key in want:
+                ET.SubElement(iotune, key).text = str(want[key])
+        if len(iotune) == 0:
+            disk.remove(iotune)
+        return True
 
     def _sync_devices(self, devices):
         """Make the PCI hostdevs, hostdev interfaces and file disks of ``devices`` the wanted ones,
@@ -586,6 +742,8 @@ class TenantSpec:
                 target = element.find("target")
                 if (driver is not None and driver.get("io") == "threads" and driver.get("type") == disk["format"]
                         and target is not None and target.get("dev") == disk["target"] and target.get("bus") == "virtio"):
+                    if self.qos is not None and self._sync_iotune(element):
+                        changed = True
                     continue
                 devices.remove(element)
             devices.insert(0, self._disk(disk))
@@ -616,11 +774,19 @@ class TenantSpec:
                 element.text = str(self.memory_kib)
                 changed = True
         vcpu = root.find("vcpu")
-        if vcpu is None or int(vcpu.text) != self.vcpus or vcpu.get("current") not in (None, str(self.vcpus)):
+        if vcpu is None or vcpu_counts(root) != (self.vcpus, self.max_vcpus):
             vcpu = _child(root, "vcpu", after=("memoryBacking", "currentMemory", "memory"))
-            vcpu.text = str(self.vcpus)
+            vcpu.text = str(self.max_vcpus)
             vcpu.attrib.pop("current", None)
+            if self.max_vcpus > self.vcpus:
+                vcpu.set("current", str(self.vcpus))
             vcpu.set("placement", vcpu.get("placement", "static"))
+            # libvirt rebuilds the per-vCPU hotplug list from the new counts
+            vcpus_list = root.find("vcpus")
+            if vcpus_list is not None:
+                root.remove(vcpus_list)
+            changed = True
+        if self.qos is not None and self._sync_cputune(root):
             changed = True
         if self.hugepage_kib:
             request = PinRequest(hugepages={"size": "2M" if self.hugepage_kib == 2048 else "1G"})
@@ -635,48 +801,204 @@ class TenantSpec:
 
 
 class TenantDomain:
-    """Define (and start) one tenant's domain; decide first, then act."""
+    """Define, update (persistently and, with ``live``, on the running domain), start or remove one
+    tenant's domain; decide first (``__init__``), then act (``apply``)."""
 
-    def __init__(self, conn, uri, spec, state):
+    def __init__(self, conn, uri, spec, state, live=False, shutdown_timeout=120, force_off=False, clock=time.monotonic, sleep=time.sleep):
         self.conn = conn
         self.spec = spec
         self.state = state
+        self.live = live
+        self.shutdown_timeout = shutdown_timeout
+        self.force_off = force_off
+        self._clock, self._sleep = clock, sleep
+        self.warnings = []
+        self.restart_required = False
+        self.live_changes = []
+        self.released = []
+        self.stopped = self.forced = False
         self.domain = lookup(conn, spec.name, uri)
+        self.created = self.domain is None and state != "absent"
+        self.active = bool(self.domain.isActive()) if self.domain is not None else False
         if self.domain is not None:
             flags = libvirt.VIR_DOMAIN_XML_INACTIVE if self.domain.isPersistent() else 0
             self.before_root = parse_xml(self.domain.XMLDesc(flags))
             self.before_text = to_text(self.before_root)
+        else:
+            self.before_root = None
+            self.before_text = ""
+        if state == "absent":
+            self.after_root = None
+            self.after_text = ""
+            self.define = False
+            self.start = False
+            self.remove = self.domain is not None
+            if self.remove:
+                self.released = device_addresses(self.before_root)
+                self.stopped = self.active
+            return
+        self.remove = False
+        if self.domain is not None:
             self.after_root = _copy(self.before_root)
             self.define = spec.update(self.after_root)
-            self.active = bool(self.domain.isActive())
         else:
-            self.before_text = ""
             self.after_root = spec.build()
             self.define = True
-            self.active = False
         self.after_text = to_text(self.after_root)
         self.start = state == "running" and not self.active
-        self.created = self.domain is None
+        if self.active and self.define:
+            self._running_domain_changes()
+
+    # ------------------------------------------------------------------ decide
+    def _running_domain_changes(self):
+        """What of a new definition reaches the running domain: live where libvirt can (vCPU count
+        within the domain's maximum, CPU shares/quota, disk I/O limits), otherwise restart_required."""
+        before, after = self.before_root, self.after_root
+        name = self.spec.name
+        later = []
+        if _kib(before.find("memory").text, before.find("memory").get("unit")) != self.spec.memory_kib:
+            later.append("memory")
+        if device_addresses(before) != device_addresses(after) or _disk_targets(before) != _disk_targets(after):
+            later.append("devices")
+        if before.get("type") != after.get("type"):
+            later.append("domain type")
+        if read_pinning(before)["hugepages"] != read_pinning(after)["hugepages"]:
+            later.append("hugepage backing")
+        want_count = self.spec.vcpus
+        if vcpu_counts(before) != vcpu_counts(after):
+            if not self.live:
+                later.append("vCPU count")
+            else:
+                now = self.domain.vcpusFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                live_max = self.domain.vcpusFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE | libvirt.VIR_DOMAIN_VCPU_MAXIMUM)
+                if now != want_count and want_count <= live_max:
+                    self.live_changes.append(("vcpus", None, now, want_count))
+                elif now != want_count:
+                    later.append("vCPU count %d (the running domain's maximum is %d; max_vcpus raises it from the next start)"
+                                 % (want_count, live_max))
+        if self.spec.qos is not None:
+            if not self.live:
+                if [(t.tag, t.text) for t in before.findall("cputune/*") if t.tag in ("shares", "period", "quota")] != \
+                        [(t.tag, t.text) for t in after.findall("cputune/*") if t.tag in ("shares", "period", "quota")]:
+                    later.append("CPU QoS")
+            else:
+                try:
+                    self._live_qos()
+                except libvirt.libvirtError as exc:
+                    later.append("CPU and disk QoS (its live values cannot be read: %s)" % exc)
+        if later:
+            self.restart_required = True
+            self.warnings.append("running domain %s keeps its %s until it is restarted (the definition is updated; "
+                                 "restart the tenant to apply)" % (name, ", ".join(later)))
+
+    def _live_qos(self):
+        params = self.domain.schedulerParametersFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        want = {}
+        for key, _tag, param in CPU_QOS:
+            value = self.spec.qos[key]
+            if param not in params:
+                continue
+            if param == "vcpu_quota":
+                capped = 0 < params[param] < UNLIMITED_QUOTA
+                if value is None and capped:
+                    want[param] = -1
+                elif value is not None and params[param] != value:
+                    want[param] = value
+            elif param == "vcpu_period":
+                # the period only matters with a quota; the kernel keeps its default otherwise
+                if value is not None and params[param] != value:
+                    want[param] = value
+            elif value is not None and params[param] != value:
+                want[param] = value
+        if want:
+            self.live_changes.append(("scheduler", None, dict((k, params[k]) for k in want), want))
+        targets = _disk_targets(self.before_root)
+        for disk in self.spec.disks:
+            target = targets.get(disk["path"])
+            if target is None:
+                continue
+            now = self.domain.blockIoTune(target, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            wanted = dict((key, self.spec.qos["iotune"].get(key, 0)) for key in IOTUNE_KEYS)
+            current = dict((key, int(now.get(key) or 0)) for key in IOTUNE_KEYS)
+            if current != wanted:
+                self.live_changes.append(("iotune", target, current, wanted))
 
     @property
     def changed(self):
-        return self.define or self.start
+        return self.define or self.start or self.remove or bool(self.live_changes)
 
+    # ------------------------------------------------------------------ act
     def apply(self):
+        if self.remove:
+            self._remove()
+            return
         if self.define:
             try:
                 self.domain = self.conn.defineXML(self.after_text)
             except libvirt.libvirtError as exc:
                 raise StateError("libvirt refused the definition of %s: %s" % (self.spec.name, exc)) from None
+        for kind, target, _now, want in self.live_changes:
+            try:
+                if kind == "vcpus":
+                    self.domain.setVcpusFlags(want, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                elif kind == "scheduler":
+                    self.domain.setSchedulerParametersFlags(want, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                else:
+                    self.domain.setBlockIoTune(target, want, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            except libvirt.libvirtError as exc:
+                # the definition is already updated: say what the running domain did not take
+                self.restart_required = True
+                self.warnings.append("running domain %s did not take its new %s live (%s); it applies when the tenant is "
+                                     "restarted" % (self.spec.name, kind, exc))
         if self.start:
             try:
                 self.domain.create()
             except libvirt.libvirtError as exc:
                 raise StateError("starting %s failed: %s" % (self.spec.name, exc)) from None
 
+    def _remove(self):
+        name = self.spec.name
+        try:
+            if self.domain.isActive():
+                self.domain.shutdown()
+                deadline = self._clock() + self.shutdown_timeout
+                while self.domain.isActive() and self._clock() < deadline:
+                    self._sleep(1)
+                if self.domain.isActive():
+                    if not self.force_off:
+                        raise StateError("%s did not shut down within %ss (its guest did not act on the ACPI power button); nothing "
+                                         "was removed. Shut it down from inside, raise shutdown_timeout, or allow a forced power-off "
+                                         "(force_off)" % (name, self.shutdown_timeout))
+                    self.domain.destroy()
+                    self.forced = True
+            if self.domain.isPersistent():
+                # a managed save image and snapshot metadata would otherwise block the undefine;
+                # the NVRAM file (UEFI guests) belongs to the tenant and goes with it
+                flags = libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA
+                if self.before_root.find("os/nvram") is not None:
+                    flags |= libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+                self.domain.undefineFlags(flags)
+        except libvirt.libvirtError as exc:
+            raise StateError("removing %s failed: %s" % (name, exc)) from None
+
     def diff(self):
-        return {"before_header": "%s (persistent XML)" % self.spec.name, "after_header": "%s (persistent XML)" % self.spec.name,
-                "before": self.before_text, "after": self.after_text}
+        diff = [{"before_header": "%s (persistent XML)" % self.spec.name, "after_header": "%s (persistent XML)" % self.spec.name,
+                 "before": self.before_text, "after": self.after_text}]
+        if self.live_changes:
+            before, after = [], []
+            for kind, target, now, want in self.live_changes:
+                label = kind if target is None else "%s %s" % (kind, target)
+                before.append("%s: %s\n" % (label, now))
+                after.append("%s: %s\n" % (label, want))
+            diff.append({"before_header": "%s (running)" % self.spec.name, "after_header": "%s (running)" % self.spec.name,
+                         "before": "".join(before), "after": "".join(after)})
+        return diff
+
+    def result(self):
+        return {"changed": self.changed, "xml": self.after_text, "created": self.created, "defined": self.define,
+                "started": self.start, "removed": self.remove, "stopped": self.stopped, "forced_off": self.forced,
+                "released_devices": self.released, "live_changed": bool(self.live_changes),
+                "restart_required": self.restart_required, "restart_reasons": list(self.warnings)}
 
 
 def read_assignment(root):

@@ -16,7 +16,11 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   a placed one;
 - NUMA-local first: when a node can hold a tenant's GPUs, VFs, CPUs and memory together, such
   a node is chosen (``numa: preferred`` only falls back to a split placement when none can);
-- a tenant that cannot be placed gets a reason naming the short resource on each node.
+- a tenant that cannot be placed gets a reason naming the short resource on each node;
+- resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
+  CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
+  after the unchanged tenants are placed, and is re-planned (alone) only when its node is full;
+- released: the resources of a tenant marked absent (or no longer listed) are free for the plan.
 """
 
 from __future__ import annotations
@@ -55,8 +59,16 @@ POLICY_CHOICES = {
     "pcie_affinity_level": LEVELS,
     "strategy": ("best_fit", "first_fit"),
 }
-TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "memory_mb", "hugepage_size", "vlan", "mac", "state",
-               "priority", "emulator", "disks", "domain_type", "start")
+TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "max_vcpus", "memory_mb", "hugepage_size", "vlan", "mac", "state",
+               "priority", "qos", "emulator", "disks", "domain_type", "start", "shutdown_timeout", "force_off")
+
+# The existing assignment of a tenant that grows: checked, then given its extra CPUs once
+# every tenant kept as it is holds its own (an existing tenant's growth never moves another).
+_GROW_LATER = "grow later"
+
+
+PRIORITIES = ("online", "batch")
+TENANT_STATES = ("present", "defined", "running", "absent")
 
 
 class PlacementInputError(ValueError):
@@ -330,6 +342,9 @@ class Planner:
         if not name or not isinstance(name, str):
             raise PlacementInputError("tenants[%d]: name is required (a string, the libvirt domain name)" % index)
         where = "tenants[%d] (%s)" % (index, name)
+        if str(raw.get("state") or "present") == "absent":
+            # a tenant that leaves needs only its name: what it held is read from its domain
+            return {"name": name, "state": "absent"}
 
         def count(key, default, minimum):
             value = raw.get(key, default)
@@ -367,6 +382,16 @@ class Planner:
         if raw.get("memory_mb") is None:
             raise PlacementInputError("%s: memory_mb is required (guest memory in MiB)" % where)
         tenant["memory_mb"] = count("memory_mb", 1, 1)
+        tenant["max_vcpus"] = count("max_vcpus", tenant["vcpus"], 1)
+        if tenant["max_vcpus"] < tenant["vcpus"]:
+            raise PlacementInputError("%s: max_vcpus %d is below vcpus %d; raise max_vcpus (the most vCPUs the tenant may grow to "
+                                      "without a restart) or leave it out" % (where, tenant["max_vcpus"], tenant["vcpus"]))
+        priority = raw.get("priority") or "online"
+        if priority not in PRIORITIES:
+            raise PlacementInputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
+        tenant["priority"] = priority
+        if str(raw.get("state") or "present") not in TENANT_STATES:
+            raise PlacementInputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))
         size = raw.get("hugepage_size", self.policy["hugepage_size"]) if "hugepage_size" in raw else self.policy["hugepage_size"]
         tenant["hugepage_size"] = hugepage_size_name(size, "%s: hugepage_size" % where)
         emulator = raw.get("emulator") or self.policy["emulator"]
@@ -529,6 +554,7 @@ class Planner:
         ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
         worst = max(ranks) if ranks else None
         placement = {
+            "resized_from": None,
             "numa_node": node,
             "gpus": gpus,
             "vfs": vfs,
@@ -583,8 +609,12 @@ class Planner:
         return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], self.policy["numa"], why)
 
     # ------------------------------------------------------------------ existing assignments
-    def _existing(self, state, tenant, raw):
-        """Check a previous assignment still fits the request and the host; -> placement or reason."""
+    def _existing(self, state, tenant, raw, grow=False):
+        """Check a previous assignment still fits the request and the host; -> placement or reason.
+
+        A changed vCPU count is a resize in place: the pins of vCPUs 0..n-1 are kept; a shrink is
+        decided at once, a growth returns ``_GROW_LATER`` unless ``grow`` (then the extra CPUs come
+        from what is free on the node now)."""
         if not isinstance(raw, dict):
             return None, "existing assignment is not a dict"
         try:
@@ -613,8 +643,12 @@ class Planner:
         node = _node_of(raw.get("numa_node"))
         if node is None or node not in self.host.nodes:
             return None, "existing numa_node %r is not a node of this host" % (raw.get("numa_node"),)
-        if sorted(pins) != list(range(tenant["vcpus"])):
-            return None, "existing assignment pins %d vCPUs, the tenant asks for %d" % (len(pins), tenant["vcpus"])
+        if not pins or sorted(pins) != list(range(len(pins))):
+            return None, "existing vCPU pins %s are not vCPUs 0..n-1" % sorted(pins)
+        old_count = len(pins)
+        if tenant["vcpus"] > old_count and not grow:
+            return None, _GROW_LATER
+        pins = dict((vcpu, cpu) for vcpu, cpu in pins.items() if vcpu < tenant["vcpus"])
         if tenant["gpu_addresses"] is not None:
             if sorted(gpus) != sorted(tenant["gpu_addresses"]):
                 return None, "existing GPUs %s differ from the requested %s" % (gpus, tenant["gpu_addresses"])
@@ -656,12 +690,21 @@ class Planner:
         reason = self._memory_check(state, node, tenant)
         if reason:
             return None, "existing assignment no longer fits: %s" % reason
+        extra = tenant["vcpus"] - len(pins)
+        if extra > 0:
+            added = self._grow_cpus(state, node, held, used, extra)
+            if isinstance(added, str):
+                return None, "cannot grow from %d to %d vCPUs in place: %s" % (old_count, tenant["vcpus"], added)
+            for cpu in added:
+                pins[len(pins)] = cpu
+                held.update(self.host.core_of[cpu] if self.policy["smt"] == "whole_cores" else (cpu,))
         remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
         if remote and self.policy["numa"] == "required":
             return None, "existing assignment is not NUMA-local and policy numa is required"
         ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
         worst = max(ranks) if ranks else None
         return {
+            "resized_from": old_count if old_count != tenant["vcpus"] else None,
             "numa_node": node,
             "gpus": gpus,
             "vfs": vfs,
@@ -673,6 +716,20 @@ class Planner:
             "local": remote == 0,
             "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
         }, None
+
+    def _grow_cpus(self, state, node, held, used, extra):
+        """``extra`` CPUs of ``node`` for a growing tenant: the unused threads of cores it already
+        holds first, then free ones (whole free cores with ``smt: whole_cores``); -> list or shortage."""
+        spare = sorted(cpu for cpu in held if cpu not in used)
+        if self.policy["smt"] == "whole_cores":
+            free = [cpu for core in self._free_cores(state, node) if not set(core) & held for cpu in core]
+        else:
+            free = [cpu for core in self.host.node_cores[node] for cpu in core
+                    if cpu not in state.cpu_owner and cpu not in self.reserved and cpu not in held]
+        found = (spare + free)[:extra]
+        if len(found) < extra:
+            return "CPUs short on node %d: %d free, %d more needed" % (node, len(spare) + len(free), extra)
+        return found
 
     # ------------------------------------------------------------------ plan
     def plan(self, tenants):
@@ -693,17 +750,25 @@ class Planner:
         placements = {}
         unplaced = {}
         notes = {}
-        # 1. honour previous assignments, in tenant order
+        # 1. honour previous assignments, in tenant order; 1b. then grow the ones that grow
+        growing = []
         for tenant in active:
             if tenant["name"] not in existing:
                 continue
             placement, why = self._existing(state, tenant, existing[tenant["name"]])
+            if why == _GROW_LATER:
+                growing.append(tenant)
+                continue
             if placement is None:
                 notes[tenant["name"]] = "re-planned: %s" % why
                 continue
-            placement["kept"] = True
-            state.take(tenant["name"], placement)
-            placements[tenant["name"]] = placement
+            self._keep(state, placements, notes, tenant, placement)
+        for tenant in growing:
+            placement, why = self._existing(state, tenant, existing[tenant["name"]], grow=True)
+            if placement is None:
+                notes[tenant["name"]] = "re-planned: %s" % why
+                continue
+            self._keep(state, placements, notes, tenant, placement)
         # 2. place the others, in tenant order
         for tenant in active:
             name = tenant["name"]
@@ -725,8 +790,15 @@ class Planner:
             placement["kept"] = False
             state.take(name, placement)
             placements[name] = placement
+        removed = sorted(name for name in existing if name not in set(t["name"] for t in active))
+        released = dict((name, self._released(existing[name])) for name in removed)
+        # the VFs given back, per PF, as gpuvirt.tenancy.sriov_vfs entries that clear their MAC and VLAN
+        vf_resets = {}
+        for name in removed:
+            for vf, pf in sorted(released[name]["vf_pfs"].items()):
+                vf_resets.setdefault(pf, []).append({"address": vf, "mac": "00:00:00:00:00:00", "vlan": 0})
         result = {"placements": {}, "unplaced": unplaced, "notes": notes, "free": self._free(state),
-                  "removed": sorted(name for name in existing if name not in set(t["name"] for t in active))}
+                  "removed": removed, "released": released, "vf_resets": vf_resets}
         for tenant in active:
             placement = placements.get(tenant["name"])
             if placement is None:
@@ -734,6 +806,8 @@ class Planner:
             placement.update({
                 "name": tenant["name"],
                 "vcpus": tenant["vcpus"],
+                "max_vcpus": tenant["max_vcpus"],
+                "priority": tenant["priority"],
                 "memory_mb": tenant["memory_mb"],
                 "network_vfs": [vf for vf in placement["vfs"] if self.host.vf_network.get(vf)],
                 "vf_pfs": dict((vf, self.host.vf_pf.get(vf)) for vf in placement["vfs"]),
@@ -742,6 +816,31 @@ class Planner:
             })
             result["placements"][tenant["name"]] = placement
         return result
+
+    @staticmethod
+    def _keep(state, placements, notes, tenant, placement):
+        placement["kept"] = True
+        if placement.get("resized_from"):
+            notes[tenant["name"]] = "resized in place from %d to %d vCPUs on node %d" % (
+                placement["resized_from"], tenant["vcpus"], placement["numa_node"])
+        state.take(tenant["name"], placement)
+        placements[tenant["name"]] = placement
+
+    def _released(self, raw):
+        """What a removed tenant's domain held, as the pools know it: its GPUs (they stay on
+        vfio-pci for the next tenant) and its VFs with their PFs (whose MAC/VLAN get cleared)."""
+        raw = raw if isinstance(raw, dict) else {}
+        devices = [str(a).lower() for a in (raw.get("hostdevs") or list(raw.get("gpus") or []) + list(raw.get("vfs") or []))]
+        vfs = [a for a in devices if a in self.host.vf_node]
+        try:
+            cpus = sorted(set(parse_cpuset(list((raw.get("vcpu_pins") or {}).values()) if isinstance(raw.get("vcpu_pins"), dict)
+                                           else raw.get("vcpu_pins"))) | set(parse_cpuset(raw.get("emulator_cpus"))) - self.reserved)
+        except PlacementInputError:
+            cpus = []
+        return {"gpus": [a for a in devices if a in self.host.gpu_node], "vfs": vfs,
+                "vf_pfs": dict((vf, self.host.vf_pf.get(vf)) for vf in vfs),
+                "other_devices": [a for a in devices if a not in self.host.gpu_node and a not in self.host.vf_node],
+                "cpus": cpus, "numa_node": _node_of(raw.get("numa_node")), "hugepages": raw.get("hugepages")}
 
     def _free(self, state):
         free = {}
@@ -761,9 +860,12 @@ def plan_tenants(topology, tenants, policy=None):
 
     Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
-    kept, name, vcpus, memory_mb, mac, vlan}}, "unplaced": {name: reason}, "notes": {name: why
-    an existing assignment was not kept}, "free": {node: {cpus, gpus, vfs, hugepages}},
-    "removed": [names in existing that are no longer tenants]}``.
+    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan}},
+    "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
+    it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
+    that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
+    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
+    the MAC and VLAN of the VFs given back}}``.
     Raises PlacementInputError on bad input.
     """
     planner = Planner(copy.deepcopy(topology), copy.deepcopy(policy))

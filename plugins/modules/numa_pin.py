@@ -174,7 +174,7 @@ def main():
         request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
         conn = connect(params["uri"])
         try:
-            pin = NumaPin(conn, params["name"], params["uri"], request, params["live"])
+            pin = NumaPin(conn, params["name"], params["uri"], request, params["live"], check_mode=module.check_mode)
             if pin.changed and not module.check_mode:
                 pin.apply()
             result = pin.result()

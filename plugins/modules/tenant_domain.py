@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: tenant_domain
-short_description: Define a tenant's libvirt domain with its GPUs and VFs passed through, and start it
+short_description: Define, resize, prioritise, start or remove a tenant's libvirt domain with its GPUs and VFs passed through
 version_added: 0.1.0
 description:
   - Defines a libvirt domain for one tenant through libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no),
@@ -17,6 +17,13 @@ description:
   - When the domain exists, only what differs is changed (domain type, vCPU count, memory, hugepage backing, the PCI hostdevs,
     hostdev interfaces and file disks); every other element, including the guest PCI addresses libvirt assigned, is kept.
     Defining twice changes nothing.
+  - With O(live=true) a running domain also gets, live, a new vCPU count within its maximum (C(virDomainSetVcpusFlags)), new
+    CPU shares and quota (C(virDomainSetSchedulerParametersFlags)) and new disk I/O limits (C(virDomainSetBlockIoTune)). What
+    cannot change live (memory, devices, hugepage backing, a vCPU count above the running maximum) is written to the definition
+    and reported with RV(restart_required) and a warning; the domain is never restarted by this module.
+  - O(state=absent) shuts the domain down (ACPI power button), waits up to O(shutdown_timeout) seconds, powers it off only with
+    O(force_off=true), then undefines it. Its devices are not touched: GPUs and VFs stay bound to vfio-pci for the next tenant
+    (RV(released_devices) lists them).
   - CPU, emulator and NUMA memory pinning is done by M(gpuvirt.tenancy.numa_pin).
 options:
   name:
@@ -28,22 +35,27 @@ options:
     type: str
     default: qemu:///system
   state:
-    description: V(defined) defines the domain; V(running) also starts it when it is not running.
+    description:
+      - V(defined) defines the domain; V(running) also starts it when it is not running; V(absent) removes it (see
+        O(shutdown_timeout), O(force_off)).
     type: str
-    choices: [defined, running]
+    choices: [defined, running, absent]
     default: defined
   domain_type:
     description: libvirt domain type, V(kvm) or V(qemu) (no hardware virtualisation, as in the lab).
     type: str
     default: kvm
   vcpus:
-    description: Number of vCPUs.
+    description: Number of vCPUs. Required unless O(state=absent).
     type: int
-    required: true
+  max_vcpus:
+    description:
+      - Most vCPUs the domain may have; above O(vcpus) it leaves room to grow the running domain live (C(<vcpu current=...>)).
+        Default O(vcpus).
+    type: int
   memory_mb:
-    description: Guest memory in MiB (rounded up to whole hugepages when O(hugepage_size) is set).
+    description: Guest memory in MiB (rounded up to whole hugepages when O(hugepage_size) is set). Required unless O(state=absent).
     type: int
-    required: true
   hugepage_size:
     description: Back the memory with hugepages of this size (V(2M), V(1G)); V(none) or unset for none.
     type: str
@@ -92,6 +104,55 @@ options:
     description: Guest architecture.
     type: str
     default: x86_64
+  qos:
+    description:
+      - CPU and disk QoS (C(cputune) C(shares), C(period), C(quota) and each file disk's C(iotune)). When given, the domain carries
+        exactly these: keys left out are removed (no cap). When omitted, the domain's QoS is left as it is.
+    type: dict
+    suboptions:
+      cpu_shares:
+        description: Relative CPU weight against other domains (libvirt C(shares), 2-262144).
+        type: int
+      cpu_period:
+        description: Enforcement period of O(qos.cpu_quota), in microseconds (1000-1000000).
+        type: int
+      cpu_quota:
+        description: CPU time each vCPU may use per O(qos.cpu_period), in microseconds; needs O(qos.cpu_period).
+        type: int
+      iotune:
+        description: Disk limits for every disk of O(disks); 0 or left out means no limit.
+        type: dict
+        suboptions:
+          total_bytes_sec:
+            description: Bytes per second, reads and writes together.
+            type: int
+          read_bytes_sec:
+            description: Read bytes per second.
+            type: int
+          write_bytes_sec:
+            description: Written bytes per second.
+            type: int
+          total_iops_sec:
+            description: I/O operations per second, reads and writes together.
+            type: int
+          read_iops_sec:
+            description: Read operations per second.
+            type: int
+          write_iops_sec:
+            description: Write operations per second.
+            type: int
+  live:
+    description: Also apply what can change live (vCPU count, CPU QoS, disk I/O limits) to a running domain.
+    type: bool
+    default: false
+  shutdown_timeout:
+    description: With O(state=absent), seconds to wait for the guest to shut down after the ACPI power button.
+    type: int
+    default: 120
+  force_off:
+    description: With O(state=absent), power the domain off when it has not shut down within O(shutdown_timeout).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -103,6 +164,8 @@ attributes:
     details: The persistent domain XML before and after.
   platform:
     platforms: posix
+notes:
+  - The live diff (a second diff entry) lists the running domain's vCPU count, scheduler parameters and I/O limits before and after.
 requirements:
   - libvirt-python (python3-libvirt) on the managed host
 seealso:
@@ -136,6 +199,33 @@ EXAMPLES = r"""
     vlan: 100
     disks:
       - path: /var/lib/libvirt/images/tenant-b.qcow2
+
+- name: Grow a running tenant from 2 to 4 vCPUs live (it was defined with max_vcpus 8), as a batch tenant
+  gpuvirt.tenancy.tenant_domain:
+    name: tenant-c
+    live: true
+    vcpus: 4
+    max_vcpus: 8
+    memory_mb: 16384
+    hugepage_size: 1G
+    gpus: ["0000:07:00.0"]
+    disks:
+      - path: /var/lib/libvirt/images/tenant-c.qcow2
+    qos:
+      cpu_shares: 256
+      cpu_period: 100000
+      cpu_quota: 50000
+      iotune:
+        total_iops_sec: 2000
+        total_bytes_sec: 104857600
+  register: tenant_c
+
+- name: Remove a tenant, powering it off if it ignores the shutdown for 60 s
+  gpuvirt.tenancy.tenant_domain:
+    name: tenant-b
+    state: absent
+    shutdown_timeout: 60
+    force_off: true
 """
 
 RETURN = r"""
@@ -155,13 +245,44 @@ started:
   description: Whether the domain was (or would be) started.
   returned: success
   type: bool
+removed:
+  description: Whether the domain was (or would be) undefined (O(state=absent)).
+  returned: success
+  type: bool
+stopped:
+  description: Whether the running domain was (or would be) shut down to remove it.
+  returned: success
+  type: bool
+forced_off:
+  description: Whether it had to be powered off after O(shutdown_timeout).
+  returned: success
+  type: bool
+released_devices:
+  description: PCI addresses the removed domain held (hostdevs and hostdev interfaces); they stay bound to vfio-pci.
+  returned: success
+  type: list
+  elements: str
+  sample: ["0000:82:00.0", "0000:81:00.1"]
+live_changed:
+  description: Whether the running domain was (or would be) changed live.
+  returned: success
+  type: bool
+restart_required:
+  description: The domain runs and part of its new definition applies only when it is restarted (see RV(restart_reasons)).
+  returned: success
+  type: bool
+restart_reasons:
+  description: What the running domain keeps until it is restarted, and why (also given as warnings).
+  returned: success
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
-    LIBVIRT_IMPORT_ERROR, TenantDomain, TenantSpec, connect, missing_libvirt_message)
+    IOTUNE_KEYS, LIBVIRT_IMPORT_ERROR, TenantDomain, TenantSpec, connect, missing_libvirt_message)
 
 
 def main():
@@ -169,10 +290,11 @@ def main():
         argument_spec={
             "name": {"type": "str", "required": True},
             "uri": {"type": "str", "default": "qemu:///system"},
-            "state": {"type": "str", "default": "defined", "choices": ["defined", "running"]},
+            "state": {"type": "str", "default": "defined", "choices": ["defined", "running", "absent"]},
             "domain_type": {"type": "str", "default": "kvm"},
-            "vcpus": {"type": "int", "required": True},
-            "memory_mb": {"type": "int", "required": True},
+            "vcpus": {"type": "int"},
+            "max_vcpus": {"type": "int"},
+            "memory_mb": {"type": "int"},
             "hugepage_size": {"type": "str"},
             "gpus": {"type": "list", "elements": "str", "default": []},
             "vfs": {"type": "list", "elements": "str", "default": []},
@@ -186,23 +308,37 @@ def main():
             }},
             "machine": {"type": "str"},
             "arch": {"type": "str", "default": "x86_64"},
+            "qos": {"type": "dict", "options": {
+                "cpu_shares": {"type": "int"},
+                "cpu_period": {"type": "int"},
+                "cpu_quota": {"type": "int"},
+                "iotune": {"type": "dict", "options": dict((key, {"type": "int"}) for key in IOTUNE_KEYS)},
+            }},
+            "live": {"type": "bool", "default": False},
+            "shutdown_timeout": {"type": "int", "default": 120},
+            "force_off": {"type": "bool", "default": False},
         },
+        required_if=[("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))],
         supports_check_mode=True,
     )
     if LIBVIRT_IMPORT_ERROR:
         module.fail_json(msg=missing_libvirt_message(), exception=LIBVIRT_IMPORT_ERROR)
     params = module.params
+    if params["shutdown_timeout"] < 0:
+        module.fail_json(msg="shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)" % params["shutdown_timeout"])
     try:
-        spec = TenantSpec(params)
+        spec = TenantSpec(params) if params["state"] != "absent" else TenantSpec.named(params["name"])
         conn = connect(params["uri"])
         try:
-            tenant = TenantDomain(conn, params["uri"], spec, params["state"])
+            tenant = TenantDomain(conn, params["uri"], spec, params["state"], live=params["live"],
+                                  shutdown_timeout=params["shutdown_timeout"], force_off=params["force_off"])
             if tenant.changed and not module.check_mode:
                 tenant.apply()
-            result = {"changed": tenant.changed, "xml": tenant.after_text, "created": tenant.created,
-                      "defined": tenant.define, "started": tenant.start}
+            result = tenant.result()
             if module._diff:
                 result["diff"] = tenant.diff()
+            for warning in tenant.warnings:
+                module.warn(warning)
         finally:
             conn.close()
     except (InputError, StateError) as exc:

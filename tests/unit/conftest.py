@@ -40,8 +40,20 @@ def run_module(main, args, check_mode=False, diff=False):
     full.setdefault("_ansible_remote_tmp", "/tmp")
     full.setdefault("_ansible_keep_remote_files", False)
 
+    from ansible.module_utils import _internal
+    from ansible.module_utils.common import warnings as module_warnings
+    module_warnings._global_warnings.clear()  # pylint: disable=protected-access
+    # a module runs on the managed host: its warnings go into its result, even when an earlier
+    # test loaded controller code into this process
+    was_controller = _internal.is_controller
+    _internal.is_controller = False
+
     def exit_json(self, **kwargs):  # pylint: disable=unused-argument
         kwargs.setdefault("changed", False)
+        # what module.warn() collected, as the controller shows it
+        messages = list(module_warnings.get_warning_messages())
+        if messages:
+            kwargs.setdefault("warnings", messages)
         raise ModuleExit(json.loads(json.dumps(kwargs, default=str)), False)
 
     def fail_json(self, msg, **kwargs):  # pylint: disable=unused-argument
@@ -59,6 +71,7 @@ def run_module(main, args, check_mode=False, diff=False):
         return done.result
     finally:
         basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = original
+        _internal.is_controller = was_controller
     raise AssertionError("module returned without exit_json or fail_json")
 
 

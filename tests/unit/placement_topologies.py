@@ -149,10 +149,13 @@ LAB_PF = "0000:81:00.0"
 LAB_VFS = ["0000:81:00.1", "0000:81:00.2", "0000:81:00.3", "0000:81:00.4"]
 
 
-def lab(pages_2m=(0, 128), vfs=4):
-    """The lab VM: 2 nodes, no SMT, edu (GPU stand-in) and an NVMe SR-IOV PF on node 1."""
-    nodes = {0: [0, 1], 1: [2, 3]}
-    cpus = [{"id": c, "core_id": c, "package_id": c // 2, "numa_node": c // 2, "siblings": [c], "online": True} for c in range(4)]
+def lab(pages_2m=(0, 128), vfs=4, cpus_per_node=2):
+    """The lab VM: 2 nodes, no SMT, edu (GPU stand-in) and an NVMe SR-IOV PF on node 1
+    (lab/lab.py gives each node 4 CPUs; earlier labs had 2, as the captures in tests/fixtures/lab)."""
+    per = cpus_per_node
+    nodes = {0: list(range(per)), 1: list(range(per, 2 * per))}
+    cpus = [{"id": c, "core_id": c, "package_id": c // per, "numa_node": c // per, "siblings": [c], "online": True}
+            for c in range(2 * per)]
     virtfns = LAB_VFS[:vfs]
     pci = {
         LAB_EDU: {"address": LAB_EDU, "vendor_id": "0x1234", "device_id": "0x11e8", "class": "0x00ff00", "driver": "vfio-pci",

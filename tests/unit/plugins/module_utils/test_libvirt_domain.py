@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 """The domain XML edits of libvirt_domain, without a connection: only the managed elements
-change, namespaced metadata keeps its prefix, and what is written reads back the same."""
+change, namespaced metadata keeps its prefix, and what is written reads back the same; and
+the removal of a guest that ignores the power button (libvirt's test driver)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
-    PinRequest, TenantSpec, apply_pinning, parse_xml, read_assignment, read_pinning, to_text)
+    PinRequest, TenantDomain, TenantSpec, apply_pinning, parse_xml, read_assignment, read_pinning, to_text)
 
 DOMAIN = """<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>t</name>
@@ -89,3 +90,87 @@ def test_new_domain_round_trips_through_read_assignment():
     assert assignment["hostdevs"] == ["0000:07:00.0", "0000:0c:00.2"]
     assert assignment["memory_mb"] == 1024 and assignment["hugepages"]["size"] == "1G"
     assert not spec.update(parse_xml(to_text(root)))
+
+
+# --------------------------------------------------------------------------- removal of a guest that ignores shutdown
+class _DeafDomain:
+    """A libvirt test-driver domain whose guest ignores the ACPI power button (as the lab's
+    diskless tenants do): shutdown() is accepted and nothing happens."""
+
+    def __init__(self, domain):
+        self._domain = domain
+        self.shutdowns = 0
+
+    def shutdown(self):
+        self.shutdowns += 1
+        return 0
+
+    def __getattr__(self, name):
+        return getattr(self._domain, name)
+
+
+class _Conn:
+    def __init__(self, conn):
+        self._conn = conn
+        self.domain = None
+
+    def lookupByName(self, name):  # pylint: disable=invalid-name
+        self.domain = _DeafDomain(self._conn.lookupByName(name))
+        return self.domain
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def deaf_running_domain():
+    libvirt = pytest.importorskip("libvirt")
+    libvirt.registerErrorHandler(lambda *_: None, None)
+    conn = libvirt.open("test:///default")
+    spec = TenantSpec({"name": "deaf", "domain_type": "test", "arch": "i686", "vcpus": 1, "memory_mb": 16})
+    conn.defineXML(to_text(spec.build())).create()
+    yield libvirt, conn
+    try:
+        domain = conn.lookupByName("deaf")
+        if domain.isActive():
+            domain.destroy()
+        domain.undefine()
+    except libvirt.libvirtError:
+        pass
+    conn.close()
+
+
+def test_removal_waits_then_refuses_without_force(deaf_running_domain):
+    libvirt, conn = deaf_running_domain
+    clock = _Clock()
+    wrapped = _Conn(conn)
+    tenant = TenantDomain(wrapped, "test:///default", TenantSpec.named("deaf"), "absent", shutdown_timeout=30,
+                          clock=clock, sleep=clock.sleep)
+    with pytest.raises(StateError, match=r"deaf did not shut down within 30s .*force_off"):
+        tenant.apply()
+    assert wrapped.domain.shutdowns == 1 and clock.now >= 30
+    assert conn.lookupByName("deaf").isActive()
+    assert conn.lookupByName("deaf").isPersistent()
+    del libvirt
+
+
+def test_removal_forces_off_only_when_allowed(deaf_running_domain):
+    libvirt, conn = deaf_running_domain
+    clock = _Clock()
+    tenant = TenantDomain(_Conn(conn), "test:///default", TenantSpec.named("deaf"), "absent", shutdown_timeout=5, force_off=True,
+                          clock=clock, sleep=clock.sleep)
+    tenant.apply()
+    assert tenant.result()["forced_off"] and tenant.result()["removed"]
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName("deaf")

@@ -186,3 +186,16 @@ def test_live_check_mode_touches_nothing(domain):
     result = run_module(numa_pin.main, dict(PIN, name=domain.name(), uri=URI, live=True), check_mode=True)
     assert result["changed"] and result["live_changed"]
     assert live_pins(domain) == before
+
+
+def test_check_mode_pins_of_vcpus_the_domain_gets_first_are_a_warning(domain):
+    # a resize in check mode: tenant_domain would add vCPU 2 before numa_pin pins it
+    before = inactive(domain)
+    args = {"name": domain.name(), "uri": URI, "vcpu_pins": {"0": "1", "1": "2", "2": "3"}}
+    result = run_module(numa_pin.main, args, check_mode=True, diff=True)
+    assert not result.get("failed") and result["changed"]
+    assert any("vCPU(s) 2 are not in the definition yet" in w for w in result["warnings"]), result
+    assert 'vcpu="2"' in result["diff"][0]["after"]
+    assert inactive(domain) == before
+    real = run_module(numa_pin.main, args)
+    assert real.get("failed") and "vCPU(s) 2 do not exist" in real["msg"]

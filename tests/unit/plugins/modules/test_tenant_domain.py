@@ -73,7 +73,7 @@ def test_defining_twice_changes_nothing(conn, args):
 def test_check_mode_defines_nothing(conn, args):
     result = run_module(tenant_domain.main, args, check_mode=True, diff=True)
     assert result["changed"] and result["created"]
-    assert result["diff"]["before"] == "" and "<hostdev" in result["diff"]["after"]
+    assert result["diff"][0]["before"] == "" and "<hostdev" in result["diff"][0]["after"]
     with pytest.raises(libvirt.libvirtError):
         conn.lookupByName(args["name"])
 
@@ -139,3 +139,134 @@ def test_bad_input_fails_and_defines_nothing(conn, args, change, message):
     assert result.get("failed") and message in result["msg"], result
     with pytest.raises(libvirt.libvirtError):
         conn.lookupByName(args["name"])
+
+
+# --------------------------------------------------------------------------- lifecycle: resize, QoS, removal
+BATCH = {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000,
+         "iotune": {"total_iops_sec": 500, "total_bytes_sec": 52428800}}
+
+
+def cputune(root):
+    return dict((child.tag, int(child.text)) for child in root.findall("cputune/*") if child.tag in ("shares", "period", "quota"))
+
+
+def iotune(root):
+    return dict((child.tag, int(child.text)) for child in root.findall("devices/disk/iotune/*"))
+
+
+def test_max_vcpus_leaves_room_to_grow(conn, args):
+    args.update(vcpus=2, max_vcpus=4)
+    run_module(tenant_domain.main, args)
+    vcpu = xml_of(conn, args["name"]).find("vcpu")
+    assert (vcpu.text, vcpu.get("current")) == ("4", "2")
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+def test_running_tenant_grows_live_within_its_maximum(conn, args):
+    args.update(vcpus=1, max_vcpus=4, state="running", live=True)
+    run_module(tenant_domain.main, args)
+    args["vcpus"] = 3
+    result = run_module(tenant_domain.main, args, diff=True)
+    assert result["changed"] and result["live_changed"] and not result["restart_required"]
+    assert result["diff"][1]["before"] == "vcpus: 1\n" and result["diff"][1]["after"] == "vcpus: 3\n"
+    domain = conn.lookupByName(args["name"])
+    assert domain.vcpusFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE) == 3
+    assert xml_of(conn, args["name"]).find("vcpu").get("current") == "3"
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+def test_growth_past_the_running_maximum_asks_for_a_restart(conn, args):
+    args.update(vcpus=2, state="running", live=True)
+    run_module(tenant_domain.main, args)
+    args["vcpus"] = 3
+    result = run_module(tenant_domain.main, args)
+    assert result["changed"] and result["restart_required"] and not result["live_changed"]
+    assert any("maximum is 2" in w and "restart" in w for w in result["restart_reasons"])
+    domain = conn.lookupByName(args["name"])
+    assert domain.isActive() and domain.vcpusFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE) == 2
+    assert xml_of(conn, args["name"]).find("vcpu").text == "3"
+
+
+def test_memory_change_of_a_running_tenant_asks_for_a_restart(conn, args):
+    args.update(state="running", live=True)
+    run_module(tenant_domain.main, args)
+    args["memory_mb"] = 200
+    result = run_module(tenant_domain.main, args)
+    assert result["restart_required"] and any("memory" in w for w in result["restart_reasons"])
+    assert conn.lookupByName(args["name"]).isActive()
+
+
+def test_batch_qos_in_the_definition_then_online_uncaps(conn, args):
+    args.update(disks=[{"path": "/var/lib/libvirt/images/b.raw", "format": "raw"}], qos=BATCH)
+    run_module(tenant_domain.main, args)
+    root = xml_of(conn, args["name"])
+    assert cputune(root) == {"shares": 256, "period": 100000, "quota": 50000}
+    assert iotune(root) == {"total_bytes_sec": 52428800, "total_iops_sec": 500}
+    assert not run_module(tenant_domain.main, args)["changed"]
+    args["qos"] = {"cpu_shares": 1024}
+    assert run_module(tenant_domain.main, args)["changed"]
+    root = xml_of(conn, args["name"])
+    assert cputune(root) == {"shares": 1024} and iotune(root) == {}
+    del args["qos"]
+    assert not run_module(tenant_domain.main, args)["changed"]
+    assert cputune(xml_of(conn, args["name"])) == {"shares": 1024}
+
+
+def test_qos_in_check_mode_shows_the_xml_and_writes_nothing(conn, args):
+    args["disks"] = [{"path": "/var/lib/libvirt/images/c.raw", "format": "raw"}]
+    run_module(tenant_domain.main, args)
+    before = conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    result = run_module(tenant_domain.main, dict(args, qos=BATCH, vcpus=3), check_mode=True, diff=True)
+    assert result["changed"]
+    after = ET.fromstring(result["diff"][0]["after"])
+    assert cputune(after)["quota"] == 50000 and iotune(after)["total_iops_sec"] == 500 and after.find("vcpu").text == "3"
+    assert "<quota>" not in result["diff"][0]["before"]
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+
+
+@pytest.mark.parametrize("qos, message", [
+    ({"cpu_quota": 50000}, "qos.cpu_quota: a quota needs its period"),
+    ({"cpu_shares": 1}, "qos.cpu_shares: 1 is outside 2-262144"),
+    ({"iotune": {"total_iops_sec": 10, "read_iops_sec": 5}}, "total_iops_sec cannot be set with read_iops_sec"),
+    ({"iotune": {"write_bytes_sec": -1}}, "qos.iotune.write_bytes_sec: -1 is negative"),
+])
+def test_bad_qos_fails_and_defines_nothing(conn, args, qos, message):
+    result = run_module(tenant_domain.main, dict(args, qos=qos))
+    assert result.get("failed") and message in result["msg"], result
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+
+
+def test_max_vcpus_below_vcpus_is_refused(conn, args):
+    result = run_module(tenant_domain.main, dict(args, vcpus=4, max_vcpus=2))
+    assert result.get("failed") and "max_vcpus: 2 is below vcpus 4" in result["msg"]
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+
+
+def test_absent_shuts_down_undefines_and_lists_the_released_devices(conn, args):
+    args["state"] = "running"
+    run_module(tenant_domain.main, args)
+    gone = {"name": args["name"], "uri": URI, "state": "absent"}
+    check = run_module(tenant_domain.main, gone, check_mode=True, diff=True)
+    assert check["changed"] and check["removed"] and check["stopped"] and check["diff"][0]["after"] == ""
+    assert conn.lookupByName(args["name"]).isActive()
+    result = run_module(tenant_domain.main, gone)
+    assert result["removed"] and result["stopped"] and not result["forced_off"]
+    assert sorted(result["released_devices"]) == sorted([EDU, VF1])
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+    again = run_module(tenant_domain.main, gone)
+    assert not again["changed"] and not again["removed"]
+
+
+def test_absent_needs_no_size(conn):
+    result = run_module(tenant_domain.main, {"name": "never-defined", "uri": URI, "state": "absent"})
+    assert not result["changed"]
+    del conn
+
+
+def test_defined_needs_a_size(conn):
+    result = run_module(tenant_domain.main, {"name": "t", "uri": URI, "state": "defined"})
+    assert result.get("failed") and "vcpus" in result["msg"] and "memory_mb" in result["msg"]
+    del conn
