@@ -22,7 +22,7 @@ description:
     cannot change live (memory, devices, hugepage backing, a vCPU count above the running maximum) is written to the definition
     and reported with RV(restart_required) and a warning; the domain is never restarted by this module.
   - O(state=absent) shuts the domain down (ACPI power button), waits up to O(shutdown_timeout) seconds, powers it off only with
-    O(force_off=true), then undefines it. Its devices are not touched: GPUs and VFs stay bound to vfio-pci for the next tenant
+    O(force_off=true), then undefines it. Its devices are not touched, so GPUs and VFs stay bound to vfio-pci for the next tenant
     (RV(released_devices) lists them).
   - CPU, emulator and NUMA memory pinning is done by M(gpuvirt.tenancy.numa_pin).
 options:
@@ -107,7 +107,7 @@ options:
   qos:
     description:
       - CPU and disk QoS (C(cputune) C(shares), C(period), C(quota) and each file disk's C(iotune)). When given, the domain carries
-        exactly these: keys left out are removed (no cap). When omitted, the domain's QoS is left as it is.
+        exactly these, and keys left out are removed (no cap). When omitted, the domain's QoS is left as it is.
     type: dict
     suboptions:
       cpu_shares:

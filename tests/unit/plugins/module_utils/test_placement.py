@@ -271,8 +271,8 @@ def test_growth_comes_after_unchanged_tenants_and_before_new_ones():
     topo = lab(pages_2m=(0, 64), cpus_per_node=4)
     first = plan_tenants(topo, LAB_TENANTS, LAB_POLICY)
     assert first["placements"]["tenant-b"]["vcpu_pins"] == {"0": 6}
-    grown = [dict(LAB_TENANTS[0], vcpus=2), LAB_TENANTS[1], tenant("tenant-c", vcpus=1, memory_mb=8, hugepage_size="none",
-                                                                    emulator="housekeeping")]
+    newcomer = tenant("tenant-c", vcpus=1, memory_mb=8, hugepage_size="none", emulator="housekeeping")
+    grown = [dict(LAB_TENANTS[0], vcpus=2), LAB_TENANTS[1], newcomer]
     plan = plan_tenants(topo, grown, dict(LAB_POLICY, existing=first["placements"]))
     assert plan["placements"]["tenant-a"]["vcpu_pins"] == {"0": 4, "1": 7}
     assert plan["placements"]["tenant-a"]["emulator_cpus"] == [5]
