@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The benchmarks, through the repository's virtualenv and collection path (scripts/env.sh).
+#
+# usage: scripts/bench.sh BENCHMARK [ARGS...]     (scripts/bench.sh BENCHMARK --help for its flags)
+#   bringup     benchmarks/bench_bringup.py: the lab host from bare with the main command's playbook
+#               (molecule/default/converge.yml: boot.yml, the lab's soft-RoCE stand-ins, site.yml),
+#               then idempotent re-runs under a settings matrix (pipelining, ControlPersist, facts),
+#               each against the median of `ansible -m ping`; it stops and restarts the lab.
+#               Results: $GPUVIRT_LAB_DIR/run/bench/ (JSON + Markdown), table on stdout.
+#   placement   benchmarks/bench_placement.py: the placement planner (no lab).
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+usage() { sed -n '2,10p' "$0"; }
+(($#)) || { usage >&2; exit 2; }
+name="$1"
+shift
+case "$name" in
+  -h|--help) usage; exit 0 ;;
+  bringup) script=benchmarks/bench_bringup.py ;;
+  placement) script=benchmarks/bench_placement.py ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, placement)" >&2; usage >&2; exit 2 ;;
+esac
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+exec python3 "$script" "$@"
