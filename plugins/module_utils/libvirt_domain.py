@@ -217,8 +217,7 @@ class PinRequest:
             if missing:
                 raise InputError("nodeset: NUMA node(s) %s do not exist on this host (nodes %s)"
                                  % (format_cpuset(missing), format_cpuset(host["cells"]) or "none"))
-        vcpu = root.find("vcpu")
-        max_vcpus = int(vcpu.text) if vcpu is not None and (vcpu.text or "").strip() else 1
+        max_vcpus = vcpu_counts(root)[1]
         too_high = [i for i in (self.vcpu_pins or {}) if i >= max_vcpus]
         if too_high and not strict_vcpus:
             warnings.append("vCPU(s) %s are not in the definition yet (%d vCPU(s)); they are pinned once the domain is defined "
@@ -437,10 +436,10 @@ def vcpu_counts(root):
 
 
 def device_addresses(root):
-    """PCI addresses of a definition's hostdevs and hostdev interfaces, in document order."""
+    """PCI addresses of a definition's PCI hostdevs, then of its hostdev interfaces."""
     out = []
-    for element in root.findall("devices/hostdev") + root.findall("devices/interface"):
-        if element.get("type") in ("pci", "hostdev") and _address_of(element):
+    for element in root.findall("devices/hostdev[@type='pci']") + root.findall("devices/interface[@type='hostdev']"):
+        if _address_of(element):
             out.append(_address_of(element))
     return out
 
@@ -1004,13 +1003,7 @@ class TenantDomain:
 def read_assignment(root):
     """What a domain definition holds, in the shape the planner's ``existing`` takes."""
     pinning = read_pinning(root)
-    hostdevs = []
-    for element in root.findall("devices/hostdev"):
-        if element.get("type") == "pci" and _address_of(element):
-            hostdevs.append(_address_of(element))
-    for element in root.findall("devices/interface"):
-        if element.get("type") == "hostdev" and _address_of(element):
-            hostdevs.append(_address_of(element))
+    hostdevs = device_addresses(root)
     nodeset = pinning["nodeset"]
     vcpu = root.find("vcpu")
     memory = root.find("memory")

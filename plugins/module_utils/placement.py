@@ -151,6 +151,12 @@ def _node_of(value):
     return value if value >= 0 else None
 
 
+def _pinned_cpus(assignment):
+    """The CPUs an assignment's ``vcpu_pins`` name (a dict vCPU -> cpuset, or a list)."""
+    pins = assignment.get("vcpu_pins")
+    return parse_cpuset(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins")
+
+
 def _level_rank(level):
     return LEVEL_RANK.get(str(level).upper(), UNKNOWN_RANK) if level is not None else UNKNOWN_RANK
 
@@ -779,8 +785,7 @@ class Planner:
             if isinstance(old, dict):
                 prefer["node"] = _node_of(old.get("numa_node"))
                 try:
-                    prefer["cpus"] = set(parse_cpuset(list((old.get("vcpu_pins") or {}).values()) if isinstance(old.get("vcpu_pins"), dict)
-                                                      else old.get("vcpu_pins")))
+                    prefer["cpus"] = set(_pinned_cpus(old))
                 except PlacementInputError:
                     prefer["cpus"] = set()
             placement, why = self._place(state, tenant, prefer)
@@ -833,8 +838,7 @@ class Planner:
         devices = [str(a).lower() for a in (raw.get("hostdevs") or list(raw.get("gpus") or []) + list(raw.get("vfs") or []))]
         vfs = [a for a in devices if a in self.host.vf_node]
         try:
-            cpus = sorted(set(parse_cpuset(list((raw.get("vcpu_pins") or {}).values()) if isinstance(raw.get("vcpu_pins"), dict)
-                                           else raw.get("vcpu_pins"))) | set(parse_cpuset(raw.get("emulator_cpus"))) - self.reserved)
+            cpus = sorted(set(_pinned_cpus(raw)) | set(parse_cpuset(raw.get("emulator_cpus"))) - self.reserved)
         except PlacementInputError:
             cpus = []
         return {"gpus": [a for a in devices if a in self.host.gpu_node], "vfs": vfs,
