@@ -17,7 +17,8 @@ description:
     domain (C(virDomainPinVcpuFlags), C(virDomainPinEmulator), C(virDomainSetNumaParameters)). The hugepage backing and a new
     numatune mode apply at the domain's next start (RV(restart_required)).
   - Options left out are left as they are in the domain.
-  - Checks every CPU and node against the host's capabilities before changing anything.
+  - Checks every CPU and node against the host's capabilities before changing anything. In check mode, pins of vCPUs the
+    definition does not have yet (a resize that M(gpuvirt.tenancy.tenant_domain) would apply first) are a warning, not an error.
 options:
   name:
     description: The domain name.
