@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 
 PCI_ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -340,3 +341,12 @@ class TopologyReader:
 def read_topology(root="/", gpu_ids=(), nic_ids=()):
     """The host model as a dict (see docs/CONTRACTS.md)."""
     return TopologyReader(root, gpu_ids=gpu_ids, nic_ids=nic_ids).read()
+
+
+def topology_info(params, host, run):  # pylint: disable=unused-argument
+    """The host_topology_info module: the host model under the host's root."""
+    try:
+        reader = TopologyReader(host.root, gpu_ids=params["gpu_ids"], nic_ids=params["nic_ids"])
+    except ValueError as exc:
+        raise InputError("gpu_ids/nic_ids: %s" % exc)
+    return {"topology": reader.read()}

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -131,26 +133,20 @@ topology:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import topology_info
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        gpu_ids=dict(type="list", elements="str", default=[]),
+        nic_ids=dict(type="list", elements="str", default=[]),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            gpu_ids=dict(type="list", elements="str", default=[]),
-            nic_ids=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        reader = TopologyReader(module.params["root"], gpu_ids=module.params["gpu_ids"],
-                                nic_ids=module.params["nic_ids"])
-    except ValueError as exc:
-        module.fail_json(msg="gpu_ids/nic_ids: %s" % exc)
-    module.exit_json(changed=False, topology=reader.read())
+def main(host=None):
+    run_module(MODULE_ARGS, topology_info, host=host)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ class ModuleExit(Exception):
         self.failed = failed
 
 
-def run_module(main, args, check_mode=False, diff=False):
+def run_module(main, args, check_mode=False, diff=False, host=None):
     """Run a module's main() with ``args``; return its result dict (``failed`` set on
-    fail_json)."""
+    fail_json). ``host``: the injected :class:`Host` (a test tree, recorded commands, a fake
+    kernel); modules built on the runner take it as ``main(host=...)``."""
     # pylint: disable=import-outside-toplevel
     from ansible.module_utils import basic
     from ansible.module_utils.testing import patch_module_args
@@ -66,7 +67,10 @@ def run_module(main, args, check_mode=False, diff=False):
     basic.AnsibleModule.fail_json = fail_json
     try:
         with patch_module_args(full):
-            main()
+            if host is None:
+                main()
+            else:
+                main(host=host)
     except ModuleExit as done:
         return done.result
     finally:

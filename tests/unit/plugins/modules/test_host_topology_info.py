@@ -41,3 +41,19 @@ def test_reads_this_machine():
         assert os.path.exists("/sys/bus/pci/devices/" + address)
     with open("/proc/cmdline", encoding="utf-8") as handle:
         assert " ".join(topo["cmdline"]) == handle.read().strip()
+
+
+def test_runs_on_an_injected_host(tmp_path):
+    """The one host seam: a Host over a temporary tree, nothing patched."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host  # pylint: disable=import-outside-toplevel
+    from fakes.commands import RecordedCommands  # pylint: disable=import-error,import-outside-toplevel
+    tree = FakeHost(tmp_path)
+    tree.add_numa_node(0, [0, 1], memory_mb=1024)
+    result = run_module(host_topology_info.main, {}, host=Host(str(tmp_path), commands=RecordedCommands()))
+    assert [n["id"] for n in result["topology"]["numa_nodes"]] == [0]
+
+
+def test_root_that_is_not_a_directory_is_an_error(tmp_path):
+    missing = str(tmp_path / "nowhere")
+    result = run_module(host_topology_info.main, {"root": missing})
+    assert result["failed"] and missing in result["msg"] and result["changed"] is False

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one seam between the collection and the machine it changes.
+
+A :class:`Host` bundles what a module may touch: the filesystem under ``root`` (read through
+:class:`Sysfs`), the kernel's sysfs attributes (written through ``kernel``), and programs
+(run through ``commands``: argument lists, ``LC_ALL=C``, return codes checked). The runner
+builds one per module run from the module's ``root`` option; tests build one over a tree in
+a temporary directory with a fake kernel and recorded commands, and nothing else is patched.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+
+__metaclass__ = type
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+class CommandError(StateError):
+    """A program exited non-zero where success was needed."""
+
+    def __init__(self, argv, rc, stdout, stderr):
+        self.argv, self.rc, self.stdout, self.stderr = list(argv), rc, stdout or "", stderr or ""
+        detail = (self.stderr or self.stdout).strip()
+        super().__init__("command failed (rc=%d): %s%s" % (rc, " ".join(self.argv), ": " + detail if detail else ""))
+        self.details = {"rc": rc, "cmd": self.argv, "stdout": self.stdout, "stderr": self.stderr}
+
+
+class ModuleCommands:
+    """Programs on the managed host, through the module's ``run_command``."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def which(self, name, required=False, hint=None):
+        """Absolute path of ``name`` on PATH (and the sbin directories), or None; with
+        ``required``, a missing program is a :class:`StateError` naming what to install."""
+        path = self.module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin", "/usr/local/sbin"])
+        if path is None and required:
+            raise StateError("%s was not found on PATH%s; nothing was changed" % (name, ": " + hint if hint else ""))
+        return path
+
+    def run(self, argv, check=True, data=None):
+        """``(rc, stdout, stderr)`` of an argument list run with ``LC_ALL=C``; a non-zero
+        exit raises :class:`CommandError` unless ``check`` is false."""
+        rc, out, err = self.module.run_command(list(argv), environ_update=C_LOCALE, data=data,
+                                               binary_data=data is not None)
+        if check and rc != 0:
+            raise CommandError(argv, rc, out, err)
+        return rc, out, err
+
+
+class KernelWriter:
+    """Writes sysfs/procfs attributes under the root the reader uses. A refusal by the
+    kernel (EBUSY, EINVAL, ...) reaches the caller as the OSError it is."""
+
+    def __init__(self, fs):
+        self.fs = fs
+
+    def write(self, host_path, value):
+        with open(self.fs.path(host_path), "w", encoding="utf-8") as handle:
+            handle.write(value)
+
+
+class Host:
+    """What one module run may read and change. ``root`` other than ``/`` is a captured or
+    fake tree: reads and file edits go under it, and ``live`` is false so that steps that only
+    make sense on the running machine (daemon reloads, service restarts) are skipped."""
+
+    def __init__(self, root="/", commands=None, kernel=None):
+        root = os.path.abspath(root or "/")
+        if not os.path.isdir(root):
+            raise InputError("root %s is not a directory: give the host's / or a captured tree "
+                             "(tests/tools/capture_sysfs.py writes one)" % root)
+        self.root = root
+        self.fs = Sysfs(root)
+        self.kernel = kernel if kernel is not None else KernelWriter(self.fs)
+        self.commands = commands
+
+    @property
+    def live(self):
+        return self.root == os.sep
+
+    def path(self, host_path):
+        """The real path of a host path (``/etc/default/grub``) under the root."""
+        return self.fs.path(host_path)
+
+    def bind(self, module):
+        """Give the host the module's command runner unless one was injected."""
+        if self.commands is None:
+            self.commands = ModuleCommands(module)
+        return self

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one module runner. A module file holds its documentation, its argument spec and::
+
+    def main(host=None):
+        run_module(MODULE_ARGS, feature_function, host=host)
+
+``feature_function(params, host, run)`` decides first, acts only when ``run.check_mode`` is
+false, records each finished step with ``run.changed = True``, adds what differs through
+``run.diff.add(...)`` and returns the module's result fields. The collection's errors become
+``fail_json`` here, with ``changed`` true when a step was already done, so no feature calls
+``exit_json`` or ``fail_json`` itself.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+
+__metaclass__ = type
+
+
+class Diff:
+    """Before/after texts for ``--diff``; records nothing when diff mode is off."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.entries = []
+
+    def add(self, header, before, after):
+        """One difference: ``before``/``after`` are texts (or None for an absent file)."""
+        if self.enabled:
+            self.entries.append({"before_header": header, "after_header": header,
+                                 "before": before or "", "after": after or ""})
+
+    def extend(self, entries):
+        """Differences already shaped as Ansible diff dicts."""
+        if self.enabled:
+            self.entries.extend(entries)
+
+
+class Run:
+    """What one module run knows about itself: check mode, the diff, warnings, and whether
+    a step has changed the host yet (reported even when a later step fails)."""
+
+    def __init__(self, check_mode=False, diff=False):
+        self.check_mode = check_mode
+        self.diff = Diff(diff)
+        self.warnings = []
+        self.changed = False
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+
+def run_module(module_args, feature, host=None):
+    """Build the AnsibleModule from ``module_args`` (the keyword arguments of AnsibleModule:
+    argument_spec, mutually_exclusive, ...), run ``feature`` against ``host`` (built from the
+    ``root`` option when none is injected) and exit."""
+    kwargs = dict(module_args)
+    kwargs.setdefault("supports_check_mode", True)
+    module = AnsibleModule(**kwargs)
+    run = Run(check_mode=module.check_mode, diff=module._diff)  # pylint: disable=protected-access
+    try:
+        if host is None:
+            host = Host(module.params.get("root") or "/")
+        result = feature(module.params, host.bind(module), run) or {}
+    except (InputError, StateError) as exc:
+        for message in run.warnings:
+            module.warn(message)
+        details = dict(getattr(exc, "details", None) or {})
+        details["changed"] = run.changed or bool(details.get("changed"))
+        module.fail_json(msg=str(exc), **details)
+    for message in run.warnings:
+        module.warn(message)
+    result = dict(result)
+    result["changed"] = bool(result.get("changed")) or run.changed
+    if run.diff.entries:
+        result["diff"] = run.diff.entries
+    module.exit_json(**result)
