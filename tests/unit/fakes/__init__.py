@@ -11,3 +11,7 @@
 A module test builds ``Host(root=tmp, commands=..., kernel=...)`` and passes it to
 ``run_module(module.main, args, host=...)``; nothing else is patched.
 """
+
+import os
+
+STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")

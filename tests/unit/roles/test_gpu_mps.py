@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The gpu_mps role and playbooks/gpu_sharing.yml run by ansible-playbook on localhost in
-check mode, against tests/standins/nvidia-smi (a STAND-IN for nvidia-smi; see its
+check mode, against tests/unit/fakes/standins/nvidia-smi (a STAND-IN for nvidia-smi; see its
 docstring). Nothing here touches systemd or /etc: check mode, and the conflicts fail
 before any write."""
 
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT  # pylint: disable=import-error
-from mig_standin import STANDIN, gpu, h100_fixture_layout  # pylint: disable=import-error
+from fakes.mig import STANDIN, gpu, h100_fixture_layout  # pylint: disable=import-error
 
 PLAY = """
 - name: Run gpu_mps

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """host_usage over fake trees whose procfs tables are real captures
-(tests/fixtures/host_usage) and whose device layout is the lab VM's (fakekernel.lab_host)."""
+(tests/fixtures/host_usage) and whose device layout is the lab VM's (fakes.kernel.lab_host)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import host_usage as hu
-from fakekernel import FIXTURES, fixture_text, lab_host  # pylint: disable=import-error
+from fakes.kernel import FIXTURES, fixture_text, lab_host  # pylint: disable=import-error
 
 
 def test_parse_proc_route_real_capture():

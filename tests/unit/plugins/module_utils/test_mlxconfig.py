@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """mlxconfig output parsing, over the real captures in tests/fixtures/mellanox, and the
-firmware workflow against tests/standins/mlxconfig, which is a STAND-IN for the real tool
+firmware workflow against tests/unit/fakes/standins/mlxconfig, which is a STAND-IN for the real tool
 (it replays the real formats and keeps Default/Current/Next state in a JSON file)."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import sys
 
 import pytest
 
+from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 
-from rdmafake import read_fixture  # pylint: disable=import-error
+from fakes.rdma import read_fixture  # pylint: disable=import-error
 
-STANDIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "standins", "mlxconfig")
+STANDIN = os.path.join(STANDINS, "mlxconfig")
 
 
 def test_parse_e_query_testdata():

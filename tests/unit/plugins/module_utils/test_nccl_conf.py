@@ -12,7 +12,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf a
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import RdmaReader
 
-from rdmafake import read_fixture, tree_from_show_gids  # pylint: disable=import-error
+from fakes.rdma import read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
 H100 = "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt"
 CX6 = "show_gids_mlx5_0_connectx6_two-linklocal-ipv6_plus-ipv4.txt"

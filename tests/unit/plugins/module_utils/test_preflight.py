@@ -3,10 +3,10 @@
 
 - tests/fixtures/lab/bare: a capture of the bare lab VM (intel_iommu=off, DMAR table present);
   with its DMAR table removed it reads like a host whose BIOS has VT-d off.
-- fakekernel's cx4lx/v100/rtx trees: the IOMMU-group listings in tests/fixtures/iommu and
+- fakes.kernel's cx4lx/v100/rtx trees: the IOMMU-group listings in tests/fixtures/iommu and
   tests/fixtures/pci (no ACS: PF and VFs in one group; GPUs paired in groups; a GPU with its
   root port and audio function).
-- ConnectX firmware through tests/standins/mlxconfig, a STAND-IN for mlxconfig that replays
+- ConnectX firmware through tests/unit/fakes/standins/mlxconfig, a STAND-IN for mlxconfig that replays
   the real output format and keeps Next Boot / Current state like the firmware does.
 """
 
@@ -19,15 +19,16 @@ import subprocess
 
 import pytest
 
+from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
-from fakekernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
 BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "standins", "mlxconfig"))
+STANDIN = os.path.join(STANDINS, "mlxconfig")
 LAB_IDS = {"gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}
 LAB_DESIRED = {
     "host": "lab", "gpus": ["0000:82:00.0"], "sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],

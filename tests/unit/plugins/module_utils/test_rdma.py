@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import rdma
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 
-from rdmafake import FakeConfigfs, add_port, parse_show_gids, read_fixture, tree_from_show_gids  # pylint: disable=import-error
+from fakes.rdma import FakeConfigfs, add_port, parse_show_gids, read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
 SHOW_GIDS = [
     "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt",

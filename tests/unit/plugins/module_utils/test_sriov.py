@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """sriov: VF count through 0, refusal while VFs are in use, settings parsing and
-validation, persistence. Writes go to the FakeKernel stand-in (tests/unit/fakekernel.py),
+validation, persistence. Writes go to the FakeKernel stand-in (tests/unit/fakes/kernel.py),
 which answers EBUSY like the kernel does."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import BootFiles, VfioBinder
-from fakekernel import cx4lx_no_acs_host, fixture_text, lab_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, fixture_text, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 NUMVFS = "/sys/bus/pci/devices/%s/sriov_numvfs" % PF

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import (
     TopologyReader, parse_cpulist, read_topology, split_cmdline)
 
-from fakehost import FakeHost  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

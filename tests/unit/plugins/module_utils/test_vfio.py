@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """vfio: selection, host-needed refusal, IOMMU-group rules and isolation over fake trees
 built from real listings (tests/fixtures/iommu, tests/fixtures/pci) and the lab layout.
-Writes go to the FakeKernel stand-in (tests/unit/fakekernel.py)."""
+Writes go to the FakeKernel stand-in (tests/unit/fakes/kernel.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
-from fakekernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
 SSH = "192.0.2.1 51000 192.0.2.2 22"
 

@@ -8,7 +8,7 @@ import os
 from ansible_collections.gpuvirt.tenancy.plugins.modules import host_topology_info
 
 from conftest import run_module  # pylint: disable=import-error
-from fakehost import FakeHost  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 
 def test_reads_a_captured_tree(tmp_path):

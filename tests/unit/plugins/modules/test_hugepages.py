@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages a
 from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
 
 from conftest import run_module  # pylint: disable=import-error
-from fakehost import FakeHost  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 EPYC = os.path.join(FIXTURES, "numa", "numactl-hardware_2x-epyc-9375f_smt-off_2nodes.txt")

@@ -18,7 +18,7 @@ from ansible.module_utils import basic
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
 
 from conftest import run_module  # pylint: disable=import-error
-from fakehost import FakeHost  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boot")
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""mig_profile against tests/standins/nvidia-smi, a STAND-IN for nvidia-smi that replays the
+"""mig_profile against tests/unit/fakes/standins/nvidia-smi, a STAND-IN for nvidia-smi that replays the
 real output formats of tests/fixtures/mig and keeps MIG state in a JSON file between calls
 (mode current/pending, GPU and compute instances, processes, clients). No real GPU here."""
 
@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mig_profile
 
 from conftest import run_module  # pylint: disable=import-error
-from mig_standin import FIXTURES, STANDIN, gpu, h100_fixture_layout, make_state, mutating_calls, read_state, run  # pylint: disable=import-error
+from fakes.mig import FIXTURES, STANDIN, gpu, h100_fixture_layout, make_state, mutating_calls, read_state, run  # pylint: disable=import-error
 
 H100 = "NVIDIA H100 PCIe"
 A100 = "A100-SXM4-40GB"

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""mlx_rocev2 end to end over a fake sysfs/configfs root, with tests/standins/mlxconfig on
+"""mlx_rocev2 end to end over a fake sysfs/configfs root, with tests/unit/fakes/standins/mlxconfig on
 PATH. The stand-in is NOT the real mlxconfig: it replays the real output formats and keeps
 Default/Current/Next state in a JSON file the way the firmware does."""
 
@@ -11,12 +11,13 @@ import shutil
 
 import pytest
 
+from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2
 
 from conftest import run_module  # pylint: disable=import-error
-from rdmafake import FakeConfigfs, add_port  # pylint: disable=import-error
+from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
 
-STANDIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "standins", "mlxconfig"))
+STANDIN = os.path.join(STANDINS, "mlxconfig")
 PF = "0000:81:00.0"
 # rows of the real H100 capture (tests/fixtures/rdma/show_gids_h100-host_...): IPv4 RoCE v2 at 3
 H100_ROWS = [

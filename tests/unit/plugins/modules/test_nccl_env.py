@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.modules import nccl_env
 
 from conftest import run_module  # pylint: disable=import-error
-from rdmafake import add_port, read_fixture, tree_from_show_gids  # pylint: disable=import-error
+from fakes.rdma import add_port, read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
 CX6 = "show_gids_mlx5_0_connectx6_two-linklocal-ipv6_plus-ipv4.txt"
 H100 = "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt"

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """preflight_info as Ansible runs it, over the real capture of the bare lab VM and over the
-ConnectX-4 Lx tree with tests/standins/mlxconfig (a STAND-IN for mlxconfig: real output
+ConnectX-4 Lx tree with tests/unit/fakes/standins/mlxconfig (a STAND-IN for mlxconfig: real output
 format, firmware state in a JSON file) on PATH."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ import json
 import os
 import shutil
 
+from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
 
 from conftest import run_module  # pylint: disable=import-error
-from fakekernel import cx4lx_no_acs_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
 BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
-STANDIN = os.path.abspath(os.path.join(HERE, "..", "..", "..", "standins", "mlxconfig"))
+STANDIN = os.path.join(STANDINS, "mlxconfig")
 
 
 def test_reads_the_bare_lab_capture_in_check_mode():

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """sriov_vfs end to end over fake roots: the lab layout and the ConnectX-4 Lx host of
 iommu/iommu-groups_cx4lx-pf-and-vfs-all-in-group1_no-acs.txt. sysfs writes go to the
-FakeKernel stand-in, ``ip`` is the stand-in in tests/unit/stand_ins."""
+FakeKernel stand-in, ``ip`` is the stand-in in tests/unit/fakes/standins."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import os
 
 import pytest
 
+from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
-from fakekernel import cx4lx_no_acs_host, lab_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host  # pylint: disable=import-error
 
-STAND_INS = os.path.join(os.path.dirname(__file__), "..", "..", "stand_ins")
+STAND_INS = STANDINS
 PF = "0000:81:00.0"
 
 

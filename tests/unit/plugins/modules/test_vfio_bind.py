@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""vfio_bind end to end over the lab layout (fakekernel.lab_host), sysfs writes going to
+"""vfio_bind end to end over the lab layout (fakes.kernel.lab_host), sysfs writes going to
 the FakeKernel stand-in."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import host_usage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from fakekernel import lab_host  # pylint: disable=import-error
+from fakes.kernel import lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 

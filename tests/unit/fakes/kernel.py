@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 
-from fakehost import FakeHost  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 DEV = "/sys/bus/pci/devices/"
 
@@ -209,7 +209,7 @@ def lab_host(root, ssh_local="192.0.2.2"):
     host.write(disk + "/dev", "254:0")
     host.link("/sys/class/block/vda", disk)
     host.link("/sys/dev/block/254:0", disk)
-    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures", "host_usage")
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "host_usage")
     for name, target in (("proc-net-route_debian12_virtio-eth0_default-route.txt", "/proc/net/route"),
                          ("proc-net-ipv6_route_debian12_virtio-eth0_default-route.txt", "/proc/net/ipv6_route"),
                          ("proc-net-if_inet6_debian12_virtio-eth0.txt", "/proc/net/if_inet6"),
@@ -253,7 +253,7 @@ def parse_group_script(text):
     return rows
 
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 
 def fixture_text(relpath):

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Helpers for running mig_profile against tests/standins/nvidia-smi, a STAND-IN for
+"""Helpers for running mig_profile against tests/unit/fakes/standins/nvidia-smi, a STAND-IN for
 nvidia-smi (see its docstring): it replays the real output formats of tests/fixtures/mig
 and keeps MIG state in the JSON file named by $NVIDIA_SMI_STANDIN_STATE."""
 
@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import os
 
+from fakes import STANDINS  # pylint: disable=import-error
 from conftest import FIXTURES, REPO_ROOT, run_module  # pylint: disable=import-error
 
-STANDIN = os.path.join(REPO_ROOT, "tests", "standins", "nvidia-smi")
+STANDIN = os.path.join(STANDINS, "nvidia-smi")
 READ_ONLY = ("-lgip", "-lgipp", "-lgi", "-lci")
 
 

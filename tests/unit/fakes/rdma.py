@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 ZERO = "0000:0000:0000:0000:0000:0000:0000:0000"
 
