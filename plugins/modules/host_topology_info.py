@@ -23,11 +23,6 @@ description:
   - Missing files, a V(-1) NUMA node, driverless devices, an absent IOMMU and devices that
     disappear while being read give null or empty values, never a failure.
 options:
-  root:
-    description:
-      - Directory under which C(/sys) and C(/proc) are read.
-    type: path
-    default: /
   gpu_ids:
     description:
       - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
@@ -43,6 +38,7 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.host
 attributes:
   platform:
     platforms: posix
