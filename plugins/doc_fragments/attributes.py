@@ -41,3 +41,20 @@ attributes:
     support: N/A
     platforms: posix
 """
+
+    # A module that changes the host: full check mode and diff, on POSIX hosts. A module adds
+    # its own ``details`` under ``attributes`` where its diff says more.
+    CHANGES_HOST = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+"""
