@@ -25,7 +25,11 @@ def source_address(element):
 
 
 def device_addresses(root):
-    """PCI addresses of a parsed definition's PCI hostdevs, then of its hostdev interfaces."""
+    """PCI addresses of a parsed definition's PCI hostdevs, then of its hostdev interfaces.
+    A running domain's status file (``/run/libvirt/qemu/<name>.xml``) wraps the definition in
+    ``<domstatus>``: its ``<domain>`` is read."""
+    if root.tag == "domstatus" and root.find("domain") is not None:
+        root = root.find("domain")
     out = []
     for element in root.findall("devices/hostdev[@type='pci']") + root.findall("devices/interface[@type='hostdev']"):
         address = source_address(element)

@@ -39,9 +39,10 @@ class ModuleCommands:
         self.module = module
 
     def which(self, name, required=False, hint=None):
-        """Absolute path of ``name`` on PATH (and the sbin directories), or None; with
-        ``required``, a missing program is a :class:`StateError` naming what to install."""
-        path = self.module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin", "/usr/local/sbin"])
+        """Absolute path of ``name`` on PATH (then the sbin directories, as Ansible searches),
+        or None; with ``required``, a missing program is a :class:`StateError` naming what to
+        install."""
+        path = self.module.get_bin_path(name)
         if path is None and required:
             raise StateError("%s was not found on PATH%s; nothing was changed" % (name, ": " + hint if hint else ""))
         return path
