@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
 """A stand-in for the kernel's side of the sysfs writes the SR-IOV and VFIO code makes,
-over a :class:`FakeHost` tree. It keeps state the way the kernel does:
+over a :class:`FakeHost` tree: the ``kernel`` of a test :class:`Host`
+(``Host(tree.root, kernel=FakeKernel(tree), ...)``), so ``host.kernel.write(path, value)``
+lands here. It keeps state the way the kernel does:
 
 - ``sriov_numvfs``: a new non-zero count while VFs exist fails with EBUSY; above
   ``sriov_totalvfs`` with ERANGE; 0 removes every VF; N creates VFs at the addresses
@@ -32,9 +34,6 @@ class FakeKernel:
         self.vf_spec = dict(vf_spec or {})
         self.writes = []
         self.fail = {}  # host_path -> errno to raise once
-
-    def __call__(self, _fs):
-        return self
 
     # -- helpers ---------------------------------------------------------------
     def p(self, host_path):
