@@ -173,6 +173,23 @@ class FakeKernel:
             raise OSError(errno.EACCES, "read-only attribute " + attribute)
 
 
+# ---------------------------------------------------------------------------- tenants
+def domain_xml(name, address, interface=True):
+    """A libvirt domain definition holding the PCI function ``address``, shaped as
+    tenant_domain writes one: a VF as ``<interface type='hostdev'>`` with its MAC and VLAN
+    (``interface``), else a ``<hostdev type='pci'>``."""
+    domain, bus, rest = address.split(":")
+    slot, function = rest.split(".")
+    source = ("<source><address type='pci' domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/></source>"
+              % (domain, bus, slot, function))
+    if interface:
+        device = ("<interface type='hostdev' managed='no'><mac address='52:54:00:a0:00:01'/>%s"
+                  "<vlan><tag id='101'/></vlan></interface>" % source)
+    else:
+        device = "<hostdev mode='subsystem' type='pci' managed='no'>%s</hostdev>" % source
+    return "<domain type='kvm'><name>%s</name><devices>%s</devices></domain>" % (name, device)
+
+
 # ---------------------------------------------------------------------------- trees
 def lab_host(root, ssh_local="192.0.2.2"):
     """The lab VM's devices as DESIGN.md lists them (QEMU q35, pxb-pcie bus 0x80 on NUMA

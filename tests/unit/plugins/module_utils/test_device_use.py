@@ -10,13 +10,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import device_use
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
-from fakes.kernel import cx4lx_no_acs_host, lab_host, v100_pairs_host  # pylint: disable=import-error
-
-VF_AS_INTERFACE = ("<interface type='hostdev' managed='no'><mac address='52:54:00:a0:00:01'/><source>"
-                   "<address type='pci' domain='0x0000' bus='0x81' slot='0x00' function='0x2'/></source></interface>")
-VF_AS_HOSTDEV = ("<hostdev mode='subsystem' type='pci' managed='yes'><source>"
-                 "<address domain='0x0000' bus='0x81' slot='0x00' function='0x2'/></source></hostdev>")
-
+from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host, v100_pairs_host  # pylint: disable=import-error
 
 # ---------------------------------------------------------------- isolation from real listings
 def test_cx4lx_pf_and_vfs_in_one_group_not_viable(tmp_path):
@@ -64,14 +58,11 @@ def test_libvirt_domain_xml_marks_device_in_use(tmp_path):
 
 
 @pytest.mark.parametrize("path, text", [
-    ("/etc/libvirt/qemu/tenant-net.xml",                                   # defined, stopped
-     "<domain type='kvm'><name>tenant-net</name><devices>%s</devices></domain>" % VF_AS_INTERFACE),
-    ("/run/libvirt/qemu/tenant-net.xml",                                   # running: status file
-     "<domstatus state='running'><domain type='kvm'><name>tenant-net</name><devices>%s</devices></domain></domstatus>"
-     % VF_AS_INTERFACE),
+    ("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2")),            # defined, stopped
+    ("/run/libvirt/qemu/tenant-net.xml",                                                       # running: status file
+     "<domstatus state='running'>%s</domstatus>" % domain_xml("tenant-net", "0000:81:00.2")),
     ("/run/libvirt/qemu/tenant-net.xml",
-     "<domstatus state='running'><domain type='kvm'><name>tenant-net</name><devices>%s</devices></domain></domstatus>"
-     % VF_AS_HOSTDEV),
+     "<domstatus state='running'>%s</domstatus>" % domain_xml("tenant-net", "0000:81:00.2", interface=False)),
 ])
 def test_vf_held_by_a_domain_file_is_in_use(tmp_path, path, text):
     host, _kernel = lab_host(tmp_path)

@@ -21,7 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host, lab_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
@@ -62,14 +62,6 @@ def cx4(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
     monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
     return tree, kernel, runner(tree, kernel, [standin_reply("ip")])
-
-
-def hostdev_interface_xml(name, bus, function):
-    """A domain holding a VF as a network interface, as tenant_domain defines one."""
-    return ("<domain type='kvm'><name>%s</name><devices><interface type='hostdev' managed='no'>"
-            "<mac address='52:54:00:a0:00:01'/><source><address type='pci' domain='0x0000' bus='%s' "
-            "slot='0x00' function='%s'/></source><vlan><tag id='101'/></vlan></interface></devices></domain>"
-            % (name, bus, function))
 
 
 def test_converge_then_nothing_to_do(lab):
@@ -164,7 +156,7 @@ def test_vf_named_by_address_and_count_only_run_keeps_settings(cx4):
 def test_vf_held_as_a_hostdev_interface_by_a_stopped_domain_is_in_use(lab):
     host, kernel, run = lab
     run({"pf": PF, "num_vfs": 4, "autoprobe": False})
-    host.write("/etc/libvirt/qemu/tenant-net.xml", hostdev_interface_xml("tenant-net", "0x81", "0x2"))
+    host.write("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2"))
     kernel.writes.clear()
     result = run({"pf": PF, "num_vfs": 2})
     assert result["failed"] and "0000:81:00.2: attached to libvirt domain tenant-net" in result["msg"]

@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.kernel import domain_xml, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
@@ -37,14 +37,6 @@ def run(lab, args, **kwargs):
     result = run_module(vfio_bind.main, args, host=Host(tree.root, commands=commands, kernel=kernel), **kwargs)
     assert commands.calls == []
     return result
-
-
-def hostdev_interface_xml(name, bus, function):
-    """A domain holding a VF as a network interface, as tenant_domain defines one."""
-    return ("<domain type='kvm'><name>%s</name><devices><interface type='hostdev' managed='no'>"
-            "<mac address='52:54:00:a0:00:01'/><source><address type='pci' domain='0x0000' bus='%s' "
-            "slot='0x00' function='%s'/></source><vlan><tag id='101'/></vlan></interface></devices></domain>"
-            % (name, bus, function))
 
 
 def test_bind_gpu_and_vfs_then_nothing_to_do(lab):
@@ -106,7 +98,7 @@ def test_ssh_nic_named_from_the_session_in_the_tree(lab):
 def test_vf_held_as_a_hostdev_interface_by_a_stopped_domain_is_in_use(lab):
     host, kernel = lab
     run(lab, {"vfs_of": [PF]})
-    host.write("/etc/libvirt/qemu/tenant-net.xml", hostdev_interface_xml("tenant-net", "0x81", "0x2"))
+    host.write("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2"))
     kernel.writes.clear()
     result = run(lab, {"devices": ["0000:81:00.2"], "driver": "host"})
     assert result["failed"] and "0000:81:00.2 is in use by a tenant (attached to libvirt domain tenant-net)" in result["msg"]
