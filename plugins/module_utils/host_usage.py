@@ -10,23 +10,24 @@ mountinfo, ``/sys/class/net`` and ``/sys/class/block`` links), so tests can poin
 fake tree; the optional ``ip -j addr`` output only refines which netdev owns an address.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import ipaddress
 import json
 import os
 import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import is_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 
-PCI_ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+__metaclass__ = type
 
 
 def pci_address_in_path(host_path):
     """The PCI function nearest the end of a resolved sysfs path, or None
     (``/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda`` -> ``0000:00:02.0``)."""
     for part in reversed([p for p in (host_path or "").split("/") if p]):
-        if PCI_ADDRESS_RE.match(part):
+        if is_address(part):
             return part
     return None
 

@@ -8,7 +8,9 @@ than that file (H100 NVL 2321, H200 2335, H200 NVL 233b, L40S 26b9), NVIDIA's
 gpu-admin-tools device-id table.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 NVIDIA = "0x10de"
 MELLANOX = "0x15b3"
@@ -33,32 +35,30 @@ GPU_MODELS = {
     (NVIDIA, "0x26b5"): "L40",
 }
 
-# (model, is_virtual_function)
 NIC_MODELS = {
-    (MELLANOX, "0x1013"): ("ConnectX-4", False),
-    (MELLANOX, "0x1014"): ("ConnectX-4 Virtual Function", True),
-    (MELLANOX, "0x1015"): ("ConnectX-4 Lx", False),
-    (MELLANOX, "0x1016"): ("ConnectX-4 Lx Virtual Function", True),
-    (MELLANOX, "0x1017"): ("ConnectX-5", False),
-    (MELLANOX, "0x1018"): ("ConnectX-5 Virtual Function", True),
-    (MELLANOX, "0x1019"): ("ConnectX-5 Ex", False),
-    (MELLANOX, "0x101a"): ("ConnectX-5 Ex Virtual Function", True),
-    (MELLANOX, "0x101b"): ("ConnectX-6", False),
-    (MELLANOX, "0x101c"): ("ConnectX-6 Virtual Function", True),
-    (MELLANOX, "0x101d"): ("ConnectX-6 Dx", False),
-    (MELLANOX, "0x101e"): ("ConnectX Family mlx5Gen Virtual Function", True),
-    (MELLANOX, "0x101f"): ("ConnectX-6 Lx", False),
-    (MELLANOX, "0x1021"): ("ConnectX-7", False),
-    (MELLANOX, "0x1023"): ("ConnectX-8", False),
-    (MELLANOX, "0xa2d6"): ("BlueField-2 integrated ConnectX-6 Dx", False),
-    (MELLANOX, "0xa2dc"): ("BlueField-3 integrated ConnectX-7", False),
+    (MELLANOX, "0x1013"): "ConnectX-4",
+    (MELLANOX, "0x1014"): "ConnectX-4 Virtual Function",
+    (MELLANOX, "0x1015"): "ConnectX-4 Lx",
+    (MELLANOX, "0x1016"): "ConnectX-4 Lx Virtual Function",
+    (MELLANOX, "0x1017"): "ConnectX-5",
+    (MELLANOX, "0x1018"): "ConnectX-5 Virtual Function",
+    (MELLANOX, "0x1019"): "ConnectX-5 Ex",
+    (MELLANOX, "0x101a"): "ConnectX-5 Ex Virtual Function",
+    (MELLANOX, "0x101b"): "ConnectX-6",
+    (MELLANOX, "0x101c"): "ConnectX-6 Virtual Function",
+    (MELLANOX, "0x101d"): "ConnectX-6 Dx",
+    (MELLANOX, "0x101e"): "ConnectX Family mlx5Gen Virtual Function",
+    (MELLANOX, "0x101f"): "ConnectX-6 Lx",
+    (MELLANOX, "0x1021"): "ConnectX-7",
+    (MELLANOX, "0x1023"): "ConnectX-8",
+    (MELLANOX, "0xa2d6"): "BlueField-2 integrated ConnectX-6 Dx",
+    (MELLANOX, "0xa2dc"): "BlueField-3 integrated ConnectX-7",
 }
 
-# PCI class codes (base class << 16 | subclass << 8 | prog-if)
+# PCI class codes: base class and subclass (the class attribute >> 8), or the base class alone (>> 16)
 CLASS_BRIDGE_PCI = 0x0604
 CLASS_DISPLAY = 0x03
 CLASS_NETWORK = 0x02
-CLASS_INFINIBAND = 0x0207
 
 
 def normalize_id(value):
@@ -89,5 +89,4 @@ def gpu_model(vendor_id, device_id):
 
 
 def nic_model(vendor_id, device_id):
-    found = NIC_MODELS.get((vendor_id, device_id))
-    return found[0] if found else None
+    return NIC_MODELS.get((vendor_id, device_id))

@@ -9,18 +9,20 @@ goes to 0 first, which removes every VF, so that is refused while any VF is held
 tenant (``/dev/vfio/N`` open, or a libvirt domain's hostdev) unless ``force``.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import errno
 import json
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation, pci_function_of, usage_of
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, format_address, normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import (
-    BootFiles, SysfsWriter, isolation, normalize_address, usage_of)
+
+__metaclass__ = type
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 LINK_STATES = ("auto", "enable", "disable")
@@ -59,10 +61,9 @@ def vf_address(pf, offset, stride, index):
     IDs, PCIe SR-IOV spec), or None when they are unknown."""
     if offset is None or stride is None:
         return None
-    domain, bus, rest = pf.split(":")
-    slot, function = rest.split(".")
-    rid = (int(bus, 16) << 8 | int(slot, 16) << 3 | int(function)) + offset + index * stride
-    return "%s:%02x:%02x.%x" % (domain, (rid >> 8) & 0xff, (rid >> 3) & 0x1f, rid & 0x7)
+    domain, bus, slot, function = address_parts(pf)
+    rid = (bus << 8 | slot << 3 | function) + offset + index * stride
+    return format_address(domain, (rid >> 8) & 0xff, (rid >> 3) & 0x1f, rid & 0x7)
 
 
 def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
@@ -139,22 +140,20 @@ def settings_differ(current, desired):
 
 
 class SriovManager:
-    """``ip``: callable(argv) -> (rc, stdout, stderr) running ``ip`` (None: no ip)."""
+    """The VFs of one PF on ``host``: sysfs read through ``host.fs`` and written through
+    ``host.kernel``, VF settings through ``ip`` (``host.commands``; None when not installed)."""
 
-    def __init__(self, fs, topology, writer=None, ip=None):
-        self.fs = fs if isinstance(fs, Sysfs) else Sysfs(fs)
+    def __init__(self, host, topology):
+        self.host = host
+        self.fs = host.fs
         self.topology = topology
         self.pci = topology["pci_devices"]
-        self.writer = writer or SysfsWriter(self.fs)
-        self.ip = ip
+        self.ip = host.commands.which("ip")
 
     def resolve_pf(self, text):
-        address = normalize_address(text)
+        address = pci_function_of(self.topology, text)
         if address is None:
-            netdev = (self.topology.get("netdevs") or {}).get(text)
-            address = netdev and netdev.get("pci_address")
-            if not address:
-                raise InputError("pf: %r is neither a PCI address (0000:81:00.0) nor the netdev of a PCI device" % text)
+            raise InputError("pf: %r is neither a PCI address (0000:81:00.0) nor the netdev of a PCI device" % text)
         dev = self.pci.get(address)
         if dev is None:
             raise InputError("pf: no PCI device %s on this host (see lspci -D)" % address)
@@ -167,9 +166,10 @@ class SriovManager:
             raise InputError("pf: %s offers 0 VFs (sriov_totalvfs 0); raise NUM_OF_VFS in its firmware" % address)
         return address
 
-    def vf_addresses(self, pf, count):
-        """Addresses of VFs 0..count-1: the existing ones, else from sriov_offset/stride."""
-        existing = self.pci[pf]["virtfns"]
+    def vf_addresses(self, pf, count, topology=None):
+        """Addresses of VFs 0..count-1: the existing ones (in ``topology``, default the one
+        planned on), else from sriov_offset/stride."""
+        existing = (topology or self.topology)["pci_devices"][pf]["virtfns"]
         if len(existing) == count:
             return list(existing)
         offset = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_offset" % pf)
@@ -179,7 +179,7 @@ class SriovManager:
     def current_settings(self, netdev):
         if not netdev or self.ip is None:
             return {}
-        _rc, out, _err = self.ip(["link", "show", "dev", netdev])
+        _rc, out, _err = self.host.commands.run([self.ip, "link", "show", "dev", netdev])
         return parse_ip_link_vfs(out)
 
     def plan(self, pf_text, num_vfs=None, autoprobe=None, vfs=None, force=False):
@@ -237,23 +237,25 @@ class SriovManager:
     def changed(plan):
         return bool(plan["recreate"] or plan["autoprobe_before"] != plan["autoprobe_after"] or plan["vf_changes"])
 
-    def _write(self, host_path, value):
+    def _write(self, run, host_path, value):
         try:
-            self.writer.write(host_path, value)
+            self.host.kernel.write(host_path, value)
         except (OSError, IOError) as exc:
             name = errno.errorcode.get(exc.errno, str(exc.errno))
             hint = " (the kernel refuses a new count while VFs exist: it must go through 0)" if name == "EBUSY" else ""
             raise StateError("writing %s to %s failed: %s %s%s" % (value, host_path, name, exc.strerror, hint))
+        run.changed = True
 
-    def apply(self, plan):
+    def apply(self, plan, run):
+        """Make the planned change; ``run.changed`` is set after each step."""
         base = "/sys/bus/pci/devices/%s" % plan["pf"]
         if plan["autoprobe_before"] != plan["autoprobe_after"]:
-            self._write(base + "/sriov_drivers_autoprobe", "1" if plan["autoprobe_after"] else "0")
+            self._write(run, base + "/sriov_drivers_autoprobe", "1" if plan["autoprobe_after"] else "0")
         if plan["recreate"]:
             if plan["num_vfs_before"]:
-                self._write(base + "/sriov_numvfs", "0")
+                self._write(run, base + "/sriov_numvfs", "0")
             if plan["num_vfs_after"]:
-                self._write(base + "/sriov_numvfs", str(plan["num_vfs_after"]))
+                self._write(run, base + "/sriov_numvfs", str(plan["num_vfs_after"]))
             if plan["desired_settings"]:
                 # Fresh VFs: compare against what the driver gave them.
                 current = self.current_settings(plan["netdev"])
@@ -262,21 +264,15 @@ class SriovManager:
                     for i, s in sorted(plan["desired_settings"].items())
                     if settings_differ(current.get(i), s)]
         for change in plan["vf_changes"]:
-            rc, out, err = self.ip(ip_vf_argv(plan["netdev"], change["index"], change["after"]))
-            if rc != 0:
-                argv = ip_vf_argv(plan["netdev"], change["index"], change["after"])
-                raise StateError("ip %s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
+            self.host.commands.run([self.ip] + ip_vf_argv(plan["netdev"], change["index"], change["after"]))
+            run.changed = True
         return plan
 
     def report_vfs(self, topology, plan, settings=None):
         """Per-VF facts after the change (predicted addresses in check mode)."""
         pci = topology["pci_devices"]
         pf = plan["pf"]
-        vfs = list(pci[pf]["virtfns"])
-        if len(vfs) != plan["num_vfs_after"]:
-            offset = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_offset" % pf)
-            stride = self.fs.read_int("/sys/bus/pci/devices/%s/sriov_stride" % pf)
-            vfs = [vf_address(pf, offset, stride, i) for i in range(plan["num_vfs_after"])]
+        vfs = self.vf_addresses(pf, plan["num_vfs_after"], topology)
         settings = settings or {}
         report = []
         for index, address in enumerate(vfs):
@@ -293,8 +289,8 @@ class SriovManager:
             })
         return report
 
-    def persist_changes(self, plan, files=None):
-        files = files or BootFiles(self.fs)
+    @staticmethod
+    def persist_changes(plan, files):
         config = files.load_json(boot.SRIOV_CONFIG, {})
         pfs = dict(config.get("pfs") or {})
         entry = {"num_vfs": plan["num_vfs_after"], "autoprobe": plan["autoprobe_after"]}
@@ -312,62 +308,54 @@ class SriovManager:
         return changes
 
 
-# ---------------------------------------------------------------------------- module glue
-ROOT = "/"
-WRITER = SysfsWriter
+# ---------------------------------------------------------------------------- the module
+def state_texts(plan):
+    """The PF's count, autoprobe and changed VF settings before and after, as diff texts."""
+    def text(side, num_vfs, autoprobe):
+        return json.dumps({"pf": plan["pf"], "num_vfs": num_vfs, "autoprobe": autoprobe,
+                           "vfs": dict((str(c["index"]), c[side]) for c in plan["vf_changes"])}, indent=2, sort_keys=True) + "\n"
+    return (text("before", plan["num_vfs_before"], plan["autoprobe_before"]),
+            text("after", plan["num_vfs_after"], plan["autoprobe_after"]))
 
 
-def _state_text(plan):
-    return json.dumps({"pf": plan["pf"], "num_vfs": plan["num_vfs_before"], "autoprobe": plan["autoprobe_before"],
-                       "vfs": {str(c["index"]): c["before"] for c in plan["vf_changes"]}}, indent=2, sort_keys=True) + "\n", \
-        json.dumps({"pf": plan["pf"], "num_vfs": plan["num_vfs_after"], "autoprobe": plan["autoprobe_after"],
-                    "vfs": {str(c["index"]): c["after"] for c in plan["vf_changes"]}}, indent=2, sort_keys=True) + "\n"
+def reload_units(host):
+    """Make systemd read the changed unit (live machine only)."""
+    systemctl = host.commands.which("systemctl") if host.live else None
+    if systemctl:
+        host.commands.run([systemctl, "daemon-reload"])
 
 
-def file_diffs(changes):
-    return [{"before_header": path, "after_header": path, "before": before or "", "after": after or ""}
-            for path, before, after in changes]
-
-
-def run_sriov_vfs(module):
+def sriov_vfs(params, host, run):
     """The sriov_vfs module: decide, then act unless in check mode."""
-    params = module.params
-    fs = Sysfs(ROOT)
-    ip_bin = module.get_bin_path("ip")
-
-    def ip(argv):
-        return module.run_command([ip_bin] + argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-
-    topology = read_topology(ROOT)
-    manager = SriovManager(fs, topology, writer=WRITER(fs), ip=ip if ip_bin else None)
+    topology = read_topology(host.root)
+    manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
                         vfs=params["vfs"], force=params["force"])
     changed = manager.changed(plan)
-    files = BootFiles(fs)
+    files = BootFiles(host)
     changes = manager.persist_changes(plan, files) if params["persist"] else []
     enable = params["persist"] and files.wants_link_missing(boot.SRIOV_UNIT)
-    before_text, after_text = _state_text(plan)
-    if not module.check_mode:
+    before_text, after_text = state_texts(plan)
+    if not run.check_mode:
         if changed:
-            manager.apply(plan)
+            manager.apply(plan, run)
         if changes or enable:
             files.apply(changes, enable_unit=boot.SRIOV_UNIT)
-            systemctl = module.get_bin_path("systemctl") if ROOT == "/" else None
-            if systemctl:
-                module.run_command([systemctl, "daemon-reload"])
-        topology = read_topology(ROOT)
-    settings = manager.current_settings(plan["netdev"]) if not module.check_mode and plan["desired_settings"] else None
+            run.changed = True
+            reload_units(host)
+        topology = read_topology(host.root)
+    settings = manager.current_settings(plan["netdev"]) if not run.check_mode and plan["desired_settings"] else None
     vfs = manager.report_vfs(topology, plan, settings)
-    if plan["recreate"] and module.check_mode:
+    if plan["recreate"] and run.check_mode:
         iso = {"viable": None, "groups": {}, "reasons": ["known once the VFs exist (check mode)"]}
     else:
         iso = isolation(topology, [vf["address"] for vf in vfs])
     if iso["viable"] is False and vfs:
-        module.warn("VFs of %s are not viable for multi-tenant use: %s" % (plan["pf"], "; ".join(iso["reasons"])))
+        run.warn("VFs of %s are not viable for multi-tenant use: %s" % (plan["pf"], "; ".join(iso["reasons"])))
     if plan["forced_in_use"]:
-        module.warn("force: removed VFs in use: %s" % ", ".join(sorted(plan["forced_in_use"])))
-    diff = [{"before_header": "PF %s" % plan["pf"], "after_header": "PF %s" % plan["pf"],
-             "before": before_text, "after": after_text}] + file_diffs(changes)
+        run.warn("force: removed VFs in use: %s" % ", ".join(sorted(plan["forced_in_use"])))
+    run.diff.add("PF %s" % plan["pf"], before_text, after_text)
+    add_diffs(run.diff, changes)
     return {
         "changed": changed or bool(changes) or bool(enable),
         "pf": plan["pf"],
@@ -380,5 +368,4 @@ def run_sriov_vfs(module):
         "vfs": vfs,
         "isolation": iso,
         "persisted_files": [path for path, _b, _a in changes],
-        "diff": diff,
     }

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: sriov_vfs
@@ -89,15 +91,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
 notes:
   - Needs root. VF settings need C(ip) from iproute2.
   - The VF numbering and addresses come from the PF's C(sriov_offset)/C(sriov_stride).
@@ -211,38 +206,33 @@ persisted_files:
   sample: [/etc/gpuvirt/sriov.json]
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov import sriov_vfs
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        pf=dict(type="str", required=True),
+        num_vfs=dict(type="int"),
+        autoprobe=dict(type="bool"),
+        vfs=dict(type="list", elements="dict", default=[], options=dict(
+            index=dict(type="int"),
+            address=dict(type="str"),
+            mac=dict(type="str"),
+            vlan=dict(type="int"),
+            qos=dict(type="int"),
+            spoofchk=dict(type="bool", default=True),
+            trust=dict(type="bool", default=False),
+            link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+        ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
+        persist=dict(type="bool", default=True),
+        force=dict(type="bool", default=False),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            pf=dict(type="str", required=True),
-            num_vfs=dict(type="int"),
-            autoprobe=dict(type="bool"),
-            vfs=dict(type="list", elements="dict", default=[], options=dict(
-                index=dict(type="int"),
-                address=dict(type="str"),
-                mac=dict(type="str"),
-                vlan=dict(type="int"),
-                qos=dict(type="int"),
-                spoofchk=dict(type="bool", default=True),
-                trust=dict(type="bool", default=False),
-                link_state=dict(type="str", choices=["auto", "enable", "disable"]),
-            ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
-            persist=dict(type="bool", default=True),
-            force=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = sriov.run_sriov_vfs(module)
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, sriov_vfs, host=host)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: vfio_bind
@@ -68,15 +70,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
 notes:
   - Needs root.
 seealso:
@@ -147,31 +142,26 @@ persisted_files:
   sample: [/etc/gpuvirt/vfio.json, /etc/udev/rules.d/61-gpuvirt-vfio.rules]
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import vfio_bind
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        devices=dict(type="list", elements="str"),
+        ids=dict(type="list", elements="str"),
+        vfs_of=dict(type="list", elements="str"),
+        driver=dict(type="str", choices=["vfio-pci", "pci-stub", "host"], default="vfio-pci"),
+        group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
+        persist=dict(type="bool", default=True),
+        force=dict(type="bool", default=False),
+    ),
+    required_one_of=[("devices", "ids", "vfs_of")],
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            devices=dict(type="list", elements="str"),
-            ids=dict(type="list", elements="str"),
-            vfs_of=dict(type="list", elements="str"),
-            driver=dict(type="str", choices=["vfio-pci", "pci-stub", "host"], default="vfio-pci"),
-            group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
-            persist=dict(type="bool", default=True),
-            force=dict(type="bool", default=False),
-        ),
-        required_one_of=[("devices", "ids", "vfs_of")],
-        supports_check_mode=True,
-    )
-    try:
-        result = vfio.run_vfio_bind(module)
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, vfio_bind, host=host)
 
 
 if __name__ == "__main__":

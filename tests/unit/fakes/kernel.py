@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
 """A stand-in for the kernel's side of the sysfs writes the SR-IOV and VFIO code makes,
-over a :class:`FakeHost` tree. It keeps state the way the kernel does:
+over a :class:`FakeHost` tree: the ``kernel`` of a test :class:`Host`
+(``Host(tree.root, kernel=FakeKernel(tree), ...)``), so ``host.kernel.write(path, value)``
+lands here. It keeps state the way the kernel does:
 
 - ``sriov_numvfs``: a new non-zero count while VFs exist fails with EBUSY; above
   ``sriov_totalvfs`` with ERANGE; 0 removes every VF; N creates VFs at the addresses
@@ -32,9 +34,6 @@ class FakeKernel:
         self.vf_spec = dict(vf_spec or {})
         self.writes = []
         self.fail = {}  # host_path -> errno to raise once
-
-    def __call__(self, _fs):
-        return self
 
     # -- helpers ---------------------------------------------------------------
     def p(self, host_path):
@@ -172,6 +171,23 @@ class FakeKernel:
                 self.create_vfs(address, want)
         else:
             raise OSError(errno.EACCES, "read-only attribute " + attribute)
+
+
+# ---------------------------------------------------------------------------- tenants
+def domain_xml(name, address, interface=True):
+    """A libvirt domain definition holding the PCI function ``address``, shaped as
+    tenant_domain writes one: a VF as ``<interface type='hostdev'>`` with its MAC and VLAN
+    (``interface``), else a ``<hostdev type='pci'>``."""
+    domain, bus, rest = address.split(":")
+    slot, function = rest.split(".")
+    source = ("<source><address type='pci' domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/></source>"
+              % (domain, bus, slot, function))
+    if interface:
+        device = ("<interface type='hostdev' managed='no'><mac address='52:54:00:a0:00:01'/>%s"
+                  "<vlan><tag id='101'/></vlan></interface>" % source)
+    else:
+        device = "<hostdev mode='subsystem' type='pci' managed='no'>%s</hostdev>" % source
+    return "<domain type='kvm'><name>%s</name><devices>%s</devices></domain>" % (name, device)
 
 
 # ---------------------------------------------------------------------------- trees

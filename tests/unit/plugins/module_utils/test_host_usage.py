@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import host_usage as hu
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import is_address
 from fakes.kernel import FIXTURES, fixture_text, lab_host  # pylint: disable=import-error
 
 
@@ -106,7 +107,7 @@ PCI = st.builds(lambda d, b, s, f: "%04x:%02x:%02x.%x" % (d, b, s, f),
 
 @given(st.lists(st.one_of(PCI, st.sampled_from(["virtio1", "block", "net", "pci0000:00", "nvme0"])), max_size=8))
 def test_pci_address_in_path_is_last_pci_component(parts):
-    expected = next((p for p in reversed(parts) if hu.PCI_ADDRESS_RE.match(p)), None)
+    expected = next((p for p in reversed(parts) if is_address(p)), None)
     assert hu.pci_address_in_path("/sys/devices/" + "/".join(parts)) == expected
 
 

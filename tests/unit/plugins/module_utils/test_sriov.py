@@ -13,23 +13,35 @@ from hypothesis import given, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import BootFiles, VfioBinder
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import VfioBinder
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, fixture_text, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 NUMVFS = "/sys/bus/pci/devices/%s/sriov_numvfs" % PF
 
 
+def host_over(tree, kernel):
+    """A Host over the tree: writes to the kernel stand-in, no program installed."""
+    return Host(tree.root, commands=RecordedCommands(), kernel=kernel)
+
+
 def manager(host, kernel):
-    return sriov.SriovManager(host.root, read_topology(host.root), writer=kernel)
+    return sriov.SriovManager(host_over(host, kernel), read_topology(host.root))
 
 
 def converge(host, kernel, count=4, autoprobe=False, **kwargs):
     m = manager(host, kernel)
     plan = m.plan(PF, num_vfs=count, autoprobe=autoprobe, **kwargs)
-    m.apply(plan)
+    run = Run()
+    m.apply(plan, run)
+    assert run.changed is bool(kernel.writes)
     return plan
 
 
@@ -60,7 +72,7 @@ def test_create_four_driverless_vfs_each_in_own_group(tmp_path):
         ("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "0"), (NUMVFS, "4")]
     report = manager(host, kernel).report_vfs(topo, plan)
     assert [(r["index"], r["address"], r["numa_node"]) for r in report] == [(i, v, 1) for i, v in enumerate(vfs)]
-    assert sriov.isolation(topo, vfs)["viable"] is True
+    assert isolation(topo, vfs)["viable"] is True
 
 
 def test_autoprobe_true_lets_the_host_driver_take_vfs(tmp_path):
@@ -82,8 +94,8 @@ def test_four_to_two_goes_through_zero(tmp_path):
 
 
 def bind_vfs(host, kernel):
-    b = VfioBinder(host.root, read_topology(host.root), {}, writer=kernel)
-    b.apply(b.plan(b.select(vfs_of=[PF])), "vfio-pci")
+    b = VfioBinder(host_over(host, kernel), read_topology(host.root), {})
+    b.apply(b.plan(b.select(vfs_of=[PF])), "vfio-pci", Run())
 
 
 def test_refused_while_a_vf_is_held_open(tmp_path):
@@ -170,7 +182,7 @@ def test_persist_writes_config_unit_and_is_idempotent(tmp_path):
     host, kernel = lab_host(tmp_path)
     m = manager(host, kernel)
     plan = m.plan(PF, num_vfs=4, autoprobe=False)
-    files = BootFiles(m.fs)
+    files = BootFiles(m.host)
     changes = m.persist_changes(plan, files)
     assert [c[0] for c in changes] == [boot.SRIOV_CONFIG, boot.SCRIPT_PATH, boot.UNIT_DIR + "/" + boot.SRIOV_UNIT]
     files.apply(changes, enable_unit=boot.SRIOV_UNIT)

@@ -12,51 +12,27 @@ import sys
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import device_use
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
 SSH = "192.0.2.1 51000 192.0.2.2 22"
 
 
 def binder(host, kernel, needed=None):
+    """A binder over the tree: sysfs writes to the kernel stand-in, no program installed."""
     topo = read_topology(host.root)
     if needed is None:
         needed = HostUsage(host.root, ssh_connection=SSH).report()
-    return vfio.VfioBinder(host.root, topo, needed, writer=kernel)
-
-
-# ---------------------------------------------------------------- isolation from real listings
-def test_cx4lx_pf_and_vfs_in_one_group_not_viable(tmp_path):
-    host, _kernel = cx4lx_no_acs_host(tmp_path)
-    topo = read_topology(host.root)
-    vfs = topo["pci_devices"]["0000:01:00.0"]["virtfns"]
-    assert vfs == ["0000:01:00.2", "0000:01:00.3", "0000:01:00.4", "0000:01:00.5"]
-    result = vfio.isolation(topo, vfs)
-    assert result["viable"] is False
-    assert set(result["groups"].values()) == {1}
-    assert any("0000:01:00.2 shares IOMMU group 1 with 0000:01:00.3, 0000:01:00.4, 0000:01:00.5" in r
-               for r in result["reasons"])
-    assert any("holds 0000:01:00.0, bound to the host driver mlx5_core" in r for r in result["reasons"])
-
-
-@pytest.mark.parametrize("gpus, viable", [
-    (["0000:27:00.0", "0000:43:00.0", "0000:c3:00.0"], True),    # one GPU per group: 3 tenants
-    (["0000:27:00.0", "0000:28:00.0"], False),                   # a pair: one tenant only
-    (["0000:27:00.0", "0000:28:00.0", "0000:43:00.0", "0000:44:00.0", "0000:c3:00.0", "0000:c4:00.0"], False),
-])
-def test_v100_pairs_isolation(tmp_path, gpus, viable):
-    host, _kernel = v100_pairs_host(tmp_path)
-    assert vfio.isolation(read_topology(host.root), gpus)["viable"] is viable
-
-
-def test_v100_each_gpu_shares_with_its_pair(tmp_path):
-    host, _kernel = v100_pairs_host(tmp_path)
-    topo = read_topology(host.root)
-    assert vfio.group_endpoints(topo, "0000:27:00.0") == ["0000:28:00.0"]
-    assert vfio.group_endpoints(topo, "0000:c4:00.0") == ["0000:c3:00.0"]
+    return vfio.VfioBinder(Host(host.root, commands=RecordedCommands(), kernel=kernel), topo, needed)
 
 
 # ---------------------------------------------------------------- group policy
@@ -65,7 +41,7 @@ def test_strict_allows_driverless_group_peer(tmp_path):
     b = binder(host, kernel, needed={})
     plans = b.plan(["0000:27:00.0"])
     assert [p["address"] for p in plans] == ["0000:27:00.0"]
-    b.apply(plans, "vfio-pci")
+    b.apply(plans, "vfio-pci", Run())
     assert kernel.driver("0000:27:00.0") == "vfio-pci" and kernel.driver("0000:28:00.0") is None
 
 
@@ -78,7 +54,7 @@ def test_strict_refuses_group_peer_on_host_driver_and_bind_group_takes_it(tmp_pa
     assert not kernel.writes
     plans = b.plan(["0000:27:00.0"], group_policy="bind_group")
     assert [(p["address"], p["group_added"]) for p in plans] == [("0000:27:00.0", False), ("0000:28:00.0", True)]
-    b.apply(plans, "vfio-pci")
+    b.apply(plans, "vfio-pci", Run())
     assert kernel.driver("0000:28:00.0") == "vfio-pci"
 
 
@@ -89,7 +65,7 @@ def test_bridge_in_group_is_left_alone(tmp_path):
         b.plan(["0000:01:00.0"])
     plans = b.plan(["0000:01:00.0"], group_policy="bind_group")
     assert [p["address"] for p in plans] == ["0000:01:00.0", "0000:01:00.1"]   # not the root port 00:01.0
-    b.apply(plans, "vfio-pci")
+    b.apply(plans, "vfio-pci", Run())
     assert kernel.driver("0000:00:01.0") == "pcieport"
     assert kernel.driver("0000:01:00.1") == "vfio-pci"
 
@@ -164,26 +140,14 @@ def hold_open(host, pid, group):
 def test_handing_back_a_device_held_open_is_refused(tmp_path):
     host, kernel = lab_host(tmp_path)
     b = binder(host, kernel)
-    b.apply(b.plan(["0000:82:00.0"]), "vfio-pci")
+    b.apply(b.plan(["0000:82:00.0"]), "vfio-pci", Run())
     hold_open(host, 4242, 7)
-    assert vfio.vfio_group_holders(vfio.Sysfs(host.root), 7) == [4242]
+    assert device_use.vfio_group_holders(Sysfs(host.root), 7) == [4242]
     b = binder(host, kernel)
     kernel.writes.clear()
     with pytest.raises(StateError, match="/dev/vfio/7 is held open by pid 4242"):
         b.plan(["0000:82:00.0"], driver="host")
     assert not kernel.writes
-
-
-def test_libvirt_domain_xml_marks_device_in_use(tmp_path):
-    host, _kernel = lab_host(tmp_path)
-    host.write("/etc/libvirt/qemu/tenant-a.xml",
-               "<domain type='kvm'><name>tenant-a</name><devices><hostdev mode='subsystem' type='pci' managed='yes'>"
-               "<source><address domain='0x0000' bus='0x82' slot='0x00' function='0x0'/></source></hostdev>"
-               "</devices></domain>")
-    fs = vfio.Sysfs(host.root)
-    assert vfio.libvirt_domains_using(fs, "0000:82:00.0") == ["tenant-a"]
-    assert vfio.libvirt_domains_using(fs, "0000:81:00.0") == []
-    assert vfio.usage_of(fs, read_topology(host.root), "0000:82:00.0") == ["attached to libvirt domain tenant-a"]
 
 
 # ---------------------------------------------------------------- binding and persistence
@@ -192,7 +156,7 @@ def test_pci_stub_handover_and_idempotence(tmp_path):
     b = binder(host, kernel)
     plans = b.plan(["0000:82:00.0"])
     assert (plans[0]["driver_before"], plans[0]["driver_after"], plans[0]["vfio_device"]) == ("pci-stub", "vfio-pci", "/dev/vfio/7")
-    b.apply(plans, "vfio-pci")
+    b.apply(plans, "vfio-pci", Run())
     assert ("/sys/bus/pci/devices/0000:82:00.0/driver/unbind", "0000:82:00.0") in kernel.writes
     assert ("/sys/bus/pci/drivers_probe", "0000:82:00.0") in kernel.writes
     assert not any("new_id" in path for path, _v in kernel.writes)
@@ -200,7 +164,7 @@ def test_pci_stub_handover_and_idempotence(tmp_path):
     again = binder(host, kernel)
     assert not again.changed(again.plan(["0000:82:00.0"]))
     back = binder(host, kernel)
-    back.apply(back.plan(["0000:82:00.0"], driver="host"), "host")
+    back.apply(back.plan(["0000:82:00.0"], driver="host"), "host", Run())
     assert kernel.driver("0000:82:00.0") == "pci-stub"
 
 
@@ -211,7 +175,7 @@ def test_persist_files_and_boot_script_restore(tmp_path):
     b = binder(host, kernel)
     selected = b.select(devices=["0000:82:00.0"], vfs_of=["0000:81:00.0"])
     plans = b.plan(selected)
-    files = vfio.BootFiles(b.fs)
+    files = BootFiles(b.host)
     changes = b.persist_changes(plans, "vfio-pci", files)
     files.apply(changes, enable_unit=boot.VFIO_UNIT)
     rules = open(host.p(boot.UDEV_RULES), encoding="utf-8").read()

@@ -1,49 +1,73 @@
 # -*- coding: utf-8 -*-
 """sriov_vfs end to end over fake roots: the lab layout and the ConnectX-4 Lx host of
-iommu/iommu-groups_cx4lx-pf-and-vfs-all-in-group1_no-acs.txt. sysfs writes go to the
-FakeKernel stand-in, ``ip`` is the stand-in in tests/unit/fakes/standins."""
+iommu/iommu-groups_cx4lx-pf-and-vfs-all-in-group1_no-acs.txt. Each run gets an injected
+Host over the tree: sysfs writes go to the FakeKernel stand-in, programs to a
+RecordedCommands. The lab PF has no netdev, so nothing is run there; on the ConnectX host
+each ``ip`` call is recorded and answered by the ``ip`` stand-in of tests/unit/fakes/standins,
+which keeps the VF settings between calls."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host, lab_host  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host  # pylint: disable=import-error
 
-STAND_INS = STANDINS
 PF = "0000:81:00.0"
 
 
+def standin_reply(name):
+    """A reply to every call of ``name`` that the stand-in executable gives."""
+    reply = Reply([name, "..."])
+
+    def answer(argv):
+        done = subprocess.run([sys.executable, os.path.join(STANDINS, name)] + argv[1:],
+                              capture_output=True, text=True, check=False)
+        reply.rc, reply.out, reply.err = done.returncode, done.stdout, done.stderr
+    reply.effect = answer
+    return reply
+
+
+def runner(tree, kernel, replies=()):
+    """``run(args, ...)``: sriov_vfs on a fresh Host over ``tree``; the calls it made are
+    in ``run.calls``."""
+    def run(args, **kwargs):
+        commands = RecordedCommands(replies=replies)
+        result = run_module(sriov_vfs.main, args, host=Host(tree.root, commands=commands, kernel=kernel), **kwargs)
+        run.calls.extend(commands.calls)
+        return result
+    run.calls = []
+    return run
+
+
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
-    host, kernel = lab_host(tmp_path / "root")
-    monkeypatch.setattr(sriov, "ROOT", host.root)
-    monkeypatch.setattr(sriov, "WRITER", kernel)
-    return host, kernel
+def lab(tmp_path):
+    tree, kernel = lab_host(tmp_path / "root")
+    return tree, kernel, runner(tree, kernel)
 
 
 @pytest.fixture
 def cx4(tmp_path, monkeypatch):
-    host, kernel = cx4lx_no_acs_host(tmp_path / "root")
-    monkeypatch.setattr(sriov, "ROOT", host.root)
-    monkeypatch.setattr(sriov, "WRITER", kernel)
-    monkeypatch.setenv("PATH", os.path.abspath(STAND_INS) + os.pathsep + os.environ["PATH"])
+    tree, kernel = cx4lx_no_acs_host(tmp_path / "root")
     monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
-    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", host.root)
-    return host, kernel
+    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
+    return tree, kernel, runner(tree, kernel, [standin_reply("ip")])
 
 
 def test_converge_then_nothing_to_do(lab):
-    host, kernel = lab
+    host, kernel, run = lab
     args = {"pf": PF, "num_vfs": 4, "autoprobe": False}
-    first = run_module(sriov_vfs.main, args)
+    first = run(args)
     assert first["changed"] and not first.get("failed")
     assert [(v["address"], v["driver"], v["numa_node"]) for v in first["vfs"]] == [
         ("0000:81:00.%d" % i, None, 1) for i in range(1, 5)]
@@ -54,15 +78,16 @@ def test_converge_then_nothing_to_do(lab):
     assert config == {"pfs": {PF: {"num_vfs": 4, "autoprobe": False}}}
     assert os.path.islink(host.p(boot.WANTS_DIR + "/" + boot.SRIOV_UNIT))
     kernel.writes.clear()
-    second = run_module(sriov_vfs.main, args)
+    second = run(args)
     assert second["changed"] is False and not kernel.writes
+    assert run.calls == []   # no netdev, no ip; not the live machine, no systemctl
 
 
 def test_check_mode_and_diff_change_nothing(lab):
-    host, kernel = lab
-    run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 4, "autoprobe": False})
+    host, kernel, run = lab
+    run({"pf": PF, "num_vfs": 4, "autoprobe": False})
     kernel.writes.clear()
-    result = run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 2}, check_mode=True, diff=True)
+    result = run({"pf": PF, "num_vfs": 2}, check_mode=True, diff=True)
     assert result["changed"] and result["recreated"] and result["num_vfs"] == 2
     assert [v["address"] for v in result["vfs"]] == ["0000:81:00.1", "0000:81:00.2"]   # from sriov_offset/stride
     state = result["diff"][0]
@@ -73,30 +98,31 @@ def test_check_mode_and_diff_change_nothing(lab):
 
 
 def test_refusal_is_a_failure_naming_the_vf(lab):
-    host, kernel = lab
-    run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 4, "autoprobe": False})
+    host, kernel, run = lab
+    run({"pf": PF, "num_vfs": 4, "autoprobe": False})
     host.write("/etc/libvirt/qemu/tenant-a.xml",
                "<domain type='kvm'><name>tenant-a</name><devices><hostdev mode='subsystem' type='pci'><source>"
                "<address domain='0x0000' bus='0x81' slot='0x00' function='0x1'/></source></hostdev></devices></domain>")
     kernel.writes.clear()
-    result = run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 2})
+    result = run({"pf": PF, "num_vfs": 2})
     assert result["failed"] and "0000:81:00.1: attached to libvirt domain tenant-a" in result["msg"]
     assert not kernel.writes
-    forced = run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 2, "force": True})
+    forced = run({"pf": PF, "num_vfs": 2, "force": True})
     assert forced["changed"] and forced["num_vfs"] == 2
 
 
 def test_input_error_is_a_failure(lab):
-    result = run_module(sriov_vfs.main, {"pf": PF, "num_vfs": 9})
+    _host, _kernel, run = lab
+    result = run({"pf": PF, "num_vfs": 9})
     assert result["failed"] and "num_vfs: 9 is outside 0-4" in result["msg"]
 
 
 def test_connectx_vf_settings_and_shared_group(cx4):
-    host, _kernel = cx4
+    host, _kernel, run = cx4
     args = {"pf": "enp1s0f0np0", "num_vfs": 4, "persist": False,
             "vfs": [{"index": 0, "mac": "52:54:00:A0:00:01", "vlan": 101},
                     {"index": 1, "mac": "52:54:00:b0:00:01", "vlan": 102, "qos": 3, "link_state": "enable"}]}
-    first = run_module(sriov_vfs.main, args, diff=True)
+    first = run(args, diff=True)
     assert first["changed"] and not first["recreated"] and first["pf"] == "0000:01:00.0"
     settings = {v["index"]: v["settings"] for v in first["vfs"]}
     assert settings[0] == {"mac": "52:54:00:a0:00:01", "vlan": 101, "qos": 0, "spoofchk": True, "trust": False,
@@ -105,19 +131,41 @@ def test_connectx_vf_settings_and_shared_group(cx4):
     assert first["isolation"]["viable"] is False
     assert any("shares IOMMU group 1" in r for r in first["isolation"]["reasons"])
     assert first["persisted_files"] == [] and not os.path.exists(host.p(boot.SRIOV_CONFIG))
-    second = run_module(sriov_vfs.main, args)
+    assert ["ip", "link", "set", "dev", "enp1s0f0np0", "vf", "0", "mac", "52:54:00:a0:00:01", "vlan", "101",
+            "spoofchk", "on", "trust", "off"] in run.calls
+    del run.calls[:]
+    second = run(args)
     assert second["changed"] is False
+    assert all(call[:3] == ["ip", "link", "show"] for call in run.calls)
 
 
 def test_vf_named_by_address_and_count_only_run_keeps_settings(cx4):
-    host, _kernel = cx4
+    host, _kernel, run = cx4
     settings = {"pf": "0000:01:00.0", "num_vfs": 4, "vfs": [{"address": "0000:01:00.4", "mac": "52:54:00:c0:00:01", "vlan": 7}]}
-    first = run_module(sriov_vfs.main, settings)
+    first = run(settings)
     assert first["changed"]
     assert [v["settings"]["vlan"] for v in first["vfs"] if v["address"] == "0000:01:00.4"] == [7]
     config = json.load(open(host.p(boot.SRIOV_CONFIG), encoding="utf-8"))
     assert config["pfs"]["0000:01:00.0"]["vfs"][0]["index"] == 2
-    count_only = run_module(sriov_vfs.main, {"pf": "0000:01:00.0", "num_vfs": 4})
+    count_only = run({"pf": "0000:01:00.0", "num_vfs": 4})
     assert count_only["changed"] is False
-    bad = run_module(sriov_vfs.main, {"pf": "0000:01:00.0", "vfs": [{"address": "0000:01:00.1", "vlan": 3}]})
+    bad = run({"pf": "0000:01:00.0", "vfs": [{"address": "0000:01:00.1", "vlan": 3}]})
     assert bad["failed"] and "0000:01:00.1 is not one of the 4 VFs" in bad["msg"]
+
+
+def test_vf_held_as_a_hostdev_interface_by_a_stopped_domain_is_in_use(lab):
+    host, kernel, run = lab
+    run({"pf": PF, "num_vfs": 4, "autoprobe": False})
+    host.write("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2"))
+    kernel.writes.clear()
+    result = run({"pf": PF, "num_vfs": 2})
+    assert result["failed"] and "0000:81:00.2: attached to libvirt domain tenant-net" in result["msg"]
+    assert result["changed"] is False and not kernel.writes
+
+
+def test_root_option_previews_a_captured_tree(tmp_path):
+    tree, _kernel = lab_host(tmp_path / "root")
+    result = run_module(sriov_vfs.main, {"root": tree.root, "pf": PF, "num_vfs": 4}, check_mode=True)
+    assert result["changed"] and result["num_vfs"] == 4 and result["num_vfs_before"] == 0
+    assert [v["address"] for v in result["vfs"]] == ["0000:81:00.%d" % i for i in range(1, 5)]
+    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))

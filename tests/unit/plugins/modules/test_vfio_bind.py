@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""vfio_bind end to end over the lab layout (fakes.kernel.lab_host), sysfs writes going to
-the FakeKernel stand-in."""
+"""vfio_bind end to end over the lab layout (fakes.kernel.lab_host): each run gets an
+injected Host over the tree, sysfs writes going to the FakeKernel stand-in and programs to a
+RecordedCommands (none is run off the live machine)."""
 
 from __future__ import annotations
 
@@ -9,36 +10,39 @@ import os
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import host_usage
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.kernel import domain_xml, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
 
 @pytest.fixture
-def lab(tmp_path, monkeypatch):
+def lab(tmp_path):
     host, kernel = lab_host(tmp_path / "root")
     kernel.write("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "0")
     kernel.write("/sys/bus/pci/devices/%s/sriov_numvfs" % PF, "4")
     kernel.writes.clear()
-    monkeypatch.setattr(vfio, "ROOT", host.root)
-    monkeypatch.setattr(vfio, "WRITER", kernel)
-    # The SSH session of the run: its local end is the management NIC's address.
-    real_init = host_usage.HostUsage.__init__
-
-    def init(self, root="/", ssh_connection=None, ip_addr_json=None, pid=None):
-        real_init(self, root, ssh_connection="192.0.2.1 51000 192.0.2.2 22", ip_addr_json=ip_addr_json, pid=pid)
-    monkeypatch.setattr(host_usage.HostUsage, "__init__", init)
+    # The SSH session of the run, in this process' environ in the tree: its local end is
+    # the management NIC's address.
+    host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
     return host, kernel
+
+
+def run(lab, args, **kwargs):
+    tree, kernel = lab
+    commands = RecordedCommands()
+    result = run_module(vfio_bind.main, args, host=Host(tree.root, commands=commands, kernel=kernel), **kwargs)
+    assert commands.calls == []
+    return result
 
 
 def test_bind_gpu_and_vfs_then_nothing_to_do(lab):
     host, kernel = lab
     args = {"devices": ["0000:82:00.0"], "vfs_of": [PF]}
-    first = run_module(vfio_bind.main, args)
+    first = run(lab, args)
     assert first["changed"] and not first.get("failed")
     by = {d["address"]: d for d in first["devices"]}
     assert (by["0000:82:00.0"]["driver_before"], by["0000:82:00.0"]["driver_after"]) == ("pci-stub", "vfio-pci")
@@ -48,13 +52,13 @@ def test_bind_gpu_and_vfs_then_nothing_to_do(lab):
     assert first["isolation"]["viable"] is True
     assert boot.UDEV_RULES in first["persisted_files"]
     kernel.writes.clear()
-    second = run_module(vfio_bind.main, args)
+    second = run(lab, args)
     assert second["changed"] is False and not kernel.writes
 
 
 def test_check_mode_predicts_and_changes_nothing(lab):
     host, kernel = lab
-    result = run_module(vfio_bind.main, {"devices": ["0000:82:00.0"]}, check_mode=True, diff=True)
+    result = run(lab, {"devices": ["0000:82:00.0"]}, check_mode=True, diff=True)
     assert result["changed"] and result["devices"][0]["driver_after"] == "vfio-pci"
     assert '"driver": "pci-stub"' in result["diff"][0]["before"] and '"driver": "vfio-pci"' in result["diff"][0]["after"]
     assert not kernel.writes and kernel.driver("0000:82:00.0") == "pci-stub"
@@ -67,20 +71,42 @@ def test_check_mode_predicts_and_changes_nothing(lab):
 ])
 def test_host_devices_refused_nothing_changed(lab, address, reason):
     host, kernel = lab
-    result = run_module(vfio_bind.main, {"devices": [address]})
+    result = run(lab, {"devices": [address]})
     assert result["failed"] and address in result["msg"] and reason in result["msg"] and "force: true" in result["msg"]
     assert not kernel.writes and not os.path.exists(host.p(boot.VFIO_CONFIG))
 
 
 def test_hand_back_removes_persisted_binding(lab):
     host, _kernel = lab
-    run_module(vfio_bind.main, {"devices": ["0000:82:00.0"]})
-    result = run_module(vfio_bind.main, {"devices": ["0000:82:00.0"], "driver": "host"})
+    run(lab, {"devices": ["0000:82:00.0"]})
+    result = run(lab, {"devices": ["0000:82:00.0"], "driver": "host"})
     assert result["changed"] and result["devices"][0]["driver_after"] == "pci-stub"
     assert "0000:82:00.0" not in open(host.p(boot.UDEV_RULES), encoding="utf-8").read()
     assert not os.path.exists(host.p(boot.MODULES_LOAD))
 
 
 def test_requires_a_selector(lab):
-    result = run_module(vfio_bind.main, {})
+    result = run(lab, {})
     assert result["failed"] and "one of the following is required" in result["msg"]
+
+
+def test_ssh_nic_named_from_the_session_in_the_tree(lab):
+    result = run(lab, {"devices": ["0000:00:05.0"]})
+    assert result["failed"] and "carries the current SSH connection (local address 192.0.2.2)" in result["msg"]
+
+
+def test_vf_held_as_a_hostdev_interface_by_a_stopped_domain_is_in_use(lab):
+    host, kernel = lab
+    run(lab, {"vfs_of": [PF]})
+    host.write("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2"))
+    kernel.writes.clear()
+    result = run(lab, {"devices": ["0000:81:00.2"], "driver": "host"})
+    assert result["failed"] and "0000:81:00.2 is in use by a tenant (attached to libvirt domain tenant-net)" in result["msg"]
+    assert result["changed"] is False and not kernel.writes and kernel.driver("0000:81:00.2") == "vfio-pci"
+
+
+def test_root_option_previews_a_captured_tree(tmp_path):
+    tree, kernel = lab_host(tmp_path / "root")
+    result = run_module(vfio_bind.main, {"root": tree.root, "devices": ["0000:82:00.0"]}, check_mode=True)
+    assert result["changed"] and result["devices"][0]["driver_after"] == "vfio-pci"
+    assert kernel.driver("0000:82:00.0") == "pci-stub" and not os.path.exists(tree.p(boot.VFIO_CONFIG))

@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The files under the root that bring VFs and driver bindings back at boot (a config file
+each, the restore script of boot_script.py, a systemd unit each), shared by sriov_vfs and
+vfio_bind. A change is a tuple ``(host_path, before_text, after_text)``; an ``after`` of
+None removes the file."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import atomic_write, read_text
+
+__metaclass__ = type
+
+
+class BootFiles:
+    """``host``: anything with ``path(host_path)`` (a :class:`Host`); each method that plans
+    returns a list of changes, :meth:`apply` makes them."""
+
+    def __init__(self, host):
+        self.host = host
+
+    def load_json(self, host_path, default):
+        text = read_text(self.host.path(host_path))
+        if not text:
+            return default
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return default
+        return value if isinstance(value, dict) else default
+
+    def change(self, host_path, after):
+        before = read_text(self.host.path(host_path))
+        if before == after:
+            return []
+        return [(host_path, before, after)]
+
+    def service_changes(self, unit, unit_text):
+        changes = self.change(boot.SCRIPT_PATH, boot.SCRIPT)
+        changes += self.change("%s/%s" % (boot.UNIT_DIR, unit), unit_text)
+        return changes
+
+    def wants_link_missing(self, unit):
+        return not os.path.lexists(self.host.path("%s/%s" % (boot.WANTS_DIR, unit)))
+
+    def apply(self, changes, enable_unit=None):
+        for host_path, _before, after in changes:
+            path = self.host.path(host_path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if after is None:
+                if os.path.lexists(path):
+                    os.unlink(path)
+                continue
+            mode = 0o755 if host_path == boot.SCRIPT_PATH else 0o644
+            atomic_write(path, after, mode=mode)
+        if enable_unit and self.wants_link_missing(enable_unit):
+            link = self.host.path("%s/%s" % (boot.WANTS_DIR, enable_unit))
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            os.symlink("%s/%s" % (boot.UNIT_DIR, enable_unit), link)
+
+
+def add_diffs(diff, changes):
+    """Each planned file change into the run's :class:`Diff`."""
+    for host_path, before, after in changes:
+        diff.add(host_path, before, after)

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+"""The tenant_vf_settings filter as host_sriov calls it: the tenant shapes of
+gpuvirt_tenants turned into the vfs option of sriov_vfs."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov import FilterModule
+
+SETTINGS = FilterModule().filters()["tenant_vf_settings"]
+VF1, VF2, VF3 = "0000:81:00.1", "0000:81:00.2", "0000:81:00.3"
+
+
+@pytest.mark.parametrize("tenants, expected", [
+    # one MAC: the tenant's first VF only; the VLAN on every VF
+    ([{"name": "a", "vfs": [VF1, VF2], "mac": "52:54:00:00:00:01", "vlan": 10}],
+     [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": 10}, {"address": VF2, "mac": None, "vlan": 10}]),
+    # a list of MACs: one per VF, in order; VFs past its end get none
+    ([{"name": "a", "vfs": [VF1, VF2, VF3], "mac": ["52:54:00:00:00:01", "52:54:00:00:00:02"]}],
+     [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": None}, {"address": VF2, "mac": "52:54:00:00:00:02", "vlan": None},
+      {"address": VF3, "mac": None, "vlan": None}]),
+    # a VF given as a dict carries its own MAC/VLAN, else the tenant's
+    ([{"name": "a", "vfs": [{"address": VF1, "mac": "52:54:00:00:00:09"}, {"address": VF2, "vlan": 5}],
+       "mac": "52:54:00:00:00:01", "vlan": 7}],
+     [{"address": VF1, "mac": "52:54:00:00:00:09", "vlan": 7}, {"address": VF2, "mac": None, "vlan": 5}]),
+    # an explicit null MAC on the VF stays null
+    ([{"name": "a", "vfs": [{"address": VF1, "mac": None}], "mac": "52:54:00:00:00:01"}],
+     [{"address": VF1, "mac": None, "vlan": None}]),
+    # VFs as a count (not placed yet), no VFs, an absent tenant: nothing
+    ([{"name": "a", "vfs": 2, "mac": "52:54:00:00:00:01"}], []),
+    ([{"name": "a"}], []),
+    ([{"name": "a", "state": "absent", "vfs": [VF1]}], []),
+    ([{"name": "a", "vfs": VF1}], []),
+])
+def test_tenant_shapes(tenants, expected):
+    assert SETTINGS(tenants) == expected
+
+
+def test_only_the_vfs_of_one_pf():
+    tenants = [{"name": "a", "vfs": [VF1], "vlan": 1}, {"name": "b", "vfs": ["0000:82:00.1"], "vlan": 2}]
+    created = [{"index": 0, "address": VF1}, {"index": 1, "address": VF2}]
+    assert SETTINGS(tenants, created) == [{"address": VF1, "mac": None, "vlan": 1}]
+    assert SETTINGS(tenants, ["0000:82:00.1"]) == [{"address": "0000:82:00.1", "mac": None, "vlan": 2}]
+    assert SETTINGS(tenants, []) == []
+
+
+def test_not_a_list_names_the_input():
+    with pytest.raises(AnsibleFilterError, match="expected the tenant list"):
+        SETTINGS({"name": "a"})
