@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The GRUB defaults parser/editor: real distribution files (tests/fixtures/boot), refusals,
+"""The GRUB defaults parser/editor (grub_defaults): real distribution files (tests/fixtures/boot), refusals,
 quoting styles, and properties over generated files, each result sourced by the real /bin/sh."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args as ka
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import GrubDefaults, GrubParseError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import join_cmdline, split_cmdline
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub_defaults import GrubDefaults, GrubParseError
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boot")
 UBUNTU_TEMPLATE = "etc-default-grub_TEMPLATE_ubuntu-22.04-jammy_grub2-2.06-2ubuntu7.2.txt"
@@ -50,8 +51,8 @@ def sh_source(text, names):
 
 def edit(text, ops, name="GRUB_CMDLINE_LINUX"):
     grub = GrubDefaults(text)
-    wanted = ka.apply_ops(ops, ka.split_args(grub.value(name) or ""))
-    return grub.with_value(name, ka.join_args(wanted)), wanted
+    wanted = ka.apply_ops(ops, split_cmdline(grub.value(name) or ""))
+    return grub.with_value(name, join_cmdline(wanted)), wanted
 
 
 LAB_OPS = ka.iommu_ops("intel") + ka.pre_bind_ops(["1234:11e8"], "pci-stub") + ka.args_ops(
@@ -82,7 +83,7 @@ def test_real_files_edit_one_value(name, text_of, variable):
         assert after.startswith(text) and new_lines[len(old_lines):] == ['%s="%s"\n' % (variable, " ".join(wanted))]
     # /bin/sh gives the intended args, and every other variable as before.
     after_values = sh_source(after, names + [variable])
-    assert ka.split_args(after_values.pop(variable)) == wanted
+    assert split_cmdline(after_values.pop(variable)) == wanted
     before_values.pop(variable)
     assert after_values == before_values
     # Idempotent.
@@ -92,7 +93,7 @@ def test_real_files_edit_one_value(name, text_of, variable):
 
 def test_centos9_values():
     grub = GrubDefaults(fixture(CENTOS9))
-    first_two = ka.split_args(grub.value("GRUB_CMDLINE_LINUX"))[:2]
+    first_two = split_cmdline(grub.value("GRUB_CMDLINE_LINUX"))[:2]
     assert first_two == ["crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M", "resume=/dev/mapper/cs-swap"]
     assert grub.value("GRUB_ENABLE_BLSCFG") == "true"
     with pytest.raises(GrubParseError, match="GRUB_DISTRIBUTOR is built from shell expansion"):
@@ -160,7 +161,7 @@ def test_other_variables_may_use_expansion():
 def test_quoting_kept(text, after):
     new, wanted = edit(text, ka.iommu_ops("intel"))
     assert new == after
-    assert ka.split_args(sh_source(new, ["GRUB_CMDLINE_LINUX"])["GRUB_CMDLINE_LINUX"]) == wanted
+    assert split_cmdline(sh_source(new, ["GRUB_CMDLINE_LINUX"])["GRUB_CMDLINE_LINUX"]) == wanted
 
 
 def test_existing_quoted_arg_survives():
@@ -169,7 +170,7 @@ def test_existing_quoted_arg_survives():
     assert grub.value("GRUB_CMDLINE_LINUX") == 'acpi_osi="!Windows 2020" ro'
     new, wanted = edit(text, ka.iommu_ops("intel"))
     assert wanted[0] == 'acpi_osi="!Windows 2020"'
-    assert ka.split_args(sh_source(new, ["GRUB_CMDLINE_LINUX"])["GRUB_CMDLINE_LINUX"]) == wanted
+    assert split_cmdline(sh_source(new, ["GRUB_CMDLINE_LINUX"])["GRUB_CMDLINE_LINUX"]) == wanted
 
 
 # ---------------------------------------------------------------------------- generated files
@@ -249,7 +250,7 @@ def test_generated_files(generated, ops):
     grub = GrubDefaults(text)
     assignment = grub.find("GRUB_CMDLINE_LINUX")
     assert (assignment is not None) == has_target
-    assert ka.split_args(grub.value("GRUB_CMDLINE_LINUX") or "") == args
+    assert split_cmdline(grub.value("GRUB_CMDLINE_LINUX") or "") == args
     after, wanted = edit(text, ops)
     # Only the value's bytes change (or one line is appended).
     if has_target:
@@ -264,5 +265,5 @@ def test_generated_files(generated, ops):
     names = sorted({a.name for a in grub.assignments} - {"GRUB_CMDLINE_LINUX"})
     before_values = sh_source(text, names)
     after_values = sh_source(after, names + ["GRUB_CMDLINE_LINUX"])
-    assert ka.split_args(after_values.pop("GRUB_CMDLINE_LINUX")) == wanted
+    assert split_cmdline(after_values.pop("GRUB_CMDLINE_LINUX")) == wanted
     assert after_values == before_values
