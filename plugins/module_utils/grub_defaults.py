@@ -115,27 +115,29 @@ class GrubDefaults:
                     word.literal.append("\\" + nxt)
                 j += 2
                 continue
-            if char == "$":
-                end = self._skip_dollar(j)
+            if char in "$`":
+                # a backquote always opens a command substitution; a $ only when a name or bracket follows
+                end = self._skip_dollar(j) if char == "$" else self._skip_backquote(j)
                 if end > j + 1:
                     if word is not None:
                         word.expansions.append(text[j:end])
                     j = end
                     continue
-                if word is not None:
-                    word.literal.append(char)
-                j += 1
-                continue
-            if char == "`":
-                end = self._skip_backquote(j)
-                if word is not None:
-                    word.expansions.append(text[j:end])
-                j = end
-                continue
             if word is not None:
                 word.literal.append(char)
             j += 1
         raise self._error(i, 'unbalanced double quote (no closing ")')
+
+    def _skip_quoting(self, j):
+        """The offset past a backslash escape or a quoted string at ``j``; None when neither starts there."""
+        char = self.text[j]
+        if char == "\\":
+            return j + 2
+        if char == "'":
+            return self._skip_single(j)
+        if char == '"':
+            return self._skip_double(j)
+        return None
 
     def _skip_dollar(self, i):
         """From a ``$``; returns the offset past the expansion (i + 1 when it is a plain ``$``)."""
@@ -149,14 +151,9 @@ class GrubDefaults:
                 char = text[j]
                 if char == "}":
                     return j + 1
-                if char == "\\":
-                    j += 2
-                    continue
-                if char == "'":
-                    j = self._skip_single(j)
-                    continue
-                if char == '"':
-                    j = self._skip_double(j)
+                skipped = self._skip_quoting(j)
+                if skipped is not None:
+                    j = skipped
                     continue
                 if char == "$":
                     j = max(self._skip_dollar(j), j + 1)
@@ -173,21 +170,16 @@ class GrubDefaults:
         depth, j, text = 0, i, self.text
         while j < len(text):
             char = text[j]
+            skipped = self._skip_quoting(j)
+            if skipped is not None:
+                j = skipped
+                continue
             if char == "(":
                 depth += 1
             elif char == ")":
                 depth -= 1
                 if depth == 0:
                     return j + 1
-            elif char == "\\":
-                j += 2
-                continue
-            elif char == "'":
-                j = self._skip_single(j)
-                continue
-            elif char == '"':
-                j = self._skip_double(j)
-                continue
             elif char == "`":
                 j = self._skip_backquote(j)
                 continue
