@@ -9,7 +9,9 @@ tenant domains start on recreated VFs that are already held by vfio-pci. The scr
 only the Python standard library and writes the same sysfs files the modules write.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 SCRIPT_PATH = "/usr/local/libexec/gpuvirt/gpuvirt-sriov-vfio"
 SRIOV_CONFIG = "/etc/gpuvirt/sriov.json"
@@ -32,45 +34,54 @@ import subprocess
 import sys
 import time
 
-ROOT = "/"
-
-
-def p(path):
-    return os.path.join(ROOT, path.lstrip("/"))
-
 
 def log(msg):
     sys.stdout.write("gpuvirt: %s\n" % msg)
     sys.stdout.flush()
 
 
-def read(path):
-    try:
-        with open(p(path)) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+class Tree:
+    """The host's files under ``root`` ("/" at boot, a test tree otherwise). Sysfs writes go
+    through ``writer(path, value)`` when one is given (a stand-in for the kernel)."""
 
+    def __init__(self, root="/", writer=None):
+        self.root = root
+        self.writer = writer
 
-def write(path, value):
-    with open(p(path), "w") as handle:
-        handle.write(value)
+    @property
+    def live(self):
+        return self.root == "/"
 
+    def p(self, path):
+        return os.path.join(self.root, path.lstrip("/"))
 
-def driver_of(addr):
-    try:
-        return os.path.basename(os.readlink(p("/sys/bus/pci/devices/%s/driver" % addr)))
-    except OSError:
-        return None
+    def read(self, path):
+        try:
+            with open(self.p(path)) as handle:
+                return handle.read().strip()
+        except OSError:
+            return None
 
+    def write(self, path, value):
+        if self.writer is not None:
+            self.writer(path, value)
+            return
+        with open(self.p(path), "w") as handle:
+            handle.write(value)
 
-def load_config(path):
-    try:
-        with open(p(path)) as handle:
-            return json.load(handle)
-    except (OSError, ValueError) as exc:
-        log("cannot read %s: %s" % (path, exc))
-        return None
+    def driver_of(self, addr):
+        try:
+            return os.path.basename(os.readlink(self.p("/sys/bus/pci/devices/%s/driver" % addr)))
+        except OSError:
+            return None
+
+    def load_config(self, path):
+        try:
+            with open(self.p(path)) as handle:
+                return json.load(handle)
+        except (OSError, ValueError) as exc:
+            log("cannot read %s: %s" % (path, exc))
+            return None
 
 
 def wait_for(check, deadline):
@@ -84,32 +95,32 @@ def wait_for(check, deadline):
         time.sleep(0.5)
 
 
-def restore_sriov(wait):
-    config = load_config("/etc/gpuvirt/sriov.json")
+def restore_sriov(tree, wait):
+    config = tree.load_config("/etc/gpuvirt/sriov.json")
     deadline = time.time() + wait
     failed = 0
     for pf, want in sorted(((config or {}).get("pfs") or {}).items()):
         base = "/sys/bus/pci/devices/%s" % pf
         # The PF's driver (mlx5_core, nvme, ...) may still be loading.
-        if not wait_for(lambda: read(base + "/sriov_totalvfs") is not None and driver_of(pf), deadline):
+        if not wait_for(lambda: tree.read(base + "/sriov_totalvfs") is not None and tree.driver_of(pf), deadline):
             log("%s: no SR-IOV capable PF with a driver after %ds, skipped" % (pf, wait))
             failed += 1
             continue
         try:
             if want.get("autoprobe") is not None:
-                write(base + "/sriov_drivers_autoprobe", "1" if want["autoprobe"] else "0")
-            current = int(read(base + "/sriov_numvfs") or 0)
+                tree.write(base + "/sriov_drivers_autoprobe", "1" if want["autoprobe"] else "0")
+            current = int(tree.read(base + "/sriov_numvfs") or 0)
             if current != want["num_vfs"]:
                 if current:
-                    write(base + "/sriov_numvfs", "0")
+                    tree.write(base + "/sriov_numvfs", "0")
                 if want["num_vfs"]:
-                    write(base + "/sriov_numvfs", str(want["num_vfs"]))
+                    tree.write(base + "/sriov_numvfs", str(want["num_vfs"]))
             log("%s: %d VFs" % (pf, want["num_vfs"]))
         except OSError as exc:
             log("%s: setting %d VFs failed: %s" % (pf, want["num_vfs"], exc))
             failed += 1
             continue
-        netdevs = sorted(os.listdir(p(base + "/net"))) if os.path.isdir(p(base + "/net")) else []
+        netdevs = sorted(os.listdir(tree.p(base + "/net"))) if os.path.isdir(tree.p(base + "/net")) else []
         for vf in want.get("vfs") or []:
             if not netdevs:
                 log("%s: no netdev, VF settings skipped" % pf)
@@ -123,7 +134,7 @@ def restore_sriov(wait):
                     argv += [word, "on" if vf[key] else "off"]
             if vf.get("link_state"):
                 argv += ["state", vf["link_state"]]
-            if ROOT != "/":
+            if not tree.live:
                 log("would run: %s" % " ".join(argv))
                 continue
             if subprocess.call(argv) != 0:
@@ -132,30 +143,30 @@ def restore_sriov(wait):
     return failed
 
 
-def restore_vfio(wait):
-    config = load_config("/etc/gpuvirt/vfio.json")
+def restore_vfio(tree, wait):
+    config = tree.load_config("/etc/gpuvirt/vfio.json")
     devices = sorted(((config or {}).get("devices") or {}).items())
     deadline = time.time() + wait
     failed = 0
-    if any(d.get("driver") == "vfio-pci" for _a, d in devices) and ROOT == "/":
+    if any(d.get("driver") == "vfio-pci" for _a, d in devices) and tree.live:
         subprocess.call(["modprobe", "vfio-pci"])
     for addr, want in devices:
         driver = want.get("driver")
         base = "/sys/bus/pci/devices/%s" % addr
-        if not wait_for(lambda: os.path.exists(p(base + "/driver_override")), deadline):
+        if not wait_for(lambda: os.path.exists(tree.p(base + "/driver_override")), deadline):
             log("%s: not present, skipped" % addr)
             continue
         try:
-            if read(base + "/driver_override") != driver:
-                write(base + "/driver_override", driver)
-            current = driver_of(addr)
+            if tree.read(base + "/driver_override") != driver:
+                tree.write(base + "/driver_override", driver)
+            current = tree.driver_of(addr)
             if current != driver:
                 if current:
-                    write(base + "/driver/unbind", addr)
-                write("/sys/bus/pci/drivers_probe", addr)
+                    tree.write(base + "/driver/unbind", addr)
+                tree.write("/sys/bus/pci/drivers_probe", addr)
         except OSError as exc:
             log("%s: binding to %s failed: %s" % (addr, driver, exc))
-        after = driver_of(addr)
+        after = tree.driver_of(addr)
         log("%s: driver %s" % (addr, after))
         if after != driver:
             failed += 1
@@ -163,19 +174,19 @@ def restore_vfio(wait):
 
 
 def main(argv):
-    global ROOT
     args = list(argv)
     wait = 60
+    root = "/"
     if "--root" in args:
-        ROOT = args.pop(args.index("--root") + 1)
+        root = args.pop(args.index("--root") + 1)
         args.remove("--root")
     if "--wait" in args:
         wait = int(args.pop(args.index("--wait") + 1))
         args.remove("--wait")
     if args == ["sriov"]:
-        return 1 if restore_sriov(wait) else 0
+        return 1 if restore_sriov(Tree(root), wait) else 0
     if args == ["vfio"]:
-        return 1 if restore_vfio(wait) else 0
+        return 1 if restore_vfio(Tree(root), wait) else 0
     sys.stderr.write(__doc__ + "\n")
     return 2
 

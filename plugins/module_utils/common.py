@@ -3,12 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Helpers shared by the modules: input errors, atomic writes, commands."""
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
+import io
 import os
 import shutil
 import tempfile
 import time
+
+__metaclass__ = type
 
 
 class InputError(ValueError):
@@ -31,7 +34,7 @@ def atomic_write(path, content, mode=None, backup=False):
         mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o644
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with io.open(fd, "w", encoding="utf-8") as handle:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
@@ -46,14 +49,14 @@ def atomic_write(path, content, mode=None, backup=False):
 
 def read_text(path, default=None):
     try:
-        with open(path, "r", encoding="utf-8") as handle:
+        with io.open(path, "r", encoding="utf-8") as handle:
             return handle.read()
     except (OSError, IOError):
         return default
 
 
 def run_command(module, argv, check=True):
-    """Run an argument list with ``LC_ALL=C`` (parsable output); fail the module with the
+    """Deprecated: features run programs through ``host.commands`` (host.py). Run an argument list with ``LC_ALL=C`` (parsable output); fail the module with the
     command and its stderr when ``check`` and the exit status is non-zero."""
     rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
     if check and rc != 0:

@@ -14,19 +14,20 @@ allowed. Boot-time pages (1G by default: runtime 1G allocation rarely succeeds) 
 later, as one total the kernel splits evenly over the nodes before that.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write, read_text, run_command
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import GrubCmdlineEdit
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import kernel_part
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZE_NAMES, SIZES_KB, SYSFS_NAMES
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
-SIZE_NAMES = {"2M": "2048kB", "1G": "1048576kB"}
-SIZE_KB = {"2M": 2048, "1G": 1048576}
+__metaclass__ = type
+
 NODE_DIR = "/sys/devices/system/node"
 GLOBAL_DIR = "/sys/kernel/mm/hugepages"
 PER_NODE_BOOT_SYNTAX = (5, 16)
@@ -56,7 +57,7 @@ def systemd_escape_path(path):
     for index, char in enumerate(trimmed):
         if char == "/":
             out.append("-")
-        elif char.isascii() and (char.isalnum() or char in ":_") or (char == "." and index > 0):
+        elif ord(char) < 128 and (char.isalnum() or char in ":_") or (char == "." and index > 0):
             out.append(char)
         else:
             out.append("".join("\\x%02x" % byte for byte in char.encode("utf-8")))
@@ -85,11 +86,12 @@ def parse_mounts(text, default_kb):
 class Hugepages:
     """Decide (``plan``), then act (``apply``)."""
 
-    def __init__(self, module, pages, at_boot=("1G",), runtime=True, persist=False,
+    def __init__(self, host, pages, at_boot=("1G",), runtime=True, persist=False,
                  persist_unit="/etc/systemd/system/gpuvirt-hugepages.service", allow_partial=False,
                  boot_config="none", grub_file="/etc/default/grub", variable="GRUB_CMDLINE_LINUX",
-                 bootloader_update="auto", root="/", mounts=None):
-        self.module = module
+                 bootloader_update="auto", mounts=None):
+        self.host = host
+        self.fs = host.fs
         self.mounts = mounts or []
         self.mount_actions = []   # (size, path) to mount now
         self.mount_units = []     # (unit path, text, text before)
@@ -101,8 +103,6 @@ class Hugepages:
         self.allow_partial = allow_partial
         self.boot_config = boot_config
         self.grub = dict(grub_file=grub_file, variable=variable, bootloader_update=bootloader_update)
-        self.root = root
-        self.fs = Sysfs(root)
         self.topology = None
         self.nodes = {}
         self.wanted = {}         # (size, node) -> count
@@ -115,18 +115,17 @@ class Hugepages:
 
     # ------------------------------------------------------------------ paths
     def count_path(self, size, node, what="nr_hugepages"):
-        per_node = "%s/node%d/hugepages/hugepages-%s/%s" % (NODE_DIR, node, SIZE_NAMES[size], what)
+        per_node = "%s/node%d/hugepages/hugepages-%s/%s" % (NODE_DIR, node, SYSFS_NAMES[size], what)
         if self.fs.exists(per_node) or self.fs.isdir(NODE_DIR + "/node%d" % node):
             return per_node
-        return "%s/hugepages-%s/%s" % (GLOBAL_DIR, SIZE_NAMES[size], what)  # kernel without NUMA
+        return "%s/hugepages-%s/%s" % (GLOBAL_DIR, SYSFS_NAMES[size], what)  # kernel without NUMA
 
     def read_count(self, size, node, what="nr_hugepages"):
         return self.fs.read_int(self.count_path(size, node, what), default=0)
 
-    def _write_count(self, size, node, count):
+    def write_count(self, size, node, count):
         """Ask the kernel for ``count`` pages; returns what it holds afterwards."""
-        with open(self.fs.path(self.count_path(size, node)), "w", encoding="utf-8") as handle:
-            handle.write("%d\n" % count)
+        self.host.kernel.write(self.count_path(size, node), "%d\n" % count)
         return self.read_count(size, node)
 
     # ------------------------------------------------------------------ decide
@@ -154,7 +153,7 @@ class Hugepages:
                                      % (where, size, target, wanted[(size, target)], count))
                 wanted[(size, target)] = count
         for node_id, node in sorted(self.nodes.items()):
-            asked_kb = sum(count * SIZE_KB[size] for (size, target), count in wanted.items() if target == node_id)
+            asked_kb = sum(count * SIZES_KB[size] for (size, target), count in wanted.items() if target == node_id)
             memory_mb = node.get("memory_mb")
             if memory_mb is not None and asked_kb > memory_mb * 1024:
                 detail = ", ".join("%d x %s" % (count, size) for (size, target), count in sorted(wanted.items())
@@ -162,10 +161,10 @@ class Hugepages:
                 raise InputError("pages: node %d has %d MB of memory; %s (%d MB) does not fit. Ask for fewer pages"
                                  % (node_id, memory_mb, detail, asked_kb // 1024))
         for (size, node_id), count in sorted(wanted.items()):
-            info = self.nodes[node_id]["hugepages"].get(SIZE_NAMES[size], {})
+            info = self.nodes[node_id]["hugepages"].get(SYSFS_NAMES[size], {})
             if count and not info.get("supported", False):
                 raise InputError("pages: %s pages are not supported on node %d (no hugepages-%s in sysfs: the CPU "
-                                 "lacks the page size or the kernel was built without it)" % (size, node_id, SIZE_NAMES[size]))
+                                 "lacks the page size or the kernel was built without it)" % (size, node_id, SYSFS_NAMES[size]))
         return wanted
 
     def _boot_args(self):
@@ -173,7 +172,7 @@ class Hugepages:
         items = []
         release = self.topology.get("kernel_release")
         version = kernel_version(release)
-        for size in ("2M", "1G"):
+        for size in SIZE_NAMES:
             if size not in self.at_boot:
                 continue
             counts = {node: count for (s, node), count in self.wanted.items() if s == size}
@@ -202,7 +201,7 @@ class Hugepages:
                  "Before=libvirtd.service virtqemud.service\n",
                  "\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"]
         # Larger pages first: they need contiguous memory, which only gets scarcer.
-        for (size, node), count in sorted(self.runtime_wanted().items(), key=lambda i: (-SIZE_KB[i[0][0]], i[0][1])):
+        for (size, node), count in sorted(self.runtime_wanted().items(), key=lambda i: (-SIZES_KB[i[0][0]], i[0][1])):
             lines.append("ExecStart=/bin/sh -c 'echo %d > %s'\n" % (count, self.count_path(size, node)))
         lines.append("\n[Install]\nWantedBy=multi-user.target\n")
         return "".join(lines)
@@ -211,7 +210,7 @@ class Hugepages:
         return {key: count for key, count in self.wanted.items() if key[0] not in self.at_boot}
 
     def plan(self):
-        self.topology = read_topology(self.root)
+        self.topology = read_topology(self.host.root)
         self.nodes = {node["id"]: node for node in self.topology["numa_nodes"]}
         self.wanted = self._expand()
         self.boot_args = self._boot_args()
@@ -221,17 +220,17 @@ class Hugepages:
                 if before != count:
                     self.runtime_changes.append((size, node, before, count))
         # Shrink first: it frees memory the growing pools may need.
-        self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZE_KB[c[0]], c[1]))
+        self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZES_KB[c[0]], c[1]))
         if self.persist and self.runtime_wanted():
-            self.unit_before = read_text(self.persist_unit)
+            self.unit_before = read_text(self.host.path(self.persist_unit))
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
         if self.boot_config == "grub" and ops:
-            self.grub_edit = GrubCmdlineEdit(self.module, ops, root=self.root, **self.grub)
+            self.grub_edit = GrubCmdlineEdit(self.host, ops, **self.grub)
             grub_plan = self.grub_edit.plan()
             reboot, missing, unwanted = grub_plan["reboot_required"], grub_plan["args_missing"], grub_plan["args_unwanted"]
         else:
-            running = kernel_args.kernel_part(self.topology.get("cmdline") or [])
+            running = kernel_part(self.topology.get("cmdline") or [])
             missing, unwanted = kernel_args.pending_changes(ops, running)
             reboot = bool(missing or unwanted)
         self._plan_mounts()
@@ -277,15 +276,15 @@ class Hugepages:
             if match:
                 default_kb = int(match.group(1))
         hugetlbfs, others = parse_mounts(self.fs.read("/proc/mounts"), default_kb)
-        supported = {size for size in SIZE_NAMES if self.fs.isdir("%s/hugepages-%s" % (GLOBAL_DIR, SIZE_NAMES[size]))}
+        supported = {size for size in SIZE_NAMES if self.fs.isdir("%s/hugepages-%s" % (GLOBAL_DIR, SYSFS_NAMES[size]))}
         for size, path in wanted:
             if size not in supported:
                 raise InputError("mounts: %s pages are not supported by this kernel (no %s/hugepages-%s)"
-                                 % (size, GLOBAL_DIR, SIZE_NAMES[size]))
+                                 % (size, GLOBAL_DIR, SYSFS_NAMES[size]))
             if path in others:
                 raise InputError("mounts: %s is already a %s mount; choose another mount point for %s pages"
                                  % (path, others[path], size))
-            if path in hugetlbfs and hugetlbfs[path] != SIZE_KB[size]:
+            if path in hugetlbfs and hugetlbfs[path] != SIZES_KB[size]:
                 raise InputError("mounts: %s is a hugetlbfs mount of %s kB pages, not %s; choose another mount point"
                                  % (path, hugetlbfs[path], size))
             if path not in hugetlbfs:
@@ -299,18 +298,19 @@ class Hugepages:
                     "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (path, size),
                     "\n[Install]\nWantedBy=multi-user.target\n",
                 ])
-                self.mount_units.append((unit, text, read_text(unit)))
+                self.mount_units.append((unit, text, read_text(self.host.path(unit))))
 
     # ------------------------------------------------------------------ act
-    def apply(self):
-        """Returns a list of shortfalls (empty when the kernel gave every count asked)."""
+    def apply(self, run):
+        """Set the runtime counts, write the units, mount, edit the GRUB file; never in check
+        mode (the caller checks). Returns a list of shortfalls (empty when the kernel gave
+        every count asked); with shortfalls and no ``allow_partial``, the previous counts are
+        written back and nothing else is done."""
         shortfalls = []
-        if self.module.check_mode:
-            return shortfalls
         done = []
         for size, node, before, count in self.runtime_changes:
             try:
-                got = self._write_count(size, node, count)
+                got = self.write_count(size, node, count)
                 error = None
             except (OSError, IOError) as exc:
                 got, error = self.read_count(size, node), str(exc)
@@ -321,33 +321,38 @@ class Hugepages:
         if shortfalls and not self.allow_partial:
             for size, node, before, _count in reversed(done):
                 try:
-                    restored = self._write_count(size, node, before)
+                    restored = self.write_count(size, node, before)
                 except (OSError, IOError):
                     restored = self.read_count(size, node)
                 for item in shortfalls:
                     if (item["size"], item["node"]) == (size, node):
                         item["restored_to"] = restored
             return shortfalls
+        if done:
+            run.changed = True
         if self.result["persist_unit_changed"]:
-            atomic_write(self.persist_unit, self.unit_text, mode=0o644)
+            atomic_write(self.host.path(self.persist_unit), self.unit_text, mode=0o644)
+            run.changed = True
         for unit, text, before in self.mount_units:
             if text != before:
-                atomic_write(unit, text, mode=0o644)
+                atomic_write(self.host.path(unit), text, mode=0o644)
+                run.changed = True
         for size, path in self.mount_actions:
-            real = self.fs.path(path)
+            real = self.host.path(path)
             if not os.path.isdir(real):
                 os.makedirs(real, mode=0o755)
-            run_command(self.module, [self.module.get_bin_path("mount", required=True), "-t", "hugetlbfs",
-                                      "-o", "pagesize=%s" % size, "hugetlbfs", real])
+            mount = self.host.commands.which("mount", required=True)
+            self.host.commands.run([mount, "-t", "hugetlbfs", "-o", "pagesize=%s" % size, "hugetlbfs", real])
+            run.changed = True
         if self.grub_edit is not None:
-            self.grub_edit.apply()
+            self.grub_edit.apply(run)
         return shortfalls
 
     def report(self):
         """Per node and size: requested, allocated, free."""
         rows = []
         for node in sorted(self.nodes):
-            for size in ("2M", "1G"):
+            for size in SIZE_NAMES:
                 if (size, node) not in self.wanted:
                     continue
                 rows.append({
@@ -360,49 +365,44 @@ class Hugepages:
                 })
         return rows
 
-    def diff(self):
+    def add_diff(self, diff):
+        """The runtime counts, the units and the GRUB file, before and after."""
         before, after = [], []
         for size, node, old, new in self.runtime_changes:
             path = self.count_path(size, node)
             before.append("%s: %d\n" % (path, old))
             after.append("%s: %d\n" % (path, new))
-        diffs = [{"before": "".join(before), "after": "".join(after),
-                  "before_header": "nr_hugepages", "after_header": "nr_hugepages"}]
+        diff.add("nr_hugepages", "".join(before), "".join(after))
         if self.result.get("persist_unit_changed"):
-            diffs.append({"before": self.unit_before or "", "after": self.unit_text,
-                          "before_header": self.persist_unit, "after_header": self.persist_unit})
-        for unit, text, before in self.mount_units:
-            if text != before:
-                diffs.append({"before": before or "", "after": text, "before_header": unit, "after_header": unit})
+            diff.add(self.persist_unit, self.unit_before, self.unit_text)
+        for unit, text, before_text in self.mount_units:
+            if text != before_text:
+                diff.add(unit, before_text, text)
         if self.grub_edit is not None and self.grub_edit.result["file_changed"]:
-            diffs.append(self.grub_edit.diff())
-        return diffs
+            diff.add(self.grub_edit.grub_file, self.grub_edit.result["before"], self.grub_edit.result["after"])
 
 
-def run_hugepages(module):
-    params = module.params
-    manager = Hugepages(module, params["pages"], at_boot=params["at_boot"], runtime=params["runtime"],
+def hugepages(params, host, run):
+    """The hugepages module: decide, then act unless in check mode. A shortfall the kernel
+    leaves fails the run (previous counts written back) unless ``allow_partial``."""
+    manager = Hugepages(host, params["pages"], at_boot=params["at_boot"], runtime=params["runtime"],
                         persist=params["persist"], persist_unit=params["persist_unit"],
                         allow_partial=params["allow_partial"], boot_config=params["boot_config"],
                         grub_file=params["grub_file"], variable=params["variable"],
-                        bootloader_update=params["bootloader_update"], root=params["root"], mounts=params["mounts"])
-    try:
-        plan = manager.plan()
-    except InputError as exc:
-        module.fail_json(msg=str(exc))
-    shortfalls = manager.apply()
-    result = dict(plan)
+                        bootloader_update=params["bootloader_update"], mounts=params["mounts"])
+    result = dict(manager.plan())
+    shortfalls = [] if run.check_mode else manager.apply(run)
     result["pages"] = manager.report()
     result["shortfalls"] = shortfalls
-    if module._diff:  # pylint: disable=protected-access
-        result["diff"] = manager.diff()
+    manager.add_diff(run.diff)
     if shortfalls:
         lines = ["node %d: asked %d x %s, the kernel gave %d" % (s["node"], s["requested"], s["size"], s["allocated"])
                  + (" (%s)" % s["error"] if s["error"] else "") for s in shortfalls]
         if not params["allow_partial"]:
             result["changed"] = False
-            module.fail_json(msg="hugepages: %s; previous counts written back (free memory on the node, reserve at boot "
-                                 "with at_boot, or set allow_partial: true to keep what the kernel gives)" % "; ".join(lines),
-                             **result)
-        module.warn("hugepages: " + "; ".join(lines))
-    module.exit_json(**result)
+            error = StateError("hugepages: %s; previous counts written back (free memory on the node, reserve at boot "
+                               "with at_boot, or set allow_partial: true to keep what the kernel gives)" % "; ".join(lines))
+            error.details = result
+            raise error
+        run.warn("hugepages: " + "; ".join(lines))
+    return result

@@ -13,12 +13,13 @@ Names compare the way the kernel compares them: ``-`` and ``_`` are the same
 (``pci-stub.ids`` is ``pci_stub.ids``).
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import split_cmdline
+
+__metaclass__ = type
 
 PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
 # Characters a new argument may hold. Anything else (blanks, quotes, $, `, \, ;, globs,
@@ -34,22 +35,6 @@ MANAGED_NAMES = {
     "vfio_pci.ids": "pre_bind_ids with pre_bind_driver: vfio-pci",
 }
 ID_PARAMS = {"pci-stub": "pci-stub.ids", "vfio-pci": "vfio-pci.ids"}
-HUGEPAGE_SIZES_KB = {"2M": 2048, "1G": 1048576}
-
-
-def split_args(text):
-    """A command line (or a GRUB variable's value) as a list of args, split like the kernel."""
-    return split_cmdline(text or "")
-
-
-def kernel_part(args):
-    """The args the kernel itself reads: those before ``--`` (the rest go to init)."""
-    args = list(args)
-    return args[:args.index("--")] if "--" in args else args
-
-
-def join_args(args):
-    return " ".join(args)
 
 
 def norm_name(name):

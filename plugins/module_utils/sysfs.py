@@ -8,10 +8,13 @@ at a captured tree and so that a file that vanishes while being read (a VF remov
 device unplugged) yields ``None`` instead of an exception.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import errno
+import glob
 import os
+
+__metaclass__ = type
 
 
 class Sysfs:
@@ -65,6 +68,11 @@ class Sysfs:
             return sorted(os.listdir(self.path(host_path)))
         except (OSError, IOError):
             return []
+
+    def glob(self, host_pattern):
+        """Sorted host paths that match a glob pattern (``/boot/efi/EFI/*/grub.cfg``) under the root."""
+        prefix = self.root.rstrip(os.sep)
+        return sorted(match[len(prefix):] for match in glob.glob(self.path(host_pattern)))
 
     def readlink_name(self, host_path):
         """Last component of a symlink's target (``driver`` -> ``vfio-pci``), or None."""

@@ -10,63 +10,26 @@ Missing files, ``numa_node`` -1, driverless devices, an absent IOMMU and devices
 vanish while being read give ``None``/empty values, never an exception.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import read_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZE_NAMES, SYSFS_NAMES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import is_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 
-PCI_ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+__metaclass__ = type
+
 PCI_DEVICES = "/sys/bus/pci/devices"
 NODE_DIR = "/sys/devices/system/node"
 CPU_DIR = "/sys/devices/system/cpu"
-HUGEPAGE_SIZES = ("2048kB", "1048576kB")
-
-# nvidia-smi topo levels, nearest first.
-AFFINITY_LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-
-
-def parse_cpulist(text):
-    """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]``; empty or malformed text -> ``[]``."""
-    cpus = []
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                low, high = part.split("-", 1)
-                cpus.extend(range(int(low), int(high) + 1))
-            else:
-                cpus.append(int(part))
-        except ValueError:
-            return []
-    return sorted(set(cpus))
-
-
-def split_cmdline(text):
-    """Split a kernel command line the way the kernel does: on spaces, keeping double-quoted
-    values (``foo="a b"``) together."""
-    args, current, quoted = [], [], False
-    for char in (text or "").strip():
-        if char == '"':
-            quoted = not quoted
-            current.append(char)
-        elif char.isspace() and not quoted:
-            if current:
-                args.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        args.append("".join(current))
-    return args
-
-
-def is_pci_address(text):
-    return bool(PCI_ADDRESS_RE.match(text or ""))
+# the sizes the collection manages are reported even where the kernel lacks them
+HUGEPAGE_SIZES = tuple(SYSFS_NAMES[name] for name in SIZE_NAMES)
 
 
 class TopologyReader:
@@ -103,7 +66,7 @@ class TopologyReader:
             "iommu": {
                 "enabled": bool(groups),
                 "units": self.fs.listdir("/sys/class/iommu"),
-                "firmware_table": next((t for t in ("DMAR", "IVRS")
+                "firmware_table": next((t for t, _vendor in IOMMU_TABLES
                                         if self.fs.exists("/sys/firmware/acpi/tables/" + t)), None),
                 "groups": groups,
             },
@@ -112,21 +75,11 @@ class TopologyReader:
 
     # ------------------------------------------------------------------ CPUs / NUMA
     def read_cpu_vendor(self):
-        text = self.fs.read("/proc/cpuinfo", "")
-        for line in text.splitlines():
-            key, _sep, value = line.partition(":")
-            if key.strip() == "vendor_id":
-                value = value.strip()
-                if value == "GenuineIntel":
-                    return "intel"
-                if value in ("AuthenticAMD", "HygonGenuine"):
-                    return "amd"
-                return value.lower() or None
-        return None
+        return vendor_of_cpuinfo(self.fs.read("/proc/cpuinfo", ""))
 
     def read_cpus(self):
         online_text = self.fs.read(CPU_DIR + "/online")
-        online = set(parse_cpulist(online_text)) if online_text else None
+        online = set(read_cpulist(online_text)) if online_text else None
         cpus = []
         for entry in self.fs.listdir(CPU_DIR):
             match = re.match(r"^cpu(\d+)$", entry)
@@ -134,7 +87,7 @@ class TopologyReader:
                 continue
             cpu = int(match.group(1))
             base = "%s/%s/topology" % (CPU_DIR, entry)
-            siblings = parse_cpulist(self.fs.read(base + "/thread_siblings_list")) or [cpu]
+            siblings = read_cpulist(self.fs.read(base + "/thread_siblings_list")) or [cpu]
             cpus.append({
                 "id": cpu,
                 "core_id": self.fs.read_int(base + "/core_id"),
@@ -157,7 +110,7 @@ class TopologyReader:
             distances = [int(d) for d in (self.fs.read(base + "/distance") or "").split() if d.isdigit()]
             nodes.append({
                 "id": node,
-                "cpus": parse_cpulist(self.fs.read(base + "/cpulist")),
+                "cpus": read_cpulist(self.fs.read(base + "/cpulist")),
                 "memory_mb": self._node_memory_mb(base + "/meminfo"),
                 "hugepages": self._hugepages(base + "/hugepages"),
                 "distances": distances,
@@ -196,7 +149,7 @@ class TopologyReader:
     def read_pci_devices(self):
         devices = {}
         for address in self.fs.listdir(PCI_DEVICES):
-            if not is_pci_address(address):
+            if not is_address(address):
                 continue
             device = self.read_pci_device(address)
             if device is not None:
@@ -218,7 +171,7 @@ class TopologyReader:
         real = self.fs.realpath(base) or ""
         parts = [p for p in real.split("/") if p]
         root_bus = next((p for p in parts if p.startswith("pci") and ":" in p), None)
-        chain = [p for p in parts if is_pci_address(p)]
+        chain = [p for p in parts if is_address(p)]
         upstream = list(reversed(chain[:-1])) if chain and chain[-1] == address else []
         numa = self.fs.read_int(base + "/numa_node")
         group = self.fs.readlink_name(base + "/iommu_group")
@@ -331,7 +284,7 @@ class TopologyReader:
             device = self.fs.realpath(base + "/device")
             address = device.rsplit("/", 1)[-1] if device else None
             netdevs[name] = {
-                "pci_address": address if is_pci_address(address) else None,
+                "pci_address": address if is_address(address) else None,
                 "mac": self.fs.read(base + "/address"),
                 "operstate": self.fs.read(base + "/operstate"),
             }

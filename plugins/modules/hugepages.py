@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: hugepages
@@ -25,15 +27,13 @@ version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.bootloader
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
-  platform:
-    platforms: posix
+    details:
+      - The diff shows the runtime counts, the units written and, with O(boot_config=grub), the GRUB defaults file.
 options:
   pages:
     description:
@@ -105,30 +105,13 @@ options:
     default: false
   boot_config:
     description:
-      - V(grub) writes the boot-time args into O(grub_file) itself (as M(gpuvirt.tenancy.iommu_grub) does).
+      - V(grub) writes the boot-time args into O(grub_file) itself (as M(gpuvirt.tenancy.iommu_grub) does);
+        O(grub_file), O(variable) and O(bootloader_update) apply only then.
       - V(none) only returns them as RV(boot_args), to hand to M(gpuvirt.tenancy.iommu_grub) O(gpuvirt.tenancy.iommu_grub#module:args)
         so that IOMMU and hugepage args land in one edit before one reboot.
     type: str
     choices: [grub, none]
     default: grub
-  grub_file:
-    description: GRUB defaults file, with O(boot_config=grub).
-    type: path
-    default: /etc/default/grub
-  variable:
-    description: GRUB variable edited, with O(boot_config=grub).
-    type: str
-    choices: [GRUB_CMDLINE_LINUX, GRUB_CMDLINE_LINUX_DEFAULT]
-    default: GRUB_CMDLINE_LINUX
-  bootloader_update:
-    description: As M(gpuvirt.tenancy.iommu_grub) O(gpuvirt.tenancy.iommu_grub#module:bootloader_update), with O(boot_config=grub).
-    type: str
-    choices: [auto, none]
-    default: auto
-  root:
-    description: Directory under which C(/sys) and C(/proc) are read and written; for a captured tree.
-    type: path
-    default: /
 notes:
   - Enabling the units written with O(persist=true) is left to the caller; the P(gpuvirt.tenancy.host_boot#role) role does it.
 seealso:
@@ -221,38 +204,37 @@ shortfalls:
   sample: [{"node": 1, "size": "2M", "requested": 4096, "allocated": 1800, "previous": 0, "restored_to": 0, "error": null}]
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepages import hugepages
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepages import run_hugepages
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        pages=dict(type="list", elements="dict", required=True, options=dict(
+            size=dict(type="str", required=True, choices=["2M", "1G"]),
+            count=dict(type="int", required=True),
+            node=dict(type="raw", default="all"),
+        )),
+        at_boot=dict(type="list", elements="str", default=["1G"], choices=["2M", "1G"]),
+        runtime=dict(type="bool", default=True),
+        persist=dict(type="bool", default=False),
+        persist_unit=dict(type="path", default="/etc/systemd/system/gpuvirt-hugepages.service"),
+        mounts=dict(type="list", elements="dict", default=[], options=dict(
+            size=dict(type="str", required=True, choices=["2M", "1G"]),
+            path=dict(type="path", required=True),
+        )),
+        allow_partial=dict(type="bool", default=False),
+        boot_config=dict(type="str", default="grub", choices=["grub", "none"]),
+        grub_file=dict(type="path", default="/etc/default/grub"),
+        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
+                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
+        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
+        root=dict(type="path", default="/"),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            pages=dict(type="list", elements="dict", required=True, options=dict(
-                size=dict(type="str", required=True, choices=["2M", "1G"]),
-                count=dict(type="int", required=True),
-                node=dict(type="raw", default="all"),
-            )),
-            at_boot=dict(type="list", elements="str", default=["1G"], choices=["2M", "1G"]),
-            runtime=dict(type="bool", default=True),
-            persist=dict(type="bool", default=False),
-            persist_unit=dict(type="path", default="/etc/systemd/system/gpuvirt-hugepages.service"),
-            mounts=dict(type="list", elements="dict", default=[], options=dict(
-                size=dict(type="str", required=True, choices=["2M", "1G"]),
-                path=dict(type="path", required=True),
-            )),
-            allow_partial=dict(type="bool", default=False),
-            boot_config=dict(type="str", default="grub", choices=["grub", "none"]),
-            grub_file=dict(type="path", default="/etc/default/grub"),
-            variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
-                          choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
-            bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
-            root=dict(type="path", default="/"),
-        ),
-        supports_check_mode=True,
-    )
-    run_hugepages(module)
+def main(host=None):
+    run_module(MODULE_ARGS, hugepages, host=host)
 
 
 if __name__ == "__main__":

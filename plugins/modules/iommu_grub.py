@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: iommu_grub
@@ -24,15 +26,13 @@ version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.bootloader
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
-  platform:
-    platforms: posix
+    details:
+      - The diff is the GRUB defaults file before and after.
 options:
   iommu:
     description:
@@ -96,40 +96,10 @@ options:
         type: str
         choices: [present, absent]
         default: present
-  grub_file:
-    description:
-      - The GRUB defaults file (a /bin/sh script). With O(bootloader_update=none) it may be a copy,
-        to review a change before it is made, without root.
-    type: path
-    default: /etc/default/grub
-  variable:
-    description:
-      - The variable to edit. C(GRUB_CMDLINE_LINUX) goes to every boot entry, recovery included;
-        C(GRUB_CMDLINE_LINUX_DEFAULT) only to the normal ones.
-    type: str
-    choices: [GRUB_CMDLINE_LINUX, GRUB_CMDLINE_LINUX_DEFAULT]
-    default: GRUB_CMDLINE_LINUX
-  bootloader_update:
-    description:
-      - V(auto) regenerates the boot menu after a change; C(update-grub) on Debian and Ubuntu,
-        C(grubby --update-kernel=ALL) on RHEL-family hosts with BLS entries, else
-        C(grub2-mkconfig -o) the C(grub.cfg) found. The family comes from C(/etc/os-release)
-        or the tools present. It also regenerates when the file already holds the args but
-        C(/boot/grub/grub.cfg) does not (an earlier regeneration failed).
-      - V(none) only edits the file.
-    type: str
-    choices: [auto, none]
-    default: auto
   backup:
     description: Keep a copy of the file, named with a timestamp, before changing it.
     type: bool
     default: false
-  root:
-    description:
-      - Directory under which C(/proc/cmdline), C(/proc/cpuinfo), C(/etc/os-release) and C(/boot)
-        are read; for a captured tree. O(grub_file) is a path of its own.
-    type: path
-    default: /
 notes:
   - The new command line takes effect at the next boot; O(ignore:reboot_required) says when one is due.
     The P(gpuvirt.tenancy.host_boot#role) role does the single reboot.
@@ -219,40 +189,35 @@ backup_file:
   returned: always
   type: str
   sample: /etc/default/grub.2026-11-29@17:30:00~
-diff:
-  description: The file before and after, in diff mode.
-  returned: when diff mode is on
-  type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import iommu_grub
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import run_iommu_grub
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        iommu=dict(type="bool", default=True),
+        vendor=dict(type="str", default="auto", choices=["auto", "intel", "amd"]),
+        passthrough=dict(type="bool"),
+        pre_bind_ids=dict(type="list", elements="str", default=[]),
+        pre_bind_driver=dict(type="str", default="pci-stub", choices=["pci-stub", "vfio-pci"]),
+        args=dict(type="list", elements="dict", default=[], options=dict(
+            name=dict(type="str", required=True),
+            value=dict(type="str"),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+        )),
+        grub_file=dict(type="path", default="/etc/default/grub"),
+        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
+                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
+        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
+        backup=dict(type="bool", default=False),
+        root=dict(type="path", default="/"),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            iommu=dict(type="bool", default=True),
-            vendor=dict(type="str", default="auto", choices=["auto", "intel", "amd"]),
-            passthrough=dict(type="bool"),
-            pre_bind_ids=dict(type="list", elements="str", default=[]),
-            pre_bind_driver=dict(type="str", default="pci-stub", choices=["pci-stub", "vfio-pci"]),
-            args=dict(type="list", elements="dict", default=[], options=dict(
-                name=dict(type="str", required=True),
-                value=dict(type="str"),
-                state=dict(type="str", default="present", choices=["present", "absent"]),
-            )),
-            grub_file=dict(type="path", default="/etc/default/grub"),
-            variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
-                          choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
-            bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
-            backup=dict(type="bool", default=False),
-            root=dict(type="path", default="/"),
-        ),
-        supports_check_mode=True,
-    )
-    run_iommu_grub(module)
+def main(host=None):
+    run_module(MODULE_ARGS, iommu_grub, host=host)
 
 
 if __name__ == "__main__":

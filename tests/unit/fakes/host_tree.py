@@ -166,3 +166,28 @@ class FakeHost:
             if groups is not None:
                 self.set_iommu_group(vf, groups[index])
         self.write(pf_path + "/sriov_numvfs", str(len(vf_addresses)))
+
+
+class HugepageAllocator:
+    """A stand-in for the kernel's hugepage allocator behind ``nr_hugepages`` writes (not a
+    real one): a write gets at most ``capacity[(size, node)]`` pages, as a node with
+    fragmented memory does, and that count is what ``nr_hugepages`` reads afterwards; with
+    ``refuse`` (an errno) every write fails as the kernel's would. ``writes`` records each
+    request as ``(size, node, count)``."""
+
+    SIZES = {"2048kB": "2M", "1048576kB": "1G"}
+
+    def __init__(self, host, capacity=None, refuse=None):
+        self.host = host
+        self.capacity = dict(capacity or {})
+        self.refuse = refuse
+        self.writes = []
+
+    def write(self, host_path, value):
+        # /sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages
+        parts = host_path.split("/")
+        size, node, count = self.SIZES[parts[7][len("hugepages-"):]], int(parts[5][len("node"):]), int(value)
+        self.writes.append((size, node, count))
+        if self.refuse:
+            raise OSError(self.refuse, os.strerror(self.refuse))
+        self.host.write(host_path, "%d" % min(count, self.capacity.get((size, node), count)))

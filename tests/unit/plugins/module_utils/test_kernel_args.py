@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args as ka
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import join_cmdline, split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boot")
@@ -20,7 +21,7 @@ def real_cmdline(name):
     with open(os.path.join(BOOT, name), encoding="utf-8") as handle:
         text = handle.read()
     match = re.search(r"(?:Kernel )?[Cc]ommand line: (.*)", text)
-    return ka.split_args(match.group(1) if match else text)
+    return split_cmdline(match.group(1) if match else text)
 
 
 FEDORA = "proc-cmdline_fedora37_intel_iommu-on_iommu-pt_blacklist-nouveau.txt"
@@ -64,7 +65,7 @@ def test_iommu_pending_on_real_cmdlines(fixture, reboot):
 ])
 def test_iommu_ops(before, vendor, iommu, passthrough, after):
     ops = ka.iommu_ops(vendor, iommu, passthrough)
-    assert ka.join_args(ka.apply_ops(ops, before.split())) == after
+    assert join_cmdline(ka.apply_ops(ops, before.split())) == after
     assert ka.apply_ops(ops, after.split()) == after.split()
 
 
@@ -88,7 +89,7 @@ def test_iommu_ops_refuse():
 ])
 def test_pre_bind_ids(before, ids, driver, after):
     ops = ka.pre_bind_ops(ids, driver)
-    assert ka.join_args(ka.apply_ops(ops, before.split())) == after
+    assert join_cmdline(ka.apply_ops(ops, before.split())) == after
     assert ka.apply_ops(ops, after.split()) == after.split()
 
 
@@ -119,7 +120,7 @@ def test_pre_bind_ids_malformed(bad):
 ])
 def test_args_ops(before, items, after):
     ops = ka.args_ops(items)
-    assert ka.join_args(ka.apply_ops(ops, before.split())) == after
+    assert join_cmdline(ka.apply_ops(ops, before.split())) == after
     assert ka.apply_ops(ops, after.split()) == after.split()
 
 
@@ -152,10 +153,6 @@ def test_different_sizes_are_different_args():
 @pytest.mark.parametrize("text, kb", [("2M", 2048), ("1G", 1048576), ("1024m", 1048576), ("2048K", 2048), ("x", None)])
 def test_parse_size(text, kb):
     assert ka.parse_size_kb(text) == kb
-
-
-def test_init_args_after_double_dash_are_not_kernel_args():
-    assert ka.kernel_part("ro quiet -- --init-flag intel_iommu=on".split()) == ["ro", "quiet"]
 
 
 ARG = st.one_of(

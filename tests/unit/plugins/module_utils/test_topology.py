@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import (
-    TopologyReader, parse_cpulist, read_topology, split_cmdline)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import read_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader, read_topology
 
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
@@ -39,7 +39,7 @@ def parse_topo_matrix(path):
         levels[row] = dict(zip(names, values))
         rest = tokens[1 + len(names):]
         if rest:
-            cpus[row] = parse_cpulist(rest[0])
+            cpus[row] = read_cpulist(rest[0])
             numa[row] = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else None
     return names, levels, cpus, numa
 
@@ -50,7 +50,7 @@ def parse_lscpu_nodes(path):
         for line in handle:
             match = re.match(r"^NUMA node(\d+) CPU\(s\):\s+(\S+)", line)
             if match:
-                nodes[int(match.group(1))] = parse_cpulist(match.group(2))
+                nodes[int(match.group(1))] = read_cpulist(match.group(2))
     return nodes
 
 
@@ -280,20 +280,6 @@ def test_sriov_vfs_and_indexes(tmp_path):
         assert dev["upstream"] == ["0000:80:00.0"] and dev["model"] == "ConnectX Family mlx5Gen Virtual Function"
     assert [n["is_vf"] for n in topo["nics"]] == [False, True, True, True, True]
     assert topo["netdevs"]["ens1f0np0"]["pci_address"] == "0000:81:00.0"
-
-
-@pytest.mark.parametrize("text,expected", [
-    ("BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet", ["BOOT_IMAGE=/vmlinuz", "root=UUID=1", "ro", "quiet"]),
-    ('a="x y"  b\n', ['a="x y"', "b"]),
-    ("", []),
-])
-def test_split_cmdline(text, expected):
-    assert split_cmdline(text) == expected
-
-
-@pytest.mark.parametrize("text,expected", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("", []), ("x", []), ("5", [5])])
-def test_parse_cpulist(text, expected):
-    assert parse_cpulist(text) == expected
 
 
 def test_bad_extra_ids_raise(tmp_path):

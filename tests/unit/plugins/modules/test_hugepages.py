@@ -1,27 +1,30 @@
 # -*- coding: utf-8 -*-
 """Hugepages per NUMA node over fake sysfs trees laid out like a real kernel's (FakeHost):
 the lab host's two 2 GB nodes (DESIGN.md) and a real 2-socket EPYC host's node sizes
-(tests/fixtures/numa, numactl --hardware)."""
+(tests/fixtures/numa, numactl --hardware). Every run injects a Host over the tree, with a
+stand-in allocator or recorded commands where a test needs them; nothing is patched."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hp
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
 
 from conftest import run_module  # pylint: disable=import-error
-from fakes.host_tree import FakeHost  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.host_tree import FakeHost, HugepageAllocator  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 EPYC = os.path.join(FIXTURES, "numa", "numactl-hardware_2x-epyc-9375f_smt-off_2nodes.txt")
 NODE2M = "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages"
 NODE1G = "/sys/devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages"
+UNIT = "/etc/systemd/system/gpuvirt-hugepages.service"
 
 
 def lab_host(root, release="6.1.0-28-amd64"):
@@ -32,6 +35,7 @@ def lab_host(root, release="6.1.0-28-amd64"):
     host.set_cpuinfo("GenuineIntel")
     host.add_numa_node(0, [0, 1], memory_mb=2048)
     host.add_numa_node(1, [2, 3], memory_mb=2048)
+    os.makedirs(host.p(os.path.dirname(UNIT)))  # systemd's unit directory, where persist writes
     return host
 
 
@@ -52,10 +56,12 @@ def read(host, path):
         return handle.read().strip()
 
 
-def run(host, check_mode=False, diff=False, **args):
-    args.setdefault("root", host.root)
+def run(host, check_mode=False, diff=False, kernel=None, commands=None, **args):
+    """The module over the tree; ``kernel`` takes the sysfs writes (the tree's files by
+    default), ``commands`` answers the programs it runs (none by default)."""
     args.setdefault("boot_config", "none")
-    return run_module(hugepages_module.main, args, check_mode=check_mode, diff=diff)
+    injected = Host(host.root, kernel=kernel, commands=commands if commands is not None else RecordedCommands())
+    return run_module(hugepages_module.main, args, check_mode=check_mode, diff=diff, host=injected)
 
 
 def test_runtime_2m_on_node1(tmp_path):
@@ -77,35 +83,12 @@ def test_check_mode_writes_nothing(tmp_path):
     assert [p["allocated"] for p in result["pages"]] == [0, 0]
 
 
-class StandInKernel:
-    """A stand-in for the kernel's hugepage allocator (not a real one): a write of
-    nr_hugepages gets at most ``capacity[node]`` pages, as a node with fragmented memory
-    does; the count is what nr_hugepages reads afterwards."""
-
-    def __init__(self, monkeypatch, capacity):
-        self.capacity = capacity
-        self.writes = []
-        kernel = self
-
-        def write_count(manager, size, node, count):
-            return kernel.write(manager, size, node, count)
-
-        monkeypatch.setattr(hp.Hugepages, "_write_count", write_count)
-
-    def write(self, manager, size, node, count):
-        got = min(count, self.capacity.get((size, node), count))
-        self.writes.append((size, node, count))
-        with open(manager.fs.path(manager.count_path(size, node)), "w", encoding="utf-8") as handle:
-            handle.write("%d\n" % got)
-        return got
-
-
-def test_shortfall_restores_and_fails(tmp_path, monkeypatch):
+def test_shortfall_restores_and_fails(tmp_path):
     host = lab_host(tmp_path)
     host.write(NODE2M % 0, "8")
-    kernel = StandInKernel(monkeypatch, {("2M", 1): 300})
-    result = run(host, pages=[{"size": "2M", "count": 16, "node": 0}, {"size": "2M", "count": 512, "node": 1}])
-    assert result["failed"] is True
+    kernel = HugepageAllocator(host, {("2M", 1): 300})
+    result = run(host, kernel=kernel, pages=[{"size": "2M", "count": 16, "node": 0}, {"size": "2M", "count": 512, "node": 1}])
+    assert result["failed"] is True and result["changed"] is False
     assert "node 1: asked 512 x 2M, the kernel gave 300" in result["msg"]
     assert "previous counts written back" in result["msg"]
     assert read(host, NODE2M % 0) == "8" and read(host, NODE2M % 1) == "0"
@@ -114,21 +97,22 @@ def test_shortfall_restores_and_fails(tmp_path, monkeypatch):
     assert (("2M", 0, 8) in kernel.writes) and (("2M", 1, 0) in kernel.writes)
 
 
-def test_shortfall_kept_with_allow_partial(tmp_path, monkeypatch):
+def test_shortfall_kept_with_allow_partial(tmp_path):
     host = lab_host(tmp_path)
-    StandInKernel(monkeypatch, {("2M", 1): 300})
-    result = run(host, pages=[{"size": "2M", "count": 512, "node": 1}], allow_partial=True)
+    kernel = HugepageAllocator(host, {("2M", 1): 300})
+    result = run(host, kernel=kernel, pages=[{"size": "2M", "count": 512, "node": 1}], allow_partial=True)
     assert not result.get("failed") and result["changed"] is True
     assert read(host, NODE2M % 1) == "300"
     assert result["pages"][0]["allocated"] == 300 and result["pages"][0]["requested"] == 512
+    assert result["warnings"] == ["hugepages: node 1: asked 512 x 2M, the kernel gave 300"]
 
 
-def test_shrink_before_grow(tmp_path, monkeypatch):
+def test_shrink_before_grow(tmp_path):
     host = lab_host(tmp_path)
     host.write(NODE2M % 0, "512")
-    kernel = StandInKernel(monkeypatch, {})
-    run(host, pages=[{"size": "2M", "count": 0, "node": 0}, {"size": "2M", "count": 128, "node": 1}, {"size": "1G", "count": 0}],
-        at_boot=[])
+    kernel = HugepageAllocator(host)
+    run(host, kernel=kernel, at_boot=[],
+        pages=[{"size": "2M", "count": 0, "node": 0}, {"size": "2M", "count": 128, "node": 1}, {"size": "1G", "count": 0}])
     assert kernel.writes == [("2M", 0, 0), ("2M", 1, 128)]
 
 
@@ -164,26 +148,25 @@ def test_boot_zero_removes_reservation(tmp_path):
 
 
 def test_boot_config_grub_edits_the_file(tmp_path):
-    host = lab_host(tmp_path / "root")
-    grub = tmp_path / "grub"
-    grub.write_text('GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet"\n', encoding="utf-8")
+    host = lab_host(tmp_path)
+    host.write("/srv/grub", 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet"\n')
     args = dict(pages=[{"size": "1G", "count": 1, "node": 1}, {"size": "2M", "count": 32, "node": 1}],
-                boot_config="grub", grub_file=str(grub), bootloader_update="none")
-    result = run(host, **args)
+                boot_config="grub", grub_file="/srv/grub", bootloader_update="none")
+    result = run(host, diff=True, **args)
     assert result["changed"] is True and result["reboot_required"] is True
-    assert grub.read_text(encoding="utf-8") == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet hugepagesz=1G hugepages=1:1"\n'
+    assert result["diff"][-1]["before_header"] == "/srv/grub"
+    assert read(host, "/srv/grub") + "\n" == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet hugepagesz=1G hugepages=1:1"\n'
     assert read(host, NODE2M % 1) == "32" and read(host, NODE1G % 1) == "0"
     assert run(host, **args)["changed"] is False
 
 
 def test_persist_unit(tmp_path):
-    host = lab_host(tmp_path / "root")
-    unit = tmp_path / "gpuvirt-hugepages.service"
+    host = lab_host(tmp_path)
     args = dict(pages=[{"size": "2M", "count": 64, "node": 1}, {"size": "1G", "count": 1, "node": 1}],
-                persist=True, persist_unit=str(unit))
+                persist=True, persist_unit=UNIT)
     result = run(host, **args)
-    assert result["persist_unit"] == str(unit) and result["persist_unit_changed"] is True
-    text = unit.read_text(encoding="utf-8")
+    assert result["persist_unit"] == UNIT and result["persist_unit_changed"] is True
+    text = read(host, UNIT) + "\n"
     assert "Before=libvirtd.service virtqemud.service\n" in text
     execs = [line for line in text.splitlines() if line.startswith("ExecStart=")]
     # Only the runtime size; 1G is reserved at boot.
@@ -194,10 +177,9 @@ def test_persist_unit(tmp_path):
 
 
 def test_persist_unit_check_mode(tmp_path):
-    host = lab_host(tmp_path / "root")
-    unit = tmp_path / "u.service"
-    result = run(host, pages=[{"size": "2M", "count": 4, "node": 0}], persist=True, persist_unit=str(unit), check_mode=True)
-    assert result["persist_unit_changed"] is True and not unit.exists()
+    host = lab_host(tmp_path)
+    result = run(host, pages=[{"size": "2M", "count": 4, "node": 0}], persist=True, persist_unit=UNIT, check_mode=True)
+    assert result["persist_unit_changed"] is True and not os.path.exists(host.p(UNIT))
 
 
 @pytest.mark.parametrize("pages, message", [
@@ -231,20 +213,14 @@ def test_real_epyc_node_sizes(tmp_path):
     assert too_many["failed"] and "node 0 has 773271 MB of memory; 756 x 1G (774144 MB) does not fit" in too_many["msg"]
 
 
-def test_write_error_is_a_shortfall(tmp_path, monkeypatch):
+def test_write_error_is_a_shortfall(tmp_path):
     host = lab_host(tmp_path)
-
-    def refuse(_manager, _size, _node, _count):
-        raise OSError(12, "Cannot allocate memory")
-
-    monkeypatch.setattr(hp.Hugepages, "_write_count", refuse)
-    result = run(host, pages=[{"size": "2M", "count": 8, "node": 0}])
+    result = run(host, kernel=HugepageAllocator(host, refuse=errno.ENOMEM), pages=[{"size": "2M", "count": 8, "node": 0}])
     assert result["failed"] and "(%s)" % "[Errno 12] Cannot allocate memory" in result["msg"]
 
 
-def test_no_grub_needed_without_boot_sizes(tmp_path, monkeypatch):
+def test_no_grub_needed_without_boot_sizes(tmp_path):
     host = lab_host(tmp_path)
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda *a, **k: None)
     result = run(host, pages=[{"size": "2M", "count": 2, "node": 0}], boot_config="grub", grub_file="/nonexistent")
     assert not result.get("failed") and result["boot_args"] == []
 
@@ -258,44 +234,34 @@ PROC_MOUNTS = ("sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
 
 
 @pytest.fixture
-def mount_host(tmp_path, monkeypatch):
-    host = lab_host(tmp_path / "root")
+def mount_host(tmp_path):
+    host = lab_host(tmp_path)
     host.write("/proc/mounts", PROC_MOUNTS)
     host.write("/proc/meminfo", "MemTotal:        4013404 kB\nHugepagesize:       2048 kB\n")
     for size in ("2048kB", "1048576kB"):
         os.makedirs(host.p("/sys/kernel/mm/hugepages/hugepages-%s" % size), exist_ok=True)
-    host.calls = []
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda _self, name, *a, **k: "/usr/bin/" + name)
-
-    def run_command(_self, argv, **_kwargs):
-        host.calls.append(argv)
-        return 0, "", ""
-
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    host.commands = RecordedCommands(replies=[(["mount", "-t", "hugetlbfs", "..."],)])
     return host
 
 
-def test_mount_1g_with_unit(mount_host, tmp_path):
-    unit_dir = tmp_path / "units"
-    unit_dir.mkdir()
-    args = dict(pages=[{"size": "1G", "count": 1, "node": 1}], persist=True,
-                persist_unit=str(unit_dir / "gpuvirt-hugepages.service"),
+def test_mount_1g_with_unit(mount_host):
+    args = dict(pages=[{"size": "1G", "count": 1, "node": 1}], persist=True, persist_unit=UNIT,
                 mounts=[{"size": "1G", "path": "/dev/hugepages1G"}, {"size": "2M", "path": "/dev/hugepages"}])
-    result = run(mount_host, **args)
+    result = run(mount_host, commands=mount_host.commands, **args)
     target = mount_host.p("/dev/hugepages1G")
-    assert mount_host.calls == [["/usr/bin/mount", "-t", "hugetlbfs", "-o", "pagesize=1G", "hugetlbfs", target]]
+    assert mount_host.commands.calls == [["mount", "-t", "hugetlbfs", "-o", "pagesize=1G", "hugetlbfs", target]]
     assert os.path.isdir(target)
     assert result["mounts"] == [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False},
                                 {"size": "2M", "path": "/dev/hugepages", "mounted": True}]
-    unit = unit_dir / "dev-hugepages1G.mount"
-    assert str(unit) in result["mount_units"]
-    text = unit.read_text(encoding="utf-8")
+    unit = "/etc/systemd/system/dev-hugepages1G.mount"
+    assert unit in result["mount_units"]
+    text = read(mount_host, unit)
     assert "Where=/dev/hugepages1G\nType=hugetlbfs\nOptions=pagesize=1G\n" in text
     assert "Before=libvirtd.service" in text
     # Once the kernel lists it, nothing to do.
     mount_host.write("/proc/mounts", PROC_MOUNTS + "hugetlbfs /dev/hugepages1G hugetlbfs rw,relatime,pagesize=1024M 0 0\n")
-    again = run(mount_host, **args)
-    assert again["changed"] is False and len(mount_host.calls) == 1
+    again = run(mount_host, commands=mount_host.commands, **args)
+    assert again["changed"] is False and len(mount_host.commands.calls) == 1
 
 
 @pytest.mark.parametrize("mounts, message", [
@@ -304,12 +270,6 @@ def test_mount_1g_with_unit(mount_host, tmp_path):
     ([{"size": "1G", "path": "/x"}, {"size": "2M", "path": "/x/"}], "a path is given twice"),
 ])
 def test_mount_refusals(mount_host, mounts, message):
-    result = run(mount_host, pages=[{"size": "2M", "count": 2, "node": 0}], mounts=mounts)
+    result = run(mount_host, commands=mount_host.commands, pages=[{"size": "2M", "count": 2, "node": 0}], mounts=mounts)
     assert result["failed"] and message in result["msg"]
-    assert mount_host.calls == [] and read(mount_host, NODE2M % 0) == "0"
-
-
-@pytest.mark.parametrize("path, name", [("/dev/hugepages1G", "dev-hugepages1G"), ("/mnt/huge pages", "mnt-huge\\x20pages"),
-                                        ("/srv/a-b", "srv-a\\x2db"), ("/", "-")])
-def test_systemd_escape(path, name):
-    assert hp.systemd_escape_path(path) == name
+    assert mount_host.commands.calls == [] and read(mount_host, NODE2M % 0) == "0"

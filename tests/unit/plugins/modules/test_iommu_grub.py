@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 """The iommu_grub module end to end over fake roots: a GRUB file like the lab host's
-(Debian 12, intel_iommu=off), real distribution files, bootloader commands, bad inputs."""
+(Debian 12, intel_iommu=off), real distribution files, bootloader commands, bad inputs.
+Every run injects a Host over the tree with recorded commands; nothing is patched."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import tempfile
 
 import pytest
 
-from ansible.module_utils import basic
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
 
 from conftest import run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boot")
@@ -28,6 +30,8 @@ UBUNTU_TEMPLATE = os.path.join(BOOT, "etc-default-grub_TEMPLATE_ubuntu-22.04-jam
 LAB_GRUB_LINUX = 'GRUB_CMDLINE_LINUX="console=ttyS0,115200n8 intel_iommu=off"'
 LAB_RUNNING = "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3a99c6a2-d04c-47d9-94cb-21e3ebaf1df2 ro console=ttyS0,115200n8 intel_iommu=off quiet"
 LAB_ARGS = {"pre_bind_ids": ["1234:11e8"], "bootloader_update": "none"}
+GRUB = "/etc/default/grub"
+COPY = "/srv/review/grub"  # a copy of the file, edited with bootloader_update: none
 
 
 def lab_grub_text():
@@ -38,19 +42,28 @@ def lab_grub_text():
 
 @pytest.fixture
 def host(tmp_path):
-    fake = FakeHost(tmp_path / "root")
+    fake = FakeHost(tmp_path)
     fake.set_cpuinfo("GenuineIntel")
     fake.write("/proc/cmdline", LAB_RUNNING)
-    grub = tmp_path / "grub"
-    grub.write_text(lab_grub_text(), encoding="utf-8")
-    fake.grub = str(grub)
+    put(fake, COPY, lab_grub_text())
+    fake.grub = COPY
     return fake
 
 
-def run(host, check_mode=False, diff=False, **args):
-    full = dict(LAB_ARGS, grub_file=host.grub, root=host.root)
+def run(host, check_mode=False, diff=False, commands=None, **args):
+    """The module over the tree; ``commands`` answers the programs it runs (none by default)."""
+    full = dict(LAB_ARGS, grub_file=host.grub)
     full.update(args)
-    return run_module(iommu_grub.main, full, check_mode=check_mode, diff=diff)
+    injected = Host(host.root, commands=commands if commands is not None else RecordedCommands())
+    return run_module(iommu_grub.main, full, check_mode=check_mode, diff=diff, host=injected)
+
+
+def put(host, path, text):
+    """A file of the tree, byte for byte."""
+    real = host.p(path)
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    with open(real, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def read(path):
@@ -58,17 +71,22 @@ def read(path):
         return handle.read()
 
 
+def read_grub(host, path=None):
+    return read(host.p(path or host.grub))
+
+
 def test_lab_converges_then_reports_nothing(host):
-    before = read(host.grub)
+    before = read_grub(host)
     result = run(host, diff=True)
     assert result["changed"] is True and result["reboot_required"] is True
     assert result["vendor"] == "intel"
     assert result["args"] == ["console=ttyS0,115200n8", "intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
     assert result["args_missing"] == ["intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
     assert result["args_unwanted"] == ["intel_iommu=off"]
-    after = read(host.grub)
+    after = read_grub(host)
     assert after == before.replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % result["cmdline"])
-    assert result["diff"]["before"] == before and result["diff"]["after"] == after
+    assert result["diff"][0]["before"] == before and result["diff"][0]["after"] == after
+    assert result["diff"][0]["before_header"] == COPY
     # Re-run before the reboot: nothing to write, but the reboot is still due.
     again = run(host)
     assert again["changed"] is False and again["reboot_required"] is True
@@ -80,15 +98,15 @@ def test_lab_converges_then_reports_nothing(host):
 
 
 def test_check_mode_changes_nothing(host):
-    before = read(host.grub)
+    before = read_grub(host)
     result = run(host, check_mode=True, diff=True)
     assert result["changed"] is True and result["reboot_required"] is True
-    assert "intel_iommu=on" in result["diff"]["after"]
-    assert read(host.grub) == before
+    assert "intel_iommu=on" in result["diff"][0]["after"]
+    assert read_grub(host) == before
 
 
 def test_backup(host):
-    before = read(host.grub)
+    before = read_grub(host)
     result = run(host, backup=True)
     assert result["backup_file"] and read(result["backup_file"]) == before
     assert run(host, backup=True)["backup_file"] is None
@@ -97,101 +115,88 @@ def test_backup(host):
 def test_amd_vendor_auto(host):
     host.set_cpuinfo("AuthenticAMD")
     host.write("/proc/cmdline", "ro amd_iommu=off")
-    with open(host.grub, "w", encoding="utf-8") as handle:
-        handle.write('GRUB_CMDLINE_LINUX="amd_iommu=off quiet"\n')
+    put(host, host.grub, 'GRUB_CMDLINE_LINUX="amd_iommu=off quiet"\n')
     result = run(host)
     assert result["vendor"] == "amd"
-    assert read(host.grub) == 'GRUB_CMDLINE_LINUX="quiet iommu=pt pci-stub.ids=1234:11e8"\n'
+    assert read_grub(host) == 'GRUB_CMDLINE_LINUX="quiet iommu=pt pci-stub.ids=1234:11e8"\n'
 
 
 def test_real_centos_file(host):
-    shutil.copy(CENTOS9, host.grub)
     original = read(CENTOS9)
+    put(host, host.grub, original)
     host.write("/proc/cmdline", "BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M rhgb quiet")
     result = run(host, vendor="intel", pre_bind_ids=["10de:20b5"], pre_bind_driver="vfio-pci")
     assert result["changed"] is True
-    new = read(host.grub)
+    new = read_grub(host)
     assert new.splitlines()[5] == ('GRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M resume=/dev/mapper/cs-swap '
                                    'rd.lvm.lv=cs/root rd.lvm.lv=cs/swap rhgb quiet intel_iommu=on iommu=pt vfio-pci.ids=10de:20b5"')
     assert [l for i, l in enumerate(new.splitlines()) if i != 5] == [l for i, l in enumerate(original.splitlines()) if i != 5]
 
 
 # ---------------------------------------------------------------------------- bootloader
-class Recorder:
-    def __init__(self, monkeypatch, binaries):
-        self.calls = []
-        monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
-                            lambda _self, name, *a, **k: binaries.get(name))
-        monkeypatch.setattr(basic.AnsibleModule, "run_command", self.run_command)
-
-    def run_command(self, argv, **_kwargs):
-        self.calls.append(argv)
-        return 0, "", ""
-
-
-def put_grub_under_root(host):
-    path = host.p("/etc/default/grub")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    shutil.copy(host.grub, path)
-    return path
-
-
-def test_update_grub_on_debian(host, monkeypatch):
+def test_update_grub_on_debian(host):
     host.write("/etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')
-    grub = put_grub_under_root(host)
-    recorder = Recorder(monkeypatch, {"update-grub": "/usr/sbin/update-grub"})
-    result = run(host, grub_file=grub, bootloader_update="auto")
-    assert result["changed"] is True and recorder.calls == [["/usr/sbin/update-grub"]]
-    assert result["bootloader_commands"] == [["/usr/sbin/update-grub"]]
-    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False
-    assert recorder.calls == [["/usr/sbin/update-grub"]]
+    put(host, GRUB, lab_grub_text())
+    commands = RecordedCommands(replies=[(["update-grub"],)])
+    result = run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")
+    assert result["changed"] is True and commands.calls == [["update-grub"]]
+    assert result["bootloader_commands"] == [["/usr/bin/update-grub"]]
+    assert run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")["changed"] is False
+    assert commands.calls == [["update-grub"]]
 
 
-def test_update_grub_again_when_grub_cfg_is_stale(host, monkeypatch):
+def test_failed_update_grub_reports_the_file_change(host):
+    """The file was written before update-grub failed: the failure says changed, with the command's output."""
+    host.write("/etc/os-release", "ID=debian\n")
+    put(host, GRUB, lab_grub_text())
+    commands = RecordedCommands(replies=[(["update-grub"], 1, "", "/usr/sbin/grub-probe: error: failed to get canonical path of `overlay'.")])
+    result = run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")
+    assert result["failed"] and result["changed"] is True and result["rc"] == 1
+    assert "command failed (rc=1): update-grub: /usr/sbin/grub-probe: error" in result["msg"]
+    assert "intel_iommu=on" in read_grub(host, GRUB)
+
+
+def test_update_grub_again_when_grub_cfg_is_stale(host):
     """The file already holds the args but grub.cfg does not (an earlier update-grub failed)."""
     host.write("/etc/os-release", "ID=ubuntu\nID_LIKE=debian\n")
-    grub = put_grub_under_root(host)
-    run(host, grub_file=grub)  # writes the file only
+    put(host, GRUB, lab_grub_text())
+    run(host, grub_file=GRUB)  # writes the file only
     host.write("/boot/grub/grub.cfg", "menuentry 'Debian' {\n\tlinux\t/boot/vmlinuz-6.1.0-28-amd64 root=UUID=x ro "
                "console=ttyS0,115200n8 intel_iommu=off quiet\n}\n")
-    recorder = Recorder(monkeypatch, {"update-grub": "/usr/sbin/update-grub"})
-    result = run(host, grub_file=grub, bootloader_update="auto", check_mode=True)
-    assert result["changed"] is True and recorder.calls == []
-    run(host, grub_file=grub, bootloader_update="auto")
-    assert recorder.calls == [["/usr/sbin/update-grub"]]
+    commands = RecordedCommands(replies=[(["update-grub"],)])
+    result = run(host, commands=commands, grub_file=GRUB, bootloader_update="auto", check_mode=True)
+    assert result["changed"] is True and commands.calls == []
+    run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")
+    assert commands.calls == [["update-grub"]]
     host.write("/boot/grub/grub.cfg", "menuentry 'Debian' {\n\tlinux\t/boot/vmlinuz root=UUID=x ro "
                "console=ttyS0,115200n8 intel_iommu=on iommu=pt pci-stub.ids=1234:11e8 quiet\n}\n")
-    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False
+    assert run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")["changed"] is False
 
 
-def test_grubby_on_rhel_with_bls(host, monkeypatch):
+def test_grubby_on_rhel_with_bls(host):
     host.write("/etc/os-release", 'ID="centos"\nID_LIKE="rhel fedora"\n')
-    grub = host.p("/etc/default/grub")
-    os.makedirs(os.path.dirname(grub), exist_ok=True)
-    shutil.copy(CENTOS9, grub)
-    recorder = Recorder(monkeypatch, {"grubby": "/usr/sbin/grubby", "grub2-mkconfig": "/usr/sbin/grub2-mkconfig"})
-    run(host, grub_file=grub, bootloader_update="auto", vendor="intel", args=[{"name": "rhgb", "state": "absent"}])
-    assert recorder.calls == [["/usr/sbin/grubby", "--update-kernel=ALL",
+    put(host, GRUB, read(CENTOS9))
+    commands = RecordedCommands(programs=["grub2-mkconfig"], replies=[(["grubby", "..."],)])
+    run(host, commands=commands, grub_file=GRUB, bootloader_update="auto", vendor="intel", args=[{"name": "rhgb", "state": "absent"}])
+    assert commands.calls == [["grubby", "--update-kernel=ALL",
                                "--args=intel_iommu=on iommu=pt pci-stub.ids=1234:11e8", "--remove-args=rhgb"]]
 
 
-def test_grub2_mkconfig_without_bls(host, monkeypatch):
+@pytest.mark.parametrize("grub_cfg", ["/boot/grub2/grub.cfg", "/boot/efi/EFI/rocky/grub.cfg"])
+def test_grub2_mkconfig_without_bls(host, grub_cfg):
     host.write("/etc/os-release", 'ID="rocky"\nID_LIKE="rhel centos fedora"\n')
-    host.write("/boot/grub2/grub.cfg", "# generated\n")
-    grub = host.p("/etc/default/grub")
-    os.makedirs(os.path.dirname(grub), exist_ok=True)
-    with open(grub, "w", encoding="utf-8") as handle:
-        handle.write(read(CENTOS9).replace("GRUB_ENABLE_BLSCFG=true", "GRUB_ENABLE_BLSCFG=false"))
-    recorder = Recorder(monkeypatch, {"grub2-mkconfig": "/usr/sbin/grub2-mkconfig"})
-    run(host, grub_file=grub, bootloader_update="auto", vendor="intel")
-    assert recorder.calls == [["/usr/sbin/grub2-mkconfig", "-o", "/boot/grub2/grub.cfg"]]
+    host.write(grub_cfg, "# generated\n")
+    put(host, GRUB, read(CENTOS9).replace("GRUB_ENABLE_BLSCFG=true", "GRUB_ENABLE_BLSCFG=false"))
+    commands = RecordedCommands(replies=[(["grub2-mkconfig", "-o", "..."],)])
+    run(host, commands=commands, grub_file=GRUB, bootloader_update="auto", vendor="intel")
+    assert commands.calls == [["grub2-mkconfig", "-o", grub_cfg]]
 
 
 def test_auto_update_refuses_a_copy(host):
-    before = read(host.grub)
+    before = read_grub(host)
     result = run(host, bootloader_update="auto")
     assert result["failed"] and "set bootloader_update: none to edit a copy" in result["msg"]
-    assert read(host.grub) == before
+    assert read_grub(host) == before
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -205,10 +210,10 @@ def test_auto_update_refuses_a_copy(host):
     ({"iommu": False, "passthrough": True}, "passthrough: true needs iommu: true"),
 ])
 def test_bad_input_changes_nothing(host, args, message):
-    before = read(host.grub)
+    before = read_grub(host)
     result = run(host, **args)
     assert result.get("failed") and message in result["msg"], result
-    assert read(host.grub) == before
+    assert read_grub(host) == before
 
 
 @pytest.mark.parametrize("content, message", [
@@ -218,17 +223,14 @@ def test_bad_input_changes_nothing(host, args, message):
     ('GRUB_CMDLINE_LINUX=""\nGRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off"\n', "sets intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
 ])
 def test_unparseable_file_changes_nothing(host, content, message):
-    with open(host.grub, "w", encoding="utf-8") as handle:
-        handle.write(content)
+    put(host, host.grub, content)
     result = run(host)
     assert result.get("failed") and message in result["msg"], result
-    assert read(host.grub) == content
+    assert read_grub(host) == content
 
 
 def test_dropin_overriding_the_variable(host):
-    os.makedirs(host.grub + ".d")
-    with open(host.grub + ".d/50-cloudimg-settings.cfg", "w", encoding="utf-8") as handle:
-        handle.write('GRUB_CMDLINE_LINUX="console=ttyS0"\n')
+    put(host, host.grub + ".d/50-cloudimg-settings.cfg", 'GRUB_CMDLINE_LINUX="console=ttyS0"\n')
     result = run(host)
     assert result["failed"] and "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again" in result["msg"]
 
@@ -266,7 +268,7 @@ def test_copy_without_root(world_dir):
         os.chmod(path, 0o777 if path.is_dir() else 0o666)
     # The unprivileged user may not reach the test runner's interpreter (under /root):
     # the system python with the venv's pure-python ansible-core on the path does the same.
-    site = [os.path.join(p) for p in sys.path if p.endswith("site-packages") and p.startswith(REPO)]
+    site = [p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)]
     python = sys.executable if uid is None else shutil.which("python%d.%d" % sys.version_info[:2], path="/usr/bin:/bin")
     if python is None:
         pytest.skip("no system python%d.%d to run as an unprivileged user" % sys.version_info[:2])
@@ -287,14 +289,13 @@ def test_copy_without_root(world_dir):
     assert "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8" in copy.read_text(encoding="utf-8")
 
 
-def test_no_bootloader_tool(host, monkeypatch):
+def test_no_bootloader_tool(host):
     host.write("/etc/os-release", "ID=debian\n")
-    grub = put_grub_under_root(host)
-    before = read(grub)
-    Recorder(monkeypatch, {})
-    result = run(host, grub_file=grub, bootloader_update="auto")
+    put(host, GRUB, lab_grub_text())
+    before = read_grub(host, GRUB)
+    result = run(host, grub_file=GRUB, bootloader_update="auto")
     assert result["failed"] and "found neither update-grub nor grub-mkconfig" in result["msg"]
-    assert read(grub) == before
+    assert read_grub(host, GRUB) == before
     # Nothing to change: no tool needed.
-    run(host, grub_file=grub, bootloader_update="none")
-    assert run(host, grub_file=grub, bootloader_update="auto")["changed"] is False
+    run(host, grub_file=GRUB, bootloader_update="none")
+    assert run(host, grub_file=GRUB, bootloader_update="auto")["changed"] is False

@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The CPU vendor, which decides the IOMMU's kernel argument (``intel_iommu``/``amd_iommu``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# ACPI table of the platform's IOMMU: DMAR describes Intel VT-d, IVRS AMD-Vi.
+IOMMU_TABLES = (("DMAR", "intel"), ("IVRS", "amd"))
+
+
+def vendor_of_cpuinfo(text):
+    """``intel`` / ``amd`` from the first ``vendor_id`` line of /proc/cpuinfo, else the raw
+    vendor id in lower case; None when there is no such line (arm64 has none)."""
+    for line in (text or "").splitlines():
+        key, _sep, value = line.partition(":")
+        if key.strip() == "vendor_id":
+            value = value.strip()
+            if value == "GenuineIntel":
+                return "intel"
+            if value in ("AuthenticAMD", "HygonGenuine"):
+                return "amd"
+            return value.lower() or None
+    return None

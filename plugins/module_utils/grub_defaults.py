@@ -1,0 +1,380 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``/etc/default/grub`` as text: read one variable's value, write a new value into it, and
+change no other byte of the file. Pure: text in, text out; the GRUB module's I/O is in
+:mod:`bootloader`.
+
+The file is a /bin/sh script that ``grub-mkconfig`` sources. :class:`GrubDefaults` scans it
+with the shell's quoting rules (comments, ``'...'``, ``"..."`` with backslash escapes,
+``$(...)``, ``${...}``, backquotes, line continuations) to find where each assignment's value
+starts and ends. It refuses, with :class:`GrubParseError`, what it cannot edit safely:
+unbalanced quotes, the variable set more than once, a value built from shell expansion, an
+assignment inside ``if``/``case``/a loop/a function, or one that is only a command's
+environment. The new value keeps the quoting style of the old one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+
+__metaclass__ = type
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+OPENERS = {"if", "case", "for", "while", "until", "{", "("}
+CLOSERS = {"fi", "esac", "done", "}", ")"}
+OPERATORS = ";&|()<>"
+SAFE_UNQUOTED_RE = re.compile(r"^[A-Za-z0-9_.,:/+@%=^-]+$")
+
+
+class GrubParseError(InputError):
+    """The file cannot be read or edited safely; nothing was changed."""
+
+
+class Assignment:
+    """``NAME=value`` at the start of a simple command."""
+
+    def __init__(self, name, line, value_start, value_end):
+        self.name = name
+        self.line = line
+        self.value_start = value_start  # offset of the first byte after '='
+        self.value_end = value_end      # offset just past the word
+        self.value = ""                 # the value the shell assigns (None: needs expansion)
+        self.styles = set()             # 'single', 'double', 'plain'
+        self.expansions = []            # the expansion texts found in the value
+        self.depth = 0                  # nesting inside compound commands
+        self.env_only = False           # followed by a command word: only that command's environment
+
+
+class _Word:
+    def __init__(self, start):
+        self.start = start
+        self.end = start
+        self.literal = []
+        self.styles = set()
+        self.expansions = []
+
+    @property
+    def value(self):
+        return "".join(self.literal)
+
+
+class GrubDefaults:
+    """A parsed ``/etc/default/grub``. ``text`` is kept byte for byte."""
+
+    def __init__(self, text, path="/etc/default/grub"):
+        self.text = text
+        self.path = path
+        self.assignments = []
+        self._scan()
+
+    # ------------------------------------------------------------------ scanning
+    def _error(self, offset, what):
+        line = self.text.count("\n", 0, offset) + 1
+        return GrubParseError("grub_file: %s line %d: %s; fix the file by hand (or use a copy) and run again"
+                              % (self.path, line, what))
+
+    def _skip_single(self, i):
+        end = self.text.find("'", i + 1)
+        if end < 0:
+            raise self._error(i, "unbalanced single quote (no closing ')")
+        return end + 1
+
+    def _skip_backquote(self, i):
+        j = i + 1
+        while j < len(self.text):
+            char = self.text[j]
+            if char == "\\":
+                j += 2
+                continue
+            if char == "`":
+                return j + 1
+            j += 1
+        raise self._error(i, "unbalanced backquote (no closing `)")
+
+    def _skip_double(self, i, word=None):
+        """From an opening double quote; returns the offset past the closing one."""
+        j = i + 1
+        text = self.text
+        while j < len(text):
+            char = text[j]
+            if char == '"':
+                return j + 1
+            if char == "\\":
+                nxt = text[j + 1:j + 2]
+                if not nxt:
+                    break
+                if nxt in '$`"\\':
+                    if word is not None:
+                        word.literal.append(nxt)
+                elif nxt == "\n":
+                    pass  # line continuation inside double quotes: removed by the shell
+                elif word is not None:
+                    word.literal.append("\\" + nxt)
+                j += 2
+                continue
+            if char in "$`":
+                # a backquote always opens a command substitution; a $ only when a name or bracket follows
+                end = self._skip_dollar(j) if char == "$" else self._skip_backquote(j)
+                if end > j + 1:
+                    if word is not None:
+                        word.expansions.append(text[j:end])
+                    j = end
+                    continue
+            if word is not None:
+                word.literal.append(char)
+            j += 1
+        raise self._error(i, 'unbalanced double quote (no closing ")')
+
+    def _skip_quoting(self, j):
+        """The offset past a backslash escape or a quoted string at ``j``; None when neither starts there."""
+        char = self.text[j]
+        if char == "\\":
+            return j + 2
+        if char == "'":
+            return self._skip_single(j)
+        if char == '"':
+            return self._skip_double(j)
+        return None
+
+    def _skip_dollar(self, i):
+        """From a ``$``; returns the offset past the expansion (i + 1 when it is a plain ``$``)."""
+        text = self.text
+        nxt = text[i + 1:i + 2]
+        if nxt == "(":
+            return self._skip_parens(i + 1)
+        if nxt == "{":
+            j = i + 2
+            while j < len(text):
+                char = text[j]
+                if char == "}":
+                    return j + 1
+                skipped = self._skip_quoting(j)
+                if skipped is not None:
+                    j = skipped
+                    continue
+                if char == "$":
+                    j = max(self._skip_dollar(j), j + 1)
+                    continue
+                j += 1
+            raise self._error(i, "unbalanced ${ (no closing })")
+        match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]", text[i + 1:i + 200])
+        if match:
+            return i + 1 + match.end()
+        return i + 1
+
+    def _skip_parens(self, i):
+        """From ``(`` of ``$(``/``$((``; returns the offset past the matching ``)``."""
+        depth, j, text = 0, i, self.text
+        while j < len(text):
+            char = text[j]
+            skipped = self._skip_quoting(j)
+            if skipped is not None:
+                j = skipped
+                continue
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            elif char == "`":
+                j = self._skip_backquote(j)
+                continue
+            elif char == "#" and (j == 0 or text[j - 1] in " \t\n;"):
+                end = text.find("\n", j)
+                j = len(text) if end < 0 else end
+                continue
+            j += 1
+        raise self._error(i, "unbalanced $( (no closing ))")
+
+    def _read_word(self, i):
+        """A shell word starting at ``i`` (not a blank, newline or operator)."""
+        text = self.text
+        word = _Word(i)
+        at_start = True
+        while i < len(text):
+            char = text[i]
+            if char in " \t\n" or char in OPERATORS:
+                break
+            if char == "'":
+                end = self._skip_single(i)
+                word.literal.append(text[i + 1:end - 1])
+                word.styles.add("single")
+                i = end
+            elif char == '"':
+                end = self._skip_double(i, word)
+                word.styles.add("double")
+                i = end
+            elif char == "\\":
+                nxt = text[i + 1:i + 2]
+                if nxt == "\n":
+                    i += 2  # line continuation
+                    continue
+                word.literal.append(nxt)
+                word.styles.add("plain")
+                i += 2
+            elif char == "$":
+                end = self._skip_dollar(i)
+                if end > i + 1:
+                    word.expansions.append(text[i:end])
+                else:
+                    word.literal.append(char)
+                word.styles.add("plain")
+                i = end
+            elif char == "`":
+                end = self._skip_backquote(i)
+                word.expansions.append(text[i:end])
+                word.styles.add("plain")
+                i = end
+            else:
+                if char == "~" and (at_start or text[i - 1] in ":="):
+                    word.expansions.append("~")  # tilde expansion in an assignment
+                word.literal.append(char)
+                word.styles.add("plain")
+                i += 1
+            at_start = False
+        word.end = i
+        return word
+
+    def _scan(self):
+        text = self.text
+        i, depth, case_depth = 0, 0, 0
+        command_start = True   # the next word starts a simple command
+        in_assignments = False  # still in the leading NAME=value words of a command
+        exporting = False
+        pending = []            # assignments of the current command
+        while i < len(text):
+            char = text[i]
+            if char in " \t":
+                i += 1
+                continue
+            if char == "\\" and text[i + 1:i + 2] == "\n":
+                i += 2
+                continue
+            if char == "#":
+                end = text.find("\n", i)
+                i = len(text) if end < 0 else end
+                continue
+            if char == "\n" or char in ";&|":
+                command_start, in_assignments, exporting, pending = True, False, False, []
+                i += 1
+                continue
+            if char in "()":
+                if case_depth and char == ")":
+                    pass  # a case pattern
+                elif char == "(":
+                    depth += 1
+                elif depth:
+                    depth -= 1
+                command_start, in_assignments, exporting, pending = True, False, False, []
+                i += 1
+                continue
+            if char in "<>":
+                i += 1
+                continue
+            word = self._read_word(i)
+            i = word.end
+            raw = text[word.start:word.end]
+            if command_start:
+                if raw in OPENERS:
+                    depth += 1
+                    if raw == "case":
+                        case_depth += 1
+                    continue
+                if raw in CLOSERS:
+                    depth = max(0, depth - 1)
+                    if raw == "esac":
+                        case_depth = max(0, case_depth - 1)
+                    continue
+                if raw in ("then", "else", "elif", "do", "!", "in"):
+                    continue
+                in_assignments = True
+                if raw in ("export", "readonly"):
+                    exporting = True
+                    command_start = False
+                    continue
+            match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=", raw)
+            if (in_assignments or exporting) and match:
+                assignment = Assignment(match.group(1), text.count("\n", 0, word.start) + 1,
+                                        word.start + match.end(), word.end)
+                value_word = self._read_word(word.start + match.end()) if word.end > word.start + match.end() else None
+                if value_word is not None:
+                    assignment.value = value_word.value
+                    assignment.styles = value_word.styles
+                    assignment.expansions = value_word.expansions
+                    # A backslash-newline inside the value is no byte of it.
+                assignment.depth = depth
+                self.assignments.append(assignment)
+                pending.append(assignment)
+                command_start = False
+                continue
+            if in_assignments and not exporting:
+                for assignment in pending:
+                    assignment.env_only = True
+            command_start, in_assignments = False, False
+
+    # ------------------------------------------------------------------ reading
+    def find(self, name):
+        """The one assignment of ``name``, None when it is not set; GrubParseError when it
+        cannot be edited safely."""
+        found = [a for a in self.assignments if a.name == name]
+        if not found:
+            return None
+        if len(found) > 1:
+            raise GrubParseError("grub_file: %s sets %s %d times (lines %s); the last one wins and an edit of any "
+                                 "one of them is a guess: keep one assignment and run again"
+                                 % (self.path, name, len(found), ", ".join(str(a.line) for a in found)))
+        assignment = found[0]
+        if assignment.expansions:
+            raise GrubParseError("grub_file: %s line %d: %s is built from shell expansion (%s); its value is only known "
+                                 "when the file runs: write it as a plain quoted string and run again"
+                                 % (self.path, assignment.line, name, ", ".join(assignment.expansions)))
+        if assignment.depth:
+            raise GrubParseError("grub_file: %s line %d: %s is set inside a compound command (if/case/loop/function); "
+                                 "whether it applies depends on the run: set it at the top level and run again"
+                                 % (self.path, assignment.line, name))
+        if assignment.env_only:
+            raise GrubParseError("grub_file: %s line %d: %s= is only the environment of the command after it; "
+                                 "write it as an assignment of its own and run again" % (self.path, assignment.line, name))
+        return assignment
+
+    def value(self, name):
+        assignment = self.find(name)
+        return None if assignment is None else assignment.value
+
+    def safe_value(self, name):
+        """The value, or None when it is not set or cannot be read safely."""
+        try:
+            return self.value(name)
+        except GrubParseError:
+            return None
+
+    # ------------------------------------------------------------------ writing
+    @staticmethod
+    def quote(value, styles=frozenset(("double",))):
+        """The value in the old quoting style where it can hold it, else double quotes."""
+        if styles == {"single"} and "'" not in value:
+            return "'%s'" % value
+        if styles == {"plain"} and SAFE_UNQUOTED_RE.match(value):
+            return value
+        escaped = re.sub(r'([\\"$`])', r"\\\1", value)
+        return '"%s"' % escaped
+
+    def with_value(self, name, value):
+        """The text with ``name`` set to ``value``; only the value's bytes change (or one line
+        is appended when the variable is not set)."""
+        if not NAME_RE.match(name):
+            raise InputError("variable: %r is not a shell variable name" % (name,))
+        assignment = self.find(name)
+        if assignment is None:
+            prefix = self.text
+            if prefix and not prefix.endswith("\n"):
+                prefix += "\n"
+            return prefix + "%s=%s\n" % (name, self.quote(value))
+        styles = assignment.styles or {"double"}
+        if assignment.value == "" and styles == {"plain"}:
+            styles = {"double"}
+        return (self.text[:assignment.value_start] + self.quote(value, styles) + self.text[assignment.value_end:])

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+"""The host seam: root, paths, the kernel writer, the module's command runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError, Host, ModuleCommands
+
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+
+
+def test_root_and_paths(tmp_path):
+    host = Host(str(tmp_path))
+    assert not host.live and host.path("/etc/default/grub") == str(tmp_path / "etc/default/grub")
+    assert Host("/").live and Host("/").path("/etc/default/grub") == "/etc/default/grub"
+
+
+def test_root_must_be_a_directory(tmp_path):
+    with pytest.raises(InputError, match="is not a directory"):
+        Host(str(tmp_path / "nowhere"))
+
+
+def test_kernel_writer_writes_under_the_root(tmp_path):
+    (tmp_path / "sys").mkdir()
+    Host(str(tmp_path)).kernel.write("/sys/nr_hugepages", "4\n")
+    assert (tmp_path / "sys/nr_hugepages").read_text() == "4\n"
+
+
+def test_bind_keeps_injected_commands(tmp_path):
+    commands = RecordedCommands()
+    assert Host(str(tmp_path), commands=commands).bind(object()).commands is commands
+
+
+@pytest.fixture
+def module():
+    """A real AnsibleModule: its get_bin_path and run_command run this machine's programs."""
+    from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+    with patch_module_args({"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}):
+        yield AnsibleModule(argument_spec={})
+
+
+def test_module_commands(module):
+    commands = ModuleCommands(module)
+    assert commands.which("sh").endswith("/sh") and commands.which("no-such-program-here") is None
+    with pytest.raises(StateError, match="no-such-program-here was not found on PATH: install it"):
+        commands.which("no-such-program-here", required=True, hint="install it")
+    rc, out, _err = commands.run(["sh", "-c", "echo $LC_ALL; echo done"])
+    assert rc == 0 and out.split() == ["C", "done"]
+
+
+def test_module_commands_check_the_return_code(module):
+    commands = ModuleCommands(module)
+    with pytest.raises(CommandError) as raised:
+        commands.run(["sh", "-c", "echo grub-probe: error >&2; exit 3"])
+    assert raised.value.details == {"rc": 3, "cmd": ["sh", "-c", "echo grub-probe: error >&2; exit 3"],
+                                    "stdout": "", "stderr": "grub-probe: error\n"}
+    assert commands.run(["sh", "-c", "exit 3"], check=False)[0] == 3
