@@ -199,10 +199,9 @@ def test_boot_script_recreates_vfs_through_zero(tmp_path):
     host.write(boot.SRIOV_CONFIG, '{"pfs": {"%s": {"num_vfs": 4, "autoprobe": false}}}' % PF)
     namespace = {"__name__": "gpuvirt_boot"}
     exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
-    namespace["ROOT"] = host.root
-    namespace["write"] = kernel.write
+    tree = namespace["Tree"](host.root, writer=kernel.write)
     kernel.writes.clear()
-    assert namespace["restore_sriov"](0) == 0
+    assert namespace["restore_sriov"](tree, 0) == 0
     assert kernel.writes == [("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "0"), (NUMVFS, "0"), (NUMVFS, "4")]
     vfs = read_topology(host.root)["pci_devices"][PF]["virtfns"]
     assert len(vfs) == 4 and all(kernel.driver(v) is None for v in vfs)

@@ -188,9 +188,8 @@ def test_persist_files_and_boot_script_restore(tmp_path):
     # "Reboot": the boot script, with its sysfs writes going to the kernel stand-in.
     namespace = {"__name__": "gpuvirt_boot"}
     exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
-    namespace["ROOT"] = host.root
-    namespace["write"] = kernel.write
-    assert namespace["restore_vfio"](0) == 0
+    tree = namespace["Tree"](host.root, writer=kernel.write)
+    assert namespace["restore_vfio"](tree, 0) == 0
     for address in selected:
         assert kernel.driver(address) == "vfio-pci"
 
@@ -212,9 +211,8 @@ def test_boot_script_missing_device_costs_one_shared_wait(tmp_path):
                                  ' "0000:82:00.0": {"driver": "vfio-pci"}}}')
     namespace = {"__name__": "gpuvirt_boot"}
     exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
-    namespace["ROOT"] = host.root
-    namespace["write"] = kernel.write
+    tree = namespace["Tree"](host.root, writer=kernel.write)
     started = time.time()
-    assert namespace["restore_vfio"](1) == 0
+    assert namespace["restore_vfio"](tree, 1) == 0
     assert time.time() - started < 1.9
     assert kernel.driver("0000:82:00.0") == "vfio-pci"
