@@ -30,11 +30,11 @@ def strip_profile(name):
     return name[4:].strip() if name.startswith("MIG ") else name
 
 
-def parse_query_csv(text, fields=None):
+def parse_query_csv(text, fields=None, raw=False):
     """``--query-gpu=a,b --format=csv[,noheader]``: a list of dicts keyed by field name.
 
     With a header line the keys come from it; without one, ``fields`` names the columns.
-    ``[N/A]`` and similar become None."""
+    ``[N/A]`` and similar become None, unless ``raw`` keeps every cell as printed."""
     lines = [line.strip() for line in text.replace("\r", "").splitlines() if line.strip()]
     if not lines:
         return []
@@ -51,7 +51,7 @@ def parse_query_csv(text, fields=None):
         if len(cells) != len(keys):
             # A name may itself contain ", " only in theory; be strict and say so.
             raise ValueError("CSV row %r has %d fields, expected %d (%s)" % (line, len(cells), len(keys), ", ".join(keys)))
-        result.append({key: (None if value in NA_VALUES else value) for key, value in zip(keys, cells)})
+        result.append({key: (None if value in NA_VALUES and not raw else value) for key, value in zip(keys, cells)})
     return result
 
 
