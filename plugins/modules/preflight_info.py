@@ -21,18 +21,6 @@ description:
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
 options:
-  gpu_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
-    type: list
-    elements: str
-    default: []
-  nic_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as NICs, besides network controllers.
-    type: list
-    elements: str
-    default: []
   firmware_tool:
     description:
       - Tool for the ConnectX firmware query. V(auto) uses C(mlxconfig) when present, else C(mstconfig).
@@ -44,6 +32,7 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
   - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.device_ids
 attributes:
   platform:
     platforms: posix
