@@ -166,3 +166,24 @@ class StandinCommands:
         if check and proc.returncode != 0:
             raise CommandError(argv, proc.returncode, proc.stdout, proc.stderr)
         return proc.returncode, proc.stdout, proc.stderr
+
+
+BOOLEAN = {"False": 0, "True": 1}
+
+
+def firmware_tool_on_path(tmp_path, monkeypatch, devices, name="mlxconfig"):
+    """fakes/standins/mlxconfig on PATH as ``name`` (mlxconfig or mstconfig), the firmware of
+    ``devices`` ({PF: {device_type, params}}) in its state file. Returns the state file's path."""
+    # pylint: disable=import-outside-toplevel
+    import json
+    import shutil
+
+    from fakes import STANDINS  # pylint: disable=import-error
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(STANDINS, "mlxconfig"), str(bindir / name))
+    state = tmp_path / "fw.json"
+    state.write_text(json.dumps({"devices": devices}))
+    monkeypatch.setenv("MLXCONFIG_STANDIN_STATE", str(state))
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    return str(state)

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pytest
 
-from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
+from fakes.rdma import BOOLEAN, FakeConfigfs, add_port, firmware_tool_on_path  # pylint: disable=import-error
 
-STANDIN = os.path.join(STANDINS, "mlxconfig")
 PF = "0000:81:00.0"
 # rows of the real H100 capture (tests/fixtures/rdma/show_gids_h100-host_...): IPv4 RoCE v2 at 3
 H100_ROWS = [
@@ -40,19 +37,12 @@ def host(tmp_path, monkeypatch):
     lock = root / "sys" / "kernel" / "security" / "lockdown"
     lock.parent.mkdir(parents=True)
     lock.write_text("[none] integrity confidentiality\n")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(STANDIN, bindir / "mlxconfig")
-    state = tmp_path / "fw.json"
-    boolean = {"False": 0, "True": 1}
-    state.write_text(json.dumps({"devices": {PF: {"device_type": "ConnectX5", "params": [
-        ["SRIOV_EN", {"default": "False(0)", "current": "False(0)", "next": "False(0)", "choices": boolean}],
+    state = firmware_tool_on_path(tmp_path, monkeypatch, {PF: {"device_type": "ConnectX5", "params": [
+        ["SRIOV_EN", {"default": "False(0)", "current": "False(0)", "next": "False(0)", "choices": BOOLEAN}],
         ["NUM_OF_VFS", {"default": "0", "current": "0", "next": "0"}],
         ["LINK_TYPE_P1", {"default": "ETH(2)", "current": "ETH(2)", "next": "ETH(2)", "choices": {"IB": 1, "ETH": 2, "VPI": 3}}],
-    ]}}}))
-    monkeypatch.setenv("MLXCONFIG_STANDIN_STATE", str(state))
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    return {"root": str(root), "fake": fake, "state": str(state), "bindir": str(bindir), "tmp": tmp_path,
+    ]}})
+    return {"root": str(root), "fake": fake, "state": state, "tmp": tmp_path,
             "args": {"persist_rules_dir": "/etc/udev/rules.d", "persist_script": "/usr/local/sbin/gpuvirt-roce-mode"}}
 
 
