@@ -249,7 +249,7 @@ def plan(wanted, gpus, reset_policy="auto"):
 # -- applying ---------------------------------------------------------------------
 
 
-def predicted_after(gpu, entry, plan):
+def predicted_after(entry, plan):
     """The instance profiles a GPU will have once the plan is applied (for check mode)."""
     if not entry["mig_enabled"]:
         return []

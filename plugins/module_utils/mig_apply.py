@@ -117,7 +117,7 @@ def predict(gpu, entry, gpu_plan, reset_policy, result):
     # whether a new change goes pending is known only when it is made.
     stays_pending = bool(gpu_plan.get("mode_already_pending")) and (reset_policy == "never" or bool(gpu["processes"]))
     result["mig_mode_after"] = {"current": gpu["mig_mode"]["current"] if stays_pending else target, "pending": target}
-    result["instances_after"] = predicted_after(gpu, entry, gpu_plan)
+    result["instances_after"] = predicted_after(entry, gpu_plan)
     if stays_pending:
         result["reboot_required"] = True
         gpu_plan["create"] = []
