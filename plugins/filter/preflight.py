@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters ``gpuvirt.tenancy.preflight_projection`` and ``gpuvirt.tenancy.preflight_report``."""
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project
+
+__metaclass__ = type
 
 
 def _projection(topology, sriov_pfs=None, hugepages=None):

@@ -9,15 +9,19 @@ firmware loads it at the next power cycle, so ``reboot_required`` is true while 
 differs from Current. Only parameters whose Next value differs from the wanted value are set.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+
+__metaclass__ = type
 
 COLUMN_NAMES = {"Default": "default", "Current": "current", "Next Boot": "next", "New": "new"}
 VALUE_RE = re.compile(r"^(?P<text>.*?)\((?P<num>-?\d+)\)$")
 LOCKDOWN_PATH = "/sys/kernel/security/lockdown"
+TOOLS = ("mlxconfig", "mstconfig")
 
 
 class MlxconfigError(StateError):
@@ -28,6 +32,7 @@ class MlxconfigError(StateError):
         super().__init__(msg)
         self.kind = kind
         self.output = output
+        self.details = {"error_kind": kind}
 
 
 def parse_value(shown):
@@ -135,19 +140,42 @@ def lockdown_mode(text):
     return match.group(1) if match else None
 
 
-class FirmwareConfig:
-    """Query and set ConnectX firmware parameters. ``run(argv) -> (rc, out, err)``."""
+def is_connectx_pf(dev):
+    """A ConnectX physical function (Ethernet or InfiniBand) of the host model: what the
+    firmware tools configure."""
+    return (dev.get("vendor_id") == pci_ids.MELLANOX and not dev.get("physfn") and not dev.get("is_bridge")
+            and str(dev.get("class") or "").startswith(("0x02", "0x0c06")))
 
-    def __init__(self, tool_path, device, run, sysfs=None):
+
+def tool_names(tool):
+    """The tools to look for: ``auto`` prefers mlxconfig (NVIDIA MFT), then mstconfig (mstflint)."""
+    return list(TOOLS) if tool == "auto" else [tool]
+
+
+def find_tool(host, tool):
+    """Path of the first of :func:`tool_names` on the host's PATH, or None."""
+    for name in tool_names(tool):
+        path = host.commands.which(name)
+        if path:
+            return path
+    return None
+
+
+class FirmwareConfig:
+    """Query and set ConnectX firmware parameters with ``tool_path`` on the host: commands
+    through ``host.commands`` (a non-zero exit is classified, not raised), the kernel's
+    lockdown state through ``host.fs``."""
+
+    def __init__(self, tool_path, device, host):
         self.tool = tool_path
         self.device = device
-        self.run = run
-        self.sysfs = sysfs
+        self.host = host
+
+    def run(self, argv):
+        return self.host.commands.run(argv, check=False)
 
     def _lockdown(self):
-        if self.sysfs is None:
-            return None
-        return lockdown_mode(self.sysfs.read(LOCKDOWN_PATH))
+        return lockdown_mode(self.host.fs.read(LOCKDOWN_PATH))
 
     def _fail(self, argv, rc, out, err):
         output = "\n".join(x for x in (out, err) if x)

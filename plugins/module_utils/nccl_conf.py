@@ -11,16 +11,18 @@ the GID itself from ``NCCL_IB_ADDR_FAMILY`` / ``NCCL_IB_ADDR_RANGE`` /
 ``NCCL_IB_ROCE_VERSION_NUM``).
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import ipaddress
 import json
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
+
+__metaclass__ = type
 
 LINE_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=(?P<value>.*)$")
 GID_KEYS = ("NCCL_IB_GID_INDEX",)
@@ -62,19 +64,61 @@ def render_conf(text, settings):
     return "\n".join(out) + "\n" if out else ""
 
 
+# NCCL_IB_HCA as NCCL reads it (NCCL User Guide, Environment Variables, NCCL_IB_HCA:
+# https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca): a
+# comma-separated list of DEVICE or DEVICE:PORT; an optional leading ``^`` makes it an exclude
+# list; a second optional prefix ``=`` makes the names exact, otherwise each name is a prefix
+# (``mlx5_1`` also selects mlx5_10..mlx5_19). Examples there: ``mlx5``, ``=mlx5_0:1,mlx5_1:1``,
+# ``^=mlx5_1,mlx5_4``.
+HCA_ENTRY_RE = re.compile(r"^(?P<device>[A-Za-z0-9_.-]+)(?::(?P<port>\d+))?$")
+HCA_SYNTAX = "[^][=]DEVICE[:PORT],... (for example mlx5_0:1, =mlx5_0:1,mlx5_1:1 or ^=mlx5_1)"
+
+
 def parse_hca(entries):
-    """``['mlx5_0:1', 'rxeA']`` -> [('mlx5_0', 1), ('rxeA', None)]."""
-    result = []
-    for entry in entries or []:
-        text = str(entry).strip()
-        if not text or text[0] in "^=":
-            raise InputError("ib_hca: give plain device names or device:port (got %r); "
-                             "NCCL's '^' (exclude) and '=' (exact) prefixes are not supported here" % entry)
-        dev, port = (text.split(":", 1) + [""])[:2]
-        if port and not port.isdigit():
-            raise InputError("ib_hca: port of %r must be a number, as in mlx5_0:1" % entry)
-        result.append((dev, int(port) if port else None))
-    return result
+    """The ib_hca list (joined with commas, as it is written to NCCL_IB_HCA) ->
+    ``{"exclude": bool, "exact": bool, "entries": [(device, port or None)]}``."""
+    text = ",".join(str(entry).strip() for entry in entries or [])
+    spec = {"exclude": False, "exact": False, "entries": []}
+    if not text:
+        return spec
+    if text.startswith("^"):
+        spec["exclude"], text = True, text[1:]
+    if text.startswith("="):
+        spec["exact"], text = True, text[1:]
+    for item in text.split(","):
+        match = HCA_ENTRY_RE.match(item.strip())
+        if not match:
+            raise InputError("ib_hca: %r is not DEVICE or DEVICE:PORT; NCCL_IB_HCA is %s, the ^ and = prefixes "
+                             "only before the first entry" % (item, HCA_SYNTAX))
+        port = match.group("port")
+        spec["entries"].append((match.group("device"), int(port) if port else None))
+    return spec
+
+
+def hca_ports(spec, known, ports_of):
+    """The (device, port) pairs NCCL would use under ``spec`` among the ``known`` devices;
+    ``ports_of(device)`` -> its ports. Every device or port a selecting (not excluding) entry
+    names must exist."""
+    def named(entry_device, device):
+        return device == entry_device if spec["exact"] else device.startswith(entry_device)
+
+    everything = [(dev, port) for dev in known for port in ports_of(dev)]
+    if not spec["entries"]:
+        return everything
+    if spec["exclude"]:
+        return [(dev, port) for dev, port in everything
+                if not any(named(d, dev) and p in (None, port) for d, p in spec["entries"])]
+    chosen = []
+    for entry_device, entry_port in spec["entries"]:
+        devices = [dev for dev in known if named(entry_device, dev)]
+        if not devices:
+            raise InputError("ib_hca: no RDMA device %s%s on this host (known: %s): check 'rdma link show'"
+                             % (entry_device, "" if spec["exact"] else "*", ", ".join(known) or "none"))
+        pairs = [(dev, port) for dev in devices for port in ports_of(dev) if entry_port in (None, port)]
+        if not pairs:
+            raise InputError("ib_hca: %s has no port %d (ports: %s)" % (devices[0], entry_port, ports_of(devices[0])))
+        chosen.extend(pair for pair in pairs if pair not in chosen)
+    return chosen
 
 
 def parse_version(text):
@@ -193,100 +237,82 @@ def gid_settings(mode, index=None, addr_range=None):
     return settings
 
 
-def _read(path):
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, IOError):
-        return None
+def gid_tables(params, reader):
+    """{(dev, port): rows} of the HCA ports ib_hca selects (all RDMA ports when it is empty)."""
+    ports = hca_ports(parse_hca(params["ib_hca"]), reader.devices(), reader.ports)
+    return dict(((dev, port), reader.gid_table(dev, port)) for dev, port in ports)
 
 
-class NcclEnv:
-    """What the nccl_env module does: resolve the GID settings, edit the file, report."""
+def derive_range(host, tables):
+    """The IPv4 network of the netdevs behind the RoCE v2 GIDs (``ip -j -4 addr``)."""
+    netdevs = sorted(set((row["netdev"], row["ipv4"]) for rows in tables.values() for row in rows
+                         if row["type"] == ROCE_V2 and row["ipv4"] and row["netdev"]))
+    networks, failures = set(), []
+    ip_bin = host.commands.which("ip", required=True, hint="install iproute2") if netdevs else None
+    for netdev, ipv4 in netdevs:
+        # a netdev that vanished since the GID table was read answers non-zero: skip it
+        rc, out, err = host.commands.run([ip_bin, "-j", "-4", "addr", "show", "dev", netdev], check=False)
+        if rc != 0:
+            failures.append("%s: %s" % (netdev, (err or out).strip() or "rc=%d" % rc))
+            continue
+        for link in json.loads(out or "[]"):
+            for addr in link.get("addr_info", []):
+                if addr.get("local") == ipv4:
+                    networks.add(str(ipaddress.ip_network("%s/%s" % (addr["local"], addr["prefixlen"]), strict=False)))
+    if len(networks) != 1:
+        raise InputError("addr_range: give the IPv4 network NCCL should pick GIDs from (e.g. 192.168.64.0/24); "
+                         "the RoCE netdevs are on %s%s" % (", ".join(sorted(networks)) or "no IPv4 network",
+                                                         " (ip failed for %s)" % "; ".join(failures) if failures else ""))
+    return networks.pop()
 
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.reader = RdmaReader(self.params["root"])
 
-    def tables(self):
-        """{(dev, port): rows} of the listed HCA ports (all RDMA ports when none are listed)."""
-        hcas = parse_hca(self.params["ib_hca"])
-        known = self.reader.devices()
-        if not hcas:
-            hcas = [(dev, None) for dev in known]
-        tables = {}
-        for dev, port in hcas:
-            if dev not in known:
-                raise InputError("ib_hca: no RDMA device %s on this host (known: %s): check 'rdma link show'"
-                                 % (dev, ", ".join(known) or "none"))
-            ports = self.reader.ports(dev)
-            if port is not None and port not in ports:
-                raise InputError("ib_hca: %s has no port %d (ports: %s)" % (dev, port, ports))
-            for p in [port] if port is not None else ports:
-                tables[(dev, p)] = self.reader.gid_table(dev, p)
-        return tables
+def wanted_settings(params, host, tables, result):
+    """Every managed key with its value (None: remove it)."""
+    mode = parse_gid_index(params["gid_index"])
+    if mode == "auto":
+        addr_range = check_auto(tables, params["addr_range"] or derive_range(host, tables), params["nccl_version"])
+        settings = gid_settings("auto", addr_range=addr_range)
+        result["gid_index"] = "auto"
+    else:
+        index = discover_index(tables) if mode == "discover" else mode
+        check_index(index, tables)
+        settings = gid_settings("index", index=index)
+        result["gid_index"] = index
+    if params["ib_hca"]:
+        settings["NCCL_IB_HCA"] = ",".join(str(h) for h in params["ib_hca"])
+    for option, key in (("socket_ifname", "NCCL_SOCKET_IFNAME"), ("net_gdr_level", "NCCL_NET_GDR_LEVEL")):
+        if params[option] is not None:
+            settings[key] = str(params[option])
+    for key, value in (params["extra"] or {}).items():
+        if not re.match(r"^[A-Z][A-Z0-9_]*$", str(key)):
+            raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
+        if key in settings:
+            raise InputError("extra: %s is managed by its own option; set it there" % key)
+        settings[key] = None if value is None else str(value)
+    return settings
 
-    def derive_range(self, tables):
-        """The IPv4 network of the netdevs behind the RoCE v2 GIDs (``ip -j -4 addr``)."""
-        networks = set()
-        for rows in tables.values():
-            for row in rows:
-                if row["type"] != ROCE_V2 or not row["ipv4"] or not row["netdev"]:
-                    continue
-                ip_bin = self.module.get_bin_path("ip", required=True)
-                rc, out, _err = self.module.run_command([ip_bin, "-j", "-4", "addr", "show", "dev", row["netdev"]])
-                if rc != 0:
-                    continue
-                for link in json.loads(out or "[]"):
-                    for addr in link.get("addr_info", []):
-                        if addr.get("local") == row["ipv4"]:
-                            networks.add(str(ipaddress.ip_network("%s/%s" % (addr["local"], addr["prefixlen"]), strict=False)))
-        if len(networks) != 1:
-            raise InputError("addr_range: give the IPv4 network NCCL should pick GIDs from (e.g. 192.168.64.0/24); "
-                             "the RoCE netdevs are on %s" % (", ".join(sorted(networks)) or "no IPv4 network"))
-        return networks.pop()
 
-    def run(self):
-        path = self.params["path"]
-        mode = parse_gid_index(self.params["gid_index"])
-        tables = self.tables()
-        result = {"changed": False, "path": path}
-        if mode == "auto":
-            addr_range = self.params["addr_range"] or self.derive_range(tables)
-            addr_range = check_auto(tables, addr_range, self.params["nccl_version"])
-            settings = gid_settings("auto", addr_range=addr_range)
-            result["gid_index"] = "auto"
-        else:
-            index = discover_index(tables) if mode == "discover" else mode
-            check_index(index, tables)
-            settings = gid_settings("index", index=index)
-            result["gid_index"] = index
-        if self.params["ib_hca"]:
-            settings["NCCL_IB_HCA"] = ",".join(str(h) for h in self.params["ib_hca"])
-        for option, key in (("socket_ifname", "NCCL_SOCKET_IFNAME"), ("net_gdr_level", "NCCL_NET_GDR_LEVEL")):
-            if self.params[option] is not None:
-                settings[key] = str(self.params[option])
-        for key, value in (self.params["extra"] or {}).items():
-            if not re.match(r"^[A-Z][A-Z0-9_]*$", str(key)):
-                raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
-            if key in settings:
-                raise InputError("extra: %s is managed by its own option; set it there" % key)
-            settings[key] = None if value is None else str(value)
-        before = _read(path)
-        after = render_conf(before or "", settings)
-        result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
-        result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(before or ""))
-        result["gid_table"] = [r for _k, rows in sorted(tables.items()) for r in rows]
-        if after != (before or "") or before is None:
-            result["changed"] = True
-            if not self.module.check_mode:
-                directory = os.path.dirname(os.path.abspath(path))
-                if not os.path.isdir(directory):
-                    os.makedirs(directory, 0o755)
-                result["backup_file"] = atomic_write(path, after, backup=self.params["backup"])
-                if result["backup_file"] is None:
-                    del result["backup_file"]
-        if self.module._diff:  # pylint: disable=protected-access
-            result["diff"] = {"before": before or "", "after": after, "before_header": path, "after_header": path}
-        return result
+def nccl_env(params, host, run):
+    """The nccl_env module: resolve the GID settings, edit the file under the host's root."""
+    path = params["path"]
+    # the mode is checked before the GID tables are read, so a bad gid_index is named first
+    parse_gid_index(params["gid_index"])
+    tables = gid_tables(params, RdmaReader(host.fs))
+    result = {"path": path}
+    settings = wanted_settings(params, host, tables, result)
+    real = host.path(path)
+    before = read_text(real)
+    after = render_conf(before or "", settings)
+    result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
+    result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(before or ""))
+    result["gid_table"] = [r for _k, rows in sorted(tables.items()) for r in rows]
+    run.diff.add(path, before, after)
+    if after != (before or "") or before is None:
+        if not run.check_mode:
+            if not os.path.isdir(os.path.dirname(real)):
+                os.makedirs(os.path.dirname(real), 0o755)
+            backup = atomic_write(real, after, backup=params["backup"])
+            if backup is not None:
+                result["backup_file"] = "/" + os.path.relpath(backup, host.root) if host.root != os.sep else backup
+        run.changed = True
+    return result

@@ -26,7 +26,7 @@ Checks and their verdicts:
   added) and whether every tenant fits.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import copy
 import re
@@ -34,15 +34,13 @@ import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, SYSFS_NAMES, size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
+
+__metaclass__ = type
 
 PASS, WARN, FAIL, INFO = "pass", "warn", "fail", "info"
 RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
-FIRMWARE_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
-PAGE_MB = {"2M": 2, "1G": 1024}
-PAGE_KEYS = {"2M": "2048kB", "1G": "1048576kB"}
-SIZE_ALIASES = {"2m": "2M", "2mb": "2M", "2048kb": "2M", "2048": "2M",
-                "1g": "1G", "1gb": "1G", "1048576kb": "1G", "1048576": "1G"}
 PLANNED_VF = "%s/vf%d"
 
 
@@ -59,10 +57,10 @@ def worst(statuses):
 
 
 def page_size(value, what="gpuvirt_hugepages"):
-    name = SIZE_ALIASES.get(str(value).strip().lower())
-    if name is None:
+    try:
+        return size_name(value, what)
+    except InputError:
         raise InputError("%s: size %r is not a hugepage size; use 2M or 1G" % (what, value))
-    return name
 
 
 # ---------------------------------------------------------------------------- IOMMU
@@ -169,7 +167,7 @@ def wanted_pages(topology, hugepages):
         try:
             count = int(item.get("count", 0))
         except (TypeError, ValueError):
-            raise InputError("gpuvirt_hugepages[%d]: count %r is not a number" % (index, item.get("count"))) from None
+            raise InputError("gpuvirt_hugepages[%d]: count %r is not a number" % (index, item.get("count")))
         node = item.get("node", "all")
         targets = nodes if str(node) == "all" else [int(node)] if re.match(r"^\d+$", str(node)) else None
         if targets is None:
@@ -215,7 +213,7 @@ def project(topology, sriov_pfs=(), hugepages=()):
     for node in topo.get("numa_nodes") or []:
         for size, count in wanted.get(int(node["id"]), {}).items():
             pools = node.setdefault("hugepages", {})
-            pool = pools.setdefault(PAGE_KEYS[size], {"total": 0, "free": 0, "supported": True})
+            pool = pools.setdefault(SYSFS_NAMES[size], {"total": 0, "free": 0, "supported": True})
             if count > (pool.get("total") or 0):
                 pool["free"] = (pool.get("free") or 0) + count - (pool.get("total") or 0)
                 pool["total"] = count
@@ -223,36 +221,6 @@ def project(topology, sriov_pfs=(), hugepages=()):
 
 
 # ---------------------------------------------------------------------------- firmware
-def is_connectx_pf(dev):
-    return (dev.get("vendor_id") == pci_ids.MELLANOX and not dev.get("physfn") and not dev.get("is_bridge")
-            and str(dev.get("class") or "").startswith(("0x02", "0x0c06")))
-
-
-def query_firmware(topology, find_tool, run, tool="auto", sysfs=None):
-    """SRIOV_EN / NUM_OF_VFS (default, current, next) of every ConnectX PF, read with
-    mlxconfig or mstconfig. ``find_tool(name)`` -> path or None; ``run(argv)`` -> (rc, out, err)."""
-    pfs = sorted(a for a, d in (topology.get("pci_devices") or {}).items() if is_connectx_pf(d))
-    if not pfs or tool == "none":
-        return {}
-    names = ["mlxconfig", "mstconfig"] if tool == "auto" else [tool]
-    path = next((p for p in (find_tool(n) for n in names) if p), None)
-    result = {}
-    for pf in pfs:
-        if path is None:
-            result[pf] = {"status": "tool not found", "tool": None, "params": {},
-                          "message": "%s not found: install mstflint (mstconfig) or NVIDIA MFT (mlxconfig) to read "
-                                     "SRIOV_EN and NUM_OF_VFS" % " / ".join(names)}
-            continue
-        try:
-            parsed = mlx.FirmwareConfig(path, pf, run, sysfs=sysfs).query()
-        except mlx.MlxconfigError as exc:
-            result[pf] = {"status": "error", "tool": path, "params": {}, "message": str(exc), "error_kind": exc.kind}
-            continue
-        result[pf] = {"status": "ok", "tool": path, "message": None,
-                      "params": mlx.report(parsed, [p for p in FIRMWARE_PARAMS if p in parsed["params"]])}
-    return result
-
-
 def _fw_value(params, name, column):
     shown = (params.get(name) or {}).get(column)
     if shown is None:
@@ -292,183 +260,229 @@ def firmware_verdict(pf, entry, num_vfs):
 # ---------------------------------------------------------------------------- the report
 def _pages_mb(counts):
     """{"2M": n, "1G": m} -> MiB."""
-    return sum((counts.get(size) or 0) * mb for size, mb in PAGE_MB.items())
+    return sum((counts.get(size) or 0) * kb // 1024 for size, kb in SIZES_KB.items())
 
 
-def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
-    """The preflight report of one host (a dict, JSON-ready). ``desired`` holds gpus,
-    sriov_pfs, hugepages, tenants, require_iommu_enabled, host_reserved_mb."""
-    desired = dict(desired or {})
-    firmware = firmware or {}
-    pci = topology.get("pci_devices") or {}
-    checks = []
-    report = {"host": desired.get("host"), "kernel_release": topology.get("kernel_release"),
-              "boot_id": topology.get("boot_id"), "cpu_vendor": topology.get("cpu_vendor"), "checks": checks}
+class HostModel:
+    """What every check reads: the host model, the desired state (gpus, sriov_pfs,
+    hugepages, tenants, require_iommu_enabled, host_reserved_mb), the firmware query and the
+    planner's answer. The few facts several checks share are worked out once here."""
 
-    # IOMMU
-    iommu = iommu_status(topology, bool(desired.get("require_iommu_enabled")))
-    report["iommu"] = iommu
-    checks.append(_check("iommu", iommu["status"], iommu["detail"], iommu["fix"]))
+    def __init__(self, topology, desired=None, firmware=None, plan=None, plan_error=None):
+        self.topology = topology
+        self.desired = dict(desired or {})
+        self.firmware = firmware or {}
+        self.plan = plan
+        self.plan_error = plan_error
+        self.pci = topology.get("pci_devices") or {}
+        self.iommu = iommu_status(topology, bool(self.desired.get("require_iommu_enabled")))
+        self.gpus = [self._gpu(gpu) for gpu in topology.get("gpus") or []]
+        wanted_gpus = self.desired.get("gpus")
+        self.tenant_gpus = list(wanted_gpus) if wanted_gpus else [g["address"] for g in self.gpus]
+        self.wanted_vfs = self._wanted_vfs()
 
-    # GPUs
-    gpus = []
-    for gpu in topology.get("gpus") or []:
-        iso = isolation(topology, gpu["address"])
-        gpus.append({"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
-                     "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
-                     "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]})
-    report["gpus"] = gpus
-    wanted_gpus = desired.get("gpus")
+    def _gpu(self, gpu):
+        iso = isolation(self.topology, gpu["address"])
+        return {"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
+                "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
+                "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]}
+
+    def _wanted_vfs(self):
+        """{PF address (or the name given when it is not found): wanted VF count}."""
+        wanted = {}
+        for index, item in enumerate(self.desired.get("sriov_pfs") or []):
+            if not isinstance(item, dict) or "pf" not in item:
+                raise InputError("gpuvirt_sriov_pfs[%d]: expected {pf, num_vfs}, got %r" % (index, item))
+            address = resolve_pf(self.topology, item["pf"])
+            wanted[address or str(item["pf"])] = int(item.get("num_vfs") or 0)
+        return wanted
+
+
+def check_iommu(model):
+    iommu = model.iommu
+    return {"iommu": iommu}, [_check("iommu", iommu["status"], iommu["detail"], iommu["fix"])]
+
+
+def check_gpus(model):
+    gpus, wanted_gpus = model.gpus, model.desired.get("gpus")
     known = [g["address"] for g in gpus]
-    tenant_gpus = list(wanted_gpus) if wanted_gpus else known
     missing = [g for g in (wanted_gpus or []) if g not in known]
     if missing:
-        checks.append(_check("gpus", FAIL, "%s not found as GPUs (found: %s)" % (", ".join(missing), ", ".join(known) or "none"),
-                             "inventory: fix gpuvirt_gpus, or add the GPU's vendor:device to gpuvirt_gpu_pci_ids"))
+        finding = _check("gpus", FAIL, "%s not found as GPUs (found: %s)" % (", ".join(missing), ", ".join(known) or "none"),
+                         "inventory: fix gpuvirt_gpus, or add the GPU's vendor:device to gpuvirt_gpu_pci_ids")
     elif not gpus:
-        checks.append(_check("gpus", WARN if wanted_gpus is None else INFO, "no GPUs found", None))
+        finding = _check("gpus", WARN if wanted_gpus is None else INFO, "no GPUs found", None)
     else:
-        checks.append(_check("gpus", PASS, ", ".join("%s node %s" % (g["address"], g["numa_node"]) for g in gpus), None))
+        finding = _check("gpus", PASS, ", ".join("%s node %s" % (g["address"], g["numa_node"]) for g in gpus), None)
+    return {"gpus": gpus}, [finding]
 
-    # NICs (physical functions)
+
+def check_nics(model):
+    """The NIC physical functions, for the report (no verdict)."""
     nics = []
-    for nic in topology.get("nics") or []:
+    for nic in model.topology.get("nics") or []:
         if nic.get("is_vf"):
             continue
         nics.append({"address": nic["address"], "model": nic.get("model") or "%s:%s" % (nic.get("vendor_id"), nic.get("device_id")),
                      "numa_node": nic.get("numa_node"), "netdevs": nic.get("netdevs") or [], "driver": nic.get("driver"),
                      "connectx": nic.get("vendor_id") == pci_ids.MELLANOX,
                      "sriov_totalvfs": nic.get("sriov_totalvfs"), "sriov_numvfs": nic.get("sriov_numvfs")})
-    report["nics"] = nics
+    return {"nics": nics}, []
 
-    # SR-IOV capable PFs and the wanted ones
-    wanted_vfs = {}
-    for index, item in enumerate(desired.get("sriov_pfs") or []):
-        if not isinstance(item, dict) or "pf" not in item:
-            raise InputError("gpuvirt_sriov_pfs[%d]: expected {pf, num_vfs}, got %r" % (index, item))
-        address = resolve_pf(topology, item["pf"])
-        wanted_vfs[address or str(item["pf"])] = int(item.get("num_vfs") or 0)
-    sriov = []
+
+def _sriov_verdict(address, dev, want, connectx):
+    """Status, detail and fix of one SR-IOV capable (or wanted) PF."""
+    if dev is None:
+        return FAIL, "not found on this host", "inventory: fix the pf of gpuvirt_sriov_pfs (a PCI address or netdev of this host)"
+    if not dev.get("sriov_totalvfs"):
+        return FAIL, "not SR-IOV capable (no sriov_totalvfs)", (
+            "BIOS: enable SR-IOV (and for ConnectX the firmware: mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d), "
+            "then power-cycle" % (address, want or 1))
+    if want is not None and want > dev["sriov_totalvfs"]:
+        return FAIL, "%d VFs wanted, the PF offers %d (sriov_totalvfs)" % (want, dev["sriov_totalvfs"]), (
+            ("firmware: raise NUM_OF_VFS (mlxconfig -d %s set NUM_OF_VFS=%d) and power-cycle, or lower num_vfs in "
+             "gpuvirt_sriov_pfs" % (address, want)) if connectx else "inventory: lower num_vfs in gpuvirt_sriov_pfs")
+    return (PASS if want is not None else INFO), "sriov_totalvfs %s, %s VFs now%s" % (
+        dev["sriov_totalvfs"], dev.get("sriov_numvfs") or 0, ", %d wanted" % want if want is not None else ""), None
+
+
+def check_sriov(model):
+    """SR-IOV capable PFs and the wanted ones, with the ConnectX firmware of each."""
+    pci, wanted_vfs, firmware = model.pci, model.wanted_vfs, model.firmware
+    sriov, findings = [], []
     for address in sorted(set(a for a, d in pci.items() if d.get("sriov_totalvfs") and not d.get("physfn")) | set(wanted_vfs)):
         dev = pci.get(address)
         want = wanted_vfs.get(address)
         entry = {"address": address, "model": (dev or {}).get("model"), "numa_node": (dev or {}).get("numa_node"),
                  "sriov_totalvfs": (dev or {}).get("sriov_totalvfs"), "sriov_numvfs": (dev or {}).get("sriov_numvfs"),
-                 "wanted_vfs": want, "connectx": bool(dev) and is_connectx_pf(dev)}
-        if dev is None:
-            status, detail, fix = FAIL, "not found on this host", "inventory: fix the pf of gpuvirt_sriov_pfs (a PCI address or netdev of this host)"
-        elif not dev.get("sriov_totalvfs"):
-            status, detail = FAIL, "not SR-IOV capable (no sriov_totalvfs)"
-            fix = ("BIOS: enable SR-IOV (and for ConnectX the firmware: mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d), "
-                   "then power-cycle" % (address, want or 1))
-        elif want is not None and want > dev["sriov_totalvfs"]:
-            status = FAIL
-            detail = "%d VFs wanted, the PF offers %d (sriov_totalvfs)" % (want, dev["sriov_totalvfs"])
-            fix = ("firmware: raise NUM_OF_VFS (mlxconfig -d %s set NUM_OF_VFS=%d) and power-cycle, or lower num_vfs in "
-                   "gpuvirt_sriov_pfs" % (address, want)) if entry["connectx"] else "inventory: lower num_vfs in gpuvirt_sriov_pfs"
-        else:
-            status = PASS if want is not None else INFO
-            detail = "sriov_totalvfs %s, %s VFs now%s" % (dev["sriov_totalvfs"], dev.get("sriov_numvfs") or 0,
-                                                          ", %d wanted" % want if want is not None else "")
-            fix = None
+                 "wanted_vfs": want, "connectx": bool(dev) and mlx.is_connectx_pf(dev)}
+        status, detail, fix = _sriov_verdict(address, dev, want, entry["connectx"])
         if entry["connectx"]:
             fw_status, fw_detail, fw_fix = firmware_verdict(address, firmware.get(address), want or 0)
             entry["firmware"] = dict(firmware.get(address) or {}, verdict=fw_status, detail=fw_detail)
             if fw_status in (WARN, FAIL) or want:
-                checks.append(_check("firmware %s" % address, fw_status, fw_detail, fw_fix))
+                findings.append(_check("firmware %s" % address, fw_status, fw_detail, fw_fix))
         entry.update(status=status, detail=detail)
         sriov.append(entry)
         if want is not None or status == FAIL:
-            checks.append(_check("sriov %s" % address, status, detail, fix))
-    report["sriov_pfs"] = sriov
-    report["firmware"] = firmware
+            findings.append(_check("sriov %s" % address, status, detail, fix))
+    return {"sriov_pfs": sriov, "firmware": firmware}, findings
 
-    # Isolation of the tenant GPUs and of the VFs of the wanted PFs
+
+def check_isolation(model):
+    """The tenant GPUs and the VFs of the wanted PFs, each alone in its IOMMU group."""
+    pci = model.pci
     vfs = []
-    for pf in sorted(wanted_vfs):
+    for pf in sorted(model.wanted_vfs):
         for vf in (pci.get(pf) or {}).get("virtfns") or []:
-            iso = isolation(topology, vf)
+            iso = isolation(model.topology, vf)
             vfs.append({"address": vf, "pf": pf, "numa_node": (pci.get(vf) or {}).get("numa_node"),
                         "iommu_group": (pci.get(vf) or {}).get("iommu_group"), "driver": (pci.get(vf) or {}).get("driver"),
                         "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]})
-    report["vfs"] = vfs
-    isolated_devices = [g for g in gpus if g["address"] in tenant_gpus] + vfs
+    isolated_devices = [g for g in model.gpus if g["address"] in model.tenant_gpus] + vfs
     shared = [d for d in isolated_devices if d["isolated"] is False]
-    if not iommu["enabled"]:
-        checks.append(_check("isolation", WARN if isolated_devices or wanted_vfs else INFO,
-                             "not checked: the IOMMU is off (run preflight again after the boot stage)", None))
+    if not model.iommu["enabled"]:
+        finding = _check("isolation", WARN if isolated_devices or model.wanted_vfs else INFO,
+                         "not checked: the IOMMU is off (run preflight again after the boot stage)", None)
     elif shared:
-        checks.append(_check("isolation", FAIL, "; ".join("%s: %s" % (d["address"], d["isolation"]) for d in shared),
-                             ACS_FIX % ", ".join(sorted(set(d["address"] for d in shared)
-                                                        | set(p for d in shared for p in d["group_peers"])))))
+        finding = _check("isolation", FAIL, "; ".join("%s: %s" % (d["address"], d["isolation"]) for d in shared),
+                         ACS_FIX % ", ".join(sorted(set(d["address"] for d in shared)
+                                                    | set(p for d in shared for p in d["group_peers"]))))
     else:
-        checks.append(_check("isolation", PASS if isolated_devices else INFO,
-                             "%d GPU(s) and %d VF(s) each in their own IOMMU group" % (
-                                 len([d for d in isolated_devices if d not in vfs]), len(vfs)), None))
+        finding = _check("isolation", PASS if isolated_devices else INFO,
+                         "%d GPU(s) and %d VF(s) each in their own IOMMU group" % (
+                             len([d for d in isolated_devices if d not in vfs]), len(vfs)), None)
+    return {"vfs": vfs}, [finding]
 
-    # Hugepage headroom per node
-    wanted, unknown_nodes = wanted_pages(topology, desired.get("hugepages"))
-    reserve = int(desired.get("host_reserved_mb") or 0)
-    nodes = []
-    for node in topology.get("numa_nodes") or []:
-        node_id = int(node["id"])
-        pools = node.get("hugepages") or {}
-        current = dict((size, {"total": (pools.get(key) or {}).get("total", 0), "free": (pools.get(key) or {}).get("free", 0),
-                               "supported": (pools.get(key) or {}).get("supported", True)})
-                       for size, key in PAGE_KEYS.items())
-        want = wanted.get(node_id, {})
-        after_mb = _pages_mb(dict((size, max(current[size]["total"], want.get(size, 0))) for size in PAGE_MB))
-        memory = node.get("memory_mb") or 0
-        headroom = memory - after_mb - reserve
-        entry = {"node": node_id, "memory_mb": memory, "hugepages": current, "wanted": want,
-                 "hugepages_mb_after": after_mb, "host_reserved_mb": reserve, "headroom_mb": headroom}
+
+def _node_headroom(node, want, reserve):
+    """One NUMA node's pools now, after the wanted pages, and what is left for the host."""
+    pools = node.get("hugepages") or {}
+    current = dict((size, {"total": (pools.get(key) or {}).get("total", 0), "free": (pools.get(key) or {}).get("free", 0),
+                           "supported": (pools.get(key) or {}).get("supported", True)})
+                   for size, key in SYSFS_NAMES.items())
+    after_mb = _pages_mb(dict((size, max(current[size]["total"], want.get(size, 0))) for size in SIZES_KB))
+    memory = node.get("memory_mb") or 0
+    return {"node": int(node["id"]), "memory_mb": memory, "hugepages": current, "wanted": want,
+            "hugepages_mb_after": after_mb, "host_reserved_mb": reserve, "headroom_mb": memory - after_mb - reserve}
+
+
+def check_hugepages(model):
+    """Hugepage headroom per NUMA node: memory against the wanted pools plus the host's reserve."""
+    wanted, unknown_nodes = wanted_pages(model.topology, model.desired.get("hugepages"))
+    reserve = int(model.desired.get("host_reserved_mb") or 0)
+    nodes, findings = [], []
+    for node in model.topology.get("numa_nodes") or []:
+        entry = _node_headroom(node, wanted.get(int(node["id"]), {}), reserve)
+        want, current, node_id = entry["wanted"], entry["hugepages"], entry["node"]
         unsupported = [s for s in want if want[s] and not current[s]["supported"]]
-        if headroom < 0:
+        if entry["headroom_mb"] < 0:
             entry["status"] = FAIL
-            checks.append(_check("hugepages node %d" % node_id, FAIL,
-                                 "%d MiB of memory, %d MiB of hugepages wanted and %d MiB kept for the host" % (memory, after_mb, reserve),
-                                 "inventory: lower gpuvirt_hugepages on node %d (or the host reserve), or add memory to the node" % node_id))
+            findings.append(_check("hugepages node %d" % node_id, FAIL,
+                                   "%d MiB of memory, %d MiB of hugepages wanted and %d MiB kept for the host"
+                                   % (entry["memory_mb"], entry["hugepages_mb_after"], reserve),
+                                   "inventory: lower gpuvirt_hugepages on node %d (or the host reserve), or add memory to the node" % node_id))
         elif unsupported:
             entry["status"] = WARN
-            checks.append(_check("hugepages node %d" % node_id, WARN, "%s pages not offered by the kernel on this node" % ", ".join(unsupported),
-                                 "boot args: hugepagesz=1G (the boot stage reserves 1G pages at boot)"))
+            findings.append(_check("hugepages node %d" % node_id, WARN, "%s pages not offered by the kernel on this node" % ", ".join(unsupported),
+                                   "boot args: hugepagesz=1G (the boot stage reserves 1G pages at boot)"))
         else:
             entry["status"] = PASS
         nodes.append(entry)
     if unknown_nodes:
-        checks.append(_check("hugepages", FAIL, "gpuvirt_hugepages names NUMA node(s) %s, which this host lacks (nodes: %s)"
-                             % (", ".join(str(n) for n in unknown_nodes), ", ".join(str(n["node"]) for n in nodes)),
-                             "inventory: fix the node of gpuvirt_hugepages"))
+        findings.append(_check("hugepages", FAIL, "gpuvirt_hugepages names NUMA node(s) %s, which this host lacks (nodes: %s)"
+                               % (", ".join(str(n) for n in unknown_nodes), ", ".join(str(n["node"]) for n in nodes)),
+                               "inventory: fix the node of gpuvirt_hugepages"))
     elif wanted and any(wanted.values()) and not any(n["status"] == FAIL for n in nodes):
-        checks.append(_check("hugepages", PASS, "; ".join("node %d: %d MiB headroom" % (n["node"], n["headroom_mb"]) for n in nodes), None))
-    report["numa_nodes"] = nodes
+        findings.append(_check("hugepages", PASS, "; ".join("node %d: %d MiB headroom" % (n["node"], n["headroom_mb"]) for n in nodes), None))
+    return {"numa_nodes": nodes}, findings
 
-    # The tenant plan
-    tenants = [t for t in desired.get("tenants") or [] if (t or {}).get("state", "present") != "absent"]
-    if plan_error:
-        report["plan"] = {"fits": False, "error": plan_error, "placements": {}, "unplaced": {}}
-        checks.append(_check("plan", FAIL, plan_error, "inventory: fix gpuvirt_tenants / gpuvirt_tenant_policy"))
-    elif not tenants:
-        report["plan"] = {"fits": True, "placements": {}, "unplaced": {}, "tenants": 0}
-        checks.append(_check("plan", INFO, "no tenants in gpuvirt_tenants", None))
-    elif plan is None:
-        report["plan"] = {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants)}
-        checks.append(_check("plan", WARN, "not planned (the planner gpuvirt.tenancy.plan_tenants is not available)", None))
+
+def check_plan(model):
+    """The tenant plan over the host as the host stages will leave it."""
+    tenants = [t for t in model.desired.get("tenants") or [] if (t or {}).get("state", "present") != "absent"]
+    plan = model.plan
+    if model.plan_error:
+        return ({"plan": {"fits": False, "error": model.plan_error, "placements": {}, "unplaced": {}}},
+                [_check("plan", FAIL, model.plan_error, "inventory: fix gpuvirt_tenants / gpuvirt_tenant_policy")])
+    if not tenants:
+        return ({"plan": {"fits": True, "placements": {}, "unplaced": {}, "tenants": 0}},
+                [_check("plan", INFO, "no tenants in gpuvirt_tenants", None)])
+    if plan is None:
+        return ({"plan": {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants)}},
+                [_check("plan", WARN, "not planned (the planner gpuvirt.tenancy.plan_tenants is not available)", None)])
+    unplaced = plan.get("unplaced") or {}
+    placements = dict((name, {"numa_node": p.get("numa_node"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
+                              "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
+                              "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
+                      for name, p in (plan.get("placements") or {}).items())
+    section = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
+               "notes": plan.get("notes") or []}
+    if unplaced:
+        finding = _check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
+                         "inventory: shrink or move those tenants (gpuvirt_tenants), or free resources")
     else:
-        unplaced = plan.get("unplaced") or {}
-        placements = dict((name, {"numa_node": p.get("numa_node"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
-                                  "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
-                                  "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
-                          for name, p in (plan.get("placements") or {}).items())
-        report["plan"] = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
-                          "notes": plan.get("notes") or []}
-        if unplaced:
-            checks.append(_check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
-                                 "inventory: shrink or move those tenants (gpuvirt_tenants), or free resources"))
-        else:
-            checks.append(_check("plan", PASS, "fits: %s" % ", ".join("%s on node %s" % (n, p["numa_node"]) for n, p in sorted(placements.items())),
-                                 None))
+        finding = _check("plan", PASS, "fits: %s" % ", ".join("%s on node %s" % (n, p["numa_node"]) for n, p in sorted(placements.items())),
+                         None)
+    return {"plan": section}, [finding]
 
+
+# The preflight, in report order: each check reads the HostModel and returns
+# ({report section: value}, [findings]).
+CHECKS = (check_iommu, check_gpus, check_nics, check_sriov, check_isolation, check_hugepages, check_plan)
+
+
+def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
+    """The preflight report of one host (a dict, JSON-ready). ``desired`` holds gpus,
+    sriov_pfs, hugepages, tenants, require_iommu_enabled, host_reserved_mb."""
+    model = HostModel(topology, desired, firmware, plan, plan_error)
+    checks = []
+    report = {"host": model.desired.get("host"), "kernel_release": topology.get("kernel_release"),
+              "boot_id": topology.get("boot_id"), "cpu_vendor": topology.get("cpu_vendor"), "checks": checks}
+    for check in CHECKS:
+        sections, findings = check(model)
+        report.update(sections)
+        checks.extend(findings)
     report["status"] = worst(c["status"] for c in checks)
     report["failures"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == FAIL]
     report["warnings"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == WARN]

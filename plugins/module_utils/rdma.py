@@ -11,15 +11,15 @@ configfs: ``/sys/kernel/config/rdma_cm/<dev>/ports/<port>/default_roce_mode`` ap
 after ``mkdir /sys/kernel/config/rdma_cm/<dev>`` and the directory is removed again after use.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import errno
 import os
-import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+
+__metaclass__ = type
 
 IB_CLASS = "/sys/class/infiniband"
 CONFIGFS_RDMA_CM = "/sys/kernel/config/rdma_cm"
@@ -172,24 +172,26 @@ def format_gid_table(rows):
 
 
 class RoceModeConfig:
-    """RDMA-CM default RoCE mode through configfs."""
+    """RDMA-CM default RoCE mode through configfs, on the host seam: the directory is made and
+    removed through the host's kernel writer (configfs answers mkdir with ENODEV for a device
+    the kernel does not know), the mode is written as a kernel attribute."""
 
-    def __init__(self, root="/"):
-        self.sysfs = root if isinstance(root, Sysfs) else Sysfs(root)
+    def __init__(self, host):
+        self.host = host
 
     def available(self):
         """configfs mounted and rdma_cm loaded."""
-        return self.sysfs.isdir(CONFIGFS_RDMA_CM)
+        return self.host.fs.isdir(CONFIGFS_RDMA_CM)
 
     def _mode_path(self, device, port):
         return "%s/%s/ports/%d/default_roce_mode" % (CONFIGFS_RDMA_CM, device, port)
 
     def _with_device_dir(self, device, func):
-        dev_dir = self.sysfs.path("%s/%s" % (CONFIGFS_RDMA_CM, device))
+        dev_dir = "%s/%s" % (CONFIGFS_RDMA_CM, device)
         created = False
-        if not os.path.isdir(dev_dir):
+        if not self.host.fs.isdir(dev_dir):
             try:
-                os.mkdir(dev_dir)
+                _kernel_mkdir(self.host, dev_dir)
             except OSError as exc:
                 if exc.errno == errno.ENODEV:
                     raise StateError("configfs refused %s: the kernel knows no RDMA device %s" % (dev_dir, device))
@@ -200,16 +202,14 @@ class RoceModeConfig:
         finally:
             if created:
                 try:
-                    os.rmdir(dev_dir)
+                    _kernel_rmdir(self.host, dev_dir)
                 except OSError:
                     pass
 
     def read(self, device, port):
         """Short mode name (``v1``/``v2``) or None when the port is unknown to rdma_cm.
         Reading needs the configfs directory: it is created and removed again."""
-        def _read():
-            return self.sysfs.read(self._mode_path(device, port))
-        text = self._with_device_dir(device, _read)
+        text = self._with_device_dir(device, lambda: self.host.fs.read(self._mode_path(device, port)))
         if text is None:
             return None
         return ROCE_MODE_NAMES.get(text, text)
@@ -219,12 +219,27 @@ class RoceModeConfig:
             raise InputError("default_roce_mode must be one of %s, got %r" % (", ".join(sorted(ROCE_MODES)), mode))
 
         def _write():
-            path = self.sysfs.path(self._mode_path(device, port))
-            if not os.path.exists(path):
-                raise StateError("%s does not exist: port %d is not a port of %s" % (self._mode_path(device, port), port, device))
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(ROCE_MODES[mode])
+            path = self._mode_path(device, port)
+            if not self.host.fs.exists(path):
+                raise StateError("%s does not exist: port %d is not a port of %s" % (path, port, device))
+            self.host.kernel.write(path, ROCE_MODES[mode])
         self._with_device_dir(device, _write)
+
+
+def _kernel_mkdir(host, host_path):
+    """configfs objects are made by mkdir: through the kernel writer when it knows how (the
+    test kit's fake configfs does), else as a directory under the host's root."""
+    mkdir = getattr(host.kernel, "mkdir", None)
+    if mkdir is not None:
+        return mkdir(host_path)
+    return os.mkdir(host.path(host_path))
+
+
+def _kernel_rmdir(host, host_path):
+    rmdir = getattr(host.kernel, "rmdir", None)
+    if rmdir is not None:
+        return rmdir(host_path)
+    return os.rmdir(host.path(host_path))
 
 
 PERSIST_SCRIPT = """#!/bin/sh
@@ -247,188 +262,3 @@ def persist_rule(device, port, mode, script_path):
     return ("# Managed by gpuvirt.tenancy (mlx_rocev2): RDMA-CM default RoCE mode of %s port %d\n"
             'ACTION=="add", SUBSYSTEM=="infiniband", KERNEL=="%s", RUN+="%s %s %d %s"\n'
             % (device, port, device, script_path, device, port, ROCE_MODES[mode]))
-
-
-PCI_ADDR_RE = r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
-
-
-def _read_file(path):
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, IOError):
-        return None
-
-
-class MlxRoceV2:
-    """What the mlx_rocev2 module does, decided before acting: firmware parameters, the
-    RDMA-CM default RoCE mode (and its persistence), the GID table."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.sysfs = Sysfs(self.params["root"])
-        self.reader = RdmaReader(self.sysfs)
-        self.result = {"changed": False, "reboot_required": False}
-        self.diff = {"before": {}, "after": {}}
-        self.actions = []
-
-    # -- firmware --------------------------------------------------------------
-    def _tool(self):
-        wanted = self.params["tool"]
-        names = ["mlxconfig", "mstconfig"] if wanted == "auto" else [wanted]
-        path = None
-        for name in names:
-            path = self.module.get_bin_path(name)
-            if path:
-                break
-        if not path:
-            raise InputError("tool: %s not found on the host: install NVIDIA MFT (mlxconfig) or mstflint (mstconfig), "
-                             "or set tool to the one installed" % " / ".join(names))
-        device = self.params["device"]
-
-        def run(argv):
-            return self.module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-        return mlx.FirmwareConfig(path, device, run, sysfs=self.sysfs)
-
-    def plan_firmware(self):
-        wanted = self.params["firmware"] or {}
-        device = self.params["device"]
-        if wanted and not device:
-            raise InputError("device: firmware settings need the PCI address of the ConnectX PF in device")
-        if not device:
-            return None
-        if re.match(PCI_ADDR_RE, device):
-            address = device if len(device) > 7 and device.count(":") == 2 else "0000:" + device
-            if not self.sysfs.exists("/sys/bus/pci/devices/%s" % address.lower()):
-                raise InputError("device: no PCI device %s on this host: give the address of the ConnectX PF "
-                                 "as 'lspci -D -d 15b3:' lists it" % device)
-        fw = self._tool()
-        parsed = fw.query()
-        changes = fw.plan(parsed, wanted)
-        self.result["firmware_tool"] = fw.tool
-        self.result["firmware_changes"] = dict((k, mlx.render_value(v)) for k, v in changes.items())
-        before = mlx.report(parsed, wanted)
-        self.diff["before"]["firmware"] = dict((k, v["next"]) for k, v in before.items())
-        after_next = dict(self.diff["before"]["firmware"])
-        after_next.update(self.result["firmware_changes"])
-        self.diff["after"]["firmware"] = after_next
-        return fw, parsed, changes
-
-    def apply_firmware(self, planned):
-        if planned is None:
-            return
-        fw, parsed, changes = planned
-        wanted = self.params["firmware"] or {}
-        if changes:
-            self.result["changed"] = True
-            if not self.module.check_mode:
-                fw.set(changes)
-                parsed = fw.query()
-                still = fw.plan(parsed, wanted)
-                if still:
-                    raise StateError("firmware: %s accepted the set but Next Boot still differs for %s"
-                                     % (fw.tool, ", ".join(sorted(still))))
-            else:
-                for key, value in changes.items():
-                    parsed["params"][key]["next"] = mlx.render_value(value)
-        self.result["firmware"] = mlx.report(parsed, wanted)
-        pend = []
-        for key, entry in parsed["params"].items():
-            if entry.get("current") is None:
-                continue
-            if key in changes and self.module.check_mode:
-                if not mlx.value_matches(changes[key], entry["current"]):
-                    pend.append(key)
-            elif entry["current"] != entry["next"]:
-                pend.append(key)
-        self.result["pending_parameters"] = sorted(pend)
-        self.result["reboot_required"] = bool(pend)
-
-    # -- RDMA-CM mode ----------------------------------------------------------
-    def rdma_device(self):
-        name = self.params["rdma_device"]
-        if name:
-            if name not in self.reader.devices():
-                raise InputError("rdma_device: no RDMA device %s (known: %s): check 'rdma link show'"
-                                 % (name, ", ".join(self.reader.devices()) or "none"))
-            return name
-        device = self.params["device"]
-        if device:
-            address = device if device.count(":") == 2 else "0000:" + device
-            found = self.reader.device_for_pci(address.lower())
-            if found:
-                return found[0]
-            raise InputError("rdma_device: PF %s has no RDMA device (is mlx5_core/mlx5_ib loaded?); "
-                             "name it in rdma_device" % device)
-        return None
-
-    def plan_mode(self, dev):
-        port = self.params["port"]
-        if port not in self.reader.ports(dev):
-            raise InputError("port: %s has no port %d (ports: %s)" % (dev, port, self.reader.ports(dev)))
-        mode = self.params["default_roce_mode"]
-        config = RoceModeConfig(self.sysfs)
-        loaded = config.available()
-        current = config.read(dev, port) if loaded else None
-        if loaded and current is None:
-            raise StateError("rdma_cm has no port %d for %s in configfs" % (port, dev))
-        self.diff["before"]["default_roce_mode"] = current
-        self.diff["after"]["default_roce_mode"] = mode
-        plan = {"config": config, "load": not loaded, "set": current != mode}
-        if self.params["persist"]:
-            script = self.params["persist_script"]
-            rule_path = os.path.join(self.params["persist_rules_dir"], "70-gpuvirt-roce-%s.rules" % dev)
-            files = {script: PERSIST_SCRIPT, rule_path: persist_rule(dev, port, mode, script)}
-            plan["files"] = {}
-            for path, content in files.items():
-                old = _read_file(path)
-                if old != content:
-                    plan["files"][path] = content
-                self.diff["before"][path] = old or ""
-                self.diff["after"][path] = content
-        return plan
-
-    def apply_mode(self, dev, plan):
-        port = self.params["port"]
-        if plan["load"] or plan["set"] or plan.get("files"):
-            self.result["changed"] = True
-        if not self.module.check_mode:
-            if plan["load"]:
-                modprobe = self.module.get_bin_path("modprobe", required=True)
-                rc, _out, err = self.module.run_command([modprobe, "rdma_cm"])
-                if rc != 0 or not plan["config"].available():
-                    raise StateError("cannot load rdma_cm (%s): is configfs mounted on /sys/kernel/config?" % err.strip())
-                plan["set"] = plan["config"].read(dev, port) != self.params["default_roce_mode"]
-            if plan["set"]:
-                plan["config"].write(dev, port, self.params["default_roce_mode"])
-            for path, content in plan.get("files", {}).items():
-                directory = os.path.dirname(path)
-                if not os.path.isdir(directory):
-                    os.makedirs(directory, 0o755)
-                atomic_write(path, content, mode=0o755 if path == self.params["persist_script"] else 0o644)
-            self.result["default_roce_mode"] = plan["config"].read(dev, port)
-        else:
-            self.result["default_roce_mode"] = self.params["default_roce_mode"]
-
-    # -- all -------------------------------------------------------------------
-    def run(self):
-        if not self.params["device"] and not self.params["rdma_device"]:
-            raise InputError("device or rdma_device: give the ConnectX PF's PCI address (device) and/or the RDMA "
-                             "device name (rdma_device, e.g. mlx5_0 or rxe0)")
-        planned_fw = self.plan_firmware()
-        mode = None if self.params["default_roce_mode"] == "unchanged" else self.params["default_roce_mode"]
-        dev = self.rdma_device() if (self.params["rdma_device"] or mode) else None
-        plan = self.plan_mode(dev) if dev and mode else None
-        self.apply_firmware(planned_fw)
-        if plan:
-            self.apply_mode(dev, plan)
-        if dev:
-            rows = self.reader.full_table([dev])
-            self.result["rdma_device"] = dev
-            self.result["port"] = self.params["port"]
-            self.result["gid_table"] = rows
-            self.result["roce_v2_ipv4_index"] = roce_v2_ipv4_indexes(rows)
-        if self.module._diff:  # pylint: disable=protected-access
-            self.result["diff"] = self.diff
-        return self.result

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -30,15 +32,8 @@ description:
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
 options:
   layout:
     description:
@@ -73,7 +68,8 @@ options:
         default: {}
   config_file:
     description:
-      - A mig-parted v1 configuration file on the managed host (C(version), C(mig-configs)).
+      - A mig-parted v1 configuration file on the managed host (C(version), C(mig-configs)), a host
+        path under O(root).
       - Requires O(config).
     type: path
   config:
@@ -100,6 +96,9 @@ options:
     description:
       - Path of the C(nvidia-smi) binary. Default - found on C(PATH).
     type: path
+requirements:
+  - C(nvidia-smi) (NVIDIA driver utilities) on the host.
+  - PyYAML for O(config_file).
 notes:
   - The GPU is changed only through C(nvidia-smi); nothing is written elsewhere.
   - A mig-parted file's hooks and C(mig-parted) itself are not used.
@@ -214,161 +213,32 @@ commands:
   elements: dict
 """
 
-import os
-import traceback
-from collections import Counter
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mig_apply import mig_profile
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, run_command
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mig import (
-    MigManager, NvidiaSmi, describe_plan, desired_per_gpu, normalize_entry, predicted_after, public_instances,
-    select_mig_parted_config, state_view)
-
-try:
-    import yaml
-    HAS_YAML = True
-    YAML_ERROR = None
-except ImportError:
-    HAS_YAML = False
-    YAML_ERROR = traceback.format_exc()
-
-
-def load_entries(module):
-    params = module.params
-    if params["layout"] is not None:
-        if not params["layout"]:
-            raise InputError("layout is empty; give at least one entry like {devices: all, mig_enabled: true, mig_devices: {'1g.10gb': 7}}")
-        return [normalize_entry(dict((k, v) for k, v in entry.items() if v is not None), "layout[%d]" % i)
-                for i, entry in enumerate(params["layout"])]
-    if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML (for config_file)"), exception=YAML_ERROR)
-    path = params["config_file"]
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
-    except (OSError, IOError) as exc:
-        raise InputError("config_file %s cannot be read: %s" % (path, exc))
-    except yaml.YAMLError as exc:
-        raise InputError("config_file %s is not valid YAML: %s" % (path, exc))
-    return select_mig_parted_config(document, params["config"], path)
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        layout=dict(type="list", elements="dict", options=dict(
+            devices=dict(type="raw", default="all"),
+            device_filter=dict(type="list", elements="str"),
+            mig_enabled=dict(type="bool", required=True),
+            mig_devices=dict(type="dict", default={}),
+        )),
+        config_file=dict(type="path"),
+        config=dict(type="str"),
+        reset=dict(type="str", choices=["auto", "never"], default="auto"),
+        force=dict(type="bool", default=False),
+        nvidia_smi=dict(type="path"),
+    ),
+    mutually_exclusive=[("layout", "config_file")],
+    required_one_of=[("layout", "config_file")],
+    required_together=[("config_file", "config")],
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            layout=dict(type="list", elements="dict", options=dict(
-                devices=dict(type="raw", default="all"),
-                device_filter=dict(type="list", elements="str"),
-                mig_enabled=dict(type="bool", required=True),
-                mig_devices=dict(type="dict", default={}),
-            )),
-            config_file=dict(type="path"),
-            config=dict(type="str"),
-            reset=dict(type="str", choices=["auto", "never"], default="auto"),
-            force=dict(type="bool", default=False),
-            nvidia_smi=dict(type="path"),
-        ),
-        mutually_exclusive=[("layout", "config_file")],
-        required_one_of=[("layout", "config_file")],
-        required_together=[("config_file", "config")],
-        supports_check_mode=True,
-    )
-    try:
-        entries = load_entries(module)
-    except InputError as exc:
-        module.fail_json(msg=str(exc))
-
-    binary = module.params["nvidia_smi"] or module.get_bin_path("nvidia-smi")
-    if module.params["nvidia_smi"] and not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-        module.fail_json(msg="nvidia_smi %s is not an executable file: point it at nvidia-smi or leave it unset to use PATH; "
-                             "nothing was changed" % binary)
-    if not binary:
-        module.fail_json(msg="nvidia-smi was not found on PATH: install the NVIDIA driver utilities on this host, "
-                             "or set nvidia_smi to its path; nothing was changed")
-    smi = NvidiaSmi(binary, lambda argv: run_command(module, argv, check=False))
-    manager = MigManager(smi, reset=module.params["reset"], force=module.params["force"])
-    try:
-        gpus = manager.read()
-        if not gpus:
-            module.fail_json(msg="nvidia-smi lists no GPU on this host; nothing was changed", commands=smi.commands)
-        wanted, warnings = desired_per_gpu(entries, gpus)
-        for warning in warnings:
-            module.warn(warning)
-        plans, errors, blocked = manager.plan(wanted, gpus)
-        if errors:
-            module.fail_json(msg="the layout cannot be applied; nothing was changed: " + "; ".join(errors), commands=smi.commands)
-        if blocked and not module.params["force"]:
-            module.fail_json(msg="refusing to destroy GPU instances in use (set force: true to destroy them anyway); nothing was changed: "
-                             + "; ".join(blocked), commands=smi.commands)
-    except (InputError, StateError) as exc:
-        module.fail_json(msg="%s; nothing was changed" % exc, commands=smi.commands)
-
-    results, all_actions, before, after = [], [], {}, {}
-    changed, reboot_required = False, False
-    for gpu in gpus:
-        index = gpu["index"]
-        entry, plan = wanted.get(index), plans.get(index)
-        actions = describe_plan(gpu, plan) if plan else []
-        result = {
-            "index": index, "bus_id": gpu["bus_id"], "name": gpu["name"], "device_id": gpu["device_id"],
-            "managed": entry is not None, "mig_capable": gpu["mig_capable"], "mig_mode": dict(gpu["mig_mode"]),
-            "instances_before": public_instances(gpu), "actions": actions,
-            "reset_performed": False, "reboot_required": False,
-        }
-        key = "gpu%d %s" % (index, gpu["bus_id"])
-        before[key] = state_view(gpu)
-        if plan and plan.get("pending_reboot"):
-            result["reboot_required"] = True
-        if not actions:
-            result["mig_mode_after"] = dict(gpu["mig_mode"])
-            result["instances_after"] = [gi["profile"] for gi in result["instances_before"]]
-            result["instances_after"].sort()
-        elif module.check_mode:
-            target = "enabled" if entry["mig_enabled"] else "disabled"
-            # A change already pending stays pending without a reset (or while the GPU is
-            # busy); whether a new change goes pending is known only when it is made.
-            stays_pending = bool(plan.get("mode_already_pending")) and (module.params["reset"] == "never" or bool(gpu["processes"]))
-            result["mig_mode_after"] = {"current": gpu["mig_mode"]["current"] if stays_pending else target, "pending": target}
-            result["instances_after"] = predicted_after(gpu, entry, plan)
-            if stays_pending:
-                result["reboot_required"] = True
-                plan["create"] = []
-                result["actions"] = actions = describe_plan(gpu, plan)
-                destroyed = set(gi["id"] for gi in plan["destroy"])
-                result["instances_after"] = sorted(gi["profile"] for gi in gpu["instances"] if gi["id"] not in destroyed)
-        else:
-            try:
-                reset_done, reboot, messages = manager.apply_gpu(gpu, entry, plan)
-            except (InputError, StateError) as exc:
-                module.fail_json(msg="GPU %d: %s" % (index, exc), changed=True, gpus=results, plan=all_actions, commands=smi.commands)
-            for message in messages:
-                module.warn(message)
-            result["reset_performed"], result["reboot_required"] = reset_done, reboot
-            result["actions"] = describe_plan(gpu, plan)
-            fresh = manager.smi.gpus()
-            now = [g for g in fresh if g["index"] == index][0]
-            result["mig_mode_after"] = now["mig_mode"]
-            now_instances = manager.smi.instances(index) if now["mig_mode"]["current"] == "enabled" else []
-            result["instances_after"] = sorted(gi["profile"] for gi in now_instances)
-            if not reboot and entry["mig_enabled"]:
-                wanted_list = sorted(Counter(entry["mig_devices"]).elements())
-                if result["instances_after"] != wanted_list:
-                    module.fail_json(msg="GPU %d: after applying, nvidia-smi lists %s instead of %s" % (index, result["instances_after"], wanted_list),
-                                     changed=True, gpus=results + [result], plan=all_actions, commands=smi.commands)
-        all_actions.extend(result["actions"])
-        reboot_required = reboot_required or result["reboot_required"]
-        after[key] = {"mig_mode": result["mig_mode_after"], "instances": result["instances_after"]}
-        if plan:
-            # Honest: a mode change that was already pending changes nothing by itself; a
-            # reset that made it current does.
-            changed = changed or bool(plan["destroy"] or plan["create"] or result["reset_performed"]
-                                      or (plan["mode"] and not plan.get("mode_already_pending"))
-                                      or (module.check_mode and plan["mode"] and not result["reboot_required"]))
-        results.append(result)
-
-    module.exit_json(changed=changed, gpus=results, plan=all_actions, reboot_required=reboot_required, commands=smi.commands,
-                     diff={"before": before, "after": after})
+def main(host=None):
+    run_module(MODULE_ARGS, mig_profile, host=host)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: mlx_rocev2
@@ -28,18 +30,13 @@ description:
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
 attributes:
   check_mode:
-    support: full
     details:
       - Reading the RoCE mode needs the configfs directory of the device; it is created and
         removed again, also in check mode (configfs keeps no state from it).
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   device:
     description:
@@ -82,17 +79,16 @@ options:
     type: bool
     default: true
   persist_rules_dir:
-    description: Directory of the udev rule C(70-gpuvirt-roce-DEVICE.rules).
+    description: Directory of the udev rule C(70-gpuvirt-roce-DEVICE.rules), a host path under O(root).
     type: path
     default: /etc/udev/rules.d
   persist_script:
-    description: Path of the helper script the udev rule runs.
+    description: Path of the helper script the udev rule runs, a host path under O(root).
     type: path
     default: /usr/local/sbin/gpuvirt-roce-mode
-  root:
-    description: Root of the sysfs/configfs tree to read and write (tests point it at a fake tree).
-    type: path
-    default: /
+requirements:
+  - C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint) on the host for O(firmware).
+  - C(modprobe) when C(rdma_cm) must be loaded.
 notes:
   - An IPv4 address on the RDMA netdev is what gives the IPv4-mapped GID (C(::ffff:a.b.c.d)); the
     index it gets depends on the order in which addresses arrive, so read it from RV(roce_v2_ipv4_index)
@@ -188,36 +184,27 @@ roce_v2_ipv4_index:
   sample: {"mlx5_0": {"1": 3}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.roce import mlx_rocev2
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import MlxRoceV2
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        device=dict(type="str"),
+        firmware=dict(type="dict", default={}),
+        tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
+        rdma_device=dict(type="str"),
+        port=dict(type="int", default=1),
+        default_roce_mode=dict(type="str", choices=["v1", "v2", "unchanged"], default="v2"),
+        persist=dict(type="bool", default=True),
+        persist_rules_dir=dict(type="path", default="/etc/udev/rules.d"),
+        persist_script=dict(type="path", default="/usr/local/sbin/gpuvirt-roce-mode"),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            device=dict(type="str"),
-            firmware=dict(type="dict", default={}),
-            tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
-            rdma_device=dict(type="str"),
-            port=dict(type="int", default=1),
-            default_roce_mode=dict(type="str", choices=["v1", "v2", "unchanged"], default="v2"),
-            persist=dict(type="bool", default=True),
-            persist_rules_dir=dict(type="path", default="/etc/udev/rules.d"),
-            persist_script=dict(type="path", default="/usr/local/sbin/gpuvirt-roce-mode"),
-            root=dict(type="path", default="/"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = MlxRoceV2(module).run()
-    except (InputError, StateError) as exc:
-        extra = {}
-        if getattr(exc, "kind", None):
-            extra["error_kind"] = exc.kind
-        module.fail_json(msg=str(exc), **extra)
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, mlx_rocev2, host=host)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 module: nccl_env
@@ -23,25 +25,25 @@ description:
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
 options:
   path:
-    description: The file NCCL reads. Its directory is created when missing.
+    description: The file NCCL reads, a host path under O(root). Its directory is created when missing.
     type: path
     default: /etc/nccl.conf
   ib_hca:
     description:
-      - HCAs NCCL may use, as C(DEVICE) or C(DEVICE:PORT) (C(mlx5_0:1), C(rxe0)); written as C(NCCL_IB_HCA).
-      - The GID tables of these ports are the ones O(gid_index) is checked against; when empty,
-        every RDMA port of the host is checked and C(NCCL_IB_HCA) is left as it is.
+      - HCAs NCCL may use, in NCCL's own C(NCCL_IB_HCA) syntax; the items are joined with commas and
+        written as C(NCCL_IB_HCA).
+      - Each entry is C(DEVICE) or C(DEVICE:PORT) (C(mlx5_0:1), C(rxe0)). An optional C(^) before the
+        first entry makes the list an exclude list; a second optional C(=) makes the names exact
+        (without it NCCL takes each name as a prefix, so C(mlx5_1) also selects C(mlx5_10)). For example
+        C(=mlx5_0:1), C([=mlx5_0:1, mlx5_1:1]), C(^=mlx5_1), C(mlx5). See NCCL's documentation of
+        C(NCCL_IB_HCA) (U(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca)).
+      - The GID tables of the ports NCCL would use under this list are the ones O(gid_index) is checked
+        against; every device or port a (non-excluding) entry names must exist. When empty, every RDMA
+        port of the host is checked and C(NCCL_IB_HCA) is left as it is.
     type: list
     elements: str
     default: []
@@ -74,10 +76,8 @@ options:
     description: Keep a copy of the file before changing it.
     type: bool
     default: false
-  root:
-    description: Root of the sysfs tree the GID tables are read from (tests point it at a fake tree).
-    type: path
-    default: /
+requirements:
+  - C(ip) (iproute2) on the host for O(gid_index=auto) without O(addr_range).
 seealso:
   - module: gpuvirt.tenancy.mlx_rocev2
 """
@@ -104,6 +104,10 @@ EXAMPLES = r"""
     nccl_version: "2.23.4"
     extra:
       NCCL_IB_TC: 106
+
+- name: Exactly port 1 of mlx5_0 and mlx5_1 (NCCL's = prefix), not mlx5_10 and up
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: ["=mlx5_0:1", "mlx5_1:1"]
 
 - name: A per-tenant file (two tenants simulated on one lab VM)
   gpuvirt.tenancy.nccl_env:
@@ -149,33 +153,27 @@ backup_file:
   sample: /etc/nccl.conf.2026-01-01@10:00:00~
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nccl_conf import nccl_env
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nccl_conf import NcclEnv
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        path=dict(type="path", default="/etc/nccl.conf"),
+        ib_hca=dict(type="list", elements="str", default=[]),
+        socket_ifname=dict(type="str"),
+        net_gdr_level=dict(type="str"),
+        gid_index=dict(type="str", default="discover"),
+        addr_range=dict(type="str"),
+        nccl_version=dict(type="str"),
+        extra=dict(type="dict", default={}),
+        backup=dict(type="bool", default=False),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", default="/etc/nccl.conf"),
-            ib_hca=dict(type="list", elements="str", default=[]),
-            socket_ifname=dict(type="str"),
-            net_gdr_level=dict(type="str"),
-            gid_index=dict(type="str", default="discover"),
-            addr_range=dict(type="str"),
-            nccl_version=dict(type="str"),
-            extra=dict(type="dict", default={}),
-            backup=dict(type="bool", default=False),
-            root=dict(type="path", default="/"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = NcclEnv(module).run()
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, nccl_env, host=host)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -19,23 +21,6 @@ description:
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
 options:
-  root:
-    description:
-      - Directory under which C(/sys) and C(/proc) are read (a captured tree in tests).
-    type: path
-    default: /
-  gpu_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
-    type: list
-    elements: str
-    default: []
-  nic_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as NICs, besides network controllers.
-    type: list
-    elements: str
-    default: []
   firmware_tool:
     description:
       - Tool for the ConnectX firmware query. V(auto) uses C(mlxconfig) when present, else C(mstconfig).
@@ -46,9 +31,14 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.device_ids
 attributes:
   platform:
     platforms: posix
+requirements:
+  - C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint) on the host to read the ConnectX firmware; without
+    them each ConnectX PF is reported as C(tool not found).
 notes:
   - The firmware query (C(-e q)) only reads; it needs root and, under Secure Boot lockdown, a tool with
     kernel access. A failed query is reported per PF with its message.
@@ -98,36 +88,21 @@ firmware:
                "NUM_OF_VFS": {"default": "0", "current": "8", "next": "8"}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_facts import preflight_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import query_firmware
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        gpu_ids=dict(type="list", elements="str", default=[]),
+        nic_ids=dict(type="list", elements="str", default=[]),
+        firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            root=dict(type="path", default="/"),
-            gpu_ids=dict(type="list", elements="str", default=[]),
-            nic_ids=dict(type="list", elements="str", default=[]),
-            firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        reader = TopologyReader(module.params["root"], gpu_ids=module.params["gpu_ids"], nic_ids=module.params["nic_ids"])
-    except (InputError, ValueError) as exc:
-        module.fail_json(msg="gpu_ids/nic_ids: %s" % exc)
-    topology = reader.read()
-
-    def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-
-    firmware = query_firmware(topology, module.get_bin_path, run, tool=module.params["firmware_tool"],
-                              sysfs=Sysfs(module.params["root"]))
-    module.exit_json(changed=False, topology=topology, firmware=firmware)
+def main(host=None):
+    run_module(MODULE_ARGS, preflight_info, host=host)
 
 
 if __name__ == "__main__":

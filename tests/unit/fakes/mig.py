@@ -49,21 +49,16 @@ def mutating_calls(path, since=0):
     return [c for c in calls if c and not c[0].startswith("--query-gpu") and not any(flag in c for flag in READ_ONLY)]
 
 
-def run(args, check_mode=False, diff=False):
+def run(args, check_mode=False, diff=False, root="/"):
+    """mig_profile on an injected Host (``root``: the tree config_file is read under), with the
+    stand-in as nvidia_smi unless the args name another; warnings are in the result."""
     # pylint: disable=import-outside-toplevel
-    from ansible.module_utils import basic
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
     from ansible_collections.gpuvirt.tenancy.plugins.modules import mig_profile
     full = dict(args)
     full.setdefault("nvidia_smi", STANDIN)
-    seen = []
-    original = basic.AnsibleModule.warn
-    basic.AnsibleModule.warn = lambda self, warning, *a, **k: seen.append(warning)
-    try:
-        result = run_module(mig_profile.main, full, check_mode=check_mode, diff=diff)
-    finally:
-        basic.AnsibleModule.warn = original
-    # What Ansible would show as the result's warnings.
-    result["warnings"] = seen
+    result = run_module(mig_profile.main, full, check_mode=check_mode, diff=diff, host=Host(root))
+    result.setdefault("warnings", [])
     return result
 
 

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Fake RDMA sysfs/configfs trees built from real ``show_gids`` outputs.
+"""Fake RDMA sysfs/configfs trees built from real ``show_gids`` outputs, the kernel side of
+configfs rdma_cm, and a command runner for the firmware tool stand-ins.
 
 The layout is the kernel's: ``/sys/class/infiniband/<dev>/ports/<p>/gids/N`` (8 groups of
 4 hex digits), ``gid_attrs/types/N`` (``RoCE v2`` / ``IB/RoCE v1``), ``gid_attrs/ndevs/N``,
@@ -10,7 +11,12 @@ Which GID sits at which index comes from the real show_gids captures in tests/fi
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
@@ -74,55 +80,110 @@ def tree_from_show_gids(root, text):
 
 
 class FakeConfigfs:
-    """configfs rdma_cm as the kernel behaves: ``mkdir rdma_cm/<dev>`` makes
+    """configfs rdma_cm as the kernel behaves, as the kernel side of a test :class:`Host`
+    (``Host(root, kernel=FakeConfigfs(...))``): ``mkdir rdma_cm/<dev>`` makes
     ``ports/<p>/default_roce_mode`` appear (ENODEV for a device the kernel does not know),
-    ``rmdir`` takes it away; the mode itself stays in the kernel between the two."""
+    ``rmdir`` takes it away; the mode itself stays in the kernel between the two, and a write
+    of anything but a mode the kernel knows is refused (EINVAL)."""
+
+    CONFIGFS = "/sys/kernel/config/rdma_cm"
 
     def __init__(self, root, ports, mode="RoCE v2"):
-        self.base = os.path.join(str(root), "sys", "kernel", "config", "rdma_cm")
+        self.root = str(root)
+        self.base = os.path.join(self.root, self.CONFIGFS.lstrip("/"))
         os.makedirs(self.base, exist_ok=True)
         self.modes = dict(((dev, port), mode) for dev, port in ports)
         self.mkdirs = []
-        self._mkdir = os.mkdir
-        self._rmdir = os.rmdir
+        self.writes = []
 
-    def install(self, monkeypatch):
-        monkeypatch.setattr(os, "mkdir", self.mkdir)
-        monkeypatch.setattr(os, "rmdir", self.rmdir)
+    def _real(self, host_path):
+        return os.path.join(self.root, host_path.lstrip("/"))
 
-    def _dev(self, path):
-        path = os.path.abspath(path)
-        if os.path.dirname(path) == self.base:
-            return os.path.basename(path)
-        return None
+    def _dev(self, host_path):
+        parent, name = host_path.rstrip("/").rsplit("/", 1)
+        if parent != self.CONFIGFS:
+            raise OSError(errno.EPERM, "not a configfs rdma_cm object", host_path)
+        return name
 
-    def mkdir(self, path, mode=0o777, **kwargs):
-        dev = self._dev(path)
-        if dev is None:
-            return self._mkdir(path, mode, **kwargs)
-        ports = [p for d, p in self.modes if d == dev]
-        if not ports:
-            raise OSError(19, "No such device", path)  # ENODEV
-        self._mkdir(path, mode)
+    def _ports(self, dev):
+        return sorted(p for d, p in self.modes if d == dev)
+
+    def mkdir(self, host_path):
+        dev = self._dev(host_path)
+        if not self._ports(dev):
+            raise OSError(errno.ENODEV, "No such device", host_path)
+        path = self._real(host_path)
+        os.mkdir(path)
         self.mkdirs.append(dev)
-        for port in ports:
+        for port in self._ports(dev):
             os.makedirs(os.path.join(path, "ports", str(port)))
             with open(os.path.join(path, "ports", str(port), "default_roce_mode"), "w", encoding="utf-8") as handle:
                 handle.write(self.modes[(dev, port)] + "\n")
+
+    def rmdir(self, host_path):
+        dev = self._dev(host_path)
+        path = self._real(host_path)
+        for port in self._ports(dev):
+            os.unlink(os.path.join(path, "ports", str(port), "default_roce_mode"))
+            os.rmdir(os.path.join(path, "ports", str(port)))
+        os.rmdir(os.path.join(path, "ports"))
+        os.rmdir(path)
+
+    def write(self, host_path, value):
+        self.writes.append((host_path, value))
+        parts = host_path[len(self.CONFIGFS) + 1:].split("/")
+        if not host_path.startswith(self.CONFIGFS + "/") or len(parts) != 4 or parts[1:4:2] != ["ports", "default_roce_mode"]:
+            raise OSError(errno.EACCES, "not a configfs attribute the fake knows", host_path)
+        if value.strip() not in ("RoCE v2", "IB/RoCE v1"):
+            raise OSError(errno.EINVAL, "Invalid argument", host_path)
+        self.modes[(parts[0], int(parts[2]))] = value.strip()
+        with open(self._real(host_path), "w", encoding="utf-8") as handle:
+            handle.write(value.strip() + "\n")
+
+
+class StandinCommands:
+    """The command runner of a test :class:`Host` that runs the stand-in executables of
+    ``fakes/standins`` (``programs``: name -> stand-in path) with ``env`` added, like the
+    module's own runner does: argument lists, ``LC_ALL=C``, non-zero exits raised unless
+    ``check`` is false."""
+
+    def __init__(self, programs, env=None):
+        self.programs = dict(programs)
+        self.env = dict(env or {})
+        self.calls = []
+
+    def which(self, name, required=False, hint=None):
+        if name in self.programs:
+            return self.programs[name]
+        if required:
+            raise StateError("%s was not found on PATH%s; nothing was changed" % (name, ": " + hint if hint else ""))
         return None
 
-    def rmdir(self, path, **kwargs):
-        dev = self._dev(path)
-        if dev is None:
-            return self._rmdir(path, **kwargs)
-        for port in [p for d, p in self.modes if d == dev]:
-            mode_path = os.path.join(path, "ports", str(port), "default_roce_mode")
-            with open(mode_path, "r", encoding="utf-8") as handle:
-                text = handle.read().strip()
-            if text not in ("RoCE v2", "IB/RoCE v1"):
-                raise AssertionError("the kernel would refuse %r" % text)
-            self.modes[(dev, port)] = text
-            os.unlink(mode_path)
-            self._rmdir(os.path.join(path, "ports", str(port)))
-        self._rmdir(os.path.join(path, "ports"))
-        return self._rmdir(path)
+    def run(self, argv, check=True, data=None):
+        self.calls.append(list(argv))
+        env = dict(os.environ, LC_ALL="C", LANG="C", **self.env)
+        proc = subprocess.run(list(argv), input=data, capture_output=True, text=True, env=env, check=False)
+        if check and proc.returncode != 0:
+            raise CommandError(argv, proc.returncode, proc.stdout, proc.stderr)
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+BOOLEAN = {"False": 0, "True": 1}
+
+
+def firmware_tool_on_path(tmp_path, monkeypatch, devices, name="mlxconfig"):
+    """fakes/standins/mlxconfig on PATH as ``name`` (mlxconfig or mstconfig), the firmware of
+    ``devices`` ({PF: {device_type, params}}) in its state file. Returns the state file's path."""
+    # pylint: disable=import-outside-toplevel
+    import json
+    import shutil
+
+    from fakes import STANDINS  # pylint: disable=import-error
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(STANDINS, "mlxconfig"), str(bindir / name))
+    state = tmp_path / "fw.json"
+    state.write_text(json.dumps({"devices": devices}))
+    monkeypatch.setenv("MLXCONFIG_STANDIN_STATE", str(state))
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    return str(state)

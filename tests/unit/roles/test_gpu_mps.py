@@ -180,7 +180,8 @@ def test_gpu_sharing_play_in_the_lab_changes_nothing_and_contacts_no_guest(tmp_p
     assert rc == 0, result
     for host in ("tenant-a", "tenant-b"):
         stats = result.stats(host)
-        assert stats["changed"] == 0 and stats["failures"] == 0 and stats["unreachable"] == 0 and stats["skipped"] == 3, stats
+        # the two parts of the play (roles gpu_mig and gpu_mps) are skipped
+        assert stats["changed"] == 0 and stats["failures"] == 0 and stats["unreachable"] == 0 and stats["skipped"] == 2, stats
 
 
 def test_gpu_sharing_play_runs_mig_profile_in_check_mode(tmp_path):
@@ -188,11 +189,15 @@ def test_gpu_sharing_play_runs_mig_profile_in_check_mode(tmp_path):
     inventory.write_text("gpuvirt_guests:\n  hosts:\n    tenant-a: {ansible_connection: local, ansible_python_interpreter: '%s'}\n"
                          % sys.executable)
     with open(os.path.join(REPO_ROOT, "playbooks", "gpu_sharing.yml"), "r", encoding="utf-8") as handle:
-        play = handle.read().replace("gpuvirt.tenancy.mig_profile:", "gpuvirt.tenancy.mig_profile:\n        nvidia_smi: %s" % STANDIN)
+        play = handle.read()
     layout = [{"devices": "all", "mig_enabled": True, "mig_devices": {"3g.40gb": 1, "1g.10gb": 3}}]
-    rc, result, calls = playbook(tmp_path, [gpu("NVIDIA H100 PCIe", "00000000:01:00.0")], {"gpuvirt_mig_layout": layout},
+    rc, result, calls = playbook(tmp_path, [gpu("NVIDIA H100 PCIe", "00000000:01:00.0")],
+                                 {"gpuvirt_mig_layout": layout, "gpu_mig_nvidia_smi": STANDIN},
                                  play=play, inventory=str(inventory))
     assert rc == 0, result
     mig = task_results(result, "Apply the MIG layout")[0]
     assert mig["changed"] and mig["plan"][0] == "GPU 0: enable MIG mode" and len(mig["plan"]) == 5
     assert not any(c[:1] == ["-i"] or "-cgi" in c for c in calls)
+    # check mode: a mode change is predicted, no reboot is due (the role's reboot contract)
+    due = task_results(result, "Tell whether a reboot is still due")[0]
+    assert due["ansible_facts"]["gpu_mig_reboot_required"] is False

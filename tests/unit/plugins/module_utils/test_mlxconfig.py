@@ -15,8 +15,9 @@ import pytest
 from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
-from fakes.rdma import read_fixture  # pylint: disable=import-error
+from fakes.rdma import StandinCommands, read_fixture  # pylint: disable=import-error
 
 STANDIN = os.path.join(STANDINS, "mlxconfig")
 
@@ -158,10 +159,11 @@ def test_standin_errors(tmp_path):
     assert rc == 1 and err + out == read_fixture("mellanox", "mstconfig-q_err_kernel-lockdown_failed-to-open.txt")
 
 
-def make_config(state_path, device="0000:5e:00.0"):
-    def run(argv):
-        return run_standin(state_path, *argv[1:])
-    return mlx.FirmwareConfig("mlxconfig", device, run)
+def make_config(state_path, device="0000:5e:00.0", root=None):
+    """The tool on an injected Host: the stand-in as mlxconfig, the lockdown state read under ``root``."""
+    commands = StandinCommands({"mlxconfig": STANDIN}, env={"MLXCONFIG_STANDIN_STATE": state_path})
+    host = Host(root or os.path.dirname(state_path), commands=commands)
+    return mlx.FirmwareConfig(mlx.find_tool(host, "auto"), device, host)
 
 
 def test_firmware_workflow_sets_only_what_differs_then_power_cycle(tmp_path):
@@ -203,10 +205,7 @@ def test_open_failures(tmp_path, device, lockdown, kind):
     lock = sysfs_root / "sys" / "kernel" / "security" / "lockdown"
     lock.parent.mkdir(parents=True)
     lock.write_text("none [integrity] confidentiality\n" if lockdown else "[none] integrity confidentiality\n")
-    # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
-
-    fw = mlx.FirmwareConfig("mlxconfig", device, make_config(state, device).run, sysfs=Sysfs(str(sysfs_root)))
+    fw = make_config(state, device, root=str(sysfs_root))
     with pytest.raises(mlx.MlxconfigError) as err:
         fw.query()
     assert err.value.kind == kind

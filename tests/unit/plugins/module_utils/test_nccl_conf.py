@@ -167,14 +167,50 @@ def test_auto_keys_are_the_ones_nccl_reports(tmp_path):
 
 
 @pytest.mark.parametrize("entries, expected", [
-    (["mlx5_0:1", "rxeA"], [("mlx5_0", 1), ("rxeA", None)]),
-    ([], []),
+    (["mlx5_0:1", "rxeA"], {"exclude": False, "exact": False, "entries": [("mlx5_0", 1), ("rxeA", None)]}),
+    ([], {"exclude": False, "exact": False, "entries": []}),
+    # the examples of NCCL's documentation of NCCL_IB_HCA
+    (["mlx5"], {"exclude": False, "exact": False, "entries": [("mlx5", None)]}),
+    (["=mlx5_0:1,mlx5_1:1"], {"exclude": False, "exact": True, "entries": [("mlx5_0", 1), ("mlx5_1", 1)]}),
+    (["^=mlx5_1,mlx5_4"], {"exclude": True, "exact": True, "entries": [("mlx5_1", None), ("mlx5_4", None)]}),
+    (["^mlx5_bond_0:1"], {"exclude": True, "exact": False, "entries": [("mlx5_bond_0", 1)]}),
+    (["=mlx5_0:1"], {"exclude": False, "exact": True, "entries": [("mlx5_0", 1)]}),
+    (["=mlx5_0:1", "mlx5_1:1"], {"exclude": False, "exact": True, "entries": [("mlx5_0", 1), ("mlx5_1", 1)]}),
 ])
 def test_parse_hca(entries, expected):
     assert nc.parse_hca(entries) == expected
 
 
-@pytest.mark.parametrize("entry", ["^mlx5_bond_0", "=mlx5_0", "mlx5_0:x"])
+@pytest.mark.parametrize("entry", ["mlx5_0:x", "mlx5_0:1:2", "=^mlx5_0", "^^mlx5_0", "mlx5_0,^mlx5_1", "mlx5_0,", ":1"])
 def test_parse_hca_refuses(entry):
     with pytest.raises(InputError, match="ib_hca"):
         nc.parse_hca([entry])
+
+
+PORTS = {"mlx5_0": [1], "mlx5_1": [1, 2], "mlx5_10": [1], "rxe0": [1]}
+
+
+@pytest.mark.parametrize("ib_hca, expected", [
+    ([], [("mlx5_0", 1), ("mlx5_1", 1), ("mlx5_1", 2), ("mlx5_10", 1), ("rxe0", 1)]),
+    # without '=' a name is a prefix: mlx5_1 also selects mlx5_10, as NCCL's documentation warns
+    (["mlx5_1"], [("mlx5_1", 1), ("mlx5_1", 2), ("mlx5_10", 1)]),
+    (["=mlx5_1"], [("mlx5_1", 1), ("mlx5_1", 2)]),
+    (["=mlx5_1:2"], [("mlx5_1", 2)]),
+    (["mlx5_1:2"], [("mlx5_1", 2)]),
+    (["^=mlx5_1"], [("mlx5_0", 1), ("mlx5_10", 1), ("rxe0", 1)]),
+    (["^mlx5"], [("rxe0", 1)]),
+    (["^=mlx5_1:1,rxe0"], [("mlx5_0", 1), ("mlx5_1", 2), ("mlx5_10", 1)]),
+    (["^mlx5_9"], [("mlx5_0", 1), ("mlx5_1", 1), ("mlx5_1", 2), ("mlx5_10", 1), ("rxe0", 1)]),
+])
+def test_hca_ports_select_what_nccl_would_use(ib_hca, expected):
+    assert nc.hca_ports(nc.parse_hca(ib_hca), sorted(PORTS), PORTS.get) == expected
+
+
+@pytest.mark.parametrize("ib_hca, match", [
+    (["=mlx5"], "no RDMA device mlx5 on this host"),
+    (["mlx5_9"], r"no RDMA device mlx5_9\* on this host"),
+    (["=mlx5_0:2"], r"mlx5_0 has no port 2 \(ports: \[1\]\)"),
+])
+def test_hca_ports_refuse_what_the_host_lacks(ib_hca, match):
+    with pytest.raises(InputError, match=match):
+        nc.hca_ports(nc.parse_hca(ib_hca), sorted(PORTS), PORTS.get)

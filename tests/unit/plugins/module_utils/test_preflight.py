@@ -15,15 +15,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
 from fakes import STANDINS  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight, preflight_facts
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.rdma import StandinCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
@@ -169,12 +171,14 @@ def fw_state(tmp_path, sriov_en, num_vfs, next_en=None, next_vfs=None):
     return str(state)
 
 
-def standin_runner(state):
-    def run(argv):
-        env = dict(os.environ, MLXCONFIG_STANDIN_STATE=state)
-        proc = subprocess.run([STANDIN] + argv[1:], capture_output=True, text=True, env=env, check=False)
-        return proc.returncode, proc.stdout, proc.stderr
-    return run
+def standin_host(root, state):
+    """A Host over ``root`` whose mlxconfig is the stand-in (firmware state in ``state``)."""
+    return Host(str(root), commands=StandinCommands({"mlxconfig": STANDIN}, env={"MLXCONFIG_STANDIN_STATE": state}))
+
+
+class NoLookups(RecordedCommands):
+    def which(self, name, required=False, hint=None):
+        pytest.fail("no tool lookup without ConnectX (looked for %s)" % name)
 
 
 @pytest.mark.parametrize("current, nxt, status, words", [
@@ -187,7 +191,7 @@ def test_connectx_firmware_read_through_the_standin(tmp_path, current, nxt, stat
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     topo = read_topology(host.root)
     state = fw_state(tmp_path, current[0], current[1], *(nxt or (None, None)))
-    firmware = preflight.query_firmware(topo, lambda name: STANDIN if name == "mlxconfig" else None, standin_runner(state))
+    firmware = preflight_facts.query_firmware(topo, standin_host(tmp_path, state))
     assert sorted(firmware) == ["0000:01:00.0", "0000:01:00.1"]
     assert firmware["0000:01:00.0"]["status"] == "ok"
     assert set(firmware["0000:01:00.0"]["params"]) == {"SRIOV_EN", "NUM_OF_VFS"}
@@ -203,7 +207,7 @@ def test_connectx_firmware_read_through_the_standin(tmp_path, current, nxt, stat
 def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     topo = read_topology(host.root)
-    firmware = preflight.query_firmware(topo, lambda _name: None, None)
+    firmware = preflight_facts.query_firmware(topo, Host(str(tmp_path), commands=RecordedCommands()))
     assert set(e["status"] for e in firmware.values()) == {"tool not found"}
     report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
     assert check(report, "firmware 0000:01:00.0")["detail"] == "tool not found"
@@ -212,7 +216,9 @@ def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
 
 def test_no_connectx_no_query():
     topo = read_topology(BARE, **LAB_IDS)
-    assert preflight.query_firmware(topo, lambda _n: pytest.fail("no tool lookup without ConnectX"), None) == {}
+    host = Host(BARE, commands=NoLookups())
+    assert preflight_facts.query_firmware(topo, host) == {}
+    assert host.commands.calls == []
 
 
 # ---------------------------------------------------------------------------- SR-IOV, hugepages, plan

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import rdma
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
 from fakes.rdma import FakeConfigfs, add_port, parse_show_gids, read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
@@ -112,10 +113,15 @@ def test_format_table_lists_every_row(tmp_path):
 # -- configfs -------------------------------------------------------------------------
 
 
-def test_roce_mode_read_write_through_configfs(tmp_path, monkeypatch):
-    fake = FakeConfigfs(tmp_path, [("rxe0", 1)], mode="IB/RoCE v1")
-    fake.install(monkeypatch)
-    config = rdma.RoceModeConfig(str(tmp_path))
+def configfs_host(tmp_path, ports, **kwargs):
+    """A Host whose kernel side is the fake configfs (nothing else is patched)."""
+    fake = FakeConfigfs(tmp_path, ports, **kwargs)
+    return fake, Host(str(tmp_path), kernel=fake)
+
+
+def test_roce_mode_read_write_through_configfs(tmp_path):
+    fake, host = configfs_host(tmp_path, [("rxe0", 1)], mode="IB/RoCE v1")
+    config = rdma.RoceModeConfig(host)
     assert config.available()
     assert config.read("rxe0", 1) == "v1"
     config.write("rxe0", 1, "v2")
@@ -123,19 +129,19 @@ def test_roce_mode_read_write_through_configfs(tmp_path, monkeypatch):
     assert config.read("rxe0", 1) == "v2"
     # the directory is created for each access and removed after it
     assert fake.mkdirs == ["rxe0", "rxe0", "rxe0"]
+    assert fake.writes == [("/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode", "RoCE v2")]
     assert not os.path.exists(os.path.join(fake.base, "rxe0"))
 
 
-def test_roce_mode_unknown_device_is_a_state_error(tmp_path, monkeypatch):
-    FakeConfigfs(tmp_path, [("rxe0", 1)]).install(monkeypatch)
+def test_roce_mode_unknown_device_is_a_state_error(tmp_path):
+    _fake, host = configfs_host(tmp_path, [("rxe0", 1)])
     with pytest.raises(StateError, match="no RDMA device rxe9"):
-        rdma.RoceModeConfig(str(tmp_path)).read("rxe9", 1)
+        rdma.RoceModeConfig(host).read("rxe9", 1)
 
 
-def test_roce_mode_bad_port_and_mode(tmp_path, monkeypatch):
-    fake = FakeConfigfs(tmp_path, [("rxe0", 1)])
-    fake.install(monkeypatch)
-    config = rdma.RoceModeConfig(str(tmp_path))
+def test_roce_mode_bad_port_and_mode(tmp_path):
+    fake, host = configfs_host(tmp_path, [("rxe0", 1)])
+    config = rdma.RoceModeConfig(host)
     assert config.read("rxe0", 2) is None
     with pytest.raises(StateError, match="not a port"):
         config.write("rxe0", 2, "v2")

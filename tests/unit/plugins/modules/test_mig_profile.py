@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mig_profile
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+
 from conftest import run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.mig import FIXTURES, STANDIN, gpu, h100_fixture_layout, make_state, mutating_calls, read_state, run  # pylint: disable=import-error
 
 H100 = "NVIDIA H100 PCIe"
@@ -41,7 +45,7 @@ def test_apply_then_second_run_changes_nothing(tmp_path, monkeypatch):
     first = run(args, diff=True)
     assert first["changed"] is True and not first.get("failed"), first
     assert first["gpus"][0]["instances_after"] == ["1g.10gb", "1g.10gb", "1g.10gb", "3g.40gb"]
-    assert first["diff"]["before"] != first["diff"]["after"]
+    assert first["diff"][0]["before"] != first["diff"][0]["after"]
     # The stand-in now holds exactly what the real H100 showed after the same commands.
     lgi = os.popen("%s mig -i 0 -lgi" % STANDIN).read()
     with open(os.path.join(FIXTURES, "mig", "lgi_h100-pcie_3g.40gb+3x1g.10gb_driver525.txt"), encoding="utf-8") as handle:
@@ -177,10 +181,26 @@ def test_gpu_without_mig_fails_clearly(tmp_path, monkeypatch):
     assert untouched["changed"] is False and untouched["gpus"][0]["mig_capable"] is False
 
 
-def test_no_nvidia_smi_fails_clearly(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    result = run_module(mig_profile.main, {"layout": [{"mig_enabled": True}]})
-    assert result["failed"] and "nvidia-smi was not found" in result["msg"]
+def test_no_nvidia_smi_fails_clearly(tmp_path):
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    result = run_module(mig_profile.main, {"layout": [{"mig_enabled": True}]}, host=host)
+    assert result["failed"] and "nvidia-smi was not found" in result["msg"] and result["changed"] is False
+    assert host.commands.calls == []
+
+
+def test_mig_parted_file_is_read_under_the_hosts_root(tmp_path, monkeypatch):
+    """A Host over a tree in a temporary directory: config_file is a host path under its root."""
+    state = make_state(tmp_path, monkeypatch, [gpu(H100, "00000000:01:00.0")])
+    root = tmp_path / "root"
+    (root / "etc" / "nvidia-mig-manager").mkdir(parents=True)
+    shutil.copy(os.path.join(FIXTURES, "mig-parted", "deployments_systemd_config-default.yaml"),
+                str(root / "etc" / "nvidia-mig-manager" / "config.yaml"))
+    args = {"config_file": "/etc/nvidia-mig-manager/config.yaml", "config": "all-balanced"}
+    result = run(args, root=str(root))
+    assert not result.get("failed"), result
+    assert result["gpus"][0]["instances_after"] == ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]
+    assert read_state(state)["gpus"][0]["mig"]["current"] == "Enabled"
+    assert run(args)["failed"]  # the same host path on this machine holds no such file
 
 
 def test_nvidia_smi_option_must_be_executable(tmp_path, monkeypatch):

@@ -11,7 +11,10 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import nccl_env
 
-from conftest import run_module  # pylint: disable=import-error
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+
+from conftest import FIXTURES, run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.rdma import add_port, read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
 CX6 = "show_gids_mlx5_0_connectx6_two-linklocal-ipv6_plus-ipv4.txt"
@@ -20,64 +23,69 @@ H100 = "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt"
 EXISTING = "# written by the image build\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=3\n"
 
 
+def nccl(root, args, commands=None, **kwargs):
+    """The module on a Host over the tree at ``root``; /etc/nccl.conf and the GID tables are under it."""
+    return run_module(nccl_env.main, args, host=Host(str(root), commands=commands or RecordedCommands()), **kwargs)
+
+
 @pytest.fixture
 def cx6(tmp_path):
     root = tmp_path / "root"
     tree_from_show_gids(root, read_fixture("rdma", CX6))
-    conf = tmp_path / "etc" / "nccl.conf"
+    conf = root / "etc" / "nccl.conf"
     conf.parent.mkdir()
     conf.write_text(EXISTING)
-    return {"root": str(root), "path": str(conf)}
+    return {"root": str(root), "path": "/etc/nccl.conf", "real": str(conf)}
 
 
 def test_discover_writes_the_ipv4_roce_v2_index_and_keeps_other_lines(cx6):
-    args = {"root": cx6["root"], "path": cx6["path"], "ib_hca": ["mlx5_0:1"], "socket_ifname": "ens1f0",
+    args = {"path": cx6["path"], "ib_hca": ["mlx5_0:1"], "socket_ifname": "ens1f0",
             "net_gdr_level": "PHB", "gid_index": "discover"}
-    result = run_module(nccl_env.main, args, diff=True)
+    result = nccl(cx6["root"], args, diff=True)
     assert not result.get("failed"), result
     assert result["changed"] is True and result["gid_index"] == 5
-    text = open(cx6["path"], encoding="utf-8").read()
+    text = open(cx6["real"], encoding="utf-8").read()
     assert text == ("# written by the image build\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=5\n"
                     "NCCL_IB_HCA=mlx5_0:1\nNCCL_NET_GDR_LEVEL=PHB\nNCCL_SOCKET_IFNAME=ens1f0\n")
-    assert result["diff"]["before"] == EXISTING and result["diff"]["after"] == text
-    again = run_module(nccl_env.main, args)
+    assert result["diff"] == [{"before": EXISTING, "after": text, "before_header": cx6["path"], "after_header": cx6["path"]}]
+    again = nccl(cx6["root"], args)
     assert again["changed"] is False and again["gid_index"] == 5
 
 
 def test_check_mode_writes_nothing(cx6):
-    result = run_module(nccl_env.main, {"root": cx6["root"], "path": cx6["path"], "gid_index": "discover"}, check_mode=True)
+    result = nccl(cx6["root"], {"path": cx6["path"], "gid_index": "discover"}, check_mode=True)
     assert result["changed"] is True and result["gid_index"] == 5
-    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
+    assert open(cx6["real"], encoding="utf-8").read() == EXISTING
 
 
 def test_explicit_index_refused_with_the_table_nothing_written(cx6):
-    before = os.stat(cx6["path"])
-    result = run_module(nccl_env.main, {"root": cx6["root"], "path": cx6["path"], "gid_index": "3", "ib_hca": ["mlx5_0"]})
+    before = os.stat(cx6["real"])
+    result = nccl(cx6["root"], {"path": cx6["path"], "gid_index": "3", "ib_hca": ["mlx5_0"]})
     assert result["failed"]
     assert "gid_index 3 refused" in result["msg"] and "172.19.0.60" in result["msg"]
     assert "use gid_index: 5" in result["msg"]
-    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
-    assert os.stat(cx6["path"]).st_mtime_ns == before.st_mtime_ns
+    assert open(cx6["real"], encoding="utf-8").read() == EXISTING
+    assert os.stat(cx6["real"]).st_mtime_ns == before.st_mtime_ns
 
 
 def test_auto_pins_family_range_version_and_drops_the_index(cx6):
-    args = {"root": cx6["root"], "path": cx6["path"], "gid_index": "auto", "addr_range": "172.19.0.0/16",
+    args = {"path": cx6["path"], "gid_index": "auto", "addr_range": "172.19.0.0/16",
             "nccl_version": "2.23.4", "extra": {"NCCL_IB_TC": 106, "NCCL_DEBUG": None}}
-    result = run_module(nccl_env.main, args)
+    result = nccl(cx6["root"], args)
     assert result["gid_index"] == "auto"
-    assert open(cx6["path"], encoding="utf-8").read() == (
+    assert open(cx6["real"], encoding="utf-8").read() == (
         "# written by the image build\nNCCL_IB_ADDR_FAMILY=AF_INET\nNCCL_IB_ADDR_RANGE=172.19.0.0/16\n"
         "NCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_TC=106\n")
     assert result["removed"] == ["NCCL_DEBUG", "NCCL_IB_GID_INDEX"]
-    assert run_module(nccl_env.main, args)["changed"] is False
+    assert nccl(cx6["root"], args)["changed"] is False
 
 
 def test_new_file_in_a_new_directory(tmp_path):
     root = tmp_path / "root"
     tree_from_show_gids(root, read_fixture("rdma", H100))
-    path = tmp_path / "etc" / "nccl.conf.d" / "tenant-a.conf"
-    result = run_module(nccl_env.main, {"root": str(root), "path": str(path), "ib_hca": ["mlx5_0:1", "mlx5_1:1"]})
-    assert result["changed"] is True
+    path = root / "etc" / "nccl.conf.d" / "tenant-a.conf"
+    result = nccl(root, {"path": "/etc/nccl.conf.d/tenant-a.conf", "ib_hca": ["mlx5_0:1", "mlx5_1:1"]})
+    assert result["changed"] is True and result["path"] == "/etc/nccl.conf.d/tenant-a.conf"
     assert path.read_text() == "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA=mlx5_0:1,mlx5_1:1\n"
 
 
@@ -93,11 +101,11 @@ def test_new_file_in_a_new_directory(tmp_path):
 def test_soft_roce_tenants(tmp_path, tenant, rows, index):
     root = tmp_path / "root"
     add_port(root, "rxe" + tenant.upper(), 1, rows)
-    path = tmp_path / ("tenant-%s.conf" % tenant)
-    result = run_module(nccl_env.main, {"root": str(root), "path": str(path), "ib_hca": ["rxe%s:1" % tenant.upper()]})
+    path = root / ("tenant-%s.conf" % tenant)
+    result = nccl(root, {"path": "/tenant-%s.conf" % tenant, "ib_hca": ["rxe%s:1" % tenant.upper()]})
     assert result["gid_index"] == index
-    other = {"root": str(root), "path": str(path), "gid_index": str(3 - index), "ib_hca": ["rxe%s:1" % tenant.upper()]}
-    refused = run_module(nccl_env.main, other)
+    other = {"path": "/tenant-%s.conf" % tenant, "gid_index": str(3 - index), "ib_hca": ["rxe%s:1" % tenant.upper()]}
+    refused = nccl(root, other)
     # the other tenant's index: an empty slot on tenant a, a global IPv6 GID on tenant b
     assert refused["failed"] and "gid_index %d refused" % (3 - index) in refused["msg"]
     assert ("has no GID at index 2" if tenant == "a" else "index 1 is RoCE v2 fd00:000b") in refused["msg"]
@@ -114,6 +122,55 @@ def test_soft_roce_tenants(tmp_path, tenant, rows, index):
     ({"gid_index": "auto", "addr_range": "172.19.0.0/16", "nccl_version": "2.18.1"}, "NCCL >= 2.21"),
 ])
 def test_bad_inputs_change_nothing(cx6, args, match):
-    result = run_module(nccl_env.main, dict({"root": cx6["root"], "path": cx6["path"]}, **args))
+    result = nccl(cx6["root"], dict({"path": cx6["path"]}, **args))
     assert result["failed"] and match in result["msg"]
-    assert open(cx6["path"], encoding="utf-8").read() == EXISTING
+    assert open(cx6["real"], encoding="utf-8").read() == EXISTING
+
+
+# NCCL_IB_HCA as NCCL's documentation gives it: [^][=]DEVICE[:PORT],... (see nccl_conf.parse_hca)
+@pytest.mark.parametrize("ib_hca, checked", [
+    (["=mlx5_0:1"], [("mlx5_0", 1)]),
+    (["=mlx5_0:1", "mlx5_1:1"], [("mlx5_0", 1), ("mlx5_1", 1)]),
+    (["=mlx5_0:1,mlx5_1:1"], [("mlx5_0", 1), ("mlx5_1", 1)]),
+    (["^=mlx5_1"], [("mlx5_0", 1)]),
+    (["^mlx5_0:1"], [("mlx5_1", 1)]),
+    (["mlx5"], [("mlx5_0", 1), ("mlx5_1", 1)]),
+])
+def test_ib_hca_in_nccl_syntax_is_written_as_given(tmp_path, ib_hca, checked):
+    root = tmp_path / "root"
+    tree_from_show_gids(root, read_fixture("rdma", H100))
+    result = nccl(root, {"ib_hca": ib_hca})
+    assert not result.get("failed"), result
+    assert sorted(set((r["device"], r["port"]) for r in result["gid_table"])) == checked
+    assert result["settings"]["NCCL_IB_HCA"] == ",".join(ib_hca)
+    assert (root / "etc" / "nccl.conf").read_text() == "NCCL_IB_GID_INDEX=3\nNCCL_IB_HCA=%s\n" % ",".join(ib_hca)
+
+
+@pytest.mark.parametrize("ib_hca, match", [
+    (["mlx5_0", "^mlx5_1"], "'^mlx5_1' is not DEVICE or DEVICE:PORT"),
+    (["=^mlx5_0"], "'^mlx5_0' is not DEVICE or DEVICE:PORT"),
+    (["mlx5_0:x"], "'mlx5_0:x' is not DEVICE or DEVICE:PORT"),
+    (["mlx5_0,,mlx5_1"], "'' is not DEVICE or DEVICE:PORT"),
+    (["=mlx5"], "no RDMA device mlx5 on this host"),
+    (["=mlx5_0:2"], "mlx5_0 has no port 2"),
+])
+def test_bad_ib_hca_is_refused_naming_the_entry(tmp_path, ib_hca, match):
+    root = tmp_path / "root"
+    tree_from_show_gids(root, read_fixture("rdma", H100))
+    result = nccl(root, {"ib_hca": ib_hca})
+    assert result["failed"] and match in result["msg"] and result["changed"] is False
+    assert not (root / "etc" / "nccl.conf").exists()
+
+
+def test_auto_derives_the_range_with_ip_on_the_host(tmp_path):
+    """The range of the RoCE netdev, from `ip -j -4 addr` (the real capture of the lab VM's eth0)."""
+    root = tmp_path / "root"
+    add_port(root, "rxe0", 1, [(0, "fe80:0000:0000:0000:00fc:00ff:fe00:0001", "v2", "eth0"),
+                               (1, "0000:0000:0000:0000:0000:ffff:c000:0202", "v2", "eth0")])
+    with open(os.path.join(FIXTURES, "host_usage", "ip-j-addr_debian12_virtio-eth0.json"), encoding="utf-8") as handle:
+        capture = handle.read()
+    commands = RecordedCommands(replies=[Reply(["ip", "-j", "-4", "addr", "show", "dev", "eth0"], out=capture)])
+    result = nccl(root, {"gid_index": "auto", "ib_hca": ["=rxe0:1"]}, commands=commands)
+    assert not result.get("failed"), result
+    assert result["settings"]["NCCL_IB_ADDR_RANGE"] == "192.0.2.0/24"
+    assert commands.ran("ip") == [["ip", "-j", "-4", "addr", "show", "dev", "eth0"]]

@@ -5,23 +5,26 @@ format, firmware state in a JSON file) on PATH."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 
-from fakes import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+
 from conftest import run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
+from fakes.rdma import BOOLEAN, firmware_tool_on_path  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
 BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
-STANDIN = os.path.join(STANDINS, "mlxconfig")
 
 
 def test_reads_the_bare_lab_capture_in_check_mode():
-    result = run_module(preflight_info.main, {"root": BARE, "gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}, check_mode=True)
+    commands = RecordedCommands()
+    result = run_module(preflight_info.main, {"gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}, check_mode=True,
+                        host=Host(BARE, commands=commands))
+    assert commands.calls == []
     assert result["changed"] is False and result["firmware"] == {}
     topo = result["topology"]
     assert topo["iommu"]["firmware_table"] == "DMAR" and topo["iommu"]["enabled"] is False
@@ -31,30 +34,21 @@ def test_reads_the_bare_lab_capture_in_check_mode():
 
 def test_queries_connectx_firmware_with_the_tool_on_path(tmp_path, monkeypatch):
     host, _kernel = cx4lx_no_acs_host(tmp_path / "root")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(STANDIN, bindir / "mstconfig")
-    state = tmp_path / "fw.json"
-    boolean = {"False": 0, "True": 1}
-    state.write_text(json.dumps({"devices": {pf: {"device_type": "ConnectX4LX", "params": [
-        ["SRIOV_EN", {"default": "False(0)", "current": "True(1)", "next": "True(1)", "choices": boolean}],
-        ["NUM_OF_VFS", {"default": "0", "current": "8", "next": "8"}]]} for pf in ("0000:01:00.0", "0000:01:00.1")}}))
-    monkeypatch.setenv("MLXCONFIG_STANDIN_STATE", str(state))
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    result = run_module(preflight_info.main, {"root": host.root}, check_mode=True)
+    firmware_tool_on_path(tmp_path, monkeypatch, dict((pf, {"device_type": "ConnectX4LX", "params": [
+        ["SRIOV_EN", {"default": "False(0)", "current": "True(1)", "next": "True(1)", "choices": BOOLEAN}],
+        ["NUM_OF_VFS", {"default": "0", "current": "8", "next": "8"}]]}) for pf in ("0000:01:00.0", "0000:01:00.1")), name="mstconfig")
+    result = run_module(preflight_info.main, {}, check_mode=True, host=Host(host.root))
     assert result["changed"] is False
     fw = result["firmware"]["0000:01:00.0"]
     assert fw["status"] == "ok" and fw["tool"].endswith("/mstconfig")
     assert fw["params"]["SRIOV_EN"]["current"] == "True(1)" and fw["params"]["NUM_OF_VFS"]["next"] == "8"
-    skipped = run_module(preflight_info.main, {"root": host.root, "firmware_tool": "none"})
+    skipped = run_module(preflight_info.main, {"firmware_tool": "none"}, host=Host(host.root))
     assert skipped["firmware"] == {}
 
 
-def test_missing_tool_is_reported_not_failed(tmp_path, monkeypatch):
+def test_missing_tool_is_reported_not_failed(tmp_path):
     host, _kernel = cx4lx_no_acs_host(tmp_path / "root")
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr("ansible.module_utils.basic.AnsibleModule.get_bin_path", lambda *_a, **_k: None)
-    result = run_module(preflight_info.main, {"root": host.root})
+    result = run_module(preflight_info.main, {}, host=Host(host.root, commands=RecordedCommands()))
     assert "failed" not in result
     assert set(e["status"] for e in result["firmware"].values()) == {"tool not found"}
 

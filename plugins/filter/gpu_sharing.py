@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``gpuvirt.tenancy.mps_gpus``: the GPUs the gpu_mps role acts on, from nvidia-smi's output."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mps import mps_gpus
+
+__metaclass__ = type
+
+
+def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
+    try:
+        return mps_gpus(query_text, apps_text, wanted, state)
+    except ValueError as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.mps_gpus: nvidia-smi printed what the filter cannot read: %s" % exc)
+
+
+class FilterModule:
+    """GPU sharing filters."""
+
+    def filters(self):
+        return {"mps_gpus": _mps_gpus}

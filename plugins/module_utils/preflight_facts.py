@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight_info module: the host model and the ConnectX firmware settings the preflight
+report (:mod:`preflight`, on the controller) needs, read on the host in one call. Reads only."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
+
+__metaclass__ = type
+
+FIRMWARE_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
+
+
+def preflight_info(params, host, run):  # pylint: disable=unused-argument
+    """The preflight_info module's result fields."""
+    try:
+        reader = TopologyReader(host.root, gpu_ids=params["gpu_ids"], nic_ids=params["nic_ids"])
+    except (InputError, ValueError) as exc:
+        raise InputError("gpu_ids/nic_ids: %s" % exc)
+    topology = reader.read()
+    return {"topology": topology, "firmware": query_firmware(topology, host, params["firmware_tool"])}
+
+
+def query_firmware(topology, host, tool="auto"):
+    """SRIOV_EN / NUM_OF_VFS (default, current, next) of every ConnectX PF of the host model,
+    read with mlxconfig or mstconfig on the host; "tool not found" when neither is there."""
+    pfs = sorted(a for a, d in (topology.get("pci_devices") or {}).items() if mlx.is_connectx_pf(d))
+    if not pfs or tool == "none":
+        return {}
+    path = mlx.find_tool(host, tool)
+    result = {}
+    for pf in pfs:
+        if path is None:
+            result[pf] = {"status": "tool not found", "tool": None, "params": {},
+                          "message": "%s not found: install mstflint (mstconfig) or NVIDIA MFT (mlxconfig) to read "
+                                     "SRIOV_EN and NUM_OF_VFS" % " / ".join(mlx.tool_names(tool))}
+            continue
+        try:
+            parsed = mlx.FirmwareConfig(path, pf, host).query()
+        except mlx.MlxconfigError as exc:
+            result[pf] = {"status": "error", "tool": path, "params": {}, "message": str(exc), "error_kind": exc.kind}
+            continue
+        result[pf] = {"status": "ok", "tool": path, "message": None,
+                      "params": mlx.report(parsed, [p for p in FIRMWARE_PARAMS if p in parsed["params"]])}
+    return result

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The mlx_rocev2 module: ConnectX firmware parameters, the RDMA-CM default RoCE mode (and
+the udev rule that keeps it), and the GID table. Everything is decided before anything is
+changed; the host is read and changed only through the injected :class:`Host`."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
+    PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
+
+__metaclass__ = type
+
+
+def mlx_rocev2(params, host, run):
+    """The mlx_rocev2 module's result fields."""
+    if not params["device"] and not params["rdma_device"]:
+        raise InputError("device or rdma_device: give the ConnectX PF's PCI address (device) and/or the RDMA "
+                         "device name (rdma_device, e.g. mlx5_0 or rxe0)")
+    result = {"reboot_required": False}
+    diff = {"before": {}, "after": {}}
+    reader = RdmaReader(host.fs)
+    planned_fw = plan_firmware(params, host, result, diff)
+    mode = None if params["default_roce_mode"] == "unchanged" else params["default_roce_mode"]
+    dev = rdma_device(params, reader) if (params["rdma_device"] or mode) else None
+    plan = plan_mode(params, host, reader, dev, diff) if dev and mode else None
+    apply_firmware(params, planned_fw, run, result)
+    if plan:
+        apply_mode(params, host, dev, plan, run, result)
+    if dev:
+        rows = reader.full_table([dev])
+        result["rdma_device"] = dev
+        result["port"] = params["port"]
+        result["gid_table"] = rows
+        result["roce_v2_ipv4_index"] = roce_v2_ipv4_indexes(rows)
+    run.diff.extend([diff])
+    return result
+
+
+# -- firmware ----------------------------------------------------------------------------
+def plan_firmware(params, host, result, diff):
+    wanted = params["firmware"] or {}
+    device = params["device"]
+    if wanted and not device:
+        raise InputError("device: firmware settings need the PCI address of the ConnectX PF in device")
+    if not device:
+        return None
+    address = normalize_address(device)
+    if address and not host.fs.exists("/sys/bus/pci/devices/%s" % address):
+        raise InputError("device: no PCI device %s on this host: give the address of the ConnectX PF "
+                         "as 'lspci -D -d 15b3:' lists it" % device)
+    path = mlx.find_tool(host, params["tool"])
+    if not path:
+        raise InputError("tool: %s not found on the host: install NVIDIA MFT (mlxconfig) or mstflint (mstconfig), "
+                         "or set tool to the one installed" % " / ".join(mlx.tool_names(params["tool"])))
+    fw = mlx.FirmwareConfig(path, device, host)
+    parsed = fw.query()
+    changes = fw.plan(parsed, wanted)
+    result["firmware_tool"] = fw.tool
+    result["firmware_changes"] = dict((k, mlx.render_value(v)) for k, v in changes.items())
+    before = dict((k, v["next"]) for k, v in mlx.report(parsed, wanted).items())
+    diff["before"]["firmware"] = before
+    diff["after"]["firmware"] = dict(before, **result["firmware_changes"])
+    return fw, parsed, changes
+
+
+def apply_firmware(params, planned, run, result):
+    if planned is None:
+        return
+    fw, parsed, changes = planned
+    wanted = params["firmware"] or {}
+    if changes:
+        if not run.check_mode:
+            fw.set(changes)
+            run.changed = True
+            parsed = fw.query()
+            still = fw.plan(parsed, wanted)
+            if still:
+                raise StateError("firmware: %s accepted the set but Next Boot still differs for %s"
+                                 % (fw.tool, ", ".join(sorted(still))))
+        else:
+            run.changed = True
+            for key, value in changes.items():
+                parsed["params"][key]["next"] = mlx.render_value(value)
+    result["firmware"] = mlx.report(parsed, wanted)
+    pending = []
+    for key, entry in parsed["params"].items():
+        if entry.get("current") is None:
+            continue
+        if key in changes and run.check_mode:
+            if not mlx.value_matches(changes[key], entry["current"]):
+                pending.append(key)
+        elif entry["current"] != entry["next"]:
+            pending.append(key)
+    result["pending_parameters"] = sorted(pending)
+    result["reboot_required"] = bool(pending)
+
+
+# -- RDMA-CM default RoCE mode -------------------------------------------------------------
+def rdma_device(params, reader):
+    name = params["rdma_device"]
+    if name:
+        if name not in reader.devices():
+            raise InputError("rdma_device: no RDMA device %s (known: %s): check 'rdma link show'"
+                             % (name, ", ".join(reader.devices()) or "none"))
+        return name
+    device = params["device"]
+    if device:
+        found = reader.device_for_pci(normalize_address(device) or device.lower())
+        if found:
+            return found[0]
+        raise InputError("rdma_device: PF %s has no RDMA device (is mlx5_core/mlx5_ib loaded?); "
+                         "name it in rdma_device" % device)
+    return None
+
+
+def plan_mode(params, host, reader, dev, diff):
+    port = params["port"]
+    if port not in reader.ports(dev):
+        raise InputError("port: %s has no port %d (ports: %s)" % (dev, port, reader.ports(dev)))
+    mode = params["default_roce_mode"]
+    config = RoceModeConfig(host)
+    loaded = config.available()
+    current = config.read(dev, port) if loaded else None
+    if loaded and current is None:
+        raise StateError("rdma_cm has no port %d for %s in configfs" % (port, dev))
+    diff["before"]["default_roce_mode"] = current
+    diff["after"]["default_roce_mode"] = mode
+    plan = {"config": config, "load": not loaded, "set": current != mode, "files": {}}
+    if params["persist"]:
+        script = params["persist_script"]
+        rule_path = os.path.join(params["persist_rules_dir"], "70-gpuvirt-roce-%s.rules" % dev)
+        for path, content in ((script, PERSIST_SCRIPT), (rule_path, persist_rule(dev, port, mode, script))):
+            old = read_text(host.path(path))
+            if old != content:
+                plan["files"][path] = content
+            diff["before"][path] = old or ""
+            diff["after"][path] = content
+    return plan
+
+
+def apply_mode(params, host, dev, plan, run, result):
+    port, mode = params["port"], params["default_roce_mode"]
+    if run.check_mode:
+        if plan["load"] or plan["set"] or plan["files"]:
+            run.changed = True
+        result["default_roce_mode"] = mode
+        return
+    config = plan["config"]
+    if plan["load"]:
+        modprobe = host.commands.which("modprobe", required=True, hint="install kmod")
+        rc, _out, err = host.commands.run([modprobe, "rdma_cm"], check=False)
+        if rc != 0 or not config.available():
+            raise StateError("cannot load rdma_cm (%s): is configfs mounted on /sys/kernel/config?" % err.strip())
+        run.changed = True
+        plan["set"] = config.read(dev, port) != mode
+    if plan["set"]:
+        config.write(dev, port, mode)
+        run.changed = True
+    for path, content in sorted(plan["files"].items()):
+        real = host.path(path)
+        if not os.path.isdir(os.path.dirname(real)):
+            os.makedirs(os.path.dirname(real), 0o755)
+        atomic_write(real, content, mode=0o755 if path == params["persist_script"] else 0o644)
+        run.changed = True
+    result["default_roce_mode"] = config.read(dev, port)
+

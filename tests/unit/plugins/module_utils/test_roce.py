@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+"""The mlx_rocev2 feature on an injected Host (the module test runs it through Ansible)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import RdmaReader
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.roce import mlx_rocev2, rdma_device
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
+
+ROWS = [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "ens3"),
+        (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens3")]
+PARAMS = {"device": None, "firmware": {}, "tool": "auto", "rdma_device": "rxe0", "port": 1, "default_roce_mode": "v2",
+          "persist": True, "persist_rules_dir": "/etc/udev/rules.d", "persist_script": "/usr/local/sbin/gpuvirt-roce-mode"}
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"rdma_device": "rxe9"}, "no RDMA device rxe9"),
+    ({"rdma_device": None, "device": "0000:81:00.0"}, "PF 0000:81:00.0 has no RDMA device"),
+])
+def test_rdma_device_names_what_is_missing(tmp_path, params, match):
+    add_port(tmp_path, "rxe0", 1, ROWS)
+    with pytest.raises(InputError, match=match):
+        rdma_device(dict(PARAMS, **params), RdmaReader(str(tmp_path)))
+
+
+def test_check_mode_plans_mode_and_persistence_and_changes_nothing(tmp_path):
+    add_port(tmp_path, "rxe0", 1, ROWS)
+    fake = FakeConfigfs(tmp_path, [("rxe0", 1)], mode="IB/RoCE v1")
+    run = Run(check_mode=True, diff=True)
+    result = mlx_rocev2(dict(PARAMS), Host(str(tmp_path), commands=RecordedCommands(), kernel=fake), run)
+    assert run.changed is True and result["default_roce_mode"] == "v2"
+    assert result["roce_v2_ipv4_index"] == {"rxe0": {"1": 1}}
+    assert fake.writes == [] and fake.modes[("rxe0", 1)] == "IB/RoCE v1"
+    assert run.diff.entries[0]["after"]["/etc/udev/rules.d/70-gpuvirt-roce-rxe0.rules"].startswith("# Managed")
+    assert not (tmp_path / "etc").exists()
