@@ -7,9 +7,8 @@ feature that hands devices to tenants or takes them away (vfio_bind, sriov_vfs, 
 
 from __future__ import absolute_import, division, print_function
 
-import xml.etree.ElementTree as ET
-
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import xml_device_addresses
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 
 __metaclass__ = type
@@ -46,19 +45,6 @@ def vfio_group_holders(fs, group):
     return sorted(pids)
 
 
-def domain_file_addresses(text):
-    """Host PCI devices of a libvirt domain file: a definition (``<domain>``) or a running
-    domain's status file, whose ``<domstatus>`` wraps the live ``<domain>``; empty for
-    text that is not XML."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError:
-        return []
-    if root.tag == "domstatus":
-        root = root.find("domain")
-    return device_addresses(root) if root is not None else []
-
-
 def libvirt_domains_using(fs, address):
     """Names of libvirt domains (defined or running) holding ``address``, as a PCI hostdev
     or as a hostdev network interface (an SR-IOV VF with its MAC/VLAN)."""
@@ -67,7 +53,7 @@ def libvirt_domains_using(fs, address):
         for entry in fs.listdir(directory):
             if entry.endswith(".xml"):
                 text = fs.read("%s/%s" % (directory, entry))
-                if text and address in domain_file_addresses(text):
+                if text and address in xml_device_addresses(text):
                     names.add(entry[:-4])
     return sorted(names)
 
@@ -87,17 +73,6 @@ def usage_of(fs, topology, address):
 
 
 # ---------------------------------------------------------------------------- groups
-def group_endpoints(topology, address):
-    """The other endpoints (bridges aside) of a device's IOMMU group."""
-    pci = topology["pci_devices"]
-    group = (pci.get(address) or {}).get("iommu_group")
-    if group is None:
-        return []
-    members = topology["iommu"]["groups"].get(str(group)) or [
-        a for a, d in pci.items() if d.get("iommu_group") == group]
-    return [m for m in members if m != address and not (pci.get(m) or {}).get("is_bridge")]
-
-
 def isolation(topology, addresses, host_needed=None):
     """Can each of ``addresses`` go to a different tenant? Not viable when two of them
     share an IOMMU group (no ACS isolation between them), when a group also holds a

@@ -68,6 +68,13 @@ class KernelWriter:
         with open(self.fs.path(host_path), "w", encoding="utf-8") as handle:
             handle.write(value)
 
+    def mkdir(self, host_path):
+        """configfs makes a kernel object by mkdir (rdma_cm/<dev>)."""
+        os.mkdir(self.fs.path(host_path))
+
+    def rmdir(self, host_path):
+        os.rmdir(self.fs.path(host_path))
+
 
 class Host:
     """What one module run may read and change. ``root`` other than ``/`` is a captured or

@@ -14,7 +14,6 @@ after ``mkdir /sys/kernel/config/rdma_cm/<dev>`` and the directory is removed ag
 from __future__ import absolute_import, division, print_function
 
 import errno
-import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
@@ -191,7 +190,7 @@ class RoceModeConfig:
         created = False
         if not self.host.fs.isdir(dev_dir):
             try:
-                _kernel_mkdir(self.host, dev_dir)
+                self.host.kernel.mkdir(dev_dir)
             except OSError as exc:
                 if exc.errno == errno.ENODEV:
                     raise StateError("configfs refused %s: the kernel knows no RDMA device %s" % (dev_dir, device))
@@ -202,7 +201,7 @@ class RoceModeConfig:
         finally:
             if created:
                 try:
-                    _kernel_rmdir(self.host, dev_dir)
+                    self.host.kernel.rmdir(dev_dir)
                 except OSError:
                     pass
 
@@ -224,22 +223,6 @@ class RoceModeConfig:
                 raise StateError("%s does not exist: port %d is not a port of %s" % (path, port, device))
             self.host.kernel.write(path, ROCE_MODES[mode])
         self._with_device_dir(device, _write)
-
-
-def _kernel_mkdir(host, host_path):
-    """configfs objects are made by mkdir: through the kernel writer when it knows how (the
-    test kit's fake configfs does), else as a directory under the host's root."""
-    mkdir = getattr(host.kernel, "mkdir", None)
-    if mkdir is not None:
-        return mkdir(host_path)
-    return os.mkdir(host.path(host_path))
-
-
-def _kernel_rmdir(host, host_path):
-    rmdir = getattr(host.kernel, "rmdir", None)
-    if rmdir is not None:
-        return rmdir(host_path)
-    return os.rmdir(host.path(host_path))
 
 
 PERSIST_SCRIPT = """#!/bin/sh

@@ -20,7 +20,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import (
-    VFIO_HOLDERS, group_endpoints, isolation, pci_function_of, usage_of)
+    VFIO_HOLDERS, isolation, pci_function_of, usage_of)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology

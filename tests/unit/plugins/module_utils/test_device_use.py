@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import device_use
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import device_use, iommu_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host, v100_pairs_host  # pylint: disable=import-error
@@ -39,8 +39,8 @@ def test_v100_pairs_isolation(tmp_path, gpus, viable):
 def test_v100_each_gpu_shares_with_its_pair(tmp_path):
     host, _kernel = v100_pairs_host(tmp_path)
     topo = read_topology(host.root)
-    assert device_use.group_endpoints(topo, "0000:27:00.0") == ["0000:28:00.0"]
-    assert device_use.group_endpoints(topo, "0000:c4:00.0") == ["0000:c3:00.0"]
+    assert iommu_groups.group_endpoints(topo, "0000:27:00.0") == ["0000:28:00.0"]
+    assert iommu_groups.group_endpoints(topo, "0000:c4:00.0") == ["0000:c3:00.0"]
 
 
 
