@@ -93,6 +93,8 @@ def hugepage_size_name(value, what="hugepage_size"):
 
 
 def _node_of(value):
+    if type(value) is int:  # pylint: disable=unidiomatic-typecheck  # the common case, fast
+        return value if value >= 0 else None
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -147,6 +149,7 @@ class Host:
         online = set()
         known = set()
         cpus = topology.get("cpus") or []
+        cores = {}
         for cpu in cpus:
             cpu_id = int(cpu["id"])
             known.add(cpu_id)
@@ -156,8 +159,12 @@ class Host:
             node = _node_of(cpu.get("numa_node"))
             if node is not None:
                 self.cpu_node[cpu_id] = node
-            siblings = cpu.get("siblings") or [cpu_id]
-            self.core_of[cpu_id] = tuple(sorted(set(int(s) for s in siblings) | {cpu_id}))
+            # siblings list one core for all its threads: sorted once per core
+            siblings = tuple(cpu.get("siblings") or (cpu_id,))
+            core = cores.get(siblings)
+            if core is None:
+                core = cores[siblings] = tuple(sorted(set(int(s) for s in siblings)))
+            self.core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
             for cpu_id in ids:
                 known.add(cpu_id)
@@ -169,8 +176,9 @@ class Host:
         # CPU numbers in inputs are checked against this before a range is expanded
         self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
-        for cpu_id, core in self.core_of.items():
-            self.core_of[cpu_id] = tuple(c for c in core if c in online)
+        if any(not online.issuperset(core) for core in set(self.core_of.values())):
+            for cpu_id, core in self.core_of.items():
+                self.core_of[cpu_id] = tuple(c for c in core if c in online)
         self.node_cpus = dict((node, []) for node in self.nodes)
         for cpu_id in sorted(online):
             node = self.cpu_node.get(cpu_id)

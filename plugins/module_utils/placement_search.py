@@ -24,7 +24,12 @@ keeps the best found (``exhausted``).
 
 from __future__ import absolute_import, division, print_function
 
+from operator import ge
+
 __metaclass__ = type
+
+# the most steps spent finding how many tenants fit on one node together
+TOGETHER_STEPS = 2000
 
 # demand/capacity vector layout (the best-fit order reads GPUs, VFs, CPUs left)
 CPU, GPU, VF = 0, 1, 2
@@ -67,18 +72,16 @@ class Search:
         self.online_suffix = [0] * (count + 1)
         for index in range(count - 1, -1, -1):
             self.online_suffix[index] = self.online_suffix[index + 1] + candidates[index].online
-        self.ceiling = self._bound(0, 0, 0, 0)
+        self.ceiling = self._bound(0, 0, 0, 0, exact=True)
 
     def run(self):
         self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
     # ------------------------------------------------------------------ search
-    def _fits(self, cap, demand):
-        for have, want in zip(cap, demand):
-            if have < want:
-                return False
-        return True
+    @staticmethod
+    def _fits(cap, demand):
+        return all(map(ge, cap, demand))
 
     def _dfs(self, index, count, online, rank):
         if self.nodes >= self.budget:
@@ -97,13 +100,13 @@ class Search:
             cheap = (count + len(self.items) - index, online + self.online_suffix[index], -rank)
             if cheap <= self.best or self._bound(index, count, online, rank) <= self.best:
                 return
-        item = self.items[index]
         caps = self.caps
+        item = self.items[index]
         fitting = []
         if not item.claims & self.claimed:
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if self._fits(cap, demand):
+                if all(map(ge, cap, demand)):
                     fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
                                     slot, demand, item_rank))
         fitting.sort(key=lambda entry: entry[0])
@@ -127,26 +130,67 @@ class Search:
                 return
         self._dfs(index + 1, count, online, rank)
 
-    def _bound(self, index, count, online, rank):
-        """The best value any completion from ``index`` could reach (an upper bound)."""
-        fitting = []
+    def _bound(self, index, count, online, rank, exact=False):
+        """The best value any completion from ``index`` could reach (an upper bound): the
+        remaining tenants that still fit on some node, no more than each resource's total
+        holds; and for each set of nodes that some tenants can only go to (the GPU nodes, say),
+        no more of those than these nodes hold (in total, and node by node: resource by
+        resource, or with ``exact`` the most that fit together)."""
+        fitting, where = [], []
+        caps = self.caps
         for item in self.items[index:]:
             if item.claims & self.claimed:
                 continue
-            for slot, demand, _rank, _sticky in item.options:
-                if self._fits(self.caps[slot], demand):
-                    fitting.append(item)
-                    break
-        most = len(fitting)
+            slots = frozenset(option[0] for option in item.options if all(map(ge, caps[option[0]], option[1])))
+            if slots:
+                fitting.append(item)
+                where.append(slots)
+        most = min(len(fitting), self._most_in(fitting, caps))
+        node_most = self._most_together if exact else self._most_alone
+        for slots in set(where):
+            if len(slots) == len(caps):
+                continue
+            group = [item for item, its in zip(fitting, where) if its <= slots]
+            per_node = sum(node_most(group, slot) for slot in slots)
+            most = min(most, len(fitting) - len(group) + min(per_node, self._most_in(group, [caps[slot] for slot in slots])))
+        online_most = min(most, sum(item.online for item in fitting))
+        # each tenant can at best be on its own best node: no rank added
+        return (count + most, online + online_most, -rank)
+
+    def _most_alone(self, items, slot):
+        return self._most_in(items, [self.caps[slot]])
+
+    def _most_together(self, items, slot):
+        """The most of ``items`` that fit on node ``slot`` together (exact, small subsets)."""
+        demands = sorted(option[1] for item in items for option in item.options if option[0] == slot)
+        best = [0]
+        steps = [0]
+
+        def grow(start, left, placed):
+            best[0] = max(best[0], placed)
+            for number in range(start, len(demands)):
+                steps[0] += 1
+                if placed + len(demands) - number <= best[0] or steps[0] > TOGETHER_STEPS:
+                    return
+                if all(map(ge, left, demands[number])):
+                    grow(number + 1, [have - want for have, want in zip(left, demands[number])], placed + 1)
+        grow(0, list(self.caps[slot]), 0)
+        # cut short: the resource-by-resource count, which never says fewer
+        return best[0] if steps[0] <= TOGETHER_STEPS else self._most_alone(items, slot)
+
+    def _most_in(self, items, caps):
+        """How many of ``items`` the summed capacity of ``caps`` holds, resource by resource."""
+        most = len(items)
         for r in range(self.width):
-            total = sum(cap[r] for cap in self.caps)
+            total = sum(cap[r] for cap in caps)
+            needs = [item.need[r] for item in items]
+            if sum(needs) <= total:
+                continue
             used = placed = 0
-            for need in sorted(item.need[r] for item in fitting):
+            for need in sorted(needs):
                 used += need
                 if used > total:
                     break
                 placed += 1
             most = min(most, placed)
-        online_most = min(most, sum(item.online for item in fitting))
-        # each tenant can at best be on its own best node: no rank added
-        return (count + most, online + online_most, -rank)
+        return most
