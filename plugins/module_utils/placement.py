@@ -93,8 +93,6 @@ def hugepage_size_name(value, what="hugepage_size"):
 
 
 def _node_of(value):
-    if type(value) is int:  # pylint: disable=unidiomatic-typecheck  # the common case, fast
-        return value if value >= 0 else None
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -150,28 +148,30 @@ class Host:
         known = set()
         cpus = topology.get("cpus") or []
         cores = {}
+        cpu_node, core_of = self.cpu_node, self.core_of
         for cpu in cpus:
             cpu_id = int(cpu["id"])
             known.add(cpu_id)
             if cpu.get("online", True) is False:
                 continue
             online.add(cpu_id)
-            node = _node_of(cpu.get("numa_node"))
+            node = cpu.get("numa_node")
+            node = node if type(node) is int and node >= 0 else _node_of(node)  # pylint: disable=unidiomatic-typecheck
             if node is not None:
-                self.cpu_node[cpu_id] = node
+                cpu_node[cpu_id] = node
             # siblings list one core for all its threads: sorted once per core
             siblings = tuple(cpu.get("siblings") or (cpu_id,))
             core = cores.get(siblings)
             if core is None:
                 core = cores[siblings] = tuple(sorted(set(int(s) for s in siblings)))
-            self.core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
+            core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
-            for cpu_id in ids:
-                known.add(cpu_id)
-                if not cpus:
-                    online.add(cpu_id)
-                    self.core_of[cpu_id] = (cpu_id,)
-                self.cpu_node.setdefault(cpu_id, node_id)
+            known.update(ids)
+            if not cpus:
+                online.update(ids)
+                core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
+            for cpu_id in set(ids).difference(cpu_node):
+                cpu_node[cpu_id] = node_id
         self.online = online
         # CPU numbers in inputs are checked against this before a range is expanded
         self.cpu_bound = max(known) + 1 if known else 1

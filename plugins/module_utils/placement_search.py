@@ -147,8 +147,10 @@ class Search:
                 where.append(slots)
         most = min(len(fitting), self._most_in(fitting, caps))
         node_most = self._most_together if exact else self._most_alone
-        for slots in set(where):
-            if len(slots) == len(caps):
+        # enough to cut the branch: fewer tenants than the best found
+        enough = self.best[0] - count if self.best is not None else -1
+        for slots in sorted(set(where), key=len):
+            if len(slots) == len(caps) or most < enough:
                 continue
             group = [item for item, its in zip(fitting, where) if its <= slots]
             per_node = sum(node_most(group, slot) for slot in slots)
