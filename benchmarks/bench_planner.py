@@ -107,7 +107,8 @@ def run(hosts, small, passes):
         median, median_cpu = timed_cpu(fleet, passes if per_host == 8 else 1)
         greedy = sum(len(plan_tenants(host, tenants, dict(POLICY, search_budget=1))["placements"]) for tenants in mixes)
         first = sum(len(plan_tenants(host, tenants, dict(POLICY, strategy="first_fit"))["placements"]) for tenants in mixes)
-        fleets[per_host] = {"seconds": median, "cpu_seconds": median_cpu, "passes": passes if per_host == 8 else 1, "placed": sum(len(p["placements"]) for p in plans), "total": per_host * hosts,
+        fleets[per_host] = {"seconds": median, "cpu_seconds": median_cpu, "passes": passes if per_host == 8 else 1,
+                            "placed": sum(len(p["placements"]) for p in plans), "total": per_host * hosts,
                             "greedy": greedy, "first": first, "exhausted": sum(1 for p in plans if p["search"]["exhausted"]),
                             "nodes": statistics.median(p["search"]["nodes"] for p in plans),
                             "most_nodes": max(p["search"]["nodes"] for p in plans)}
