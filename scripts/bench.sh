@@ -7,21 +7,22 @@
 #               then idempotent re-runs under a settings matrix (pipelining, ControlPersist, facts),
 #               each against the median of `ansible -m ping`; it stops and restarts the lab.
 #               Results: $GPUVIRT_LAB_DIR/run/bench/ (JSON + Markdown), table on stdout.
-#   placement   benchmarks/bench_placement.py: the placement planner (no lab).
+#   planner     benchmarks/bench_planner.py: the placement planner (no lab, one core); --write
+#               docs/benchmarks.md regenerates its section. `placement` is the same.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,10p' "$0"; }
+usage() { sed -n '2,11p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift
 case "$name" in
   -h|--help) usage; exit 0 ;;
   bringup) script=benchmarks/bench_bringup.py ;;
-  placement) script=benchmarks/bench_placement.py ;;
-  *) echo "bench: unknown benchmark '$name' (bringup, placement)" >&2; usage >&2; exit 2 ;;
+  planner|placement) script=benchmarks/bench_planner.py ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, planner)" >&2; usage >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/env.sh
 source scripts/env.sh

@@ -11,11 +11,15 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 - exclusive: no GPU, VF or host CPU is given to two tenants, hugepages per node never exceed
   the node's pool, reserved CPUs are never given; with ``smt: whole_cores`` no physical core
   is shared between two tenants or between a tenant and the host's reserved CPUs;
-- stable: tenants are planned in list order after the honoured ``existing`` assignments, and a
-  tenant's placement depends only on the tenants before it, so appending a tenant never moves
-  a placed one;
-- NUMA-local first: when a node can hold a tenant's GPUs, VFs, CPUs and memory together, such
-  a node is chosen (``numa: preferred`` only falls back to a split placement when none can);
+- the most placed: the honoured ``existing`` assignments stay as they are; of the other
+  (new) tenants, as many are placed NUMA-locally as any assignment could place (then the most
+  ``online`` ones, then the nearest GPU/VF pairs the nodes offer), found by a bounded search
+  (placement_search.py) that starts from the best fit in list order and is never worse than it;
+  ``search`` in the plan says when its budget cut it short;
+- stable across runs: a plan's placements given back as ``existing`` are all kept, in any
+  tenant order, whatever tenants are added;
+- NUMA-local first: a tenant is split over nodes (``numa: preferred``) only when no node can
+  hold it whole next to the tenants placed locally;
 - a tenant that cannot be placed gets a reason naming the short resource on each node;
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
@@ -23,19 +27,21 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 - released: the resources of a tenant marked absent (or no longer listed) are free for the plan.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
-import copy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 
-LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-LEVEL_RANK = dict((name, rank) for rank, name in enumerate(LEVELS))
+__metaclass__ = type
+
+LEVELS = affinity.LEVELS
 UNKNOWN_RANK = len(LEVELS)
 
-HUGEPAGE_SIZES = {"2M": 2048, "1G": 1048576}
-HUGEPAGE_ALIASES = {
-    "2m": "2M", "2mb": "2M", "2048k": "2M", "2048kb": "2M", "2048": "2M",
-    "1g": "1G", "1gb": "1G", "1048576k": "1G", "1048576kb": "1G", "1048576": "1G",
-}
+# Search nodes the planner may visit per plan before it keeps the best assignment found.
+SEARCH_BUDGET = 20000
 
 POLICY_DEFAULTS = {
     "numa": "required",
@@ -50,6 +56,7 @@ POLICY_DEFAULTS = {
     "reserved_memory_mb": 0,
     "existing": {},
     "strategy": "best_fit",
+    "search_budget": SEARCH_BUDGET,
 }
 POLICY_CHOICES = {
     "numa": ("required", "preferred"),
@@ -70,75 +77,19 @@ _GROW_LATER = "grow later"
 PRIORITIES = ("online", "batch")
 TENANT_STATES = ("present", "defined", "running", "absent")
 
+# The planner's input errors are the collection's: the runner and the filter report them alike.
+PlacementInputError = InputError
 
-class PlacementInputError(ValueError):
-    """A bad topology, tenant or policy input. The message names the input and the fix."""
-
-
-def parse_cpuset(value, what="cpuset"):
-    """``"0-3,8"``, ``[0, 1]``, ``3`` or ``"3"`` -> sorted list of ints."""
-    if value is None:
-        return []
-    if isinstance(value, bool):
-        raise PlacementInputError("%s: %r is not a CPU list; use e.g. \"0-3,8\" or [0, 1]" % (what, value))
-    if isinstance(value, int):
-        items = [value]
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        items = list(value)
-    else:
-        items = [part.strip() for part in str(value).split(",") if part.strip()]
-    cpus = set()
-    for item in items:
-        if isinstance(item, bool):
-            raise PlacementInputError("%s: %r is not a CPU number" % (what, item))
-        if isinstance(item, int):
-            cpus.add(item)
-            continue
-        text = str(item).strip()
-        try:
-            if "-" in text:
-                low, high = text.split("-", 1)
-                low, high = int(low), int(high)
-                if low > high:
-                    raise ValueError(text)
-                cpus.update(range(low, high + 1))
-            else:
-                cpus.add(int(text))
-        except ValueError:
-            raise PlacementInputError("%s: %r is not a CPU list; use e.g. \"0-3,8\" or [0, 1]" % (what, value)) from None
-    if any(cpu < 0 for cpu in cpus):
-        raise PlacementInputError("%s: CPU numbers cannot be negative (%r)" % (what, value))
-    return sorted(cpus)
-
-
-def format_cpuset(cpus):
-    """[0, 1, 2, 5] -> "0-2,5" (the kernel's and libvirt's cpulist form)."""
-    cpus = sorted(set(cpus))
-    parts = []
-    index = 0
-    while index < len(cpus):
-        start = end = cpus[index]
-        while index + 1 < len(cpus) and cpus[index + 1] == end + 1:
-            index += 1
-            end = cpus[index]
-        parts.append(str(start) if start == end else "%d-%d" % (start, end))
-        index += 1
-    return ",".join(parts)
+# Names kept for the modules that import them from here (libvirt_domain.py); the vocabulary
+# lives in cpulist.py and hugepage_sizes.py.
+HUGEPAGE_SIZES = SIZES_KB
+parse_cpuset = parse_cpulist
+format_cpuset = format_cpulist
 
 
 def hugepage_size_name(value, what="hugepage_size"):
     """'2M' / '1G' / '2048kB' / 2048 -> '2M' or '1G'; None / 'none' -> None."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if text.lower() in ("", "none", "no", "false", "off"):
-        return None
-    if text in HUGEPAGE_SIZES:
-        return text
-    name = HUGEPAGE_ALIASES.get(text.lower().replace(" ", ""))
-    if name is None:
-        raise PlacementInputError("%s: %r is not a hugepage size; use 2M, 1G or none" % (what, value))
-    return name
+    return size_name(value, what, allow_none=True)
 
 
 def _node_of(value):
@@ -151,18 +102,19 @@ def _node_of(value):
     return value if value >= 0 else None
 
 
-def _pinned_cpus(assignment):
+def _pinned_cpus(assignment, bound):
     """The CPUs an assignment's ``vcpu_pins`` name (a dict vCPU -> cpuset, or a list)."""
     pins = assignment.get("vcpu_pins")
-    return parse_cpuset(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins")
+    return parse_cpulist(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins", bound)
 
 
 def _level_rank(level):
-    return LEVEL_RANK.get(str(level).upper(), UNKNOWN_RANK) if level is not None else UNKNOWN_RANK
+    return affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
 
 
 class Host:
-    """The parts of the host model the planner needs, indexed."""
+    """The parts of the host model the planner needs, indexed once per plan: per node its
+    cores, GPUs and VFs; per CPU its node and core; GPU/VF ranks as they are asked for."""
 
     def __init__(self, topology, gpu_pool=None, vf_pfs=None):
         if not isinstance(topology, dict):
@@ -181,8 +133,8 @@ class Host:
             pools = {}
             for key, value in (node.get("hugepages") or {}).items():
                 try:
-                    name = hugepage_size_name(key)
-                except PlacementInputError:
+                    name = size_name(key, allow_none=True)
+                except InputError:
                     continue
                 if name:
                     pools[name] = int((value or {}).get("total") or 0)
@@ -193,40 +145,48 @@ class Host:
         self.cpu_node = {}
         self.core_of = {}
         online = set()
+        known = set()
         cpus = topology.get("cpus") or []
-        if cpus:
-            for cpu in cpus:
-                cpu_id = int(cpu["id"])
-                if cpu.get("online", True) is False:
-                    continue
-                online.add(cpu_id)
-                node = _node_of(cpu.get("numa_node"))
-                if node is not None:
-                    self.cpu_node[cpu_id] = node
-                siblings = sorted(set(int(s) for s in (cpu.get("siblings") or [cpu_id])) | {cpu_id})
-                self.core_of[cpu_id] = tuple(siblings)
+        cores = {}
+        cpu_node, core_of = self.cpu_node, self.core_of
+        for cpu in cpus:
+            cpu_id = int(cpu["id"])
+            known.add(cpu_id)
+            if cpu.get("online", True) is False:
+                continue
+            online.add(cpu_id)
+            node = cpu.get("numa_node")
+            node = node if type(node) is int and node >= 0 else _node_of(node)  # pylint: disable=unidiomatic-typecheck
+            if node is not None:
+                cpu_node[cpu_id] = node
+            # siblings list one core for all its threads: sorted once per core
+            siblings = tuple(cpu.get("siblings") or (cpu_id,))
+            core = cores.get(siblings)
+            if core is None:
+                core = cores[siblings] = tuple(sorted(set(int(s) for s in siblings)))
+            core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
-            for cpu_id in ids:
-                if not cpus:
-                    online.add(cpu_id)
-                    self.core_of[cpu_id] = (cpu_id,)
-                self.cpu_node.setdefault(cpu_id, node_id)
+            known.update(ids)
+            if not cpus:
+                online.update(ids)
+                core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
+            for cpu_id in set(ids).difference(cpu_node):
+                cpu_node[cpu_id] = node_id
         self.online = online
-        self.node_cpus = dict((node, sorted(c for c in online if self.cpu_node.get(c) == node)) for node in self.nodes)
+        # CPU numbers in inputs are checked against this before a range is expanded
+        self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
-        for cpu_id in list(self.core_of):
-            self.core_of[cpu_id] = tuple(c for c in self.core_of[cpu_id] if c in online)
-        self.node_cores = {}
-        for node in self.nodes:
-            seen = []
-            for cpu_id in self.node_cpus[node]:
-                core = self.core_of[cpu_id]
-                if core not in seen:
-                    seen.append(core)
-            self.node_cores[node] = sorted(seen)
+        if any(not online.issuperset(core) for core in set(self.core_of.values())):
+            for cpu_id, core in self.core_of.items():
+                self.core_of[cpu_id] = tuple(c for c in core if c in online)
+        self.node_cpus = dict((node, []) for node in self.nodes)
+        for cpu_id in sorted(online):
+            node = self.cpu_node.get(cpu_id)
+            if node in self.node_cpus:
+                self.node_cpus[node].append(cpu_id)
+        self.node_cores = dict((node, sorted(set(self.core_of[cpu] for cpu in self.node_cpus[node]))) for node in self.nodes)
 
         pci = topology.get("pci_devices") or {}
-        self.pci = pci
         # GPUs
         self.gpu_node = {}
         for gpu in topology.get("gpus") or []:
@@ -264,38 +224,82 @@ class Host:
                 self.vf_pf[vf] = pf
                 self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
                 self.vfs.append(vf)
+        self.vf_order = dict((vf, index) for index, vf in enumerate(self.vfs))
+        # per node (None: devices of unknown node, usable only by a split placement)
+        self.node_gpus = dict((node, []) for node in self.nodes + [None])
+        for addr in self.gpus:
+            self.node_gpus.setdefault(self.gpu_node[addr], []).append(addr)
+        self.node_vfs = dict((node, []) for node in self.nodes + [None])
+        for vf in self.vfs:
+            self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
         self.affinity = topology.get("gpu_nic_affinity") or {}
+        self._ranks = {}
 
     def affinity_rank(self, gpu, vf):
         """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
+        key = (gpu, vf)
+        if key not in self._ranks:
+            self._ranks[key] = self._rank(gpu, vf)
+        return self._ranks[key]
+
+    def _rank(self, gpu, vf):
         row = self.affinity.get(gpu) or {}
         for addr in (vf, self.vf_pf.get(vf)):
             if addr in row:
                 return _level_rank(row[addr])
         gpu_node, vf_node = self.gpu_node.get(gpu), self.vf_node.get(vf)
         if gpu_node is not None and vf_node is not None and gpu_node != vf_node:
-            return LEVEL_RANK["SYS"]
+            return affinity.rank("SYS")
         return UNKNOWN_RANK
 
 
 class _State:
-    """What is taken, and by whom."""
+    """What is taken, and by whom; per node what is still free (kept up to date by ``take``)."""
 
-    def __init__(self, host):
+    def __init__(self, host, reserved):
         self.host = host
         self.cpu_owner = {}
         self.gpu_owner = {}
         self.vf_owner = {}
         self.hugepages_used = dict((node, {}) for node in host.nodes)
         self.memory_used = dict((node, 0) for node in host.nodes)
+        # whole cores with no thread taken or reserved, and free unreserved threads, in core order
+        self.free_cores = dict((node, [core for core in host.node_cores[node] if not reserved.intersection(core)])
+                               for node in host.nodes)
+        self.free_threads = dict((node, [cpu for core in host.node_cores[node] for cpu in core if cpu not in reserved])
+                                 for node in host.nodes)
+        self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
+        self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
+
+    def copy(self):
+        other = _State.__new__(_State)
+        other.host = self.host
+        other.cpu_owner = dict(self.cpu_owner)
+        other.gpu_owner = dict(self.gpu_owner)
+        other.vf_owner = dict(self.vf_owner)
+        other.hugepages_used = dict((node, dict(used)) for node, used in self.hugepages_used.items())
+        other.memory_used = dict(self.memory_used)
+        for name in ("free_cores", "free_threads", "free_gpus", "free_vfs"):
+            setattr(other, name, dict((node, list(items)) for node, items in getattr(self, name).items()))
+        return other
 
     def take(self, name, placement):
-        for cpu in placement["cpus"]:
+        host = self.host
+        cpus = set(placement["cpus"])
+        for cpu in cpus:
             self.cpu_owner[cpu] = name
+        for node in set(host.cpu_node.get(cpu) for cpu in cpus):
+            if node in self.free_cores:
+                self.free_cores[node] = [core for core in self.free_cores[node] if not cpus.intersection(core)]
+                self.free_threads[node] = [cpu for cpu in self.free_threads[node] if cpu not in cpus]
         for gpu in placement["gpus"]:
             self.gpu_owner[gpu] = name
+            node = host.gpu_node.get(gpu)
+            self.free_gpus[node] = [addr for addr in self.free_gpus[node] if addr != gpu]
         for vf in placement["vfs"]:
             self.vf_owner[vf] = name
+            node = host.vf_node.get(vf)
+            self.free_vfs[node] = [addr for addr in self.free_vfs[node] if addr != vf]
         pages = placement.get("hugepages")
         if pages:
             used = self.hugepages_used.setdefault(pages["node"], {})
@@ -325,22 +329,24 @@ class Planner:
         merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
         self.policy = merged
         self.host = Host(topology, merged["gpus"], merged["vf_pfs"])
-        reserved = parse_cpuset(merged["reserved_cpus"], "policy.reserved_cpus")
+        reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
             raise PlacementInputError("policy.reserved_cpus: CPU(s) %s do not exist on this host (CPUs %s)"
-                                      % (format_cpuset(outside), format_cpuset(self.host.cpu_node)))
+                                      % (format_cpulist(outside), format_cpulist(self.host.cpu_node)))
         self.reserved = set(reserved)
         try:
             self.reserved_memory_mb = int(merged["reserved_memory_mb"])
+            self.budget = int(merged["search_budget"])
         except (TypeError, ValueError):
-            raise PlacementInputError("policy.reserved_memory_mb: %r is not a number of MiB" % (merged["reserved_memory_mb"],)) from None
-        self.threshold = LEVEL_RANK[merged["pcie_affinity_level"]]
+            raise PlacementInputError("policy.reserved_memory_mb and policy.search_budget must be whole numbers (%r, %r)"
+                                      % (merged["reserved_memory_mb"], merged["search_budget"]))
+        self.threshold = affinity.rank(merged["pcie_affinity_level"])
         self.first_fit = merged["strategy"] == "first_fit"
+        self.whole_cores = merged["smt"] == "whole_cores"
         if not isinstance(merged["existing"] or {}, dict):
             raise PlacementInputError("policy.existing: expected a dict tenant name -> assignment (a previous plan's placements)")
 
-    # ------------------------------------------------------------------ inputs
     def _tenant(self, raw, index):
         if not isinstance(raw, dict):
             raise PlacementInputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
@@ -413,17 +419,13 @@ class Planner:
         size = tenant["hugepage_size"]
         if not size:
             return 0
-        size_kb = HUGEPAGE_SIZES[size]
+        size_kb = SIZES_KB[size]
         return -(-tenant["memory_mb"] * 1024 // size_kb)
 
     # ------------------------------------------------------------------ allocation on one node
     def _free_cores(self, state, node, prefer=()):
         """Whole cores of ``node`` with no thread taken or reserved, preferred ones first."""
-        free = []
-        for core in self.host.node_cores[node]:
-            if any(cpu in state.cpu_owner or cpu in self.reserved for cpu in core):
-                continue
-            free.append(core)
+        free = list(state.free_cores[node])
         if prefer:
             free.sort(key=lambda core: (not any(cpu in prefer for cpu in core), core))
         return free
@@ -433,22 +435,20 @@ class Planner:
         vcpus = tenant["vcpus"]
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
-        if self.policy["smt"] == "whole_cores":
+        if self.whole_cores:
             threads = []
-            held = []
             for core in self._free_cores(state, node, prefer):
                 if len(threads) >= needed:
                     break
                 threads.extend(core)
-                held.extend(core)
+            held = list(threads)
             if len(threads) < needed:
-                free_threads = sum(len(core) for core in self._free_cores(state, node))
+                free_threads = sum(len(core) for core in state.free_cores[node])
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
                     node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
         else:
             # sibling threads next to each other, so a tenant fills cores before spreading
-            free = [cpu for core in self.host.node_cores[node] for cpu in core
-                    if cpu not in state.cpu_owner and cpu not in self.reserved]
+            free = list(state.free_threads[node])
             if prefer:
                 free.sort(key=lambda cpu: (cpu not in prefer, self.host.core_of[cpu], cpu))
             if len(free) < needed:
@@ -466,6 +466,9 @@ class Planner:
             emulator = local or sorted(self.reserved)
         return pins, emulator, sorted(held)
 
+    def _allowed(self, node, local_only):
+        return [node] if local_only else self.host.nodes + [None]
+
     def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs):
         """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones."""
         if tenant["gpu_addresses"] is not None:
@@ -479,13 +482,12 @@ class Planner:
         count = tenant["gpu_count"]
         if not count:
             return []
-        free = [addr for addr in self.host.gpus if addr not in state.gpu_owner and self.host.gpu_node.get(addr) in allowed_nodes]
+        free = [addr for n in allowed_nodes for addr in state.free_gpus.get(n, ())]
         if len(free) < count:
-            on_node = [addr for addr in self.host.gpus if self.host.gpu_node.get(addr) == node]
+            on_node = self.host.node_gpus[node]
             held = sorted(set(state.gpu_owner[a] for a in on_node if a in state.gpu_owner))
             return "GPUs short on node %d: %d free of %d, %d needed%s" % (
-                node, len([a for a in free if self.host.gpu_node.get(a) == node]), len(on_node), count,
-                " (held by %s)" % ", ".join(held) if held else "")
+                node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
 
         def key(addr):
             local = self.host.gpu_node.get(addr) != node
@@ -498,26 +500,28 @@ class Planner:
         count = tenant["vf_count"]
         if not count:
             return []
-        free = [vf for vf in self.host.vfs if vf not in state.vf_owner and self.host.vf_node.get(vf) in allowed_nodes]
+        free = [vf for n in allowed_nodes for vf in state.free_vfs.get(n, ())]
         use_affinity = gpus and not self.first_fit and self.policy["pcie_affinity"] != "ignore"
         if use_affinity and self.policy["pcie_affinity"] == "require":
             free = [vf for vf in free if min(self.host.affinity_rank(g, vf) for g in gpus) <= self.threshold]
         if len(free) < count:
-            on_node = [vf for vf in self.host.vfs if self.host.vf_node.get(vf) == node]
+            on_node = self.host.node_vfs[node]
             held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             if use_affinity and self.policy["pcie_affinity"] == "require":
                 return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
             return "VFs short on node %d: %d free of %d, %d needed%s" % (
-                node, len([v for v in free if self.host.vf_node.get(v) == node]), len(on_node), count,
-                " (held by %s)" % ", ".join(held) if held else "")
-        order = dict((vf, index) for index, vf in enumerate(self.host.vfs))
+                node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+        order = self.host.vf_order
 
         def key(vf):
             remote = self.host.vf_node.get(vf) != node
             rank = min(self.host.affinity_rank(g, vf) for g in gpus) if use_affinity else 0
             return (remote, rank, order[vf])
         return sorted(free, key=key)[:count]
+
+    def _pool_mb(self, node):
+        return sum(SIZES_KB[s] * n // 1024 for s, n in self.host.hugepages.get(node, {}).items())
 
     def _memory_check(self, state, node, tenant):
         size = tenant["hugepage_size"]
@@ -529,12 +533,48 @@ class Planner:
                 return "hugepages %s short on node %d: %d free of %d, %d needed for %d MiB" % (
                     size, node, free, total, needed, tenant["memory_mb"])
             return None
-        pool_mb = sum(HUGEPAGE_SIZES[s] * n // 1024 for s, n in self.host.hugepages.get(node, {}).items())
-        free = self.host.memory_mb.get(node, 0) - pool_mb - self.reserved_memory_mb - state.memory_used.get(node, 0)
+        free = self.host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
         if free < tenant["memory_mb"]:
             return "memory short on node %d: %d MiB free outside the hugepage pools, %d MiB needed" % (
                 node, free, tenant["memory_mb"])
         return None
+
+    # ------------------------------------------------------------------ the placement record
+    def _record(self, tenant, node, gpus, vfs, pins, emulator, held, kept=False, resized_from=None):
+        """The one shape of a tenant's placement (see ``plan_tenants``); ``pins`` lists the
+        host CPU of vCPU 0, 1, ..."""
+        host = self.host
+        remote = sum(1 for g in gpus if host.gpu_node.get(g) != node) + sum(1 for v in vfs if host.vf_node.get(v) != node)
+        worst = self._worst_rank(gpus, vfs)
+        size = tenant["hugepage_size"]
+        return {
+            "name": tenant["name"],
+            "numa_node": node,
+            "gpus": list(gpus),
+            "vfs": list(vfs),
+            "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
+            "vf_pfs": dict((vf, host.vf_pf.get(vf)) for vf in vfs),
+            "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
+            "emulator_cpus": list(emulator),
+            "cpus": sorted(held),
+            "hugepages": {"size": size, "size_kb": SIZES_KB[size], "count": self._needed_pages(tenant), "node": node} if size else None,
+            "memory_mb": tenant["memory_mb"],
+            "local": remote == 0,
+            "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
+            "kept": kept,
+            "resized_from": resized_from,
+            "vcpus": tenant["vcpus"],
+            "max_vcpus": tenant["max_vcpus"],
+            "priority": tenant["priority"],
+            "mac": tenant.get("mac"),
+            "vlan": tenant.get("vlan"),
+        }
+
+    def _worst_rank(self, gpus, vfs):
+        """The farthest of the tenant's VFs from its nearest GPU; None without both."""
+        if not gpus or not vfs:
+            return None
+        return max(min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs)
 
     def _candidate(self, state, tenant, node, local_only, prefer):
         """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score) or shortage."""
@@ -545,9 +585,9 @@ class Planner:
         cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
         if isinstance(cpus, str):
             shortages.append(cpus)
-        allowed = {node} if local_only else set(self.host.nodes) | {None}
-        candidate_vfs = [vf for vf in self.host.vfs if vf not in state.vf_owner and self.host.vf_node.get(vf) in allowed]
-        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs if tenant["vf_count"] else [])
+        allowed = self._allowed(node, local_only)
+        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] else []
+        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs)
         if isinstance(gpus, str):
             shortages.append(gpus)
         vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) else [])
@@ -556,35 +596,17 @@ class Planner:
         if shortages:
             return ", ".join(shortages)
         pins, emulator, held = cpus
-        remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
-        ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
-        worst = max(ranks) if ranks else None
-        placement = {
-            "resized_from": None,
-            "numa_node": node,
-            "gpus": gpus,
-            "vfs": vfs,
-            "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
-            "emulator_cpus": emulator,
-            "cpus": held,
-            "hugepages": None,
-            "memory_mb": tenant["memory_mb"],
-            "local": remote == 0,
-            "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
-        }
-        if tenant["hugepage_size"]:
-            size = tenant["hugepage_size"]
-            placement["hugepages"] = {"size": size, "size_kb": HUGEPAGE_SIZES[size],
-                                      "count": self._needed_pages(tenant), "node": node}
+        placement = self._record(tenant, node, gpus, vfs, pins, emulator, held)
         if self.first_fit:
             score = (node,)
         else:
-            affinity = 0 if self.policy["pcie_affinity"] == "ignore" or worst is None else worst
-            free_gpus = sum(1 for g in self.host.gpus if self.host.gpu_node.get(g) == node and g not in state.gpu_owner) - len(gpus)
-            free_vfs = sum(1 for v in self.host.vfs if self.host.vf_node.get(v) == node and v not in state.vf_owner) - len(vfs)
-            free_cores = len(self._free_cores(state, node)) - len(set(self.host.core_of[c] for c in held))
+            worst = self._worst_rank(gpus, vfs)
+            rank = 0 if self.policy["pcie_affinity"] == "ignore" or worst is None else worst
+            free_gpus = len(state.free_gpus[node]) - len(gpus)
+            free_vfs = len(state.free_vfs[node]) - len(vfs)
+            free_cores = len(state.free_cores[node]) - len(set(self.host.core_of[c] for c in held))
             sticky = 0 if prefer.get("node") in (None, node) else 1
-            score = (remote, sticky, affinity, free_gpus, free_vfs, free_cores, node)
+            score = (not placement["local"], sticky, rank, free_gpus, free_vfs, free_cores, node)
         return placement, score
 
     def _place(self, state, tenant, prefer=None):
@@ -614,7 +636,6 @@ class Planner:
         why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
         return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], self.policy["numa"], why)
 
-    # ------------------------------------------------------------------ existing assignments
     def _existing(self, state, tenant, raw, grow=False):
         """Check a previous assignment still fits the request and the host; -> placement or reason.
 
@@ -639,11 +660,11 @@ class Planner:
                 pins_raw = dict(enumerate(pins_raw))
             pins = {}
             for vcpu, cpuset in pins_raw.items():
-                cpus = parse_cpuset(cpuset, "existing vcpu_pins")
+                cpus = parse_cpulist(cpuset, "existing vcpu_pins", self.host.cpu_bound)
                 if len(cpus) != 1:
                     return None, "existing vCPU %s is pinned to %s, not one CPU" % (vcpu, cpuset)
                 pins[int(vcpu)] = cpus[0]
-            emulator = parse_cpuset(raw.get("emulator_cpus"), "existing emulator_cpus")
+            emulator = parse_cpulist(raw.get("emulator_cpus"), "existing emulator_cpus", self.host.cpu_bound)
         except (PlacementInputError, TypeError, ValueError) as exc:
             return None, "existing assignment unreadable: %s" % exc
         node = _node_of(raw.get("numa_node"))
@@ -676,23 +697,24 @@ class Planner:
             return None, "existing emulator CPUs overlap its vCPUs (emulator: isolate)"
         bad = sorted(cpu for cpu in used if cpu not in self.host.online or cpu in self.reserved)
         if bad:
-            return None, "existing CPUs %s are offline or reserved" % format_cpuset(bad)
+            return None, "existing CPUs %s are offline or reserved" % format_cpulist(bad)
         held = set(used)
-        if self.policy["smt"] == "whole_cores":
+        if self.whole_cores:
             for cpu in used:
                 held.update(self.host.core_of[cpu])
             if held & self.reserved:
-                return None, "existing CPUs share a core with reserved CPUs %s" % format_cpuset(held & self.reserved)
+                return None, "existing CPUs share a core with reserved CPUs %s" % format_cpulist(held & self.reserved)
         clash = sorted(cpu for cpu in held if cpu in state.cpu_owner)
         if clash:
-            return None, "existing CPUs %s are also held by %s" % (format_cpuset(clash), ", ".join(sorted(set(state.cpu_owner[c] for c in clash))))
-        pages = None
-        if tenant["hugepage_size"]:
-            pages = {"size": tenant["hugepage_size"], "size_kb": HUGEPAGE_SIZES[tenant["hugepage_size"]],
-                     "count": self._needed_pages(tenant), "node": node}
-            old = raw.get("hugepages") or {}
-            if old and (hugepage_size_name(old.get("size")) != pages["size"] or _node_of(old.get("node")) not in (None, node)):
-                return None, "existing hugepages %s differ from the request (%s on node %d)" % (old, pages["size"], node)
+            return None, "existing CPUs %s are also held by %s" % (format_cpulist(clash), ", ".join(sorted(set(state.cpu_owner[c] for c in clash))))
+        old = raw.get("hugepages") or {}
+        if tenant["hugepage_size"] and old:
+            try:
+                old_size = hugepage_size_name(old.get("size"))
+            except InputError:
+                old_size = None
+            if old_size != tenant["hugepage_size"] or _node_of(old.get("node")) not in (None, node):
+                return None, "existing hugepages %s differ from the request (%s on node %d)" % (old, tenant["hugepage_size"], node)
         reason = self._memory_check(state, node, tenant)
         if reason:
             return None, "existing assignment no longer fits: %s" % reason
@@ -703,40 +725,27 @@ class Planner:
                 return None, "cannot grow from %d to %d vCPUs in place: %s" % (old_count, tenant["vcpus"], added)
             for cpu in added:
                 pins[len(pins)] = cpu
-                held.update(self.host.core_of[cpu] if self.policy["smt"] == "whole_cores" else (cpu,))
+                held.update(self.host.core_of[cpu] if self.whole_cores else (cpu,))
         remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
         if remote and self.policy["numa"] == "required":
             return None, "existing assignment is not NUMA-local and policy numa is required"
-        ranks = [min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs] if gpus and vfs else []
-        worst = max(ranks) if ranks else None
-        return {
-            "resized_from": old_count if old_count != tenant["vcpus"] else None,
-            "numa_node": node,
-            "gpus": gpus,
-            "vfs": vfs,
-            "vcpu_pins": dict((str(index), pins[index]) for index in sorted(pins)),
-            "emulator_cpus": emulator,
-            "cpus": sorted(held),
-            "hugepages": pages,
-            "memory_mb": tenant["memory_mb"],
-            "local": remote == 0,
-            "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
-        }, None
+        return self._record(tenant, node, gpus, vfs, [pins[index] for index in sorted(pins)], emulator, held, kept=True,
+                            resized_from=old_count if old_count != tenant["vcpus"] else None), None
 
     def _grow_cpus(self, state, node, held, used, extra):
         """``extra`` CPUs of ``node`` for a growing tenant: the unused threads of cores it already
         holds first, then free ones (whole free cores with ``smt: whole_cores``); -> list or shortage."""
         spare = sorted(cpu for cpu in held if cpu not in used)
-        if self.policy["smt"] == "whole_cores":
-            free = [cpu for core in self._free_cores(state, node) if not set(core) & held for cpu in core]
+        if self.whole_cores:
+            free = [cpu for core in state.free_cores[node] if not held.intersection(core) for cpu in core]
         else:
-            free = [cpu for core in self.host.node_cores[node] for cpu in core
-                    if cpu not in state.cpu_owner and cpu not in self.reserved and cpu not in held]
+            free = [cpu for cpu in state.free_threads[node] if cpu not in held]
         found = (spare + free)[:extra]
         if len(found) < extra:
             return "CPUs short on node %d: %d free, %d more needed" % (node, len(spare) + len(free), extra)
         return found
 
+    # ------------------------------------------------------------------ plan
     # ------------------------------------------------------------------ plan
     def plan(self, tenants):
         if not isinstance(tenants, (list, tuple)):
@@ -752,9 +761,8 @@ class Planner:
             parsed.append(tenant)
         active = [t for t in parsed if str(t.get("state") or "present") != "absent"]
         existing = self.policy["existing"] or {}
-        state = _State(self.host)
+        state = _State(self.host, self.reserved)
         placements = {}
-        unplaced = {}
         notes = {}
         # 1. honour previous assignments, in tenant order; 1b. then grow the ones that grow
         growing = []
@@ -775,26 +783,15 @@ class Planner:
                 notes[tenant["name"]] = "re-planned: %s" % why
                 continue
             self._keep(state, placements, notes, tenant, placement)
-        # 2. place the others, in tenant order
-        for tenant in active:
-            name = tenant["name"]
-            if name in placements:
-                continue
-            prefer = {}
-            old = existing.get(name)
-            if isinstance(old, dict):
-                prefer["node"] = _node_of(old.get("numa_node"))
-                try:
-                    prefer["cpus"] = set(_pinned_cpus(old))
-                except PlacementInputError:
-                    prefer["cpus"] = set()
-            placement, why = self._place(state, tenant, prefer)
-            if placement is None:
-                unplaced[name] = why
-                continue
-            placement["kept"] = False
-            state.take(name, placement)
-            placements[name] = placement
+        # 2. place the others: the most of them (best fit), or each in turn (first fit)
+        new = [t for t in active if t["name"] not in placements]
+        prefer = dict((t["name"], self._prefer(existing.get(t["name"]))) for t in new)
+        search = {"nodes": 0, "budget": self.budget, "exhausted": False}
+        if self.first_fit:
+            placed, unplaced = self._in_turn(state, new, prefer)
+        else:
+            placed, unplaced, state = self._most(state, new, prefer, search)
+        placements.update(placed)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active))
         released = dict((name, self._released(existing[name])) for name in removed)
         # the VFs given back, per PF, as gpuvirt.tenancy.sriov_vfs entries that clear their MAC and VLAN
@@ -802,34 +799,161 @@ class Planner:
         for name in removed:
             for vf, pf in sorted(released[name]["vf_pfs"].items()):
                 vf_resets.setdefault(pf, []).append({"address": vf, "mac": "00:00:00:00:00:00", "vlan": 0})
-        result = {"placements": {}, "unplaced": unplaced, "notes": notes, "free": self._free(state),
-                  "removed": removed, "released": released, "vf_resets": vf_resets}
-        for tenant in active:
-            placement = placements.get(tenant["name"])
-            if placement is None:
-                continue
-            placement.update({
-                "name": tenant["name"],
-                "vcpus": tenant["vcpus"],
-                "max_vcpus": tenant["max_vcpus"],
-                "priority": tenant["priority"],
-                "memory_mb": tenant["memory_mb"],
-                "network_vfs": [vf for vf in placement["vfs"] if self.host.vf_network.get(vf)],
-                "vf_pfs": dict((vf, self.host.vf_pf.get(vf)) for vf in placement["vfs"]),
-                "mac": tenant.get("mac"),
-                "vlan": tenant.get("vlan"),
-            })
-            result["placements"][tenant["name"]] = placement
-        return result
+        return {"placements": dict((t["name"], placements[t["name"]]) for t in active if t["name"] in placements),
+                "unplaced": unplaced, "notes": notes, "free": self._free(state), "removed": removed,
+                "released": released, "vf_resets": vf_resets, "search": search}
+
+    def _prefer(self, old):
+        """A re-planned tenant's previous node and CPUs: kept where they still fit."""
+        if not isinstance(old, dict):
+            return {}
+        try:
+            cpus = set(_pinned_cpus(old, self.host.cpu_bound))
+        except InputError:
+            cpus = set()
+        return {"node": _node_of(old.get("numa_node")), "cpus": cpus}
 
     @staticmethod
     def _keep(state, placements, notes, tenant, placement):
-        placement["kept"] = True
         if placement.get("resized_from"):
             notes[tenant["name"]] = "resized in place from %d to %d vCPUs on node %d" % (
                 placement["resized_from"], tenant["vcpus"], placement["numa_node"])
         state.take(tenant["name"], placement)
         placements[tenant["name"]] = placement
+
+    def _in_turn(self, state, tenants, prefer, placements=None):
+        """Each tenant in list order on its best node given those before it (the greedy); the
+        reason for each that fits nowhere. Mutates ``state``."""
+        placements = {} if placements is None else placements
+        unplaced = {}
+        for tenant in tenants:
+            if tenant["name"] in placements:
+                continue
+            placement, why = self._place(state, tenant, prefer.get(tenant["name"]))
+            if placement is None:
+                unplaced[tenant["name"]] = why
+                continue
+            state.take(tenant["name"], placement)
+            placements[tenant["name"]] = placement
+        return placements, unplaced
+
+    def _most(self, state, tenants, prefer, report):
+        """The most ``tenants`` placed NUMA-locally (placement_search), made concrete node by node;
+        the rest in turn (a split under numa preferred, or the reason). Never fewer than the
+        greedy: when the search was cut short, a node could not give what its counts promised, or
+        splits are allowed, the greedy plan is kept if it places more. -> (placements, unplaced, state)"""
+        base = state
+        state = base.copy()
+        assignment, search = self._search(state, tenants, prefer)
+        report.update({"nodes": search.nodes if search else 0, "exhausted": bool(search and search.exhausted)})
+        placements = {}
+        short = False
+        # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave
+        for index in sorted(range(len(tenants)), key=lambda i: tenants[i]["gpu_addresses"] is None):
+            tenant, node = tenants[index], assignment[index]
+            if node is None:
+                continue
+            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {})
+            if isinstance(result, str):
+                short = True
+                continue
+            state.take(tenant["name"], result[0])
+            placements[tenant["name"]] = result[0]
+        placements, unplaced = self._in_turn(state, tenants, prefer, placements)
+        # the search counts local placements only: under numa preferred the greedy, which splits
+        # a tenant at its turn, may place more
+        if short or report["exhausted"] or self.policy["numa"] == "preferred":
+            greedy_state = base.copy()
+            greedy, greedy_unplaced = self._in_turn(greedy_state, tenants, prefer)
+            if self._value(greedy) > self._value(placements):
+                return greedy, greedy_unplaced, greedy_state
+        return placements, unplaced, state
+
+    @staticmethod
+    def _value(placements):
+        return (len(placements), sum(1 for p in placements.values() if p["priority"] == "online"),
+                sum(1 for p in placements.values() if p["local"]))
+
+    def _search(self, state, tenants, prefer):
+        """-> (node or None per tenant, the Search or None): the counts model of each node
+        (placement_search) with what ``state`` left free."""
+        host = self.host
+        isolate_extra = dict((t["name"], 1 if t["emulator"] == "isolate" else 0) for t in tenants)
+        caps, threads_per_core = [], []
+        for node in host.nodes:
+            used = state.hugepages_used.get(node, {})
+            pools = host.hugepages.get(node, {})
+            mem = host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
+            cores = state.free_cores[node]
+            # the smallest free core: a count of cores that many threads each is always there
+            threads_per_core.append(min(len(core) for core in cores) if cores and self.whole_cores else 1)
+            cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
+            caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
+                         pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
+        rank_lists = self._node_ranks(state)
+        claim_bits = {}
+        candidates, index_of = [], []
+        for index, tenant in enumerate(tenants):
+            options = []
+            explicit = tenant["gpu_addresses"]
+            gpu_nodes = set(host.gpu_node.get(a) for a in explicit) if explicit is not None else None
+            if explicit is not None and any(a in state.gpu_owner for a in explicit):
+                gpu_nodes = set()
+            sticky_node = (prefer.get(tenant["name"]) or {}).get("node")
+            pages = self._needed_pages(tenant)
+            for slot, node in enumerate(host.nodes):
+                if gpu_nodes is not None and gpu_nodes - {node}:
+                    continue
+                threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
+                cpu = -(-threads // threads_per_core[slot])
+                demand = (cpu, tenant["gpu_count"], tenant["vf_count"],
+                          pages if tenant["hugepage_size"] == "2M" else 0, pages if tenant["hugepage_size"] == "1G" else 0,
+                          0 if tenant["hugepage_size"] else tenant["memory_mb"])
+                if any(want > have for want, have in zip(demand, caps[slot])):
+                    continue
+                options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists), 0 if sticky_node in (None, node) else 1))
+            if not options:
+                continue
+            claims = 0
+            for addr in explicit or ():
+                claims |= claim_bits.setdefault(addr, 1 << len(claim_bits))
+            candidates.append(Candidate(options, tenant["priority"] == "online", claims))
+            index_of.append(index)
+        assignment = [None] * len(tenants)
+        if not candidates:
+            return assignment, None
+        # nodes are interchangeable when every candidate would take and score the same on them
+        signatures = dict((slot, []) for slot in range(len(host.nodes)))
+        for number, candidate in enumerate(candidates):
+            for slot, demand, rank, _sticky in candidate.options:
+                signatures[slot].append((number, demand, rank))
+        class_ids = {}
+        classes = [class_ids.setdefault(tuple(signatures[slot]), len(class_ids)) for slot in range(len(host.nodes))]
+        search = Search(caps, classes, candidates, self.budget)
+        for number, slot in enumerate(search.run()):
+            if slot is not None:
+                assignment[index_of[number]] = host.nodes[slot]
+        return assignment, search
+
+    def _node_ranks(self, state):
+        """Per node, its free VFs' ranks to the nearest free GPU of the node, nearest first."""
+        ranks = {}
+        if self.policy["pcie_affinity"] == "ignore":
+            return ranks
+        for node in self.host.nodes:
+            gpus = state.free_gpus[node]
+            ranks[node] = sorted(min(self.host.affinity_rank(g, vf) for g in gpus) for vf in state.free_vfs[node]) if gpus else []
+        return ranks
+
+    def _rank_estimate(self, tenant, node, rank_lists):
+        """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
+        if self.policy["pcie_affinity"] == "ignore" or not tenant["vf_count"] or not tenant["gpu_count"]:
+            return 0
+        if tenant["gpu_addresses"] is not None:
+            nearest = sorted(min(self.host.affinity_rank(g, vf) for g in tenant["gpu_addresses"]) for vf in self.host.node_vfs[node])
+        else:
+            nearest = rank_lists.get(node) or []
+        return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else UNKNOWN_RANK
 
     def _released(self, raw):
         """What a removed tenant's domain held, as the pools know it: its GPUs (they stay on
@@ -838,21 +962,23 @@ class Planner:
         devices = [str(a).lower() for a in (raw.get("hostdevs") or list(raw.get("gpus") or []) + list(raw.get("vfs") or []))]
         vfs = [a for a in devices if a in self.host.vf_node]
         try:
-            cpus = sorted(set(_pinned_cpus(raw)) | set(parse_cpuset(raw.get("emulator_cpus"))) - self.reserved)
-        except PlacementInputError:
+            cpus = sorted(set(_pinned_cpus(raw, self.host.cpu_bound))
+                          | set(parse_cpulist(raw.get("emulator_cpus"), "existing emulator_cpus", self.host.cpu_bound)) - self.reserved)
+        except InputError:
             cpus = []
         return {"gpus": [a for a in devices if a in self.host.gpu_node], "vfs": vfs,
                 "vf_pfs": dict((vf, self.host.vf_pf.get(vf)) for vf in vfs),
                 "other_devices": [a for a in devices if a not in self.host.gpu_node and a not in self.host.vf_node],
-                "cpus": cpus, "numa_node": _node_of(raw.get("numa_node")), "hugepages": raw.get("hugepages")}
+                "cpus": cpus, "numa_node": _node_of(raw.get("numa_node")),
+                "hugepages": dict(raw["hugepages"]) if isinstance(raw.get("hugepages"), dict) else raw.get("hugepages")}
 
     def _free(self, state):
         free = {}
         for node in self.host.nodes:
             free[str(node)] = {
                 "cpus": [c for c in self.host.node_cpus[node] if c not in state.cpu_owner and c not in self.reserved],
-                "gpus": [g for g in self.host.gpus if self.host.gpu_node.get(g) == node and g not in state.gpu_owner],
-                "vfs": [v for v in self.host.vfs if self.host.vf_node.get(v) == node and v not in state.vf_owner],
+                "gpus": list(state.free_gpus[node]),
+                "vfs": list(state.free_vfs[node]),
                 "hugepages": dict((size, total - state.hugepages_used.get(node, {}).get(size, 0))
                                   for size, total in sorted(self.host.hugepages.get(node, {}).items())),
             }
@@ -869,8 +995,8 @@ def plan_tenants(topology, tenants, policy=None):
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
-    the MAC and VLAN of the VFs given back}}``.
-    Raises PlacementInputError on bad input.
+    the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
+    search for the most tenants placed stopped at its budget and kept the best found}}``.
+    The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.
     """
-    planner = Planner(copy.deepcopy(topology), copy.deepcopy(policy))
-    return planner.plan(copy.deepcopy(tenants))
+    return Planner(topology, policy).plan(tenants)

@@ -24,23 +24,11 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 TOPO_DGX = os.path.join(FIXTURES, "topo", "topo-m_8xa100-sxm4-40gb_10xmlx5_epyc7742-nps4_driver525.txt")
 LSCPU_DGX = os.path.join(FIXTURES, "host", "lscpu_2x-epyc-7742_nps4_dgx-a100-class.txt")
-
-
-def parse_cpulist(text):
-    cpus = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            low, high = part.split("-")
-            cpus.extend(range(int(low), int(high) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
 
 
 def parse_topo_matrix(path):

@@ -6,11 +6,14 @@ random small hosts (hypothesis) checked against a brute-force optimum."""
 from __future__ import annotations
 
 import copy
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import (
     PlacementInputError, format_cpuset, parse_cpuset, plan_tenants)
 
@@ -33,7 +36,7 @@ def assert_exclusive(topology, plan, policy=None):
     """No GPU, VF or CPU twice; hugepages within each node's pool; reserved CPUs untouched;
     whole cores not shared; vCPUs on the tenant's node under numa required."""
     policy = policy or {}
-    reserved = set(parse_cpuset(policy.get("reserved_cpus")))
+    reserved = set(parse_cpulist(policy.get("reserved_cpus")))
     cpu_node = dict((c["id"], c["numa_node"]) for c in topology["cpus"])
     core = dict((c["id"], tuple(sorted(c["siblings"]))) for c in topology["cpus"])
     seen_gpus, seen_vfs, seen_cpus, core_owner = {}, {}, {}, {}
@@ -75,7 +78,7 @@ def assert_exclusive(topology, plan, policy=None):
         assert count <= total
 
 
-# --------------------------------------------------------------------------- cpusets
+# --------------------------------------------------------------------------- cpusets (cpulist's, under the names libvirt_domain imports)
 @pytest.mark.parametrize("text, cpus", [
     ("0-3,8", [0, 1, 2, 3, 8]), ("3", [3]), (3, [3]), ([2, "4-5"], [2, 4, 5]), ("", []), (None, []), ("1,1", [1]),
 ])
@@ -93,6 +96,29 @@ def test_parse_cpuset_rejects(text):
 def test_format_cpuset(cpus, text):
     assert format_cpuset(cpus) == text
     assert parse_cpuset(text) == sorted(cpus)
+
+
+# --------------------------------------------------------------------------- vocabulary
+def test_input_errors_are_the_collections():
+    """The runner and the filter report the planner's errors as any InputError."""
+    assert issubclass(PlacementInputError, InputError)
+
+
+@pytest.mark.parametrize("policy, message", [
+    ({"reserved_cpus": "0-99999999"}, "beyond this host's CPUs"),
+    ({"hugepage_size": "3M"}, "use 2M or 1G or none"),
+    ({"pcie_affinity_level": "far"}, "policy.pcie_affinity_level"),
+])
+def test_policy_inputs_use_the_vocabulary(policy, message):
+    with pytest.raises(InputError, match=message):
+        plan_tenants(DGX, [tenant("a")], policy)
+
+
+def test_existing_pins_are_bounded_by_the_host_before_expansion():
+    """A previous assignment naming CPUs the host does not have is re-planned, not expanded."""
+    existing = {"a": {"numa_node": 0, "vcpu_pins": {"0": "0-99999999"}, "emulator_cpus": [1]}}
+    plan = plan_tenants(DGX, [tenant("a")], {"existing": existing})
+    assert "beyond this host's CPUs" in plan["notes"]["a"] and not plan["placements"]["a"]["kept"]
 
 
 # --------------------------------------------------------------------------- the DGX A100 capture
@@ -436,14 +462,12 @@ def test_property_exclusive(instance, policy):
 
 @PROPERTY
 @given(instances(), policies, st.data())
-def test_property_stable_when_tenants_are_added(instance, policy, data):
+def test_property_existing_tenants_never_move(instance, policy, data):
+    """A plan's placements given back as existing are all kept, in any tenant order, whatever
+    tenants are added; the new ones only get what is left."""
     host, tenants = instance
     cut = data.draw(st.integers(0, len(tenants)))
     before = plan_tenants(host, tenants[:cut], policy)
-    after = plan_tenants(host, tenants, policy)
-    for name, place in before["placements"].items():
-        assert after["placements"][name] == place
-    # with the previous placements as existing, in any tenant order, nobody moves either
     order = data.draw(st.permutations(tenants))
     kept = plan_tenants(host, order, dict(policy, existing=before["placements"]))
     for name, place in before["placements"].items():
@@ -452,52 +476,112 @@ def test_property_stable_when_tenants_are_added(instance, policy, data):
 
 
 @PROPERTY
-@given(instances(), st.data())
-def test_property_numa_local_found_when_one_exists(instance, data):
-    """Under numa preferred a tenant is split over nodes only when, at its turn, no node
-    could hold it whole (checked by the independent oracle on what the earlier tenants took)."""
+@given(instances(), policies)
+def test_property_same_input_same_plan(instance, policy):
     host, tenants = instance
-    reserved = data.draw(st.sampled_from([[], [0]]))
-    plan = plan_tenants(host, tenants, {"numa": "preferred", "reserved_cpus": reserved})
+    snapshot = copy.deepcopy((host, tenants, policy))
+    first = plan_tenants(host, tenants, policy)
+    assert plan_tenants(host, tenants, policy) == first
+    assert (host, tenants, policy) == snapshot
+
+
+def _taken(plan, but=None):
+    """What the placed tenants (all, or all but one) hold, in the oracle's terms."""
     taken_cpus, taken_gpus, taken_vfs, pages = set(), set(), set(), {}
-    for spec in tenants:
-        place = plan["placements"].get(spec["name"])
-        if place is None:
+    for name, place in plan["placements"].items():
+        if name == but:
             continue
-        if not place["local"]:
-            caps = oracle.node_capacity(host, reserved, taken_cpus, taken_gpus, taken_vfs, pages)
-            assert not oracle.fits_on_some_node(caps, spec), (spec, place)
         taken_cpus.update(place["cpus"])
         taken_gpus.update(place["gpus"])
         taken_vfs.update(place["vfs"])
-        key = (place["hugepages"]["node"], place["hugepages"]["size"])
-        pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+        if place["hugepages"]:
+            key = (place["hugepages"]["node"], place["hugepages"]["size"])
+            pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+    return taken_cpus, taken_gpus, taken_vfs, pages
 
 
 @PROPERTY
-@given(instances(max_nodes=3, max_tenants=6), st.sampled_from([[], [0]]))
-def test_property_against_brute_force(instance, reserved):
-    """Never more than the optimum; a tenant is refused only when no node could hold it at
-    its turn (checked by the independent oracle on what the earlier tenants left)."""
+@given(instances(), st.data())
+def test_property_numa_local_found_when_one_exists(instance, data):
+    """Under numa preferred a tenant is split over nodes only when no node could hold it whole
+    next to the other placed tenants (checked by the independent oracle on what they took)."""
+    host, tenants = instance
+    reserved = data.draw(st.sampled_from([[], [0]]))
+    plan = plan_tenants(host, tenants, {"numa": "preferred", "reserved_cpus": reserved})
+    for spec in tenants:
+        place = plan["placements"].get(spec["name"])
+        if place is not None and not place["local"]:
+            caps = oracle.node_capacity(host, reserved, *_taken(plan, but=spec["name"]))
+            assert not oracle.fits_on_some_node(caps, spec), (spec, place)
+
+
+OPTIMUM = settings(max_examples=int(__import__("os").environ.get("PLACEMENT_OPTIMUM_EXAMPLES", "400")), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow])
+
+
+@OPTIMUM
+@given(instances(max_nodes=3, max_tenants=7), st.sampled_from([[], [0]]))
+def test_property_places_the_brute_force_optimum(instance, reserved):
+    """Exactly as many tenants as the brute-force optimum (any subset, any order); a tenant is
+    refused only when no node could hold it in what the placed ones left (independent oracle)."""
     host, tenants = instance
     policy = {"reserved_cpus": reserved, "pcie_affinity": "ignore"}
     plan = plan_tenants(host, tenants, policy)
-    optimum = oracle.optimum_placed(host, tenants, reserved)
-    assert len(plan["placements"]) <= optimum
+    assert not plan["search"]["exhausted"]
+    assert len(plan["placements"]) == oracle.optimum_placed(host, tenants, reserved)
     first = plan_tenants(host, tenants, dict(policy, strategy="first_fit"))
-    assert len(first["placements"]) <= optimum
-    taken_cpus, taken_gpus, taken_vfs, pages = set(), set(), set(), {}
+    assert len(first["placements"]) <= len(plan["placements"])
+    caps = oracle.node_capacity(host, reserved, *_taken(plan))
     for spec in tenants:
-        caps = oracle.node_capacity(host, reserved, taken_cpus, taken_gpus, taken_vfs, pages)
-        place = plan["placements"].get(spec["name"])
-        if place is None:
+        if spec["name"] not in plan["placements"]:
             assert not oracle.fits_on_some_node(caps, spec), plan["unplaced"][spec["name"]]
-            continue
-        taken_cpus.update(place["cpus"])
-        taken_gpus.update(place["gpus"])
-        taken_vfs.update(place["vfs"])
-        key = (place["hugepages"]["node"], place["hugepages"]["size"])
-        pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+
+
+def test_the_most_tenants_not_the_first_ones():
+    """Node 0: 2 cores and 64 pages; node 1: 4 cores and 32 pages. Tenant a (2 threads, 32 pages)
+    listed before b (2 threads, 64 pages): in turn, a takes node 0 (the tightest fit) and b finds
+    no room; the search puts a on node 1 and b on node 0."""
+    host = synthetic(2, [2, 4], 1, [0, 0], [0, 0], [64, 32])
+    tenants = [tenant("a", vcpus=1, memory_mb=64), tenant("b", vcpus=1, memory_mb=128)]
+    in_turn = plan_tenants(host, tenants, {"search_budget": 1})
+    assert sorted(in_turn["placements"]) == ["a"] and in_turn["search"]["exhausted"]
+    plan = plan_tenants(host, tenants, {})
+    assert len(plan["placements"]) == oracle.optimum_placed(host, tenants) == 2
+    assert (plan["placements"]["a"]["numa_node"], plan["placements"]["b"]["numa_node"]) == (1, 0)
+
+
+def test_priority_breaks_a_tie_in_count():
+    """One node with room for one of two equal tenants: the online one is placed, wherever it is listed."""
+    host = synthetic(1, [2], 1, [0], [0], [128])
+    tenants = [tenant("batch", vcpus=1, memory_mb=64, priority="batch"), tenant("online", vcpus=1, memory_mb=64)]
+    plan = plan_tenants(host, tenants, {})
+    assert sorted(plan["placements"]) == ["online"]
+    assert "CPUs short on node 0" in plan["unplaced"]["batch"]
+
+
+def test_a_spent_budget_is_reported_and_keeps_the_best_found():
+    """With a budget of one search node the plan is the greedy's, and says the search stopped."""
+    tenants = [tenant("t%d" % i, vcpus=12, gpus=1, vfs=1, memory_mb=16384) for i in range(12)]
+    plan = plan_tenants(DGX, tenants, {"search_budget": 1})
+    full = plan_tenants(DGX, tenants, {})
+    assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True}
+    assert not full["search"]["exhausted"] and len(full["placements"]) >= len(plan["placements"]) > 0
+    assert_exclusive(DGX, plan)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10 ** 6), st.integers(6, 16))
+def test_property_dgx_never_fewer_than_in_turn(seed, count):
+    """On the DGX model with a random mix, never fewer tenants (nor fewer online ones at that count) than the greedy."""
+    rng = random.Random(seed)
+    tenants = [tenant("t%d" % i, vcpus=rng.choice([4, 8, 12, 16, 24]), gpus=rng.choice([0, 1, 1, 2]), vfs=rng.choice([0, 1, 2]),
+                      memory_mb=rng.choice([8192, 16384, 32768]), priority=rng.choice(["online", "batch"])) for i in range(count)]
+    policy = {"reserved_cpus": "0-1,128-129"}
+    plan = plan_tenants(DGX, tenants, policy)
+    greedy = plan_tenants(DGX, tenants, dict(policy, search_budget=1))
+    value = [(len(p["placements"]), sum(1 for x in p["placements"].values() if x["priority"] == "online")) for p in (plan, greedy)]
+    assert value[0] >= value[1]
+    assert_exclusive(DGX, plan, policy)
 
 
 @settings(max_examples=40, deadline=None)

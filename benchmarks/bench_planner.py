@@ -3,15 +3,18 @@
 """Placement planner benchmark.
 
 - planning time for one 8-GPU host (the DGX A100-class model of tests/unit/placement_topologies.py,
-  built from real captures) with 1 to 16 tenants, and for 1,000 such hosts with 16 tenants each;
-- tenants placed by the planner (best fit) against a first-fit baseline on that host, and against
-  a brute-force optimum (tests/unit/placement_oracle.py) on small random hosts.
+  built from real captures) with 1 to 16 tenants, and for 1,000 such hosts with 8 and with 16
+  tenants each (median of 5 passes in one run, one process, so one core);
+- tenants placed by the planner against the greedy in list order (the planner's first guess, what
+  it did before the search) and first fit on that host, and against a brute-force optimum
+  (tests/unit/placement_oracle.py) on small random hosts: instances below the optimum must be 0.
 
-Usage: benchmarks/bench_placement.py [--write docs/benchmarks.md] [--hosts 1000] [--small 400]
-Writes (or replaces) the section "## Placement" of the given Markdown file.
+Usage: benchmarks/bench_planner.py [--write docs/benchmarks.md] [--hosts 1000] [--small 400] [--passes 5]
+(or scripts/bench.sh planner ...). Writes (or replaces) the section "## Placement" of the given
+Markdown file.
 """
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
 
 import argparse
 import os
@@ -50,12 +53,20 @@ def switch(placements):
 
 
 def timed(func, repeat):
-    samples = []
+    """Median wall time of ``repeat`` calls (use timed_cpu on a shared machine)."""
+    return timed_cpu(func, repeat)[0]
+
+
+def timed_cpu(func, repeat):
+    """(median wall seconds, median CPU seconds of this process) of ``repeat`` calls: the CPU
+    time is what one core spends, whatever else the machine runs."""
+    walls, cpus = [], []
     for _sample in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         func()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - start_cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def machine():
@@ -71,33 +82,39 @@ def machine():
     return "%s, %d CPUs visible, Python %s, %s" % (cpu, os.cpu_count() or 0, platform.python_version(), platform.platform())
 
 
-def run(hosts, small):
+def run(hosts, small, passes):
     host = dgx_a100()
     rng = random.Random(7)
     lines = []
-    lines.append("| tenants | median planning time (ms) | placed (best fit) | placed (first fit) "
-                 "| GPU+VF tenants under one switch (best fit) | (first fit) |")
+    lines.append("| tenants | median planning time (ms) | placed (planner) | placed (first fit) "
+                 "| GPU+VF tenants under one switch (planner) | (first fit) |")
     lines.append("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    for count in range(1, 17):
+    for count in range(1, 17):  # one host, a growing mix
         tenants = tenant_mix(random.Random(1000 + count), count)
         median = timed(lambda t=tenants: plan_tenants(host, t, POLICY), 7)
         best = plan_tenants(host, tenants, POLICY)["placements"]
         first = plan_tenants(host, tenants, dict(POLICY, strategy="first_fit"))["placements"]
         lines.append("| %d | %.2f | %d | %d | %s | %s |" % (count, median * 1000, len(best), len(first), switch(best), switch(first)))
-    start = time.perf_counter()
-    placed = total = 0
-    for index in range(hosts):
-        tenants = tenant_mix(random.Random(index), 16)
-        plan = plan_tenants(host, tenants, POLICY)
-        placed += len(plan["placements"])
-        total += len(tenants)
-    fleet = time.perf_counter() - start
-    fleet_first = 0
-    for index in range(hosts):
-        fleet_first += len(plan_tenants(host, tenant_mix(random.Random(index), 16), dict(POLICY, strategy="first_fit"))["placements"])
+    fleets = {}
+    for per_host in (8, 16):
+        mixes = [tenant_mix(random.Random(index), per_host) for index in range(hosts)]
+        plans = []
+
+        def fleet(mixes=mixes, plans=plans):
+            del plans[:]
+            plans.extend(plan_tenants(host, tenants, POLICY) for tenants in mixes)
+        # 16 tenants a host search longer: one pass keeps the run short
+        median, median_cpu = timed_cpu(fleet, passes if per_host == 8 else 1)
+        greedy = sum(len(plan_tenants(host, tenants, dict(POLICY, search_budget=1))["placements"]) for tenants in mixes)
+        first = sum(len(plan_tenants(host, tenants, dict(POLICY, strategy="first_fit"))["placements"]) for tenants in mixes)
+        fleets[per_host] = {"seconds": median, "cpu_seconds": median_cpu, "passes": passes if per_host == 8 else 1,
+                            "placed": sum(len(p["placements"]) for p in plans), "total": per_host * hosts,
+                            "greedy": greedy, "first": first, "exhausted": sum(1 for p in plans if p["search"]["exhausted"]),
+                            "nodes": statistics.median(p["search"]["nodes"] for p in plans),
+                            "most_nodes": max(p["search"]["nodes"] for p in plans)}
 
     # small random hosts against the brute-force optimum
-    best_sum = first_sum = opt_sum = best_short = first_short = 0
+    best_sum = greedy_sum = first_sum = opt_sum = best_short = greedy_short = first_short = 0
     for index in range(small):
         r = random.Random(50000 + index)
         nodes = r.randint(2, 3)
@@ -107,14 +124,16 @@ def run(hosts, small):
                     "vfs": r.randint(0, 2)} for i in range(r.randint(3, 7))]
         policy = {"pcie_affinity": "ignore"}
         best = len(plan_tenants(topo, tenants, policy)["placements"])
+        greedy = len(plan_tenants(topo, tenants, dict(policy, search_budget=1))["placements"])
         first = len(plan_tenants(topo, tenants, dict(policy, strategy="first_fit"))["placements"])
         opt = oracle.optimum_placed(topo, tenants)
-        best_sum, first_sum, opt_sum = best_sum + best, first_sum + first, opt_sum + opt
+        best_sum, greedy_sum, first_sum, opt_sum = best_sum + best, greedy_sum + greedy, first_sum + first, opt_sum + opt
         best_short += best < opt
+        greedy_short += greedy < opt
         first_short += first < opt
-    return {"table": lines, "hosts": hosts, "fleet_s": fleet, "placed": placed, "total": total, "fleet_first": fleet_first,
-            "small": small, "best_sum": best_sum, "first_sum": first_sum, "opt_sum": opt_sum, "best_short": best_short,
-            "first_short": first_short}
+    return {"table": lines, "hosts": hosts, "passes": passes, "fleets": fleets, "small": small, "best_sum": best_sum,
+            "greedy_sum": greedy_sum, "first_sum": first_sum, "opt_sum": opt_sum, "best_short": best_short,
+            "greedy_short": greedy_short, "first_short": first_short}
 
 
 def render(result, command):
@@ -135,20 +154,30 @@ def render(result, command):
     out.append("")
     out.append("### %d hosts" % result["hosts"])
     out.append("")
-    out.append("%d hosts x 16 tenants planned in %.2f s (%.2f ms per host); %d of %d tenants placed (first fit: %d)."
-               % (result["hosts"], result["fleet_s"], result["fleet_s"] * 1000 / max(result["hosts"], 1), result["placed"],
-                  result["total"], result["fleet_first"]))
+    out.append("One process (one core); CPU time is the process's own (time.process_time), wall time what the clock "
+               "saw on this shared machine; the median of the passes. The greedy is the planner's first guess (each tenant "
+               "in list order on its best node), what it placed before the search.")
+    out.append("")
+    out.append("| tenants per host | passes | CPU time (s) | wall time (s) | CPU per host (ms) | placed | placed by the greedy "
+               "| placed by first fit | search nodes (median / most) | budget spent |")
+    out.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for per_host, fleet in sorted(result["fleets"].items()):
+        out.append("| %d | %d | %.2f | %.2f | %.2f | %d of %d | %d | %d | %d / %d | %d |" % (
+            per_host, fleet["passes"], fleet["cpu_seconds"], fleet["seconds"], fleet["cpu_seconds"] * 1000 / max(result["hosts"], 1),
+            fleet["placed"], fleet["total"],
+            fleet["greedy"], fleet["first"], fleet["nodes"], fleet["most_nodes"], fleet["exhausted"]))
     out.append("")
     out.append("### Against the brute-force optimum (small hosts)")
     out.append("")
-    out.append("%d random hosts of 2-3 nodes with 3-7 tenants each (pcie_affinity ignore; the optimum may pick any subset in any "
-               "order, the planner keeps tenant order for stability):" % result["small"])
+    out.append("%d random hosts of 2-3 nodes with 3-7 tenants each (pcie_affinity ignore; the optimum may pick any subset "
+               "in any order):" % result["small"])
     out.append("")
-    out.append("| | tenants placed | instances below the optimum |")
-    out.append("| --- | ---: | ---: |")
-    out.append("| brute-force optimum | %d | - |" % result["opt_sum"])
-    out.append("| planner (best fit) | %d | %d |" % (result["best_sum"], result["best_short"]))
-    out.append("| first fit | %d | %d |" % (result["first_sum"], result["first_short"]))
+    out.append("| | instances | tenants placed | placed by brute force | instances below the optimum |")
+    out.append("| --- | ---: | ---: | ---: | ---: |")
+    for label, placed, short in (("planner", result["best_sum"], result["best_short"]),
+                                 ("greedy in list order (before the search)", result["greedy_sum"], result["greedy_short"]),
+                                 ("first fit", result["first_sum"], result["first_short"])):
+        out.append("| %s | %d | %d | %d | %d |" % (label, result["small"], placed, result["opt_sum"], short))
     out.append("")
     return "\n".join(out)
 
@@ -176,12 +205,13 @@ def main():
     parser.add_argument("--write", help="Markdown file whose '## Placement' section is (re)written")
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--small", type=int, default=400)
+    parser.add_argument("--passes", type=int, default=5)
     args = parser.parse_args()
-    command = "benchmarks/bench_placement.py" + "".join(
-        " --%s %s" % (k, v) for k, v in (("hosts", args.hosts), ("small", args.small)) if v is not None)
+    command = "scripts/bench.sh planner" + "".join(
+        " --%s %s" % (k, v) for k, v in (("hosts", args.hosts), ("small", args.small), ("passes", args.passes)) if v is not None)
     if args.write:
         command += " --write %s" % args.write
-    result = run(args.hosts, args.small)
+    result = run(args.hosts, args.small, args.passes)
     section = render(result, command)
     print(section)
     if args.write:
