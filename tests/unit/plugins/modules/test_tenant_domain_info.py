@@ -7,26 +7,15 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info
 
-from conftest import run_module  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
 
-libvirt = pytest.importorskip("libvirt")
-
-URI = "test:///default"
 POLICY = {"numa": "preferred", "reserved_cpus": [0]}
-
-
-@pytest.fixture
-def conn():
-    libvirt.registerErrorHandler(lambda *_: None, None)
-    handle = libvirt.open(URI)
-    yield handle
-    handle.close()
 
 
 def define(placement):
@@ -44,8 +33,8 @@ def define(placement):
     assert not result.get("failed"), result
 
 
-def test_round_trip_keeps_every_tenant(conn):
-    del conn
+def test_round_trip_keeps_every_tenant(libvirt_conn):
+    del libvirt_conn
     suffix = uuid.uuid4().hex[:6]
     tenants = [{"name": "a-" + suffix, "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64},
                {"name": "b-" + suffix, "vfs": 1, "vcpus": 1, "memory_mb": 64, "emulator": "housekeeping", "hugepage_size": "none"}]
@@ -71,6 +60,18 @@ def test_round_trip_keeps_every_tenant(conn):
     assert "GPUs short on node 1" in again["unplaced"]["c-" + suffix]
 
 
-def test_unknown_names_are_left_out(conn):
-    del conn
+def test_unknown_names_are_left_out(libvirt_conn):
+    del libvirt_conn
     assert run_module(tenant_domain_info.main, {"names": ["nope"], "uri": URI})["domains"] == {}
+
+
+def test_runs_on_an_injected_host(libvirt_conn, tmp_path):
+    """The one host seam: a Host over a temporary tree, nothing patched; libvirt from ``uri``."""
+    name = "info-" + uuid.uuid4().hex[:6]
+    libvirt_conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>2</vcpu>"
+                           "<os><type arch='i686'>hvm</type></os></domain>" % name)
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    result = run_module(tenant_domain_info.main, {"names": [name, "nope"], "uri": URI}, host=host)
+    assert not result["changed"] and list(result["domains"]) == [name]
+    assert (result["domains"][name]["vcpus"], result["domains"][name]["memory_mb"]) == (2, 64)
+    assert host.commands.calls == []
