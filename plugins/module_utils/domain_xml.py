@@ -111,6 +111,13 @@ def _cpuset(value, what="cpuset"):
     return parse_cpulist(value, what)
 
 
+def check_page_size(host, size_kb, what):
+    """Refuse hugepages of a size the host (:func:`host_cpus`) does not have."""
+    if host["page_sizes_kb"] and size_kb not in host["page_sizes_kb"]:
+        raise InputError("%s: %d KiB pages are not supported by this host (sizes %s KiB)"
+                         % (what, size_kb, ", ".join(map(str, host["page_sizes_kb"]))))
+
+
 # --------------------------------------------------------------------------- pinning
 def read_pinning(root):
     """The managed pinning state of a domain XML tree."""
@@ -225,9 +232,7 @@ class PinRequest:
             raise InputError("vcpu_pins: vCPU(s) %s do not exist; the domain has %d vCPU(s) (0-%d)"
                              % (", ".join(map(str, too_high)), max_vcpus, max_vcpus - 1))
         if self.hugepages is not None:
-            if host["page_sizes_kb"] and self.hugepages["size_kb"] not in host["page_sizes_kb"]:
-                raise InputError("hugepages.size: %d KiB pages are not supported by this host (sizes %s KiB)"
-                                 % (self.hugepages["size_kb"], ", ".join(map(str, host["page_sizes_kb"]))))
+            check_page_size(host, self.hugepages["size_kb"], "hugepages.size")
             if self.hugepages["nodeset"] is not None:
                 cells = [int(c.get("id")) for c in root.findall("cpu/numa/cell") if c.get("id") is not None]
                 missing = [n for n in self.hugepages["nodeset"] if n not in cells]

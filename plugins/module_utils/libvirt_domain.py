@@ -16,8 +16,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, copy_tree, cputune_qos,
-    disk_targets, host_cpus, parse_xml, pinning_fields, read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+    CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
+    cputune_qos, disk_targets, host_cpus, parse_xml, pinning_fields, read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, connection
 
 __metaclass__ = type
@@ -305,6 +305,8 @@ class TenantDomain:
         host = host_cpus(self.conn.capabilities(), self.conn.cpu_map_length())
         self.map_length = host["map_length"]
         pins.validate(host, self.after_root)
+        if self.spec.hugepage_kib:
+            check_page_size(host, self.spec.hugepage_kib, "hugepage_size")
         unpinned = copy_tree(self.after_root)
         if apply_pinning(self.after_root, pins):
             self.define = True
