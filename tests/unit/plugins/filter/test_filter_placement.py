@@ -16,8 +16,8 @@ FILTERS = FilterModule().filters()
 PLAN = FILTERS["plan_tenants"]
 DOMAINS = FILTERS["tenant_domains"]
 REMOVALS = FILTERS["tenant_removals"]
-PRIORITIES = {"online": {"cpu_shares": 1024}, "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000,
-                                                         "iotune": {"total_iops_sec": 200}}}
+PRIORITIES = {"online": {"cpu_shares": 1024},
+              "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000, "iotune": {"total_iops_sec": 200}}}
 SETTINGS = {"domain_type": "kvm", "machine": None, "memory_mode": "strict", "priorities": PRIORITIES}
 
 
