@@ -53,6 +53,17 @@ def _definition_diff(name, before, after):
             "before": before, "after": after}
 
 
+def decide_then_act(change, run):
+    """Run a decided ``change`` (:class:`NumaPin`, :class:`TenantDomain`): its diff, its steps
+    unless in check mode, its warnings; -> its result fields."""
+    run.diff.extend(change.diff())
+    if change.changed and not run.check_mode:
+        change.apply(run)
+    for warning in change.warnings:
+        run.warn(warning)
+    return change.result()
+
+
 # --------------------------------------------------------------------------- pins of a running domain
 def live_pin_changes(domain, request):
     """The request's pins and nodeset the running domain does not have: [(kind, vCPU, now, want)].
@@ -165,13 +176,7 @@ def numa_pin(params, host, run):  # pylint: disable=unused-argument
     """The numa_pin module."""
     request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
     with connection(params["uri"]) as conn:
-        pin = NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode)
-        run.diff.extend(pin.diff())
-        if pin.changed and not run.check_mode:
-            pin.apply(run)
-        for warning in pin.warnings:
-            run.warn(warning)
-        return pin.result()
+        return decide_then_act(NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode), run)
 
 
 # --------------------------------------------------------------------------- tenant domains
@@ -414,12 +419,7 @@ def tenant_domain(params, host, run):  # pylint: disable=unused-argument
     with connection(params["uri"]) as conn:
         tenant = TenantDomain(conn, spec, params["state"], live=params["live"], shutdown_timeout=params["shutdown_timeout"],
                               force_off=params["force_off"], pins=pins)
-        run.diff.extend(tenant.diff())
-        if tenant.changed and not run.check_mode:
-            tenant.apply(run)
-        for warning in tenant.warnings:
-            run.warn(warning)
-        return tenant.result()
+        return decide_then_act(tenant, run)
 
 
 # --------------------------------------------------------------------------- what tenants hold
