@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -20,29 +22,6 @@ description:
   - Checks every CPU and node against the host's capabilities before changing anything. In check mode, pins of vCPUs the
     definition does not have yet (a resize that M(gpuvirt.tenancy.tenant_domain) would apply first) are a warning, not an error.
 options:
-  name:
-    description: The domain name.
-    type: str
-    required: true
-  uri:
-    description: libvirt connection URI.
-    type: str
-    default: qemu:///system
-  vcpu_pins:
-    description:
-      - vCPU number -> host cpuset (V(3), V(2-3,6)). The domain's C(vcpupin) elements become exactly these.
-    type: dict
-  emulator_cpus:
-    description: Host cpuset for the emulator threads (C(emulatorpin)).
-    type: str
-  memory_mode:
-    description: C(numatune) memory mode; applied together with O(nodeset).
-    type: str
-    choices: [strict, preferred, interleave, restrictive]
-    default: strict
-  nodeset:
-    description: Host NUMA nodes for the guest memory (C(numatune/memory/@nodeset)), e.g. V(1).
-    type: str
   hugepages:
     description:
       - Back the guest memory with hugepages of O(hugepages.size). Which host node they come from is set by O(nodeset).
@@ -60,18 +39,14 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.libvirt
+  - gpuvirt.tenancy.libvirt.DOMAIN
+  - gpuvirt.tenancy.libvirt.PINS
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details: The persistent XML before and after, and the running domain's pins before and after when O(live=true).
-  platform:
-    platforms: posix
-requirements:
-  - libvirt-python (python3-libvirt) on the managed host
 seealso:
   - module: gpuvirt.tenancy.tenant_domain
   - name: libvirt domain XML, CPU tuning and NUMA node tuning
@@ -147,48 +122,22 @@ nodeset:
   sample: "1"
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, PIN_OPTIONS, numa_pin
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
-    LIBVIRT_IMPORT_ERROR, MEMORY_MODES, NumaPin, PinRequest, connect, missing_libvirt_message)
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        LIBVIRT_OPTIONS,
+        name=dict(type="str", required=True),
+        hugepages=dict(type="dict", options=dict(size=dict(type="str", required=True), nodeset=dict(type="str"))),
+        live=dict(type="bool", default=False),
+        **PIN_OPTIONS
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "name": {"type": "str", "required": True},
-            "uri": {"type": "str", "default": "qemu:///system"},
-            "vcpu_pins": {"type": "dict"},
-            "emulator_cpus": {"type": "str"},
-            "memory_mode": {"type": "str", "default": "strict", "choices": list(MEMORY_MODES)},
-            "nodeset": {"type": "str"},
-            "hugepages": {"type": "dict", "options": {"size": {"type": "str", "required": True}, "nodeset": {"type": "str"}}},
-            "live": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
-    if LIBVIRT_IMPORT_ERROR:
-        module.fail_json(msg=missing_libvirt_message(), exception=LIBVIRT_IMPORT_ERROR)
-    params = module.params
-    try:
-        request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
-        conn = connect(params["uri"])
-        try:
-            pin = NumaPin(conn, params["name"], params["uri"], request, params["live"], check_mode=module.check_mode)
-            if pin.changed and not module.check_mode:
-                pin.apply()
-            result = pin.result()
-            result["changed"] = pin.changed
-            if module._diff:
-                result["diff"] = pin.diff()
-            for warning in pin.warnings:
-                module.warn(warning)
-        finally:
-            conn.close()
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, numa_pin, host=host)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -24,16 +26,11 @@ description:
   - O(state=absent) shuts the domain down (ACPI power button), waits up to O(shutdown_timeout) seconds, powers it off only with
     O(force_off=true), then undefines it. Its devices are not touched, so GPUs and VFs stay bound to vfio-pci for the next tenant
     (RV(released_devices) lists them).
-  - CPU, emulator and NUMA memory pinning is done by M(gpuvirt.tenancy.numa_pin).
+  - With O(vcpu_pins), O(emulator_cpus) or O(nodeset) the same call pins the domain as M(gpuvirt.tenancy.numa_pin) does, in the
+    definition it writes (so one call defines, pins and starts a tenant; the pins are checked against the host's CPUs and the vCPUs
+    of the new definition), and with O(live=true) on the running domain too, after a live vCPU change. Left out, the domain's
+    pins are left as they are.
 options:
-  name:
-    description: The domain name (the tenant name).
-    type: str
-    required: true
-  uri:
-    description: libvirt connection URI.
-    type: str
-    default: qemu:///system
   state:
     description:
       - V(defined) defines the domain; V(running) also starts it when it is not running; V(absent) removes it (see
@@ -142,7 +139,9 @@ options:
             description: Write operations per second.
             type: int
   live:
-    description: Also apply what can change live (vCPU count, CPU QoS, disk I/O limits) to a running domain.
+    description:
+      - Also apply what can change live (vCPU count, CPU QoS, disk I/O limits, the vCPU and emulator pins and the NUMA nodeset) to
+        a running domain.
     type: bool
     default: false
   shutdown_timeout:
@@ -154,20 +153,17 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.libvirt
+  - gpuvirt.tenancy.libvirt.DOMAIN
+  - gpuvirt.tenancy.libvirt.PINS
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
     details: The persistent domain XML before and after.
-  platform:
-    platforms: posix
 notes:
-  - The live diff (a second diff entry) lists the running domain's vCPU count, scheduler parameters and I/O limits before and after.
-requirements:
-  - libvirt-python (python3-libvirt) on the managed host
+  - The live diff (a second diff entry) lists the running domain's vCPU count, scheduler parameters, I/O limits, pins and NUMA nodeset
+    before and after.
 seealso:
   - module: gpuvirt.tenancy.numa_pin
 author:
@@ -219,6 +215,21 @@ EXAMPLES = r"""
         total_iops_sec: 2000
         total_bytes_sec: 104857600
   register: tenant_c
+
+- name: Define, pin and start a tenant from a placement plan in one call
+  gpuvirt.tenancy.tenant_domain:
+    name: tenant-a
+    state: running
+    live: true
+    vcpus: 2
+    memory_mb: 16384
+    hugepage_size: 1G
+    gpus: ["0000:07:00.0"]
+    vcpu_pins:
+      0: "4"
+      1: "5"
+    emulator_cpus: "6"
+    nodeset: "1"
 
 - name: Remove a tenant, powering it off if it ignores the shutdown for 60 s
   gpuvirt.tenancy.tenant_domain:
@@ -278,72 +289,49 @@ restart_reasons:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import IOTUNE_KEYS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, PIN_OPTIONS, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
-    IOTUNE_KEYS, LIBVIRT_IMPORT_ERROR, TenantDomain, TenantSpec, connect, missing_libvirt_message)
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        LIBVIRT_OPTIONS,
+        name=dict(type="str", required=True),
+        state=dict(type="str", default="defined", choices=["defined", "running", "absent"]),
+        domain_type=dict(type="str", default="kvm"),
+        vcpus=dict(type="int"),
+        max_vcpus=dict(type="int"),
+        memory_mb=dict(type="int"),
+        hugepage_size=dict(type="str"),
+        gpus=dict(type="list", elements="str", default=[]),
+        vfs=dict(type="list", elements="str", default=[]),
+        network_vfs=dict(type="list", elements="str", default=[]),
+        mac=dict(type="str"),
+        vlan=dict(type="int"),
+        disks=dict(type="list", elements="dict", default=[], options=dict(
+            path=dict(type="str", required=True),
+            format=dict(type="str", default="qcow2"),
+            target=dict(type="str"),
+        )),
+        machine=dict(type="str"),
+        arch=dict(type="str", default="x86_64"),
+        qos=dict(type="dict", options=dict(
+            cpu_shares=dict(type="int"),
+            cpu_period=dict(type="int"),
+            cpu_quota=dict(type="int"),
+            iotune=dict(type="dict", options=dict((key, dict(type="int")) for key in IOTUNE_KEYS)),
+        )),
+        live=dict(type="bool", default=False),
+        shutdown_timeout=dict(type="int", default=120),
+        force_off=dict(type="bool", default=False),
+        **PIN_OPTIONS
+    ),
+    required_if=[("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))],
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "name": {"type": "str", "required": True},
-            "uri": {"type": "str", "default": "qemu:///system"},
-            "state": {"type": "str", "default": "defined", "choices": ["defined", "running", "absent"]},
-            "domain_type": {"type": "str", "default": "kvm"},
-            "vcpus": {"type": "int"},
-            "max_vcpus": {"type": "int"},
-            "memory_mb": {"type": "int"},
-            "hugepage_size": {"type": "str"},
-            "gpus": {"type": "list", "elements": "str", "default": []},
-            "vfs": {"type": "list", "elements": "str", "default": []},
-            "network_vfs": {"type": "list", "elements": "str", "default": []},
-            "mac": {"type": "str"},
-            "vlan": {"type": "int"},
-            "disks": {"type": "list", "elements": "dict", "default": [], "options": {
-                "path": {"type": "str", "required": True},
-                "format": {"type": "str", "default": "qcow2"},
-                "target": {"type": "str"},
-            }},
-            "machine": {"type": "str"},
-            "arch": {"type": "str", "default": "x86_64"},
-            "qos": {"type": "dict", "options": {
-                "cpu_shares": {"type": "int"},
-                "cpu_period": {"type": "int"},
-                "cpu_quota": {"type": "int"},
-                "iotune": {"type": "dict", "options": dict((key, {"type": "int"}) for key in IOTUNE_KEYS)},
-            }},
-            "live": {"type": "bool", "default": False},
-            "shutdown_timeout": {"type": "int", "default": 120},
-            "force_off": {"type": "bool", "default": False},
-        },
-        required_if=[("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))],
-        supports_check_mode=True,
-    )
-    if LIBVIRT_IMPORT_ERROR:
-        module.fail_json(msg=missing_libvirt_message(), exception=LIBVIRT_IMPORT_ERROR)
-    params = module.params
-    if params["shutdown_timeout"] < 0:
-        module.fail_json(msg="shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)" % params["shutdown_timeout"])
-    try:
-        spec = TenantSpec(params) if params["state"] != "absent" else TenantSpec.named(params["name"])
-        conn = connect(params["uri"])
-        try:
-            tenant = TenantDomain(conn, params["uri"], spec, params["state"], live=params["live"],
-                                  shutdown_timeout=params["shutdown_timeout"], force_off=params["force_off"])
-            if tenant.changed and not module.check_mode:
-                tenant.apply()
-            result = tenant.result()
-            if module._diff:
-                result["diff"] = tenant.diff()
-            for warning in tenant.warnings:
-                module.warn(warning)
-        finally:
-            conn.close()
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+def main(host=None):
+    run_module(MODULE_ARGS, tenant_domain, host=host)
 
 
 if __name__ == "__main__":

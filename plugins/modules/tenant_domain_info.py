@@ -3,7 +3,9 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
@@ -19,18 +21,14 @@ options:
     type: list
     elements: str
     required: true
-  uri:
-    description: libvirt connection URI.
-    type: str
-    default: qemu:///system
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.libvirt
 attributes:
   platform:
     platforms: posix
-requirements:
-  - libvirt-python (python3-libvirt) on the managed host
 seealso:
   - module: gpuvirt.tenancy.tenant_domain
 author:
@@ -67,32 +65,19 @@ domains:
       active: true
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, tenant_domain_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import (
-    LIBVIRT_IMPORT_ERROR, connect, domain_assignments, missing_libvirt_message)
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        LIBVIRT_OPTIONS,
+        names=dict(type="list", elements="str", required=True),
+    ),
+)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "names": {"type": "list", "elements": "str", "required": True},
-            "uri": {"type": "str", "default": "qemu:///system"},
-        },
-        supports_check_mode=True,
-    )
-    if LIBVIRT_IMPORT_ERROR:
-        module.fail_json(msg=missing_libvirt_message(), exception=LIBVIRT_IMPORT_ERROR)
-    try:
-        conn = connect(module.params["uri"])
-        try:
-            domains = domain_assignments(conn, module.params["uri"], module.params["names"])
-        finally:
-            conn.close()
-    except (InputError, StateError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, domains=domains)
+def main(host=None):
+    run_module(MODULE_ARGS, tenant_domain_info, host=host)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Shared pytest helpers: import path for the collection, and running a module's
-``main()`` in-process with given arguments, returning its JSON result."""
+"""Shared pytest helpers: import path for the collection, running a module's ``main()``
+in-process with given arguments (returning its JSON result), and a libvirt connection on
+libvirt's built-in test driver."""
 
 from __future__ import annotations
 
@@ -82,3 +83,20 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
 @pytest.fixture
 def fixtures_dir():
     return FIXTURES
+
+
+# libvirt's built-in test driver: a real libvirt in process, with a host of 2 NUMA cells (CPUs
+# 0-7 and 8-15; CPU maps 8 wide) and page sizes 4K/8K/2M/1G. Its domains live while a connection
+# to it is open, so a test that runs a module against it holds one (the ``libvirt_conn`` fixture).
+LIBVIRT_TEST_URI = "test:///default"
+
+
+@pytest.fixture
+def libvirt_conn():
+    """An open connection to ``LIBVIRT_TEST_URI``. libvirt-python is a test requirement: without
+    it this fails, it does not skip."""
+    import libvirt  # pylint: disable=import-outside-toplevel
+    libvirt.registerErrorHandler(lambda *_: None, None)
+    handle = libvirt.open(LIBVIRT_TEST_URI)
+    yield handle
+    handle.close()

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""numa_pin against libvirt's built-in test driver (test:///default): a real libvirt, in
+"""numa_pin against libvirt's built-in test driver (conftest ``libvirt_conn``): a real libvirt, in
 process, with a host of 2 NUMA cells (CPUs 0-7 and 8-15; CPU maps 8 wide) and page sizes
 4K/8K/2M/1G. Its state lives while a connection is open, so each test holds one."""
 
@@ -8,15 +8,14 @@ from __future__ import annotations
 import uuid
 import xml.etree.ElementTree as ET
 
+import libvirt
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin
 
-from conftest import run_module  # pylint: disable=import-error
-
-libvirt = pytest.importorskip("libvirt")
-
-URI = "test:///default"
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 
 BASE_XML = """<domain type='test' xmlns:gv='https://example.invalid/gpuvirt'>
   <name>{name}</name>
@@ -36,17 +35,9 @@ BASE_XML = """<domain type='test' xmlns:gv='https://example.invalid/gpuvirt'>
 
 
 @pytest.fixture
-def conn():
-    libvirt.registerErrorHandler(lambda *_: None, None)
-    handle = libvirt.open(URI)
-    yield handle
-    handle.close()
-
-
-@pytest.fixture
-def domain(conn):
+def domain(libvirt_conn):
     name = "pin-" + uuid.uuid4().hex[:8]
-    return conn.defineXML(BASE_XML.format(name=name))
+    return libvirt_conn.defineXML(BASE_XML.format(name=name))
 
 
 def inactive(dom):
@@ -85,6 +76,15 @@ def test_pins_the_persistent_definition_and_keeps_the_rest(domain):
     metadata = before[before.index("<metadata"):before.index("</metadata>")]
     assert "keep me" in metadata and metadata in after
     assert result["vcpu_pins"] == {"0": "2", "1": "3"} and result["nodeset"] == "0"
+
+
+def test_runs_on_an_injected_host(domain, tmp_path):
+    """The one host seam: a Host over a temporary tree, nothing patched; libvirt from ``uri``."""
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    result = run_module(numa_pin.main, dict(PIN, name=domain.name(), uri=URI), host=host)
+    assert result["changed"] and result["vcpu_pins"] == {"0": "2", "1": "3"}
+    assert ET.fromstring(inactive(domain)).find("numatune/memory").get("nodeset") == "0"
+    assert host.commands.calls == []
 
 
 def test_second_run_changes_nothing(domain):
@@ -141,8 +141,8 @@ def test_bad_input_fails_and_changes_nothing(domain, args, message):
     assert inactive(domain) == before
 
 
-def test_unknown_domain(conn):
-    del conn
+def test_unknown_domain(libvirt_conn):
+    del libvirt_conn
     result = run_module(numa_pin.main, {"name": "no-such-domain", "uri": URI, "nodeset": "0"})
     assert result["failed"] and "name: no domain no-such-domain on test:///default" in result["msg"]
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""tenant_domain against libvirt's built-in test driver (test:///default, domain type
+"""tenant_domain against libvirt's built-in test driver (conftest ``libvirt_conn``, domain type
 'test', guest arch i686): definitions are real libvirt definitions, parsed and normalised by
 libvirt itself."""
 
@@ -8,25 +8,21 @@ from __future__ import annotations
 import uuid
 import xml.etree.ElementTree as ET
 
+import libvirt
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain
 
-from conftest import run_module  # pylint: disable=import-error
-
-libvirt = pytest.importorskip("libvirt")
-
-URI = "test:///default"
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 EDU = "0000:82:00.0"
 VF1, VF2 = "0000:81:00.1", "0000:81:00.2"
 
 
 @pytest.fixture
-def conn():
-    libvirt.registerErrorHandler(lambda *_: None, None)
-    handle = libvirt.open(URI)
-    yield handle
-    handle.close()
+def conn(libvirt_conn):
+    return libvirt_conn
 
 
 @pytest.fixture
@@ -270,3 +266,83 @@ def test_defined_needs_a_size(conn):
     result = run_module(tenant_domain.main, {"name": "t", "uri": URI, "state": "defined"})
     assert result.get("failed") and "vcpus" in result["msg"] and "memory_mb" in result["msg"]
     del conn
+
+
+def test_runs_on_an_injected_host(conn, args, tmp_path):
+    """The one host seam: a Host over a temporary tree, nothing patched; libvirt from ``uri``."""
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    result = run_module(tenant_domain.main, args, host=host)
+    assert result["changed"] and result["created"]
+    assert hostdevs(xml_of(conn, args["name"])) == sorted([EDU, VF1])
+    assert host.commands.calls == []
+
+
+# --------------------------------------------------------------------------- define and pin in one call
+PINS = {"vcpu_pins": {"0": "2", "1": "3"}, "emulator_cpus": "4", "nodeset": "0"}
+
+
+def pins_of(root):
+    return ([(p.get("vcpu"), p.get("cpuset")) for p in root.findall("cputune/vcpupin")],
+            root.find("cputune/emulatorpin").get("cpuset"), root.find("numatune/memory").attrib)
+
+
+def live_pins(domain):
+    return [[cpu for cpu, on in enumerate(cpus) if on] for cpus in domain.vcpuPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE)]
+
+
+def test_defines_and_pins_in_one_call(conn, args):
+    args.update(PINS, qos={"cpu_shares": 512})
+    result = run_module(tenant_domain.main, args)
+    assert result["changed"] and result["created"] and not result["restart_required"]
+    root = xml_of(conn, args["name"])
+    assert pins_of(root) == ([("0", "2"), ("1", "3")], "4", {"mode": "strict", "nodeset": "0"})
+    assert cputune(root) == {"shares": 512}
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+def test_pins_are_checked_against_the_host_and_the_new_vcpus(conn, args):
+    for change, message in [({"vcpu_pins": {"0": "99"}}, "vcpu_pins[0]: CPU(s) 99 are not on this host"),
+                            ({"vcpu_pins": {"2": "1"}}, "vcpu_pins: vCPU(s) 2 do not exist; the domain has 2"),
+                            ({"nodeset": "3"}, "nodeset: NUMA node(s) 3 do not exist on this host")]:
+        result = run_module(tenant_domain.main, dict(args, **change))
+        assert result.get("failed") and message in result["msg"], result
+        with pytest.raises(libvirt.libvirtError):
+            conn.lookupByName(args["name"])
+
+
+def test_check_mode_resize_shows_the_new_vcpu_pinned(conn, args):
+    args.update(PINS, vcpus=2, max_vcpus=3)
+    run_module(tenant_domain.main, args)
+    before = conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    grown = dict(args, vcpus=3, vcpu_pins={"0": "2", "1": "3", "2": "5"})
+    result = run_module(tenant_domain.main, grown, check_mode=True, diff=True)
+    assert result["changed"] and not result.get("warnings")
+    assert '<vcpupin vcpu="2" cpuset="5" />' in result["diff"][0]["after"]
+    assert '<vcpu placement="static">3</vcpu>' in result["diff"][0]["after"]
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+
+
+def test_running_tenant_grows_and_pins_the_new_vcpu_live(conn, args):
+    args.update(PINS, vcpu_pins={"0": "2"}, vcpus=1, max_vcpus=2, state="running", live=True)
+    assert run_module(tenant_domain.main, args)["started"]
+    domain = conn.lookupByName(args["name"])
+    assert live_pins(domain) == [[2]]
+    args.update(vcpus=2, vcpu_pins={"0": "2", "1": "6"})
+    result = run_module(tenant_domain.main, args, diff=True)
+    assert result["changed"] and result["live_changed"] and not result["restart_required"], result
+    assert domain.vcpusFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE) == 2
+    assert live_pins(domain) == [[2], [6]]
+    assert result["diff"][1]["after"].startswith("vcpus: 2\n")
+    assert pins_of(xml_of(conn, args["name"]))[0] == [("0", "2"), ("1", "6")]
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+def test_running_tenant_repinned_without_live_asks_for_a_restart(conn, args):
+    args.update(PINS, state="running")
+    run_module(tenant_domain.main, args)
+    before = live_pins(conn.lookupByName(args["name"]))
+    result = run_module(tenant_domain.main, dict(args, vcpu_pins={"0": "5", "1": "3"}))
+    assert result["changed"] and result["restart_required"] and not result["live_changed"]
+    assert any("CPU pins" in reason for reason in result["restart_reasons"])
+    assert live_pins(conn.lookupByName(args["name"])) == before
+    assert pins_of(xml_of(conn, args["name"]))[0] == [("0", "5"), ("1", "3")]

@@ -1,32 +1,25 @@
 # -*- coding: utf-8 -*-
 """tenant_domain_info on libvirt's test driver, and the round trip the tenant_vms role makes:
-plan -> tenant_domain + numa_pin -> tenant_domain_info -> plan again with ``existing``: every
-tenant is kept where it is, and a new tenant gets only what is left."""
+plan -> tenant_domain (+ numa_pin) -> tenant_domain_info -> plan again with ``existing``: every
+tenant is kept where it is, and a new tenant gets only what is left; and the role's own path,
+the plan's tenant_domains arguments, one tenant_domain call per tenant, run twice."""
 
 from __future__ import annotations
 
 import uuid
 
-import pytest
+import libvirt
 
+from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info
 
-from conftest import run_module  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
 
-libvirt = pytest.importorskip("libvirt")
-
-URI = "test:///default"
 POLICY = {"numa": "preferred", "reserved_cpus": [0]}
-
-
-@pytest.fixture
-def conn():
-    libvirt.registerErrorHandler(lambda *_: None, None)
-    handle = libvirt.open(URI)
-    yield handle
-    handle.close()
 
 
 def define(placement):
@@ -44,8 +37,8 @@ def define(placement):
     assert not result.get("failed"), result
 
 
-def test_round_trip_keeps_every_tenant(conn):
-    del conn
+def test_round_trip_keeps_every_tenant(libvirt_conn):
+    del libvirt_conn
     suffix = uuid.uuid4().hex[:6]
     tenants = [{"name": "a-" + suffix, "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64},
                {"name": "b-" + suffix, "vfs": 1, "vcpus": 1, "memory_mb": 64, "emulator": "housekeeping", "hugepage_size": "none"}]
@@ -71,6 +64,69 @@ def test_round_trip_keeps_every_tenant(conn):
     assert "GPUs short on node 1" in again["unplaced"]["c-" + suffix]
 
 
-def test_unknown_names_are_left_out(conn):
-    del conn
+def test_unknown_names_are_left_out(libvirt_conn):
+    del libvirt_conn
     assert run_module(tenant_domain_info.main, {"names": ["nope"], "uri": URI})["domains"] == {}
+
+
+def test_runs_on_an_injected_host(libvirt_conn, tmp_path):
+    """The one host seam: a Host over a temporary tree, nothing patched; libvirt from ``uri``."""
+    name = "info-" + uuid.uuid4().hex[:6]
+    libvirt_conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>2</vcpu>"
+                           "<os><type arch='i686'>hvm</type></os></domain>" % name)
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    result = run_module(tenant_domain_info.main, {"names": [name, "nope"], "uri": URI}, host=host)
+    assert not result["changed"] and list(result["domains"]) == [name]
+    assert (result["domains"][name]["vcpus"], result["domains"][name]["memory_mb"]) == (2, 64)
+    assert host.commands.calls == []
+
+
+# --------------------------------------------------------------------------- the tenant_vms role's path
+SETTINGS = {"domain_type": "test", "machine": None, "memory_mode": "strict", "priorities": {"online": {"cpu_shares": 1024}}}
+LAB_POLICY = {"numa": "preferred", "reserved_cpus": [0], "smt": "whole_cores", "emulator": "isolate"}
+
+
+def converge(topology, tenants, check_mode=False):
+    """What tenant_vms does: read the domains, plan keeping them, one tenant_domain call each."""
+    filters = FilterModule().filters()
+    names = [t["name"] for t in tenants]
+    existing = run_module(tenant_domain_info.main, {"names": names, "uri": URI})["domains"]
+    plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=existing))
+    assert not plan["unplaced"], plan["unplaced"]
+    results = [run_module(tenant_domain.main, dict(args, uri=URI, live=True, arch="i686"), check_mode=check_mode, diff=check_mode)
+               for args in filters["tenant_domains"](plan, tenants, SETTINGS)]
+    assert not any(r.get("failed") for r in results), results
+    return results
+
+
+def live_pins(conn, name):
+    return [[cpu for cpu, on in enumerate(cpus) if on] for cpus in conn.lookupByName(name).vcpuPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE)]
+
+
+def test_role_path_defines_pins_and_starts_each_tenant_in_one_call(libvirt_conn):
+    suffix = uuid.uuid4().hex[:6]
+    a, b = "a-" + suffix, "b-" + suffix
+    tenants = [{"name": a, "gpus": [LAB_EDU], "vfs": 1, "vcpus": 1, "max_vcpus": 2, "memory_mb": 64, "hugepage_size": "2M",
+                "state": "running"},
+               {"name": b, "vfs": 1, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "emulator": "housekeeping"}]
+    topology = lab(pages_2m=(0, 64), cpus_per_node=4)
+    first = converge(topology, tenants)
+    assert [r["changed"] for r in first] == [True, True] and [r["started"] for r in first] == [True, False]
+    info = run_module(tenant_domain_info.main, {"names": [a, b], "uri": URI})["domains"]
+    assert (info[a]["numa_node"], info[a]["vcpu_pins"], info[a]["emulator_cpus"], info[a]["active"]) == (1, {"0": "4"}, "5", True)
+    assert (info[b]["vcpu_pins"], info[b]["emulator_cpus"], info[b]["active"]) == ({"0": "6"}, "0", False)
+    assert live_pins(libvirt_conn, a) == [[4]]
+    # the idempotence run
+    assert [r["changed"] for r in converge(topology, tenants)] == [False, False]
+    # the lab's resize step: check mode shows the new vCPU pinned on node 1 and changes nothing, then it happens live
+    tenants[0]["vcpus"] = 2
+    check = converge(topology, tenants, check_mode=True)
+    assert '<vcpupin vcpu="1" cpuset="7" />' in check[0]["diff"][0]["after"]
+    assert '<vcpu placement="static">2</vcpu>' in check[0]["diff"][0]["after"]
+    assert not check[1]["changed"] and live_pins(libvirt_conn, a) == [[4]]
+    resized = converge(topology, tenants)
+    assert resized[0]["changed"] and resized[0]["live_changed"]
+    # the test driver has no live scheduler parameters: only the QoS waits for a restart there
+    assert [r for r in resized[0]["restart_reasons"] if "QoS (its live values cannot be read" not in r] == []
+    assert live_pins(libvirt_conn, a) == [[4], [7]]
+    assert [r["changed"] for r in converge(topology, tenants)] == [False, False]

@@ -1,0 +1,674 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A tenant's libvirt domain definition, built and read: pure XML, no libvirt.
+
+The definition is edited with ElementTree; only the elements a caller manages (a tenant's
+size, devices, QoS and hugepage backing; the vCPU/emulator pins and the NUMA memory tuning)
+are touched, every other element is kept as libvirt returned it. The live calls that read
+and change a running domain are in ``libvirt_connection``; the module features that decide
+and act with both are in ``libvirt_domain``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import io
+import re
+import xml.etree.ElementTree as ET
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses, source_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, name_of_kb, size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, is_address
+
+__metaclass__ = type
+
+MEMORY_MODES = ("strict", "preferred", "interleave", "restrictive")
+# cputune children a tenant's QoS manages, and the domain scheduler parameters they are live.
+CPU_QOS = (("cpu_shares", "shares", "cpu_shares"), ("cpu_period", "period", "vcpu_period"), ("cpu_quota", "quota", "vcpu_quota"))
+IOTUNE_KEYS = ("total_bytes_sec", "read_bytes_sec", "write_bytes_sec", "total_iops_sec", "read_iops_sec", "write_iops_sec")
+# a vcpu_quota at or above this (cgroup v2 "max") or below 1 is no cap
+UNLIMITED_QUOTA = 17592186044415
+MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+
+
+# --------------------------------------------------------------------------- XML text and trees
+def _namespaces(xml_text):
+    """Register the document's namespace prefixes so serialising keeps them."""
+    for _event, (prefix, uri) in ET.iterparse(io.StringIO(xml_text), events=("start-ns",)):
+        if prefix:
+            ET.register_namespace(prefix, uri)
+
+
+def parse_xml(xml_text):
+    _namespaces(xml_text)
+    return ET.fromstring(xml_text)
+
+
+def to_text(root):
+    """Serialise with libvirt's two-space indentation (for diffs and for defineXML)."""
+    root = copy_tree(root)
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def copy_tree(element):
+    return ET.fromstring(ET.tostring(element))
+
+
+def _child(parent, tag, after=()):
+    """The first ``tag`` child of ``parent``, created after the last of ``after`` (or at the end)."""
+    found = parent.find(tag)
+    if found is not None:
+        return found
+    element = ET.Element(tag)
+    position = len(parent)
+    for index, child in enumerate(list(parent)):
+        if child.tag in after:
+            position = index + 1
+    parent.insert(position, element)
+    return element
+
+
+def to_kib(value, unit):
+    """A libvirt memory size in ``unit`` as KiB."""
+    value = int(value)
+    unit = (unit or "KiB").lower()
+    factors = {"b": 1.0 / 1024, "bytes": 1.0 / 1024, "k": 1, "kib": 1, "kb": 1000.0 / 1024, "m": 1024, "mib": 1024,
+               "mb": 1000.0 * 1000 / 1024, "g": 1024 * 1024, "gib": 1024 * 1024}
+    return int(value * factors.get(unit, 1))
+
+
+def host_cpus(capabilities_xml, map_length):
+    """{"cells": {id: [cpus]}, "cpus": [all], "page_sizes_kb": [..], "map_length": n} from libvirt's
+    capabilities XML and the length of the host CPU map (which bounds the CPUs a pin can name)."""
+    caps = ET.fromstring(capabilities_xml)
+    cells = {}
+    for cell in caps.findall("./host/topology/cells/cell"):
+        cells[int(cell.get("id"))] = sorted(int(cpu.get("id")) for cpu in cell.findall("./cpus/cpu"))
+    cpus = sorted(set(c for ids in cells.values() for c in ids if c < map_length)) or list(range(map_length))
+    sizes = sorted(set(int(p.get("size")) for p in caps.findall("./host/cpu/pages") if p.get("size")))
+    return {"cells": cells, "cpus": cpus, "page_sizes_kb": sizes, "map_length": map_length}
+
+
+def vcpu_counts(root):
+    """(current, maximum) vCPUs of a domain definition."""
+    vcpu = root.find("vcpu")
+    if vcpu is None or not (vcpu.text or "").strip():
+        return (1, 1)
+    maximum = int(vcpu.text)
+    return (int(vcpu.get("current") or maximum), maximum)
+
+
+def disk_targets(root):
+    """File disk path -> guest target device of a definition."""
+    return dict((d.find("source").get("file"), d.find("target").get("dev")) for d in root.findall("devices/disk")
+                if d.find("source") is not None and d.find("target") is not None and d.find("source").get("file"))
+
+
+def _cpuset(value, what="cpuset"):
+    return parse_cpulist(value, what)
+
+
+def check_page_size(host, size_kb, what):
+    """Refuse hugepages of a size the host (:func:`host_cpus`) does not have."""
+    if host["page_sizes_kb"] and size_kb not in host["page_sizes_kb"]:
+        raise InputError("%s: %d KiB pages are not supported by this host (sizes %s KiB)"
+                         % (what, size_kb, ", ".join(map(str, host["page_sizes_kb"]))))
+
+
+# --------------------------------------------------------------------------- pinning
+def read_pinning(root):
+    """The managed pinning state of a domain XML tree."""
+    pins = {}
+    emulator = None
+    cputune = root.find("cputune")
+    if cputune is not None:
+        for pin in cputune.findall("vcpupin"):
+            pins[int(pin.get("vcpu"))] = _cpuset(pin.get("cpuset"))
+        emu = cputune.find("emulatorpin")
+        if emu is not None:
+            emulator = _cpuset(emu.get("cpuset"))
+    mode = nodeset = None
+    memory = root.find("numatune/memory")
+    if memory is not None:
+        mode = memory.get("mode", "strict")
+        nodeset = _cpuset(memory.get("nodeset")) if memory.get("nodeset") else None
+    pages = None
+    hugepages = root.find("memoryBacking/hugepages")
+    if hugepages is not None:
+        pages = []
+        for page in hugepages.findall("page"):
+            pages.append({"size_kb": to_kib(page.get("size"), page.get("unit", "KiB")),
+                          "nodeset": _cpuset(page.get("nodeset")) if page.get("nodeset") else None})
+        if not pages:
+            pages = [{"size_kb": None, "nodeset": None}]
+    return {"vcpu_pins": pins, "emulator_cpus": emulator, "memory_mode": mode, "nodeset": nodeset, "hugepages": pages}
+
+
+def pinning_fields(state):
+    """A pinning state (``read_pinning``) as module result fields: cpusets as text."""
+    return {
+        "vcpu_pins": dict((str(k), format_cpulist(v)) for k, v in sorted(state["vcpu_pins"].items())),
+        "emulator_cpus": format_cpulist(state["emulator_cpus"]) if state["emulator_cpus"] is not None else None,
+        "memory_mode": state["memory_mode"],
+        "nodeset": format_cpulist(state["nodeset"]) if state["nodeset"] is not None else None,
+    }
+
+
+class PinRequest:
+    """The normalised pinning options (``numa_pin``; ``tenant_domain``'s pins), validated against
+    the host and the domain."""
+
+    def __init__(self, vcpu_pins=None, emulator_cpus=None, memory_mode="strict", nodeset=None, hugepages=None):
+        self.vcpu_pins = None
+        if vcpu_pins is not None:
+            if not isinstance(vcpu_pins, dict):
+                raise InputError("vcpu_pins: expected a dict vCPU number -> cpuset, e.g. {0: '3', 1: '4-5'}")
+            self.vcpu_pins = {}
+            for vcpu, cpuset in vcpu_pins.items():
+                try:
+                    index = int(vcpu)
+                except (TypeError, ValueError):
+                    raise InputError("vcpu_pins: key %r is not a vCPU number" % (vcpu,))
+                if index < 0:
+                    raise InputError("vcpu_pins: vCPU %d is negative" % index)
+                cpus = _cpuset(cpuset, "vcpu_pins[%d]" % index)
+                if not cpus:
+                    raise InputError("vcpu_pins[%d]: empty cpuset; give at least one host CPU" % index)
+                self.vcpu_pins[index] = cpus
+        self.emulator_cpus = None
+        if emulator_cpus is not None and emulator_cpus != "":
+            self.emulator_cpus = _cpuset(emulator_cpus, "emulator_cpus")
+        if memory_mode not in MEMORY_MODES:
+            raise InputError("memory_mode: %r is not one of %s" % (memory_mode, ", ".join(MEMORY_MODES)))
+        self.memory_mode = memory_mode
+        self.nodeset = _cpuset(nodeset, "nodeset") if nodeset not in (None, "") else None
+        if nodeset not in (None, "") and not self.nodeset:
+            raise InputError("nodeset: empty; give host NUMA node numbers such as '1'")
+        self.hugepages = None
+        if hugepages:
+            if not isinstance(hugepages, dict) or "size" not in hugepages:
+                raise InputError("hugepages: expected a dict with size (2M or 1G) and optional nodeset (guest NUMA cells)")
+            name = size_name(hugepages.get("size"), "hugepages.size", allow_none=True)
+            if name is None:
+                raise InputError("hugepages.size: give 2M or 1G (leave hugepages out to keep the memory backing unchanged)")
+            guest_nodes = hugepages.get("nodeset")
+            self.hugepages = {"size_kb": SIZES_KB[name],
+                              "nodeset": _cpuset(guest_nodes, "hugepages.nodeset") if guest_nodes not in (None, "") else None}
+
+    @property
+    def pins_anything(self):
+        """Whether the request manages a pin or the NUMA nodeset (what can be applied live)."""
+        return bool(self.vcpu_pins) or self.emulator_cpus is not None or self.nodeset is not None
+
+    def validate(self, host, root, strict_vcpus=True):
+        """-> warnings. ``host``: :func:`host_cpus`. With ``strict_vcpus`` false (check mode) pins
+        of vCPUs the definition does not have yet are a warning: the tenant's new vCPU count is
+        defined before it is pinned."""
+        warnings = []
+        known = set(host["cpus"])
+        for index, cpus in sorted((self.vcpu_pins or {}).items()):
+            outside = [c for c in cpus if c not in known]
+            if outside:
+                raise InputError("vcpu_pins[%d]: CPU(s) %s are not on this host (host CPUs %s)"
+                                 % (index, format_cpulist(outside), format_cpulist(known)))
+        if self.emulator_cpus is not None:
+            outside = [c for c in self.emulator_cpus if c not in known]
+            if outside:
+                raise InputError("emulator_cpus: CPU(s) %s are not on this host (host CPUs %s)" % (format_cpulist(outside), format_cpulist(known)))
+        if self.nodeset is not None:
+            missing = [n for n in self.nodeset if n not in host["cells"]]
+            if missing:
+                raise InputError("nodeset: NUMA node(s) %s do not exist on this host (nodes %s)"
+                                 % (format_cpulist(missing), format_cpulist(host["cells"]) or "none"))
+        max_vcpus = vcpu_counts(root)[1]
+        too_high = [i for i in (self.vcpu_pins or {}) if i >= max_vcpus]
+        if too_high and not strict_vcpus:
+            warnings.append("vCPU(s) %s are not in the definition yet (%d vCPU(s)); they are pinned once the domain is defined "
+                            "with them (gpuvirt.tenancy.tenant_domain)" % (", ".join(map(str, too_high)), max_vcpus))
+        elif too_high:
+            raise InputError("vcpu_pins: vCPU(s) %s do not exist; the domain has %d vCPU(s) (0-%d)"
+                             % (", ".join(map(str, too_high)), max_vcpus, max_vcpus - 1))
+        if self.hugepages is not None:
+            check_page_size(host, self.hugepages["size_kb"], "hugepages.size")
+            if self.hugepages["nodeset"] is not None:
+                cells = [int(c.get("id")) for c in root.findall("cpu/numa/cell") if c.get("id") is not None]
+                missing = [n for n in self.hugepages["nodeset"] if n not in cells]
+                if missing:
+                    raise InputError("hugepages.nodeset: guest NUMA cell(s) %s are not defined in the domain (cells: %s); the "
+                                     "host node is set with nodeset" % (format_cpulist(missing), format_cpulist(cells) or "none"))
+        return warnings
+
+    def desired(self, current):
+        return {
+            "vcpu_pins": self.vcpu_pins if self.vcpu_pins is not None else current["vcpu_pins"],
+            "emulator_cpus": self.emulator_cpus if self.emulator_cpus is not None else current["emulator_cpus"],
+            "memory_mode": self.memory_mode if self.nodeset is not None else current["memory_mode"],
+            "nodeset": self.nodeset if self.nodeset is not None else current["nodeset"],
+            "hugepages": [self.hugepages] if self.hugepages is not None else current["hugepages"],
+        }
+
+
+def apply_pinning(root, request):
+    """Edit ``root`` (a domain XML tree) in place to carry ``request``; -> True when it changed."""
+    current = read_pinning(root)
+    if request.desired(current) == current:
+        return False
+    if request.vcpu_pins is not None or request.emulator_cpus is not None:
+        cputune = _child(root, "cputune", after=("vcpu", "vcpus", "iothreads", "iothreadids"))
+        if request.vcpu_pins is not None:
+            old = cputune.findall("vcpupin")
+            position = list(cputune).index(old[0]) if old else len(cputune)
+            for pin in old:
+                cputune.remove(pin)
+            for offset, index in enumerate(sorted(request.vcpu_pins)):
+                element = ET.Element("vcpupin", {"vcpu": str(index), "cpuset": format_cpulist(request.vcpu_pins[index])})
+                cputune.insert(position + offset, element)
+        if request.emulator_cpus is not None:
+            emu = cputune.find("emulatorpin")
+            if emu is None:
+                pins = cputune.findall("vcpupin")
+                position = list(cputune).index(pins[-1]) + 1 if pins else len(cputune)
+                emu = ET.Element("emulatorpin")
+                cputune.insert(position, emu)
+            emu.set("cpuset", format_cpulist(request.emulator_cpus))
+    if request.nodeset is not None:
+        numatune = _child(root, "numatune", after=("cputune", "vcpu", "vcpus", "iothreads"))
+        memory = numatune.find("memory")
+        if memory is None:
+            memory = ET.Element("memory")
+            numatune.insert(0, memory)
+        for key in list(memory.attrib):
+            if key not in ("mode", "nodeset"):
+                del memory.attrib[key]
+        memory.set("mode", request.memory_mode)
+        memory.set("nodeset", format_cpulist(request.nodeset))
+    if request.hugepages is not None:
+        backing = _child(root, "memoryBacking", after=("currentMemory", "memory", "maxMemory"))
+        hugepages = backing.find("hugepages")
+        if hugepages is None:
+            hugepages = ET.Element("hugepages")
+            backing.insert(0, hugepages)
+        for page in list(hugepages):
+            hugepages.remove(page)
+        attrs = {"size": str(request.hugepages["size_kb"]), "unit": "KiB"}
+        if request.hugepages["nodeset"] is not None:
+            attrs["nodeset"] = format_cpulist(request.hugepages["nodeset"])
+        hugepages.append(ET.Element("page", attrs))
+    return True
+
+
+# --------------------------------------------------------------------------- tenant domains
+def _whole(value, what):
+    if isinstance(value, bool):
+        raise InputError("%s: %r is not a whole number" % (what, value))
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError("%s: %r is not a whole number" % (what, value))
+
+
+def _address_attributes(addr, what):
+    """A PCI address as libvirt's ``<address domain= bus= slot= function=>`` attributes; only the
+    full form (``0000:82:00.0``, any case) is taken."""
+    text = str(addr or "").lower()
+    if not is_address(text):
+        raise InputError("%s: %r is not a PCI address like 0000:82:00.0" % (what, addr))
+    domain, bus, slot, function = address_parts(text)
+    return {"domain": "0x%04x" % domain, "bus": "0x%02x" % bus, "slot": "0x%02x" % slot, "function": "0x%x" % function}
+
+
+class TenantSpec:
+    """The ``tenant_domain`` options, validated; builds a new definition or brings one to them."""
+
+    def __init__(self, params):
+        self.name = params["name"]
+        self.domain_type = params["domain_type"]
+        self.vcpus = params["vcpus"]
+        if not self.vcpus or self.vcpus < 1:
+            raise InputError("vcpus: must be at least 1")
+        self.max_vcpus = params.get("max_vcpus") or self.vcpus
+        if self.max_vcpus < self.vcpus:
+            raise InputError("max_vcpus: %d is below vcpus %d; raise max_vcpus (the most vCPUs the running domain may grow to) "
+                             "or leave it out" % (self.max_vcpus, self.vcpus))
+        self.qos = self._qos(params.get("qos"))
+        self.memory_kib = params["memory_mb"] * 1024
+        if params["memory_mb"] < 1:
+            raise InputError("memory_mb: must be at least 1")
+        self.hugepage_kib = None
+        size = size_name(params.get("hugepage_size"), "hugepage_size", allow_none=True)
+        if size:
+            self.hugepage_kib = SIZES_KB[size]
+            # guest memory is whole hugepages
+            self.memory_kib = -(-self.memory_kib // self.hugepage_kib) * self.hugepage_kib
+        self.gpus = [self._addr(a, "gpus") for a in params.get("gpus") or []]
+        self.vfs = [self._addr(a, "vfs") for a in params.get("vfs") or []]
+        network = [self._addr(a, "network_vfs") for a in params.get("network_vfs") or []]
+        stray = [a for a in network if a not in self.vfs]
+        if stray:
+            raise InputError("network_vfs: %s not listed in vfs" % ", ".join(stray))
+        self.network_vfs = network
+        all_devices = self.gpus + self.vfs
+        if len(set(all_devices)) != len(all_devices):
+            raise InputError("gpus/vfs: a PCI address is listed twice")
+        self.mac = params.get("mac")
+        if self.mac and not MAC_RE.match(self.mac):
+            raise InputError("mac: %r is not a MAC address like 52:54:00:12:34:56" % self.mac)
+        self.vlan = params.get("vlan")
+        if self.vlan is not None and not 1 <= int(self.vlan) <= 4094:
+            raise InputError("vlan: %r is not a VLAN id (1-4094)" % self.vlan)
+        self.disks = []
+        targets = set()
+        for index, disk in enumerate(params.get("disks") or []):
+            path = disk.get("path")
+            if not path:
+                raise InputError("disks[%d]: path is required" % index)
+            target = disk.get("target") or "vd%s" % "abcdefghijklmnopqrstuvwxyz"[len(self.disks)]
+            if target in targets:
+                raise InputError("disks[%d]: target %s used twice" % (index, target))
+            targets.add(target)
+            self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
+        self.machine = params.get("machine")
+        self.arch = params.get("arch") or "x86_64"
+
+    @classmethod
+    def named(cls, name):
+        """A spec that names a domain and nothing else (to remove it)."""
+        spec = cls.__new__(cls)
+        spec.name = name
+        return spec
+
+    @staticmethod
+    def _qos(qos):
+        """``qos`` -> {cpu_shares, cpu_period, cpu_quota: int|None, iotune: {key: int}} or None (not managed)."""
+        if qos is None:
+            return None
+        if not isinstance(qos, dict):
+            raise InputError("qos: expected a dict with cpu_shares, cpu_period, cpu_quota and iotune")
+        unknown = sorted(set(qos) - set(["cpu_shares", "cpu_period", "cpu_quota", "iotune"]))
+        if unknown:
+            raise InputError("qos: unknown key(s) %s; known: cpu_shares, cpu_period, cpu_quota, iotune" % ", ".join(unknown))
+        out = {"iotune": {}}
+        limits = {"cpu_shares": (2, 262144), "cpu_period": (1000, 1000000), "cpu_quota": (1000, UNLIMITED_QUOTA - 1)}
+        for key, (low, high) in limits.items():
+            value = qos.get(key)
+            if value is not None:
+                value = _whole(value, "qos.%s" % key)
+                if not low <= value <= high:
+                    raise InputError("qos.%s: %d is outside %d-%d (libvirt cputune)" % (key, value, low, high))
+            out[key] = value
+        if out["cpu_quota"] is not None and out["cpu_period"] is None:
+            raise InputError("qos.cpu_quota: a quota needs its period; set qos.cpu_period (microseconds, e.g. 100000)")
+        iotune = qos.get("iotune") or {}
+        if not isinstance(iotune, dict):
+            raise InputError("qos.iotune: expected a dict of %s" % ", ".join(IOTUNE_KEYS))
+        bad = sorted(set(iotune) - set(IOTUNE_KEYS))
+        if bad:
+            raise InputError("qos.iotune: unknown key(s) %s; known: %s" % (", ".join(bad), ", ".join(IOTUNE_KEYS)))
+        for key, value in iotune.items():
+            if value is None:
+                continue
+            value = _whole(value, "qos.iotune.%s" % key)
+            if value < 0:
+                raise InputError("qos.iotune.%s: %d is negative; 0 (or leaving it out) means no limit" % (key, value))
+            if value:
+                out["iotune"][key] = value
+        for prefix in ("bytes", "iops"):
+            if out["iotune"].get("total_%s_sec" % prefix) and (out["iotune"].get("read_%s_sec" % prefix)
+                                                               or out["iotune"].get("write_%s_sec" % prefix)):
+                raise InputError("qos.iotune: total_%s_sec cannot be set with read_%s_sec/write_%s_sec (libvirt refuses both); "
+                                 "keep one" % (prefix, prefix, prefix))
+        return out
+
+    @staticmethod
+    def _addr(addr, what):
+        _address_attributes(addr, what)
+        return str(addr).lower()
+
+    def build(self):
+        """A new domain definition."""
+        root = ET.Element("domain", {"type": self.domain_type})
+        ET.SubElement(root, "name").text = self.name
+        ET.SubElement(root, "memory", {"unit": "KiB"}).text = str(self.memory_kib)
+        ET.SubElement(root, "currentMemory", {"unit": "KiB"}).text = str(self.memory_kib)
+        if self.hugepage_kib:
+            backing = ET.SubElement(root, "memoryBacking")
+            hugepages = ET.SubElement(backing, "hugepages")
+            ET.SubElement(hugepages, "page", {"size": str(self.hugepage_kib), "unit": "KiB"})
+        vcpu = ET.SubElement(root, "vcpu", {"placement": "static"})
+        vcpu.text = str(self.max_vcpus)
+        if self.max_vcpus > self.vcpus:
+            vcpu.set("current", str(self.vcpus))
+        if self.qos is not None:
+            self._sync_cputune(root)
+        os_el = ET.SubElement(root, "os")
+        type_attrs = {"arch": self.arch}
+        if self.machine:
+            type_attrs["machine"] = self.machine
+        ET.SubElement(os_el, "type", type_attrs).text = "hvm"
+        ET.SubElement(os_el, "boot", {"dev": "hd"})
+        features = ET.SubElement(root, "features")
+        ET.SubElement(features, "acpi")
+        ET.SubElement(features, "apic")
+        if self.domain_type == "kvm":
+            ET.SubElement(root, "cpu", {"mode": "host-passthrough", "check": "none"})
+        ET.SubElement(root, "clock", {"offset": "utc"})
+        ET.SubElement(root, "on_poweroff").text = "destroy"
+        ET.SubElement(root, "on_reboot").text = "restart"
+        ET.SubElement(root, "on_crash").text = "destroy"
+        devices = ET.SubElement(root, "devices")
+        self._sync_devices(devices)
+        ET.SubElement(devices, "serial", {"type": "pty"})
+        ET.SubElement(devices, "console", {"type": "pty"})
+        ET.SubElement(devices, "memballoon", {"model": "none"})
+        return root
+
+    @staticmethod
+    def _hostdev(addr):
+        element = ET.Element("hostdev", {"mode": "subsystem", "type": "pci", "managed": "no"})
+        source = ET.SubElement(element, "source")
+        ET.SubElement(source, "address", _address_attributes(addr, "hostdev"))
+        return element
+
+    def _interface(self, addr):
+        element = ET.Element("interface", {"type": "hostdev", "managed": "no"})
+        if self.mac:
+            ET.SubElement(element, "mac", {"address": self.mac.lower()})
+        source = ET.SubElement(element, "source")
+        ET.SubElement(source, "address", dict(_address_attributes(addr, "interface"), type="pci"))
+        if self.vlan is not None:
+            vlan = ET.SubElement(element, "vlan")
+            ET.SubElement(vlan, "tag", {"id": str(int(self.vlan))})
+        return element
+
+    def _disk(self, disk):
+        element = ET.Element("disk", {"type": "file", "device": "disk"})
+        ET.SubElement(element, "driver", {"name": "qemu", "type": disk["format"], "io": "threads", "cache": "none"})
+        ET.SubElement(element, "source", {"file": disk["path"]})
+        ET.SubElement(element, "target", {"dev": disk["target"], "bus": "virtio"})
+        if self.qos is not None:
+            self._sync_iotune(element)
+        return element
+
+    def _sync_cputune(self, root):
+        """cputune shares/period/quota as the QoS says (absent keys removed); -> True when changed."""
+        changed = False
+        cputune = root.find("cputune")
+        for key, tag, _param in CPU_QOS:
+            want = self.qos[key]
+            element = cputune.find(tag) if cputune is not None else None
+            have = int(element.text) if element is not None and (element.text or "").strip() else None
+            if have == want:
+                continue
+            changed = True
+            if want is None:
+                cputune.remove(element)
+                continue
+            if cputune is None:
+                cputune = _child(root, "cputune", after=("vcpu", "vcpus", "iothreads", "iothreadids"))
+            if element is None:
+                element = ET.Element(tag)
+                # libvirt's order: shares, period, quota, then the pins
+                position = len([c for c in cputune if c.tag in [t for _k, t, _p in CPU_QOS]])
+                cputune.insert(position, element)
+            element.text = str(want)
+        if cputune is not None and len(cputune) == 0:
+            root.remove(cputune)
+        return changed
+
+    def _sync_iotune(self, disk):
+        """The disk's iotune IOPS/bytes limits as the QoS says (other iotune keys kept); -> True when changed."""
+        iotune = disk.find("iotune")
+        have = {}
+        if iotune is not None:
+            for key in IOTUNE_KEYS:
+                element = iotune.find(key)
+                if element is not None and (element.text or "").strip() and int(element.text):
+                    have[key] = int(element.text)
+        want = self.qos["iotune"]
+        if have == want:
+            return False
+        if iotune is None:
+            iotune = ET.SubElement(disk, "iotune")
+        for key in IOTUNE_KEYS:
+            element = iotune.find(key)
+            if element is not None:
+                iotune.remove(element)
+        for key in IOTUNE_KEYS:
+            if key in want:
+                ET.SubElement(iotune, key).text = str(want[key])
+        if len(iotune) == 0:
+            disk.remove(iotune)
+        return True
+
+    def _sync_devices(self, devices):
+        """Make the PCI hostdevs, hostdev interfaces and file disks of ``devices`` the wanted ones,
+        keeping the elements (and the libvirt-assigned guest addresses) of those already right."""
+        changed = False
+        want_plain = [a for a in self.gpus + self.vfs if a not in self.network_vfs]
+        have = {}
+        for element in devices.findall("hostdev"):
+            if element.get("type") == "pci":
+                have[source_address(element)] = element
+        for addr, element in list(have.items()):
+            if addr not in want_plain:
+                devices.remove(element)
+                changed = True
+        for addr in want_plain:
+            if addr not in have:
+                devices.append(self._hostdev(addr))
+                changed = True
+        nets = {}
+        for element in devices.findall("interface"):
+            if element.get("type") == "hostdev":
+                nets[source_address(element)] = element
+        for addr, element in list(nets.items()):
+            if addr not in self.network_vfs or not self._interface_matches(element):
+                devices.remove(element)
+                del nets[addr]
+                changed = True
+        for addr in self.network_vfs:
+            if addr not in nets:
+                devices.append(self._interface(addr))
+                changed = True
+        disks = {}
+        for element in devices.findall("disk"):
+            source = element.find("source")
+            if element.get("device") == "disk" and element.get("type") == "file" and source is not None:
+                disks[source.get("file")] = element
+        wanted_paths = [d["path"] for d in self.disks]
+        for path, element in list(disks.items()):
+            if path not in wanted_paths:
+                devices.remove(element)
+                changed = True
+        for disk in self.disks:
+            element = disks.get(disk["path"])
+            if element is not None:
+                driver = element.find("driver")
+                target = element.find("target")
+                if (driver is not None and driver.get("io") == "threads" and driver.get("type") == disk["format"]
+                        and target is not None and target.get("dev") == disk["target"] and target.get("bus") == "virtio"):
+                    if self.qos is not None and self._sync_iotune(element):
+                        changed = True
+                    continue
+                devices.remove(element)
+            devices.insert(0, self._disk(disk))
+            changed = True
+        return changed
+
+    def _interface_matches(self, element):
+        mac = element.find("mac")
+        if self.mac and (mac is None or mac.get("address", "").lower() != self.mac.lower()):
+            return False
+        tags = [t.get("id") for t in element.findall("vlan/tag")]
+        want = [str(int(self.vlan))] if self.vlan is not None else []
+        return tags == want
+
+    def update(self, root):
+        """Bring an existing definition to the spec; -> True when anything changed."""
+        changed = False
+        if root.get("type") != self.domain_type:
+            root.set("type", self.domain_type)
+            changed = True
+        for tag in ("memory", "currentMemory"):
+            element = root.find(tag)
+            value = to_kib(element.text, element.get("unit", "KiB")) if element is not None else None
+            if value != self.memory_kib:
+                element = _child(root, tag, after=("name", "uuid", "memory"))
+                element.attrib.clear()
+                element.set("unit", "KiB")
+                element.text = str(self.memory_kib)
+                changed = True
+        vcpu = root.find("vcpu")
+        if vcpu is None or vcpu_counts(root) != (self.vcpus, self.max_vcpus):
+            vcpu = _child(root, "vcpu", after=("memoryBacking", "currentMemory", "memory"))
+            vcpu.text = str(self.max_vcpus)
+            vcpu.attrib.pop("current", None)
+            if self.max_vcpus > self.vcpus:
+                vcpu.set("current", str(self.vcpus))
+            vcpu.set("placement", vcpu.get("placement", "static"))
+            # libvirt rebuilds the per-vCPU hotplug list from the new counts
+            vcpus_list = root.find("vcpus")
+            if vcpus_list is not None:
+                root.remove(vcpus_list)
+            changed = True
+        if self.qos is not None and self._sync_cputune(root):
+            changed = True
+        if self.hugepage_kib:
+            pages = read_pinning(root)["hugepages"]
+            if not pages or [p["size_kb"] for p in pages] != [self.hugepage_kib]:
+                apply_pinning(root, PinRequest(hugepages={"size": name_of_kb(self.hugepage_kib)}))
+                changed = True
+        devices = _child(root, "devices")
+        if self._sync_devices(devices):
+            changed = True
+        return changed
+
+
+def cputune_qos(root):
+    """The cputune shares/period/quota a definition carries, in order."""
+    return [(t.tag, t.text) for t in root.findall("cputune/*") if t.tag in [tag for _k, tag, _p in CPU_QOS]]
+
+
+def read_assignment(root):
+    """What a domain definition holds, in the shape the planner's ``existing`` takes."""
+    pinning = read_pinning(root)
+    nodeset = pinning["nodeset"]
+    vcpu = root.find("vcpu")
+    memory = root.find("memory")
+    pages = pinning["hugepages"]
+    node = nodeset[0] if nodeset is not None and len(nodeset) == 1 else None
+    fields = pinning_fields(pinning)
+    return {
+        "hostdevs": device_addresses(root),
+        "vcpu_pins": fields["vcpu_pins"],
+        "emulator_cpus": fields["emulator_cpus"],
+        "memory_mode": fields["memory_mode"],
+        "nodeset": fields["nodeset"],
+        "numa_node": node,
+        "hugepages": {"size": name_of_kb(pages[0]["size_kb"]), "node": node} if pages else None,
+        "vcpus": int(vcpu.text) if vcpu is not None and (vcpu.text or "").strip() else None,
+        "memory_mb": to_kib(memory.text, memory.get("unit", "KiB")) // 1024 if memory is not None else None,
+    }

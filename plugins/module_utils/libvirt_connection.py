@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one place that talks to libvirt: the connection, and the live calls on a domain
+(define, start, pin, resize, scheduler and disk limits, shutdown, undefine).
+
+libvirt-python is imported here, guarded, and nowhere else; every libvirt error leaves this
+file as a :class:`LibvirtError` (a :class:`StateError` carrying libvirt's message), so the
+features say what failed in their own words and the runner reports it. Tests open the same
+connection on libvirt's built-in test driver (``test:///default``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import contextlib
+import traceback
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
+
+try:
+    import libvirt
+except ImportError:
+    libvirt = None
+    LIBVIRT_IMPORT_ERROR = traceback.format_exc()
+else:
+    LIBVIRT_IMPORT_ERROR = None
+
+__metaclass__ = type
+
+
+class LibvirtError(StateError):
+    """A libvirt call failed; the message is libvirt's."""
+
+
+def missing_libvirt_message():
+    return ("libvirt-python is required (module 'libvirt' could not be imported): install python3-libvirt "
+            "(Debian/Ubuntu) or python3-libvirt (RHEL) on the managed host")
+
+
+def _silence(*_args):
+    """libvirt prints every error on stderr unless a handler is registered."""
+
+
+def _call(method, *args):
+    try:
+        return method(*args)
+    except libvirt.libvirtError as exc:
+        raise LibvirtError(str(exc))
+
+
+def _cpumap(cpus, length):
+    wanted = set(cpus)
+    return tuple(cpu in wanted for cpu in range(length))
+
+
+def _from_map(cpumap):
+    return [cpu for cpu, used in enumerate(cpumap) if used]
+
+
+@contextlib.contextmanager
+def connection(uri):
+    """A :class:`Connection` to ``uri``, closed when the block ends."""
+    if libvirt is None:
+        error = StateError(missing_libvirt_message())
+        error.details = {"exception": LIBVIRT_IMPORT_ERROR}
+        raise error
+    libvirt.registerErrorHandler(_silence, None)
+    try:
+        handle = libvirt.open(uri)
+    except libvirt.libvirtError as exc:
+        raise StateError("uri: cannot connect to %s: %s; is libvirtd running (gpuvirt.tenancy.libvirt_host)?" % (uri, exc))
+    conn = Connection(handle, uri)
+    try:
+        yield conn
+    finally:
+        handle.close()
+
+
+class Connection:
+    """An open libvirt connection (``handle``: a ``virConnect``) to ``uri``."""
+
+    def __init__(self, handle, uri):
+        self.handle = handle
+        self.uri = uri
+
+    def domain(self, name):
+        """The :class:`Domain` named ``name``, or None when there is none."""
+        try:
+            return Domain(self.handle.lookupByName(name))
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise StateError("name: looking up domain %s on %s failed: %s" % (name, self.uri, exc))
+
+    def define(self, xml_text):
+        """Define (or redefine) a persistent domain; -> its :class:`Domain`."""
+        return Domain(_call(self.handle.defineXML, xml_text))
+
+    def capabilities(self):
+        return _call(self.handle.getCapabilities)
+
+    def cpu_map_length(self):
+        """How many host CPUs a CPU map names."""
+        return _call(self.handle.getCPUMap)[0]
+
+
+class Domain:
+    """One domain (``handle``: a ``virDomain``): its persistent definition and its running state."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def is_active(self):
+        return bool(_call(self.handle.isActive))
+
+    def is_persistent(self):
+        return bool(_call(self.handle.isPersistent))
+
+    def definition(self):
+        """The persistent definition's XML (the running one for a transient domain)."""
+        flags = libvirt.VIR_DOMAIN_XML_INACTIVE if self.is_persistent() else 0
+        return _call(self.handle.XMLDesc, flags)
+
+    # ------------------------------------------------------------------ pins, live
+    def vcpu_pins(self):
+        """Host CPUs of each vCPU of the running domain, by vCPU number."""
+        return [_from_map(cpumap) for cpumap in _call(self.handle.vcpuPinInfo, libvirt.VIR_DOMAIN_AFFECT_LIVE)]
+
+    def emulator_pin(self):
+        return _from_map(_call(self.handle.emulatorPinInfo, libvirt.VIR_DOMAIN_AFFECT_LIVE))
+
+    def numa_nodeset(self):
+        """The running domain's NUMA memory nodeset as libvirt writes it (``""`` when unset)."""
+        return _call(self.handle.numaParameters, libvirt.VIR_DOMAIN_AFFECT_LIVE).get("numa_nodeset") or ""
+
+    # the domain is running: AFFECT_CURRENT is its live state
+    def pin_vcpu(self, index, cpus, map_length):
+        _call(self.handle.pinVcpuFlags, index, _cpumap(cpus, map_length), libvirt.VIR_DOMAIN_AFFECT_CURRENT)
+
+    def pin_emulator(self, cpus, map_length):
+        _call(self.handle.pinEmulator, _cpumap(cpus, map_length), libvirt.VIR_DOMAIN_AFFECT_CURRENT)
+
+    def set_numa_nodeset(self, nodeset):
+        _call(self.handle.setNumaParameters, {"numa_nodeset": nodeset}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    # ------------------------------------------------------------------ size and QoS, live
+    def vcpus(self):
+        """(online, most) vCPUs of the running domain."""
+        live = libvirt.VIR_DOMAIN_AFFECT_LIVE
+        return (_call(self.handle.vcpusFlags, live), _call(self.handle.vcpusFlags, live | libvirt.VIR_DOMAIN_VCPU_MAXIMUM))
+
+    def set_vcpus(self, count):
+        _call(self.handle.setVcpusFlags, count, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def scheduler(self):
+        return _call(self.handle.schedulerParametersFlags, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def set_scheduler(self, params):
+        _call(self.handle.setSchedulerParametersFlags, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def block_iotune(self, target):
+        return _call(self.handle.blockIoTune, target, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def set_block_iotune(self, target, params):
+        _call(self.handle.setBlockIoTune, target, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self):
+        _call(self.handle.create)
+
+    def shutdown(self):
+        """Press the ACPI power button."""
+        _call(self.handle.shutdown)
+
+    def destroy(self):
+        """Power off."""
+        _call(self.handle.destroy)
+
+    def undefine(self, nvram=False):
+        """Remove the persistent definition, with a managed save image and snapshot metadata
+        (they would block it) and, with ``nvram``, the UEFI variables file."""
+        flags = libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA
+        if nvram:
+            flags |= libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+        _call(self.handle.undefineFlags, flags)
