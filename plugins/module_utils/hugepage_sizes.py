@@ -28,8 +28,8 @@ def size_name(value, what="hugepage size", allow_none=False):
         return None
     name = _ALIASES.get(text.lower().replace(" ", ""))
     if name is None:
-        raise InputError("%s: %r is not a hugepage size; use %s%s" % (what, value, " or ".join(SIZE_NAMES),
-                                                                     " or none" if allow_none else ""))
+        choices = " or ".join(SIZE_NAMES) + (" or none" if allow_none else "")
+        raise InputError("%s: %r is not a hugepage size; use %s" % (what, value, choices))
     return name
 
 

@@ -9,7 +9,7 @@ import json
 import os
 
 from fakes import STANDINS  # pylint: disable=import-error
-from conftest import FIXTURES, REPO_ROOT, run_module  # pylint: disable=import-error
+from conftest import FIXTURES, run_module  # pylint: disable=import-error
 
 STANDIN = os.path.join(STANDINS, "nvidia-smi")
 READ_ONLY = ("-lgip", "-lgipp", "-lgi", "-lci")
