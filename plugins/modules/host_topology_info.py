@@ -22,23 +22,12 @@ description:
     NVIDIA driver.
   - Missing files, a V(-1) NUMA node, driverless devices, an absent IOMMU and devices that
     disappear while being read give null or empty values, never a failure.
-options:
-  gpu_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as GPUs, besides NVIDIA display controllers.
-    type: list
-    elements: str
-    default: []
-  nic_ids:
-    description:
-      - Extra C(vendor:device) PCI ids to report as NICs, besides network controllers.
-    type: list
-    elements: str
-    default: []
+options: {}
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
   - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.device_ids
 attributes:
   platform:
     platforms: posix
