@@ -9,7 +9,8 @@
 #
 # unit      pytest tests/unit; fails when nothing is collected and when a test is skipped (a
 #           missing dependency such as libvirt-python must not pass green)
-# docs      antsibull-docs lint-collection-docs (modules, roles, docsite) and antsibull-changelog lint
+# docs      the docsite's stage pages match docs/*.md (scripts/docsite.py), antsibull-docs
+#           lint-collection-docs (modules, roles, docsite) and antsibull-changelog lint
 # oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
 #           plugins/modules and plugins/module_utils parses for Python 3.6 (that version's oldest
 #           target Python), then the unit tests and ansible-test sanity
@@ -74,7 +75,8 @@ lint() { ansible-lint --profile production --offline; }
 # The Galaxy package's docs (modules, roles, docs/docsite) and changelog, as antsibull renders them.
 docs() {
   local rc=0
-  antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck "$REPO_ROOT/.build/collections/ansible_collections/gpuvirt/tenancy" || rc=1
+  python scripts/docsite.py --check || rc=1
+  antsibull-docs lint-collection-docs --plugin-docs "$REPO_ROOT/.build/collections/ansible_collections/gpuvirt/tenancy" || rc=1
   antsibull-changelog lint || rc=1
   return $rc
 }
