@@ -23,6 +23,8 @@ description:
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
+requirements:
+  - C(update-grub) (Debian, Ubuntu), or C(grubby) or C(grub2-mkconfig) (RHEL family) on the managed host
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -191,6 +193,7 @@ reboot_required:
       before the reboot, false once the host runs with the new args.
   returned: always
   type: bool
+  sample: true
 args_missing:
   description: Args the running kernel's command line lacks.
   returned: always
@@ -223,6 +226,7 @@ diff:
   description: The file before and after, in diff mode.
   returned: when diff mode is on
   type: dict
+  sample: {"before": "GRUB_CMDLINE_LINUX=\"quiet\"\n", "after": "GRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu=pt\"\n", "before_header": "/etc/default/grub", "after_header": "/etc/default/grub"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
