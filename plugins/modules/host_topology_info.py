@@ -95,17 +95,45 @@ topology:
           C(sriov_drivers_autoprobe), C(physfn), C(virtfns), C(vf_index), C(netdevs), C(rdma_devices),
           C(upstream) (bridges from the device up to its root port), C(root_bus), C(is_bridge), C(model).
       type: dict
-      sample: {"0000:82:00.0": {"vendor_id": "10de", "device_id": "2330", "class": "0x030200", "driver": "vfio-pci", "driver_override": "vfio-pci", "numa_node": 1, "iommu_group": 41}}
+      sample:
+        0000:82:00.0:
+          vendor_id: 10de
+          device_id: '2330'
+          class: '0x030200'
+          driver: vfio-pci
+          driver_override: vfio-pci
+          numa_node: 1
+          iommu_group: 41
     gpus:
       description: GPUs with C(address), C(model), C(vendor_id), C(device_id), C(numa_node), C(iommu_group), C(driver).
       type: list
       elements: dict
-      sample: [{"address": "0000:82:00.0", "model": "NVIDIA H100 SXM5 80GB", "vendor_id": "10de", "device_id": "2330", "numa_node": 1, "iommu_group": 41, "driver": "vfio-pci"}]
+      sample:
+        - address: 0000:82:00.0
+          model: NVIDIA H100 SXM5 80GB
+          vendor_id: 10de
+          device_id: '2330'
+          numa_node: 1
+          iommu_group: 41
+          driver: vfio-pci
     nics:
       description: Network controllers with the GPU keys plus C(netdevs), C(rdma_devices), C(sriov_totalvfs), C(sriov_numvfs), C(is_vf).
       type: list
       elements: dict
-      sample: [{"address": "0000:81:00.0", "model": "MT2910 Family [ConnectX-7]", "vendor_id": "15b3", "device_id": "1021", "numa_node": 1, "iommu_group": 40, "driver": "mlx5_core", "netdevs": ["ens81f0np0"], "rdma_devices": ["mlx5_0"], "sriov_totalvfs": 16, "sriov_numvfs": 4}]
+      sample:
+        - address: 0000:81:00.0
+          model: MT2910 Family [ConnectX-7]
+          vendor_id: 15b3
+          device_id: '1021'
+          numa_node: 1
+          iommu_group: 40
+          driver: mlx5_core
+          netdevs:
+          - ens81f0np0
+          rdma_devices:
+          - mlx5_0
+          sriov_totalvfs: 16
+          sriov_numvfs: 4
     gpu_nic_affinity:
       description: For each GPU address, each NIC address and its level (V(PIX), V(PXB), V(PHB), V(NODE), V(SYS)).
       type: dict

@@ -226,7 +226,11 @@ diff:
   description: The file before and after, in diff mode.
   returned: when diff mode is on
   type: dict
-  sample: {"before": "GRUB_CMDLINE_LINUX=\"quiet\"\n", "after": "GRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu=pt\"\n", "before_header": "/etc/default/grub", "after_header": "/etc/default/grub"}
+  sample:
+    before: GRUB_CMDLINE_LINUX="quiet"
+    after: GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"
+    before_header: /etc/default/grub
+    after_header: /etc/default/grub
 """
 
 from ansible.module_utils.basic import AnsibleModule
