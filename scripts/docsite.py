@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The collection's docsite (docs/docsite/rst/, rendered by antsibull-docs) from the stage guides
 in docs/*.md, which stay the pages people edit: each guide becomes one RST page.
 
