@@ -3,6 +3,8 @@
 # Debian packages (as root), a virtualenv in .venv with requirements.txt, and the
 # collection linked into .build/collections/ansible_collections/gpuvirt/tenancy.
 # Safe to run again: each step is skipped when already done.
+#   scripts/bootstrap.sh          what every stage but `oldest` needs
+#   scripts/bootstrap.sh oldest   that, and the virtualenvs of the oldest ansible-core
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,23 +46,49 @@ fi
 # ansible-test sanity runs with --local in its own virtualenv holding ansible-test's
 # pinned tool versions (its --venv mode downloads a pip bootstrap from a host that
 # these machines cannot reach).
-SANITY_VENV="${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}"
-sanity_reqs="$VENV/lib/python3.11/site-packages/ansible_test/_data/requirements"
-sanity_want="$(cat "$REPO_ROOT/requirements.txt" "$sanity_reqs"/sanity.*.txt | sha256sum | cut -d' ' -f1)"
-if [[ ! -x "$SANITY_VENV/bin/python" || "$(cat "$SANITY_VENV/.stamp" 2>/dev/null)" != "$sanity_want" ]]; then
-  echo "bootstrap: creating sanity virtualenv $SANITY_VENV"
-  python3 -m venv "$SANITY_VENV"
-  "$SANITY_VENV/bin/pip" install -q --upgrade pip
-  "$SANITY_VENV/bin/pip" install -q "$(grep '^ansible-core==' "$REPO_ROOT/requirements.txt")" \
-    $(for f in "$sanity_reqs"/sanity.*.txt; do printf -- '-r %s ' "$f"; done)
-  echo "$sanity_want" >"$SANITY_VENV/.stamp"
-fi
+#   sanity_venv DIR CORE_VENV REQUIREMENTS: DIR gets the ansible-core that REQUIREMENTS pins and
+#   the sanity tools that CORE_VENV's ansible-test pins; the pip bootstrap stand-in goes where
+#   that ansible-test looks for it.
+sanity_venv() {
+  local dir=$1 core_venv=$2 requirements=$3
+  local reqs="$core_venv/lib/python3.11/site-packages/ansible_test/_data/requirements"
+  local want
+  want="$(cat "$requirements" "$reqs"/sanity.*.txt | sha256sum | cut -d' ' -f1)"
+  if [[ ! -x "$dir/bin/python" || "$(cat "$dir/.stamp" 2>/dev/null)" != "$want" ]]; then
+    echo "bootstrap: creating sanity virtualenv $dir"
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q --upgrade pip
+    "$dir/bin/pip" install -q "$(grep '^ansible-core==' "$requirements")" \
+      $(for f in "$reqs"/sanity.*.txt; do printf -- '-r %s ' "$f"; done)
+    echo "$want" >"$dir/.stamp"
+  fi
+  local pip_version get_pip
+  pip_version="$(grep -oP "pip='\K[0-9.]+" "$dir/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py" | head -1)"
+  get_pip="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+  if [[ -n "$pip_version" ]] && ! cmp -s "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"; then
+    mkdir -p "$(dirname "$get_pip")"
+    cp "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"
+  fi
+}
+sanity_venv "${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}" "$VENV" "$REPO_ROOT/requirements.txt"
 
-pip_version="$(grep -oP "pip='\K[0-9.]+" "$SANITY_VENV/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py" | head -1)"
-get_pip="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
-if [[ -n "$pip_version" ]] && ! cmp -s "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"; then
-  mkdir -p "$(dirname "$get_pip")"
-  cp "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"
+# ---- The oldest ansible-core the collection claims (scripts/test.sh oldest), only when asked:
+#   scripts/bootstrap.sh oldest
+# A virtualenv with requirements-oldest.txt for the unit tests, and a sanity virtualenv with that
+# ansible-core's own sanity tool pins. Both from PyPI.
+if [[ "${1:-}" == oldest ]]; then
+  OLDEST_VENV="${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}"
+  oldest_want="$(sha256sum "$REPO_ROOT/requirements-oldest.txt" | cut -d' ' -f1)"
+  if [[ ! -x "$OLDEST_VENV/bin/python" || "$(cat "$OLDEST_VENV/.stamp" 2>/dev/null)" != "$oldest_want" ]]; then
+    echo "bootstrap: creating virtualenv $OLDEST_VENV (oldest ansible-core)"
+    rm -rf "$OLDEST_VENV"
+    python3 -m venv "$OLDEST_VENV"
+    "$OLDEST_VENV/bin/pip" install -q --upgrade pip
+    "$OLDEST_VENV/bin/pip" install -q -r "$REPO_ROOT/requirements-oldest.txt"
+    echo "$oldest_want" >"$OLDEST_VENV/.stamp"
+  fi
+  sanity_venv "${GPUVIRT_OLDEST_SANITY_VENV:-$REPO_ROOT/.build/oldest-sanity-venv}" "$OLDEST_VENV" "$REPO_ROOT/requirements-oldest.txt"
 fi
 
 # Ansible finds the collection through this path (a link, so edits take effect).

@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# Runs every test of the collection: ansible-test sanity, ansible-lint (production
-# profile), the unit tests, and Molecule's lab scenario (a real kernel under QEMU).
+# Runs every test of the collection: the unit tests, ansible-test sanity, ansible-lint
+# (production profile), the Galaxy package's docs and changelog lint, the oldest ansible-core
+# the collection claims, and Molecule's lab scenario (a real kernel under QEMU).
 # Installs what it needs first (as root on a fresh Debian 12 machine).
 #
 #   scripts/test.sh                 everything
-#   scripts/test.sh sanity lint     only the named stages (sanity, lint, unit, lab)
+#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, oldest, lab)
+#
+# unit      pytest tests/unit; fails when nothing is collected and when a test is skipped (a
+#           missing dependency such as libvirt-python must not pass green)
+# docs      the docsite's stage pages match docs/*.md (scripts/docsite.py), antsibull-docs
+#           lint-collection-docs (modules, roles, docsite) and antsibull-changelog lint
+# oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
+#           plugins/modules and plugins/module_utils parses for Python 3.6 (that version's oldest
+#           target Python), then the unit tests and ansible-test sanity
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-bash scripts/bootstrap.sh || { echo "test: bootstrap failed" >&2; exit 2; }
-source scripts/env.sh
-
 stages=("$@")
-((${#stages[@]})) || stages=(unit sanity lint lab)
+((${#stages[@]})) || stages=(unit sanity lint docs oldest lab)
+
+bootstrap_args=()
+[[ " ${stages[*]} " == *" oldest "* ]] && bootstrap_args=(oldest)
+bash scripts/bootstrap.sh "${bootstrap_args[@]}" || { echo "test: bootstrap failed" >&2; exit 2; }
+source scripts/env.sh
+OLDEST_VENV="${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}"
+OLDEST_SANITY_VENV="${GPUVIRT_OLDEST_SANITY_VENV:-$REPO_ROOT/.build/oldest-sanity-venv}"
 passed=0 failed=0 failed_names=()
 
 run_stage() {
@@ -26,15 +39,123 @@ run_stage() {
   if [[ $rc -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$name"); fi
 }
 
-unit_tests() {
-  python -m pytest tests/unit -q
-  local rc=$?
-  # pytest exits 5 when it collected nothing: say so plainly rather than fail on a filter.
-  if [[ $rc -eq 5 ]]; then echo "unit: no tests collected" >&2; return 0; fi
+# pytest with the given interpreter over tests/unit, failing on what pytest lets pass: exit 5
+# (nothing collected) and skipped tests (pytest.importorskip of a missing dependency, a skip
+# for a missing tool). Expected failures (xfail) are not skips.
+strict_pytest() {
+  local python=$1; shift
+  local report rc skipped
+  report="$(mktemp)"
+  "$python" -m pytest tests/unit -q -rfEs --junitxml="$report" "$@"
+  rc=$?
+  if [[ $rc -eq 5 ]]; then echo "unit: no tests collected" >&2; rm -f "$report"; return 1; fi
+  skipped="$(python3 - "$report" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    for skip in case.findall("skipped"):
+        if skip.get("type") != "pytest.xfail":
+            print("%s::%s: %s" % (case.get("classname"), case.get("name"), skip.get("message")))
+PY
+)"
+  rm -f "$report"
+  if [[ -n "$skipped" ]]; then
+    echo "unit: tests were skipped; a skip is a failure here (install what they need: scripts/bootstrap.sh):" >&2
+    echo "$skipped" >&2
+    return 1
+  fi
   return $rc
 }
 
+unit_tests() { strict_pytest python; }
+
 lint() { ansible-lint --profile production --offline; }
+
+# The Galaxy package's docs (modules, roles, docs/docsite) and changelog, as antsibull renders them.
+docs() {
+  local rc=0
+  python scripts/docsite.py --check || rc=1
+  antsibull-docs lint-collection-docs --plugin-docs "$REPO_ROOT/.build/collections/ansible_collections/gpuvirt/tenancy" || rc=1
+  antsibull-changelog lint || rc=1
+  return $rc
+}
+
+# Every file of plugins/modules and plugins/module_utils runs on the managed hosts, whose oldest
+# Python that ansible-core (2.16) supports is 3.6: the parser at feature_version 3.6 catches new
+# syntax (:=, positional-only parameters, f"{x=}", match); the rest are names the parser accepts and 3.6
+# does not have.
+py36_parse() {
+  python3 - plugins/modules plugins/module_utils <<'PY'
+import ast
+import os
+import sys
+
+NEW_METHODS = {"isascii": "3.7", "removeprefix": "3.9", "removesuffix": "3.9"}
+NEW_MODULES = {"dataclasses": "3.7", "contextvars": "3.7", "importlib.resources": "3.7", "graphlib": "3.9",
+               "zoneinfo": "3.9", "tomllib": "3.11"}
+NEW_KEYWORDS = {"capture_output": "3.7", "text": "3.7"}  # of subprocess.run / Popen / check_output
+SUBPROCESS = {"run", "Popen", "check_output", "check_call", "call"}
+GENERIC_BUILTINS = {"list", "dict", "tuple", "set", "frozenset", "type"}
+
+
+def problems(path):
+    with open(path, "rb") as handle:
+        source = handle.read()
+    try:
+        tree = ast.parse(source, path, feature_version=(3, 6))
+    except SyntaxError as exc:
+        yield exc.lineno, "not Python 3.6 syntax: %s" % exc.msg
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__" \
+                and any(alias.name == "annotations" for alias in node.names):
+            yield node.lineno, "from __future__ import annotations (Python 3.7)"
+        elif isinstance(node, ast.Attribute) and node.attr in NEW_METHODS:
+            yield node.lineno, ".%s (Python %s)" % (node.attr, NEW_METHODS[node.attr])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                if name in NEW_MODULES:
+                    yield node.lineno, "import %s (Python %s)" % (name, NEW_MODULES[name])
+        elif isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            for keyword in node.keywords:
+                if func in SUBPROCESS and keyword.arg in NEW_KEYWORDS:
+                    yield node.lineno, "%s(%s=...) (Python %s)" % (func, keyword.arg, NEW_KEYWORDS[keyword.arg])
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.AnnAssign, ast.arg)):
+            annotations = [node.returns] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else [node.annotation]
+            for annotation in filter(None, annotations):
+                for sub in ast.walk(annotation):
+                    if isinstance(sub, ast.Subscript) and getattr(sub.value, "id", None) in GENERIC_BUILTINS:
+                        yield sub.lineno, "%s[...] in an annotation (Python 3.9)" % sub.value.id
+
+found = 0
+count = 0
+for top in sys.argv[1:]:
+    for folder, _dirs, files in sorted(os.walk(top)):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                count += 1
+                for line, text in problems(os.path.join(folder, name)):
+                    found += 1
+                    print("%s:%s: %s" % (os.path.join(folder, name), line, text))
+print("py36: %d files, %d problems" % (count, found))
+sys.exit(1 if found or not count else 0)
+PY
+}
+
+# The oldest ansible-core the collection claims: its own virtualenv first on PATH (ansible-playbook,
+# ansible-galaxy of that version for the tests that run them), its own sanity virtualenv.
+oldest() {
+  local rc=0
+  "$OLDEST_VENV/bin/ansible" --version | head -1
+  py36_parse || rc=1
+  PATH="$OLDEST_VENV/bin:$PATH" strict_pytest "$OLDEST_VENV/bin/python" || rc=1
+  GPUVIRT_SANITY_VENV="$OLDEST_SANITY_VENV" SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-oldest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
+    bash scripts/sanity.sh || rc=1
+  return $rc
+}
 
 lab() {
   if [[ -f molecule/default/molecule.yml ]]; then
@@ -50,8 +171,10 @@ for stage in "${stages[@]}"; do
     unit) run_stage unit unit_tests ;;
     sanity) run_stage sanity bash scripts/sanity.sh ;;
     lint) run_stage lint lint ;;
+    docs) run_stage docs docs ;;
+    oldest) run_stage oldest oldest ;;
     lab) run_stage lab lab ;;
-    *) echo "test: unknown stage '$stage' (sanity, lint, unit, lab)" >&2; exit 2 ;;
+    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, oldest, lab)" >&2; exit 2 ;;
   esac
 done
 

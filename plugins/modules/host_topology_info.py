@@ -76,6 +76,7 @@ topology:
       description: Logical CPUs with C(id), C(core_id), C(package_id), C(numa_node), C(siblings) and C(online).
       type: list
       elements: dict
+      sample: [{"id": 0, "core_id": 0, "package_id": 0, "numa_node": 0, "siblings": [0, 32], "online": true}]
     pci_devices:
       description:
         - PCI functions keyed by full address, each with C(vendor_id), C(device_id), C(class), C(driver),
@@ -83,14 +84,45 @@ topology:
           C(sriov_drivers_autoprobe), C(physfn), C(virtfns), C(vf_index), C(netdevs), C(rdma_devices),
           C(upstream) (bridges from the device up to its root port), C(root_bus), C(is_bridge), C(model).
       type: dict
+      sample:
+        0000:82:00.0:
+          vendor_id: 10de
+          device_id: '2330'
+          class: '0x030200'
+          driver: vfio-pci
+          driver_override: vfio-pci
+          numa_node: 1
+          iommu_group: 41
     gpus:
       description: GPUs with C(address), C(model), C(vendor_id), C(device_id), C(numa_node), C(iommu_group), C(driver).
       type: list
       elements: dict
+      sample:
+        - address: 0000:82:00.0
+          model: NVIDIA H100 SXM5 80GB
+          vendor_id: 10de
+          device_id: '2330'
+          numa_node: 1
+          iommu_group: 41
+          driver: vfio-pci
     nics:
       description: Network controllers with the GPU keys plus C(netdevs), C(rdma_devices), C(sriov_totalvfs), C(sriov_numvfs), C(is_vf).
       type: list
       elements: dict
+      sample:
+        - address: 0000:81:00.0
+          model: MT2910 Family [ConnectX-7]
+          vendor_id: 15b3
+          device_id: '1021'
+          numa_node: 1
+          iommu_group: 40
+          driver: mlx5_core
+          netdevs:
+          - ens81f0np0
+          rdma_devices:
+          - mlx5_0
+          sriov_totalvfs: 16
+          sriov_numvfs: 4
     gpu_nic_affinity:
       description: For each GPU address, each NIC address and its level (V(PIX), V(PXB), V(PHB), V(NODE), V(SYS)).
       type: dict
@@ -100,22 +132,28 @@ topology:
         - C(enabled) (IOMMU groups exist), C(units) (C(/sys/class/iommu) entries), C(firmware_table)
           (V(DMAR) or V(IVRS) when the ACPI table exists) and C(groups) (group number to device addresses).
       type: dict
+      sample: {"enabled": true, "units": ["dmar0", "dmar1"], "firmware_table": "DMAR"}
     cmdline:
       description: The running kernel command line, one argument per item.
       type: list
       elements: str
+      sample: ["BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64", "root=UUID=0f3a9d52-5c1e-4a54-9a53-0e2b1c7d8e41", "ro", "intel_iommu=on", "iommu=pt"]
     netdevs:
       description: Network interfaces with their C(pci_address), C(mac) and C(operstate).
       type: dict
+      sample: {"ens81f0np0": {"pci_address": "0000:81:00.0", "mac": "b8:3f:d2:1a:2b:3c", "operstate": "up"}}
     boot_id:
       description: C(/proc/sys/kernel/random/boot_id); it changes at every boot.
       type: str
+      sample: "3e6b2c1f-0a4d-4d5e-9f7a-2b8c6d1e0f93"
     kernel_release:
       description: The running kernel release.
       type: str
+      sample: "6.1.0-18-amd64"
     cpu_vendor:
       description: V(intel), V(amd), or the raw vendor id.
       type: str
+      sample: "intel"
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module

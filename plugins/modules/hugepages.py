@@ -165,16 +165,19 @@ reboot_required:
   description: Whether the running kernel's command line lacks the boot-time args.
   returned: always
   type: bool
+  sample: true
 args_missing:
   description: Boot-time args the running kernel's command line lacks.
   returned: always
   type: list
   elements: str
+  sample: ["hugepagesz=1G", "hugepages=0:16,1:16"]
 args_unwanted:
   description: Args of the running kernel's command line that the boot-time change removes or replaces.
   returned: always
   type: list
   elements: str
+  sample: []
 persist_unit:
   description: The systemd unit path, with O(persist=true) and runtime pages.
   returned: always
@@ -184,6 +187,7 @@ persist_unit_changed:
   description: Whether the unit was written (or would be, in check mode).
   returned: always
   type: bool
+  sample: true
 mounts:
   description: The O(mounts), each with whether it was mounted before this run.
   returned: always

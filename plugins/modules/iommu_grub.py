@@ -25,6 +25,8 @@ description:
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
+requirements:
+  - C(update-grub) (Debian, Ubuntu), or C(grubby) or C(grub2-mkconfig) (RHEL family) on the managed host
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -161,6 +163,7 @@ reboot_required:
       before the reboot, false once the host runs with the new args.
   returned: always
   type: bool
+  sample: true
 args_missing:
   description: Args the running kernel's command line lacks.
   returned: always

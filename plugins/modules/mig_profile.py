@@ -31,6 +31,8 @@ description:
     instance is created.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
+requirements:
+  - C(nvidia-smi) (the NVIDIA driver) on the managed host (the tenant guest)
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -165,9 +167,11 @@ gpus:
     managed:
       description: Whether a layout entry applies to this GPU.
       type: bool
+      sample: true
     mig_capable:
       description: Whether the GPU reports a MIG mode.
       type: bool
+      sample: true
     mig_mode:
       description: MIG mode before the run.
       type: dict
@@ -194,23 +198,28 @@ gpus:
     reset_performed:
       description: Whether the GPU was reset to make a pending mode change current.
       type: bool
+      sample: false
     reboot_required:
       description: Whether a MIG mode change is pending until a reboot (or a reset).
       type: bool
+      sample: false
 plan:
   description: All actions for all GPUs, in order (the exact create/destroy plan in check mode).
   returned: always
   type: list
   elements: str
+  sample: ["GPU 0: enable MIG mode", "GPU 0: create 3g.40gb"]
 reboot_required:
   description: Whether any GPU needs a reboot for its MIG mode.
   returned: always
   type: bool
+  sample: false
 commands:
   description: The nvidia-smi command lines run, with their exit status.
   returned: always
   type: list
   elements: dict
+  sample: [{"cmd": ["nvidia-smi", "-i", "0", "-mig", "1"], "rc": 0}]
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mig_apply import mig_profile

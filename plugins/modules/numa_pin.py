@@ -83,23 +83,28 @@ xml:
   description: The persistent domain XML after the change (as it would be, in check mode).
   returned: success
   type: str
+  sample: "<domain type='kvm'><name>tenant-a</name>...</domain>"
 config_changed:
   description: Whether the persistent definition changed (or would change).
   returned: success
   type: bool
+  sample: true
 live_changed:
   description: Whether the running domain's pins or nodeset changed (or would change).
   returned: success
   type: bool
+  sample: false
 active:
   description: Whether the domain is running.
   returned: success
   type: bool
+  sample: true
 restart_required:
   description: The domain runs and part of the new definition (hugepages, numatune mode, or everything when O(live=false)) takes
     effect only when it is restarted.
   returned: success
   type: bool
+  sample: false
 vcpu_pins:
   description: vCPU -> cpuset in the persistent definition.
   returned: success

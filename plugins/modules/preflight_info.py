@@ -20,6 +20,8 @@ description:
     not a failure.
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
+requirements:
+  - C(mstconfig) (mstflint) or C(mlxconfig) (NVIDIA MFT) on the managed host, for the ConnectX firmware settings (reported as not found otherwise)
 options:
   firmware_tool:
     description:
@@ -72,6 +74,7 @@ topology:
   description: The host model, as M(gpuvirt.tenancy.host_topology_info) returns it.
   returned: always
   type: dict
+  sample: {"numa_nodes": [0, 1], "gpus": [{"address": "0000:82:00.0", "numa_node": 1}]}
 firmware:
   description:
     - ConnectX PF address -> C(status) (V(ok), V(tool not found) or V(error)), C(tool) (path or null), C(message)

@@ -26,6 +26,8 @@ description:
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
+requirements:
+  - C(ip) (iproute2) on the managed host, for per-VF MAC, VLAN, QoS, spoof check, trust and link state
 options:
   pf:
     description:
@@ -160,10 +162,12 @@ recreated:
   description: Whether the VFs were removed (through 0) and created again.
   returned: always
   type: bool
+  sample: false
 autoprobe:
   description: C(sriov_drivers_autoprobe) after the change.
   returned: always
   type: bool
+  sample: false
 vfs:
   description: Each VF after the change.
   returned: always
@@ -173,24 +177,31 @@ vfs:
     index:
       description: VF index.
       type: int
+      sample: 0
     address:
       description: PCI address (predicted from sriov_offset/stride in check mode).
       type: str
+      sample: "0000:81:00.2"
     numa_node:
       description: NUMA node.
       type: int
+      sample: 1
     iommu_group:
       description: IOMMU group number.
       type: int
+      sample: 52
     driver:
       description: Bound driver, null when driverless.
       type: str
+      sample: "vfio-pci"
     netdev:
       description: The VF's own netdev, if a host driver made one.
       type: str
+      sample: "ens81f0v0"
     settings:
       description: MAC, VLAN, QoS, spoof check, trust and link state (only for PFs with a netdev).
       type: dict
+      sample: {"mac": "52:54:00:6b:00:01", "vlan": 100, "qos": 0, "spoofchk": true, "trust": false, "link_state": "auto"}
   sample:
     - {index: 0, address: "0000:81:00.1", numa_node: 1, iommu_group: 14, driver: null, netdev: null, settings: null}
 isolation:

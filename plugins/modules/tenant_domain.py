@@ -244,30 +244,37 @@ xml:
   description: The persistent domain XML after the change (as it would be, in check mode).
   returned: success
   type: str
+  sample: "<domain type='kvm'><name>tenant-a</name>...</domain>"
 created:
   description: Whether the domain was (or would be) newly defined.
   returned: success
   type: bool
+  sample: true
 defined:
   description: Whether the definition was (or would be) written.
   returned: success
   type: bool
+  sample: true
 started:
   description: Whether the domain was (or would be) started.
   returned: success
   type: bool
+  sample: true
 removed:
   description: Whether the domain was (or would be) undefined (O(state=absent)).
   returned: success
   type: bool
+  sample: false
 stopped:
   description: Whether the running domain was (or would be) shut down to remove it.
   returned: success
   type: bool
+  sample: false
 forced_off:
   description: Whether it had to be powered off after O(shutdown_timeout).
   returned: success
   type: bool
+  sample: false
 released_devices:
   description: PCI addresses the removed domain held (hostdevs and hostdev interfaces); they stay bound to vfio-pci.
   returned: success
@@ -278,15 +285,18 @@ live_changed:
   description: Whether the running domain was (or would be) changed live.
   returned: success
   type: bool
+  sample: false
 restart_required:
   description: The domain runs and part of its new definition applies only when it is restarted (see RV(restart_reasons)).
   returned: success
   type: bool
+  sample: false
 restart_reasons:
   description: What the running domain keeps until it is restarted, and why (also given as warnings).
   returned: success
   type: list
   elements: str
+  sample: ["running domain tenant-a keeps its hugepage backing until it is restarted (the definition is updated; restart the tenant to apply)"]
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import IOTUNE_KEYS

@@ -111,21 +111,27 @@ devices:
     address:
       description: PCI address.
       type: str
+      sample: "0000:82:00.0"
     driver_before:
       description: Driver before, null when driverless.
       type: str
+      sample: "pci-stub"
     driver_after:
       description: Driver after (predicted in check mode; null when handed back in check mode).
       type: str
+      sample: "vfio-pci"
     iommu_group:
       description: IOMMU group number.
       type: int
+      sample: 41
     vfio_device:
       description: The VFIO group device a VMM opens, for vfio-pci.
       type: str
+      sample: "/dev/vfio/41"
     group_added:
       description: Whether the device was added by O(group_policy=bind_group).
       type: bool
+      sample: false
   sample:
     - {address: "0000:82:00.0", driver_before: pci-stub, driver_after: vfio-pci, iommu_group: 15,
        vfio_device: /dev/vfio/15, group_added: false}

@@ -1,7 +1,14 @@
 # -*- coding: utf-8 -*-
-"""execution-environment.yml: ansible-builder 3 accepts it and `ansible-builder create`
-(scripts/ee_context.sh, no container engine) produces a build context holding the collection,
-its Python requirements (pinned like requirements.txt) and its system requirements (bindep)."""
+"""The built collection and its execution environment.
+
+- The artifact (`ansible-galaxy collection build`, as scripts/ee_context.sh makes it): galaxy.yml's
+  build_ignore leaves the tests, lab, Molecule, benchmarks and scripts out; it installs into an
+  empty collections path and `ansible-doc -l` lists every module there.
+- meta/runtime.yml's action groups hold the modules that share their options (module_defaults).
+- execution-environment.yml: ansible-builder 3 accepts it and `ansible-builder create` (no
+  container engine) produces a build context with the collection and what runs on the controller
+  only: no libvirt-python, no compiler, no libvirt headers, for this EE or any EE that includes
+  the collection (`ansible-builder introspect` of the installed collection)."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -40,37 +48,44 @@ def context(tmp_path_factory):
     return out
 
 
+# Paths of the repository that must never reach the artifact (lab, tests and their tooling).
+LEFT_OUT = ("tests/", "molecule/", "lab/", "benchmarks/", "scripts/", "inventories/lab/", "playbooks/lab/",
+            ".ci/", ".build/", ".venv/", "docs/lab.md", "docs/benchmarks.md", "requirements.txt", "ansible.cfg")
+# What a job on the controller must not pull in: libvirt-python and its build chain.
+HOST_ONLY = ("libvirt", "gcc", "pkg-config", "pkgconf", "python3-dev", "python3.11-devel")
+
+
+def module_names():
+    return sorted(name[:-3] for name in os.listdir(os.path.join(REPO, "plugins", "modules")) if name.endswith(".py"))
+
+
 def test_definition_is_a_valid_version_3_file():
     from ansible_builder.ee_schema import validate_schema  # pylint: disable=import-outside-toplevel
     with open(os.path.join(REPO, "execution-environment.yml"), encoding="utf-8") as handle:
         definition = yaml.safe_load(handle)
     validate_schema(definition)  # raises on a schema error
     assert definition["version"] == 3
-    assert definition["dependencies"]["python"] == "meta/ee-requirements.txt"
+    assert "python" not in definition["dependencies"]
     assert definition["dependencies"]["system"] == "bindep.txt"
+    with open(os.path.join(REPO, "meta", "execution-environment.yml"), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)["dependencies"] == {"system": "bindep.txt"}
 
 
 def test_ee_pins_match_the_repository_pins():
     repo = pins(os.path.join(REPO, "requirements.txt"))
-    ee = pins(os.path.join(REPO, "meta", "ee-requirements.txt"))
-    assert ee and all(repo[name] == version for name, version in ee.items())
     with open(os.path.join(REPO, "execution-environment.yml"), encoding="utf-8") as handle:
         deps = yaml.safe_load(handle)["dependencies"]
     assert deps["ansible_core"]["package_pip"] == "ansible-core==" + repo["ansible-core"]
     assert deps["ansible_runner"]["package_pip"] == "ansible-runner==" + repo["ansible-runner"]
 
 
-@pytest.mark.parametrize("profile, wanted", [
-    ("dpkg", {"gcc", "pkg-config", "libvirt-dev", "python3-dev", "libvirt0"}),
-    ("rpm", {"gcc", "pkgconf-pkg-config", "libvirt-devel", "python3.11-devel", "libvirt-libs"}),
-])
-def test_bindep_names_libvirt_headers_and_compiler(profile, wanted):
+@pytest.mark.parametrize("profile, wanted", [("dpkg", {"openssh-client"}), ("rpm", {"openssh-clients"})])
+def test_bindep_holds_only_what_the_controller_runs(profile, wanted):
     from bindep.depends import Depends  # pylint: disable=import-outside-toplevel
     with open(os.path.join(REPO, "bindep.txt"), encoding="utf-8") as handle:
         depends = Depends(handle.read())
-    rules = depends.active_rules(["platform:%s" % profile, "compile", "default"])
-    names = set(rule[0] for rule in rules)
-    assert wanted <= names
+    rules = depends.active_rules(["platform:%s" % profile, "compile", "test", "default"])
+    assert set(rule[0] for rule in rules) == wanted
 
 
 def test_create_writes_the_build_context(context):
@@ -78,22 +93,114 @@ def test_create_writes_the_build_context(context):
     text = (context / containerfile).read_text()
     repo = pins(os.path.join(REPO, "requirements.txt"))
     assert 'ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (repo["ansible-core"], repo["ansible-runner"]) in text
-    assert "config-manager --set-enabled crb" in text
+    assert "crb" not in text and "libvirt" not in text
     assert "ansible-galaxy collection install" in text
     build = context / "_build"
-    assert pins(build / "requirements.txt") == pins(os.path.join(REPO, "meta", "ee-requirements.txt"))
-    assert "libvirt-devel [compile platform:rpm]" in (build / "bindep.txt").read_text()
+    assert not (build / "requirements.txt").exists()
+    rules = [line for line in (build / "bindep.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert rules and not [line for line in rules if any(word in line for word in HOST_ONLY)]
     requirements = yaml.safe_load((build / "requirements.yml").read_text())
     assert requirements["collections"] == [{"name": "/build/collections/gpuvirt-tenancy.tar.gz", "type": "file"}]
 
 
-def test_context_holds_the_collection_without_its_tests(context):
-    with tarfile.open(context / "_build" / "collections" / "gpuvirt-tenancy.tar.gz") as tar:
-        names = tar.getnames()
+@pytest.fixture(scope="module")
+def artifact(context):
+    return context / "_build" / "collections" / "gpuvirt-tenancy.tar.gz"
+
+
+def test_artifact_holds_the_collection_without_its_tests_or_lab(artifact):
+    with tarfile.open(artifact) as tar:
+        names = [n for n in tar.getnames() if tar.getmember(n).isfile()]
         manifest = json.load(tar.extractfile("MANIFEST.json"))
     info = manifest["collection_info"]
     assert (info["namespace"], info["name"]) == ("gpuvirt", "tenancy")
-    for path in ("plugins/modules/preflight_info.py", "plugins/module_utils/preflight.py", "roles/preflight/tasks/main.yml",
-                 "playbooks/site.yml", "playbooks/preflight.yml", "meta/execution-environment.yml", "bindep.txt"):
+    assert info["license"] == ["GPL-3.0-or-later"] and "example" not in json.dumps(info)
+    for path in ("LICENSE", "README.md", "changelogs/changelog.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
+                 "bindep.txt", "execution-environment.yml", "awx/job_templates.yml", "docs/docsite/extra-docs.yml",
+                 "plugins/modules/preflight_info.py", "plugins/module_utils/preflight.py", "roles/preflight/tasks/main.yml",
+                 "playbooks/site.yml", "playbooks/preflight.yml"):
         assert path in names
-    assert not [n for n in names if n.startswith(("tests/", "molecule/", "lab/"))]
+    assert ["plugins/modules/%s.py" % name for name in module_names()] == sorted(n for n in names if n.startswith("plugins/modules/"))
+    assert [n for n in names if n.startswith(LEFT_OUT) or "__pycache__" in n or n.endswith(".pyc")] == []
+
+
+def clean_env(collections):
+    """The environment of a user who installed the artifact into ``collections`` and nothing else."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(collections / "ansible.cfg"))
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def installed(artifact, tmp_path_factory):
+    """The artifact installed into an empty collections path, as a user installs it."""
+    path = tmp_path_factory.mktemp("collections")
+    bindir = os.path.dirname(sys.executable)
+    # Only the new path: the checkout's .build/collections (also on PYTHONPATH) holds gpuvirt.tenancy.
+    config = path / "ansible.cfg"
+    config.write_text("[defaults]\n")
+    env = clean_env(path)
+    proc = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", str(artifact), "-p", str(path)],
+                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gpuvirt.tenancy:0.1.0 was installed successfully" in proc.stdout
+    return path
+
+
+def test_installed_artifact_lists_every_module(installed):
+    env = clean_env(installed)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-l", "gpuvirt.tenancy", "--json"],
+                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)) == ["gpuvirt.tenancy.%s" % name for name in module_names()]
+
+
+def test_installed_collection_pushes_nothing_of_the_hosts_into_an_ee(installed):
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-builder"), "introspect", str(installed)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found = yaml.safe_load(proc.stdout)
+    python, system = found["python"], found["system"]
+    assert python == []
+    assert system and not [line for line in system if any(word in line for word in HOST_ONLY)]
+
+
+def runtime():
+    with open(os.path.join(REPO, "meta", "runtime.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def module_options(names):
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "--json"]
+                          + ["gpuvirt.tenancy." + name for name in names],
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return dict((key.split(".")[-1], set(doc["doc"].get("options") or {})) for key, doc in json.loads(proc.stdout).items())
+
+
+def test_action_groups_for_module_defaults():
+    """group/gpuvirt.tenancy.all holds every module and each takes root; group
+    gpuvirt.tenancy.libvirt holds exactly the modules with a libvirt uri (a module refuses a
+    default for an option it does not have, so a group holds only modules sharing its options)."""
+    groups = runtime()["action_groups"]
+    assert sorted(groups["all"]) == module_names()
+    options = module_options(module_names())
+    assert [name for name in module_names() if "root" not in options[name]] == []
+    assert sorted(groups["libvirt"]) == [name for name in module_names() if "uri" in options[name]]
+
+
+def test_requires_ansible_is_the_tested_range():
+    """scripts/test.sh tests the oldest (stage oldest) and the pinned ansible-core."""
+    repo = pins(os.path.join(REPO, "requirements.txt"))
+    oldest = pins(os.path.join(REPO, "requirements-oldest.txt"))
+    low, high = oldest["ansible-core"].rsplit(".", 1)[0], repo["ansible-core"].split(".")
+    assert runtime()["requires_ansible"] == ">=%s.0,<%s.%d.0" % (low, high[0], int(high[1]) + 1)
+
+
+def test_roles_claim_the_oldest_tested_version_and_the_lab_platform():
+    oldest = pins(os.path.join(REPO, "requirements-oldest.txt"))["ansible-core"].rsplit(".", 1)[0]
+    for role in sorted(os.listdir(os.path.join(REPO, "roles"))):
+        with open(os.path.join(REPO, "roles", role, "meta", "main.yml"), encoding="utf-8") as handle:
+            info = yaml.safe_load(handle)["galaxy_info"]
+        assert info["min_ansible_version"] == oldest, role
+        assert info["platforms"] == [{"name": "Debian", "versions": ["bookworm"]}], role

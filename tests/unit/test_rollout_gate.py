@@ -117,6 +117,36 @@ def test_preflight_playbook_in_check_mode_reports_every_host(fleet):
     assert any(line.startswith("fake-bare: WARN") for line in fleet_lines)
 
 
+def artifact_data(summary):
+    """What the run handed to set_stats: AWX keeps it as the job's artifacts (and passes it to later
+    workflow nodes); ansible-runner records it in the playbook_on_stats event."""
+    found = []
+    for folder, _dirs, files in os.walk(summary["artifacts"]):
+        for name in files:
+            if folder.endswith("job_events") and name.endswith(".json"):
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    event = json.load(handle)
+                if event.get("event") == "playbook_on_stats":
+                    found.append(event["event_data"].get("artifact_data") or {})
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_preflight_reports_reach_the_job_artifacts(fleet):
+    """AWX throws away files a job writes on the controller: the preflight role hands each host's
+    report to set_stats (gpuvirt_preflight_reports: host -> report, aggregated over the hosts)."""
+    extra = fleet_runner.survey_extravars(PREFLIGHT, {"gpuvirt_hosts_limit": "fake-bare:fake-noiommu"})
+    extra["gpuvirt_preflight_report_dir"] = str(fleet["reports"])
+    summary = fleet_runner.run("playbooks/preflight.yml", fleet["inventory"], extra, check=True,
+                               private_data_dir=str(fleet["tmp"] / "runner"))
+    reports = artifact_data(summary).get("gpuvirt_preflight_reports") or {}
+    assert sorted(reports) == ["fake-bare", "fake-noiommu"]
+    assert reports["fake-noiommu"]["status"] == "fail" and reports["fake-noiommu"]["iommu"]["present"] is False
+    assert reports["fake-bare"]["status"] == "warn"
+    on_disk = json.loads((fleet["reports"] / "fake-bare.json").read_text())
+    assert reports["fake-bare"]["failures"] == on_disk["failures"] and reports["fake-bare"]["warnings"] == on_disk["warnings"]
+
+
 @pytest.mark.parametrize("budget, wanted", [(1, [True, False, False]), (2, [True, True, False]), (None, [True, True, True])])
 def test_reboot_budget_is_shared_out_in_batch_order(tmp_path, budget, wanted):
     """Three hosts in one batch (serial 3); only the budget set-fact runs (--tags reboot_budget)."""

@@ -5,8 +5,10 @@ stay imported, each with its tag."""
 
 from __future__ import annotations
 
+import glob
 import os
 
+import pytest
 import yaml
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -54,3 +56,15 @@ def test_site_imports_the_five_stage_playbooks_with_their_tags():
     imports = [(p["ansible.builtin.import_playbook"], p["tags"]) for p in load("site.yml")[1:]]
     assert imports == [("boot.yml", ["boot"]), ("sriov_vfio.yml", ["sriov_vfio"]), ("tenants.yml", ["tenants"]),
                        ("rdma.yml", ["rdma"]), ("gpu_sharing.yml", ["gpu_sharing"])]
+
+
+@pytest.mark.parametrize("name", sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "playbooks", "*.yml"))))
+def test_plays_on_hosts_and_guests_become_root(name):
+    """A non-root SSH user works: every play that runs on the GPU hosts or the tenant guests
+    becomes root; plays on the controller (localhost) and playbook imports do not."""
+    for play in load(name):
+        hosts = play.get("hosts")
+        if hosts is None or "localhost" in hosts:
+            assert "become" not in play, "%s: %s" % (name, play.get("name"))
+        else:
+            assert play.get("become") is True, "%s: %s needs become: true" % (name, play.get("name"))
