@@ -5,6 +5,7 @@ libvirt's built-in test driver."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -34,7 +35,6 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
     kernel); modules built on the runner take it as ``main(host=...)``."""
     # pylint: disable=import-outside-toplevel
     from ansible.module_utils import basic
-    from ansible.module_utils.testing import patch_module_args
 
     full = dict(args)
     full["_ansible_check_mode"] = check_mode
@@ -42,13 +42,14 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
     full.setdefault("_ansible_remote_tmp", "/tmp")
     full.setdefault("_ansible_keep_remote_files", False)
 
-    from ansible.module_utils import _internal
     from ansible.module_utils.common import warnings as module_warnings
     module_warnings._global_warnings.clear()  # pylint: disable=protected-access
     # a module runs on the managed host: its warnings go into its result, even when an earlier
-    # test loaded controller code into this process
-    was_controller = _internal.is_controller
-    _internal.is_controller = False
+    # test loaded controller code into this process (ansible-core 2.19 tells them apart)
+    internal = _module_internal()
+    was_controller = internal.is_controller if internal else None
+    if internal:
+        internal.is_controller = False
 
     def exit_json(self, **kwargs):  # pylint: disable=unused-argument
         kwargs.setdefault("changed", False)
@@ -67,7 +68,7 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
     basic.AnsibleModule.exit_json = exit_json
     basic.AnsibleModule.fail_json = fail_json
     try:
-        with patch_module_args(full):
+        with _module_args(full):
             if host is None:
                 main()
             else:
@@ -76,8 +77,39 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
         return done.result
     finally:
         basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = original
-        _internal.is_controller = was_controller
+        if internal:
+            internal.is_controller = was_controller
     raise AssertionError("module returned without exit_json or fail_json")
+
+
+def _module_internal():
+    try:
+        from ansible.module_utils import _internal  # pylint: disable=import-outside-toplevel
+    except ImportError:  # ansible-core before 2.19
+        return None
+    return _internal
+
+
+def _module_args(args):
+    """The module arguments as AnsibleModule reads them: ansible-core 2.19's own helper, or
+    the serialized arguments older versions read from ``basic._ANSIBLE_ARGS``."""
+    try:
+        from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return _legacy_module_args(args)
+    return patch_module_args(args)
+
+
+@contextlib.contextmanager
+def _legacy_module_args(args):
+    from ansible.module_utils import basic  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.common.text.converters import to_bytes  # pylint: disable=import-outside-toplevel
+    saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
+    basic._ANSIBLE_ARGS = to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args}))  # pylint: disable=protected-access
+    try:
+        yield
+    finally:
+        basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
 
 
 @pytest.fixture

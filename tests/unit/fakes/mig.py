@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from fakes import STANDINS  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
 from conftest import FIXTURES, run_module  # pylint: disable=import-error
 
 STANDIN = os.path.join(STANDINS, "nvidia-smi")

@@ -178,7 +178,7 @@ def firmware_tool_on_path(tmp_path, monkeypatch, devices, name="mlxconfig"):
     import json
     import shutil
 
-    from fakes import STANDINS  # pylint: disable=import-error
+    from fakes.paths import STANDINS  # pylint: disable=import-error
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     shutil.copy(os.path.join(STANDINS, "mlxconfig"), str(bindir / name))

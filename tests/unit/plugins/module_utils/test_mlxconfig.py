@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from fakes import STANDINS  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host

@@ -18,7 +18,7 @@ import shutil
 
 import pytest
 
-from fakes import STANDINS  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight, preflight_facts
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError

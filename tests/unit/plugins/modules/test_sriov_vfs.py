@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from fakes import STANDINS  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
