@@ -36,6 +36,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pf_lookup import resolve_pf, wanted_vfs
 
 __metaclass__ = type
 
@@ -141,20 +142,6 @@ ACS_FIX = ("ACS: %s share an IOMMU group, so no tenant can get one without the o
 
 
 # ---------------------------------------------------------------------------- desired state
-def resolve_pf(topology, name):
-    """A PF given as PCI address (short or full) or netdev name -> full address or None."""
-    pci = topology.get("pci_devices") or {}
-    text = str(name or "").strip().lower()
-    if text in pci:
-        return text
-    if "0000:" + text in pci:
-        return "0000:" + text
-    netdev = (topology.get("netdevs") or {}).get(str(name))
-    if netdev and netdev.get("pci_address") in pci:
-        return netdev["pci_address"]
-    return None
-
-
 def wanted_pages(topology, hugepages):
     """{node: {"2M": count, "1G": count}} from gpuvirt_hugepages ([{size, count, node}])."""
     nodes = [int(n["id"]) for n in topology.get("numa_nodes") or []]
@@ -279,24 +266,13 @@ class HostModel:
         self.gpus = [self._gpu(gpu) for gpu in topology.get("gpus") or []]
         wanted_gpus = self.desired.get("gpus")
         self.tenant_gpus = list(wanted_gpus) if wanted_gpus else [g["address"] for g in self.gpus]
-        self.wanted_vfs = self._wanted_vfs()
+        self.wanted_vfs = wanted_vfs(topology, self.desired.get("sriov_pfs"))
 
     def _gpu(self, gpu):
         iso = isolation(self.topology, gpu["address"])
         return {"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
                 "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
                 "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]}
-
-    def _wanted_vfs(self):
-        """{PF address (or the name given when it is not found): wanted VF count}."""
-        wanted = {}
-        for index, item in enumerate(self.desired.get("sriov_pfs") or []):
-            if not isinstance(item, dict) or "pf" not in item:
-                raise InputError("gpuvirt_sriov_pfs[%d]: expected {pf, num_vfs}, got %r" % (index, item))
-            address = resolve_pf(self.topology, item["pf"])
-            wanted[address or str(item["pf"])] = int(item.get("num_vfs") or 0)
-        return wanted
-
 
 def check_iommu(model):
     iommu = model.iommu
