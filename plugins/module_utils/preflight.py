@@ -519,8 +519,10 @@ def render_table(report):
     """The report as text for a person: a header, the checks, then one table per area."""
     failed = len(report.get("failures") or [])
     warned = len(report.get("warnings") or [])
-    lines = ["Preflight %s: %s (%d failed, %d warnings, %d for the boot stage)" % (
-        report.get("host") or "host", report["status"].upper(), failed, warned, len(report.get("boot_stage") or [])), ""]
+    booted = len(report.get("boot_stage") or [])
+    lines = ["Preflight %s: %s (%d failed, %d warnings%s)" % (
+        report.get("host") or "host", report["status"].upper(), failed, warned,
+        ", %d for the boot stage" % booted if booted else ""), ""]
     lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]])
     iommu = report["iommu"]
     lines += ["", "IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s" % (
