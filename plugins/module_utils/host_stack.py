@@ -144,7 +144,7 @@ def render_modprobe_conf(blacklist, keep_nvidia, address_prebind=(), driver="pci
         # blacklist stops loading by device alias only; install stops an explicit modprobe too
         lines += ["install %s /bin/false" % module for module in NVIDIA_MODULES]
     elif address_prebind:
-        lines.append("# The host keeps GPUs of the same model: the tenant GPUs get driver_override before nvidia loads.")
+        lines.append("# The host keeps GPUs: tenant GPUs not pre-bound by id get driver_override before nvidia loads.")
         lines.append("install nvidia for d in %s; do [ -e /sys/bus/pci/devices/$d/driver_override ] && "
                      "echo %s > /sys/bus/pci/devices/$d/driver_override; done; /sbin/modprobe %s; "
                      "/sbin/modprobe --ignore-install nvidia $CMDLINE_OPTS"
