@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pf_lookup import wanted_vfs
 
 __metaclass__ = type
 
@@ -238,3 +239,106 @@ def pending(parsed):
     """Parameters whose Next Boot value differs from Current (loaded at the next power cycle)."""
     return sorted(k for k, v in parsed["params"].items()
                   if v.get("current") is not None and v.get("next") is not None and v["current"] != v["next"])
+
+
+# -- the boot stage: SR-IOV in the firmware, applied by a firmware reset or a cold boot ---------
+# The reset tool of each package: mlxfwreset (NVIDIA MFT) and mstfwreset (mstflint), both
+# "mlxfwreset -d DEV [--level 0|3|4] [-y] reset"; level 3 is "Driver restart and PCI reset"
+# (MFT documentation, mlxfwreset; mstflint's mstfwreset(1)). Their output is not parsed: the
+# exit status says whether the reset ran, and a query afterwards whether Next became Current.
+RESET_TOOLS = {"mlxconfig": "mlxfwreset", "mstconfig": "mstfwreset"}
+SRIOV_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
+LINK_TYPE_PARAMS = ("LINK_TYPE_P1", "LINK_TYPE_P2")
+LINK_TYPE_ETH = "ETH"
+
+
+def firmware_targets(topology, sriov_pfs):
+    """``[{pf, num_vfs}]``: the ConnectX PFs of ``gpuvirt_sriov_pfs`` that want VFs (the
+    firmware must allow them before ``sriov_numvfs`` can). Other PFs are not the tools' business."""
+    pci = topology.get("pci_devices") or {}
+    targets = []
+    for pf, count in sorted(wanted_vfs(topology, sriov_pfs).items()):
+        dev = pci.get(pf)
+        if dev and count > 0 and is_connectx_pf(dev):
+            targets.append({"pf": pf, "num_vfs": count})
+    return targets
+
+
+def pick_tools(paths):
+    """From the paths ``command -v mlxconfig mstconfig mlxfwreset mstfwreset`` printed: the
+    configuration tool (``config``, mlxconfig first) and the reset tool of the same package
+    (else the other one), each a path or None."""
+    found = {}
+    for path in paths or []:
+        path = str(path).strip()
+        name = path.rsplit("/", 1)[-1]
+        if path.startswith("/") and name not in found:
+            found[name] = path
+    config = next((found[t] for t in TOOLS if t in found), None)
+    reset = None
+    if config:
+        own = RESET_TOOLS[config.rsplit("/", 1)[-1]]
+        reset = found.get(own) or next((found[t] for t in RESET_TOOLS.values() if t in found), None)
+    return {"config": config, "reset": reset}
+
+
+def sriov_firmware(params, num_vfs):
+    """The firmware settings SR-IOV with ``num_vfs`` VFs needs, from a query (``params``: name
+    -> {default, current, next}, as mlx_rocev2 returns ``firmware``): SRIOV_EN on, NUM_OF_VFS at
+    least ``num_vfs`` (a larger value already set is kept), and on VPI cards (those with
+    LINK_TYPE_P1/P2) the Ethernet link type RoCE needs."""
+    missing = [p for p in SRIOV_PARAMS if p not in (params or {})]
+    if missing:
+        raise InputError("firmware: the firmware does not offer %s: it cannot do SR-IOV with this tool "
+                         "(check '<tool> -d DEV -e q')" % ", ".join(missing))
+    wanted = {"SRIOV_EN": True}
+    nxt = parse_value(params["NUM_OF_VFS"].get("next") or "")["num"]
+    wanted["NUM_OF_VFS"] = num_vfs if nxt is None or nxt < num_vfs else nxt
+    for name in LINK_TYPE_PARAMS:
+        if name in params:
+            wanted[name] = LINK_TYPE_ETH
+    return wanted
+
+
+def reset_devices(pending_pfs):
+    """One PF per card among ``pending_pfs``: a reset of one function resets the whole card."""
+    cards = {}
+    for pf in sorted(pending_pfs or []):
+        cards.setdefault(pf.rsplit(".", 1)[0], pf)
+    return sorted(cards.values())
+
+
+def firmware_outcome(set_results, reset_rc=None, after=None, reset_tool=None, reset_enabled=True):
+    """The boot stage's verdict on the ConnectX firmware, JSON-ready.
+
+    ``set_results``: {pf: pending parameters after the set}; ``reset_rc``: {pf: exit status of the
+    reset} for the cards reset (a card's other functions share its answer); ``after``: {pf:
+    pending parameters read after the resets}. Returns ``pending`` (PFs whose firmware is not yet
+    loaded), ``cold_boot`` (pending PFs for which the role can do nothing more: the reset ran and
+    did not load it, or no reset is possible), ``reset`` (PFs loaded by a reset), ``messages``
+    and ``reset_devices`` (one PF per card still to reset)."""
+    reset_rc = reset_rc or {}
+    after = after or {}
+    pending, cold, done, messages = [], [], [], []
+    for pf in sorted(set_results):
+        card = pf.rsplit(".", 1)[0]
+        rc = next((code for dev, code in reset_rc.items() if dev.rsplit(".", 1)[0] == card), None)
+        still = after.get(pf, set_results[pf]) if rc is not None else set_results[pf]
+        if not still:
+            if set_results[pf]:
+                done.append(pf)
+            continue
+        pending.append(pf)
+        if rc is not None or not reset_tool or not reset_enabled:
+            cold.append(pf)
+            why = ("the firmware reset failed (exit status %s)" % rc if rc not in (None, 0)
+                   else "the firmware reset did not load it" if rc == 0
+                   else "no mlxfwreset/mstfwreset on the host" if not reset_tool
+                   else "firmware resets are turned off (host_boot_firmware_reset)")
+            messages.append("%s: %s is set for the next power cycle and %s: a COLD BOOT (power off, then on) is "
+                            "needed; a warm reboot does not load it" % (pf, ", ".join(sorted(still)), why))
+        else:
+            messages.append("%s: %s is set for the next firmware reset; the boot stage runs it before its reboot "
+                            "when host_boot_reboot_ok allows" % (pf, ", ".join(sorted(still))))
+    return {"pending": pending, "cold_boot": cold, "reset": done, "messages": messages,
+            "reset_devices": reset_devices(pf for pf in pending if pf not in cold)}

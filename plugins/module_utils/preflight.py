@@ -18,8 +18,11 @@ Checks and their verdicts:
 - Isolation (ACS): each GPU and VF must be alone in its IOMMU group, bridges aside and
   other functions of the same multi-function device aside (they go along); a group shared
   with another endpoint means no ACS isolation between them: not isolated.
-- ConnectX firmware: ``SRIOV_EN`` on and ``NUM_OF_VFS`` large enough where mlxconfig or
-  mstconfig is installed; "tool not found" otherwise.
+- ConnectX firmware: ``SRIOV_EN`` on, ``NUM_OF_VFS`` large enough and (VPI cards) the Ethernet
+  link type, where mlxconfig or mstconfig is installed. What is missing there is a third kind
+  of finding, ``boot``: the boot stage (role host_boot) sets and loads it, so it is listed under
+  "will be fixed by the boot stage", not among the fixes by hand, and does not fail the host.
+  "Fix by hand" stays for what the collection cannot do (BIOS settings, a failed query).
 - Hugepage headroom per NUMA node: the node's memory against the wanted pools plus a
   reserve for the host.
 - The tenant plan (``plan_tenants`` over the host as it will be: wanted VFs and hugepages
@@ -36,11 +39,14 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pf_lookup import resolve_pf, wanted_vfs
 
 __metaclass__ = type
 
 PASS, WARN, FAIL, INFO = "pass", "warn", "fail", "info"
-RANK = {PASS: 0, INFO: 0, WARN: 1, FAIL: 2}
+# Will be fixed by the boot stage (role host_boot): not a failure, and not a fix by hand.
+BOOT = "boot"
+RANK = {PASS: 0, INFO: 0, BOOT: 1, WARN: 2, FAIL: 3}
 PLANNED_VF = "%s/vf%d"
 
 
@@ -141,20 +147,6 @@ ACS_FIX = ("ACS: %s share an IOMMU group, so no tenant can get one without the o
 
 
 # ---------------------------------------------------------------------------- desired state
-def resolve_pf(topology, name):
-    """A PF given as PCI address (short or full) or netdev name -> full address or None."""
-    pci = topology.get("pci_devices") or {}
-    text = str(name or "").strip().lower()
-    if text in pci:
-        return text
-    if "0000:" + text in pci:
-        return "0000:" + text
-    netdev = (topology.get("netdevs") or {}).get(str(name))
-    if netdev and netdev.get("pci_address") in pci:
-        return netdev["pci_address"]
-    return None
-
-
 def wanted_pages(topology, hugepages):
     """{node: {"2M": count, "1G": count}} from gpuvirt_hugepages ([{size, count, node}])."""
     nodes = [int(n["id"]) for n in topology.get("numa_nodes") or []]
@@ -229,12 +221,15 @@ def _fw_value(params, name, column):
 
 
 def firmware_verdict(pf, entry, num_vfs):
-    """Status, detail and fix of one ConnectX PF's firmware for ``num_vfs`` wanted VFs."""
+    """Status, detail and fix of one ConnectX PF's firmware for ``num_vfs`` wanted VFs. What the
+    boot stage sets (SRIOV_EN, NUM_OF_VFS, LINK_TYPE ETH) and loads (firmware reset, else a cold
+    boot it reports) is :data:`BOOT`, with what it will do as the fix."""
     if entry is None:
         return INFO, "not queried", None
+    setting = "SRIOV_EN=1 NUM_OF_VFS=%d" % num_vfs
     if entry["status"] == "tool not found":
-        return WARN if num_vfs else INFO, "tool not found", (
-            "install mstflint (mstconfig) or NVIDIA MFT (mlxconfig) on the host to check SRIOV_EN/NUM_OF_VFS" if num_vfs else None)
+        return BOOT if num_vfs else INFO, "tool not found", (
+            "the boot stage installs mstflint (mstconfig) and sets %s in the firmware" % setting if num_vfs else None)
     if entry["status"] != "ok":
         return (WARN if num_vfs else INFO), "query failed: %s" % entry["message"], None
     params = entry["params"]
@@ -243,18 +238,33 @@ def firmware_verdict(pf, entry, num_vfs):
     detail = "SRIOV_EN=%s NUM_OF_VFS=%s" % (cur_en if cur_en is not None else "?", cur_n if cur_n is not None else "?")
     if (next_en, next_n) != (cur_en, cur_n):
         detail += " (next boot: SRIOV_EN=%s NUM_OF_VFS=%s)" % (next_en, next_n)
+    links = [(name, params[name]) for name in mlx.LINK_TYPE_PARAMS if name in params]
+    not_eth = [name for name, shown in links if not mlx.value_matches(mlx.LINK_TYPE_ETH, shown.get("current") or "")]
+    if links:
+        detail += " " + " ".join("%s=%s" % (name, shown.get("current")) for name, shown in links)
     if not num_vfs:
         return INFO, detail, None
     current_ok = cur_en == 1 and (cur_n or 0) >= num_vfs
     next_ok = next_en == 1 and (next_n or 0) >= num_vfs
-    if current_ok:
+    load = ("then loads it with a firmware reset (mlxfwreset/mstfwreset) before its reboot, or reports that the host "
+            "needs a cold boot (power-cycle)")
+    if current_ok and not not_eth:
         return PASS, detail, None
-    setting = "mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d" % (pf, num_vfs)
+    if current_ok:
+        return BOOT, detail, "the boot stage sets %s=ETH (RoCE needs Ethernet), %s" % ("/".join(not_eth), load)
     if next_ok:
-        return WARN, detail, ("firmware: set for the next boot only; power-cycle the host (or mlxfwreset) so that "
-                              "SRIOV_EN/NUM_OF_VFS take effect")
-    return FAIL, detail, ("firmware: %s (or mstconfig; gpuvirt.tenancy.mlx_rocev2 with firmware: does it), then "
-                          "power-cycle the host" % setting)
+        return BOOT, detail, ("the boot stage loads the settings made for the next boot only: it %s"
+                              % load.replace("then ", ""))
+    return BOOT, detail, ("the boot stage sets %s%s in the firmware (gpuvirt.tenancy.mlx_rocev2, like mlxconfig -d %s set "
+                          "SRIOV_EN=1 NUM_OF_VFS=%d), %s" % (setting, " and %s=ETH" % "/".join(not_eth) if not_eth else "",
+                                                              pf, num_vfs, load))
+
+
+def firmware_sriov_on(entry):
+    """Whether the queried firmware has SR-IOV on now (None: not known)."""
+    if not entry or entry.get("status") != "ok":
+        return None
+    return _fw_value(entry["params"], "SRIOV_EN", "current") == 1
 
 
 # ---------------------------------------------------------------------------- the report
@@ -279,24 +289,13 @@ class HostModel:
         self.gpus = [self._gpu(gpu) for gpu in topology.get("gpus") or []]
         wanted_gpus = self.desired.get("gpus")
         self.tenant_gpus = list(wanted_gpus) if wanted_gpus else [g["address"] for g in self.gpus]
-        self.wanted_vfs = self._wanted_vfs()
+        self.wanted_vfs = wanted_vfs(topology, self.desired.get("sriov_pfs"))
 
     def _gpu(self, gpu):
         iso = isolation(self.topology, gpu["address"])
         return {"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
                 "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
                 "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]}
-
-    def _wanted_vfs(self):
-        """{PF address (or the name given when it is not found): wanted VF count}."""
-        wanted = {}
-        for index, item in enumerate(self.desired.get("sriov_pfs") or []):
-            if not isinstance(item, dict) or "pf" not in item:
-                raise InputError("gpuvirt_sriov_pfs[%d]: expected {pf, num_vfs}, got %r" % (index, item))
-            address = resolve_pf(self.topology, item["pf"])
-            wanted[address or str(item["pf"])] = int(item.get("num_vfs") or 0)
-        return wanted
-
 
 def check_iommu(model):
     iommu = model.iommu
@@ -330,16 +329,26 @@ def check_nics(model):
     return {"nics": nics}, []
 
 
-def _sriov_verdict(address, dev, want, connectx):
-    """Status, detail and fix of one SR-IOV capable (or wanted) PF."""
+def _sriov_verdict(address, dev, want, connectx, firmware=None):
+    """Status, detail and fix of one SR-IOV capable (or wanted) PF. On a ConnectX whose firmware
+    does not (or may not) allow the VFs, the boot stage sets the firmware: :data:`BOOT`."""
     if dev is None:
         return FAIL, "not found on this host", "inventory: fix the pf of gpuvirt_sriov_pfs (a PCI address or netdev of this host)"
+    fw_on = firmware_sriov_on(firmware) if connectx else None
+    fw_vfs = _fw_value((firmware or {}).get("params") or {}, "NUM_OF_VFS", "current") if fw_on else None
     if not dev.get("sriov_totalvfs"):
+        if connectx and want and fw_on is not True:
+            return BOOT, "not SR-IOV capable now (SR-IOV off in the ConnectX firmware%s)" % ("" if fw_on is False else "?"), (
+                "the boot stage sets SRIOV_EN=1 NUM_OF_VFS=%d in the firmware and loads it; if the PF still offers no VFs "
+                "afterwards, enable SR-IOV in the BIOS" % want)
         return FAIL, "not SR-IOV capable (no sriov_totalvfs)", (
             "BIOS: enable SR-IOV (and for ConnectX the firmware: mlxconfig -d %s set SRIOV_EN=1 NUM_OF_VFS=%d), "
             "then power-cycle" % (address, want or 1))
     if want is not None and want > dev["sriov_totalvfs"]:
-        return FAIL, "%d VFs wanted, the PF offers %d (sriov_totalvfs)" % (want, dev["sriov_totalvfs"]), (
+        detail = "%d VFs wanted, the PF offers %d (sriov_totalvfs)" % (want, dev["sriov_totalvfs"])
+        if connectx and (fw_vfs is None or fw_vfs < want):
+            return BOOT, detail, "the boot stage raises NUM_OF_VFS to %d in the firmware and loads it" % want
+        return FAIL, detail, (
             ("firmware: raise NUM_OF_VFS (mlxconfig -d %s set NUM_OF_VFS=%d) and power-cycle, or lower num_vfs in "
              "gpuvirt_sriov_pfs" % (address, want)) if connectx else "inventory: lower num_vfs in gpuvirt_sriov_pfs")
     return (PASS if want is not None else INFO), "sriov_totalvfs %s, %s VFs now%s" % (
@@ -356,15 +365,15 @@ def check_sriov(model):
         entry = {"address": address, "model": (dev or {}).get("model"), "numa_node": (dev or {}).get("numa_node"),
                  "sriov_totalvfs": (dev or {}).get("sriov_totalvfs"), "sriov_numvfs": (dev or {}).get("sriov_numvfs"),
                  "wanted_vfs": want, "connectx": bool(dev) and mlx.is_connectx_pf(dev)}
-        status, detail, fix = _sriov_verdict(address, dev, want, entry["connectx"])
+        status, detail, fix = _sriov_verdict(address, dev, want, entry["connectx"], firmware.get(address))
         if entry["connectx"]:
             fw_status, fw_detail, fw_fix = firmware_verdict(address, firmware.get(address), want or 0)
             entry["firmware"] = dict(firmware.get(address) or {}, verdict=fw_status, detail=fw_detail)
-            if fw_status in (WARN, FAIL) or want:
+            if fw_status in (WARN, FAIL, BOOT) or want:
                 findings.append(_check("firmware %s" % address, fw_status, fw_detail, fw_fix))
         entry.update(status=status, detail=detail)
         sriov.append(entry)
-        if want is not None or status == FAIL:
+        if want is not None or status in (FAIL, BOOT):
             findings.append(_check("sriov %s" % address, status, detail, fix))
     return {"sriov_pfs": sriov, "firmware": firmware}, findings
 
@@ -487,6 +496,7 @@ def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
     report["failures"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == FAIL]
     report["warnings"] = ["%s: %s" % (c["name"], c["detail"]) for c in checks if c["status"] == WARN]
     report["fixes"] = ["%s: %s" % (c["name"], c["fix"]) for c in checks if c["fix"] and c["status"] in (FAIL, WARN)]
+    report["boot_stage"] = ["%s: %s" % (c["name"], c["fix"]) for c in checks if c["fix"] and c["status"] == BOOT]
     report["table"] = render_table(report)
     return report
 
@@ -509,7 +519,10 @@ def render_table(report):
     """The report as text for a person: a header, the checks, then one table per area."""
     failed = len(report.get("failures") or [])
     warned = len(report.get("warnings") or [])
-    lines = ["Preflight %s: %s (%d failed, %d warnings)" % (report.get("host") or "host", report["status"].upper(), failed, warned), ""]
+    booted = len(report.get("boot_stage") or [])
+    lines = ["Preflight %s: %s (%d failed, %d warnings%s)" % (
+        report.get("host") or "host", report["status"].upper(), failed, warned,
+        ", %d for the boot stage" % booted if booted else ""), ""]
     lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]])
     iommu = report["iommu"]
     lines += ["", "IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s" % (
@@ -546,6 +559,8 @@ def render_table(report):
         lines += _table(["TENANT", "NODE", "GPUS", "VFS", "CPUS", "HUGEPAGES", "RESULT"], rows)
     if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
         lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
+    if report["boot_stage"]:
+        lines += ["", "Will be fixed by the boot stage (role host_boot):"] + ["  - " + item for item in report["boot_stage"]]
     if report["fixes"]:
-        lines += ["", "What to fix:"] + ["  - " + fix for fix in report["fixes"]]
+        lines += ["", "What to fix (by hand):"] + ["  - " + fix for fix in report["fixes"]]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import To
 
 __metaclass__ = type
 
-FIRMWARE_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
+FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS
 
 
 def preflight_info(params, host, run):  # pylint: disable=unused-argument
@@ -26,7 +26,7 @@ def preflight_info(params, host, run):  # pylint: disable=unused-argument
 
 
 def query_firmware(topology, host, tool="auto"):
-    """SRIOV_EN / NUM_OF_VFS (default, current, next) of every ConnectX PF of the host model,
+    """SRIOV_EN / NUM_OF_VFS / LINK_TYPE_P1/P2 where the card has them (default, current, next) of every ConnectX PF of the host model,
     read with mlxconfig or mstconfig on the host; "tool not found" when neither is there."""
     pfs = sorted(a for a, d in (topology.get("pci_devices") or {}).items() if mlx.is_connectx_pf(d))
     if not pfs or tool == "none":

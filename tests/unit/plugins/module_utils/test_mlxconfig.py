@@ -209,3 +209,108 @@ def test_open_failures(tmp_path, device, lockdown, kind):
     with pytest.raises(mlx.MlxconfigError) as err:
         fw.query()
     assert err.value.kind == kind
+
+
+# -- the boot stage: SR-IOV settings, the reset tool, the verdict --------------------------
+def pf_topology():
+    """Host-model entries: two functions of one ConnectX-6 Dx card, an Intel NIC, a VF."""
+    def dev(vendor, klass, physfn=None):
+        return {"vendor_id": vendor, "class": klass, "physfn": physfn, "is_bridge": False}
+    return {"pci_devices": {"0000:5e:00.0": dev("0x15b3", "0x020000"), "0000:5e:00.1": dev("0x15b3", "0x020000"),
+                            "0000:81:00.0": dev("0x8086", "0x020000"), "0000:5e:00.2": dev("0x15b3", "0x020000", "0000:5e:00.0")},
+            "netdevs": {"ens1f0np0": {"pci_address": "0000:5e:00.0"}}}
+
+
+def test_firmware_targets_are_the_connectx_pfs_that_want_vfs():
+    pfs = [{"pf": "ens1f0np0", "num_vfs": 8}, {"pf": "5e:00.1", "num_vfs": 0}, {"pf": "0000:81:00.0", "num_vfs": 4},
+           {"pf": "0000:99:00.0", "num_vfs": 2}]
+    assert mlx.firmware_targets(pf_topology(), pfs) == [{"pf": "0000:5e:00.0", "num_vfs": 8}]
+    assert mlx.firmware_targets(pf_topology(), []) == []
+
+
+@pytest.mark.parametrize("paths, config, reset", [
+    (["/usr/bin/mstconfig", "/usr/bin/mstfwreset"], "/usr/bin/mstconfig", "/usr/bin/mstfwreset"),
+    (["/usr/bin/mlxconfig", "/usr/bin/mstconfig", "/usr/bin/mlxfwreset", "/usr/bin/mstfwreset"],
+     "/usr/bin/mlxconfig", "/usr/bin/mlxfwreset"),
+    (["/usr/bin/mlxconfig", "/usr/bin/mstfwreset"], "/usr/bin/mlxconfig", "/usr/bin/mstfwreset"),
+    (["/usr/bin/mstconfig"], "/usr/bin/mstconfig", None),
+    (["/usr/bin/mstfwreset"], None, None),
+    ([], None, None),
+])
+def test_pick_tools(paths, config, reset):
+    assert mlx.pick_tools(paths) == {"config": config, "reset": reset}
+
+
+def test_sriov_settings_from_the_standin_query(tmp_path):
+    """What the boot stage asks of a VPI card, read back from the stand-in's -e q table."""
+    state = sriov_state()
+    params = state["devices"]["0000:5e:00.0"]["params"]
+    params[0][1].update(current="False(0)", next="False(0)")
+    params[1][1].update(current="0", next="0")
+    params[2][1].update(current="IB(1)", next="IB(1)")
+    path = write_state(tmp_path, state)
+    fw = make_config(path)
+    report = mlx.report(fw.query())
+    wanted = mlx.sriov_firmware(report, 8)
+    assert wanted == {"SRIOV_EN": True, "NUM_OF_VFS": 8, "LINK_TYPE_P1": "ETH"}
+    fw.set(fw.plan(fw.query(), wanted))
+    parsed = fw.query()
+    assert fw.plan(parsed, wanted) == {}
+    assert mlx.pending(parsed) == ["LINK_TYPE_P1", "NUM_OF_VFS", "SRIOV_EN"]  # Next set, Current not yet
+    # the verdict before any reset: pending, one reset per card, no cold boot claimed yet
+    before = mlx.firmware_outcome({"0000:5e:00.0": mlx.pending(parsed)}, reset_tool="/usr/bin/mstfwreset")
+    assert before["pending"] == ["0000:5e:00.0"] and before["cold_boot"] == [] and before["reset_devices"] == ["0000:5e:00.0"]
+    # a successful firmware reset loads Next into Current (the stand-in's power cycle stands for it:
+    # no real mlxfwreset output was found to replay, so the reset is judged by its exit status and this query)
+    run_standin(path, "standin-power-cycle")
+    after = mlx.pending(fw.query())
+    assert after == []
+    done = mlx.firmware_outcome({"0000:5e:00.0": mlx.pending(parsed)}, {"0000:5e:00.0": 0}, {"0000:5e:00.0": after},
+                                "/usr/bin/mstfwreset")
+    assert done == {"pending": [], "cold_boot": [], "reset": ["0000:5e:00.0"], "messages": [], "reset_devices": []}
+    # idempotence: a second run wants nothing
+    assert mlx.sriov_firmware(mlx.report(fw.query()), 8) == wanted and fw.plan(fw.query(), wanted) == {}
+
+
+@pytest.mark.parametrize("next_vfs, num_vfs, wanted_vfs", [("0", 8, 8), ("4", 8, 8), ("16", 8, 16), ("8", 8, 8)])
+def test_num_of_vfs_at_least_the_vfs_wanted(next_vfs, num_vfs, wanted_vfs):
+    params = {"SRIOV_EN": {"next": "True(1)"}, "NUM_OF_VFS": {"next": next_vfs}}
+    assert mlx.sriov_firmware(params, num_vfs) == {"SRIOV_EN": True, "NUM_OF_VFS": wanted_vfs}
+
+
+def test_sriov_settings_refused_without_the_parameters():
+    with pytest.raises(InputError, match="SRIOV_EN"):
+        mlx.sriov_firmware({"NUM_OF_VFS": {"next": "8"}}, 4)
+
+
+def test_one_reset_per_card():
+    assert mlx.reset_devices(["0000:5e:00.1", "0000:5e:00.0", "0000:af:00.0"]) == ["0000:5e:00.0", "0000:af:00.0"]
+
+
+PENDING = {"0000:5e:00.0": ["SRIOV_EN"], "0000:5e:00.1": ["SRIOV_EN"], "0000:af:00.0": []}
+
+
+@pytest.mark.parametrize("resets, after, tool, enabled, pending, cold, words", [
+    # reset ran (exit 0) but Next is still pending: only a cold boot loads it
+    ({"0000:5e:00.0": 0}, {"0000:5e:00.0": ["SRIOV_EN"], "0000:5e:00.1": ["SRIOV_EN"]}, "/usr/bin/mlxfwreset", True,
+     ["0000:5e:00.0", "0000:5e:00.1"], ["0000:5e:00.0", "0000:5e:00.1"], "did not load it"),
+    # the reset failed (the card or the tool does not support the level)
+    ({"0000:5e:00.0": 1}, {"0000:5e:00.0": ["SRIOV_EN"], "0000:5e:00.1": ["SRIOV_EN"]}, "/usr/bin/mlxfwreset", True,
+     ["0000:5e:00.0", "0000:5e:00.1"], ["0000:5e:00.0", "0000:5e:00.1"], "exit status 1"),
+    # no reset tool, or resets turned off: a cold boot straight away
+    ({}, {}, None, True, ["0000:5e:00.0", "0000:5e:00.1"], ["0000:5e:00.0", "0000:5e:00.1"], "no mlxfwreset"),
+    ({}, {}, "/usr/bin/mstfwreset", False, ["0000:5e:00.0", "0000:5e:00.1"], ["0000:5e:00.0", "0000:5e:00.1"], "turned off"),
+    # not reset yet (no reboot allowed, or check mode): pending, the reset is still to come
+    ({}, {}, "/usr/bin/mstfwreset", True, ["0000:5e:00.0", "0000:5e:00.1"], [], "next firmware reset"),
+    # the reset of the card's first function loaded both
+    ({"0000:5e:00.0": 0}, {"0000:5e:00.0": [], "0000:5e:00.1": []}, "/usr/bin/mstfwreset", True, [], [], None),
+])
+def test_firmware_outcome(resets, after, tool, enabled, pending, cold, words):
+    outcome = mlx.firmware_outcome(PENDING, resets, after, tool, enabled)
+    assert outcome["pending"] == pending and outcome["cold_boot"] == cold
+    if cold:
+        assert all("COLD BOOT" in m for m in outcome["messages"]) and outcome["reset_devices"] == []
+    if words:
+        assert all(words in m for m in outcome["messages"])
+    else:
+        assert outcome["messages"] == [] and outcome["reset"] == ["0000:5e:00.0", "0000:5e:00.1"]

@@ -181,11 +181,12 @@ class NoLookups(RecordedCommands):
         pytest.fail("no tool lookup without ConnectX (looked for %s)" % name)
 
 
+# What the firmware lacks is a finding of the third kind, "boot": the boot stage sets and loads it.
 @pytest.mark.parametrize("current, nxt, status, words", [
     ((True, 8), None, "pass", ["SRIOV_EN=1 NUM_OF_VFS=8"]),
-    ((False, 0), None, "fail", ["mlxconfig -d 0000:01:00.0 set SRIOV_EN=1 NUM_OF_VFS=4", "power-cycle"]),
-    ((True, 2), None, "fail", ["NUM_OF_VFS=4"]),
-    ((False, 0), (True, 8), "warn", ["next boot", "power-cycle"]),
+    ((False, 0), None, "boot", ["mlxconfig -d 0000:01:00.0 set SRIOV_EN=1 NUM_OF_VFS=4", "power-cycle", "the boot stage sets"]),
+    ((True, 2), None, "boot", ["NUM_OF_VFS=4"]),
+    ((False, 0), (True, 8), "boot", ["next boot", "power-cycle", "firmware reset"]),
 ])
 def test_connectx_firmware_read_through_the_standin(tmp_path, current, nxt, status, words):
     host, _kernel = cx4lx_no_acs_host(tmp_path)
@@ -200,8 +201,31 @@ def test_connectx_firmware_read_through_the_standin(tmp_path, current, nxt, stat
     assert fw["status"] == status
     for word in words:
         assert word in fw["detail"] + " " + (fw["fix"] or "")
+    if status == "boot":
+        assert not [f for f in report["failures"] + report["fixes"] if f.startswith("firmware ")]
+        assert [b for b in report["boot_stage"] if b.startswith("firmware 0000:01:00.0: the boot stage")]
+        assert "Will be fixed by the boot stage" in report["table"]
     with open(state + ".log", encoding="utf-8") as log:
         assert all(json.loads(line)[-1] == "q" for line in log)  # only queries, never a set
+
+
+@pytest.mark.parametrize("link, status", [("ETH(2)", "pass"), ("IB(1)", "boot"), ("VPI(3)", "boot")])
+def test_vpi_link_type_not_ethernet_is_for_the_boot_stage(tmp_path, link, status):
+    host, _kernel = cx4lx_no_acs_host(tmp_path)
+    topo = read_topology(host.root)
+    state = fw_state(tmp_path, True, 8)
+    data = json.loads(open(state, encoding="utf-8").read())
+    for dev in data["devices"].values():
+        dev["params"].append(["LINK_TYPE_P1", {"default": "IB(1)", "current": link, "next": link,
+                                               "choices": {"IB": 1, "ETH": 2, "VPI": 3}}])
+    with open(state, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    firmware = preflight_facts.query_firmware(topo, standin_host(tmp_path, state))
+    assert set(firmware["0000:01:00.0"]["params"]) == {"SRIOV_EN", "NUM_OF_VFS", "LINK_TYPE_P1"}
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
+    fw = check(report, "firmware 0000:01:00.0")
+    assert fw["status"] == status and "LINK_TYPE_P1=%s" % link in fw["detail"]
+    assert ("LINK_TYPE_P1=ETH" in (fw["fix"] or "")) is (status == "boot")
 
 
 def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
@@ -212,6 +236,8 @@ def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
     report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
     assert check(report, "firmware 0000:01:00.0")["detail"] == "tool not found"
     assert "tool not found" in report["table"]
+    assert check(report, "firmware 0000:01:00.0")["status"] == "boot"
+    assert "installs mstflint" in check(report, "firmware 0000:01:00.0")["fix"]
 
 
 def test_no_connectx_no_query():
