@@ -23,13 +23,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import kernel_part
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write, read_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZE_NAMES, SIZES_KB, SYSFS_NAMES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import (
+    GLOBAL_DIR, SIZE_NAMES, SIZES_KB, SYSFS_NAMES)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
 NODE_DIR = "/sys/devices/system/node"
-GLOBAL_DIR = "/sys/kernel/mm/hugepages"
 PER_NODE_BOOT_SYNTAX = (5, 16)
 UNIT_HEADER = "# Written by gpuvirt.tenancy (hugepages module): runtime hugepages per NUMA node, set again at boot.\n"
 
