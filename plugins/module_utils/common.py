@@ -41,19 +41,24 @@ def check_line_value(value, option, allow_tab=False):
     return text
 
 
-def file_target(real_path, option, shown=None):
+def file_target(real_path, option, shown=None, create_parent=False):
     """Refuse, before anything changes, a file path that cannot be written: one that names a
-    directory, or whose parent is missing or not a directory. ``shown`` is the path as the
-    user gave it (under the root)."""
+    directory, or whose parent is not a directory (missing, unless ``create_parent``: then
+    the nearest existing ancestor must be a directory). ``shown`` is the path as the user
+    gave it (under the root)."""
     shown = shown or real_path
     check_line_value(shown, option)
     if os.path.isdir(real_path):
         raise InputError("%s: %s is a directory; give the path of a file in it" % (option, shown))
     parent = os.path.dirname(os.path.realpath(real_path))
+    while create_parent and not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if os.path.lexists(parent) and not os.path.isdir(parent):
+        raise InputError("%s: %s cannot be written: %s is not a directory; remove that file or give another path"
+                         % (option, shown, parent))
     if not os.path.isdir(parent):
-        raise InputError("%s: the directory of %s (%s) %s; create it first or give another path"
-                         % (option, shown, os.path.dirname(shown),
-                            "is not a directory" if os.path.lexists(parent) else "does not exist"))
+        raise InputError("%s: the directory of %s does not exist; create it first or give another path"
+                         % (option, shown))
     return real_path
 
 

@@ -149,6 +149,10 @@ def load_entries(params, host):
             document = yaml.safe_load(handle)
     except (OSError, IOError) as exc:
         raise InputError("config_file %s cannot be read: %s" % (path, exc))
+    except UnicodeDecodeError as exc:
+        raise InputError("config_file %s is not UTF-8 text (byte 0x%02x at offset %d): convert it (iconv -t UTF-8) "
+                         "and run again; nothing was changed"
+                         % (path, bytearray(exc.object[exc.start:exc.start + 1])[0], exc.start))
     except yaml.YAMLError as exc:
         raise InputError("config_file %s is not valid YAML: %s" % (path, exc))
     return select_mig_parted_config(document, params["config"], path)
