@@ -25,7 +25,7 @@ class BootFiles:
         self.host = host
 
     def load_json(self, host_path, default):
-        text = read_text(self.host.path(host_path), option="persist")
+        text = read_text(self.host.path(host_path), option="persist", shown=host_path)
         if not text:
             return default
         try:
@@ -35,7 +35,7 @@ class BootFiles:
         return value if isinstance(value, dict) else default
 
     def change(self, host_path, after):
-        before = read_text(self.host.path(host_path), option="persist")
+        before = read_text(self.host.path(host_path), option="persist", shown=host_path)
         if before == after:
             return []
         return [(host_path, before, after)]

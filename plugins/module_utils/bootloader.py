@@ -73,7 +73,7 @@ class GrubCmdlineEdit:
         if not os.path.isfile(self.real_path):
             raise InputError("grub_file: %s does not exist or is not a file; give the path of the GRUB defaults file "
                              "(/etc/default/grub on Debian, Ubuntu and RHEL-family hosts)" % self.grub_file)
-        before = read_text(self.real_path, option="grub_file")
+        before = read_text(self.real_path, option="grub_file", shown=self.grub_file)
         if before is None:
             raise InputError("grub_file: %s cannot be read (permissions?)" % self.grub_file)
         grub = GrubDefaults(before, self.grub_file)

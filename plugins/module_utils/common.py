@@ -91,17 +91,18 @@ def atomic_write(path, content, mode=None, backup=False):
     return backup_path
 
 
-def read_text(path, default=None, option=None):
+def read_text(path, default=None, option=None, shown=None):
     """The text of a file exactly as it is (CRLF kept), ``default`` when it is missing or
     unreadable. A file that is not UTF-8 is an :class:`InputError` naming ``option`` (the
-    option that names the file), not a traceback: nothing edits a file it cannot read."""
+    option that names the file) and the file as ``shown`` (its host path), not a traceback:
+    nothing edits a file it cannot read."""
     try:
         with io.open(path, "r", encoding="utf-8", newline="") as handle:
             return handle.read()
     except UnicodeDecodeError as exc:
         raise InputError("%s: %s is not UTF-8 text (byte 0x%02x at offset %d); convert it (iconv -t UTF-8) or "
                          "fix it by hand, then run again; nothing was changed"
-                         % (option or "file", path, bytearray(exc.object[exc.start:exc.start + 1])[0], exc.start))
+                         % (option or "file", shown or path, bytearray(exc.object[exc.start:exc.start + 1])[0], exc.start))
     except (OSError, IOError):
         return default
 

@@ -226,7 +226,7 @@ class Hugepages:
         if self.persist and (self.runtime_wanted() or self.mounts):
             file_target(self.host.path(self.persist_unit), "persist_unit", self.persist_unit)
         if self.persist and self.runtime_wanted():
-            self.unit_before = read_text(self.host.path(self.persist_unit), option="persist_unit")
+            self.unit_before = read_text(self.host.path(self.persist_unit), option="persist_unit", shown=self.persist_unit)
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
         if self.boot_config == "grub" and ops:
@@ -304,7 +304,7 @@ class Hugepages:
                     "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (path, size),
                     "\n[Install]\nWantedBy=multi-user.target\n",
                 ])
-                self.mount_units.append((unit, text, read_text(self.host.path(unit), option="persist_unit")))
+                self.mount_units.append((unit, text, read_text(self.host.path(unit), option="persist_unit", shown=unit)))
 
     # ------------------------------------------------------------------ act
     def apply(self, run):

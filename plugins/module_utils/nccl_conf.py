@@ -341,7 +341,7 @@ def nccl_env(params, host, run):
     real = file_target(host.path(path), "path", path, create_parent=True)
     # the values are checked before the GID tables are read, so a bad gid_index is named first
     check_inputs(params)
-    before = read_text(real, option="path")
+    before = read_text(real, option="path", shown=path)
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": path}
     settings = wanted_settings(params, host, tables, result)

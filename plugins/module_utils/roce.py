@@ -138,7 +138,7 @@ def plan_mode(params, host, reader, dev, diff):
         script, rule_path = persist_paths(params, host, dev)
         for path, content in ((script, PERSIST_SCRIPT), (rule_path, persist_rule(dev, port, mode, script))):
             option = "persist_script" if path == script else "persist_rules_dir"
-            old = read_text(host.path(path), option=option)
+            old = read_text(host.path(path), option=option, shown=path)
             if old != content:
                 plan["files"][path] = content
             diff["before"][path] = old or ""
