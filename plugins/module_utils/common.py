@@ -91,6 +91,12 @@ def atomic_write(path, content, mode=None, backup=False):
     return backup_path
 
 
+def undecodable(exc):
+    """Where a UnicodeDecodeError stopped: ``byte 0xff at offset 12``."""
+    offset = int(exc.start)
+    return "byte 0x%02x at offset %d" % (bytearray(exc.object)[offset], offset)
+
+
 def read_text(path, default=None, option=None, shown=None):
     """The text of a file exactly as it is (CRLF kept), ``default`` when it is missing or
     unreadable. A file that is not UTF-8 is an :class:`InputError` naming ``option`` (the
@@ -100,9 +106,8 @@ def read_text(path, default=None, option=None, shown=None):
         with io.open(path, "r", encoding="utf-8", newline="") as handle:
             return handle.read()
     except UnicodeDecodeError as exc:
-        raise InputError("%s: %s is not UTF-8 text (byte 0x%02x at offset %d); convert it (iconv -t UTF-8) or "
-                         "fix it by hand, then run again; nothing was changed"
-                         % (option or "file", shown or path, bytearray(exc.object[exc.start:exc.start + 1])[0], exc.start))
+        raise InputError("%s: %s is not UTF-8 text (%s); convert it (iconv -t UTF-8) or fix it by hand, then run "
+                         "again; nothing was changed" % (option or "file", shown or path, undecodable(exc)))
     except (OSError, IOError):
         return default
 

@@ -194,4 +194,3 @@ def apply_mode(params, host, dev, plan, run, result):
             raise error
         run.changed = True
     result["default_roce_mode"] = config.read(dev, port)
-
