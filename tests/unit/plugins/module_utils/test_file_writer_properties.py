@@ -47,14 +47,14 @@ def grub_files(draw):
     for name in draw(st.lists(st.sampled_from(OTHERS), unique=True, max_size=3)):
         style = draw(st.sampled_from(["single", "double", "plain"]))
         lines.append("%s=%s" % (name, quoted(join_cmdline(draw(arg_lists)), style)))
-    for _ in range(draw(st.integers(0, 2))):
+    for _line in range(draw(st.integers(0, 2))):
         lines.append("# " + draw(st.text(st.characters(min_codepoint=32, max_codepoint=0x2ff,
                                                         blacklist_characters="\x7f\x85"), max_size=20)))
     style = draw(st.sampled_from(["single", "double", "plain"]))
     export = draw(st.sampled_from(["", "export "]))
     position = draw(st.integers(0, len(lines)))
     lines.insert(position, "%s%s=%s" % (export, VAR, quoted(join_cmdline(draw(arg_lists)), style)))
-    for _ in range(draw(st.integers(0, 2))):
+    for _line in range(draw(st.integers(0, 2))):
         lines.append('%s+=%s' % (VAR, quoted(" " + join_cmdline(draw(arg_lists)), draw(st.sampled_from(["single", "double"])))))
     return newline.join(lines) + newline, newline
 
@@ -111,7 +111,7 @@ def nccl_files(draw):
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     keys = st.sampled_from(["NCCL_DEBUG", "NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_TC"])
     lines = []
-    for _ in range(draw(st.integers(0, 6))):
+    for _line in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["comment", "setting", "blank"]))
         if kind == "comment":
             lines.append("# " + draw(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=15)))

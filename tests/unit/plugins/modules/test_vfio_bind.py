@@ -116,7 +116,7 @@ def test_handing_back_a_device_whose_default_is_the_stub_is_idempotent(lab):
     """0000:82:00.0 is bound to pci-stub with no driver_override: pci-stub is its host default
     (as pci-stub.ids= makes it), so driver: host has nothing to do, run after run."""
     _host, kernel = lab
-    for _ in range(2):
+    for _run in range(2):
         result = run(lab, {"devices": ["0000:82:00.0"], "driver": "host", "persist": False})
         assert result["changed"] is False and not result.get("failed"), result
     assert kernel.writes == [] and kernel.driver("0000:82:00.0") == "pci-stub"
