@@ -12,7 +12,7 @@ import json
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import read_text
 
 __metaclass__ = type
 
@@ -25,7 +25,7 @@ class BootFiles:
         self.host = host
 
     def load_json(self, host_path, default):
-        text = read_text(self.host.path(host_path))
+        text = read_text(self.host.path(host_path), option="persist", shown=host_path)
         if not text:
             return default
         try:
@@ -35,7 +35,7 @@ class BootFiles:
         return value if isinstance(value, dict) else default
 
     def change(self, host_path, after):
-        before = read_text(self.host.path(host_path))
+        before = read_text(self.host.path(host_path), option="persist", shown=host_path)
         if before == after:
             return []
         return [(host_path, before, after)]
@@ -49,19 +49,18 @@ class BootFiles:
         return not os.path.lexists(self.host.path("%s/%s" % (boot.WANTS_DIR, unit)))
 
     def apply(self, changes, enable_unit=None):
+        files = self.host.files
         for host_path, _before, after in changes:
             path = self.host.path(host_path)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             if after is None:
-                if os.path.lexists(path):
-                    os.unlink(path)
+                files.remove(path)
                 continue
-            mode = 0o755 if host_path == boot.SCRIPT_PATH else 0o644
-            atomic_write(path, after, mode=mode)
+            files.makedirs(os.path.dirname(path))
+            files.write(path, after, mode=0o755 if host_path == boot.SCRIPT_PATH else 0o644)
         if enable_unit and self.wants_link_missing(enable_unit):
             link = self.host.path("%s/%s" % (boot.WANTS_DIR, enable_unit))
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            os.symlink("%s/%s" % (boot.UNIT_DIR, enable_unit), link)
+            files.makedirs(os.path.dirname(link))
+            files.symlink("%s/%s" % (boot.UNIT_DIR, enable_unit), link)
 
 
 def add_diffs(diff, changes):

@@ -16,7 +16,7 @@ import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import join_cmdline, kernel_part, split_cmdline
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub_defaults import GrubDefaults, GrubParseError
 
 __metaclass__ = type
@@ -69,10 +69,11 @@ class GrubCmdlineEdit:
     def plan(self):
         if self.variable not in CMDLINE_VARIABLES:
             raise InputError("variable: %r is not one of %s" % (self.variable, ", ".join(CMDLINE_VARIABLES)))
+        check_line_value(self.grub_file, "grub_file")
         if not os.path.isfile(self.real_path):
             raise InputError("grub_file: %s does not exist or is not a file; give the path of the GRUB defaults file "
                              "(/etc/default/grub on Debian, Ubuntu and RHEL-family hosts)" % self.grub_file)
-        before = read_text(self.real_path)
+        before = read_text(self.real_path, option="grub_file", shown=self.grub_file)
         if before is None:
             raise InputError("grub_file: %s cannot be read (permissions?)" % self.grub_file)
         grub = GrubDefaults(before, self.grub_file)
@@ -193,7 +194,7 @@ class GrubCmdlineEdit:
         step done is recorded on ``run``. Returns the backup path or None."""
         backup_file = None
         if self.result["file_changed"]:
-            backup_file = atomic_write(self.real_path, self.result["after"], backup=backup)
+            backup_file = self.host.files.write(self.real_path, self.result["after"], backup=backup)
             run.changed = True
         for command in self.result["bootloader_commands"]:
             self.host.commands.run(command)

@@ -22,24 +22,68 @@ class StateError(RuntimeError):
     """The host is not in a state where the change can be made safely; nothing was changed."""
 
 
+# C0 control characters, DEL, and the Unicode line and paragraph separators: each can end a
+# line for some reader of the files this collection writes (sh, GRUB, udev, systemd, NCCL).
+_CONTROL = set(chr(code) for code in range(0x20)) | set((chr(0x7f), u"\x85", u"\u2028", u"\u2029"))
+
+
+def check_line_value(value, option, allow_tab=False):
+    """``value`` as text that stays on one line of a written file: refuses a newline, a
+    carriage return or another control character (they would start a new line, a new
+    setting or a new command in the file), naming ``option``. The one check every file
+    writer of the collection runs on what it writes. Returns the text."""
+    text = u"" if value is None else value if isinstance(value, str) else str(value)
+    for position, char in enumerate(text):
+        if char in _CONTROL and not (allow_tab and char == "\t"):
+            raise InputError("%s: %r holds the control character %r at position %d; a value written into a "
+                             "file must stay on one line: remove newlines and control characters"
+                             % (option, text, char, position))
+    return text
+
+
+def file_target(real_path, option, shown=None, create_parent=False):
+    """Refuse, before anything changes, a file path that cannot be written: one that names a
+    directory, or whose parent is not a directory (missing, unless ``create_parent``: then
+    the nearest existing ancestor must be a directory). ``shown`` is the path as the user
+    gave it (under the root)."""
+    shown = shown or real_path
+    check_line_value(shown, option)
+    if os.path.isdir(real_path):
+        raise InputError("%s: %s is a directory; give the path of a file in it" % (option, shown))
+    parent = os.path.dirname(os.path.realpath(real_path))
+    while create_parent and not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if os.path.lexists(parent) and not os.path.isdir(parent):
+        raise InputError("%s: %s cannot be written: %s is not a directory; remove that file or give another path"
+                         % (option, shown, parent))
+    if not os.path.isdir(parent):
+        raise InputError("%s: the directory of %s does not exist; create it first or give another path"
+                         % (option, shown))
+    return real_path
+
+
 def atomic_write(path, content, mode=None, backup=False):
     """Write ``content`` to ``path`` through a temporary file in the same directory and a
-    rename, so a reader never sees half a file. Returns the backup path or None."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
+    rename, so a reader never sees half a file. The text is written as it is given (no
+    newline translation: a CRLF file stays CRLF). A symlink is followed: its target is
+    written (atomically, in the target's directory) and the link stays a link. Returns the
+    backup path or None."""
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
     backup_path = None
-    if backup and os.path.exists(path):
+    if backup and os.path.exists(target):
         backup_path = "%s.%s~" % (path, time.strftime("%Y-%m-%d@%H:%M:%S"))
-        shutil.copy2(path, backup_path)
+        shutil.copy2(target, backup_path)
     if mode is None:
-        mode = os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o644
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
+        mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o644
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(target))
     try:
-        with io.open(fd, "w", encoding="utf-8") as handle:
+        with io.open(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        os.rename(tmp, path)
+        os.rename(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -47,10 +91,23 @@ def atomic_write(path, content, mode=None, backup=False):
     return backup_path
 
 
-def read_text(path, default=None):
+def undecodable(exc):
+    """Where a UnicodeDecodeError stopped: ``byte 0xff at offset 12``."""
+    offset = int(exc.start)
+    return "byte 0x%02x at offset %d" % (bytearray(exc.object)[offset], offset)
+
+
+def read_text(path, default=None, option=None, shown=None):
+    """The text of a file exactly as it is (CRLF kept), ``default`` when it is missing or
+    unreadable. A file that is not UTF-8 is an :class:`InputError` naming ``option`` (the
+    option that names the file) and the file as ``shown`` (its host path), not a traceback:
+    nothing edits a file it cannot read."""
     try:
-        with io.open(path, "r", encoding="utf-8") as handle:
+        with io.open(path, "r", encoding="utf-8", newline="") as handle:
             return handle.read()
+    except UnicodeDecodeError as exc:
+        raise InputError("%s: %s is not UTF-8 text (%s); convert it (iconv -t UTF-8) or fix it by hand, then run "
+                         "again; nothing was changed" % (option or "file", shown or path, undecodable(exc)))
     except (OSError, IOError):
         return default
 

@@ -12,6 +12,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import host_sizes_kb
 
 __metaclass__ = type
 
@@ -39,7 +40,7 @@ def iommu_grub_ops(params, fs):
         vendor = detected
     ops = kernel_args.iommu_ops(vendor, params["iommu"], params["passthrough"])
     ops += kernel_args.pre_bind_ops(params["pre_bind_ids"], params["pre_bind_driver"])
-    ops += kernel_args.args_ops(params["args"])
+    ops += kernel_args.args_ops(params["args"], hugepage_sizes_kb=host_sizes_kb(fs))
     return vendor, ops
 
 

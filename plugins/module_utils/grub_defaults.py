@@ -8,9 +8,13 @@ change no other byte of the file. Pure: text in, text out; the GRUB module's I/O
 The file is a /bin/sh script that ``grub-mkconfig`` sources. :class:`GrubDefaults` scans it
 with the shell's quoting rules (comments, ``'...'``, ``"..."`` with backslash escapes,
 ``$(...)``, ``${...}``, backquotes, line continuations) to find where each assignment's value
-starts and ends. It refuses, with :class:`GrubParseError`, what it cannot edit safely:
-unbalanced quotes, the variable set more than once, a value built from shell expansion, an
-assignment inside ``if``/``case``/a loop/a function, or one that is only a command's
+starts and ends. ``NAME+=...`` after the assignment is part of the setting, as bash applies it:
+the value read is the assignment's followed by every append, and an edit keeps the appends
+where the wanted value still ends with them. A CRLF file keeps its carriage returns (the
+``\r`` before a newline ends a word and is kept, not rewritten). It refuses, with
+:class:`GrubParseError`, what it cannot edit safely: unbalanced quotes, the variable assigned
+more than once (or appended to before it is assigned), a value built from shell expansion,
+an assignment inside ``if``/``case``/a loop/a function, or one that is only a command's
 environment. The new value keeps the quoting style of the old one.
 """
 
@@ -18,15 +22,16 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value
 
 __metaclass__ = type
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+ASSIGNMENT_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 OPENERS = {"if", "case", "for", "while", "until", "{", "("}
 CLOSERS = {"fi", "esac", "done", "}", ")"}
 OPERATORS = ";&|()<>"
-SAFE_UNQUOTED_RE = re.compile(r"^[A-Za-z0-9_.,:/+@%=^-]+$")
+SAFE_UNQUOTED_RE = re.compile(r"^[A-Za-z0-9_.,:/+@%=^-]+\Z")
 
 
 class GrubParseError(InputError):
@@ -34,10 +39,11 @@ class GrubParseError(InputError):
 
 
 class Assignment:
-    """``NAME=value`` at the start of a simple command."""
+    """``NAME=value`` (or ``NAME+=value``, ``append``) at the start of a simple command."""
 
-    def __init__(self, name, line, value_start, value_end):
+    def __init__(self, name, line, value_start, value_end, append=False):
         self.name = name
+        self.append = append
         self.line = line
         self.value_start = value_start  # offset of the first byte after '='
         self.value_end = value_end      # offset just past the word
@@ -197,7 +203,7 @@ class GrubDefaults:
         at_start = True
         while i < len(text):
             char = text[i]
-            if char in " \t\n" or char in OPERATORS:
+            if char in " \t\n" or char in OPERATORS or _line_end_cr(text, i):
                 break
             if char == "'":
                 end = self._skip_single(i)
@@ -248,7 +254,7 @@ class GrubDefaults:
         pending = []            # assignments of the current command
         while i < len(text):
             char = text[i]
-            if char in " \t":
+            if char in " \t" or _line_end_cr(text, i):
                 i += 1
                 continue
             if char == "\\" and text[i + 1:i + 2] == "\n":
@@ -296,10 +302,10 @@ class GrubDefaults:
                     exporting = True
                     command_start = False
                     continue
-            match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=", raw)
+            match = ASSIGNMENT_RE.match(raw)
             if (in_assignments or exporting) and match:
                 assignment = Assignment(match.group(1), text.count("\n", 0, word.start) + 1,
-                                        word.start + match.end(), word.end)
+                                        word.start + match.end(), word.end, append=bool(match.group(2)))
                 value_word = self._read_word(word.start + match.end()) if word.end > word.start + match.end() else None
                 if value_word is not None:
                     assignment.value = value_word.value
@@ -317,33 +323,46 @@ class GrubDefaults:
             command_start, in_assignments = False, False
 
     # ------------------------------------------------------------------ reading
-    def find(self, name):
-        """The one assignment of ``name``, None when it is not set; GrubParseError when it
-        cannot be edited safely."""
+    def setting(self, name):
+        """The assignment of ``name`` and the ``+=`` appends after it (a list, the assignment
+        first; only appends when the file never assigns it), None when it is not set;
+        GrubParseError when it cannot be edited safely."""
         found = [a for a in self.assignments if a.name == name]
         if not found:
             return None
-        if len(found) > 1:
+        plain = [a for a in found if not a.append]
+        if len(plain) > 1:
             raise GrubParseError("grub_file: %s sets %s %d times (lines %s); the last one wins and an edit of any "
                                  "one of them is a guess: keep one assignment and run again"
-                                 % (self.path, name, len(found), ", ".join(str(a.line) for a in found)))
-        assignment = found[0]
-        if assignment.expansions:
-            raise GrubParseError("grub_file: %s line %d: %s is built from shell expansion (%s); its value is only known "
-                                 "when the file runs: write it as a plain quoted string and run again"
-                                 % (self.path, assignment.line, name, ", ".join(assignment.expansions)))
-        if assignment.depth:
-            raise GrubParseError("grub_file: %s line %d: %s is set inside a compound command (if/case/loop/function); "
-                                 "whether it applies depends on the run: set it at the top level and run again"
-                                 % (self.path, assignment.line, name))
-        if assignment.env_only:
-            raise GrubParseError("grub_file: %s line %d: %s= is only the environment of the command after it; "
-                                 "write it as an assignment of its own and run again" % (self.path, assignment.line, name))
-        return assignment
+                                 % (self.path, name, len(plain), ", ".join(str(a.line) for a in plain)))
+        if plain and found[0] is not plain[0]:
+            raise GrubParseError("grub_file: %s appends to %s (line %d) before it sets it (line %d), which throws the "
+                                 "append away: keep the assignment first and run again"
+                                 % (self.path, name, found[0].line, plain[0].line))
+        for assignment in found:
+            if assignment.expansions:
+                raise GrubParseError("grub_file: %s line %d: %s is built from shell expansion (%s); its value is only "
+                                     "known when the file runs: write it as a plain quoted string and run again"
+                                     % (self.path, assignment.line, name, ", ".join(assignment.expansions)))
+            if assignment.depth:
+                raise GrubParseError("grub_file: %s line %d: %s is set inside a compound command (if/case/loop/"
+                                     "function); whether it applies depends on the run: set it at the top level and "
+                                     "run again" % (self.path, assignment.line, name))
+            if assignment.env_only:
+                raise GrubParseError("grub_file: %s line %d: %s= is only the environment of the command after it; "
+                                     "write it as an assignment of its own and run again"
+                                     % (self.path, assignment.line, name))
+        return found
+
+    def find(self, name):
+        """The one assignment of ``name`` (the first part of its setting), None when it is not set."""
+        parts = self.setting(name)
+        return None if parts is None else parts[0]
 
     def value(self, name):
-        assignment = self.find(name)
-        return None if assignment is None else assignment.value
+        """The value bash gives ``name`` after sourcing the file: the assignment and its appends."""
+        parts = self.setting(name)
+        return None if parts is None else "".join(part.value for part in parts)
 
     def safe_value(self, name):
         """The value, or None when it is not set or cannot be read safely."""
@@ -364,17 +383,36 @@ class GrubDefaults:
         return '"%s"' % escaped
 
     def with_value(self, name, value):
-        """The text with ``name`` set to ``value``; only the value's bytes change (or one line
-        is appended when the variable is not set)."""
+        """The text with ``name`` set to ``value``: only the bytes of its setting change (or
+        one line is appended when the variable is not set). With ``+=`` appends, the
+        assignment takes what the appends do not already give; when the value does not end
+        with them, it takes the whole value and the appends become empty."""
         if not NAME_RE.match(name):
             raise InputError("variable: %r is not a shell variable name" % (name,))
-        assignment = self.find(name)
-        if assignment is None:
+        check_line_value(value, name)
+        parts = self.setting(name)
+        if parts is None:
             prefix = self.text
+            newline = "\r\n" if prefix.endswith("\r\n") else "\n"
             if prefix and not prefix.endswith("\n"):
-                prefix += "\n"
-            return prefix + "%s=%s\n" % (name, self.quote(value))
-        styles = assignment.styles or {"double"}
-        if assignment.value == "" and styles == {"plain"}:
-            styles = {"double"}
-        return (self.text[:assignment.value_start] + self.quote(value, styles) + self.text[assignment.value_end:])
+                prefix += newline
+            return prefix + "%s=%s%s" % (name, self.quote(value), newline)
+        appended = "".join(part.value for part in parts[1:])
+        if value.endswith(appended):
+            values = [value[:len(value) - len(appended)]] + [part.value for part in parts[1:]]
+        else:
+            values = [value] + [""] * (len(parts) - 1)
+        text = self.text
+        for part, new in reversed(list(zip(parts, values))):
+            if new == part.value:
+                continue
+            styles = part.styles or {"double"}
+            if new == "" and styles == {"plain"}:
+                styles = {"double"}
+            text = text[:part.value_start] + self.quote(new, styles) + text[part.value_end:]
+        return text
+
+
+def _line_end_cr(text, i):
+    """A carriage return that ends a line (CRLF files): no byte of a word, kept as it is."""
+    return text[i] == "\r" and text[i + 1:i + 2] in ("\n", "")

@@ -4,7 +4,8 @@
 """The one seam between the collection and the machine it changes.
 
 A :class:`Host` bundles what a module may touch: the filesystem under ``root`` (read through
-:class:`Sysfs`), the kernel's sysfs attributes (written through ``kernel``), and programs
+:class:`Sysfs`, files edited through ``files``), the kernel's sysfs attributes (written through
+``kernel``), and programs
 (run through ``commands``: argument lists, ``LC_ALL=C``, return codes checked). The runner
 builds one per module run from the module's ``root`` option; tests build one over a tree in
 a temporary directory with a fake kernel and recorded commands, and nothing else is patched.
@@ -14,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 
 __metaclass__ = type
@@ -76,12 +77,32 @@ class KernelWriter:
         os.rmdir(self.fs.path(host_path))
 
 
+class FileWriter:
+    """Edits of files under the root (real paths, as :meth:`Host.path` gives them): each
+    file is written whole and atomically (:func:`common.atomic_write`), so a run stopped
+    between two edits leaves every file either old or new."""
+
+    def write(self, real_path, content, mode=None, backup=False):
+        return atomic_write(real_path, content, mode=mode, backup=backup)
+
+    def makedirs(self, real_path, mode=0o755):
+        if not os.path.isdir(real_path):
+            os.makedirs(real_path, mode)
+
+    def remove(self, real_path):
+        if os.path.lexists(real_path):
+            os.unlink(real_path)
+
+    def symlink(self, target, real_path):
+        os.symlink(target, real_path)
+
+
 class Host:
     """What one module run may read and change. ``root`` other than ``/`` is a captured or
     fake tree: reads and file edits go under it, and ``live`` is false so that steps that only
     make sense on the running machine (daemon reloads, service restarts) are skipped."""
 
-    def __init__(self, root="/", commands=None, kernel=None):
+    def __init__(self, root="/", commands=None, kernel=None, files=None):
         root = os.path.abspath(root or "/")
         if not os.path.isdir(root):
             raise InputError("root %s is not a directory: give the host's / or a captured tree "
@@ -90,6 +111,7 @@ class Host:
         self.fs = Sysfs(root)
         self.kernel = kernel if kernel is not None else KernelWriter(self.fs)
         self.commands = commands
+        self.files = files if files is not None else FileWriter()
 
     @property
     def live(self):

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 SIZES_KB = {"2M": 2048, "1G": 1048576}
 SIZE_NAMES = tuple(SIZES_KB)
+GLOBAL_DIR = "/sys/kernel/mm/hugepages"
 # sysfs directory suffix per size: /sys/kernel/mm/hugepages/hugepages-2048kB
 SYSFS_NAMES = dict((name, "%dkB" % kb) for name, kb in SIZES_KB.items())
 _ALIASES = {}
@@ -39,3 +40,15 @@ def name_of_kb(kb):
         if size == kb:
             return name
     return None
+
+
+def host_sizes_kb(fs):
+    """The page sizes (kB) the host's CPU and kernel have, from /sys/kernel/mm/hugepages
+    (``hugepages-2048kB``, ...); None when the directory is missing (not known)."""
+    if not fs.isdir(GLOBAL_DIR):
+        return None
+    sizes = set()
+    for entry in fs.listdir(GLOBAL_DIR):
+        if entry.startswith("hugepages-") and entry.endswith("kB") and entry[len("hugepages-"):-2].isdigit():
+            sizes.add(int(entry[len("hugepages-"):-2]))
+    return sizes

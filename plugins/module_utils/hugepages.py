@@ -22,14 +22,15 @@ import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import kernel_part
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write, read_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZE_NAMES, SIZES_KB, SYSFS_NAMES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
+    InputError, StateError, check_line_value, file_target, read_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import (
+    GLOBAL_DIR, SIZE_NAMES, SIZES_KB, SYSFS_NAMES)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
 NODE_DIR = "/sys/devices/system/node"
-GLOBAL_DIR = "/sys/kernel/mm/hugepages"
 PER_NODE_BOOT_SYNTAX = (5, 16)
 UNIT_HEADER = "# Written by gpuvirt.tenancy (hugepages module): runtime hugepages per NUMA node, set again at boot.\n"
 
@@ -112,6 +113,7 @@ class Hugepages:
         self.unit_text = None
         self.unit_before = None
         self.result = {}
+        self.done = []            # what apply() has changed, for a failure after a change
 
     # ------------------------------------------------------------------ paths
     def count_path(self, size, node, what="nr_hugepages"):
@@ -139,7 +141,7 @@ class Hugepages:
             if size not in SIZE_NAMES:
                 raise InputError("%s: size %r is not 2M or 1G" % (where, item.get("size")))
             count = item.get("count")
-            if isinstance(count, bool) or not str(count).isdigit():
+            if isinstance(count, bool) or not re.match(r"^[0-9]+\Z", str(count)):
                 raise InputError("%s: count %r is not a whole number of pages" % (where, count))
             count = int(count)
             node = parse_node(item.get("node", "all"), where)
@@ -221,8 +223,10 @@ class Hugepages:
                     self.runtime_changes.append((size, node, before, count))
         # Shrink first: it frees memory the growing pools may need.
         self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZES_KB[c[0]], c[1]))
+        if self.persist and (self.runtime_wanted() or self.mounts):
+            file_target(self.host.path(self.persist_unit), "persist_unit", self.persist_unit)
         if self.persist and self.runtime_wanted():
-            self.unit_before = read_text(self.host.path(self.persist_unit))
+            self.unit_before = read_text(self.host.path(self.persist_unit), option="persist_unit", shown=self.persist_unit)
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
         if self.boot_config == "grub" and ops:
@@ -255,7 +259,9 @@ class Hugepages:
         wanted = []
         for position, item in enumerate(self.mounts):
             where = "mounts[%d]" % position
-            size, path = str(item.get("size") or ""), item.get("path") or ""
+            if not isinstance(item, dict):
+                raise InputError("%s: %r is not a dict with size and path" % (where, item))
+            size, path = str(item.get("size") or ""), check_line_value(item.get("path") or "", where + ".path")
             if size not in SIZE_NAMES:
                 raise InputError("%s: size %r is not 2M or 1G" % (where, item.get("size")))
             if not path.startswith("/") or any(c.isspace() for c in path):
@@ -298,7 +304,7 @@ class Hugepages:
                     "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (path, size),
                     "\n[Install]\nWantedBy=multi-user.target\n",
                 ])
-                self.mount_units.append((unit, text, read_text(self.host.path(unit))))
+                self.mount_units.append((unit, text, read_text(self.host.path(unit), option="persist_unit", shown=unit)))
 
     # ------------------------------------------------------------------ act
     def apply(self, run):
@@ -330,22 +336,28 @@ class Hugepages:
             return shortfalls
         if done:
             run.changed = True
+            self.done.append("runtime counts set: " + ", ".join(
+                "node %d %s %d -> %d" % (node, size, before, count) for size, node, before, count in done))
         if self.result["persist_unit_changed"]:
-            atomic_write(self.host.path(self.persist_unit), self.unit_text, mode=0o644)
+            self.host.files.write(self.host.path(self.persist_unit), self.unit_text, mode=0o644)
             run.changed = True
+            self.done.append("wrote " + self.persist_unit)
         for unit, text, before in self.mount_units:
             if text != before:
-                atomic_write(self.host.path(unit), text, mode=0o644)
+                self.host.files.write(self.host.path(unit), text, mode=0o644)
                 run.changed = True
+                self.done.append("wrote " + unit)
         for size, path in self.mount_actions:
             real = self.host.path(path)
-            if not os.path.isdir(real):
-                os.makedirs(real, mode=0o755)
+            self.host.files.makedirs(real)
             mount = self.host.commands.which("mount", required=True)
             self.host.commands.run([mount, "-t", "hugetlbfs", "-o", "pagesize=%s" % size, "hugetlbfs", real])
             run.changed = True
+            self.done.append("mounted %s pages on %s" % (size, path))
         if self.grub_edit is not None:
             self.grub_edit.apply(run)
+            if self.grub_edit.result["changed"]:
+                self.done.append("edited " + self.grub_edit.grub_file)
         return shortfalls
 
     def report(self):
@@ -391,7 +403,16 @@ def hugepages(params, host, run):
                         grub_file=params["grub_file"], variable=params["variable"],
                         bootloader_update=params["bootloader_update"], mounts=params["mounts"])
     result = dict(manager.plan())
-    shortfalls = [] if run.check_mode else manager.apply(run)
+    try:
+        shortfalls = [] if run.check_mode else manager.apply(run)
+    except (OSError, IOError) as exc:
+        error = StateError("hugepages: %s failed (%s) after: %s" % (
+            getattr(exc, "filename", None) or "a step", exc.strerror or exc, "; ".join(manager.done) or "nothing"))
+        error.details = {"done": manager.done}
+        raise error
+    except StateError as exc:
+        exc.details = dict(getattr(exc, "details", None) or {}, done=manager.done)
+        raise
     result["pages"] = manager.report()
     result["shortfalls"] = shortfalls
     manager.add_diff(run.diff)

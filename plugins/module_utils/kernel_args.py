@@ -17,15 +17,17 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value
 
 __metaclass__ = type
 
-PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
+PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\Z")
 # Characters a new argument may hold. Anything else (blanks, quotes, $, `, \, ;, globs,
 # braces) means something to /bin/sh, to GRUB's script language, or to the kernel's own
 # quoting, and is refused rather than escaped three different ways.
-SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:/+@%=~!^-]+$")
+SAFE_ARG_RE = re.compile(r"^[A-Za-z0-9_.,:/+@%=~!^-]+\Z")
+# hugepages=N or, per node (Linux 5.16+), hugepages=NODE:N,NODE:N
+HUGEPAGES_COUNT_RE = re.compile(r"^(?:\d+|\d+:\d+(?:,\d+:\d+)*)\Z")
 # Names set through the module's own options, never through ``args``.
 MANAGED_NAMES = {
     "intel_iommu": "iommu and vendor",
@@ -59,7 +61,7 @@ def make_arg(name, value):
 
 def parse_size_kb(text):
     """``1G``/``1024M``/``1048576K``/``2m`` -> kB (the kernel's memparse); None if not a size."""
-    match = re.match(r"^(\d+)([kKmMgG]?)$", str(text or "").strip())
+    match = re.match(r"^(\d+)([kKmMgG]?)\Z", str(text or "").strip())
     if not match:
         return None
     number, unit = int(match.group(1)), match.group(2).upper()
@@ -87,6 +89,8 @@ def validate_pci_ids(ids, option="pre_bind_ids"):
 
 
 def validate_new_arg(name, value, option="args"):
+    check_line_value(name, option)
+    check_line_value(value, option)
     if not name or not SAFE_ARG_RE.match(name) or "=" in name:
         raise InputError("%s: %r is not a kernel argument name; use letters, digits and ._- "
                          "(for example hugepagesz)" % (option, name))
@@ -155,26 +159,27 @@ class OptionList(Op):
 
     def apply(self, args):
         key = norm_name(self.name)
-        out, has_add = [], False
+        out, has_add, emitted = [], False, set()
         for arg in args:
             if arg_key(arg) != key:
                 out.append(arg)
                 continue
             options = [o for o in (arg_value(arg) or "").split(",") if o]
-            kept = [o for o in options if o not in self.drop]
+            kept = []
+            for option in options:
+                # an option an earlier arg of the name already gives is said once (off ... on: one on)
+                if option not in self.drop and option not in emitted and option not in kept:
+                    kept.append(option)
+            if not kept and options and self.add is not None and not has_add:
+                kept = [self.add]
             if self.add is not None and self.add in kept:
                 has_add = True
+            emitted.update(kept)
             if kept == options:
                 out.append(arg)
             elif kept:
                 out.append(make_arg(arg_name(arg), ",".join(kept)))
-            elif self.add is not None and not has_add:
-                # intel_iommu=off -> intel_iommu=on, in place
-                out.append(make_arg(arg_name(arg), self.add))
-                has_add = True
-            # else: every option dropped, so is the arg
         if self.add is not None and not has_add:
-            # Put the wanted option first into the first arg of that name, or append one.
             for index, arg in enumerate(out):
                 if arg_key(arg) == key:
                     options = [o for o in (arg_value(arg) or "").split(",") if o]
@@ -359,9 +364,29 @@ def pre_bind_ops(ids, driver):
     return [MergeIds(ID_PARAMS[driver], ids, other=other)]
 
 
-def args_ops(items, option="args"):
+def check_hugepage_value(key, value, where, sizes_kb=None):
+    """What ``hugepagesz=``/``default_hugepagesz=`` and ``hugepages=`` mean: a page size the
+    CPU has (``sizes_kb``: the sizes of /sys/kernel/mm/hugepages, None when unknown) and a
+    count of pages (``4``, or ``0:2,1:2`` per node), never negative."""
+    if value is None:
+        return
+    if key in ("hugepagesz", "default_hugepagesz"):
+        size_kb = parse_size_kb(value)
+        if size_kb is None:
+            raise InputError("%s: %s=%s is not a size such as 2M or 1G" % (where, key, value))
+        if sizes_kb is not None and size_kb not in sizes_kb:
+            raise InputError("%s: %s=%s is a page size this CPU does not have (/sys/kernel/mm/hugepages lists %s); "
+                             "use one of those" % (where, key, value,
+                                                   ", ".join("%dkB" % kb for kb in sorted(sizes_kb)) or "none"))
+    elif key == "hugepages" and not HUGEPAGES_COUNT_RE.match(value):
+        raise InputError("%s: hugepages=%s is not a count of pages (a whole number such as 4, or NODE:COUNT pairs "
+                         "such as 0:2,1:2); counts cannot be negative" % (where, value))
+
+
+def args_ops(items, option="args", hugepage_sizes_kb=None):
     """Operations for a list of ``{name, value, state}``. ``hugepages`` right after a
-    ``hugepagesz`` item is that size's reservation, as the kernel reads them."""
+    ``hugepagesz`` item is that size's reservation, as the kernel reads them.
+    ``hugepage_sizes_kb``: the page sizes the host has (None: not checked)."""
     ops, seen = [], {}
     previous_size = None
     for position, item in enumerate(items or []):
@@ -376,6 +401,8 @@ def args_ops(items, option="args"):
             raise InputError("%s: state %r is not present or absent" % (where, state))
         validate_new_arg(str(name or ""), value, where)
         key = norm_name(name)
+        if state == "present":
+            check_hugepage_value(key, value, where, hugepage_sizes_kb)
         if key in MANAGED_NAMES:
             raise InputError("%s: %s is set by the %s option(s) of this module, not through args"
                              % (where, name, MANAGED_NAMES[key]))

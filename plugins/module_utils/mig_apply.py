@@ -12,7 +12,7 @@ from collections import Counter
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, undecodable
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mig import (
     describe_plan, desired_per_gpu, normalize_entry, plan, plan_gpu, predicted_after, public_instances,
     select_mig_parted_config, state_view)
@@ -149,6 +149,9 @@ def load_entries(params, host):
             document = yaml.safe_load(handle)
     except (OSError, IOError) as exc:
         raise InputError("config_file %s cannot be read: %s" % (path, exc))
+    except UnicodeDecodeError as exc:
+        raise InputError("config_file %s is not UTF-8 text (%s): convert it (iconv -t UTF-8) and run again; "
+                         "nothing was changed" % (path, undecodable(exc)))
     except yaml.YAMLError as exc:
         raise InputError("config_file %s is not valid YAML: %s" % (path, exc))
     return select_mig_parted_config(document, params["config"], path)

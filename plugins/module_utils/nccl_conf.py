@@ -18,13 +18,20 @@ import json
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value, file_target, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
 
 __metaclass__ = type
 
 LINE_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=(?P<value>.*)$")
+KEY_RE = re.compile(r"^[A-Z][A-Z0-9_]*\Z")
+# NCCL_NET_GDR_LEVEL as NCCL reads it (NCCL User Guide, Environment Variables,
+# NCCL_NET_GDR_LEVEL (formerly NCCL_IB_GDR_LEVEL):
+# https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html): the path types LOC,
+# PIX, PXB, PHB, SYS, or the legacy integers 0-5 of the older guides.
+GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
+GDR_LEVEL_NUMBERS = ("0", "1", "2", "3", "4", "5")
 GID_KEYS = ("NCCL_IB_GID_INDEX",)
 AUTO_KEYS = ("NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ROCE_VERSION_NUM")
 AUTO_MIN_VERSION = (2, 21)
@@ -44,24 +51,44 @@ def parse_conf(text):
 
 def render_conf(text, settings):
     """Apply ``settings`` ({key: value, or None to remove}) to the file text. Lines the
-    settings do not name (comments, other keys) are kept as they are; a managed key is
-    rewritten in place (duplicates dropped) or appended."""
+    settings do not name (comments, other keys) are kept byte for byte; a managed key is
+    rewritten in place, keeping its line ending (duplicates dropped), or appended with the
+    file's line ending (CRLF when the file uses it)."""
+    text = text or ""
+    lines = text.splitlines(True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     out = []
     seen = set()
-    for line in (text or "").splitlines():
-        match = None if line.lstrip().startswith("#") else LINE_RE.match(line)
+    for line in lines:
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        match = None if body.lstrip().startswith("#") else LINE_RE.match(body)
         key = match.group("key") if match else None
         if key in settings:
             if settings[key] is None or key in seen:
                 continue
             seen.add(key)
-            out.append("%s=%s" % (key, settings[key]))
+            wanted = "%s=%s" % (key, settings[key])
+            out.append(line if match.group("value").strip() == settings[key] else wanted + (ending or newline))
         else:
             out.append(line)
     for key in sorted(settings):
         if settings[key] is not None and key not in seen:
-            out.append("%s=%s" % (key, settings[key]))
-    return "\n".join(out) + "\n" if out else ""
+            if out and not out[-1].endswith(("\n", "\r")):
+                out[-1] += newline
+            out.append("%s=%s%s" % (key, settings[key], newline))
+    return "".join(out)
+
+
+def check_gdr_level(value):
+    """NCCL_NET_GDR_LEVEL: one of the levels NCCL documents (GDR_LEVELS, GDR_LEVEL_NUMBERS)."""
+    text = str(value).strip()
+    if text.upper() in GDR_LEVELS:
+        return text.upper()
+    if text in GDR_LEVEL_NUMBERS:
+        return text
+    raise InputError("net_gdr_level: %r is not a level NCCL knows; use %s (or the legacy %s-%s)"
+                     % (value, ", ".join(GDR_LEVELS), GDR_LEVEL_NUMBERS[0], GDR_LEVEL_NUMBERS[-1]))
 
 
 # NCCL_IB_HCA as NCCL reads it (NCCL User Guide, Environment Variables, NCCL_IB_HCA:
@@ -70,14 +97,14 @@ def render_conf(text, settings):
 # list; a second optional prefix ``=`` makes the names exact, otherwise each name is a prefix
 # (``mlx5_1`` also selects mlx5_10..mlx5_19). Examples there: ``mlx5``, ``=mlx5_0:1,mlx5_1:1``,
 # ``^=mlx5_1,mlx5_4``.
-HCA_ENTRY_RE = re.compile(r"^(?P<device>[A-Za-z0-9_.-]+)(?::(?P<port>\d+))?$")
+HCA_ENTRY_RE = re.compile(r"^(?P<device>[A-Za-z0-9_.-]+)(?::(?P<port>[0-9]+))?\Z")
 HCA_SYNTAX = "[^][=]DEVICE[:PORT],... (for example mlx5_0:1, =mlx5_0:1,mlx5_1:1 or ^=mlx5_1)"
 
 
 def parse_hca(entries):
     """The ib_hca list (joined with commas, as it is written to NCCL_IB_HCA) ->
     ``{"exclude": bool, "exact": bool, "entries": [(device, port or None)]}``."""
-    text = ",".join(str(entry).strip() for entry in entries or [])
+    text = ",".join(check_line_value(entry, "ib_hca").strip() for entry in entries or [])
     spec = {"exclude": False, "exact": False, "entries": []}
     if not text:
         return spec
@@ -138,7 +165,7 @@ def parse_gid_index(value):
         text = str(value).strip().lower()
         if text in ("discover", "auto"):
             return text
-        if not re.match(r"^\d+$", text):
+        if not re.match(r"^[0-9]+\Z", text):
             raise InputError("gid_index: expected an integer, 'discover' or 'auto', got %r" % value)
         index = int(text)
     if index < 0 or index > 255:
@@ -280,28 +307,44 @@ def wanted_settings(params, host, tables, result):
         result["gid_index"] = index
     if params["ib_hca"]:
         settings["NCCL_IB_HCA"] = ",".join(str(h) for h in params["ib_hca"])
-    for option, key in (("socket_ifname", "NCCL_SOCKET_IFNAME"), ("net_gdr_level", "NCCL_NET_GDR_LEVEL")):
-        if params[option] is not None:
-            settings[key] = str(params[option])
+    if params["socket_ifname"] is not None:
+        settings["NCCL_SOCKET_IFNAME"] = check_line_value(params["socket_ifname"], "socket_ifname").strip()
+    if params["net_gdr_level"] is not None:
+        settings["NCCL_NET_GDR_LEVEL"] = check_gdr_level(params["net_gdr_level"])
     for key, value in (params["extra"] or {}).items():
-        if not re.match(r"^[A-Z][A-Z0-9_]*$", str(key)):
+        if not KEY_RE.match(str(key)):
             raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
         if key in settings:
             raise InputError("extra: %s is managed by its own option; set it there" % key)
-        settings[key] = None if value is None else str(value)
+        value = None if value is None else check_line_value(value, "extra.%s" % key).strip()
+        if key == "NCCL_NET_GDR_LEVEL" and value is not None:
+            value = check_gdr_level(value)
+        settings[key] = value
     return settings
+
+
+def check_inputs(params):
+    """Every value this module writes, checked before the host is read or changed."""
+    parse_gid_index(params["gid_index"])
+    for option in ("socket_ifname", "addr_range", "nccl_version"):
+        check_line_value(params[option], option)
+    if params["net_gdr_level"] is not None:
+        check_gdr_level(params["net_gdr_level"])
+    for key, value in (params["extra"] or {}).items():
+        check_line_value(key, "extra")
+        check_line_value(value, "extra.%s" % key)
 
 
 def nccl_env(params, host, run):
     """The nccl_env module: resolve the GID settings, edit the file under the host's root."""
     path = params["path"]
-    # the mode is checked before the GID tables are read, so a bad gid_index is named first
-    parse_gid_index(params["gid_index"])
+    real = file_target(host.path(path), "path", path, create_parent=True)
+    # the values are checked before the GID tables are read, so a bad gid_index is named first
+    check_inputs(params)
+    before = read_text(real, option="path", shown=path)
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": path}
     settings = wanted_settings(params, host, tables, result)
-    real = host.path(path)
-    before = read_text(real)
     after = render_conf(before or "", settings)
     result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
     result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(before or ""))
@@ -309,9 +352,8 @@ def nccl_env(params, host, run):
     run.diff.add(path, before, after)
     if after != (before or "") or before is None:
         if not run.check_mode:
-            if not os.path.isdir(os.path.dirname(real)):
-                os.makedirs(os.path.dirname(real), 0o755)
-            backup = atomic_write(real, after, backup=params["backup"])
+            host.files.makedirs(os.path.dirname(real))
+            backup = host.files.write(real, after, backup=params["backup"])
             if backup is not None:
                 result["backup_file"] = "/" + os.path.relpath(backup, host.root) if host.root != os.sep else backup
         run.changed = True

@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
+    InputError, StateError, check_line_value, file_target, read_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
@@ -134,15 +135,33 @@ def plan_mode(params, host, reader, dev, diff):
     diff["after"]["default_roce_mode"] = mode
     plan = {"config": config, "load": not loaded, "set": current != mode, "files": {}}
     if params["persist"]:
-        script = params["persist_script"]
-        rule_path = os.path.join(params["persist_rules_dir"], "70-gpuvirt-roce-%s.rules" % dev)
+        script, rule_path = persist_paths(params, host, dev)
         for path, content in ((script, PERSIST_SCRIPT), (rule_path, persist_rule(dev, port, mode, script))):
-            old = read_text(host.path(path))
+            option = "persist_script" if path == script else "persist_rules_dir"
+            old = read_text(host.path(path), option=option, shown=path)
             if old != content:
                 plan["files"][path] = content
             diff["before"][path] = old or ""
             diff["after"][path] = content
     return plan
+
+
+def persist_paths(params, host, dev):
+    """(script, rule file) host paths, checked before anything changes: the script path goes
+    into the udev rule's RUN+="..." (absolute, no blank or quote), and neither may name a
+    directory or sit under a file."""
+    script = check_line_value(params["persist_script"], "persist_script")
+    if not script.startswith("/") or any(char.isspace() or char in "\"'\\%$" for char in script):
+        raise InputError("persist_script: %r goes into the udev rule's RUN+=\"...\": give an absolute path without "
+                         "blanks, quotes, backslashes, %% or $" % script)
+    rules_dir = check_line_value(params["persist_rules_dir"], "persist_rules_dir")
+    if host.fs.exists(rules_dir) and not host.fs.isdir(rules_dir):
+        raise InputError("persist_rules_dir: %s is not a directory; give the udev rules directory "
+                         "(/etc/udev/rules.d)" % rules_dir)
+    rule_path = os.path.join(rules_dir, "70-gpuvirt-roce-%s.rules" % dev)
+    file_target(host.path(script), "persist_script", script, create_parent=True)
+    file_target(host.path(rule_path), "persist_rules_dir", rule_path, create_parent=True)
+    return script, rule_path
 
 
 def apply_mode(params, host, dev, plan, run, result):
@@ -165,9 +184,13 @@ def apply_mode(params, host, dev, plan, run, result):
         run.changed = True
     for path, content in sorted(plan["files"].items()):
         real = host.path(path)
-        if not os.path.isdir(os.path.dirname(real)):
-            os.makedirs(os.path.dirname(real), 0o755)
-        atomic_write(real, content, mode=0o755 if path == params["persist_script"] else 0o644)
+        try:
+            host.files.makedirs(os.path.dirname(real))
+            host.files.write(real, content, mode=0o755 if path == params["persist_script"] else 0o644)
+        except (OSError, IOError) as exc:
+            error = StateError("writing %s failed (%s)%s" % (path, exc.strerror or exc, "; the RDMA-CM default RoCE "
+                                                              "mode was already set" if run.changed else ""))
+            error.details = {"default_roce_mode": config.read(dev, port)}
+            raise error
         run.changed = True
     result["default_roce_mode"] = config.read(dev, port)
-

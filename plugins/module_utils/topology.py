@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import read_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import MAX_CPUS, read_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZE_NAMES, SYSFS_NAMES
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import is_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
@@ -100,6 +100,8 @@ class TopologyReader:
         return cpus
 
     def read_numa_nodes(self, cpus):
+        # a node's cpulist is bounded by the CPUs the host has before it is expanded
+        bound = max(c["id"] for c in cpus) + 1 if cpus else MAX_CPUS
         nodes = []
         for entry in self.fs.listdir(NODE_DIR):
             match = re.match(r"^node(\d+)$", entry)
@@ -110,7 +112,7 @@ class TopologyReader:
             distances = [int(d) for d in (self.fs.read(base + "/distance") or "").split() if d.isdigit()]
             nodes.append({
                 "id": node,
-                "cpus": read_cpulist(self.fs.read(base + "/cpulist")),
+                "cpus": read_cpulist(self.fs.read(base + "/cpulist"), bound=bound),
                 "memory_mb": self._node_memory_mb(base + "/meminfo"),
                 "hugepages": self._hugepages(base + "/hugepages"),
                 "distances": distances,

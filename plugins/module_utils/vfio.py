@@ -150,8 +150,14 @@ class VfioBinder:
             dev = self.pci[address]
             before = dev["driver"]
             want = None if driver == "host" else driver
+            probe_only = False
             if driver == "host":
-                rebind = before in VFIO_HOLDERS or dev["driver_override"] is not None
+                # Handed back: no driver_override, and bound to what the kernel picks without one.
+                # A holder bound with no override is the host's own default (ids= on the command
+                # line): kept. No driver and no override is a run stopped before its probe (or a
+                # device with no driver at all): probed again, a change only if a driver binds.
+                probe_only = before is None and dev["driver_override"] is None
+                rebind = dev["driver_override"] is not None or probe_only
                 after = before if not rebind else None
                 override_after = None
             else:
@@ -172,6 +178,7 @@ class VfioBinder:
                 "driver_override_before": dev["driver_override"],
                 "driver_override_after": override_after,
                 "rebind": rebind,
+                "probe_only": probe_only,
                 "iommu_group": group,
                 "vfio_device": "/dev/vfio/%s" % group if driver == "vfio-pci" and group is not None else None,
                 "group_added": address not in addresses,
@@ -180,16 +187,19 @@ class VfioBinder:
 
     @staticmethod
     def changed(plans):
-        return any(p["rebind"] or p["driver_override_before"] != p["driver_override_after"] for p in plans)
+        """Whether the plans change a binding (a probe-only device counts once a driver took it)."""
+        return any((p["rebind"] and not p["probe_only"]) or p["driver_override_before"] != p["driver_override_after"]
+                   or (p["probe_only"] and p["driver_after"] is not None) for p in plans)
 
     # -- applying --------------------------------------------------------------
-    def _write(self, run, host_path, value, what):
+    def _write(self, run, host_path, value, what, changes_host=True):
         try:
             self.host.kernel.write(host_path, value)
         except (OSError, IOError) as exc:
             name = errno.errorcode.get(exc.errno, str(exc.errno))
             raise StateError("%s: writing %r to %s failed (%s: %s)" % (what, value, host_path, name, exc.strerror))
-        run.changed = True
+        if changes_host:
+            run.changed = True
 
     def load_driver(self, driver):
         """Load the driver's module on the live machine when it is not loaded yet (a captured
@@ -207,16 +217,23 @@ class VfioBinder:
         for plan in plans:
             address = plan["address"]
             base = "/sys/bus/pci/devices/%s" % address
-            if plan["driver_override_before"] != plan["driver_override_after"]:
+            override_changes = plan["driver_override_before"] != plan["driver_override_after"]
+            # The override is set before the unbind when binding, and cleared after it when handing
+            # back: a run stopped between two writes leaves a state the next run does not take
+            # for done (never a holder bound without its override when the host driver is wanted).
+            if override_changes and driver != "host":
                 self._write(run, base + "/driver_override", plan["driver_override_after"] or "\n", address)
             if not plan["rebind"]:
                 continue
-            current = self.fs.readlink_name(base + "/driver")
-            if current:
+            if self.fs.readlink_name(base + "/driver"):
                 self._write(run, base + "/driver/unbind", address, address)
-            self._write(run, "/sys/bus/pci/drivers_probe", address, address)
+            if override_changes and driver == "host":
+                self._write(run, base + "/driver_override", "\n", address)
+            self._write(run, "/sys/bus/pci/drivers_probe", address, address, changes_host=not plan["probe_only"])
             now = self.fs.readlink_name(base + "/driver")
             plan["driver_after"] = now
+            if plan["probe_only"] and now is not None:
+                run.changed = True
             if driver != "host" and now != driver:
                 raise StateError("%s: still bound to %s after drivers_probe, not %s (see dmesg)" % (address, now, driver))
             group = self.fs.readlink_name(base + "/iommu_group")
@@ -296,8 +313,9 @@ def vfio_bind(params, host, run):
     enable = params["persist"] and files.wants_link_missing(boot.VFIO_UNIT)
     before, after = driver_states(plans)
     if not run.check_mode:
-        if changed:
+        if any(p["rebind"] or p["driver_override_before"] != p["driver_override_after"] for p in plans):
             binder.apply(plans, driver, run)
+            changed = binder.changed(plans)
         if changes or enable:
             files.apply(changes, enable_unit=boot.VFIO_UNIT)
             run.changed = True

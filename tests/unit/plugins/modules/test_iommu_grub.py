@@ -299,3 +299,34 @@ def test_no_bootloader_tool(host):
     # Nothing to change: no tool needed.
     run(host, grub_file=GRUB, bootloader_update="none")
     assert run(host, grub_file=GRUB, bootloader_update="auto")["changed"] is False
+
+
+def test_symlinked_crlf_file_with_appends_is_edited_through_its_target(host):
+    """The GRUB file is a link to a CRLF file whose cmdline has a += append: the target is
+    edited (the link stays), every other byte is kept, the reported command line is bash's."""
+    target = host.p("/srv/real/grub")
+    os.makedirs(os.path.dirname(target))
+    text = ('# kept\r\nGRUB_DEFAULT=0\r\nGRUB_CMDLINE_LINUX="console=ttyS0 intel_iommu=off"\r\n'
+            'GRUB_CMDLINE_LINUX+=" quiet"\r\n')
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    os.symlink(target, host.p("/srv/link-grub"))
+    result = run(host, grub_file="/srv/link-grub")
+    assert not result.get("failed"), result
+    assert result["cmdline"] == " ".join(result["args"])
+    assert os.path.islink(host.p("/srv/link-grub"))
+    with open(target, encoding="utf-8", newline="") as handle:
+        after = handle.read()
+    assert after.startswith("# kept\r\nGRUB_DEFAULT=0\r\nGRUB_CMDLINE_LINUX=") and "\n" not in after.replace("\r\n", "")
+    sourced = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$GRUB_CMDLINE_LINUX"', "bash", target],
+                             capture_output=True, text=True, check=True).stdout
+    assert sourced.split() == result["args"]
+    assert "quiet" in result["args"] and "intel_iommu=off" not in result["args"]
+    assert run(host, grub_file="/srv/link-grub")["changed"] is False
+
+
+def test_off_then_on_pair_becomes_one_on(host):
+    put(host, COPY, 'GRUB_CMDLINE_LINUX="intel_iommu=off quiet intel_iommu=on iommu=off iommu=pt"\n')
+    result = run(host)
+    assert [a for a in result["args"] if a.startswith("intel_iommu")] == ["intel_iommu=on"]
+    assert [a for a in result["args"] if a.startswith("iommu=")] == ["iommu=pt"]

@@ -110,3 +110,27 @@ def test_root_option_previews_a_captured_tree(tmp_path):
     result = run_module(vfio_bind.main, {"root": tree.root, "devices": ["0000:82:00.0"]}, check_mode=True)
     assert result["changed"] and result["devices"][0]["driver_after"] == "vfio-pci"
     assert kernel.driver("0000:82:00.0") == "pci-stub" and not os.path.exists(tree.p(boot.VFIO_CONFIG))
+
+
+def test_handing_back_a_device_whose_default_is_the_stub_is_idempotent(lab):
+    """0000:82:00.0 is bound to pci-stub with no driver_override: pci-stub is its host default
+    (as pci-stub.ids= makes it), so driver: host has nothing to do, run after run."""
+    _host, kernel = lab
+    for _run in range(2):
+        result = run(lab, {"devices": ["0000:82:00.0"], "driver": "host", "persist": False})
+        assert result["changed"] is False and not result.get("failed"), result
+    assert kernel.writes == [] and kernel.driver("0000:82:00.0") == "pci-stub"
+
+
+def test_handing_back_after_a_run_stopped_before_the_probe_probes_again(lab):
+    """Bound to vfio-pci, then a hand-back stopped after the unbind and the override was cleared:
+    no driver, no override. The next run is not done: it probes, and the stub takes it again."""
+    host, kernel = lab
+    run(lab, {"devices": ["0000:82:00.0"]})
+    kernel.write("/sys/bus/pci/devices/0000:82:00.0/driver/unbind", "0000:82:00.0")
+    kernel.write("/sys/bus/pci/devices/0000:82:00.0/driver_override", "\n")
+    assert kernel.driver("0000:82:00.0") is None
+    result = run(lab, {"devices": ["0000:82:00.0"], "driver": "host"})
+    assert result["changed"] is True and kernel.driver("0000:82:00.0") == "pci-stub", result
+    assert run(lab, {"devices": ["0000:82:00.0"], "driver": "host"})["changed"] is False
+    assert not os.path.exists(host.p("/dev/vfio/7"))

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+"""Bad inputs per module: each ends in a clear error (failed, a message naming the option and
+the fix, no traceback) and changes nothing in the world the module ran on. The same list
+(``BAD_INPUTS``) is the table of docs/reliability.md: ``python tests/unit/plugins/modules/
+test_bad_inputs.py`` writes it, and ``test_the_documented_table_is_this_list`` keeps them equal."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+if __name__ == "__main__":  # run as a script to write the table
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+
+from conftest import REPO_ROOT, run_module  # pylint: disable=import-error,wrong-import-position
+from fakes.commands import RecordedCommands  # pylint: disable=import-error,wrong-import-position
+from fakes.host_tree import FakeHost  # pylint: disable=import-error,wrong-import-position
+from fakes.interrupt import tree_state  # pylint: disable=import-error,wrong-import-position
+from fakes.kernel import lab_host  # pylint: disable=import-error,wrong-import-position
+from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error,wrong-import-position
+
+DOC = os.path.join(REPO_ROOT, "docs", "reliability.md")
+BEGIN, END = "<!-- bad-inputs table: generated from tests/unit/plugins/modules/test_bad_inputs.py -->", "<!-- end -->"
+PF = "0000:81:00.0"
+NOT_UTF8 = b"# \xff\xfe latin-1 \xe9\n"
+ROWS = [(0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "v1", "ens3np0"),
+        (1, "0000:0000:0000:0000:0000:ffff:0b00:0048", "v2", "ens3np0")]
+
+
+# ---------------------------------------------------------------------------- worlds
+def grub_world(root):
+    tree = FakeHost(root)
+    tree.set_cpuinfo("GenuineIntel")
+    tree.write("/etc/default/grub", 'GRUB_CMDLINE_LINUX="quiet"\n')
+    os.makedirs(tree.p("/sys/kernel/mm/hugepages/hugepages-2048kB"))
+    return {}
+
+
+def hugepages_world(root):
+    tree = FakeHost(root)
+    tree.set_cpuinfo("GenuineIntel")
+    tree.add_numa_node(0, [0, 1], memory_mb=2048)
+    os.makedirs(tree.p("/etc/systemd/system"))
+    return {}
+
+
+def rdma_world(root):
+    add_port(root, "mlx5_0", 1, ROWS, pci=PF)
+    os.makedirs(os.path.join(str(root), "etc", "udev", "rules.d"))
+    return {"kernel": FakeConfigfs(root, [("mlx5_0", 1)], mode="IB/RoCE v1")}
+
+
+def pci_world(root):
+    _tree, kernel = lab_host(root)
+    return {"kernel": kernel}
+
+
+def empty_world(root):
+    os.makedirs(str(root))
+    return {}
+
+
+WORLDS = {"iommu_grub": grub_world, "hugepages": hugepages_world, "nccl_env": rdma_world, "mlx_rocev2": rdma_world,
+          "vfio_bind": pci_world, "sriov_vfs": pci_world, "mig_profile": empty_world}
+BASE_ARGS = {"iommu_grub": {"bootloader_update": "none"}, "hugepages": {"pages": [{"size": "2M", "count": 8}]},
+             "nccl_env": {"ib_hca": ["mlx5_0:1"]}, "mlx_rocev2": {"rdma_device": "mlx5_0", "default_roce_mode": "v2"},
+             "vfio_bind": {"devices": ["0000:82:00.0"]}, "sriov_vfs": {"pf": PF, "num_vfs": 2},
+             "mig_profile": {"config_file": "/etc/mig.yaml", "config": "all-1g"}}
+
+# (module, what is wrong, extra args, files put in the world first {host path: bytes}, the message says)
+BAD_INPUTS = [
+    ("iommu_grub", "GRUB file not UTF-8", {}, {"/etc/default/grub": b'GRUB_CMDLINE_LINUX="quiet \xe9"\n'},
+     "grub_file: /etc/default/grub is not UTF-8"),
+    ("iommu_grub", "grub_file a directory", {"grub_file": "/etc"}, {}, "grub_file: /etc does not exist or is not a file"),
+    ("iommu_grub", "grub_file with a missing parent", {"grub_file": "/nowhere/grub"}, {}, "does not exist or is not a file"),
+    ("iommu_grub", "grub_file with a newline", {"grub_file": "/etc/default/grub\nX"}, {}, "control character"),
+    ("iommu_grub", "arg value with a newline", {"args": [{"name": "foo", "value": "1\nGRUB_DISABLE=1"}]}, {},
+     "control character"),
+    ("iommu_grub", "arg value ending in a newline", {"args": [{"name": "foo", "value": "1\n"}]}, {}, "control character"),
+    ("iommu_grub", "arg name with a carriage return", {"args": [{"name": "foo\r", "value": "1"}]}, {}, "control character"),
+    ("iommu_grub", "negative hugepage count", {"args": [{"name": "hugepagesz", "value": "2M"},
+                                                        {"name": "hugepages", "value": "-4"}]}, {}, "cannot be negative"),
+    ("iommu_grub", "hugepage size the CPU has not", {"args": [{"name": "hugepagesz", "value": "1G"},
+                                                              {"name": "hugepages", "value": "4"}]}, {},
+     "page size this CPU does not have"),
+    ("iommu_grub", "pre_bind_ids with a newline", {"pre_bind_ids": ["10de:2330\nx"]}, {}, "pre_bind_ids"),
+    ("hugepages", "persist_unit a directory", {"persist": True, "persist_unit": "/etc/systemd/system"}, {},
+     "persist_unit: /etc/systemd/system is a directory"),
+    ("hugepages", "persist_unit with a missing parent", {"persist": True, "persist_unit": "/nowhere/x.service"}, {},
+     "persist_unit: the directory of /nowhere/x.service does not exist"),
+    ("hugepages", "persist_unit under a file", {"persist": True, "persist_unit": "/proc/cmdline/x.service"}, {},
+     "is not a directory"),
+    ("hugepages", "persist_unit not UTF-8", {"persist": True},
+     {"/etc/systemd/system/gpuvirt-hugepages.service": NOT_UTF8}, "persist_unit: "),
+    ("hugepages", "negative count", {"pages": [{"size": "2M", "count": -4}]}, {}, "is not a whole number"),
+    ("hugepages", "mount path with a control character", {"mounts": [{"size": "2M", "path": "/dev/huge\x01"}]}, {},
+     "control character"),
+    ("nccl_env", "path a directory", {"path": "/etc"}, {}, "path: /etc is a directory"),
+    ("nccl_env", "path under a file", {"path": "/sys/class/infiniband/mlx5_0/ports/1/link_layer/nccl.conf"}, {},
+     "is not a directory"),
+    ("nccl_env", "nccl.conf not UTF-8", {}, {"/etc/nccl.conf": NOT_UTF8}, "path: "),
+    ("nccl_env", "extra value with a newline", {"extra": {"NCCL_IB_TC": "106\nNCCL_IB_GID_INDEX=0"}}, {},
+     "extra.NCCL_IB_TC"),
+    ("nccl_env", "extra key with a newline", {"extra": {"NCCL_IB_TC\n": "106"}}, {}, "extra"),
+    ("nccl_env", "socket_ifname with a newline", {"socket_ifname": "eth0\nNCCL_DEBUG=INFO"}, {}, "socket_ifname"),
+    ("nccl_env", "ib_hca entry with a newline", {"ib_hca": ["mlx5_0:1\nNCCL_DEBUG=INFO"]}, {}, "ib_hca"),
+    ("nccl_env", "GDR level NCCL does not know", {"net_gdr_level": "NVL"}, {}, "not a level NCCL knows"),
+    ("nccl_env", "GDR level out of range", {"net_gdr_level": "9"}, {}, "not a level NCCL knows"),
+    ("nccl_env", "GDR level in extra", {"extra": {"NCCL_NET_GDR_LEVEL": "-1"}}, {}, "not a level NCCL knows"),
+    ("mlx_rocev2", "persist_rules_dir a file", {"persist_rules_dir": "/etc/udev/rules.d/x"},
+     {"/etc/udev/rules.d/x": b"x\n"}, "persist_rules_dir: /etc/udev/rules.d/x is not a directory"),
+    ("mlx_rocev2", "persist_rules_dir under a file", {"persist_rules_dir": "/etc/udev/rules.d/x/y"},
+     {"/etc/udev/rules.d/x": b"x\n"}, "persist_rules_dir: "),
+    ("mlx_rocev2", "persist_script a directory", {"persist_script": "/etc"}, {}, "persist_script: /etc is a directory"),
+    ("mlx_rocev2", "persist_script with a blank", {"persist_script": "/usr/local/sbin/a b"}, {}, "udev rule"),
+    ("mlx_rocev2", "persist_script with a newline", {"persist_script": "/usr/local/sbin/a\nRUN+=x"}, {},
+     "control character"),
+    ("mlx_rocev2", "rule file not UTF-8", {}, {"/etc/udev/rules.d/70-gpuvirt-roce-mlx5_0.rules": NOT_UTF8},
+     "persist_rules_dir: "),
+    ("vfio_bind", "device address with a control character", {"devices": ["0000:82:\x0100.0"]}, {}, "devices"),
+    ("vfio_bind", "id with a newline", {"devices": [], "ids": ["1234:11e8\nx"]}, {}, "ids"),
+    ("sriov_vfs", "PF with a newline", {"pf": PF + "\nx"}, {}, "pf"),
+    ("mig_profile", "mig-parted file not UTF-8", {}, {"/etc/mig.yaml": NOT_UTF8}, "config_file /etc/mig.yaml is not UTF-8"),
+    ("mig_profile", "config_file a directory", {"config_file": "/etc"}, {"/etc/x": b""}, "config_file /etc cannot be read"),
+]
+ROOTS = [("root that does not exist", "nowhere"), ("root that is a file", "a-file")]
+MODULES = sorted(WORLDS)
+
+
+def module_of(name):
+    return __import__("ansible_collections.gpuvirt.tenancy.plugins.modules." + name, fromlist=["main"])
+
+
+def host_of(name, root, world):
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+    return Host(str(root), commands=RecordedCommands(), kernel=world.get("kernel"))
+
+
+def put(root, files):
+    for path, data in files.items():
+        real = os.path.join(str(root), path.lstrip("/"))
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        with open(real, "wb") as handle:
+            handle.write(data)
+
+
+@pytest.mark.parametrize("name, what, args, files, message", BAD_INPUTS, ids=["%s: %s" % c[:2] for c in BAD_INPUTS])
+def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, name, what, args, files, message):
+    root = tmp_path / "root"
+    world = WORLDS[name](root)
+    put(root, files)
+    before = tree_state(str(root))
+    result = run_module(module_of(name).main, dict(BASE_ARGS[name], **args), host=host_of(name, root, world))
+    assert result.get("failed") is True, (what, result)
+    assert message in result["msg"], (what, result["msg"])
+    assert "exception" not in result and "Traceback" not in result["msg"], result
+    assert result["changed"] is False, result
+    assert tree_state(str(root)) == before, what
+
+
+@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("what, root_name", ROOTS)
+def test_a_root_that_is_no_directory_is_an_error(tmp_path, name, what, root_name):
+    (tmp_path / "a-file").write_text("x\n")
+    result = run_module(module_of(name).main, dict(BASE_ARGS[name], root=str(tmp_path / root_name)))
+    assert result.get("failed") is True and "is not a directory" in result["msg"], (what, result)
+    assert result["changed"] is False
+
+
+def render_table():
+    lines = ["| module | bad input | outcome (message excerpt) |", "| --- | --- | --- |"]
+    for name, what, _args, _files, message in BAD_INPUTS:
+        lines.append("| %s | %s | error, nothing changed: `%s` |" % (name, what, message.replace("|", "\\|")))
+    for what, _root in ROOTS:
+        lines.append("| %s | %s | error, nothing changed: `root ... is not a directory` |" % (", ".join(MODULES), what))
+    return "\n".join([BEGIN] + lines + [END])
+
+
+def test_the_documented_table_is_this_list():
+    with open(DOC, encoding="utf-8") as handle:
+        text = handle.read()
+    assert text[text.index(BEGIN):text.index(END) + len(END)] == render_table()
+
+
+if __name__ == "__main__":
+    with open(DOC, encoding="utf-8") as handle:
+        current = handle.read()
+    with open(DOC, "w", encoding="utf-8") as handle:
+        handle.write(current[:current.index(BEGIN)] + render_table() + current[current.index(END) + len(END):])
