@@ -28,8 +28,10 @@ def conn(libvirt_conn):
 @pytest.fixture
 def args(conn):
     del conn
+    # mmio_window_mb 0: the devices are not in this machine's sysfs (the window from their BARs
+    # is tested on a host tree below)
     return {"name": "tenant-" + uuid.uuid4().hex[:8], "uri": URI, "domain_type": "test", "arch": "i686",
-            "vcpus": 2, "memory_mb": 100, "hugepage_size": "2M", "gpus": [EDU], "vfs": [VF1]}
+            "vcpus": 2, "memory_mb": 100, "hugepage_size": "2M", "gpus": [EDU], "vfs": [VF1], "mmio_window_mb": 0}
 
 
 def xml_of(conn, name):
