@@ -61,3 +61,27 @@ def tenant_vf_macs(tenant, addresses, mac=None, network=None):
         out[address] = str(own).lower() if own else derived_mac(tenant, index)
         position += 1
     return out
+
+
+def is_network_vf(topology, address, pf=None):
+    """Whether the VF at ``address`` is an Ethernet function whose PF has a netdev (so its MAC,
+    VLAN, spoof check and trust are set through the PF, and the guest gets it as an
+    ``<interface type='hostdev'>``). Read from the host model; a VF not created yet is judged
+    by its PF (``pf``)."""
+    pci = topology.get("pci_devices") or {}
+    dev = pci.get(address) or {}
+    pf = dev.get("physfn") or pf
+    pf_dev = pci.get(pf) or {}
+    klass = str(dev.get("class") or pf_dev.get("class") or "").lower()
+    return bool(pf_dev.get("netdevs")) and klass.startswith("0x0200")
+
+
+def tenant_network_vfs(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None):
+    """[{address, pf, mac, vlan}] of a tenant's network VFs (:func:`is_network_vf`), in PCI
+    address order, with their MACs (:func:`tenant_vf_macs`) and the tenant's VLAN."""
+    vf_pfs = vf_pfs or {}
+    network = set(vf for vf in vfs if is_network_vf(topology, vf, vf_pfs.get(vf)))
+    macs = tenant_vf_macs(tenant, vfs, mac=mac, network=network)
+    pci = topology.get("pci_devices") or {}
+    return [{"address": vf, "pf": (pci.get(vf) or {}).get("physfn") or vf_pfs.get(vf), "mac": macs[vf], "vlan": vlan}
+            for vf in vf_order(vfs) if vf in network]

@@ -58,7 +58,7 @@ def test_tenant_domains_are_the_module_arguments_of_each_placed_tenant():
                  "hugepage_size": "2M", "gpus": [LAB_EDU], "vfs": placed["vfs"], "network_vfs": placed["network_vfs"],
                  "disks": [], "qos": {"cpu_shares": 1024}, "vcpu_pins": placed["vcpu_pins"],
                  "emulator_cpus": ",".join(str(c) for c in placed["emulator_cpus"]), "memory_mode": "strict",
-                 "nodeset": str(placed["numa_node"]), "mac": "52:54:00:00:00:0a", "vlan": 100}
+                 "nodeset": str(placed["numa_node"]), "mac": "52:54:00:00:00:0a", "vlan": 100, "firmware": "efi"}
     assert a["vfs"][0] in LAB_VFS and a["nodeset"] == "1"
     # the tenant's own domain type and qos win; its class's QoS is merged under its own, key by key
     assert (b["state"], b["domain_type"], b["hugepage_size"]) == ("defined", "qemu", "none")
