@@ -57,3 +57,43 @@ def test_only_the_vfs_of_one_pf():
 def test_not_a_list_names_the_input():
     with pytest.raises(AnsibleFilterError, match="expected the tenant list"):
         SETTINGS({"name": "a"})
+
+
+# --------------------------------------------------------------------------- the VFs the planner picked
+PLAN_SETTINGS = FilterModule().filters()["plan_vf_settings"]
+PF_ETH, PF_NVME = "0000:0c:00.0", "0000:81:00.0"
+TOPOLOGY = {"pci_devices": {
+    PF_ETH: {"class": "0x020000", "netdevs": ["enp12s0f0np0"], "virtfns": ["0000:0c:00.2", "0000:0c:00.3", "0000:0c:00.4"]},
+    "0000:0c:00.2": {"class": "0x020000", "physfn": PF_ETH}, "0000:0c:00.3": {"class": "0x020000", "physfn": PF_ETH},
+    "0000:0c:00.4": {"class": "0x020000", "physfn": PF_ETH},
+    PF_NVME: {"class": "0x010802", "netdevs": [], "virtfns": [VF1]}, VF1: {"class": "0x010802", "physfn": PF_NVME},
+}}
+
+
+def placed(vfs):
+    return {"vfs": vfs, "vf_pfs": dict((vf, PF_NVME if vf == VF1 else PF_ETH) for vf in vfs)}
+
+
+@pytest.mark.parametrize("placements, tenants, expected", [
+    # the planner's VF counts: each VF its own MAC (derived), the tenant's VLAN, spoof check on, trust off
+    ({"a": placed(["0000:0c:00.3", "0000:0c:00.2"])}, [{"name": "a", "vfs": 2, "vlan": 100}],
+     [{"pf": PF_ETH, "vfs": [vf("0000:0c:00.2", derived_mac("a", 0), 100), vf("0000:0c:00.3", derived_mac("a", 1), 100)]}]),
+    # the tenant's MAC for its first network VF; no VLAN: 0 (a VF given back keeps none of an earlier tenant's)
+    ({"a": placed(["0000:0c:00.2", "0000:0c:00.3"])}, [{"name": "a", "vfs": 2, "mac": "52:54:00:00:00:01"}],
+     [{"pf": PF_ETH, "vfs": [vf("0000:0c:00.2", "52:54:00:00:00:01", 0), vf("0000:0c:00.3", derived_mac("a", 1), 0)]}]),
+    # two tenants on one PF; an NVMe VF (PF without netdev) gets nothing; b's 0c:00.4 is its VF 0 (address order)
+    ({"a": placed(["0000:0c:00.2"]), "b": placed([VF1, "0000:0c:00.4"])}, [{"name": "a", "vfs": 1}, {"name": "b", "vfs": 2}],
+     [{"pf": PF_ETH, "vfs": [vf("0000:0c:00.2", derived_mac("a", 0), 0), vf("0000:0c:00.4", derived_mac("b", 0), 0)]}]),
+    ({"b": placed([VF1])}, [{"name": "b", "vfs": 1}], []),
+    ({}, [], []),
+])
+def test_plan_vf_settings(placements, tenants, expected):
+    got = PLAN_SETTINGS({"placements": placements}, tenants, TOPOLOGY)
+    assert got == expected
+    macs = [v["mac"] for pf in got for v in pf["vfs"]]
+    assert len(set(macs)) == len(macs)
+
+
+def test_plan_vf_settings_needs_a_plan():
+    with pytest.raises(AnsibleFilterError, match="expected a plan"):
+        PLAN_SETTINGS([], [], TOPOLOGY)
