@@ -96,7 +96,7 @@ options:
     description:
       - Size in MiB of OVMF's 64-bit PCI MMIO window (fw_cfg C(opt/ovmf/X-PciMmio64Mb) through C(<sysinfo type='fwcfg'>)),
         with O(firmware=efi).
-      - Default, computed from the 64-bit prefetchable BARs in each passed device's sysfs C(resource) under O(root): the
+      - Default, computed from the 64-bit prefetchable BARs in each passed device's sysfs C(resource) under O(root), is the
         smallest power of two at least their sum (each aligned to its size) plus 2 GiB, set only when larger than OVMF's
         32 GiB default. V(0) for no entry.
     type: int
