@@ -1,30 +1,30 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter ``gpuvirt.tenancy.tenant_vf_settings``: the per-VF MAC and VLAN the tenants want,
-in the shape of the ``vfs`` option of ``gpuvirt.tenancy.sriov_vfs``."""
+"""Filters ``gpuvirt.tenancy.tenant_vf_settings`` and ``gpuvirt.tenancy.plan_vf_settings``: the
+per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
+``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
+the tenant name and the VF's index: module_utils/vf_mac.py), spoof checking on and trust off:
+the guest cannot send with another MAC or VLAN, nor ask the PF for promiscuous mode."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_network_vfs, tenant_vf_macs
+
 __metaclass__ = type
 
-
-def _nth(value, index):
-    """``value[index]``, or None where there is none (a list of MACs shorter than the VFs)."""
-    try:
-        return value[index]
-    except (IndexError, KeyError, TypeError):
-        return None
+ISOLATION = {"spoofchk": True, "trust": False}
 
 
 def tenant_vf_settings(tenants, vfs=None):
-    """``[{address, mac, vlan}]`` for each VF a present tenant names by address. A tenant's
-    ``mac`` is one address (its first VF's) or a list (one per VF); a VF given as a dict may
-    carry its own ``mac`` and ``vlan``; a tenant whose ``vfs`` is a count (VFs not placed
-    yet) names no VF. ``vfs``: VFs of a PF (dicts with ``address``, as sriov_vfs returns
-    them, or addresses): only the settings of these."""
+    """``[{address, mac, vlan, spoofchk, trust}]`` for each VF a present tenant names by address.
+    A tenant's ``mac`` is one address (its first VF's) or a list (one per VF, in PCI address
+    order); a VF given as a dict may carry its own ``mac`` and ``vlan``; every other VF gets the
+    MAC derived from the tenant name and its index. A tenant whose ``vfs`` is a count (VFs not
+    placed yet: ``plan_vf_settings`` gives theirs) names no VF. ``vfs``: VFs of a PF (dicts
+    with ``address``, as sriov_vfs returns them, or addresses): only the settings of these."""
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_vf_settings: expected the tenant list (gpuvirt_tenants), got %s"
                                  % type(tenants).__name__)
@@ -33,25 +33,47 @@ def tenant_vf_settings(tenants, vfs=None):
         if not isinstance(tenant, dict) or tenant.get("state", "present") == "absent":
             continue
         tenant_vfs = tenant.get("vfs", [])
-        for index, vf in enumerate(tenant_vfs if isinstance(tenant_vfs, (list, tuple)) else []):
-            mac = tenant.get("mac")
-            if mac is not None and not isinstance(mac, str):
-                mac = _nth(mac, index)
-            elif index > 0:
-                mac = None
-            if isinstance(vf, dict):
-                wanted.append({"address": vf.get("address"), "mac": vf.get("mac", mac),
-                               "vlan": vf.get("vlan", tenant.get("vlan"))})
-            else:
-                wanted.append({"address": vf, "mac": mac, "vlan": tenant.get("vlan")})
+        if not isinstance(tenant_vfs, (list, tuple)):
+            continue
+        entries = [vf if isinstance(vf, dict) else {"address": vf} for vf in tenant_vfs]
+        macs = tenant_vf_macs(tenant.get("name"), [e.get("address") for e in entries], mac=tenant.get("mac"))
+        for entry in entries:
+            address = entry.get("address")
+            settings = {"address": address, "mac": entry["mac"] if "mac" in entry else macs.get(address),
+                        "vlan": entry.get("vlan", tenant.get("vlan"))}
+            settings.update(ISOLATION)
+            wanted.append(settings)
     if vfs is None:
         return wanted
     addresses = [vf.get("address") if isinstance(vf, dict) else vf for vf in vfs]
     return [entry for entry in wanted if entry["address"] in addresses]
 
 
+def plan_vf_settings(plan, tenants, topology):
+    """``[{pf, vfs: [{address, mac, vlan, spoofchk, trust}]}]``: the settings of the network VFs
+    (an Ethernet VF of a PF with a netdev) of each placed tenant of ``plan`` (the
+    ``plan_tenants`` filter), one entry per PF, PFs in address order. A tenant without a
+    ``vlan`` gets VLAN 0 (none): a VF given back by an earlier tenant keeps no VLAN of it."""
+    if not isinstance(plan, dict) or "placements" not in plan:
+        raise AnsibleFilterError("gpuvirt.tenancy.plan_vf_settings: expected a plan (gpuvirt.tenancy.plan_tenants), got %s"
+                                 % type(plan).__name__)
+    specs = {}
+    for tenant in tenants or []:
+        if isinstance(tenant, dict):
+            specs.setdefault(tenant.get("name"), tenant)
+    per_pf = {}
+    for name, placement in sorted(plan["placements"].items()):
+        spec = specs.get(name, {})
+        for vf in tenant_network_vfs(topology, name, placement["vfs"], placement.get("vf_pfs"),
+                                     mac=spec.get("mac"), vlan=spec.get("vlan")):
+            settings = {"address": vf["address"], "mac": vf["mac"], "vlan": vf["vlan"] or 0}
+            settings.update(ISOLATION)
+            per_pf.setdefault(vf["pf"], []).append(settings)
+    return [{"pf": pf, "vfs": sorted(vfs, key=lambda vf: vf["address"])} for pf, vfs in sorted(per_pf.items())]
+
+
 class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings}
+        return {"tenant_vf_settings": tenant_vf_settings, "plan_vf_settings": plan_vf_settings}

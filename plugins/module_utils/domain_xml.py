@@ -21,6 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses, source_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, name_of_kb, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, is_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
 
@@ -31,6 +32,10 @@ IOTUNE_KEYS = ("total_bytes_sec", "read_bytes_sec", "write_bytes_sec", "total_io
 # a vcpu_quota at or above this (cgroup v2 "max") or below 1 is no cap
 UNLIMITED_QUOTA = 17592186044415
 MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+FIRMWARES = ("efi", "bios")
+# The fw_cfg file OVMF reads for the size of its 64-bit PCI aperture, in MiB (edk2
+# OvmfPkg/Library/PlatformInitLib/MemDetect.c, PlatformGetFirstNonAddress).
+MMIO64_FW_CFG = "opt/ovmf/X-PciMmio64Mb"
 
 
 # --------------------------------------------------------------------------- XML text and trees
@@ -71,6 +76,18 @@ def _child(parent, tag, after=()):
     return element
 
 
+def _insert_after(parent, element, after):
+    """Insert ``element`` after the last child of ``parent`` whose tag is in ``after`` (first
+    match in that order), else at the end."""
+    children = list(parent)
+    for tag in after:
+        found = [index for index, child in enumerate(children) if child.tag == tag]
+        if found:
+            parent.insert(found[-1] + 1, element)
+            return
+    parent.append(element)
+
+
 def to_kib(value, unit):
     """A libvirt memory size in ``unit`` as KiB."""
     value = int(value)
@@ -90,6 +107,43 @@ def host_cpus(capabilities_xml, map_length):
     cpus = sorted(set(c for ids in cells.values() for c in ids if c < map_length)) or list(range(map_length))
     sizes = sorted(set(int(p.get("size")) for p in caps.findall("./host/cpu/pages") if p.get("size")))
     return {"cells": cells, "cpus": cpus, "page_sizes_kb": sizes, "map_length": map_length}
+
+
+def host_cpus_from_topology(topology):
+    """The same shape as :func:`host_cpus` from the host model (``host_topology_info``), for a
+    captured host tree, where the libvirt at ``uri`` is not that host's."""
+    cells = {}
+    sizes = set()
+    for node in topology.get("numa_nodes") or []:
+        cells[int(node["id"])] = sorted(int(cpu) for cpu in node.get("cpus") or [])
+        for name in node.get("hugepages") or {}:
+            digits = re.match(r"^(\d+)kB$", str(name))
+            if digits:
+                sizes.add(int(digits.group(1)))
+    cpus = sorted(set(cpu for ids in cells.values() for cpu in ids))
+    return {"cells": cells, "cpus": cpus, "page_sizes_kb": sorted(sizes), "map_length": (cpus[-1] + 1) if cpus else 1}
+
+
+def firmware_of(root):
+    """``efi`` for a UEFI definition (firmware autoselection or a pflash loader), else ``bios``."""
+    os_el = root.find("os")
+    if os_el is None:
+        return "bios"
+    loader = os_el.find("loader")
+    if os_el.get("firmware") == "efi" or (loader is not None and loader.get("type") == "pflash"):
+        return "efi"
+    return "bios"
+
+
+def mmio_window_of(root):
+    """The OVMF 64-bit aperture (MiB) a definition asks for through fw_cfg, or None."""
+    for entry in root.findall("sysinfo[@type='fwcfg']/entry"):
+        if entry.get("name") == MMIO64_FW_CFG:
+            try:
+                return int((entry.text or "").strip())
+            except ValueError:
+                return None
+    return None
 
 
 def vcpu_counts(root):
@@ -345,20 +399,19 @@ class TenantSpec:
             self.memory_kib = -(-self.memory_kib // self.hugepage_kib) * self.hugepage_kib
         self.gpus = [self._addr(a, "gpus") for a in params.get("gpus") or []]
         self.vfs = [self._addr(a, "vfs") for a in params.get("vfs") or []]
-        network = [self._addr(a, "network_vfs") for a in params.get("network_vfs") or []]
-        stray = [a for a in network if a not in self.vfs]
-        if stray:
-            raise InputError("network_vfs: %s not listed in vfs" % ", ".join(stray))
-        self.network_vfs = network
         all_devices = self.gpus + self.vfs
         if len(set(all_devices)) != len(all_devices):
             raise InputError("gpus/vfs: a PCI address is listed twice")
-        self.mac = params.get("mac")
-        if self.mac and not MAC_RE.match(self.mac):
-            raise InputError("mac: %r is not a MAC address like 52:54:00:12:34:56" % self.mac)
-        self.vlan = params.get("vlan")
-        if self.vlan is not None and not 1 <= int(self.vlan) <= 4094:
-            raise InputError("vlan: %r is not a VLAN id (1-4094)" % self.vlan)
+        self.mac = self._mac(params.get("mac"), "mac")
+        self.vlan = self._vlan(params.get("vlan"), "vlan")
+        self.interfaces = self._interfaces(params.get("network_vfs") or [])
+        self.network_vfs = list(self.interfaces)
+        self.firmware = params.get("firmware") or "efi"
+        if self.firmware not in FIRMWARES:
+            raise InputError("firmware: %r is not one of %s" % (self.firmware, ", ".join(FIRMWARES)))
+        # the OVMF 64-bit aperture in MiB; None: no fw_cfg entry (OVMF's default window)
+        self.mmio_window_mb = params.get("mmio_window_mb") or None
+        self.notes = []
         self.disks = []
         targets = set()
         for index, disk in enumerate(params.get("disks") or []):
@@ -427,6 +480,51 @@ class TenantSpec:
         _address_attributes(addr, what)
         return str(addr).lower()
 
+    @staticmethod
+    def _mac(mac, what):
+        if not mac:
+            return None
+        if not MAC_RE.match(str(mac)):
+            raise InputError("%s: %r is not a MAC address like 52:54:00:12:34:56" % (what, mac))
+        if int(str(mac)[:2], 16) & 1:
+            raise InputError("%s: %s is a multicast address; give a unicast one (first byte even)" % (what, mac))
+        return str(mac).lower()
+
+    @staticmethod
+    def _vlan(vlan, what):
+        if vlan is None:
+            return None
+        vlan = _whole(vlan, what)
+        if not 1 <= vlan <= 4094:
+            raise InputError("%s: %r is not a VLAN id (1-4094)" % (what, vlan))
+        return vlan
+
+    def _interfaces(self, entries):
+        """VF address -> {mac, vlan} of the network VFs: an entry's own MAC and VLAN, else the
+        tenant's ``vlan`` and its ``mac`` for the first one, and a MAC derived from the tenant
+        name and the VF's index for each other (vf_mac)."""
+        own = {}
+        for index, entry in enumerate(entries):
+            what = "network_vfs[%d]" % index
+            if isinstance(entry, dict):
+                addr = self._addr(entry.get("address"), what + ".address")
+                own[addr] = {"mac": self._mac(entry.get("mac"), what + ".mac"),
+                             "vlan": self._vlan(entry["vlan"], what + ".vlan") if entry.get("vlan") is not None else self.vlan}
+            else:
+                own[self._addr(entry, what)] = {"mac": None, "vlan": self.vlan}
+        stray = [a for a in own if a not in self.vfs]
+        if stray:
+            raise InputError("network_vfs: %s not listed in vfs" % ", ".join(stray))
+        derived = tenant_vf_macs(self.name, self.vfs, mac=self.mac, network=set(own))
+        out = {}
+        for addr in [a for a in self.vfs if a in own]:
+            out[addr] = {"mac": own[addr]["mac"] or derived[addr], "vlan": own[addr]["vlan"]}
+        macs = [i["mac"] for i in out.values()]
+        if len(set(macs)) != len(macs):
+            raise InputError("network_vfs: two VFs would share MAC %s; give each its own"
+                             % sorted(m for m in macs if macs.count(m) > 1)[0])
+        return out
+
     def build(self):
         """A new domain definition."""
         root = ET.Element("domain", {"type": self.domain_type})
@@ -443,17 +541,28 @@ class TenantSpec:
             vcpu.set("current", str(self.vcpus))
         if self.qos is not None:
             self._sync_cputune(root)
+        self._sync_mmio_window(root)
         os_el = ET.SubElement(root, "os")
         type_attrs = {"arch": self.arch}
         if self.machine:
             type_attrs["machine"] = self.machine
+        if self.firmware == "efi":
+            # libvirt picks OVMF from the firmware descriptors (/usr/share/qemu/firmware) and
+            # makes the tenant its own NVRAM; no Secure Boot, so that the guest's NVIDIA driver
+            # (a module built by DKMS, unsigned) loads
+            os_el.set("firmware", "efi")
         ET.SubElement(os_el, "type", type_attrs).text = "hvm"
+        if self.firmware == "efi":
+            ET.SubElement(ET.SubElement(os_el, "firmware"), "feature", {"enabled": "no", "name": "secure-boot"})
         ET.SubElement(os_el, "boot", {"dev": "hd"})
         features = ET.SubElement(root, "features")
         ET.SubElement(features, "acpi")
         ET.SubElement(features, "apic")
         if self.domain_type == "kvm":
-            ET.SubElement(root, "cpu", {"mode": "host-passthrough", "check": "none"})
+            cpu = ET.SubElement(root, "cpu", {"mode": "host-passthrough", "check": "none"})
+            # the host's physical address width (QEMU host-phys-bits=on): OVMF places the 64-bit
+            # aperture above guest RAM, which must stay addressable by the guest and by EPT/NPT
+            ET.SubElement(cpu, "maxphysaddr", {"mode": "passthrough"})
         ET.SubElement(root, "clock", {"offset": "utc"})
         ET.SubElement(root, "on_poweroff").text = "destroy"
         ET.SubElement(root, "on_reboot").text = "restart"
@@ -473,15 +582,50 @@ class TenantSpec:
         return element
 
     def _interface(self, addr):
+        """A network VF: libvirt sets its MAC and VLAN on the PF when the domain starts (and puts
+        the old ones back when it stops); ``managed='no'`` as for every hostdev, the VF stays on
+        vfio-pci as the VFIO stage bound it."""
+        wanted = self.interfaces[addr]
         element = ET.Element("interface", {"type": "hostdev", "managed": "no"})
-        if self.mac:
-            ET.SubElement(element, "mac", {"address": self.mac.lower()})
+        ET.SubElement(element, "mac", {"address": wanted["mac"]})
         source = ET.SubElement(element, "source")
         ET.SubElement(source, "address", dict(_address_attributes(addr, "interface"), type="pci"))
-        if self.vlan is not None:
+        if wanted["vlan"] is not None:
             vlan = ET.SubElement(element, "vlan")
-            ET.SubElement(vlan, "tag", {"id": str(int(self.vlan))})
+            ET.SubElement(vlan, "tag", {"id": str(wanted["vlan"])})
         return element
+
+    def _sync_mmio_window(self, root):
+        """The fw_cfg entry that sizes OVMF's 64-bit PCI aperture, as ``mmio_window_mb`` says
+        (removed when None; other fw_cfg entries kept); -> True when changed.
+
+        libvirt's own ``<sysinfo type='fwcfg'>`` (libvirt 6.5 and later) passes it as QEMU
+        ``-fw_cfg name=opt/ovmf/X-PciMmio64Mb,string=N``: no ``<qemu:commandline>``, which
+        libvirt marks as a tainted, unsupported domain. ``<pcihole64>`` on the pcie-root
+        controller sizes QEMU's ACPI hole only, which OVMF does not read."""
+        if mmio_window_of(root) == self.mmio_window_mb:
+            return False
+        sysinfo = root.find("sysinfo[@type='fwcfg']")
+        if sysinfo is None:
+            sysinfo = ET.Element("sysinfo", {"type": "fwcfg"})
+            _insert_after(root, sysinfo, ("numatune", "cputune", "vcpus", "vcpu", "memoryBacking", "currentMemory", "memory"))
+        for entry in sysinfo.findall("entry"):
+            if entry.get("name") == MMIO64_FW_CFG:
+                sysinfo.remove(entry)
+        if self.mmio_window_mb is not None:
+            ET.SubElement(sysinfo, "entry", {"name": MMIO64_FW_CFG}).text = str(int(self.mmio_window_mb))
+        if len(sysinfo) == 0:
+            root.remove(sysinfo)
+        return True
+
+    def _sync_phys_bits(self, root):
+        """``<maxphysaddr mode='passthrough'/>`` on a host-passthrough CPU that lacks one, for a
+        domain that asks for a 64-bit window; -> True when changed."""
+        cpu = root.find("cpu")
+        if self.mmio_window_mb is None or cpu is None or cpu.get("mode") != "host-passthrough" or cpu.find("maxphysaddr") is not None:
+            return False
+        ET.SubElement(cpu, "maxphysaddr", {"mode": "passthrough"})
+        return True
 
     def _disk(self, disk):
         element = ET.Element("disk", {"type": "file", "device": "disk"})
@@ -565,7 +709,7 @@ class TenantSpec:
             if element.get("type") == "hostdev":
                 nets[source_address(element)] = element
         for addr, element in list(nets.items()):
-            if addr not in self.network_vfs or not self._interface_matches(element):
+            if addr not in self.interfaces or not self._interface_matches(element):
                 devices.remove(element)
                 del nets[addr]
                 changed = True
@@ -599,12 +743,12 @@ class TenantSpec:
         return changed
 
     def _interface_matches(self, element):
+        wanted = self.interfaces[source_address(element)]
         mac = element.find("mac")
-        if self.mac and (mac is None or mac.get("address", "").lower() != self.mac.lower()):
+        if mac is None or mac.get("address", "").lower() != wanted["mac"]:
             return False
         tags = [t.get("id") for t in element.findall("vlan/tag")]
-        want = [str(int(self.vlan))] if self.vlan is not None else []
-        return tags == want
+        return tags == ([str(wanted["vlan"])] if wanted["vlan"] is not None else [])
 
     def update(self, root):
         """Bring an existing definition to the spec; -> True when anything changed."""
@@ -644,6 +788,15 @@ class TenantSpec:
         devices = _child(root, "devices")
         if self._sync_devices(devices):
             changed = True
+        if self._sync_mmio_window(root):
+            changed = True
+        if self._sync_phys_bits(root):
+            changed = True
+        current = firmware_of(root)
+        if current != self.firmware:
+            # a guest installed for one firmware does not boot from the other
+            self.notes.append("domain %s keeps its %s firmware: firmware is chosen when a tenant's domain is created "
+                              "(remove and re-create the tenant to change it)" % (self.name, current))
         return changed
 
 
@@ -672,3 +825,29 @@ def read_assignment(root):
         "vcpus": int(vcpu.text) if vcpu is not None and (vcpu.text or "").strip() else None,
         "memory_mb": to_kib(memory.text, memory.get("unit", "KiB")) // 1024 if memory is not None else None,
     }
+
+
+def held_resources(root, live_root=None):
+    """What a domain that is not a listed tenant holds, for the plan to keep out: the fields of
+    :func:`read_assignment`, its host devices and pinned CPUs (``cpus``) in its definition and,
+    running, in its live XML too, and its hugepage count. A definition without ``numatune`` has
+    ``numa_node`` None: its memory may come from any node."""
+    held = read_assignment(root)
+    roots = [root] if live_root is None else [root, live_root]
+    devices = []
+    cpus = set()
+    for tree in roots:
+        devices.extend(address for address in device_addresses(tree) if address not in devices)
+        pinning = read_pinning(tree)
+        for pinned in pinning["vcpu_pins"].values():
+            cpus.update(pinned)
+        cpus.update(pinning["emulator_cpus"] or [])
+    held["hostdevs"] = devices
+    held["cpus"] = format_cpulist(sorted(cpus))
+    pages = read_pinning(root)["hugepages"]
+    memory = root.find("memory")
+    if held["hugepages"] and memory is not None:
+        size_kb = pages[0]["size_kb"] or SIZES_KB["2M"]
+        held["hugepages"] = dict(held["hugepages"], size=name_of_kb(size_kb),
+                                 count=-(-to_kib(memory.text, memory.get("unit", "KiB")) // size_kb))
+    return held

@@ -92,6 +92,10 @@ class Connection:
                 return None
             raise StateError("name: looking up domain %s on %s failed: %s" % (name, self.uri, exc))
 
+    def domain_names(self):
+        """Names of every domain on the connection, defined or running (transient ones too)."""
+        return sorted(handle.name() for handle in _call(self.handle.listAllDomains, 0))
+
     def define(self, xml_text):
         """Define (or redefine) a persistent domain; -> its :class:`Domain`."""
         return Domain(_call(self.handle.defineXML, xml_text))
@@ -120,6 +124,10 @@ class Domain:
         """The persistent definition's XML (the running one for a transient domain)."""
         flags = libvirt.VIR_DOMAIN_XML_INACTIVE if self.is_persistent() else 0
         return _call(self.handle.XMLDesc, flags)
+
+    def live_definition(self):
+        """The running domain's XML (what it holds now, hot-plugged devices included)."""
+        return _call(self.handle.XMLDesc, 0)
 
     # ------------------------------------------------------------------ pins, live
     def vcpu_pins(self):

@@ -17,8 +17,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
-    cputune_qos, disk_targets, host_cpus, parse_xml, pinning_fields, read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+    cputune_qos, disk_targets, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
+    read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
@@ -59,9 +62,61 @@ def decide_then_act(change, run):
     run.diff.extend(change.diff())
     if change.changed and not run.check_mode:
         change.apply(run)
-    for warning in change.warnings:
+    for warning in change.warnings + getattr(change, "notes", []):
         run.warn(warning)
     return change.result()
+
+
+def host_model(conn, host):
+    """The host's NUMA cells, CPUs and hugepage sizes that pins are checked against: the host
+    model read under ``root`` when that is a captured host tree (a preview, where ``uri`` is
+    libvirt's test driver, not that host), else libvirt's capabilities."""
+    if not host.live and host.fs.isdir("/sys/devices/system/node"):
+        model = host_cpus_from_topology(read_topology(host.root))
+        if model["cpus"]:
+            return model
+    return host_cpus(conn.capabilities(), conn.cpu_map_length())
+
+
+def mmio_window(spec, fs):
+    """-> (the 64-bit window OVMF needs for the tenant's devices in MiB or None, warnings):
+    from each device's sysfs ``resource`` (pci_bars)."""
+    if spec.firmware != "efi":
+        return None, []
+    sizes, unknown = [], []
+    for address in spec.gpus + spec.vfs:
+        found = read_mmio64_sizes(fs, address)
+        if found is None:
+            unknown.append(address)
+        else:
+            sizes.extend(found)
+    warnings = []
+    if unknown:
+        warnings.append("no sysfs resource file for %s: the 64-bit MMIO window of %s leaves their BARs out (give "
+                        "mmio_window_mb to size it)" % (", ".join(unknown), spec.name))
+    return window_setting_mb(sizes), warnings
+
+
+def devices_held_elsewhere(conn, name, addresses):
+    """{other domain: [addresses of ``addresses`` it holds]} over every other domain on the
+    connection, defined or running (a VF as ``<interface type='hostdev'>`` counts)."""
+    wanted = set(addresses)
+    held = {}
+    if not wanted:
+        return held
+    for other in conn.domain_names():
+        if other == name:
+            continue
+        domain = conn.domain(other)
+        if domain is None:
+            continue
+        roots = [_persistent_xml(domain)]
+        if domain.is_active():
+            roots.append(parse_xml(domain.live_definition()))
+        found = sorted(set(a for root in roots for a in device_addresses(root)) & wanted)
+        if found:
+            held[other] = found
+    return held
 
 
 # --------------------------------------------------------------------------- pins of a running domain
@@ -118,14 +173,14 @@ def pin_restart_reasons(name, before_root, after_root, live):
 class NumaPin:
     """Decide, then apply, the pinning of one domain (persistent definition, optionally live)."""
 
-    def __init__(self, conn, name, request, live=False, check_mode=False):
+    def __init__(self, conn, name, request, live=False, check_mode=False, host=None):
         self.conn = conn
         self.name = name
         self.request = request
         self.domain = conn.domain(name)
         if self.domain is None:
             raise InputError("name: no domain %s on %s; define it first (for tenants: gpuvirt.tenancy.tenant_domain)" % (name, conn.uri))
-        self.host = host_cpus(conn.capabilities(), conn.cpu_map_length())
+        self.host = host or host_cpus(conn.capabilities(), conn.cpu_map_length())
         self.root = _persistent_xml(self.domain)
         self.warnings = request.validate(self.host, self.root, strict_vcpus=not check_mode)
         self.before_text = to_text(self.root)
@@ -176,7 +231,8 @@ def numa_pin(params, host, run):  # pylint: disable=unused-argument
     """The numa_pin module."""
     request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
     with connection(params["uri"]) as conn:
-        return decide_then_act(NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode), run)
+        return decide_then_act(NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode,
+                                       host=host_model(conn, host)), run)
 
 
 # --------------------------------------------------------------------------- tenant domains
@@ -186,8 +242,9 @@ class TenantDomain:
     :class:`PinRequest` written with the definition, so one call defines and pins a tenant."""
 
     def __init__(self, conn, spec, state, live=False, shutdown_timeout=120, force_off=False, pins=None,
-                 clock=time.monotonic, sleep=time.sleep):
+                 clock=time.monotonic, sleep=time.sleep, host=None, check_mode=False):
         self.conn = conn
+        self.host_model = host
         self.spec = spec
         self.state = state
         self.live = live
@@ -196,6 +253,7 @@ class TenantDomain:
         self.pins = pins
         self._clock, self._sleep = clock, sleep
         self.warnings = []
+        self.notes = []
         self.restart_required = False
         self.live_changes = []
         self.pin_changes = []
@@ -226,6 +284,8 @@ class TenantDomain:
         else:
             self.after_root = spec.build()
             self.define = True
+        self.notes.extend(spec.notes)
+        self._check_devices_free(check_mode)
         if self.active and self.define:
             self._running_domain_changes()
         if pins is not None and pins.pins_anything:
@@ -234,6 +294,21 @@ class TenantDomain:
         self.start = state == "running" and not self.active
 
     # ------------------------------------------------------------------ decide
+    def _check_devices_free(self, check_mode):
+        """Refuse devices another domain holds (defined or running): one device, one domain.
+        In check mode a warning only, as a removal earlier in the same run may free them."""
+        held = devices_held_elsewhere(self.conn, self.spec.name, self.spec.gpus + self.spec.vfs)
+        if not held:
+            return
+        message = ("%s: %s; a PCI device goes to one domain only. Remove it from the other domain (for a tenant: state "
+                   "absent) or give this tenant other devices" % (
+                       self.spec.name, "; ".join("%s held by domain %s" % (", ".join(a), other) for other, a in sorted(held.items()))))
+        if not check_mode:
+            error = StateError(message)
+            error.details = {"held_by": held}
+            raise error
+        self.notes.append(message)
+
     def _running_domain_changes(self):
         """What of a new definition reaches the running domain: live where libvirt can (vCPU count
         within the domain's maximum, CPU shares/quota, disk I/O limits), otherwise restart_required."""
@@ -247,6 +322,8 @@ class TenantDomain:
             later.append("domain type")
         if read_pinning(before)["hugepages"] != read_pinning(after)["hugepages"]:
             later.append("hugepage backing")
+        if mmio_window_of(before) != mmio_window_of(after):
+            later.append("64-bit MMIO window")
         want_count = self.spec.vcpus
         if vcpu_counts(before) != vcpu_counts(after):
             if not self.live:
@@ -307,7 +384,7 @@ class TenantDomain:
     def _pin(self, pins):
         """The pins in the new definition (checked against the host and the vCPUs it defines), and
         on the running domain with ``live``."""
-        host = host_cpus(self.conn.capabilities(), self.conn.cpu_map_length())
+        host = self.host_model or host_cpus(self.conn.capabilities(), self.conn.cpu_map_length())
         self.map_length = host["map_length"]
         pins.validate(host, self.after_root)
         if self.spec.hugepage_kib:
@@ -416,10 +493,17 @@ def tenant_domain(params, host, run):  # pylint: disable=unused-argument
     else:
         spec = TenantSpec(params)
         pins = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"])
+        if params["mmio_window_mb"] is None:
+            spec.mmio_window_mb, warnings = mmio_window(spec, host.fs)
+            for warning in warnings:
+                run.warn(warning)
     with connection(params["uri"]) as conn:
+        model = host_model(conn, host) if pins is not None and pins.pins_anything else None
         tenant = TenantDomain(conn, spec, params["state"], live=params["live"], shutdown_timeout=params["shutdown_timeout"],
-                              force_off=params["force_off"], pins=pins)
-        return decide_then_act(tenant, run)
+                              force_off=params["force_off"], pins=pins, host=model, check_mode=run.check_mode)
+        result = decide_then_act(tenant, run)
+        result["mmio_window_mb"] = getattr(spec, "mmio_window_mb", None)
+        return result
 
 
 # --------------------------------------------------------------------------- what tenants hold
@@ -436,7 +520,27 @@ def domain_assignments(conn, names):
     return found
 
 
+def foreign_domains(conn, names):
+    """name -> held_resources(...) plus ``active``, for every domain on the connection whose name
+    is not in ``names`` (not a listed tenant)."""
+    found = {}
+    listed = set(names)
+    for name in conn.domain_names():
+        if name in listed:
+            continue
+        domain = conn.domain(name)
+        if domain is None:
+            continue
+        active = domain.is_active()
+        held = held_resources(_persistent_xml(domain), parse_xml(domain.live_definition()) if active else None)
+        held["active"] = active
+        found[name] = held
+    return found
+
+
 def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
     """The tenant_domain_info module."""
     with connection(params["uri"]) as conn:
-        return {"domains": domain_assignments(conn, params["names"])}
+        result = {"domains": domain_assignments(conn, params["names"])}
+        result["foreign"] = foreign_domains(conn, params["names"]) if params["foreign"] else {}
+        return result

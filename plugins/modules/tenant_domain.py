@@ -67,15 +67,38 @@ options:
     elements: str
     default: []
   network_vfs:
-    description: The VFs of O(vfs) that are network functions, passed as C(interface type=hostdev) with O(mac) and O(vlan).
+    description:
+      - The VFs of O(vfs) that are network functions (their PF has a netdev), passed as C(interface type=hostdev) with a
+        MAC and a VLAN, which libvirt sets on the PF when the domain starts. Each is a PCI address or a dict
+        C({address, mac, vlan}) with the VF's own MAC and VLAN.
+      - A VF without its own MAC gets O(mac) when it is the first one, else a locally administered unicast MAC derived from
+        O(name) and the VF's index among O(vfs) in PCI address order (the same on every run and host; see
+        C(docs/sriov_vfio.md)). A VF without its own VLAN gets O(vlan).
     type: list
-    elements: str
+    elements: raw
     default: []
   mac:
-    description: MAC address of the network VF interfaces.
+    description: MAC address of the first network VF interface (the others get derived MACs unless given per VF).
     type: str
   vlan:
     description: VLAN tag of the network VF interfaces.
+    type: int
+  firmware:
+    description:
+      - Guest firmware of a new domain. V(efi) is UEFI (C(<os firmware='efi'>), libvirt picks OVMF from the firmware
+        descriptors the C(ovmf) package installs; Secure Boot off), which large-BAR GPUs such as the A100 need; V(bios) is
+        SeaBIOS.
+      - Chosen when the domain is created; an existing domain keeps its firmware (a warning says so when it differs).
+    type: str
+    choices: [efi, bios]
+    default: efi
+  mmio_window_mb:
+    description:
+      - Size in MiB of OVMF's 64-bit PCI MMIO window (fw_cfg C(opt/ovmf/X-PciMmio64Mb) through C(<sysinfo type='fwcfg'>)),
+        with O(firmware=efi).
+      - Default, computed from the 64-bit prefetchable BARs in each passed device's sysfs C(resource) under O(root), is the
+        smallest power of two at least their sum (each aligned to its size) plus 2 GiB, set only when larger than OVMF's
+        32 GiB default. V(0) for no entry.
     type: int
   disks:
     description: File disks, virtio with C(io=threads) and C(cache=none).
@@ -171,20 +194,23 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Define tenant-a with the edu device and one NVMe VF, 2M hugepages, no disk
+- name: Define tenant-a with the edu device and one NVMe VF, 2M hugepages, no disk, SeaBIOS
   gpuvirt.tenancy.tenant_domain:
     name: tenant-a
     domain_type: qemu
+    firmware: bios
     vcpus: 1
     memory_mb: 64
     hugepage_size: 2M
     gpus: ["0000:82:00.0"]
     vfs: ["0000:81:00.1"]
 
-- name: Define and start a GPU tenant with a ConnectX VF (MAC, VLAN) and a disk
+- name: Define and start a GPU tenant with a ConnectX VF (MAC, VLAN) and a disk, q35 with UEFI
   gpuvirt.tenancy.tenant_domain:
     name: tenant-b
     state: running
+    machine: q35
+    firmware: efi
     vcpus: 16
     memory_mb: 65536
     hugepage_size: 1G
@@ -297,6 +323,11 @@ restart_reasons:
   type: list
   elements: str
   sample: ["running domain tenant-a keeps its hugepage backing until it is restarted (the definition is updated; restart the tenant to apply)"]
+mmio_window_mb:
+  description: The 64-bit MMIO window (MiB) the definition asks OVMF for; null when OVMF's default is enough or O(firmware=bios).
+  returned: unless O(state=absent)
+  type: int
+  sample: 262144
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import IOTUNE_KEYS
@@ -315,7 +346,7 @@ MODULE_ARGS = dict(
         hugepage_size=dict(type="str"),
         gpus=dict(type="list", elements="str", default=[]),
         vfs=dict(type="list", elements="str", default=[]),
-        network_vfs=dict(type="list", elements="str", default=[]),
+        network_vfs=dict(type="list", elements="raw", default=[]),
         mac=dict(type="str"),
         vlan=dict(type="int"),
         disks=dict(type="list", elements="dict", default=[], options=dict(
@@ -325,6 +356,8 @@ MODULE_ARGS = dict(
         )),
         machine=dict(type="str"),
         arch=dict(type="str", default="x86_64"),
+        firmware=dict(type="str", default="efi", choices=["efi", "bios"]),
+        mmio_window_mb=dict(type="int"),
         qos=dict(type="dict", options=dict(
             cpu_shares=dict(type="int"),
             cpu_period=dict(type="int"),

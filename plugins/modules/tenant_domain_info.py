@@ -15,12 +15,19 @@ version_added: 0.1.0
 description:
   - Reads the persistent definitions of the named libvirt domains and returns, for each one that exists, the resources it holds,
     in the shape the C(gpuvirt.tenancy.plan_tenants) filter takes as C(policy.existing), so that a new plan keeps them where they are.
+  - With O(foreign=true) it also returns every other domain on the connection (not a listed tenant), running or not, with the
+    devices and CPUs it holds in its definition and, running, in its live XML; the C(gpuvirt.tenancy.plan_tenants) filter
+    keeps those out of the plan.
 options:
   names:
     description: Domain (tenant) names; names with no domain are left out of the result.
     type: list
     elements: str
     required: true
+  foreign:
+    description: Also read the domains not in O(names) (RV(foreign)).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -63,6 +70,26 @@ domains:
       vcpus: 1
       memory_mb: 64
       active: true
+foreign:
+  description:
+    - Domain name -> what a domain not in O(names) holds (empty with O(foreign=false)). The fields of RV(domains), with
+      C(hostdevs) and C(cpus) (its pinned vCPU and emulator CPUs) from its definition and, running, its live XML too, and
+      C(hugepages.count).
+  returned: success
+  type: dict
+  sample:
+    legacy-vm:
+      hostdevs: ["0000:07:00.0", "0000:0c:00.3"]
+      cpus: "8-15"
+      vcpu_pins: {"0": "8", "1": "9"}
+      emulator_cpus: "10"
+      memory_mode: strict
+      nodeset: "1"
+      numa_node: 1
+      hugepages: {size: 1G, node: 1, count: 16}
+      vcpus: 8
+      memory_mb: 16384
+      active: true
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, tenant_domain_info
@@ -72,6 +99,7 @@ MODULE_ARGS = dict(
     argument_spec=dict(
         LIBVIRT_OPTIONS,
         names=dict(type="list", elements="str", required=True),
+        foreign=dict(type="bool", default=True),
     ),
 )
 

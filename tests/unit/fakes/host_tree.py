@@ -191,3 +191,27 @@ class HugepageAllocator:
         if self.refuse:
             raise OSError(self.refuse, os.strerror(self.refuse))
         self.host.write(host_path, "%d" % min(count, self.capacity.get((size, node), count)))
+
+
+# Resource flags as the kernel writes them in sysfs ``resource`` (include/linux/ioport.h
+# IORESOURCE_* bits); the values are those of real captures of large-BAR NVIDIA GPUs (a
+# 32-bit BAR0, 64-bit prefetchable BAR1/BAR3, an I/O BAR, the expansion ROM).
+BAR_MEM32 = 0x0000000000040200
+BAR_MEM64_PREFETCH = 0x000000000014220C
+BAR_IO = 0x0000000000040101
+BAR_ROM = 0x0000000000046200
+# Lines in ``resource`` of a PCI endpoint: 6 BARs, the ROM, 6 SR-IOV BARs.
+ENDPOINT_RESOURCES = 13
+
+
+def write_resource(host, address, bars):
+    """Write ``/sys/bus/pci/devices/<address>/resource`` of a device of ``host`` (a FakeHost)
+    as drivers/pci/pci-sysfs.c resource_show does: one ``0x%016x 0x%016x 0x%016x`` line
+    (start, end, flags) per resource, all zeros where unassigned. ``bars``: {index: (start,
+    size, flags)}."""
+    lines = []
+    for index in range(ENDPOINT_RESOURCES):
+        start, size, flags = bars.get(index, (0, 0, 0))
+        end = start + size - 1 if size else 0
+        lines.append("0x%016x 0x%016x 0x%016x" % (start, end, flags))
+    host.write(host.pci_paths[address] + "/resource", "\n".join(lines))

@@ -9,8 +9,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
-from placement_topologies import LAB_EDU, LAB_VFS, lab  # pylint: disable=import-error
+from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab  # pylint: disable=import-error
 
 FILTERS = FilterModule().filters()
 PLAN = FILTERS["plan_tenants"]
@@ -58,7 +59,7 @@ def test_tenant_domains_are_the_module_arguments_of_each_placed_tenant():
                  "hugepage_size": "2M", "gpus": [LAB_EDU], "vfs": placed["vfs"], "network_vfs": placed["network_vfs"],
                  "disks": [], "qos": {"cpu_shares": 1024}, "vcpu_pins": placed["vcpu_pins"],
                  "emulator_cpus": ",".join(str(c) for c in placed["emulator_cpus"]), "memory_mode": "strict",
-                 "nodeset": str(placed["numa_node"]), "mac": "52:54:00:00:00:0a", "vlan": 100}
+                 "nodeset": str(placed["numa_node"]), "mac": "52:54:00:00:00:0a", "vlan": 100, "firmware": "efi"}
     assert a["vfs"][0] in LAB_VFS and a["nodeset"] == "1"
     # the tenant's own domain type and qos win; its class's QoS is merged under its own, key by key
     assert (b["state"], b["domain_type"], b["hugepage_size"]) == ("defined", "qemu", "none")
@@ -80,3 +81,133 @@ def test_tenant_removals_take_the_tenants_own_timeout():
     assert REMOVALS(plan, tenants, {"shutdown_timeout": 120, "force_off": False}) == [
         {"name": "a", "state": "absent", "shutdown_timeout": 5, "force_off": True},
         {"name": "c", "state": "absent", "shutdown_timeout": 120, "force_off": False}]
+
+
+# --------------------------------------------------------------------------- domains that are not tenants
+# On the DGX A100-class model: node 1 has GPUs 0000:30:00.0 and 0000:40:00.0, CPUs 16-31 (and
+# their SMT siblings 144-159), the NIC 0000:38:00.0 with VFs 0000:38:00.1-4.
+def dgx():
+    return dgx_a100()
+
+
+LEGACY = {"hostdevs": ["0000:30:00.0", "0000:38:00.1"], "cpus": "16-17", "numa_node": 1,
+          "hugepages": {"size": "1G", "node": 1, "count": 60}, "memory_mb": 61440, "active": True}
+
+
+def held(plan):
+    """Every GPU, VF and CPU the plan gives."""
+    out = set()
+    for placement in plan["placements"].values():
+        out.update(placement["gpus"] + placement["vfs"] + placement["cpus"])
+    return out
+
+
+@pytest.mark.parametrize("foreign, policy, never_given, report, placed", [
+    # its GPU, its VF (an interface hostdev), its CPUs and their SMT siblings (whole cores)
+    ({"legacy": LEGACY}, {}, ["0000:30:00.0", "0000:38:00.1", 16, 17, 144, 145],
+     {"gpus": ["0000:30:00.0"], "vfs": ["0000:38:00.1"], "cpus": "16-17,144-145",
+      "hugepages": {"size": "1G", "count": 60, "nodes": [1]}, "notes": []}, 7),
+    # smt threads: only its own CPUs
+    ({"legacy": LEGACY}, {"smt": "threads"}, ["0000:30:00.0", 16, 17], {"cpus": "16-17"}, 7),
+    # a reserved CPU it shares (its emulator on the host's CPUs) stays reserved, not an error
+    ({"legacy": dict(LEGACY, cpus="0,16")}, {"reserved_cpus": [0, 128]}, [0, 16, 144], {"cpus": "16,144"}, 7),
+    # no pins, no NUMA node: its hugepages leave every node's pool, and the report says why
+    ({"legacy": dict(LEGACY, cpus="", numa_node=None)}, {}, ["0000:30:00.0"],
+     {"cpus": "", "hugepages": {"size": "1G", "count": 60, "nodes": [0, 1, 2, 3, 4, 5, 6, 7]},
+      "notes": ["no CPU pins: its vCPUs may run on any host CPU; pin it (or list it as a tenant) to keep them apart",
+                "hugepages without a NUMA node: kept out of every node's pool"]},
+     # 4 x 1G pages left on each GPU node: one tenant each
+     4),
+])
+def test_foreign_domains_keep_what_they_hold(foreign, policy, never_given, report, placed):
+    topology = dgx()
+    tenants = [{"name": "t%d" % i, "gpus": 1, "vfs": 1, "vcpus": 8, "memory_mb": 4096, "hugepage_size": "1G"} for i in range(8)]
+    plan = PLAN(topology, tenants, policy, foreign)
+    assert not set(never_given) & held(plan)
+    for key, value in report.items():
+        assert plan["foreign"]["legacy"][key] == value, key
+    # seven GPUs are left for eight tenants (fewer when the pages are short)
+    assert len(plan["placements"]) == placed and len(plan["unplaced"]) == 8 - placed
+    assert "legacy" not in plan["released"] and "legacy" not in plan["placements"]
+
+
+def test_foreign_hugepages_leave_their_node_pool():
+    topology = dgx()
+    # node 1 has 64 x 1G pages; the foreign domain holds 60 of them
+    tenants = [{"name": "big", "gpus": ["0000:40:00.0"], "vcpus": 4, "memory_mb": 8192, "hugepage_size": "1G"}]
+    assert PLAN(topology, tenants, {})["placements"]["big"]["numa_node"] == 1
+    plan = PLAN(topology, tenants, {}, {"legacy": LEGACY})
+    assert "hugepages 1G short on node 1: 4 free of 4, 8 needed" in plan["unplaced"]["big"]
+    assert plan["free"]["1"]["hugepages"]["1G"] == 4
+
+
+def test_foreign_plain_memory_leaves_its_node():
+    topology = dgx()
+    legacy = dict(LEGACY, hugepages=None, memory_mb=120000, hostdevs=[], cpus="")
+    tenants = [{"name": "plain", "vcpus": 2, "memory_mb": 16384, "hugepage_size": "none", "gpus": ["0000:40:00.0"]}]
+    assert "plain" in PLAN(topology, tenants, {})["placements"]
+    assert "plain" in PLAN(topology, tenants, {}, {"legacy": legacy})["unplaced"]
+
+
+def test_a_tenant_naming_a_foreign_gpu_is_refused_with_its_holder():
+    plan = PLAN(dgx(), [{"name": "t", "gpus": ["0000:30:00.0"], "vcpus": 2, "memory_mb": 1024}], {}, {"legacy": LEGACY})
+    assert plan["unplaced"]["t"].startswith("GPUs 0000:30:00.0 are held by libvirt domain(s) legacy")
+
+
+def test_every_vf_of_a_pf_held_leaves_the_pf_out():
+    legacy = dict(LEGACY, hostdevs=["0000:38:00.%d" % i for i in range(1, 5)], cpus="")
+    plan = PLAN(dgx(), [{"name": "t", "vfs": 1, "vcpus": 2, "memory_mb": 1024}], {"vf_pfs": ["0000:38:00.0", "0000:48:00.0"]},
+                {"legacy": legacy})
+    assert plan["placements"]["t"]["vfs"][0].startswith("0000:48:00.")
+
+
+def test_no_foreign_domain_is_the_plain_plan_and_inputs_stay_as_they_were():
+    import copy  # pylint: disable=import-outside-toplevel
+    topology, tenants, policy = dgx(), [{"name": "t", "gpus": 2, "vcpus": 4, "memory_mb": 4096}], {"reserved_cpus": [0]}
+    kept = copy.deepcopy((topology, tenants, policy))
+    plain = PLAN(topology, tenants, policy)
+    assert PLAN(topology, tenants, policy, {}) == plain and plain["foreign"] == {}
+    PLAN(topology, tenants, policy, {"legacy": LEGACY})
+    assert (topology, tenants, policy) == kept
+
+
+def test_tenant_domains_with_the_host_model_give_each_network_vf_its_mac():
+    topology = dgx()
+    for pf in ("0000:38:00.0", "0000:48:00.0"):
+        topology["pci_devices"][pf]["netdevs"] = ["ens%s" % pf[5:7]]
+    tenants = [{"name": "t", "gpus": 1, "vfs": 2, "vcpus": 4, "memory_mb": 4096, "vlan": 300}]
+    plan = PLAN(topology, tenants, {})
+    placed = plan["placements"]["t"]
+    args = DOMAINS(plan, tenants, dict(SETTINGS, topology=topology, firmware="bios"))[0]
+    vfs = sorted(placed["vfs"])
+    assert args["network_vfs"] == [{"address": vfs[0], "mac": derived_mac("t", 0), "vlan": 300},
+                                   {"address": vfs[1], "mac": derived_mac("t", 1), "vlan": 300}]
+    assert args["firmware"] == "bios" and "mac" not in args
+    # a tenant's own firmware and machine win
+    own = [dict(tenants[0], firmware="efi", machine="pc-q35-7.2")]
+    assert (DOMAINS(plan, own, dict(SETTINGS, firmware="bios"))[0]["firmware"],
+            DOMAINS(plan, own, SETTINGS)[0]["machine"]) == ("efi", "pc-q35-7.2")
+    with pytest.raises(AnsibleFilterError, match="firmware 'coreboot'"):
+        DOMAINS(plan, [dict(tenants[0], firmware="coreboot")], SETTINGS)
+
+
+NEEDS = FILTERS["tenant_host_needs"]
+
+
+@pytest.mark.parametrize("tenants, policy, firmware, expected", [
+    ([{"name": "a", "hugepage_size": "1G"}], {}, "efi", {"uefi": True, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}),
+    ([{"name": "a"}], {"hugepage_size": "1G"}, "efi", {"uefi": True, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}),
+    ([{"name": "a"}], {}, "bios", {"uefi": False, "hugetlbfs_mounts": []}),
+    ([{"name": "a", "firmware": "efi"}, {"name": "b", "hugepage_size": "none"}], {}, "bios", {"uefi": True, "hugetlbfs_mounts": []}),
+    ([{"name": "a", "state": "absent", "hugepage_size": "1G"}], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),
+    ([], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),
+])
+def test_tenant_host_needs(tenants, policy, firmware, expected):
+    assert NEEDS(tenants, policy, firmware) == expected
+
+
+def test_tenant_host_needs_errors():
+    with pytest.raises(AnsibleFilterError, match="expected the tenant list"):
+        NEEDS({"name": "a"})
+    with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
+        NEEDS([{"name": "a", "hugepage_size": "3G"}])

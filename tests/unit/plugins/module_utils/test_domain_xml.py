@@ -7,8 +7,14 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    PinRequest, TenantSpec, apply_pinning, host_cpus, parse_xml, read_assignment, read_pinning, to_text)
+    PinRequest, TenantSpec, apply_pinning, firmware_of, held_resources, host_cpus, mmio_window_of, parse_xml, read_assignment,
+    read_pinning, to_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
 DOMAIN = """<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>t</name>
@@ -110,3 +116,76 @@ def test_pins_of_a_host_that_lacks_them_are_refused():
         PinRequest(hugepages={"size": "1G"}).validate(host, parse_xml(DOMAIN))
     with pytest.raises(InputError, match=r"vcpu_pins\[0\]: CPU\(s\) 4 are not on this host \(host CPUs 0-3\)"):
         PinRequest({"0": "4"}).validate(host, parse_xml(DOMAIN))
+
+
+# --------------------------------------------------------------------------- UEFI, MMIO window, VF interfaces, held resources
+SPEC = {"name": "t", "domain_type": "kvm", "vcpus": 2, "memory_mb": 4096, "hugepage_size": "1G", "gpus": ["0000:07:00.0"],
+        "vfs": ["0000:0c:00.3", "0000:0c:00.2"], "network_vfs": ["0000:0c:00.3", "0000:0c:00.2"], "vlan": 100,
+        "machine": "q35", "mmio_window_mb": 262144}
+
+
+def test_a_new_uefi_domain():
+    root = TenantSpec(dict(SPEC)).build()
+    text = to_text(root)
+    assert root.find("os").get("firmware") == "efi" and root.find("os/type").get("machine") == "q35"
+    assert '<feature enabled="no" name="secure-boot" />' in text
+    assert '<entry name="opt/ovmf/X-PciMmio64Mb">262144</entry>' in text
+    assert root.find("cpu/maxphysaddr").get("mode") == "passthrough"
+    assert mmio_window_of(root) == 262144 and firmware_of(root) == "efi"
+
+
+@pytest.mark.parametrize("firmware, window, domain_type, expected", [
+    ("bios", None, "kvm", {"firmware": None, "fwcfg": [], "maxphysaddr": True}),
+    ("efi", None, "kvm", {"firmware": "efi", "fwcfg": [], "maxphysaddr": True}),
+    ("efi", 131072, "qemu", {"firmware": "efi", "fwcfg": ["131072"], "maxphysaddr": False}),   # TCG: no host CPU model
+])
+def test_firmware_window_and_cpu(firmware, window, domain_type, expected):
+    root = TenantSpec(dict(SPEC, firmware=firmware, mmio_window_mb=window, domain_type=domain_type)).build()
+    assert root.find("os").get("firmware") == expected["firmware"]
+    assert [e.text for e in root.findall("sysinfo[@type='fwcfg']/entry")] == expected["fwcfg"]
+    assert (root.find("cpu/maxphysaddr") is not None) == expected["maxphysaddr"]
+
+
+def test_the_window_entry_is_ours_alone():
+    root = parse_xml(DOMAIN.replace("<devices>", "<sysinfo type='fwcfg'><entry name='opt/com.example/x'>1</entry></sysinfo><devices>"))
+    spec = TenantSpec(dict(SPEC, mmio_window_mb=131072))
+    assert spec.update(root)
+    assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1"),
+                                                                              ("opt/ovmf/X-PciMmio64Mb", "131072")]
+    spec = TenantSpec(dict(SPEC, mmio_window_mb=None))
+    spec.update(root)
+    assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1")]
+    assert any("keeps its bios firmware" in note for note in spec.notes)
+
+
+def test_network_vfs_are_interfaces_with_their_own_mac_in_address_order():
+    root = TenantSpec(dict(SPEC)).build()
+    got = [(i.find("mac").get("address"), i.find("vlan/tag").get("id"), i.get("managed")) for i in root.findall("devices/interface")]
+    assert got == [(derived_mac("t", 1), "100", "no"), (derived_mac("t", 0), "100", "no")]
+    assert [h.find("source/address").get("bus") for h in root.findall("devices/hostdev")] == ["0x07"]
+
+
+def test_held_resources_of_a_running_domain():
+    persistent = parse_xml(DOMAIN)
+    live = parse_xml(DOMAIN.replace("bus='0x82'", "bus='0x83'").replace("<vcpupin vcpu='3' cpuset='7'/>", "<emulatorpin cpuset='9'/>"))
+    held = held_resources(persistent, live)
+    assert held["hostdevs"] == ["0000:82:00.0", "0000:81:00.2", "0000:83:00.0"]
+    assert held["cpus"] == "0-1,7,9" and held["hugepages"] is None and held["numa_node"] is None
+    backed = TenantSpec(dict(SPEC, hugepage_size="2M", memory_mb=100)).build()
+    assert held_resources(backed)["hugepages"] == {"size": "2M", "node": None, "count": 50}
+
+
+def test_a_tenant_interface_counts_as_in_use_for_sriov_and_vfio(tmp_path):
+    """The definition tenant_domain writes (a VF as <interface type='hostdev'>), defined or
+    running (its status file), makes the VF in use for sriov_vfs and vfio_bind (device_use)."""
+    tree = FakeHost(tmp_path)
+    defined = to_text(TenantSpec(dict(SPEC, name="defined")).build())
+    running = "<domstatus state='running'>%s</domstatus>" % to_text(TenantSpec(dict(SPEC, name="running", vfs=["0000:0c:00.4"],
+                                                                                      network_vfs=["0000:0c:00.4"])).build())
+    tree.write("/etc/libvirt/qemu/defined.xml", defined)
+    tree.write("/run/libvirt/qemu/running.xml", running)
+    fs = Sysfs(str(tmp_path))
+    topology = {"pci_devices": {}}
+    assert usage_of(fs, topology, "0000:0c:00.2") == ["attached to libvirt domain defined"]
+    assert usage_of(fs, topology, "0000:0c:00.4") == ["attached to libvirt domain running"]
+    assert usage_of(fs, topology, "0000:0c:00.5") == []

@@ -12,10 +12,12 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.host_tree import BAR_MEM32, BAR_MEM64_PREFETCH, FakeHost, write_resource  # pylint: disable=import-error
 EDU = "0000:82:00.0"
 VF1, VF2 = "0000:81:00.1", "0000:81:00.2"
 
@@ -28,8 +30,10 @@ def conn(libvirt_conn):
 @pytest.fixture
 def args(conn):
     del conn
+    # mmio_window_mb 0: the devices are not in this machine's sysfs (the window from their BARs
+    # is tested on a host tree below)
     return {"name": "tenant-" + uuid.uuid4().hex[:8], "uri": URI, "domain_type": "test", "arch": "i686",
-            "vcpus": 2, "memory_mb": 100, "hugepage_size": "2M", "gpus": [EDU], "vfs": [VF1]}
+            "vcpus": 2, "memory_mb": 100, "hugepage_size": "2M", "gpus": [EDU], "vfs": [VF1], "mmio_window_mb": 0}
 
 
 def xml_of(conn, name):
@@ -346,3 +350,163 @@ def test_running_tenant_repinned_without_live_asks_for_a_restart(conn, args):
     assert any("CPU pins" in reason for reason in result["restart_reasons"])
     assert live_pins(conn.lookupByName(args["name"])) == before
     assert pins_of(xml_of(conn, args["name"]))[0] == [("0", "5"), ("1", "3")]
+
+
+# --------------------------------------------------------------------------- UEFI, the 64-bit MMIO window, VF interfaces
+def fwcfg(root):
+    return dict((e.get("name"), e.text) for e in root.findall("sysinfo[@type='fwcfg']/entry"))
+
+
+@pytest.fixture
+def a100_tree(tmp_path):
+    """A host tree where EDU is an A100 80GB (BAR1 128 GiB, BAR3 32 MiB), 0000:83:00.0 an A100
+    40GB (BAR1 64 GiB) and VF1/VF2 ConnectX VFs (one 2 MiB 64-bit BAR each)."""
+    tree = FakeHost(tmp_path)
+    bars = {EDU: {0: (0xF6000000, 16 << 20, BAR_MEM32), 1: (0x2000000000, 128 << 30, BAR_MEM64_PREFETCH),
+                  3: (0x4000000000, 32 << 20, BAR_MEM64_PREFETCH)},
+            "0000:83:00.0": {0: (0xF4000000, 16 << 20, BAR_MEM32), 1: (0x6000000000, 64 << 30, BAR_MEM64_PREFETCH),
+                             3: (0x7000000000, 32 << 20, BAR_MEM64_PREFETCH)},
+            VF1: {0: (0x8000000000, 2 << 20, BAR_MEM64_PREFETCH)}, VF2: {0: (0x8000200000, 2 << 20, BAR_MEM64_PREFETCH)}}
+    for address, resources in bars.items():
+        tree.add_pci(address, "0x10de", "0x20b5", "0x030200")
+        write_resource(tree, address, resources)
+    return Host(str(tmp_path), commands=RecordedCommands())
+
+
+@pytest.mark.parametrize("gpus, window", [
+    ([EDU], "262144"),                      # 80GB: 128 GiB + 32 MiB + headroom -> 256 GiB
+    (["0000:83:00.0"], "131072"),           # 40GB: 64 GiB + 32 MiB + headroom -> 128 GiB
+    ([EDU, "0000:83:00.0"], "262144"),      # 192 GiB + 64 MiB + headroom -> 256 GiB
+    ([], None),                             # a VF alone: OVMF's default window
+])
+def test_uefi_tenant_gets_a_window_for_its_bars(conn, args, a100_tree, gpus, window):
+    del args["mmio_window_mb"]
+    args.update(gpus=gpus, machine="pc")
+    result = run_module(tenant_domain.main, args, host=a100_tree)
+    assert result["changed"] and result["mmio_window_mb"] == (int(window) if window else None)
+    root = xml_of(conn, args["name"])
+    assert fwcfg(root).get("opt/ovmf/X-PciMmio64Mb") == window
+    assert root.find("os").get("firmware") == "efi"
+    assert root.find("os/firmware/feature[@name='secure-boot']").get("enabled") == "no"
+    assert not run_module(tenant_domain.main, args, host=a100_tree)["changed"]
+
+
+def test_the_window_follows_the_devices(conn, args, a100_tree):
+    del args["mmio_window_mb"]
+    run_module(tenant_domain.main, args, host=a100_tree)
+    smaller = dict(args, gpus=["0000:83:00.0"])
+    assert run_module(tenant_domain.main, smaller, host=a100_tree)["changed"]
+    assert fwcfg(xml_of(conn, args["name"])) == {"opt/ovmf/X-PciMmio64Mb": "131072"}
+    assert run_module(tenant_domain.main, dict(args, gpus=[]), host=a100_tree)["changed"]
+    assert fwcfg(xml_of(conn, args["name"])) == {}
+
+
+def test_a_window_given_wins_and_unknown_bars_are_named(conn, args):
+    del args["mmio_window_mb"]
+    result = run_module(tenant_domain.main, args)
+    # this machine has no such devices: their BARs are unknown, and said so
+    assert any("no sysfs resource file for 0000:82:00.0, 0000:81:00.1" in w for w in result["warnings"])
+    assert run_module(tenant_domain.main, dict(args, mmio_window_mb=65536))["changed"]
+    assert fwcfg(xml_of(conn, args["name"])) == {"opt/ovmf/X-PciMmio64Mb": "65536"}
+
+
+def test_bios_tenant_has_no_window(conn, args, a100_tree):
+    del args["mmio_window_mb"]
+    args["firmware"] = "bios"
+    assert run_module(tenant_domain.main, args, host=a100_tree)["mmio_window_mb"] is None
+    root = xml_of(conn, args["name"])
+    assert root.find("os").get("firmware") is None and fwcfg(root) == {}
+
+
+def test_firmware_is_kept_on_an_existing_domain(conn, args):
+    run_module(tenant_domain.main, dict(args, firmware="bios"))
+    result = run_module(tenant_domain.main, args)
+    assert not result["changed"]
+    assert any("keeps its bios firmware" in w for w in result["warnings"])
+    assert xml_of(conn, args["name"]).find("os").get("firmware") is None
+
+
+def interfaces(root):
+    return [(i.find("mac").get("address"), [t.get("id") for t in i.findall("vlan/tag")],
+             "%s:%s:%s.%s" % tuple(i.find("source/address").get(k)[2:] for k in ("domain", "bus", "slot", "function")))
+            for i in root.findall("devices/interface[@type='hostdev']")]
+
+
+@pytest.mark.parametrize("network_vfs, mac, vlan, expected", [
+    # the tenant's MAC for the first VF, a derived one for the second; the tenant's VLAN on both
+    ([VF1, VF2], "52:54:00:00:00:0a", 100, [("52:54:00:00:00:0a", ["100"], VF1), ("derived 1", ["100"], VF2)]),
+    # no MAC given: each VF its own derived MAC
+    ([VF1, VF2], None, None, [("derived 0", [], VF1), ("derived 1", [], VF2)]),
+    # a VF's own MAC and VLAN win
+    ([{"address": VF1, "mac": "02:00:00:00:00:01", "vlan": 7}, VF2], None, 100,
+     [("02:00:00:00:00:01", ["7"], VF1), ("derived 1", ["100"], VF2)]),
+])
+def test_each_network_vf_its_own_mac(conn, args, network_vfs, mac, vlan, expected):
+    args.update(vfs=[VF1, VF2], network_vfs=network_vfs)
+    args.update(dict((k, v) for k, v in (("mac", mac), ("vlan", vlan)) if v is not None))
+    assert run_module(tenant_domain.main, args)["changed"]
+    want = [(derived_mac(args["name"], int(m.split()[1])) if m.startswith("derived") else m, tags, vf) for m, tags, vf in expected]
+    assert sorted(interfaces(xml_of(conn, args["name"])), key=lambda i: i[2]) == want
+    assert hostdevs(xml_of(conn, args["name"])) == [EDU]
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+@pytest.mark.parametrize("network_vfs, mac, message", [
+    ([VF1], "01:00:5e:00:00:01", "multicast"),
+    ([{"address": VF1, "mac": "52:54:00:00:00:01"}, {"address": VF2, "mac": "52:54:00:00:00:01"}], None, "share MAC"),
+    ([{"address": VF1, "vlan": 5000}], None, "not a VLAN id"),
+    (["0000:81:00.7"], None, "not listed in vfs"),
+])
+def test_interface_input_errors(conn, args, network_vfs, mac, message):
+    args.update(vfs=[VF1, VF2], network_vfs=network_vfs)
+    if mac:
+        args["mac"] = mac
+    result = run_module(tenant_domain.main, args)
+    assert result.get("failed") and message in result["msg"]
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+
+
+# --------------------------------------------------------------------------- one device, one domain
+@pytest.mark.parametrize("running", [False, True])
+def test_devices_of_another_domain_are_refused(conn, args, running):
+    other = "other-" + uuid.uuid4().hex[:6]
+    # a domain the collection did not make, holding VF1 as a network interface
+    domain = conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
+                            "<os><type arch='i686'>hvm</type></os><devices><interface type='hostdev'><source>"
+                            "<address type='pci' domain='0x0000' bus='0x81' slot='0x00' function='0x1'/></source>"
+                            "</interface></devices></domain>" % other)
+    if running:
+        domain.create()
+    result = run_module(tenant_domain.main, args)
+    assert result.get("failed") and "0000:81:00.1 held by domain %s" % other in result["msg"]
+    assert result["held_by"] == {other: [VF1]}
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+    # check mode says so and goes on (a removal earlier in the same run may free the device)
+    check = run_module(tenant_domain.main, args, check_mode=True)
+    assert check["changed"] and any("held by domain %s" % other in w for w in check["warnings"])
+    # without the device, the tenant is defined
+    assert run_module(tenant_domain.main, dict(args, vfs=[VF2]))["created"]
+
+
+# --------------------------------------------------------------------------- preview: the host model under root
+def test_preview_checks_pins_against_the_captured_host(conn, args, tmp_path):
+    """A preview: uri is libvirt's test driver, root a captured tree with more CPUs than the
+    test driver's host: the pins are checked against the tree, and the XML is in the diff."""
+    tree = FakeHost(tmp_path)
+    tree.add_numa_node(0, list(range(0, 64)), hugepages={"2048kB": (1024, 1024)})
+    tree.add_numa_node(1, list(range(64, 128)), hugepages={"2048kB": (1024, 1024)})
+    pins = dict(args, vcpu_pins={"0": "100", "1": "101"}, emulator_cpus="102", nodeset="1")
+    outside = run_module(tenant_domain.main, pins, check_mode=True)
+    assert outside.get("failed") and "not on this host" in outside["msg"]
+    host = Host(str(tmp_path), commands=RecordedCommands())
+    preview = run_module(tenant_domain.main, pins, check_mode=True, diff=True, host=host)
+    assert preview["changed"] and preview["created"], preview
+    after = preview["diff"][0]["after"]
+    assert '<vcpupin vcpu="1" cpuset="101" />' in after and 'firmware="efi"' in after
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+    # a CPU the captured host does not have is still refused
+    beyond = run_module(tenant_domain.main, dict(pins, emulator_cpus="200"), check_mode=True, host=host)
+    assert beyond.get("failed") and "CPU(s) 200 are not on this host" in beyond["msg"]

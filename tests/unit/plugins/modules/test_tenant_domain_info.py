@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 import libvirt
+import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
@@ -130,3 +131,69 @@ def test_role_path_defines_pins_and_starts_each_tenant_in_one_call(libvirt_conn)
     assert [r for r in resized[0]["restart_reasons"] if "QoS (its live values cannot be read" not in r] == []
     assert live_pins(libvirt_conn, a) == [[4], [7]]
     assert [r["changed"] for r in converge(topology, tenants)] == [False, False]
+
+
+# --------------------------------------------------------------------------- domains that are not tenants
+FOREIGN_XML = """<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>
+<memoryBacking><hugepages><page size='2048' unit='KiB'/></hugepages></memoryBacking>
+<cputune><vcpupin vcpu='0' cpuset='3'/><emulatorpin cpuset='2'/></cputune>
+<numatune><memory mode='strict' nodeset='1'/></numatune>
+<os><type arch='i686'>hvm</type></os><devices>
+<interface type='hostdev'><source><address type='pci' domain='0x0000' bus='0x81' slot='0x00' function='0x2'/></source></interface>
+<hostdev mode='subsystem' type='pci' managed='no'><source><address domain='0x0000' bus='0x82' slot='0x00' function='0x0'/></source></hostdev>
+</devices></domain>"""
+
+
+def test_domains_not_listed_are_reported_as_foreign(libvirt_conn):
+    other = "legacy-" + uuid.uuid4().hex[:6]
+    libvirt_conn.defineXML(FOREIGN_XML % other).create()
+    result = run_module(tenant_domain_info.main, {"names": ["nope"], "uri": URI})
+    assert result["domains"] == {}
+    held = result["foreign"][other]
+    # a VF held as <interface type='hostdev'> counts as much as a PCI hostdev
+    assert held["hostdevs"] == [LAB_EDU, "0000:81:00.2"]
+    assert (held["cpus"], held["numa_node"], held["hugepages"], held["active"]) == ("2-3", 1, {"size": "2M", "node": 1, "count": 32}, True)
+    # listed, it is a tenant's domain, not a foreign one
+    listed = run_module(tenant_domain_info.main, {"names": [other], "uri": URI})
+    assert other in listed["domains"] and other not in listed["foreign"]
+    assert run_module(tenant_domain_info.main, {"names": [], "uri": URI, "foreign": False})["foreign"] == {}
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_role_path_never_gives_what_a_foreign_domain_holds(libvirt_conn, running):
+    """The tenant_vms path with a domain that is not in the tenant list (running or not): its GPU,
+    its VF (an interface hostdev), its CPUs and its hugepages are out of the plan; it is reported,
+    neither redefined nor removed; a tenant asking for its GPU by address is refused naming it."""
+    suffix = uuid.uuid4().hex[:6]
+    other = "legacy-" + suffix
+    domain = libvirt_conn.defineXML(FOREIGN_XML % other)
+    if running:
+        domain.create()
+    before = domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    filters = FilterModule().filters()
+    topology = lab(pages_2m=(0, 64), cpus_per_node=4)
+    tenants = [{"name": "a-" + suffix, "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64},
+               {"name": "b-" + suffix, "vfs": 4, "vcpus": 1, "memory_mb": 64},
+               {"name": "c-" + suffix, "gpus": [LAB_EDU], "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"},
+               {"name": "d-" + suffix, "vcpus": 1, "memory_mb": 64}]
+    info = run_module(tenant_domain_info.main, {"names": [t["name"] for t in tenants], "uri": URI})
+    plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=info["domains"]), info["foreign"])
+    assert plan["foreign"][other]["gpus"] == [LAB_EDU] and plan["foreign"][other]["vfs"] == ["0000:81:00.2"]
+    given = [x for p in plan["placements"].values() for x in p["gpus"] + p["vfs"]]
+    cpus = [c for p in plan["placements"].values() for c in p["cpus"]]
+    assert LAB_EDU not in given and "0000:81:00.2" not in given and not set(cpus) & {2, 3}
+    # the only GPU is held: a count does not fit, an address is refused with the holder's name
+    assert "GPUs short" in plan["unplaced"]["a-" + suffix]
+    assert other in plan["unplaced"]["c-" + suffix]
+    # three VFs are left of four
+    assert "VFs short" in plan["unplaced"]["b-" + suffix]
+    # node 1's 2M pool lost the foreign domain's 32 pages: 32 left for d
+    assert plan["placements"]["d-" + suffix]["hugepages"]["count"] == 32
+    assert plan["free"]["1"]["hugepages"]["2M"] == 0
+    assert other not in plan["released"] and filters["tenant_removals"](plan, tenants, {}) == []
+    assert other not in [a["name"] for a in filters["tenant_domains"](plan, tenants, SETTINGS)]
+    results = [run_module(tenant_domain.main, dict(args, uri=URI, arch="i686"))
+               for args in filters["tenant_domains"](plan, tenants, SETTINGS)]
+    assert not any(r.get("failed") for r in results), results
+    assert libvirt_conn.lookupByName(other).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+    assert libvirt_conn.lookupByName(other).isActive() == running
