@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 import copy
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 
 __metaclass__ = type
@@ -60,7 +61,7 @@ def _hugepage_notes(before, after, notes):
         for size, pool in sorted((node.get("hugepages") or {}).items()):
             was = (old.get(node["id"], {}).get(size) or {}).get("total") or 0
             if (pool.get("total") or 0) > was:
-                notes.append("node %s: %d x %s hugepages (now %d), reserved by the boot stage" % (node["id"], pool["total"], size, was))
+                notes.append("node %s: %d x %s hugepages (now %d), reserved by the boot stage" % (node["id"], pool["total"], size_name(size), was))
 
 
 def finish(before, projected, gpus=(), vf_addresses=None):
@@ -92,3 +93,4 @@ def finish(before, projected, gpus=(), vf_addresses=None):
     if notes:
         notes.insert(0, "PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages will leave it, not as captured:")
     return topo, notes
+
