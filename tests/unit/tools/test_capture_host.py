@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""tests/tools/capture_sysfs.py: a capture reads like the host it was taken from, and the
+"""tools/capture_host.py: a capture reads like the host it was taken from, holds the files the
+collection edits, and the
 bare lab capture (tests/fixtures/lab/bare) holds the lab's topology."""
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ LAB_IDS = (["1234:11e8"], ["1b36:0010"])
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("capture_sysfs", os.path.join(REPO_ROOT, "tests", "tools", "capture_sysfs.py"))
+    spec = importlib.util.spec_from_file_location("capture_host", os.path.join(REPO_ROOT, "tools", "capture_host.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-capture_sysfs = load_tool()
+capture_host = load_tool()
 
 
 def without_root(model):
@@ -36,7 +37,7 @@ def fixture_host(tmp_path):
     """A host tree made by re-capturing the lab fixture, plus things a capture must drop or
     survive: a symlink loop, an unrelated big file, a device's config space."""
     src = tmp_path / "host"
-    assert capture_sysfs.main(["--root", LAB_BARE, str(src)]) == 0
+    assert capture_host.main(["--root", LAB_BARE, str(src)]) == 0
     dev = src / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0"
     (dev / "config").write_bytes(b"\0" * 4096)
     os.symlink("..", dev / "subsystem_loop")
@@ -64,7 +65,7 @@ def test_lab_fixture_is_the_bare_lab():
 @pytest.mark.parametrize("out_name", ["capture", "capture.tar", "capture.tar.gz"])
 def test_capture_reads_like_the_host(host, tmp_path, out_name):
     out = tmp_path / out_name
-    assert capture_sysfs.main(["--root", str(host), "--note", "unit test", str(out)]) == 0
+    assert capture_host.main(["--root", str(host), "--note", "unit test", str(out)]) == 0
     if out_name.endswith(("tar", "gz")):
         unpacked = tmp_path / "unpacked"
         with tarfile.open(out) as tar:
@@ -85,7 +86,7 @@ def test_capture_refuses_a_non_empty_directory(host, tmp_path):
     out = tmp_path / "busy"
     out.mkdir()
     (out / "something").write_text("x", encoding="utf-8")
-    assert capture_sysfs.main(["--root", str(host), str(out)]) == 2
+    assert capture_host.main(["--root", str(host), str(out)]) == 2
     assert sorted(os.listdir(out)) == ["something"]
 
 
@@ -98,7 +99,7 @@ def test_unreadable_files_are_skipped(host, tmp_path):
         unreadable = host / "proc" / "meminfo"
         unreadable.chmod(0)
     out = tmp_path / "out"
-    assert capture_sysfs.main(["--root", str(host), str(out)]) == 0
+    assert capture_host.main(["--root", str(host), str(out)]) == 0
     assert not (out / "proc" / "meminfo").exists()
     assert (out / "proc" / "cmdline").exists()
 
@@ -113,3 +114,26 @@ def test_lab_fixture_after_the_boot_stage():
     assert model["gpus"][0]["driver"] == "vfio-pci"
     assert model["gpus"][0]["iommu_group"] is not None
     assert model["numa_nodes"][1]["hugepages"]["2048kB"]["total"] == 64
+
+
+def test_capture_of_the_dgx_tree_holds_the_edited_files(tmp_path):
+    """The DGX A100-class tree (tests/tools/dgx_tree.py), with a defined domain and a
+    modprobe.d file added, captured: the same host model, the GRUB defaults, the domain file,
+    the GPUs' BARs and the VF layout come along."""
+    spec = importlib.util.spec_from_file_location("dgx_tree", os.path.join(REPO_ROOT, "tests", "tools", "dgx_tree.py"))
+    dgx_tree = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dgx_tree)
+    src = tmp_path / "dgx"
+    host, gpus, nics = dgx_tree.write_tree(str(src))
+    host.write("/etc/libvirt/qemu/other.xml", "<domain type='kvm'><name>other</name></domain>")
+    host.write("/etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau")
+    out = tmp_path / "capture"
+    assert capture_host.main(["--root", str(src), str(out)]) == 0
+    assert without_root(read_topology(str(out))) == without_root(read_topology(str(src)))
+    for path in ("etc/default/grub", "etc/os-release", "etc/libvirt/qemu/other.xml", "etc/modprobe.d/blacklist-nouveau.conf"):
+        assert (out / path).read_text(encoding="utf-8") == (src / path).read_text(encoding="utf-8"), path
+    gpu = out / "sys" / "bus" / "pci" / "devices" / gpus["GPU0"]
+    bars = [line.split() for line in (gpu / "resource").read_text(encoding="utf-8").splitlines()]
+    assert len(bars) == 13 and int(bars[1][1], 16) - int(bars[1][0], 16) + 1 == 64 << 30
+    nic = out / "sys" / "bus" / "pci" / "devices" / nics["NIC0"]
+    assert (nic / "sriov_offset").read_text(encoding="utf-8").strip() == "1"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Capture the part of a host's /sys and /proc that the collection's host model reads
-(plugins/module_utils/topology.py), as a small tree that Sysfs(root=...) reads like the
-host itself: the unit tests' fake roots.
+"""Capture what the collection reads on a host (its sysfs/procfs subset and the files it
+edits), as a small tree that every module reads like the host itself with ``root`` set to it:
+the input of the preview (docs/preview.md) and of the unit tests' fake roots.
 
-usage: capture_sysfs.py [--root /] [--note TEXT] OUT_DIR | OUT.tar | OUT.tar.gz
+usage: capture_host.py [--root /] [--note TEXT] OUT_DIR | OUT.tar | OUT.tar.gz
 
 What is copied:
   /sys/bus/pci/devices/*      the links, and in each PCI device directory they point to
@@ -17,8 +17,15 @@ What is copied:
   /sys/class/net/*            links, and each netdev's address/operstate/mtu/type/device
   /sys/class/iommu/*          links
   /sys/firmware/acpi/tables   DMAR / IVRS (the IOMMU's ACPI table), when present
+  /sys/kernel/mm/hugepages    the page sizes the kernel offers, and their pools
   /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
-                              osrelease, mounts, net/route
+                              osrelease, mounts, self/mountinfo, swaps, net/route,
+                              net/if_inet6, net/ipv6_route (the devices the host needs)
+  files the collection edits  /etc/default/grub, /etc/os-release, /usr/lib/os-release,
+                              /etc/modprobe.d, /etc/modules-load.d, /etc/initramfs-tools/modules,
+                              /etc/dracut.conf.d, /etc/libvirt/qemu/*.xml (defined domains),
+                              /run/libvirt/qemu/*.xml (running ones), /etc/gpuvirt, the
+                              collection's udev rule and systemd units
 Symlinks are kept as links (made relative to the capture root); links are never
 followed while walking, so sysfs loops cannot recurse. Unreadable files are skipped.
 Standard library only, so it runs with any python3 on the host being captured.
@@ -38,15 +45,27 @@ PCI_ATTRS = (
     "numa_node", "local_cpulist", "driver_override", "enable",
     "sriov_totalvfs", "sriov_numvfs", "sriov_offset", "sriov_stride", "sriov_vf_device",
     "sriov_drivers_autoprobe", "current_link_speed", "current_link_width",
-    "max_link_speed", "max_link_width",
+    "max_link_speed", "max_link_width", "resource",
 )
 PCI_LINKS = ("driver", "iommu_group", "physfn")
 PCI_NAME_DIRS = ("net", "infiniband")
 NET_ATTRS = ("address", "operstate", "mtu", "type", "carrier", "ifindex")
 PROC_FILES = (
     "/proc/cmdline", "/proc/meminfo", "/proc/sys/kernel/random/boot_id",
-    "/proc/sys/kernel/osrelease", "/proc/mounts", "/proc/net/route",
+    "/proc/sys/kernel/osrelease", "/proc/mounts", "/proc/self/mountinfo", "/proc/swaps",
+    "/proc/net/route", "/proc/net/if_inet6", "/proc/net/ipv6_route",
 )
+# Files the collection reads and edits (paths, or directories whose files are all taken).
+EDITED_FILES = (
+    "/etc/default/grub", "/etc/os-release", "/usr/lib/os-release", "/etc/initramfs-tools/modules",
+    "/etc/udev/rules.d/61-gpuvirt-vfio.rules",
+)
+EDITED_DIRS = (
+    "/etc/modprobe.d", "/etc/modules-load.d", "/etc/dracut.conf.d", "/etc/libvirt/qemu",
+    "/run/libvirt/qemu", "/etc/gpuvirt",
+)
+# The collection's own systemd units (hugepages, SR-IOV, VFIO), by name prefix.
+UNIT_DIR, UNIT_PREFIX = "/etc/systemd/system", "gpuvirt-"
 MAX_FILE = 256 * 1024
 
 
@@ -196,13 +215,33 @@ class Capture:
             self.copy_file(path)
         self.copy_file("/proc/cpuinfo", first_block_only=True)
 
+    def hugepage_sizes(self) -> None:
+        base = "/sys/kernel/mm/hugepages"
+        for size in self.listdir(base):
+            for name in ("nr_hugepages", "free_hugepages", "surplus_hugepages"):
+                self.copy_file(f"{base}/{size}/{name}")
+
+    def edited(self) -> None:
+        """The host's files the collection edits, so the preview diffs against them."""
+        for path in EDITED_FILES:
+            self.copy_file(path)
+        for base in EDITED_DIRS:
+            for name in self.listdir(base):
+                if not self.copy_file(f"{base}/{name}"):
+                    self.copy_link(f"{base}/{name}")
+        for name in self.listdir(UNIT_DIR):
+            if name.startswith(UNIT_PREFIX):
+                self.copy_file(f"{UNIT_DIR}/{name}")
+
     def run(self) -> None:
         self.pci()
         self.numa()
         self.cpus()
+        self.hugepage_sizes()
         self.iommu()
         self.net()
         self.proc()
+        self.edited()
 
 
 def size_of(tree: str) -> int:
@@ -223,10 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     as_tar = args.out.endswith((".tar", ".tar.gz", ".tgz"))
-    work = tempfile.mkdtemp(prefix="capture-sysfs.") if as_tar else args.out
+    work = tempfile.mkdtemp(prefix="capture-host.") if as_tar else args.out
     if not as_tar:
         if os.path.exists(work) and os.listdir(work):
-            print(f"capture_sysfs: {work} exists and is not empty: give a new directory", file=sys.stderr)
+            print(f"capture_host: {work} exists and is not empty: give a new directory", file=sys.stderr)
             return 2
         os.makedirs(work, exist_ok=True)
     cap = Capture(args.root, work)
@@ -236,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     with open(os.path.join(work, ".source.txt"), "w", encoding="utf-8") as handle:
         handle.write(
-            f"Captured {stamp} by tests/tools/capture_sysfs.py from root {args.root} (kernel {osrelease}).\n"
+            f"Captured {stamp} by tools/capture_host.py from root {args.root} (kernel {osrelease}).\n"
             + (f"{args.note}\n" if args.note else "")
-            + "A subset of /sys and /proc: the files the host model reads (see the tool's docstring),\n"
+            + "A subset of /sys and /proc and the files the collection edits (see the tool's docstring),\n"
             "symlinks kept relative to this directory, /proc/cpuinfo trimmed to its first CPU block.\n"
             f"{cap.files} files, {cap.links} links; unreadable and skipped: {len(cap.skipped)}"
             + (f" ({', '.join(cap.skipped[:20])})" if cap.skipped else "") + ".\n"
@@ -249,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             tar.add(work, arcname=".")
         shutil.rmtree(work)
     size = os.path.getsize(args.out) if as_tar else size_of(work)
-    print(f"capture_sysfs: {cap.files} files, {cap.links} links, {size} bytes -> {args.out}", file=sys.stderr)
+    print(f"capture_host: {cap.files} files, {cap.links} links, {size} bytes -> {args.out}", file=sys.stderr)
     return 0
 
 

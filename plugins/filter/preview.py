@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``gpuvirt.tenancy.preview_topology``: the preview's host model (docs/preview.md)."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preview import finish
+
+__metaclass__ = type
+
+
+def _preview_topology(result, wanted=None):
+    topology = result.get("topology") if isinstance(result, dict) else None
+    if not isinstance(topology, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.preview_topology: expected the result registered from "
+                                 "gpuvirt.tenancy.host_topology_info (with its topology)")
+    wanted = wanted or {}
+    try:
+        projected = project(topology, wanted.get("sriov_pfs") or [], wanted.get("hugepages") or [])
+    except InputError as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.preview_topology: %s" % exc)
+    topology, notes = finish(topology, projected, wanted.get("gpus") or [], wanted.get("vf_addresses") or {})
+    return dict(result, topology=topology, preview_notes=notes)
+
+
+class FilterModule:
+    """Preview filters."""
+
+    def filters(self):
+        return {"preview_topology": _preview_topology}

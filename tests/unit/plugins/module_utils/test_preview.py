@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+"""module_utils/preview.py: the host model of a bare capture as the host stages will leave it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preview import finish
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+from placement_topologies import LAB_EDU, LAB_PF, lab  # noqa: E402  pylint: disable=import-error,wrong-import-position
+
+LAB_BARE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare")
+PREDICTED = {LAB_PF: [{"index": i, "address": "0000:81:00.%d" % (i + 1)} for i in range(4)]}
+
+
+def bare_lab():
+    """The real capture of the bare lab VM (IOMMU off, no VFs, no hugepages)."""
+    return read_topology(LAB_BARE, ["1234:11e8"], ["1b36:0010"])
+
+
+def test_bare_capture_is_planned_as_the_stages_leave_it():
+    before = bare_lab()
+    projected = project(before, [{"pf": LAB_PF, "num_vfs": 2}], [{"size": "2M", "count": 64, "node": 1}])
+    topo, notes = finish(before, projected, [LAB_EDU], PREDICTED)
+    assert topo["iommu"]["enabled"] is True and before["iommu"]["enabled"] is False
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["0000:81:00.1", "0000:81:00.2"]
+    vf = topo["pci_devices"]["0000:81:00.1"]
+    assert vf["address"] == "0000:81:00.1" and vf["physfn"] == LAB_PF and vf["driver"] == "vfio-pci"
+    assert not any("/vf" in address for address in topo["pci_devices"])
+    assert topo["pci_devices"][LAB_EDU]["driver"] == "vfio-pci"
+    assert [g["driver"] for g in topo["gpus"]] == ["vfio-pci"]
+    assert topo["numa_nodes"][1]["hugepages"]["2048kB"]["total"] == 64
+    assert notes[0].startswith("PREVIEW: the tenants are planned on the host as")
+    assert any(n.startswith("IOMMU off on the capture") for n in notes)
+    assert "node 1: 64 x 2M hugepages (now 0), reserved by the boot stage" in notes
+    assert "%s: 2 VF(s) to be created by the SR-IOV stage: 0000:81:00.1, 0000:81:00.2" % LAB_PF in notes
+    assert "on vfio-pci after the VFIO stage: %s (no driver)" % LAB_EDU in notes
+
+
+@pytest.mark.parametrize("predicted, expect", [
+    ({}, "no address known for %s/vf0" % LAB_PF),
+    ({LAB_PF: [{"index": 0, "address": LAB_EDU}]}, "no address known for %s/vf0" % LAB_PF),  # taken by a real function
+])
+def test_planned_vfs_without_a_usable_address_keep_their_placeholder(predicted, expect):
+    before = bare_lab()
+    topo, notes = finish(before, project(before, [{"pf": LAB_PF, "num_vfs": 1}], []), [], predicted)
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["%s/vf0" % LAB_PF]
+    assert any(expect in note for note in notes)
+
+
+def test_a_host_as_wanted_needs_no_notes():
+    host = lab(pages_2m=(0, 128))
+    topo, notes = finish(host, project(host, [{"pf": LAB_PF, "num_vfs": 4}], [{"size": "2M", "count": 64, "node": 1}]), [LAB_EDU], {})
+    assert notes == [] and topo == host

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+"""The preview (docs/preview.md) of the example inventory on the unit tests' DGX A100-class tree
+(tests/tools/dgx_tree.py): site.yml in check and diff mode with gpuvirt_host_root, on this
+machine through the inventory's preview alias (connection local). One test, two runs:
+
+- the host stages: the preflight plan fits, and each stage prints its planned change (the GRUB
+  line with IOMMU, pre-binding and 1G hugepages; the VF counts; the GPUs' move to vfio-pci),
+  while the tree is left as it was;
+- a tenant that cannot be placed stops the run at the preflight gate, with a non-zero exit.
+
+The tenants stage (--skip-tags tenants) is left out: tenant_domain checks the pins against the
+libvirt it talks to, and test:///default is an 8-CPU host (docs/preview.md, "What is missing").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def load_dgx_tree():
+    spec = importlib.util.spec_from_file_location("dgx_tree", os.path.join(REPO, "tests", "tools", "dgx_tree.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def digest(tree):
+    """Every file's content and every link's target under ``tree``."""
+    sha = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(tree)):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
+            path = os.path.join(folder, name)
+            sha.update(path.encode())
+            sha.update(os.readlink(path).encode() if os.path.islink(path) else open(path, "rb").read())
+    return sha.hexdigest()
+
+
+def preview(tmp_path, *extra):
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, "inventories", "example"),
+            os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff", "--skip-tags", "tenants",
+            "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx"), "-e", "gpuvirt_preflight_report_dir=%s" % (tmp_path / "reports")]
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    done = subprocess.run(argv + list(extra), cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    before = digest(tmp_path / "dgx")
+
+    rc, out = preview(tmp_path)
+    assert rc == 0, out[-4000:]
+    assert "plan                   PASS    fits: tenant-a on node" in out
+    # boot: one GRUB edit with the IOMMU in passthrough, the GPUs pre-bound, 1G pages at boot
+    assert '+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 hugepagesz=1G hugepages=1:100,3:100,5:100,7:100"' in out
+    # SR-IOV: 4 VFs on each of the 8 compute PFs
+    for pf in ("19", "21", "39", "41", "59", "61", "79", "81"):
+        assert "+++ after: PF 0000:%s:00.0" % pf in out
+    assert out.count('+  "num_vfs": 4,') == 8
+    # VFIO: the 8 GPUs leave nvidia for vfio-pci; the VFs to come are named
+    assert out.count('-    "driver": "nvidia",') == 8
+    assert "the VFs of 0000:19:00.0, 0000:21:00.0" in out and "do not exist yet" in out
+    assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
+
+    survey = json.dumps({"gpuvirt_survey_tenants": "[{name: huge, gpus: 9, vfs: 1, vcpus: 4, memory_mb: 4096}]"})
+    rc, out = preview(tmp_path, "-e", survey)
+    assert rc != 0
+    assert "ROLLOUT STOPPED" in out and "huge" in out
