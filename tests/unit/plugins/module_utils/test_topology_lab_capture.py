@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The host model over a capture of a real kernel: the bare lab host (Debian 12 under QEMU,
-captured by tests/tools/capture_sysfs.py; see tests/fixtures/lab/bare/.source.txt)."""
+captured by tools/capture_host.py; see tests/fixtures/lab/bare/.source.txt)."""
 
 from __future__ import annotations
 
