@@ -6,10 +6,11 @@ machine through the inventory's preview alias (connection local). One test, two 
 - the host stages: the preflight plan fits, and each stage prints its planned change (the GRUB
   line with IOMMU, pre-binding and 1G hugepages; the VF counts; the GPUs' move to vfio-pci),
   while the tree is left as it was;
+- the tenants stage: a domain XML per tenant (libvirt's test driver stands for the host's
+  libvirt), UEFI and an OVMF 64-bit MMIO window that holds its GPUs' BARs (the tree's A100 40GB
+  has a 64 GiB BAR1), its vCPUs pinned to the node of its GPU, each network VF an interface with
+  its own MAC and VLAN;
 - a tenant that cannot be placed stops the run at the preflight gate, with a non-zero exit.
-
-The tenants stage (--skip-tags tenants) is left out: tenant_domain checks the pins against the
-libvirt it talks to, and test:///default is an 8-CPU host (docs/preview.md, "What is missing").
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import os
 import subprocess
 import sys
@@ -45,7 +47,7 @@ def digest(tree):
 
 def preview(tmp_path, *extra):
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, "inventories", "example"),
-            os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff", "--skip-tags", "tenants",
+            os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff",
             "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx"), "-e", "gpuvirt_preflight_report_dir=%s" % (tmp_path / "reports")]
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     done = subprocess.run(argv + list(extra), cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
@@ -60,7 +62,8 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert rc == 0, out[-4000:]
     assert "plan                   PASS    fits: tenant-a on node" in out
     # boot: one GRUB edit with the IOMMU in passthrough, the GPUs pre-bound, 1G pages at boot
-    assert '+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 hugepagesz=1G hugepages=1:100,3:100,5:100,7:100"' in out
+    assert ('+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 hugepagesz=1G hugepages=1:100,3:100,5:100,7:100'
+            ' modprobe.blacklist=nouveau,nvidia,nvidia_drm,nvidia_modeset,nvidia_uvm,nvidiafb"') in out
     # SR-IOV: 4 VFs on each of the 8 compute PFs
     for pf in ("19", "21", "39", "41", "59", "61", "79", "81"):
         assert "+++ after: PF 0000:%s:00.0" % pf in out
@@ -68,6 +71,18 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     # VFIO: the 8 GPUs leave nvidia for vfio-pci; the VFs to come are named
     assert out.count('-    "driver": "nvidia",') == 8
     assert "the VFs of 0000:19:00.0, 0000:21:00.0" in out and "do not exist yet" in out
+    # the GPU host stack: nouveau and the nvidia modules kept off the tenants' GPUs
+    assert "+blacklist nouveau" in out and "modprobe.blacklist=nouveau,nvidia" in out
+    # tenants: planned on the host as the host stages leave it, and said so
+    assert "PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages" in out
+    tenants = {"tenant-a": 1, "tenant-b": 1, "tenant-c": 2, "tenant-d": 1}
+    for name in tenants:
+        assert "changed: [dgx01-preview] => (item=%s)" % name in out
+    assert out.count('+  <os firmware="efi">') == len(tenants)
+    # one A100 40GB: 64 GiB BAR1 + 32 MiB BAR3 + headroom -> 128 GiB; two -> 256 GiB
+    windows = sorted(int(w) for w in re.findall(r'<entry name="opt/ovmf/X-PciMmio64Mb">(\d+)</entry>', out))
+    assert windows == sorted({1: 131072, 2: 262144}[gpus] for gpus in tenants.values())
+    assert out.count("<vcpupin ") >= sum(1 for _ in tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
 
     survey = json.dumps({"gpuvirt_survey_tenants": "[{name: huge, gpus: 9, vfs: 1, vcpus: 4, memory_mb: 4096}]"})
