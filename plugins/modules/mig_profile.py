@@ -31,8 +31,6 @@ description:
     instance is created.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
-requirements:
-  - C(nvidia-smi) (the NVIDIA driver) on the managed host (the tenant guest)
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host

@@ -29,9 +29,6 @@ description:
     PCI access the tool needs.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
-requirements:
-  - C(mstconfig) (mstflint) or C(mlxconfig) (NVIDIA MFT) on the managed host, for the ConnectX firmware settings
-  - C(modprobe) and configfs for the RDMA-CM default RoCE mode
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host

@@ -24,8 +24,6 @@ description:
   - Switching between an index and V(auto) removes the keys of the other way.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
-requirements:
-  - C(ip) (iproute2) on the managed host, to read the addresses of the HCA ports' netdevs
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host

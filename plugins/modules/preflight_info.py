@@ -20,8 +20,6 @@ description:
     not a failure.
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
-requirements:
-  - C(mstconfig) (mstflint) or C(mlxconfig) (NVIDIA MFT) on the managed host, for the ConnectX firmware settings (reported as not found otherwise)
 options:
   firmware_tool:
     description:

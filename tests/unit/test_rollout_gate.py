@@ -145,24 +145,3 @@ def test_preflight_reports_reach_the_job_artifacts(fleet):
     assert reports["fake-bare"]["status"] == "warn"
     on_disk = json.loads((fleet["reports"] / "fake-bare.json").read_text())
     assert reports["fake-bare"]["failures"] == on_disk["failures"] and reports["fake-bare"]["warnings"] == on_disk["warnings"]
-
-
-@pytest.mark.parametrize("budget, wanted", [(1, [True, False, False]), (2, [True, True, False]), (None, [True, True, True])])
-def test_reboot_budget_is_shared_out_in_batch_order(tmp_path, budget, wanted):
-    """Three hosts in one batch (serial 3); only the budget set-fact runs (--tags reboot_budget)."""
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpuvirt_topology_root": BARE}
-    inventory = {"gpuvirt_hosts": {"hosts": dict(("host%d" % i, dict(local)) for i in range(3))}}
-    path = tmp_path / "hosts.yml"
-    path.write_text(yaml.safe_dump(inventory))
-    answers = {"gpuvirt_serial": "3", "gpuvirt_reboot_ok": "true"}
-    if budget is not None:
-        answers["gpuvirt_reboot_budget"] = budget
-    extra = fleet_runner.survey_extravars(os.path.join(REPO, "awx", "surveys", "bringup.json"), answers)
-    if budget is None:
-        del extra["gpuvirt_reboot_budget"]  # not given: the whole batch may reboot
-    extra["gpuvirt_preflight_report_dir"] = str(tmp_path / "reports")
-    summary = fleet_runner.run("playbooks/site.yml", str(path), extra, check=True, tags="reboot_budget",
-                               private_data_dir=str(tmp_path / "runner"))
-    assert fleet_runner.judge(summary, expect_changed=0) == []
-    facts = summary["facts"]
-    assert [facts["host%d" % i]["__fleet_reboot_ok"] for i in range(3)] == wanted

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
-"""playbooks/site.yml: one rolling play (serial, max_fail_percentage, preflight gate first) runs
-the same host roles, in the same order, as the host stage playbooks; the five stage playbooks
-stay imported, each with its tag."""
+"""playbooks/site.yml: one rolling play (serial, max_fail_percentage, preflight gate first) imports
+the host stages' task files that the stage playbooks import too (one wiring of each stage), a
+play on the controller fails the run while hosts wait for their reboot, and the guest stage
+playbooks are imported with their tags."""
 
 from __future__ import annotations
 
@@ -20,23 +21,20 @@ def load(name):
         return yaml.safe_load(handle)
 
 
-def roles_of(play):
-    names = [r["role"] if isinstance(r, dict) else r for r in play.get("roles") or []]
-    for task in (play.get("pre_tasks") or []) + (play.get("tasks") or []):
-        for key in ("ansible.builtin.import_role", "ansible.builtin.include_role", "import_role", "include_role"):
-            if key in task:
-                names.append(task[key]["name"])
-    return names
+def imports_of(tasks):
+    """(task file, tags) of the import_tasks in a task list."""
+    return [(t["ansible.builtin.import_tasks"], t.get("tags") or []) for t in tasks if "ansible.builtin.import_tasks" in t]
 
 
-def test_rolling_play_runs_the_host_stage_roles_in_order():
+def test_each_host_stage_is_wired_once():
+    """The rolling play and the stage playbooks import the same stage files: one wiring."""
     rolling = load("site.yml")[0]
-    stage_roles = []
+    assert imports_of(rolling["tasks"]) == [("stages/%s" % name, [name[:-4]]) for name in HOST_STAGES]
     for name in HOST_STAGES:
-        for play in load(name):
-            if play.get("hosts") == "gpuvirt_hosts":
-                stage_roles += roles_of(play)
-    assert roles_of(rolling) == ["gpuvirt.tenancy.preflight"] + stage_roles
+        plays = load(name)
+        assert len(plays) == 1 and plays[0]["hosts"] == "gpuvirt_hosts"
+        assert imports_of(plays[0]["tasks"]) == [("stages/%s" % name, [])]
+        assert os.path.isfile(os.path.join(REPO, "playbooks", "stages", name))
 
 
 def test_rolling_play_keywords_and_gate():
@@ -48,14 +46,22 @@ def test_rolling_play_keywords_and_gate():
     first_stage = min(i for i, t in enumerate(rolling["tasks"]) if "boot" in (t.get("tags") or []))
     assert gate < first_stage
     assert set(rolling["tasks"][gate]["tags"]) == {"preflight", "always"}
-    tags = set(tag for task in rolling["tasks"] for tag in task.get("tags") or [])
-    assert {"boot", "sriov_vfio", "tenants"} <= tags
 
 
-def test_site_imports_the_five_stage_playbooks_with_their_tags():
-    imports = [(p["ansible.builtin.import_playbook"], p["tags"]) for p in load("site.yml")[1:]]
-    assert imports == [("boot.yml", ["boot"]), ("sriov_vfio.yml", ["sriov_vfio"]), ("tenants.yml", ["tenants"]),
-                       ("rdma.yml", ["rdma"]), ("gpu_sharing.yml", ["gpu_sharing"])]
+def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
+    """After the rolling play, a play on the controller fails while any host waits for its reboot."""
+    deferred = load("site.yml")[1]
+    assert deferred["hosts"] == "localhost"
+    task = deferred["tasks"][0]
+    assert "ansible.builtin.fail" in task and "deferred_hosts" in task["vars"]["__fleet_deferred"]
+    with open(os.path.join(REPO, "playbooks", "stages", "boot.yml"), encoding="utf-8") as handle:
+        text = handle.read()
+    assert "gpuvirt.tenancy.reboot_share" in text and "gpuvirt_reboot_deferred: true" in text and "meta: end_host" in text
+
+
+def test_site_imports_the_guest_stage_playbooks_with_their_tags():
+    imports = [(p["ansible.builtin.import_playbook"], p["tags"]) for p in load("site.yml")[2:]]
+    assert imports == [("rdma.yml", ["rdma"]), ("gpu_sharing.yml", ["gpu_sharing"])]
 
 
 @pytest.mark.parametrize("name", sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "playbooks", "*.yml"))))
