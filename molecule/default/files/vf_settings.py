@@ -2,6 +2,7 @@
 fact, for verify's assertions and for the persistence check's before/after comparison:
 
   pf <pf address> netdev=<name> numvfs=<n>
+  pflink <pf address> <netdev> up|down                           (the PF's link, administratively)
   vfset <vf address> <mac> <vlan> spoofchk=on|off trust=on|off   (from `ip -j link show <pf netdev>`)
   vfdrv <vf address> <driver or none>
 
@@ -27,6 +28,7 @@ def pf_lines(pf):
         link = json.loads(subprocess.run(["ip", "-j", "link", "show", netdev], capture_output=True,
                                          text=True, check=True).stdout)[0]
         settings = {vf["vf"]: vf for vf in link.get("vfinfo_list", [])}
+        lines.append("pflink %s %s %s" % (pf, netdev, "up" if "UP" in link.get("flags", []) else "down"))
     for name in sorted(os.listdir(base)):
         if not name.startswith("virtfn"):
             continue
