@@ -1,17 +1,21 @@
 #!/usr/bin/env python
 """The lab host: a QEMU VM with 2 NUMA nodes, an emulated Intel IOMMU and, on NUMA
-node 1 behind a PCIe expander, stand-ins for the hardware the collection manages:
+node 1 behind two PCIe expanders, stand-ins for the hardware the collection manages:
 
-  0000:81:00.0  NVMe controller with SR-IOV (1b36:0010, 4 VFs)   plays the ConnectX PF
-  0000:82:00.0  QEMU "edu" device (1234:11e8, no host driver)    plays the GPU
-  0000:83:00.0  e1000e NIC                                      carries soft-RoCE (rdma_rxe)
+  0000:81:00.0  PCIe switch upstream port (x3130), downstream ports 0000:82:00.0 (xio3130)
+                and 0000:82:01.0 (QEMU's generic port, with ACS)
+  0000:83:00.0  QEMU "edu" device (1234:11e8, no host driver)       GPU 0, under the switch
+  0000:84:00.0  Intel 82576 igb with SR-IOV (8086:10c9, VFs 10ca)   the NIC PF, under the switch;
+                                                                    soft-RoCE (rdma_rxe) on its netdev
+  0000:c1:00.0  ivshmem-plain (1af4:1110), 2 GiB 64-bit BAR2        GPU 1 (large BAR), own host bridge
 
 plus a management e1000e (SSH forwarded to 127.0.0.1) and a virtio disk on pcie.0.
+The devices need QEMU 10.0 (Debian bookworm-backports: lab/install-qemu.sh).
 
 Commands: build, start, wait, up (build + start + wait), stop, status, ssh, console.
 State lives in GPUVIRT_LAB_DIR (default: <repo>/.lab):
   images/<recipe-hash>/   cached base image (disk.qcow2) and its SSH key
-  run/                    the running lab: qemu.pid, ssh_port, id_ed25519, console.log,
+  run/                    the running lab: qemu.pid, ssh_port, id_ed25519, console.log, qemu.version,
                           disk.qcow2 (a throw-away overlay on the base image), accel, ssh_config
 
 Standard library only.
@@ -37,6 +41,10 @@ REPO = os.path.dirname(HERE)
 RECIPE = ("build-image.sh", "packages.txt")
 QEMU = os.environ.get("GPUVIRT_LAB_QEMU", "qemu-system-x86_64")
 DEFAULT_WAIT = int(os.environ.get("GPUVIRT_LAB_WAIT_TIMEOUT", "900"))
+# QEMU devices of the lab that Debian 12's QEMU 7.2 lacks (lab/install-qemu.sh installs 10.0).
+LAB_DEVICES = ("igb", "x3130-upstream", "xio3130-downstream", "ivshmem-plain")
+# The large-BAR GPU stand-in's BAR2 (and memory backend) size.
+IVSHMEM_SIZE = os.environ.get("GPUVIRT_LAB_BAR_SIZE", "2G")
 
 
 class LabError(Exception):
@@ -179,6 +187,21 @@ def qemu_pid() -> int | None:
     return pid
 
 
+def qemu_version() -> str:
+    """QEMU's version line, e.g. "QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)"."""
+    proc = subprocess.run([QEMU, "--version"], capture_output=True, text=True, check=False)
+    return (proc.stdout.splitlines() or ["unknown"])[0].strip()
+
+
+def need_devices() -> None:
+    """The lab's command line needs devices QEMU 7.2 lacks (bookworm-backports' 10.0 has them)."""
+    proc = subprocess.run([QEMU, "-device", "help"], capture_output=True, text=True, check=False)
+    missing = [dev for dev in LAB_DEVICES if f'name "{dev}"' not in proc.stdout]
+    if missing:
+        raise LabError(f"{QEMU} ({qemu_version()}) lacks the devices {', '.join(missing)}: "
+                       "install the lab's QEMU with lab/install-qemu.sh (root; bookworm-backports)")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -219,17 +242,31 @@ def qemu_argv(accel: str, disk: str, port: int, console: str, snapshot: bool = F
         "-numa", "node,nodeid=0,cpus=0-3,memdev=m0",
         "-numa", "node,nodeid=1,cpus=4-7,memdev=m1",
         "-device", "intel-iommu,intremap=on,caching-mode=on",
-        # NUMA node 1: a PCIe expander (bus 0x80) with three root ports, buses 0x81-0x83.
+        # NUMA node 1, host bridge 1: a PCIe expander (bus 0x80) with one root port holding a
+        # PCIe switch (upstream port 81:00.0, downstream ports 82:00.0 and 82:01.0): the GPU
+        # stand-in and the SR-IOV NIC under one switch, as a GPU and its ConnectX are (PIX).
+        # QEMU's xio3130 downstream port has no ACS capability, so the kernel puts everything
+        # below one in a single IOMMU group: the igb PF and all its VFs would share one (tried:
+        # docs/lab.md). The NIC's downstream port is therefore QEMU's generic PCIe port (the
+        # pcie-root-port device, which has ACS) under the same upstream port: each VF gets its
+        # own group, and the bridge chain, which is what the host model reads, is the switch's.
         "-device", "pxb-pcie,id=pxb1,bus_nr=0x80,numa_node=1,bus=pcie.0,addr=0x10",
         "-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1,addr=0x0",
-        "-device", "pcie-root-port,id=rp2,bus=pxb1,chassis=2,slot=2,addr=0x1",
-        "-device", "pcie-root-port,id=rp3,bus=pxb1,chassis=3,slot=3,addr=0x2",
-        "-device", "nvme-subsys,id=subsys0,nqn=subsys0",
-        "-device", "nvme,serial=gpuvirtlab0,subsys=subsys0,bus=rp1,sriov_max_vfs=4,"
-                   "sriov_vq_flexible=8,sriov_vi_flexible=4,max_ioqpairs=12,msix_qsize=16",
-        "-device", "edu,bus=rp2",
+        "-device", "x3130-upstream,id=sw1,bus=rp1",
+        "-device", "xio3130-downstream,id=sw1p1,bus=sw1,chassis=11,slot=11,port=1,addr=0x0",
+        "-device", "pcie-root-port,id=sw1p2,bus=sw1,chassis=12,slot=12,port=2,addr=0x1",
+        "-device", "edu,bus=sw1p1",
+        # Intel 82576 with SR-IOV (igb; VFs 8086:10ca take the guest's igbvf driver): the NIC
+        # whose VFs tenants get, and the netdev soft-RoCE sits on.
         "-netdev", "user,id=n1,restrict=on,net=10.0.3.0/24",
-        "-device", "e1000e,netdev=n1,bus=rp3,mac=52:54:00:00:83:00",
+        "-device", "igb,netdev=n1,bus=sw1p2,mac=52:54:00:00:84:00",
+        # NUMA node 1, host bridge 2 (bus 0xc0): a second GPU stand-in with a large 64-bit
+        # prefetchable BAR (ivshmem-plain, BAR2 as large as its memory backend; the memory
+        # is allocated only where it is touched).
+        "-device", "pxb-pcie,id=pxb2,bus_nr=0xc0,numa_node=1,bus=pcie.0,addr=0x11",
+        "-device", "pcie-root-port,id=rp2,bus=pxb2,chassis=2,slot=2,addr=0x0",
+        "-object", f"memory-backend-ram,id=bigbar,size={IVSHMEM_SIZE}",
+        "-device", "ivshmem-plain,memdev=bigbar,bus=rp2",
         # pcie.0: management NIC (SSH) and the disk, at fixed slots.
         "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22",
         "-device", "e1000e,netdev=n0,bus=pcie.0,addr=0x5,mac=52:54:00:00:05:00",
@@ -297,6 +334,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace) -> int:
     need_tool(QEMU, "qemu-system-x86")
     need_tool("qemu-img", "qemu-utils")
+    need_devices()
     pid = qemu_pid()
     if pid:
         log(f"already running (pid {pid}, ssh port {read_text(rpath('ssh_port'))})")
@@ -335,6 +373,7 @@ def _start(args: argparse.Namespace) -> int:
     write_text(rpath("accel"), accel + "\n")
     write_text(rpath("image"), base + "\n")
     write_text(rpath("qemu.cmdline"), " ".join(argv) + "\n")
+    write_text(rpath("qemu.version"), qemu_version() + "\n")
     write_text(rpath("ssh_config"), (
         "Host gpuvirt-lab\n  HostName 127.0.0.1\n  User root\n"
         f"  Port {port}\n  IdentityFile {rpath('id_ed25519')}\n  IdentitiesOnly yes\n"
@@ -428,6 +467,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         "accel": read_text(rpath("accel")) if pid else None,
         "ssh_port": int(read_text(rpath("ssh_port")) or 0) or None if pid else None,
         "console_log": rpath("console.log"),
+        "qemu_version": read_text(rpath("qemu.version")) if pid else None,
     }
     if args.json:
         print(json.dumps(info, indent=2))

@@ -64,14 +64,33 @@ def topology(repo: str) -> dict | None:
         return None
 
 
+def largest_bars(addresses: list[str]) -> dict[str, str]:
+    """The largest BAR of each device, from sysfs "resource" lines (start end flags)."""
+    sizes = {}
+    for address in addresses:
+        best = 0
+        for line in ssh(f"cat /sys/bus/pci/devices/{address}/resource").splitlines()[:6]:
+            start, end, _flags = (int(field, 16) for field in line.split())
+            if end > start:
+                best = max(best, end - start + 1)
+        if best:
+            sizes[address] = f"{best >> 30} GiB" if best >= 1 << 30 else f"{best >> 20} MiB" if best >= 1 << 20 else f"{best >> 10} KiB"
+    return sizes
+
+
 def summarize_topology(topo: dict) -> list[str]:
+    bar_sizes = largest_bars([gpu["address"] for gpu in topo.get("gpus", [])])
     lines = []
     for node in topo.get("numa_nodes", []):
         pages = ", ".join(f"{size}: {hp.get('total')}" for size, hp in sorted(node.get("hugepages", {}).items()))
         lines.append(f"  NUMA node {node['id']}: cpus {node['cpus']}, {node.get('memory_mb')} MB, hugepages {pages}")
+    pci = topo.get("pci_devices", {})
     for gpu in topo.get("gpus", []):
+        upstream = pci.get(gpu["address"], {}).get("upstream") or []
         lines.append(f"  GPU {gpu['address']} {gpu['vendor_id']}:{gpu['device_id']} node {gpu['numa_node']} "
-                     f"driver {gpu['driver']} iommu_group {gpu['iommu_group']}")
+                     f"driver {gpu['driver']} iommu_group {gpu['iommu_group']}"
+                     f"{' largest BAR ' + bar_sizes.get(gpu['address']) if bar_sizes.get(gpu['address']) else ''}"
+                     f"; upstream {' < '.join(upstream) or '-'}")
     for nic in topo.get("nics", []):
         kind = "VF" if nic.get("is_vf") else "NIC"
         sriov = f" VFs {nic['sriov_numvfs']}/{nic['sriov_totalvfs']}" if nic.get("sriov_totalvfs") else ""
@@ -79,6 +98,9 @@ def summarize_topology(topo: dict) -> list[str]:
                      f"driver {nic['driver']} iommu_group {nic['iommu_group']}{sriov}"
                      f"{' netdevs ' + ','.join(nic['netdevs']) if nic.get('netdevs') else ''}"
                      f"{' rdma ' + ','.join(nic['rdma_devices']) if nic.get('rdma_devices') else ''}")
+    for gpu, row in sorted(topo.get("gpu_nic_affinity", {}).items()):
+        pfs = {nic: level for nic, level in row.items() if not any(n["address"] == nic and n.get("is_vf") for n in topo.get("nics", []))}
+        lines.append(f"  affinity GPU {gpu}: " + ", ".join(f"{nic} {level}" for nic, level in sorted(pfs.items())))
     iommu = topo.get("iommu", {})
     lines.append(f"  IOMMU {'on' if iommu.get('enabled') else 'off'}, {len(iommu.get('groups', {}))} groups; "
                  f"kernel args: {' '.join(a for a in topo.get('cmdline', []) if not a.startswith(('BOOT_IMAGE=', 'root=')))}")
@@ -138,6 +160,7 @@ def main() -> int:
     print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")
     print("tenant placement (libvirt on the lab):")
     print("\n".join(placement()))
+    print(f"lab QEMU:     {lab.read_text(lab.rpath('qemu.version')) or 'unknown'}")
     print(f"playbook log: {args.log}")
     print("ssh in:       scripts/lab.sh ssh     (or: ssh -F " + lab.rpath("ssh_config") + " gpuvirt-lab)")
     print("stop the lab: scripts/lab.sh stop")

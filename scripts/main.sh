@@ -35,6 +35,9 @@ step() { printf '\n==== [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
 
 step "bootstrap (Debian packages, virtualenv, collection path)"
 scripts/bootstrap.sh
+# The lab's QEMU 10.0 from bookworm-backports (igb, PCIe switch, ivshmem); a no-op once there.
+# scripts/bootstrap.sh is to call this itself; until then the main command does.
+lab/install-qemu.sh
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 
@@ -63,6 +66,7 @@ else
 fi
 
 boot_id_before="$("${LAB[@]}" ssh cat /proc/sys/kernel/random/boot_id)"
+echo "main: lab QEMU: $(cat "$("${LAB[@]}" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["lab_dir"])')/run/qemu.version" 2>/dev/null || echo unknown)"
 starts_before="$(python3 lab/report.py --log /dev/null --kernel-starts)"
 log_file="$("${LAB[@]}" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["lab_dir"])')/run/main-$(date +%Y%m%d-%H%M%S).log"
 
