@@ -33,6 +33,14 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The lab's QEMU 10.0 from bookworm-backports (igb, a PCIe switch, ivshmem: docs/lab.md), the
+# suite pinned to the QEMU packages only; nothing is done when it is in place already.
+if [[ $(id -u) -eq 0 ]]; then
+  bash "$REPO_ROOT/lab/install-qemu.sh"
+elif ! bash "$REPO_ROOT/lab/install-qemu.sh" --check >/dev/null 2>&1; then
+  echo "bootstrap: the lab needs QEMU 10.0 from bookworm-backports: run lab/install-qemu.sh as root" >&2
+fi
+
 stamp="$VENV/.requirements.sha256"
 want="$(sha256sum "$REPO_ROOT/requirements.txt" | cut -d' ' -f1)"
 if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
