@@ -110,13 +110,3 @@ def read_text(path, default=None, option=None, shown=None):
                          "again; nothing was changed" % (option or "file", shown or path, undecodable(exc)))
     except (OSError, IOError):
         return default
-
-
-def run_command(module, argv, check=True):
-    """Deprecated: features run programs through ``host.commands`` (host.py). Run an argument list with ``LC_ALL=C`` (parsable output); fail the module with the
-    command and its stderr when ``check`` and the exit status is non-zero."""
-    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-    if check and rc != 0:
-        module.fail_json(msg="command failed (rc=%d): %s: %s" % (rc, " ".join(argv), (err or out).strip()),
-                         rc=rc, stdout=out, stderr=err, cmd=argv)
-    return rc, out, err
