@@ -100,7 +100,7 @@ def run(hosts, small, passes):
         mixes = [tenant_mix(random.Random(index), per_host) for index in range(hosts)]
         plans = []
 
-        def fleet(mixes=mixes, plans=plans):
+        def fleet():  # called in this iteration: the loop variables are this host count's
             del plans[:]
             plans.extend(plan_tenants(host, tenants, POLICY) for tenants in mixes)
         # 16 tenants a host search longer: one pass keeps the run short

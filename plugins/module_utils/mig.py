@@ -23,6 +23,7 @@ __metaclass__ = type
 
 PROFILE_NAME = re.compile(r"^\d+g\.\d+gb([+-][a-z.]+)?$")
 
+
 def normalize_entry(raw, where):
     """One layout entry (module option or a mig-parted v1 entry, '-' or '_' keys) to
     ``{devices: "all" | [int], device_filter: [ids], mig_enabled: bool, mig_devices: {name: n}}``."""

@@ -253,13 +253,11 @@ class GpuApplier:
                 self.run.changed = True
         return reset_performed, reboot_required, messages
 
-
     def _mode_of(self, index):
         for gpu in self.smi.gpus():
             if gpu["index"] == index:
                 return gpu["mig_mode"]
         raise NvidiaSmiError("GPU %d disappeared from nvidia-smi --query-gpu" % index)
-
 
     def _busy(self, index):
         return any(p["gpu"] == index for p in self.smi.processes())

@@ -289,7 +289,7 @@ def derive_range(host, tables):
     if len(networks) != 1:
         raise InputError("addr_range: give the IPv4 network NCCL should pick GIDs from (e.g. 192.168.64.0/24); "
                          "the RoCE netdevs are on %s%s" % (", ".join(sorted(networks)) or "no IPv4 network",
-                                                         " (ip failed for %s)" % "; ".join(failures) if failures else ""))
+                                                           " (ip failed for %s)" % "; ".join(failures) if failures else ""))
     return networks.pop()
 
 

@@ -53,15 +53,15 @@ def parse_resource(text):
     return bars
 
 
-def is_mmio64(bar):
+def is_mmio64(resource):
     """A standard BAR that is memory, 64-bit and prefetchable (OVMF's 64-bit aperture)."""
     wanted = IORESOURCE_MEM | IORESOURCE_MEM_64 | IORESOURCE_PREFETCH
-    return bar["index"] < STANDARD_BARS and bar["flags"] & wanted == wanted and bar["size"] > 0
+    return resource["index"] < STANDARD_BARS and resource["flags"] & wanted == wanted and resource["size"] > 0
 
 
 def mmio64_sizes(text):
     """The sizes in bytes of a device's 64-bit prefetchable BARs, from its ``resource`` text."""
-    return [bar["size"] for bar in parse_resource(text) if is_mmio64(bar)]
+    return [resource["size"] for resource in parse_resource(text) if is_mmio64(resource)]
 
 
 def read_mmio64_sizes(fs, address):

@@ -257,7 +257,7 @@ def firmware_verdict(pf, entry, num_vfs):
                               % load.replace("then ", ""))
     return BOOT, detail, ("the boot stage sets %s%s in the firmware (gpuvirt.tenancy.mlx_rocev2, like mlxconfig -d %s set "
                           "SRIOV_EN=1 NUM_OF_VFS=%d), %s" % (setting, " and %s=ETH" % "/".join(not_eth) if not_eth else "",
-                                                              pf, num_vfs, load))
+                                                             pf, num_vfs, load))
 
 
 def firmware_sriov_on(entry):
@@ -296,6 +296,7 @@ class HostModel:
         return {"address": gpu["address"], "model": gpu.get("model") or "%s:%s" % (gpu.get("vendor_id"), gpu.get("device_id")),
                 "numa_node": gpu.get("numa_node"), "iommu_group": gpu.get("iommu_group"), "driver": gpu.get("driver"),
                 "isolated": iso["isolated"], "isolation": iso["detail"], "group_peers": iso["peers"]}
+
 
 def check_iommu(model):
     iommu = model.iommu

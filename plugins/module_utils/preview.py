@@ -19,6 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import
 
 __metaclass__ = type
 
+
 def _rename_planned_vfs(topo, vf_addresses, notes):
     """Planned VFs take the addresses the SR-IOV stage predicted (``vf_addresses``: PF ->
     [{index, address}], from the PF's sriov_offset/sriov_stride); without one they keep the
@@ -93,4 +94,3 @@ def finish(before, projected, gpus=(), vf_addresses=None):
     if notes:
         notes.insert(0, "PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages will leave it, not as captured:")
     return topo, notes
-

@@ -189,7 +189,7 @@ def apply_mode(params, host, dev, plan, run, result):
             host.files.write(real, content, mode=0o755 if path == params["persist_script"] else 0o644)
         except (OSError, IOError) as exc:
             error = StateError("writing %s failed (%s)%s" % (path, exc.strerror or exc, "; the RDMA-CM default RoCE "
-                                                              "mode was already set" if run.changed else ""))
+                                                             "mode was already set" if run.changed else ""))
             error.details = {"default_roce_mode": config.read(dev, port)}
             raise error
         run.changed = True

@@ -268,8 +268,6 @@ class VfioBinder:
         return changes
 
 
-
-
 # ---------------------------------------------------------------------------- the module
 def ip_addr_json(host):
     """``ip -j addr show`` on the live machine, which tells which netdev holds the SSH

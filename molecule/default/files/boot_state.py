@@ -62,7 +62,7 @@ def main():
         base = "/sys/bus/pci/devices/" + address
         group = link_name(base + "/iommu_group")
         lines.append("driver %s %s vfio=%s" % (address, link_name(base + "/driver"),
-                                             "chardev" if os.path.exists("/dev/vfio/" + group) else "missing"))
+                                               "chardev" if os.path.exists("/dev/vfio/" + group) else "missing"))
     for pool in sorted(glob.glob("/sys/devices/system/node/node*/hugepages/hugepages-*")):
         parts = pool.split("/")
         lines.append("hugepages %s %s %s" % (parts[5], parts[7].replace("hugepages-", ""), read(pool + "/nr_hugepages")))

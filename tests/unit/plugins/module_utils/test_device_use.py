@@ -13,6 +13,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import re
 from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host, v100_pairs_host  # pylint: disable=import-error
 
 # ---------------------------------------------------------------- isolation from real listings
+
+
 def test_cx4lx_pf_and_vfs_in_one_group_not_viable(tmp_path):
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     topo = read_topology(host.root)
@@ -41,7 +43,6 @@ def test_v100_each_gpu_shares_with_its_pair(tmp_path):
     topo = read_topology(host.root)
     assert iommu_groups.group_endpoints(topo, "0000:27:00.0") == ["0000:28:00.0"]
     assert iommu_groups.group_endpoints(topo, "0000:c4:00.0") == ["0000:c3:00.0"]
-
 
 
 # ---------------------------------------------------------------- in use

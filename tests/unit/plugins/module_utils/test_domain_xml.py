@@ -151,7 +151,7 @@ def test_the_window_entry_is_ours_alone():
     spec = TenantSpec(dict(SPEC, mmio_window_mb=131072))
     assert spec.update(root)
     assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1"),
-                                                                              ("opt/ovmf/X-PciMmio64Mb", "131072")]
+                                                                                ("opt/ovmf/X-PciMmio64Mb", "131072")]
     spec = TenantSpec(dict(SPEC, mmio_window_mb=None))
     spec.update(root)
     assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1")]
@@ -181,7 +181,7 @@ def test_a_tenant_interface_counts_as_in_use_for_sriov_and_vfio(tmp_path):
     tree = FakeHost(tmp_path)
     defined = to_text(TenantSpec(dict(SPEC, name="defined")).build())
     running = "<domstatus state='running'>%s</domstatus>" % to_text(TenantSpec(dict(SPEC, name="running", vfs=["0000:0c:00.4"],
-                                                                                      network_vfs=["0000:0c:00.4"])).build())
+                                                                                    network_vfs=["0000:0c:00.4"])).build())
     tree.write("/etc/libvirt/qemu/defined.xml", defined)
     tree.write("/run/libvirt/qemu/running.xml", running)
     fs = Sysfs(str(tmp_path))

@@ -49,7 +49,7 @@ def grub_files(draw):
         lines.append("%s=%s" % (name, quoted(join_cmdline(draw(arg_lists)), style)))
     for _line in range(draw(st.integers(0, 2))):
         lines.append("# " + draw(st.text(st.characters(min_codepoint=32, max_codepoint=0x2ff,
-                                                        blacklist_characters="\x7f\x85"), max_size=20)))
+                                                       blacklist_characters="\x7f\x85"), max_size=20)))
     style = draw(st.sampled_from(["single", "double", "plain"]))
     export = draw(st.sampled_from(["", "export "]))
     position = draw(st.integers(0, len(lines)))

@@ -133,7 +133,7 @@ def test_device_not_found(host):
 def test_device_known_to_sysfs_but_not_to_the_tool(host):
     os.makedirs(os.path.join(host["root"], "sys/bus/pci/devices/0000:82:00.0"))
     result = mlx(host, dict(host["args"], device="0000:82:00.0", firmware={"SRIOV_EN": True},
-                                              default_roce_mode="unchanged"))
+                            default_roce_mode="unchanged"))
     assert result["failed"] and result["error_kind"] == "device_not_found"
     assert "Failed to open the device" in result["msg"]
 
