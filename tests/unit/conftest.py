@@ -68,7 +68,7 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
     basic.AnsibleModule.exit_json = exit_json
     basic.AnsibleModule.fail_json = fail_json
     try:
-        with _module_args(full):
+        with module_args(full):
             if host is None:
                 main()
             else:
@@ -90,7 +90,7 @@ def _module_internal():
     return _internal
 
 
-def _module_args(args):
+def module_args(args):
     """The module arguments as AnsibleModule reads them: ansible-core 2.19's own helper, or
     the serialized arguments older versions read from ``basic._ANSIBLE_ARGS``."""
     try:

@@ -37,8 +37,8 @@ def test_bind_keeps_injected_commands(tmp_path):
 def module():
     """A real AnsibleModule: its get_bin_path and run_command run this machine's programs."""
     from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
-    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
-    with patch_module_args({"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}):
+    from conftest import module_args  # pylint: disable=import-outside-toplevel,import-error
+    with module_args({"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}):
         yield AnsibleModule(argument_spec={})
 
 
