@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses, source_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, name_of_kb, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, is_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
@@ -211,6 +212,17 @@ def pinning_fields(state):
     }
 
 
+
+def virtio_disk_target(index):
+    """The guest device name of the index-th virtio disk, as the kernel names them: vda .. vdz,
+    vdaa .. vdaz, vdba, ... (bijective base 26, no limit)."""
+    letters = ""
+    number = index + 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return "vd" + letters
+
 class PinRequest:
     """The normalised pinning options (``numa_pin``; ``tenant_domain``'s pins), validated against
     the host and the domain."""
@@ -378,7 +390,7 @@ class TenantSpec:
     """The ``tenant_domain`` options, validated; builds a new definition or brings one to them."""
 
     def __init__(self, params):
-        self.name = params["name"]
+        self.name = check_domain_name(params["name"], "name")
         self.domain_type = params["domain_type"]
         self.vcpus = params["vcpus"]
         if not self.vcpus or self.vcpus < 1:
@@ -418,7 +430,7 @@ class TenantSpec:
             path = disk.get("path")
             if not path:
                 raise InputError("disks[%d]: path is required" % index)
-            target = disk.get("target") or "vd%s" % "abcdefghijklmnopqrstuvwxyz"[len(self.disks)]
+            target = disk.get("target") or virtio_disk_target(len(self.disks))
             if target in targets:
                 raise InputError("disks[%d]: target %s used twice" % (index, target))
             targets.add(target)

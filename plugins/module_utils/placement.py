@@ -32,6 +32,7 @@ from __future__ import absolute_import, division, print_function
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 
@@ -353,6 +354,7 @@ class Planner:
         name = raw.get("name")
         if not name or not isinstance(name, str):
             raise PlacementInputError("tenants[%d]: name is required (a string, the libvirt domain name)" % index)
+        check_domain_name(name, "tenants[%d].name" % index)
         where = "tenants[%d] (%s)" % (index, name)
         if str(raw.get("state") or "present") == "absent":
             # a tenant that leaves needs only its name: what it held is read from its domain
