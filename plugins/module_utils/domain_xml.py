@@ -212,7 +212,6 @@ def pinning_fields(state):
     }
 
 
-
 def virtio_disk_target(index):
     """The guest device name of the index-th virtio disk, as the kernel names them: vda .. vdz,
     vdaa .. vdaz, vdba, ... (bijective base 26, no limit)."""
@@ -222,6 +221,7 @@ def virtio_disk_target(index):
         number, rest = divmod(number - 1, 26)
         letters = chr(ord("a") + rest) + letters
     return "vd" + letters
+
 
 class PinRequest:
     """The normalised pinning options (``numa_pin``; ``tenant_domain``'s pins), validated against
