@@ -24,12 +24,17 @@ keeps the best found (``exhausted``).
 
 from __future__ import absolute_import, division, print_function
 
-from operator import ge
+from bisect import bisect_right
+from itertools import accumulate
+from operator import ge, le
 
 __metaclass__ = type
 
 # the most steps spent finding how many tenants fit on one node together
 TOGETHER_STEPS = 2000
+
+# fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
+SCALE = 1 << 20
 
 # demand/capacity vector layout (the best-fit order reads GPUs, VFs, CPUs left)
 CPU, GPU, VF = 0, 1, 2
@@ -38,7 +43,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need")
+    __slots__ = ("options", "online", "claims", "need", "fits")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -51,6 +56,7 @@ class Candidate:
         width = len(options[0][1]) if options else 0
         # the least it takes of each resource on any node (for the aggregate bound)
         self.need = tuple(min(option[1][r] for option in options) for r in range(width))
+        self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
 
 
 class Search:
@@ -62,46 +68,41 @@ class Search:
         self.items = candidates
         self.budget = budget
         self.width = len(self.caps[0]) if self.caps else 0
+        self.all_slots = (1 << len(self.caps)) - 1
         self.nodes = 0
         self.exhausted = False
         self.best = None
         self.best_assignment = [None] * len(candidates)
+        self.ceiling = None
+        # the search's own order: the largest tenants first (a small tenant left out then rules out
+        # every larger one still to come, see _dominance), equal ones in list order
+        totals = [sum(cap[r] for cap in self.caps) for r in range(self.width)]
+        size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
+        self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
+        self.queue = [candidates[number] for number in self.order]
+        self.dominated, self.dominators = _dominance(self.queue)
+        # per resource some tenant needs: what each tenant in the queue needs of it at least
+        self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
+                        if any(item.need[r] for item in self.queue)]
         self.assignment = [None] * len(candidates)
         self.claimed = 0
-        count = len(candidates)
-        self.online_suffix = [0] * (count + 1)
-        for index in range(count - 1, -1, -1):
-            self.online_suffix[index] = self.online_suffix[index + 1] + candidates[index].online
-        self.ceiling = self._bound(0, 0, 0, 0, exact=True)
+        # tenants (bits by position in the queue) that may no longer be placed / left out
+        self.blocked = 0
+        self.forced = 0
+        # the best value so far with which each state (what is left, and of whom) was reached
+        self.seen = {}
 
     def run(self):
-        self._dfs(0, 0, 0, 0)
+        self._greedy()
+        self.ceiling = self._bound(0, 0, 0, 0, exact=True)
+        if self.ceiling is not None and self.best < self.ceiling:
+            self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
     # ------------------------------------------------------------------ search
-    @staticmethod
-    def _fits(cap, demand):
-        return all(map(ge, cap, demand))
-
-    def _dfs(self, index, count, online, rank):
-        if self.nodes >= self.budget:
-            self.exhausted = True
-            return
-        self.nodes += 1
-        if index == len(self.items):
-            value = (count, online, -rank)
-            if self.best is None or value > self.best:
-                self.best = value
-                self.best_assignment = list(self.assignment)
-            return
-        if self.best is not None:
-            if self.best >= self.ceiling:
-                return
-            cheap = (count + len(self.items) - index, online + self.online_suffix[index], -rank)
-            if cheap <= self.best or self._bound(index, count, online, rank) <= self.best:
-                return
+    def _order(self, item):
+        """The options of ``item`` that fit now, best fit first: [(score, slot, demand, rank)]."""
         caps = self.caps
-        item = self.items[index]
         fitting = []
         if not item.claims & self.claimed:
             for slot, demand, item_rank, sticky in item.options:
@@ -109,62 +110,145 @@ class Search:
                 if all(map(ge, cap, demand)):
                     fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
                                     slot, demand, item_rank))
-        fitting.sort(key=lambda entry: entry[0])
-        tried = set()
-        for _score, slot, demand, item_rank in fitting:
-            cap = caps[slot]
-            key = (self.classes[slot], tuple(cap))
-            if key in tried:
-                continue
-            tried.add(key)
-            for r in range(self.width):
-                cap[r] -= demand[r]
-            self.claimed |= item.claims
-            self.assignment[index] = slot
-            self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
-            self.assignment[index] = None
-            self.claimed &= ~item.claims
-            for r in range(self.width):
-                cap[r] += demand[r]
-            if self.exhausted or (self.best is not None and self.best >= self.ceiling):
-                return
-        self._dfs(index + 1, count, online, rank)
+        fitting.sort()
+        return fitting
 
-    def _bound(self, index, count, online, rank, exact=False):
-        """The best value any completion from ``index`` could reach (an upper bound): the
-        remaining tenants that still fit on some node, no more than each resource's total
-        holds; and for each set of nodes that some tenants can only go to (the GPU nodes, say),
-        no more of those than these nodes hold (in total, and node by node: resource by
-        resource, or with ``exact`` the most that fit together)."""
-        fitting, where = [], []
+    def _greedy(self):
+        """The first guess, kept unless the search finds better: each tenant in list order on
+        its best-fit node."""
+        caps = [list(cap) for cap in self.caps]
+        claimed = count = online = rank = 0
+        for number, item in enumerate(self.items):
+            if item.claims & claimed:
+                continue
+            best = None
+            for slot, demand, item_rank, sticky in item.options:
+                cap = caps[slot]
+                if all(map(ge, cap, demand)):
+                    score = (sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot)
+                    if best is None or score < best[0]:
+                        best = (score, slot, demand, item_rank)
+            if best is None:
+                continue
+            _score, slot, demand, item_rank = best
+            caps[slot] = [have - want for have, want in zip(caps[slot], demand)]
+            claimed |= item.claims
+            self.best_assignment[number] = slot
+            count, online, rank = count + 1, online + item.online, rank + item_rank
+        self.best = (count, online, -rank)
+
+    def _dfs(self, index, count, online, rank):
+        if self.nodes >= self.budget:
+            self.exhausted = True
+            return
+        self.nodes += 1
+        queue = self.queue
+        value = (count, online, -rank)
+        if index == len(queue):
+            if value > self.best:
+                self.best = value
+                for number, position in enumerate(self.order):
+                    self.best_assignment[position] = self.assignment[number]
+            return
+        left = len(queue) - index
+        if (count + left, online + left, -rank) <= self.best:
+            return
+        key = (index, self.claimed, self.blocked >> index, self.forced >> index,
+               tuple(sorted(zip(self.classes, map(tuple, self.caps)))))
+        known = self.seen.get(key)
+        if known is not None and known >= value:
+            return
+        self.seen[key] = value
+        bound = self._bound(index, count, online, rank)
+        if bound is None or bound <= self.best:
+            return
         caps = self.caps
-        for item in self.items[index:]:
-            if item.claims & self.claimed:
+        item = queue[index]
+        bit = 1 << index
+        width = range(self.width)
+        if not self.blocked & bit:
+            tried = set()
+            forced = self.forced
+            for _score, slot, demand, item_rank in self._order(item):
+                cap = caps[slot]
+                state = (self.classes[slot], tuple(cap))
+                if state in tried:
+                    continue
+                tried.add(state)
+                self.forced = forced | self.dominators[index]
+                if not self.forced & self.blocked:
+                    for r in width:
+                        cap[r] -= demand[r]
+                    self.claimed |= item.claims
+                    self.assignment[index] = slot
+                    self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
+                    self.assignment[index] = None
+                    self.claimed &= ~item.claims
+                    for r in width:
+                        cap[r] += demand[r]
+                self.forced = forced
+                if self.exhausted or self.best >= self.ceiling:
+                    return
+        if not self.forced & bit:
+            blocked = self.blocked
+            self.blocked = blocked | self.dominated[index]
+            if not self.forced & self.blocked:
+                self._dfs(index + 1, count, online, rank)
+            self.blocked = blocked
+
+    # ------------------------------------------------------------------ bound
+    def _bound(self, index, count, online, rank, exact=False):
+        """The best value any completion from ``index`` could reach (an upper bound), or None
+        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
+        some node, no more than each resource's total holds; and for each set of nodes that some
+        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
+        total, and node by node: resource by resource, or with ``exact`` the most that fit
+        together)."""
+        caps = self.caps
+        blocked, forced, claimed = self.blocked, self.forced, self.claimed
+        members, where = [], []
+        queue = self.queue
+        for number in range(index, len(queue)):
+            if blocked >> number & 1:
                 continue
-            slots = frozenset(option[0] for option in item.options if all(map(ge, caps[option[0]], option[1])))
+            item = queue[number]
+            slots = 0
+            if not item.claims & claimed:
+                for slot, demand in item.fits:
+                    if all(map(ge, caps[slot], demand)):
+                        slots |= 1 << slot
             if slots:
-                fitting.append(item)
+                members.append(number)
                 where.append(slots)
-        most = min(len(fitting), self._most_in(fitting, caps))
-        node_most = self._most_together if exact else self._most_alone
+            elif forced >> number & 1:
+                return None
+        most = _most_in(self._prefixes(members), list(map(sum, zip(*caps))), len(members))
         # enough to cut the branch: fewer tenants than the best found
-        enough = self.best[0] - count if self.best is not None else -1
-        for slots in sorted(set(where), key=len):
-            if len(slots) == len(caps) or most < enough:
+        enough = self.best[0] - count
+        for slots in sorted(set(where)):
+            if slots == self.all_slots or most < enough:
                 continue
-            group = [item for item, its in zip(fitting, where) if its <= slots]
-            per_node = sum(node_most(group, slot) for slot in slots)
-            most = min(most, len(fitting) - len(group) + min(per_node, self._most_in(group, [caps[slot] for slot in slots])))
-        online_most = min(most, sum(item.online for item in fitting))
+            group = [number for number, its in zip(members, where) if not its & ~slots]
+            chosen = [slot for slot in range(len(caps)) if slots >> slot & 1]
+            prefixes = self._prefixes(group)
+            if exact:
+                per_node = sum(self._most_together(group, slot) for slot in chosen)
+            else:
+                per_node = sum(_most_in(prefixes, caps[slot], len(group)) for slot in chosen)
+            held = min(per_node, _most_in(prefixes, list(map(sum, zip(*[caps[slot] for slot in chosen]))), len(group)))
+            most = min(most, len(members) - len(group) + held)
+        online_most = min(most, sum(queue[number].online for number in members))
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
 
-    def _most_alone(self, items, slot):
-        return self._most_in(items, [self.caps[slot]])
+    def _prefixes(self, members):
+        """Per resource that some tenants need: (resource, running sums of the needs of the
+        tenants at queue positions ``members``, smallest first)."""
+        return [(r, list(accumulate(sorted(map(column.__getitem__, members))))) for r, column in self.columns]
 
-    def _most_together(self, items, slot):
-        """The most of ``items`` that fit on node ``slot`` together (exact, small subsets)."""
-        demands = sorted(option[1] for item in items for option in item.options if option[0] == slot)
+    def _most_together(self, members, slot):
+        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small subsets)."""
+        demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
         best = [0]
         steps = [0]
 
@@ -178,21 +262,48 @@ class Search:
                     grow(number + 1, [have - want for have, want in zip(left, demands[number])], placed + 1)
         grow(0, list(self.caps[slot]), 0)
         # cut short: the resource-by-resource count, which never says fewer
-        return best[0] if steps[0] <= TOGETHER_STEPS else self._most_alone(items, slot)
+        if steps[0] <= TOGETHER_STEPS:
+            return best[0]
+        return _most_in(self._prefixes(members), self.caps[slot], len(members))
 
-    def _most_in(self, items, caps):
-        """How many of ``items`` the summed capacity of ``caps`` holds, resource by resource."""
-        most = len(items)
-        for r in range(self.width):
-            total = sum(cap[r] for cap in caps)
-            needs = [item.need[r] for item in items]
-            if sum(needs) <= total:
-                continue
-            used = placed = 0
-            for need in sorted(needs):
-                used += need
-                if used > total:
-                    break
-                placed += 1
-            most = min(most, placed)
-        return most
+
+def _most_in(prefixes, cap, count):
+    """How many of the ``count`` items of ``prefixes`` a capacity ``cap`` holds, resource by resource."""
+    most = count
+    for r, running in prefixes:
+        if running and running[-1] > cap[r]:
+            most = min(most, bisect_right(running, cap[r]))
+    return most
+
+
+def _dominance(items):
+    """(dominated, dominators): per tenant, bit masks of the later tenants it dominates / of the
+    later tenants that dominate it.
+
+    Tenant a dominates b when a takes no more than b of every resource on every node b may go to,
+    is worth at least as much there (priority, rank) and neither asks for explicit GPUs: a left
+    out while b is placed can take b's place and the plan is no worse. So an optimum is among
+    the assignments that leave out a only with every tenant a dominates, and place b only with
+    every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
+    count = len(items)
+    tables = [dict((slot, (demand, rank)) for slot, demand, rank, _sticky in item.options) for item in items]
+
+    def covers(a, b):
+        if items[a].claims or items[b].claims or items[a].online < items[b].online:
+            return False
+        mine = tables[a]
+        for slot, (demand, rank) in tables[b].items():
+            option = mine.get(slot)
+            if option is None or option[1] > rank or not all(map(le, option[0], demand)):
+                return False
+        return True
+    dominates = [[a != b and covers(a, b) for b in range(count)] for a in range(count)]
+    dominated, dominators = [0] * count, [0] * count
+    for a in range(count):
+        for b in range(count):
+            if dominates[a][b] and (a < b or not dominates[b][a]):
+                if b > a:
+                    dominated[a] |= 1 << b
+                if a > b:
+                    dominators[b] |= 1 << a
+    return dominated, dominators
