@@ -29,6 +29,8 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 
 from __future__ import absolute_import, division, print_function
 
+from operator import le
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
@@ -237,10 +239,11 @@ class Host:
 
     def affinity_rank(self, gpu, vf):
         """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
-        key = (gpu, vf)
-        if key not in self._ranks:
-            self._ranks[key] = self._rank(gpu, vf)
-        return self._ranks[key]
+        try:
+            return self._ranks[gpu, vf]
+        except KeyError:
+            rank = self._ranks[gpu, vf] = self._rank(gpu, vf)
+            return rank
 
     def _rank(self, gpu, vf):
         row = self.affinity.get(gpu) or {}
@@ -586,11 +589,14 @@ class Planner:
         if isinstance(cpus, str):
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
-        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] else []
+        # short already: the devices only need counting (which GPUs matters to a VF shortage
+        # only under pcie_affinity require)
+        nearest = not shortages or self.policy["pcie_affinity"] == "require"
+        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] and nearest else []
         gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs)
         if isinstance(gpus, str):
             shortages.append(gpus)
-        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) else [])
+        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [])
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
@@ -890,9 +896,10 @@ class Planner:
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
             caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
                          pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
-        rank_lists = self._node_ranks(state)
+        rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
         claim_bits = {}
         candidates, index_of = [], []
+        slots = list(enumerate(host.nodes))
         for index, tenant in enumerate(tenants):
             options = []
             explicit = tenant["gpu_addresses"]
@@ -901,17 +908,21 @@ class Planner:
                 gpu_nodes = set()
             sticky_node = (prefer.get(tenant["name"]) or {}).get("node")
             pages = self._needed_pages(tenant)
-            for slot, node in enumerate(host.nodes):
+            size = tenant["hugepage_size"]
+            threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
+            rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
+                    0 if size else tenant["memory_mb"])
+            # the demand differs between nodes only by their threads per core
+            demands = {}
+            for slot, node in slots:
                 if gpu_nodes is not None and gpu_nodes - {node}:
                     continue
-                threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
-                cpu = -(-threads // threads_per_core[slot])
-                demand = (cpu, tenant["gpu_count"], tenant["vf_count"],
-                          pages if tenant["hugepage_size"] == "2M" else 0, pages if tenant["hugepage_size"] == "1G" else 0,
-                          0 if tenant["hugepage_size"] else tenant["memory_mb"])
-                if any(want > have for want, have in zip(demand, caps[slot])):
-                    continue
-                options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists), 0 if sticky_node in (None, node) else 1))
+                per_core = threads_per_core[slot]
+                demand = demands.get(per_core)
+                if demand is None:
+                    demand = demands[per_core] = (-(-threads // per_core),) + rest
+                if all(map(le, demand, caps[slot])):
+                    options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists), 0 if sticky_node in (None, node) else 1))
             if not options:
                 continue
             claims = 0
@@ -947,7 +958,7 @@ class Planner:
 
     def _rank_estimate(self, tenant, node, rank_lists):
         """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
-        if self.policy["pcie_affinity"] == "ignore" or not tenant["vf_count"] or not tenant["gpu_count"]:
+        if not tenant["vf_count"] or not tenant["gpu_count"] or self.policy["pcie_affinity"] == "ignore":
             return 0
         if tenant["gpu_addresses"] is not None:
             nearest = sorted(min(self.host.affinity_rank(g, vf) for g in tenant["gpu_addresses"]) for vf in self.host.node_vfs[node])

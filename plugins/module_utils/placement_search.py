@@ -80,7 +80,7 @@ class Search:
         size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
-        self.dominated, self.dominators = _dominance(self.queue)
+        self.dominated = self.dominators = None
         # per resource some tenant needs: what each tenant in the queue needs of it at least
         self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
                         if any(item.need[r] for item in self.queue)]
@@ -94,8 +94,12 @@ class Search:
 
     def run(self):
         self._greedy()
-        self.ceiling = self._bound(0, 0, 0, 0, exact=True)
-        if self.ceiling is not None and self.best < self.ceiling:
+        # the greedy is often provably the best: by the quick bound, else by the exact one
+        self.ceiling = self._bound(0, 0, 0, 0)
+        if self.best < self.ceiling:
+            self.ceiling = self._bound(0, 0, 0, 0, exact=True)
+        if self.best < self.ceiling:
+            self.dominated, self.dominators = _dominance(self.queue)
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
