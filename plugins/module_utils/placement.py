@@ -29,7 +29,8 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 
 from __future__ import absolute_import, division, print_function
 
-from operator import le
+from itertools import chain, compress, filterfalse, repeat
+from operator import eq, le
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
@@ -141,7 +142,7 @@ class Host:
                 if name:
                     pools[name] = int((value or {}).get("total") or 0)
             self.hugepages[node_id] = pools
-            node_cpus[node_id] = [int(cpu) for cpu in node.get("cpus") or []]
+            node_cpus[node_id] = list(map(int, node.get("cpus") or []))
 
         # CPUs: online CPUs per node, and each CPU's physical core (its sibling set).
         self.cpu_node = {}
@@ -151,21 +152,26 @@ class Host:
         cpus = topology.get("cpus") or []
         cores = {}
         cpu_node, core_of = self.cpu_node, self.core_of
+        add_known, add_online, find_core = known.add, online.add, cores.get
         for cpu in cpus:
-            cpu_id = int(cpu["id"])
-            known.add(cpu_id)
+            cpu_id = cpu["id"]
+            if type(cpu_id) is not int:  # pylint: disable=unidiomatic-typecheck
+                cpu_id = int(cpu_id)
+            add_known(cpu_id)
             if cpu.get("online", True) is False:
                 continue
-            online.add(cpu_id)
+            add_online(cpu_id)
             node = cpu.get("numa_node")
-            node = node if type(node) is int and node >= 0 else _node_of(node)  # pylint: disable=unidiomatic-typecheck
+            if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
+                node = _node_of(node)
             if node is not None:
                 cpu_node[cpu_id] = node
             # siblings list one core for all its threads: sorted once per core
-            siblings = tuple(cpu.get("siblings") or (cpu_id,))
-            core = cores.get(siblings)
+            siblings = cpu.get("siblings")
+            siblings = tuple(siblings) if siblings else (cpu_id,)
+            core = find_core(siblings)
             if core is None:
-                core = cores[siblings] = tuple(sorted(set(int(s) for s in siblings)))
+                core = cores[siblings] = tuple(sorted(set(map(int, siblings))))
             core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
             known.update(ids)
@@ -178,15 +184,13 @@ class Host:
         # CPU numbers in inputs are checked against this before a range is expanded
         self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
-        if any(not online.issuperset(core) for core in set(self.core_of.values())):
+        if not online.issuperset(chain.from_iterable(set(self.core_of.values()))):
             for cpu_id, core in self.core_of.items():
                 self.core_of[cpu_id] = tuple(c for c in core if c in online)
-        self.node_cpus = dict((node, []) for node in self.nodes)
-        for cpu_id in sorted(online):
-            node = self.cpu_node.get(cpu_id)
-            if node in self.node_cpus:
-                self.node_cpus[node].append(cpu_id)
-        self.node_cores = dict((node, sorted(set(self.core_of[cpu] for cpu in self.node_cpus[node]))) for node in self.nodes)
+        in_order = sorted(online)
+        owners = list(map(self.cpu_node.get, in_order))
+        self.node_cpus = dict((node, list(compress(in_order, map(eq, owners, repeat(node))))) for node in self.nodes)
+        self.node_cores = dict((node, sorted(set(map(self.core_of.__getitem__, self.node_cpus[node])))) for node in self.nodes)
 
         pci = topology.get("pci_devices") or {}
         # GPUs
@@ -267,9 +271,8 @@ class _State:
         self.hugepages_used = dict((node, {}) for node in host.nodes)
         self.memory_used = dict((node, 0) for node in host.nodes)
         # whole cores with no thread taken or reserved, and free unreserved threads, in core order
-        self.free_cores = dict((node, [core for core in host.node_cores[node] if not reserved.intersection(core)])
-                               for node in host.nodes)
-        self.free_threads = dict((node, [cpu for core in host.node_cores[node] for cpu in core if cpu not in reserved])
+        self.free_cores = dict((node, list(filter(reserved.isdisjoint, host.node_cores[node]))) for node in host.nodes)
+        self.free_threads = dict((node, list(filterfalse(reserved.__contains__, chain.from_iterable(host.node_cores[node]))))
                                  for node in host.nodes)
         self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
         self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
@@ -293,8 +296,8 @@ class _State:
             self.cpu_owner[cpu] = name
         for node in set(host.cpu_node.get(cpu) for cpu in cpus):
             if node in self.free_cores:
-                self.free_cores[node] = [core for core in self.free_cores[node] if not cpus.intersection(core)]
-                self.free_threads[node] = [cpu for cpu in self.free_threads[node] if cpu not in cpus]
+                self.free_cores[node] = list(filter(cpus.isdisjoint, self.free_cores[node]))
+                self.free_threads[node] = list(filterfalse(cpus.__contains__, self.free_threads[node]))
         for gpu in placement["gpus"]:
             self.gpu_owner[gpu] = name
             node = host.gpu_node.get(gpu)
@@ -892,7 +895,7 @@ class Planner:
             mem = host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
             cores = state.free_cores[node]
             # the smallest free core: a count of cores that many threads each is always there
-            threads_per_core.append(min(len(core) for core in cores) if cores and self.whole_cores else 1)
+            threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
             caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
                          pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
@@ -985,9 +988,10 @@ class Planner:
 
     def _free(self, state):
         free = {}
+        taken = self.reserved.union(state.cpu_owner)
         for node in self.host.nodes:
             free[str(node)] = {
-                "cpus": [c for c in self.host.node_cpus[node] if c not in state.cpu_owner and c not in self.reserved],
+                "cpus": list(filterfalse(taken.__contains__, self.host.node_cpus[node])),
                 "gpus": list(state.free_gpus[node]),
                 "vfs": list(state.free_vfs[node]),
                 "hugepages": dict((size, total - state.hugepages_used.get(node, {}).get(size, 0))

@@ -53,9 +53,8 @@ class Candidate:
         self.online = 1 if online else 0
         # explicit GPUs as a bit mask: two tenants asking for one GPU never both go in
         self.claims = claims
-        width = len(options[0][1]) if options else 0
         # the least it takes of each resource on any node (for the aggregate bound)
-        self.need = tuple(min(option[1][r] for option in options) for r in range(width))
+        self.need = tuple(map(min, zip(*[option[1] for option in options])))
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
 
 
