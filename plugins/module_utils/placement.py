@@ -111,8 +111,14 @@ def _pinned_cpus(assignment, bound):
     return parse_cpulist(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins", bound)
 
 
+_RANK_OF = dict((level, rank) for rank, level in enumerate(LEVELS))
+
+
 def _level_rank(level):
-    return affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
+    rank = _RANK_OF.get(level)
+    if rank is None:
+        rank = affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
+    return rank
 
 
 class Host:
@@ -243,11 +249,10 @@ class Host:
 
     def affinity_rank(self, gpu, vf):
         """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
-        try:
-            return self._ranks[gpu, vf]
-        except KeyError:
+        rank = self._ranks.get((gpu, vf))
+        if rank is None:
             rank = self._ranks[gpu, vf] = self._rank(gpu, vf)
-            return rank
+        return rank
 
     def _rank(self, gpu, vf):
         row = self.affinity.get(gpu) or {}

@@ -94,9 +94,10 @@ class Search:
     def run(self):
         self._greedy()
         # the greedy is often provably the best: by the quick bound, else by the exact one
-        self.ceiling = self._bound(0, 0, 0, 0)
+        fitting = self._fitting(0)
+        self.ceiling = self._bound(0, 0, 0, 0, fitting=fitting)
         if self.best < self.ceiling:
-            self.ceiling = self._bound(0, 0, 0, 0, exact=True)
+            self.ceiling = self._bound(0, 0, 0, 0, exact=True, fitting=fitting)
         if self.best < self.ceiling:
             self.dominated, self.dominators = _dominance(self.queue)
             self._dfs(0, 0, 0, 0)
@@ -200,13 +201,9 @@ class Search:
             self.blocked = blocked
 
     # ------------------------------------------------------------------ bound
-    def _bound(self, index, count, online, rank, exact=False):
-        """The best value any completion from ``index`` could reach (an upper bound), or None
-        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
-        some node, no more than each resource's total holds; and for each set of nodes that some
-        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
-        total, and node by node: resource by resource, or with ``exact`` the most that fit
-        together)."""
+    def _fitting(self, index):
+        """(queue positions, node bit masks): the tenants from ``index`` on that may still be
+        placed and where each fits now; None when one that must be placed fits nowhere."""
         caps = self.caps
         blocked, forced, claimed = self.blocked, self.forced, self.claimed
         members, where = [], []
@@ -225,6 +222,21 @@ class Search:
                 where.append(slots)
             elif forced >> number & 1:
                 return None
+        return members, where
+
+    def _bound(self, index, count, online, rank, exact=False, fitting=None):
+        """The best value any completion from ``index`` could reach (an upper bound), or None
+        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
+        some node, no more than each resource's total holds; and for each set of nodes that some
+        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
+        total, and node by node: resource by resource, or with ``exact`` the most that fit
+        together)."""
+        if fitting is None:
+            fitting = self._fitting(index)
+            if fitting is None:
+                return None
+        members, where = fitting
+        caps, queue = self.caps, self.queue
         most = _most_in(self._prefixes(members), list(map(sum, zip(*caps))), len(members))
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
