@@ -29,7 +29,8 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 
 from __future__ import absolute_import, division, print_function
 
-from itertools import chain, compress, filterfalse, repeat
+from bisect import bisect_left
+from itertools import accumulate, chain, compress, filterfalse, repeat
 from operator import eq, le
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
@@ -447,16 +448,15 @@ class Planner:
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            threads = []
-            for core in self._free_cores(state, node, prefer):
-                if len(threads) >= needed:
-                    break
-                threads.extend(core)
-            held = list(threads)
-            if len(threads) < needed:
-                free_threads = sum(len(core) for core in state.free_cores[node])
+            # the fewest cores in order that give the threads needed
+            free = self._free_cores(state, node, prefer) if prefer else state.free_cores[node]
+            running = list(accumulate(map(len, free)))
+            if not running or running[-1] < needed:
+                free_threads = running[-1] if running else 0
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
                     node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
+            threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
+            held = list(threads)
         else:
             # sibling threads next to each other, so a tenant fills cores before spreading
             free = list(state.free_threads[node])
@@ -920,6 +920,7 @@ class Planner:
             threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
             rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
                     0 if size else tenant["memory_mb"])
+            ranked = tenant["vf_count"] and tenant["gpu_count"] and self.policy["pcie_affinity"] != "ignore"
             # the demand differs between nodes only by their threads per core
             demands = {}
             for slot, node in slots:
@@ -930,7 +931,8 @@ class Planner:
                 if demand is None:
                     demand = demands[per_core] = (-(-threads // per_core),) + rest
                 if all(map(le, demand, caps[slot])):
-                    options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists), 0 if sticky_node in (None, node) else 1))
+                    options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists) if ranked else 0,
+                                    0 if sticky_node in (None, node) else 1))
             if not options:
                 continue
             claims = 0
