@@ -237,11 +237,15 @@ class Search:
                 return None
         members, where = fitting
         caps, queue = self.caps, self.queue
+        forced = self.forced
         most = _most_in(self._prefixes(members), list(map(sum, zip(*caps))), len(members))
+        # the tenants that must be placed (dominance) must all fit
+        if forced and most < sum(forced >> number & 1 for number in members):
+            return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
         for slots in sorted(set(where)):
-            if slots == self.all_slots or most < enough:
+            if slots == self.all_slots or (most < enough and not forced):
                 continue
             group = [number for number, its in zip(members, where) if not its & ~slots]
             chosen = [slot for slot in range(len(caps)) if slots >> slot & 1]
@@ -251,6 +255,8 @@ class Search:
             else:
                 per_node = sum(_most_in(prefixes, caps[slot], len(group)) for slot in chosen)
             held = min(per_node, _most_in(prefixes, list(map(sum, zip(*[caps[slot] for slot in chosen]))), len(group)))
+            if forced and held < sum(forced >> number & 1 for number in group):
+                return None
             most = min(most, len(members) - len(group) + held)
         online_most = min(most, sum(queue[number].online for number in members))
         # each tenant can at best be on its own best node: no rank added
