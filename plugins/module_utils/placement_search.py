@@ -80,6 +80,13 @@ class Search:
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
         self.dominated = self.dominators = None
+        # where each tenant in the queue fits now (a bit per node), kept up to date as the search
+        # takes and gives back; per node, the tenants that may go there and what they take
+        self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.takers = [[] for _cap in self.caps]
+        for number, item in enumerate(self.queue):
+            for slot, demand in item.fits:
+                self.takers[slot].append((number, demand))
         # per resource some tenant needs: what each tenant in the queue needs of it at least
         self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
                         if any(item.need[r] for item in self.queue)]
@@ -104,14 +111,16 @@ class Search:
         return list(self.best_assignment)
 
     # ------------------------------------------------------------------ search
-    def _order(self, item):
-        """The options of ``item`` that fit now, best fit first: [(score, slot, demand, rank)]."""
+    def _order(self, index):
+        """The options of the tenant at ``index`` that fit now, best fit first: [(score, slot, demand, rank)]."""
         caps = self.caps
+        item = self.queue[index]
+        mask = self.masks[index]
         fitting = []
         if not item.claims & self.claimed:
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if all(map(ge, cap, demand)):
+                if mask >> slot & 1:
                     fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
                                     slot, demand, item_rank))
         fitting.sort()
@@ -173,7 +182,8 @@ class Search:
         if not self.blocked & bit:
             tried = set()
             forced = self.forced
-            for _score, slot, demand, item_rank in self._order(item):
+            masks = self.masks
+            for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
                 state = (self.classes[slot], tuple(cap))
                 if state in tried:
@@ -183,10 +193,17 @@ class Search:
                 if not self.forced & self.blocked:
                     for r in width:
                         cap[r] -= demand[r]
+                    # only this node changed, and only for the worse
+                    self.masks = after = list(masks)
+                    off = ~(1 << slot)
+                    for number, need in self.takers[slot]:
+                        if number > index and after[number] & ~off and not all(map(ge, cap, need)):
+                            after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
                     self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
                     self.assignment[index] = None
+                    self.masks = masks
                     self.claimed &= ~item.claims
                     for r in width:
                         cap[r] += demand[r]
@@ -204,19 +221,15 @@ class Search:
     def _fitting(self, index):
         """(queue positions, node bit masks): the tenants from ``index`` on that may still be
         placed and where each fits now; None when one that must be placed fits nowhere."""
-        caps = self.caps
         blocked, forced, claimed = self.blocked, self.forced, self.claimed
         members, where = [], []
-        queue = self.queue
+        queue, masks = self.queue, self.masks
         for number in range(index, len(queue)):
             if blocked >> number & 1:
                 continue
-            item = queue[number]
-            slots = 0
-            if not item.claims & claimed:
-                for slot, demand in item.fits:
-                    if all(map(ge, caps[slot], demand)):
-                        slots |= 1 << slot
+            slots = masks[number]
+            if slots and queue[number].claims & claimed:
+                slots = 0
             if slots:
                 members.append(number)
                 where.append(slots)
@@ -244,7 +257,13 @@ class Search:
             return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
-        for slots in sorted(set(where)):
+        # the sets of nodes some tenants are confined to: all of them for the ceiling, in the
+        # search those of tenants that must be placed (the others never cut a branch there)
+        if exact or index == 0:
+            confined = set(where)
+        else:
+            confined = set(its for number, its in zip(members, where) if forced >> number & 1)
+        for slots in sorted(confined):
             if slots == self.all_slots or (most < enough and not forced):
                 continue
             group = [number for number, its in zip(members, where) if not its & ~slots]
