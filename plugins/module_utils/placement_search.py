@@ -25,7 +25,7 @@ keeps the best found (``exhausted``).
 from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, compress
 from operator import ge, le
 
 __metaclass__ = type
@@ -83,6 +83,8 @@ class Search:
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back; per node, the tenants that may go there and what they take
         self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
+        self.slot_lists = {}
         self.takers = [[] for _cap in self.caps]
         for number, item in enumerate(self.queue):
             for slot, demand in item.fits:
@@ -95,8 +97,6 @@ class Search:
         # tenants (bits by position in the queue) that may no longer be placed / left out
         self.blocked = 0
         self.forced = 0
-        # the best value so far with which each state (what is left, and of whom) was reached
-        self.seen = {}
 
     def run(self):
         self._greedy()
@@ -166,12 +166,6 @@ class Search:
         left = len(queue) - index
         if (count + left, online + left, -rank) <= self.best:
             return
-        key = (index, self.claimed, self.blocked >> index, self.forced >> index,
-               tuple(sorted(zip(self.classes, map(tuple, self.caps)))))
-        known = self.seen.get(key)
-        if known is not None and known >= value:
-            return
-        self.seen[key] = value
         bound = self._bound(index, count, online, rank)
         if bound is None or bound <= self.best:
             return
@@ -222,7 +216,7 @@ class Search:
         """(queue positions, node bit masks): the tenants from ``index`` on that may still be
         placed and where each fits now; None when one that must be placed fits nowhere."""
         blocked, forced, claimed = self.blocked, self.forced, self.claimed
-        members, where = [], []
+        members, where, bits = [], [], 0
         queue, masks = self.queue, self.masks
         for number in range(index, len(queue)):
             if blocked >> number & 1:
@@ -233,9 +227,10 @@ class Search:
             if slots:
                 members.append(number)
                 where.append(slots)
+                bits |= 1 << number
             elif forced >> number & 1:
                 return None
-        return members, where
+        return members, where, bits
 
     def _bound(self, index, count, online, rank, exact=False, fitting=None):
         """The best value any completion from ``index`` could reach (an upper bound), or None
@@ -248,12 +243,12 @@ class Search:
             fitting = self._fitting(index)
             if fitting is None:
                 return None
-        members, where = fitting
-        caps, queue = self.caps, self.queue
-        forced = self.forced
+        members, where, bits = fitting
+        caps = self.caps
+        forced = self.forced & bits
         most = _most_in(self._prefixes(members), list(map(sum, zip(*caps))), len(members))
         # the tenants that must be placed (dominance) must all fit
-        if forced and most < sum(forced >> number & 1 for number in members):
+        if forced and most < bin(forced).count("1"):
             return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
@@ -262,12 +257,12 @@ class Search:
         if exact or index == 0:
             confined = set(where)
         else:
-            confined = set(its for number, its in zip(members, where) if forced >> number & 1)
+            confined = set(compress(where, [forced >> number & 1 for number in members])) if forced else ()
         for slots in sorted(confined):
             if slots == self.all_slots or (most < enough and not forced):
                 continue
             group = [number for number, its in zip(members, where) if not its & ~slots]
-            chosen = [slot for slot in range(len(caps)) if slots >> slot & 1]
+            chosen = self._slots(slots)
             prefixes = self._prefixes(group)
             if exact:
                 per_node = sum(self._most_together(group, slot) for slot in chosen)
@@ -277,9 +272,16 @@ class Search:
             if forced and held < sum(forced >> number & 1 for number in group):
                 return None
             most = min(most, len(members) - len(group) + held)
-        online_most = min(most, sum(queue[number].online for number in members))
+        online_most = min(most, bin(self.online_bits & bits).count("1"))
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
+
+    def _slots(self, mask):
+        """The node slots of a bit mask."""
+        slots = self.slot_lists.get(mask)
+        if slots is None:
+            slots = self.slot_lists[mask] = [slot for slot in range(len(self.caps)) if mask >> slot & 1]
+        return slots
 
     def _prefixes(self, members):
         """Per resource that some tenants need: (resource, running sums of the needs of the
