@@ -246,9 +246,9 @@ class Search:
         members, where, bits = fitting
         caps = self.caps
         forced = self.forced & bits
-        most = _most_in(self._prefixes(members), list(map(sum, zip(*caps))), len(members))
-        # the tenants that must be placed (dominance) must all fit
-        if forced and most < bin(forced).count("1"):
+        # the tenants that must be placed (dominance) take their part first
+        most = self._most_after(members, forced, list(map(sum, zip(*caps))))
+        if most is None:
             return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
@@ -268,13 +268,30 @@ class Search:
                 per_node = sum(self._most_together(group, slot) for slot in chosen)
             else:
                 per_node = sum(_most_in(prefixes, caps[slot], len(group)) for slot in chosen)
-            held = min(per_node, _most_in(prefixes, list(map(sum, zip(*[caps[slot] for slot in chosen]))), len(group)))
-            if forced and held < sum(forced >> number & 1 for number in group):
+            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))), prefixes)
+            if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
                 return None
+            held = min(per_node, together)
             most = min(most, len(members) - len(group) + held)
         online_most = min(most, bin(self.online_bits & bits).count("1"))
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
+
+    def _most_after(self, members, forced, total, prefixes=None):
+        """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
+        resource, when those in ``forced`` are all among them; None when these do not fit."""
+        if not forced:
+            return _most_in(prefixes or self._prefixes(members), total, len(members))
+        must = [number for number in members if forced >> number & 1]
+        if not must:
+            return _most_in(prefixes or self._prefixes(members), total, len(members))
+        others = [number for number in members if not forced >> number & 1]
+        left = list(total)
+        for r, column in self.columns:
+            left[r] -= sum(map(column.__getitem__, must))
+            if left[r] < 0:
+                return None
+        return len(must) + _most_in(self._prefixes(others), left, len(others))
 
     def _slots(self, mask):
         """The node slots of a bit mask."""
