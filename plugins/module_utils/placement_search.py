@@ -83,6 +83,7 @@ class Search:
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back; per node, the tenants that may go there and what they take
         self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
         self.takers = [[] for _cap in self.caps]
@@ -215,22 +216,17 @@ class Search:
     def _fitting(self, index):
         """(queue positions, node bit masks): the tenants from ``index`` on that may still be
         placed and where each fits now; None when one that must be placed fits nowhere."""
-        blocked, forced, claimed = self.blocked, self.forced, self.claimed
-        members, where, bits = [], [], 0
-        queue, masks = self.queue, self.masks
-        for number in range(index, len(queue)):
-            if blocked >> number & 1:
-                continue
-            slots = masks[number]
-            if slots and queue[number].claims & claimed:
-                slots = 0
-            if slots:
-                members.append(number)
-                where.append(slots)
-                bits |= 1 << number
-            elif forced >> number & 1:
-                return None
-        return members, where, bits
+        blocked, claimed, masks = self.blocked, self.claimed, self.masks
+        members = list(compress(range(index, len(masks)), masks[index:]))
+        if blocked:
+            members = [number for number in members if not blocked >> number & 1]
+        if claimed:
+            queue = self.queue
+            members = [number for number in members if not queue[number].claims & claimed]
+        bits = sum(map(self.bits.__getitem__, members))
+        if self.forced >> index << index & ~bits:
+            return None
+        return members, list(map(masks.__getitem__, members)), bits
 
     def _bound(self, index, count, online, rank, exact=False, fitting=None):
         """The best value any completion from ``index`` could reach (an upper bound), or None
@@ -244,6 +240,9 @@ class Search:
             if fitting is None:
                 return None
         members, where, bits = fitting
+        ceiling = (count + len(members), online + bin(self.online_bits & bits).count("1"), -rank)
+        if ceiling <= self.best:
+            return ceiling
         caps = self.caps
         forced = self.forced & bits
         # the tenants that must be placed (dominance) take their part first
