@@ -30,8 +30,8 @@ from operator import ge, le
 
 __metaclass__ = type
 
-# the most steps spent finding how many tenants fit on one node together
-TOGETHER_STEPS = 2000
+# the most steps spent finding how many tenants fit on each node together, for the ceiling
+TOGETHER_STEPS = 1000
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
 SCALE = 1 << 20
@@ -83,6 +83,8 @@ class Search:
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back; per node, the tenants that may go there and what they take
         self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.together_left = TOGETHER_STEPS
+        self.together = {}
         self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
@@ -305,7 +307,14 @@ class Search:
         return [(r, list(accumulate(sorted(map(column.__getitem__, members))))) for r, column in self.columns]
 
     def _most_together(self, members, slot):
-        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small subsets)."""
+        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small
+        subsets; the same for nodes of one class with the same room)."""
+        key = (tuple(members), self.classes[slot], tuple(self.caps[slot]))
+        if key not in self.together:
+            self.together[key] = self._count_together(members, slot)
+        return self.together[key]
+
+    def _count_together(self, members, slot):
         demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
         best = [0]
         steps = [0]
@@ -314,14 +323,16 @@ class Search:
             best[0] = max(best[0], placed)
             for number in range(start, len(demands)):
                 steps[0] += 1
-                if placed + len(demands) - number <= best[0] or steps[0] > TOGETHER_STEPS:
+                if placed + len(demands) - number <= best[0] or steps[0] > self.together_left:
                     return
                 if all(map(ge, left, demands[number])):
                     grow(number + 1, [have - want for have, want in zip(left, demands[number])], placed + 1)
         grow(0, list(self.caps[slot]), 0)
         # cut short: the resource-by-resource count, which never says fewer
-        if steps[0] <= TOGETHER_STEPS:
+        if steps[0] <= self.together_left:
+            self.together_left -= steps[0]
             return best[0]
+        self.together_left = 0
         return _most_in(self._prefixes(members), self.caps[slot], len(members))
 
 
@@ -345,14 +356,28 @@ def _dominance(items):
     every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
     count = len(items)
     tables = [dict((slot, (demand, rank)) for slot, demand, rank, _sticky in item.options) for item in items]
+    slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
+    # per tenant its rank on each node, above any rank where it may not go: comparing these
+    # compares the ranks and that a may go wherever b may
+    away = max([rank for item in items for _s, _d, rank, _st in item.options] or [0]) + 1
+    ranks = []
+    for table in tables:
+        row = [away] * slots
+        for slot, (_demand, rank) in table.items():
+            row[slot] = rank
+        ranks.append(row)
+    # a tenant taking the same on every node: it takes no more than b wherever b goes when it needs no more
+    uniform = [len(set(demand for demand, _rank in table.values())) == 1 for table in tables]
 
     def covers(a, b):
-        if items[a].claims or items[b].claims or items[a].online < items[b].online:
+        if items[a].claims or items[b].claims or items[a].online < items[b].online or not all(map(le, items[a].need, items[b].need)) \
+                or not all(map(le, ranks[a], ranks[b])):
             return False
+        if uniform[a]:
+            return True
         mine = tables[a]
-        for slot, (demand, rank) in tables[b].items():
-            option = mine.get(slot)
-            if option is None or option[1] > rank or not all(map(le, option[0], demand)):
+        for slot, (demand, _rank) in tables[b].items():
+            if not all(map(le, mine[slot][0], demand)):
                 return False
         return True
     dominates = [[a != b and covers(a, b) for b in range(count)] for a in range(count)]
