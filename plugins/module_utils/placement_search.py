@@ -366,27 +366,19 @@ def _dominance(items):
         for slot, (_demand, rank) in table.items():
             row[slot] = rank
         ranks.append(row)
-    # a tenant taking the same on every node: it takes no more than b wherever b goes when it needs no more
+    # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
     uniform = [len(set(demand for demand, _rank in table.values())) == 1 for table in tables]
-
-    def covers(a, b):
-        if items[a].claims or items[b].claims or items[a].online < items[b].online or not all(map(le, items[a].need, items[b].need)) \
-                or not all(map(le, ranks[a], ranks[b])):
-            return False
-        if uniform[a]:
-            return True
-        mine = tables[a]
-        for slot, (demand, _rank) in tables[b].items():
-            if not all(map(le, mine[slot][0], demand)):
-                return False
-        return True
-    dominates = [[a != b and covers(a, b) for b in range(count)] for a in range(count)]
-    dominated, dominators = [0] * count, [0] * count
-    for a in range(count):
-        for b in range(count):
-            if dominates[a][b] and (a < b or not dominates[b][a]):
-                if b > a:
-                    dominated[a] |= 1 << b
-                if a > b:
-                    dominators[b] |= 1 << a
+    # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
+    rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
+    covers, covered = [0] * count, [0] * count
+    others = [number for number in range(count) if rows[number] is not None]
+    for a in others:
+        mine = rows[a]
+        for b in [b for b in others if all(map(le, mine, rows[b]))]:
+            if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
+                covers[a] |= 1 << b
+                covered[b] |= 1 << a
+    # of two equal tenants the earlier one dominates
+    dominated = [covers[a] >> (a + 1) << (a + 1) for a in range(count)]
+    dominators = [covered[b] >> (b + 1) << (b + 1) & ~covers[b] for b in range(count)]
     return dominated, dominators
