@@ -253,12 +253,15 @@ class Search:
             return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
-        # the sets of nodes some tenants are confined to: all of them for the ceiling, in the
-        # search those of tenants that must be placed (the others never cut a branch there)
+        # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
+        # search those of one or two nodes that tenants which must be placed are confined to
+        # (most branches these cut end there; wider sets cost more than the branches they cut)
         if exact or index == 0:
             confined = set(where)
+        elif forced:
+            confined = set(its for its in compress(where, [forced >> number & 1 for number in members]) if bin(its).count("1") <= 2)
         else:
-            confined = set(compress(where, [forced >> number & 1 for number in members])) if forced else ()
+            confined = ()
         for slots in sorted(confined):
             if slots == self.all_slots or (most < enough and not forced):
                 continue
