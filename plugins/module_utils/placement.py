@@ -442,8 +442,9 @@ class Planner:
             free.sort(key=lambda core: (not any(cpu in prefer for cpu in core), core))
         return free
 
-    def _alloc_cpus(self, state, node, tenant, prefer=()):
-        """-> (vcpu CPUs, emulator CPUs, held CPUs) or a shortage string."""
+    def _alloc_cpus(self, state, node, tenant, prefer=(), build=True):
+        """-> (vcpu CPUs, emulator CPUs, held CPUs) or a shortage string (without ``build``:
+        None when they are there)."""
         vcpus = tenant["vcpus"]
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
@@ -455,6 +456,8 @@ class Planner:
                 free_threads = running[-1] if running else 0
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
                     node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
+            if not build:
+                return None
             threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
             held = list(threads)
         else:
@@ -465,6 +468,8 @@ class Planner:
             if len(free) < needed:
                 return "CPUs short on node %d: %d free, %d needed (%d vCPUs%s)" % (
                     node, len(free), needed, vcpus, " + 1 emulator" if extra else "")
+            if not build:
+                return None
             threads = free[:needed]
             held = list(threads)
         pins = threads[:vcpus]
@@ -480,8 +485,9 @@ class Planner:
     def _allowed(self, node, local_only):
         return [node] if local_only else self.host.nodes + [None]
 
-    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs):
-        """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones."""
+    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs, build=True):
+        """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones
+        (without ``build``: any ``count`` of them)."""
         if tenant["gpu_addresses"] is not None:
             taken = [addr for addr in tenant["gpu_addresses"] if addr in state.gpu_owner]
             if taken:
@@ -499,6 +505,8 @@ class Planner:
             held = sorted(set(state.gpu_owner[a] for a in on_node if a in state.gpu_owner))
             return "GPUs short on node %d: %d free of %d, %d needed%s" % (
                 node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+        if not build:
+            return free[:count]
 
         def key(addr):
             local = self.host.gpu_node.get(addr) != node
@@ -507,7 +515,7 @@ class Planner:
             return (local, min(self.host.affinity_rank(addr, vf) for vf in candidate_vfs), addr)
         return sorted(free, key=key)[:count]
 
-    def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus):
+    def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus, build=True):
         count = tenant["vf_count"]
         if not count:
             return []
@@ -523,6 +531,8 @@ class Planner:
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
             return "VFs short on node %d: %d free of %d, %d needed%s" % (
                 node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+        if not build:
+            return free[:count]
         order = self.host.vf_order
 
         def key(vf):
@@ -593,18 +603,18 @@ class Planner:
         reason = self._memory_check(state, node, tenant)
         if reason:
             shortages.append(reason)
-        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
+        # once short, the rest is only counted, for the reason (which GPUs matters to a VF
+        # shortage only under pcie_affinity require)
+        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=not shortages)
         if isinstance(cpus, str):
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
-        # short already: the devices only need counting (which GPUs matters to a VF shortage
-        # only under pcie_affinity require)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
         candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] and nearest else []
-        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs)
+        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs, build=nearest)
         if isinstance(gpus, str):
             shortages.append(gpus)
-        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [])
+        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
