@@ -597,8 +597,9 @@ class Planner:
             return None
         return max(min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs)
 
-    def _candidate(self, state, tenant, node, local_only, prefer):
-        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score) or shortage."""
+    def _candidate(self, state, tenant, node, local_only, prefer, scored=True):
+        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score or None
+        without ``scored``) or shortage."""
         shortages = []
         reason = self._memory_check(state, node, tenant)
         if reason:
@@ -621,7 +622,9 @@ class Planner:
             return ", ".join(shortages)
         pins, emulator, held = cpus
         placement = self._record(tenant, node, gpus, vfs, pins, emulator, held)
-        if self.first_fit:
+        if not scored:
+            score = None
+        elif self.first_fit:
             score = (node,)
         else:
             worst = self._worst_rank(gpus, vfs)
@@ -877,7 +880,7 @@ class Planner:
             tenant, node = tenants[index], assignment[index]
             if node is None:
                 continue
-            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {})
+            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False)
             if isinstance(result, str):
                 short = True
                 continue

@@ -81,17 +81,14 @@ class Search:
         self.queue = [candidates[number] for number in self.order]
         self.dominated = self.dominators = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
-        # takes and gives back; per node, the tenants that may go there and what they take
+        # takes and gives back (with takers: per node, the tenants that may go there)
         self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
         self.together_left = TOGETHER_STEPS
         self.together = {}
         self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
-        self.takers = [[] for _cap in self.caps]
-        for number, item in enumerate(self.queue):
-            for slot, demand in item.fits:
-                self.takers[slot].append((number, demand))
+        self.takers = None
         # per resource some tenant needs: what each tenant in the queue needs of it at least
         self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
                         if any(item.need[r] for item in self.queue)]
@@ -110,6 +107,11 @@ class Search:
             self.ceiling = self._bound(0, 0, 0, 0, exact=True, fitting=fitting)
         if self.best < self.ceiling:
             self.dominated, self.dominators = _dominance(self.queue)
+            # per node, the tenants that may go there and what they take
+            self.takers = [[] for _cap in self.caps]
+            for number, item in enumerate(self.queue):
+                for slot, demand in item.fits:
+                    self.takers[slot].append((number, demand))
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
