@@ -13,13 +13,28 @@ the assignment that is best by, in this order:
 3. the nearest GPU/VF pairs: the smallest sum, over the tenants, of how much farther (in PCIe
    affinity ranks, 0 PIX .. 4 SYS) their node's nearest pairs are than on the tenant's best node.
 
-Ties go to the first assignment found. Tenants are tried in list order and, for each, its nodes
-in best-fit order (``sticky`` previous node, then rank, then the fewest GPUs, VFs and CPUs left)
-before leaving it out, so the first complete assignment is the greedy best fit and the result is
-never worse than it. Nodes with the same capacity left and the same static class are tried once.
-A branch is cut when even placing every remaining tenant that still fits somewhere (bounded by
-each resource's total) cannot beat the best found. After ``budget`` search nodes it stops and
-keeps the best found (``exhausted``).
+The first guess is the greedy best fit: each tenant in list order on its best node (``sticky``
+previous node, then rank, then the fewest GPUs, VFs and CPUs left). It is kept unless the search
+finds a strictly better assignment, so the result is never worse than it, and it is the answer
+without any search when a bound proves it best (most hosts): the count of tenants that still fit
+somewhere, no more than each resource's total holds, and no more than the nodes a group of
+tenants is confined to hold (in total, and node by node, at the root exactly).
+
+Otherwise a depth-first search decides the tenants largest first (place on a node, in best-fit
+order, or leave out), keeping the first strictly better assignment found. It is exact and cuts by:
+
+- dominance: tenant a dominates b when a takes no more than b of every resource on every node b
+  may go to and is worth at least as much there (neither asks for explicit GPUs). Some optimum
+  leaves a out only with every tenant a dominates and places b only with every tenant that
+  dominates it (swap them), so leaving a out rules the tenants a dominates out, and placing b
+  makes the tenants that dominate it a must;
+- bounds: a branch ends when the tenants that must be placed cannot all fit (in total, or on the
+  one or two nodes they are confined to) or when even the most that could still fit (those that
+  must be placed first) cannot beat the best found;
+- symmetry: nodes with the same capacity left and the same static class are tried once.
+
+Where each tenant fits is kept per node as the search takes and gives back. After ``budget``
+search nodes it stops and keeps the best found (``exhausted``).
 """
 
 from __future__ import absolute_import, division, print_function
