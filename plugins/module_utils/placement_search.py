@@ -284,12 +284,11 @@ class Search:
                 continue
             group = [number for number, its in zip(members, where) if not its & ~slots]
             chosen = self._slots(slots)
-            prefixes = self._prefixes(group)
             if exact:
                 per_node = sum(self._most_together(group, slot) for slot in chosen)
             else:
-                per_node = sum(_most_in(prefixes, caps[slot], len(group)) for slot in chosen)
-            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))), prefixes)
+                per_node = sum(self._count(group, caps[slot]) for slot in chosen)
+            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
             if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
                 return None
             held = min(per_node, together)
@@ -298,21 +297,19 @@ class Search:
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
 
-    def _most_after(self, members, forced, total, prefixes=None):
+    def _most_after(self, members, forced, total):
         """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
         resource, when those in ``forced`` are all among them; None when these do not fit."""
-        if not forced:
-            return _most_in(prefixes or self._prefixes(members), total, len(members))
-        must = [number for number in members if forced >> number & 1]
+        must = [number for number in members if forced >> number & 1] if forced else ()
         if not must:
-            return _most_in(prefixes or self._prefixes(members), total, len(members))
+            return self._count(members, total)
         others = [number for number in members if not forced >> number & 1]
         left = list(total)
         for r, column in self.columns:
             left[r] -= sum(map(column.__getitem__, must))
             if left[r] < 0:
                 return None
-        return len(must) + _most_in(self._prefixes(others), left, len(others))
+        return len(must) + self._count(others, left)
 
     def _slots(self, mask):
         """The node slots of a bit mask."""
@@ -321,10 +318,16 @@ class Search:
             slots = self.slot_lists[mask] = [slot for slot in range(len(self.caps)) if mask >> slot & 1]
         return slots
 
-    def _prefixes(self, members):
-        """Per resource that some tenants need: (resource, running sums of the needs of the
-        tenants at queue positions ``members``, smallest first)."""
-        return [(r, list(accumulate(sorted(map(column.__getitem__, members))))) for r, column in self.columns]
+    def _count(self, members, cap):
+        """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
+        resource by resource (the smallest needs first)."""
+        most = len(members)
+        for r, column in self.columns:
+            needs = list(map(column.__getitem__, members))
+            if sum(needs) > cap[r]:
+                needs.sort()
+                most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
+        return most
 
     def _most_together(self, members, slot):
         """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small
@@ -353,16 +356,7 @@ class Search:
             self.together_left -= steps[0]
             return best[0]
         self.together_left = 0
-        return _most_in(self._prefixes(members), self.caps[slot], len(members))
-
-
-def _most_in(prefixes, cap, count):
-    """How many of the ``count`` items of ``prefixes`` a capacity ``cap`` holds, resource by resource."""
-    most = count
-    for r, running in prefixes:
-        if running and running[-1] > cap[r]:
-            most = min(most, bisect_right(running, cap[r]))
-    return most
+        return self._count(members, self.caps[slot])
 
 
 def _dominance(items):
