@@ -114,12 +114,19 @@ class Search:
         self.forced = 0
 
     def run(self):
-        self._greedy()
+        self.best, self.best_assignment = self._greedy()
         # the greedy is often provably the best: by the quick bound, else by the exact one
         fitting = self._fitting(0)
         self.ceiling = self._bound(0, 0, 0, 0, fitting=fitting)
         if self.best < self.ceiling:
             self.ceiling = self._bound(0, 0, 0, 0, exact=True, fitting=fitting)
+        if self.best < self.ceiling and self.budget > 2 * len(self.items):
+            # a second guess for the count, the smallest tenants first: one descent, as many
+            # search nodes as tenants
+            self.nodes += len(self.items)
+            value, assignment = self._greedy(self.order[::-1])
+            if value > self.best:
+                self.best, self.best_assignment = value, assignment
         if self.best < self.ceiling:
             self.dominated, self.dominators = _dominance(self.queue)
             # per node, the tenants that may go there and what they take
@@ -146,12 +153,14 @@ class Search:
         fitting.sort()
         return fitting
 
-    def _greedy(self):
-        """The first guess, kept unless the search finds better: each tenant in list order on
-        its best-fit node."""
+    def _greedy(self, order=None):
+        """The first guess, kept unless the search finds better: each tenant in list order (or
+        ``order``) on its best-fit node. -> (value, assignment)"""
         caps = [list(cap) for cap in self.caps]
         claimed = count = online = rank = 0
-        for number, item in enumerate(self.items):
+        assignment = [None] * len(self.items)
+        for number in order or range(len(self.items)):
+            item = self.items[number]
             if item.claims & claimed:
                 continue
             best = None
@@ -166,9 +175,9 @@ class Search:
             _score, slot, demand, item_rank = best
             caps[slot] = [have - want for have, want in zip(caps[slot], demand)]
             claimed |= item.claims
-            self.best_assignment[number] = slot
+            assignment[number] = slot
             count, online, rank = count + 1, online + item.online, rank + item_rank
-        self.best = (count, online, -rank)
+        return (count, online, -rank), assignment
 
     def _dfs(self, index, count, online, rank):
         if self.nodes >= self.budget:
