@@ -20,8 +20,9 @@ without any search when a bound proves it best (most hosts): the count of tenant
 somewhere, no more than each resource's total holds, and no more than the nodes a group of
 tenants is confined to hold (in total, and node by node, at the root exactly).
 
-Otherwise a depth-first search decides the tenants largest first (place on a node, in best-fit
-order, or leave out), keeping the first strictly better assignment found. It is exact and cuts by:
+Otherwise a second guess places the smallest tenants first (kept when strictly better), and a
+depth-first search decides the tenants largest first (place on a node, in best-fit order, or
+leave out), keeping the first strictly better assignment found. It is exact and cuts by:
 
 - dominance: tenant a dominates b when a takes no more than b of every resource on every node b
   may go to and is worth at least as much there (neither asks for explicit GPUs). Some optimum
