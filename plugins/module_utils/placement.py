@@ -191,12 +191,19 @@ class Host:
         # CPU numbers in inputs are checked against this before a range is expanded
         self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
-        if not online.issuperset(chain.from_iterable(set(self.core_of.values()))):
+        # (every core is one of cores, or one of them with an online CPU added)
+        if not online.issuperset(chain.from_iterable(cores.values())):
             for cpu_id, core in self.core_of.items():
                 self.core_of[cpu_id] = tuple(c for c in core if c in online)
-        in_order = sorted(online)
-        owners = list(map(self.cpu_node.get, in_order))
-        self.node_cpus = dict((node, list(compress(in_order, map(eq, owners, repeat(node))))) for node in self.nodes)
+        # the nodes' own CPU lists, when they list every online CPU on its node; else CPU by CPU
+        listed = dict((node, sorted(set(filter(online.__contains__, node_cpus.get(node, ()))))) for node in self.nodes)
+        if sum(map(len, listed.values())) == len(online) and all(
+                all(map(eq, map(cpu_node.get, ids), repeat(node))) for node, ids in listed.items()):
+            self.node_cpus = listed
+        else:
+            in_order = sorted(online)
+            owners = list(map(cpu_node.get, in_order))
+            self.node_cpus = dict((node, list(compress(in_order, map(eq, owners, repeat(node))))) for node in self.nodes)
         self.node_cores = dict((node, sorted(set(map(self.core_of.__getitem__, self.node_cpus[node])))) for node in self.nodes)
 
         pci = topology.get("pci_devices") or {}
