@@ -29,6 +29,10 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 
 from __future__ import absolute_import, division, print_function
 
+from bisect import bisect_left
+from itertools import accumulate, chain, compress, filterfalse, repeat
+from operator import eq, le
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
@@ -109,8 +113,14 @@ def _pinned_cpus(assignment, bound):
     return parse_cpulist(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins", bound)
 
 
+_RANK_OF = dict((level, rank) for rank, level in enumerate(LEVELS))
+
+
 def _level_rank(level):
-    return affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
+    rank = _RANK_OF.get(level)
+    if rank is None:
+        rank = affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
+    return rank
 
 
 class Host:
@@ -140,7 +150,7 @@ class Host:
                 if name:
                     pools[name] = int((value or {}).get("total") or 0)
             self.hugepages[node_id] = pools
-            node_cpus[node_id] = [int(cpu) for cpu in node.get("cpus") or []]
+            node_cpus[node_id] = list(map(int, node.get("cpus") or []))
 
         # CPUs: online CPUs per node, and each CPU's physical core (its sibling set).
         self.cpu_node = {}
@@ -150,21 +160,26 @@ class Host:
         cpus = topology.get("cpus") or []
         cores = {}
         cpu_node, core_of = self.cpu_node, self.core_of
+        add_known, add_online, find_core = known.add, online.add, cores.get
         for cpu in cpus:
-            cpu_id = int(cpu["id"])
-            known.add(cpu_id)
+            cpu_id = cpu["id"]
+            if type(cpu_id) is not int:  # pylint: disable=unidiomatic-typecheck
+                cpu_id = int(cpu_id)
+            add_known(cpu_id)
             if cpu.get("online", True) is False:
                 continue
-            online.add(cpu_id)
+            add_online(cpu_id)
             node = cpu.get("numa_node")
-            node = node if type(node) is int and node >= 0 else _node_of(node)  # pylint: disable=unidiomatic-typecheck
+            if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
+                node = _node_of(node)
             if node is not None:
                 cpu_node[cpu_id] = node
             # siblings list one core for all its threads: sorted once per core
-            siblings = tuple(cpu.get("siblings") or (cpu_id,))
-            core = cores.get(siblings)
+            siblings = cpu.get("siblings")
+            siblings = tuple(siblings) if siblings else (cpu_id,)
+            core = find_core(siblings)
             if core is None:
-                core = cores[siblings] = tuple(sorted(set(int(s) for s in siblings)))
+                core = cores[siblings] = tuple(sorted(set(map(int, siblings))))
             core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
             known.update(ids)
@@ -177,15 +192,20 @@ class Host:
         # CPU numbers in inputs are checked against this before a range is expanded
         self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
-        if any(not online.issuperset(core) for core in set(self.core_of.values())):
+        # (every core is one of cores, or one of them with an online CPU added)
+        if not online.issuperset(chain.from_iterable(cores.values())):
             for cpu_id, core in self.core_of.items():
                 self.core_of[cpu_id] = tuple(c for c in core if c in online)
-        self.node_cpus = dict((node, []) for node in self.nodes)
-        for cpu_id in sorted(online):
-            node = self.cpu_node.get(cpu_id)
-            if node in self.node_cpus:
-                self.node_cpus[node].append(cpu_id)
-        self.node_cores = dict((node, sorted(set(self.core_of[cpu] for cpu in self.node_cpus[node]))) for node in self.nodes)
+        # the nodes' own CPU lists, when they list every online CPU on its node; else CPU by CPU
+        listed = dict((node, sorted(set(filter(online.__contains__, node_cpus.get(node, ()))))) for node in self.nodes)
+        if sum(map(len, listed.values())) == len(online) and all(
+                all(map(eq, map(cpu_node.get, ids), repeat(node))) for node, ids in listed.items()):
+            self.node_cpus = listed
+        else:
+            in_order = sorted(online)
+            owners = list(map(cpu_node.get, in_order))
+            self.node_cpus = dict((node, list(compress(in_order, map(eq, owners, repeat(node))))) for node in self.nodes)
+        self.node_cores = dict((node, sorted(set(map(self.core_of.__getitem__, self.node_cpus[node])))) for node in self.nodes)
 
         pci = topology.get("pci_devices") or {}
         # GPUs
@@ -238,10 +258,10 @@ class Host:
 
     def affinity_rank(self, gpu, vf):
         """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
-        key = (gpu, vf)
-        if key not in self._ranks:
-            self._ranks[key] = self._rank(gpu, vf)
-        return self._ranks[key]
+        rank = self._ranks.get((gpu, vf))
+        if rank is None:
+            rank = self._ranks[gpu, vf] = self._rank(gpu, vf)
+        return rank
 
     def _rank(self, gpu, vf):
         row = self.affinity.get(gpu) or {}
@@ -265,9 +285,8 @@ class _State:
         self.hugepages_used = dict((node, {}) for node in host.nodes)
         self.memory_used = dict((node, 0) for node in host.nodes)
         # whole cores with no thread taken or reserved, and free unreserved threads, in core order
-        self.free_cores = dict((node, [core for core in host.node_cores[node] if not reserved.intersection(core)])
-                               for node in host.nodes)
-        self.free_threads = dict((node, [cpu for core in host.node_cores[node] for cpu in core if cpu not in reserved])
+        self.free_cores = dict((node, list(filter(reserved.isdisjoint, host.node_cores[node]))) for node in host.nodes)
+        self.free_threads = dict((node, list(filterfalse(reserved.__contains__, chain.from_iterable(host.node_cores[node]))))
                                  for node in host.nodes)
         self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
         self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
@@ -291,8 +310,8 @@ class _State:
             self.cpu_owner[cpu] = name
         for node in set(host.cpu_node.get(cpu) for cpu in cpus):
             if node in self.free_cores:
-                self.free_cores[node] = [core for core in self.free_cores[node] if not cpus.intersection(core)]
-                self.free_threads[node] = [cpu for cpu in self.free_threads[node] if cpu not in cpus]
+                self.free_cores[node] = list(filter(cpus.isdisjoint, self.free_cores[node]))
+                self.free_threads[node] = list(filterfalse(cpus.__contains__, self.free_threads[node]))
         for gpu in placement["gpus"]:
             self.gpu_owner[gpu] = name
             node = host.gpu_node.get(gpu)
@@ -432,22 +451,24 @@ class Planner:
             free.sort(key=lambda core: (not any(cpu in prefer for cpu in core), core))
         return free
 
-    def _alloc_cpus(self, state, node, tenant, prefer=()):
-        """-> (vcpu CPUs, emulator CPUs, held CPUs) or a shortage string."""
+    def _alloc_cpus(self, state, node, tenant, prefer=(), build=True):
+        """-> (vcpu CPUs, emulator CPUs, held CPUs) or a shortage string (without ``build``:
+        None when they are there)."""
         vcpus = tenant["vcpus"]
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            threads = []
-            for core in self._free_cores(state, node, prefer):
-                if len(threads) >= needed:
-                    break
-                threads.extend(core)
-            held = list(threads)
-            if len(threads) < needed:
-                free_threads = sum(len(core) for core in state.free_cores[node])
+            # the fewest cores in order that give the threads needed
+            free = self._free_cores(state, node, prefer) if prefer else state.free_cores[node]
+            running = list(accumulate(map(len, free)))
+            if not running or running[-1] < needed:
+                free_threads = running[-1] if running else 0
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
                     node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
+            if not build:
+                return None
+            threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
+            held = list(threads)
         else:
             # sibling threads next to each other, so a tenant fills cores before spreading
             free = list(state.free_threads[node])
@@ -456,6 +477,8 @@ class Planner:
             if len(free) < needed:
                 return "CPUs short on node %d: %d free, %d needed (%d vCPUs%s)" % (
                     node, len(free), needed, vcpus, " + 1 emulator" if extra else "")
+            if not build:
+                return None
             threads = free[:needed]
             held = list(threads)
         pins = threads[:vcpus]
@@ -471,8 +494,9 @@ class Planner:
     def _allowed(self, node, local_only):
         return [node] if local_only else self.host.nodes + [None]
 
-    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs):
-        """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones."""
+    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs, build=True):
+        """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones
+        (without ``build``: any ``count`` of them)."""
         if tenant["gpu_addresses"] is not None:
             taken = [addr for addr in tenant["gpu_addresses"] if addr in state.gpu_owner]
             if taken:
@@ -490,6 +514,8 @@ class Planner:
             held = sorted(set(state.gpu_owner[a] for a in on_node if a in state.gpu_owner))
             return "GPUs short on node %d: %d free of %d, %d needed%s" % (
                 node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+        if not build:
+            return free[:count]
 
         def key(addr):
             local = self.host.gpu_node.get(addr) != node
@@ -498,7 +524,7 @@ class Planner:
             return (local, min(self.host.affinity_rank(addr, vf) for vf in candidate_vfs), addr)
         return sorted(free, key=key)[:count]
 
-    def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus):
+    def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus, build=True):
         count = tenant["vf_count"]
         if not count:
             return []
@@ -514,6 +540,8 @@ class Planner:
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
             return "VFs short on node %d: %d free of %d, %d needed%s" % (
                 node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+        if not build:
+            return free[:count]
         order = self.host.vf_order
 
         def key(vf):
@@ -578,28 +606,34 @@ class Planner:
             return None
         return max(min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs)
 
-    def _candidate(self, state, tenant, node, local_only, prefer):
-        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score) or shortage."""
+    def _candidate(self, state, tenant, node, local_only, prefer, scored=True):
+        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score or None
+        without ``scored``) or shortage."""
         shortages = []
         reason = self._memory_check(state, node, tenant)
         if reason:
             shortages.append(reason)
-        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
+        # once short, the rest is only counted, for the reason (which GPUs matters to a VF
+        # shortage only under pcie_affinity require)
+        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=not shortages)
         if isinstance(cpus, str):
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
-        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] else []
-        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs)
+        nearest = not shortages or self.policy["pcie_affinity"] == "require"
+        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] and nearest else []
+        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs, build=nearest)
         if isinstance(gpus, str):
             shortages.append(gpus)
-        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) else [])
+        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
             return ", ".join(shortages)
         pins, emulator, held = cpus
         placement = self._record(tenant, node, gpus, vfs, pins, emulator, held)
-        if self.first_fit:
+        if not scored:
+            score = None
+        elif self.first_fit:
             score = (node,)
         else:
             worst = self._worst_rank(gpus, vfs)
@@ -855,7 +889,7 @@ class Planner:
             tenant, node = tenants[index], assignment[index]
             if node is None:
                 continue
-            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {})
+            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False)
             if isinstance(result, str):
                 short = True
                 continue
@@ -888,13 +922,14 @@ class Planner:
             mem = host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
             cores = state.free_cores[node]
             # the smallest free core: a count of cores that many threads each is always there
-            threads_per_core.append(min(len(core) for core in cores) if cores and self.whole_cores else 1)
+            threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
             caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
                          pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
-        rank_lists = self._node_ranks(state)
+        rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
         claim_bits = {}
         candidates, index_of = [], []
+        slots = list(enumerate(host.nodes))
         for index, tenant in enumerate(tenants):
             options = []
             explicit = tenant["gpu_addresses"]
@@ -903,17 +938,23 @@ class Planner:
                 gpu_nodes = set()
             sticky_node = (prefer.get(tenant["name"]) or {}).get("node")
             pages = self._needed_pages(tenant)
-            for slot, node in enumerate(host.nodes):
+            size = tenant["hugepage_size"]
+            threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
+            rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
+                    0 if size else tenant["memory_mb"])
+            ranked = tenant["vf_count"] and tenant["gpu_count"] and self.policy["pcie_affinity"] != "ignore"
+            # the demand differs between nodes only by their threads per core
+            demands = {}
+            for slot, node in slots:
                 if gpu_nodes is not None and gpu_nodes - {node}:
                     continue
-                threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
-                cpu = -(-threads // threads_per_core[slot])
-                demand = (cpu, tenant["gpu_count"], tenant["vf_count"],
-                          pages if tenant["hugepage_size"] == "2M" else 0, pages if tenant["hugepage_size"] == "1G" else 0,
-                          0 if tenant["hugepage_size"] else tenant["memory_mb"])
-                if any(want > have for want, have in zip(demand, caps[slot])):
-                    continue
-                options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists), 0 if sticky_node in (None, node) else 1))
+                per_core = threads_per_core[slot]
+                demand = demands.get(per_core)
+                if demand is None:
+                    demand = demands[per_core] = (-(-threads // per_core),) + rest
+                if all(map(le, demand, caps[slot])):
+                    options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists) if ranked else 0,
+                                    0 if sticky_node in (None, node) else 1))
             if not options:
                 continue
             claims = 0
@@ -949,7 +990,7 @@ class Planner:
 
     def _rank_estimate(self, tenant, node, rank_lists):
         """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
-        if self.policy["pcie_affinity"] == "ignore" or not tenant["vf_count"] or not tenant["gpu_count"]:
+        if not tenant["vf_count"] or not tenant["gpu_count"] or self.policy["pcie_affinity"] == "ignore":
             return 0
         if tenant["gpu_addresses"] is not None:
             nearest = sorted(min(self.host.affinity_rank(g, vf) for g in tenant["gpu_addresses"]) for vf in self.host.node_vfs[node])
@@ -976,9 +1017,10 @@ class Planner:
 
     def _free(self, state):
         free = {}
+        taken = self.reserved.union(state.cpu_owner)
         for node in self.host.nodes:
             free[str(node)] = {
-                "cpus": [c for c in self.host.node_cpus[node] if c not in state.cpu_owner and c not in self.reserved],
+                "cpus": list(filterfalse(taken.__contains__, self.host.node_cpus[node])),
                 "gpus": list(state.free_gpus[node]),
                 "vfs": list(state.free_vfs[node]),
                 "hugepages": dict((size, total - state.hugepages_used.get(node, {}).get(size, 0))

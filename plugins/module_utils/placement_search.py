@@ -13,23 +13,44 @@ the assignment that is best by, in this order:
 3. the nearest GPU/VF pairs: the smallest sum, over the tenants, of how much farther (in PCIe
    affinity ranks, 0 PIX .. 4 SYS) their node's nearest pairs are than on the tenant's best node.
 
-Ties go to the first assignment found. Tenants are tried in list order and, for each, its nodes
-in best-fit order (``sticky`` previous node, then rank, then the fewest GPUs, VFs and CPUs left)
-before leaving it out, so the first complete assignment is the greedy best fit and the result is
-never worse than it. Nodes with the same capacity left and the same static class are tried once.
-A branch is cut when even placing every remaining tenant that still fits somewhere (bounded by
-each resource's total) cannot beat the best found. After ``budget`` search nodes it stops and
-keeps the best found (``exhausted``).
+The first guess is the greedy best fit: each tenant in list order on its best node (``sticky``
+previous node, then rank, then the fewest GPUs, VFs and CPUs left). It is kept unless the search
+finds a strictly better assignment, so the result is never worse than it, and it is the answer
+without any search when a bound proves it best (most hosts): the count of tenants that still fit
+somewhere, no more than each resource's total holds, and no more than the nodes a group of
+tenants is confined to hold (in total, and node by node, at the root exactly).
+
+Otherwise a second guess places the smallest tenants first (kept when strictly better), and a
+depth-first search decides the tenants largest first (place on a node, in best-fit order, or
+leave out), keeping the first strictly better assignment found. It is exact and cuts by:
+
+- dominance: tenant a dominates b when a takes no more than b of every resource on every node b
+  may go to and is worth at least as much there (neither asks for explicit GPUs). Some optimum
+  leaves a out only with every tenant a dominates and places b only with every tenant that
+  dominates it (swap them), so leaving a out rules the tenants a dominates out, and placing b
+  makes the tenants that dominate it a must;
+- bounds: a branch ends when the tenants that must be placed cannot all fit (in total, or on the
+  one or two nodes they are confined to) or when even the most that could still fit (those that
+  must be placed first) cannot beat the best found;
+- symmetry: nodes with the same capacity left and the same static class are tried once.
+
+Where each tenant fits is kept per node as the search takes and gives back. After ``budget``
+search nodes it stops and keeps the best found (``exhausted``).
 """
 
 from __future__ import absolute_import, division, print_function
 
-from operator import ge
+from bisect import bisect_right
+from itertools import accumulate, compress
+from operator import ge, le
 
 __metaclass__ = type
 
-# the most steps spent finding how many tenants fit on one node together
-TOGETHER_STEPS = 2000
+# the most steps spent finding how many tenants fit on each node together, for the ceiling
+TOGETHER_STEPS = 1000
+
+# fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
+SCALE = 1 << 20
 
 # demand/capacity vector layout (the best-fit order reads GPUs, VFs, CPUs left)
 CPU, GPU, VF = 0, 1, 2
@@ -38,7 +59,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need")
+    __slots__ = ("options", "online", "claims", "need", "fits")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -48,9 +69,9 @@ class Candidate:
         self.online = 1 if online else 0
         # explicit GPUs as a bit mask: two tenants asking for one GPU never both go in
         self.claims = claims
-        width = len(options[0][1]) if options else 0
         # the least it takes of each resource on any node (for the aggregate bound)
-        self.need = tuple(min(option[1][r] for option in options) for r in range(width))
+        self.need = tuple(map(min, zip(*[option[1] for option in options])))
+        self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
 
 
 class Search:
@@ -62,109 +83,272 @@ class Search:
         self.items = candidates
         self.budget = budget
         self.width = len(self.caps[0]) if self.caps else 0
+        self.all_slots = (1 << len(self.caps)) - 1
         self.nodes = 0
         self.exhausted = False
         self.best = None
         self.best_assignment = [None] * len(candidates)
+        self.ceiling = None
+        # the search's own order: the largest tenants first (a small tenant left out then rules out
+        # every larger one still to come, see _dominance), equal ones in list order
+        totals = [sum(cap[r] for cap in self.caps) for r in range(self.width)]
+        size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
+        self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
+        self.queue = [candidates[number] for number in self.order]
+        self.dominated = self.dominators = None
+        # where each tenant in the queue fits now (a bit per node), kept up to date as the search
+        # takes and gives back (with takers: per node, the tenants that may go there)
+        self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.together_left = TOGETHER_STEPS
+        self.together = {}
+        self.bits = [1 << number for number in range(len(self.queue))]
+        self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
+        self.slot_lists = {}
+        self.takers = None
+        # per resource some tenant needs: what each tenant in the queue needs of it at least
+        self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
+                        if any(item.need[r] for item in self.queue)]
         self.assignment = [None] * len(candidates)
         self.claimed = 0
-        count = len(candidates)
-        self.online_suffix = [0] * (count + 1)
-        for index in range(count - 1, -1, -1):
-            self.online_suffix[index] = self.online_suffix[index + 1] + candidates[index].online
-        self.ceiling = self._bound(0, 0, 0, 0, exact=True)
+        # tenants (bits by position in the queue) that may no longer be placed / left out
+        self.blocked = 0
+        self.forced = 0
 
     def run(self):
-        self._dfs(0, 0, 0, 0)
+        self.best, self.best_assignment = self._greedy()
+        # the greedy is often provably the best: by the quick bound, else by the exact one
+        fitting = self._fitting(0)
+        self.ceiling = self._bound(0, 0, 0, 0, fitting=fitting)
+        if self.best < self.ceiling:
+            self.ceiling = self._bound(0, 0, 0, 0, exact=True, fitting=fitting)
+        if self.best < self.ceiling and self.budget > 2 * len(self.items):
+            # a second guess for the count, the smallest tenants first: one descent, as many
+            # search nodes as tenants
+            self.nodes += len(self.items)
+            value, assignment = self._greedy(self.order[::-1])
+            if value > self.best:
+                self.best, self.best_assignment = value, assignment
+        if self.best < self.ceiling:
+            self.dominated, self.dominators = _dominance(self.queue)
+            # per node, the tenants that may go there and what they take
+            self.takers = [[] for _cap in self.caps]
+            for number, item in enumerate(self.queue):
+                for slot, demand in item.fits:
+                    self.takers[slot].append((number, demand))
+            self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
     # ------------------------------------------------------------------ search
-    @staticmethod
-    def _fits(cap, demand):
-        return all(map(ge, cap, demand))
+    def _order(self, index):
+        """The options of the tenant at ``index`` that fit now, best fit first: [(score, slot, demand, rank)]."""
+        caps = self.caps
+        item = self.queue[index]
+        mask = self.masks[index]
+        fitting = []
+        if not item.claims & self.claimed:
+            for slot, demand, item_rank, sticky in item.options:
+                cap = caps[slot]
+                if mask >> slot & 1:
+                    fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
+                                    slot, demand, item_rank))
+        fitting.sort()
+        return fitting
+
+    def _greedy(self, order=None):
+        """The first guess, kept unless the search finds better: each tenant in list order (or
+        ``order``) on its best-fit node. -> (value, assignment)"""
+        caps = [list(cap) for cap in self.caps]
+        claimed = count = online = rank = 0
+        assignment = [None] * len(self.items)
+        for number in order or range(len(self.items)):
+            item = self.items[number]
+            if item.claims & claimed:
+                continue
+            best = None
+            for slot, demand, item_rank, sticky in item.options:
+                cap = caps[slot]
+                if all(map(ge, cap, demand)):
+                    score = (sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot)
+                    if best is None or score < best[0]:
+                        best = (score, slot, demand, item_rank)
+            if best is None:
+                continue
+            _score, slot, demand, item_rank = best
+            caps[slot] = [have - want for have, want in zip(caps[slot], demand)]
+            claimed |= item.claims
+            assignment[number] = slot
+            count, online, rank = count + 1, online + item.online, rank + item_rank
+        return (count, online, -rank), assignment
 
     def _dfs(self, index, count, online, rank):
         if self.nodes >= self.budget:
             self.exhausted = True
             return
         self.nodes += 1
-        if index == len(self.items):
-            value = (count, online, -rank)
-            if self.best is None or value > self.best:
+        queue = self.queue
+        value = (count, online, -rank)
+        if index == len(queue):
+            if value > self.best:
                 self.best = value
-                self.best_assignment = list(self.assignment)
+                for number, position in enumerate(self.order):
+                    self.best_assignment[position] = self.assignment[number]
             return
-        if self.best is not None:
-            if self.best >= self.ceiling:
-                return
-            cheap = (count + len(self.items) - index, online + self.online_suffix[index], -rank)
-            if cheap <= self.best or self._bound(index, count, online, rank) <= self.best:
-                return
+        left = len(queue) - index
+        if (count + left, online + left, -rank) <= self.best:
+            return
+        bound = self._bound(index, count, online, rank)
+        if bound is None or bound <= self.best:
+            return
         caps = self.caps
-        item = self.items[index]
-        fitting = []
-        if not item.claims & self.claimed:
-            for slot, demand, item_rank, sticky in item.options:
+        item = queue[index]
+        bit = 1 << index
+        width = range(self.width)
+        if not self.blocked & bit:
+            tried = set()
+            forced = self.forced
+            masks = self.masks
+            for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
-                if all(map(ge, cap, demand)):
-                    fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
-                                    slot, demand, item_rank))
-        fitting.sort(key=lambda entry: entry[0])
-        tried = set()
-        for _score, slot, demand, item_rank in fitting:
-            cap = caps[slot]
-            key = (self.classes[slot], tuple(cap))
-            if key in tried:
-                continue
-            tried.add(key)
-            for r in range(self.width):
-                cap[r] -= demand[r]
-            self.claimed |= item.claims
-            self.assignment[index] = slot
-            self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
-            self.assignment[index] = None
-            self.claimed &= ~item.claims
-            for r in range(self.width):
-                cap[r] += demand[r]
-            if self.exhausted or (self.best is not None and self.best >= self.ceiling):
-                return
-        self._dfs(index + 1, count, online, rank)
+                state = (self.classes[slot], tuple(cap))
+                if state in tried:
+                    continue
+                tried.add(state)
+                self.forced = forced | self.dominators[index]
+                if not self.forced & self.blocked:
+                    for r in width:
+                        cap[r] -= demand[r]
+                    # only this node changed, and only for the worse
+                    self.masks = after = list(masks)
+                    off = ~(1 << slot)
+                    for number, need in self.takers[slot]:
+                        if number > index and after[number] & ~off and not all(map(ge, cap, need)):
+                            after[number] &= off
+                    self.claimed |= item.claims
+                    self.assignment[index] = slot
+                    self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
+                    self.assignment[index] = None
+                    self.masks = masks
+                    self.claimed &= ~item.claims
+                    for r in width:
+                        cap[r] += demand[r]
+                self.forced = forced
+                if self.exhausted or self.best >= self.ceiling:
+                    return
+        if not self.forced & bit:
+            blocked = self.blocked
+            self.blocked = blocked | self.dominated[index]
+            if not self.forced & self.blocked:
+                self._dfs(index + 1, count, online, rank)
+            self.blocked = blocked
 
-    def _bound(self, index, count, online, rank, exact=False):
-        """The best value any completion from ``index`` could reach (an upper bound): the
-        remaining tenants that still fit on some node, no more than each resource's total
-        holds; and for each set of nodes that some tenants can only go to (the GPU nodes, say),
-        no more of those than these nodes hold (in total, and node by node: resource by
-        resource, or with ``exact`` the most that fit together)."""
-        fitting, where = [], []
+    # ------------------------------------------------------------------ bound
+    def _fitting(self, index):
+        """(queue positions, node bit masks): the tenants from ``index`` on that may still be
+        placed and where each fits now; None when one that must be placed fits nowhere."""
+        blocked, claimed, masks = self.blocked, self.claimed, self.masks
+        members = list(compress(range(index, len(masks)), masks[index:]))
+        if blocked:
+            members = [number for number in members if not blocked >> number & 1]
+        if claimed:
+            queue = self.queue
+            members = [number for number in members if not queue[number].claims & claimed]
+        bits = sum(map(self.bits.__getitem__, members))
+        if self.forced >> index << index & ~bits:
+            return None
+        return members, list(map(masks.__getitem__, members)), bits
+
+    def _bound(self, index, count, online, rank, exact=False, fitting=None):
+        """The best value any completion from ``index`` could reach (an upper bound), or None
+        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
+        some node, no more than each resource's total holds; and for each set of nodes that some
+        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
+        total, and node by node: resource by resource, or with ``exact`` the most that fit
+        together)."""
+        if fitting is None:
+            fitting = self._fitting(index)
+            if fitting is None:
+                return None
+        members, where, bits = fitting
+        ceiling = (count + len(members), online + bin(self.online_bits & bits).count("1"), -rank)
+        if ceiling <= self.best:
+            return ceiling
         caps = self.caps
-        for item in self.items[index:]:
-            if item.claims & self.claimed:
-                continue
-            slots = frozenset(option[0] for option in item.options if all(map(ge, caps[option[0]], option[1])))
-            if slots:
-                fitting.append(item)
-                where.append(slots)
-        most = min(len(fitting), self._most_in(fitting, caps))
-        node_most = self._most_together if exact else self._most_alone
+        forced = self.forced & bits
+        # the tenants that must be placed (dominance) take their part first
+        most = self._most_after(members, forced, list(map(sum, zip(*caps))))
+        if most is None:
+            return None
         # enough to cut the branch: fewer tenants than the best found
-        enough = self.best[0] - count if self.best is not None else -1
-        for slots in sorted(set(where), key=len):
-            if len(slots) == len(caps) or most < enough:
+        enough = self.best[0] - count
+        # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
+        # search those of one or two nodes that tenants which must be placed are confined to
+        # (most branches these cut end there; wider sets cost more than the branches they cut)
+        if exact or index == 0:
+            confined = set(where)
+        elif forced:
+            confined = set(its for its in compress(where, [forced >> number & 1 for number in members]) if bin(its).count("1") <= 2)
+        else:
+            confined = ()
+        for slots in sorted(confined):
+            if slots == self.all_slots or (most < enough and not forced):
                 continue
-            group = [item for item, its in zip(fitting, where) if its <= slots]
-            per_node = sum(node_most(group, slot) for slot in slots)
-            most = min(most, len(fitting) - len(group) + min(per_node, self._most_in(group, [caps[slot] for slot in slots])))
-        online_most = min(most, sum(item.online for item in fitting))
+            group = [number for number, its in zip(members, where) if not its & ~slots]
+            chosen = self._slots(slots)
+            if exact:
+                per_node = sum(self._most_together(group, slot) for slot in chosen)
+            else:
+                per_node = sum(self._count(group, caps[slot]) for slot in chosen)
+            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
+            if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
+                return None
+            held = min(per_node, together)
+            most = min(most, len(members) - len(group) + held)
+        online_most = min(most, bin(self.online_bits & bits).count("1"))
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
 
-    def _most_alone(self, items, slot):
-        return self._most_in(items, [self.caps[slot]])
+    def _most_after(self, members, forced, total):
+        """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
+        resource, when those in ``forced`` are all among them; None when these do not fit."""
+        must = [number for number in members if forced >> number & 1] if forced else ()
+        if not must:
+            return self._count(members, total)
+        others = [number for number in members if not forced >> number & 1]
+        left = list(total)
+        for r, column in self.columns:
+            left[r] -= sum(map(column.__getitem__, must))
+            if left[r] < 0:
+                return None
+        return len(must) + self._count(others, left)
 
-    def _most_together(self, items, slot):
-        """The most of ``items`` that fit on node ``slot`` together (exact, small subsets)."""
-        demands = sorted(option[1] for item in items for option in item.options if option[0] == slot)
+    def _slots(self, mask):
+        """The node slots of a bit mask."""
+        slots = self.slot_lists.get(mask)
+        if slots is None:
+            slots = self.slot_lists[mask] = [slot for slot in range(len(self.caps)) if mask >> slot & 1]
+        return slots
+
+    def _count(self, members, cap):
+        """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
+        resource by resource (the smallest needs first)."""
+        most = len(members)
+        for r, column in self.columns:
+            needs = list(map(column.__getitem__, members))
+            if sum(needs) > cap[r]:
+                needs.sort()
+                most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
+        return most
+
+    def _most_together(self, members, slot):
+        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small
+        subsets; the same for nodes of one class with the same room)."""
+        key = (tuple(members), self.classes[slot], tuple(self.caps[slot]))
+        if key not in self.together:
+            self.together[key] = self._count_together(members, slot)
+        return self.together[key]
+
+    def _count_together(self, members, slot):
+        demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
         best = [0]
         steps = [0]
 
@@ -172,27 +356,53 @@ class Search:
             best[0] = max(best[0], placed)
             for number in range(start, len(demands)):
                 steps[0] += 1
-                if placed + len(demands) - number <= best[0] or steps[0] > TOGETHER_STEPS:
+                if placed + len(demands) - number <= best[0] or steps[0] > self.together_left:
                     return
                 if all(map(ge, left, demands[number])):
                     grow(number + 1, [have - want for have, want in zip(left, demands[number])], placed + 1)
         grow(0, list(self.caps[slot]), 0)
         # cut short: the resource-by-resource count, which never says fewer
-        return best[0] if steps[0] <= TOGETHER_STEPS else self._most_alone(items, slot)
+        if steps[0] <= self.together_left:
+            self.together_left -= steps[0]
+            return best[0]
+        self.together_left = 0
+        return self._count(members, self.caps[slot])
 
-    def _most_in(self, items, caps):
-        """How many of ``items`` the summed capacity of ``caps`` holds, resource by resource."""
-        most = len(items)
-        for r in range(self.width):
-            total = sum(cap[r] for cap in caps)
-            needs = [item.need[r] for item in items]
-            if sum(needs) <= total:
-                continue
-            used = placed = 0
-            for need in sorted(needs):
-                used += need
-                if used > total:
-                    break
-                placed += 1
-            most = min(most, placed)
-        return most
+
+def _dominance(items):
+    """(dominated, dominators): per tenant, bit masks of the later tenants it dominates / of the
+    later tenants that dominate it.
+
+    Tenant a dominates b when a takes no more than b of every resource on every node b may go to,
+    is worth at least as much there (priority, rank) and neither asks for explicit GPUs: a left
+    out while b is placed can take b's place and the plan is no worse. So an optimum is among
+    the assignments that leave out a only with every tenant a dominates, and place b only with
+    every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
+    count = len(items)
+    tables = [dict((slot, (demand, rank)) for slot, demand, rank, _sticky in item.options) for item in items]
+    slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
+    # per tenant its rank on each node, above any rank where it may not go: comparing these
+    # compares the ranks and that a may go wherever b may
+    away = max([rank for item in items for _s, _d, rank, _st in item.options] or [0]) + 1
+    ranks = []
+    for table in tables:
+        row = [away] * slots
+        for slot, (_demand, rank) in table.items():
+            row[slot] = rank
+        ranks.append(row)
+    # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
+    uniform = [len(set(demand for demand, _rank in table.values())) == 1 for table in tables]
+    # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
+    rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
+    covers, covered = [0] * count, [0] * count
+    others = [number for number in range(count) if rows[number] is not None]
+    for a in others:
+        mine = rows[a]
+        for b in [b for b in others if all(map(le, mine, rows[b]))]:
+            if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
+                covers[a] |= 1 << b
+                covered[b] |= 1 << a
+    # of two equal tenants the earlier one dominates
+    dominated = [covers[a] >> (a + 1) << (a + 1) for a in range(count)]
+    dominators = [covered[b] >> (b + 1) << (b + 1) & ~covers[b] for b in range(count)]
+    return dominated, dominators

@@ -560,12 +560,16 @@ def test_priority_breaks_a_tie_in_count():
 
 
 def test_a_spent_budget_is_reported_and_keeps_the_best_found():
-    """With a budget of one search node the plan is the greedy's, and says the search stopped."""
-    tenants = [tenant("t%d" % i, vcpus=12, gpus=1, vfs=1, memory_mb=16384) for i in range(12)]
+    """With a budget of one search node the plan is the greedy's, and says the search stopped
+    (a mix where the greedy places 6 and 7 fit: the search has something to find)."""
+    specs = [(8, 1, 0, 8192), (12, 1, 2, 32768), (4, 1, 1, 16384), (12, 0, 1, 32768), (8, 0, 1, 32768), (8, 1, 0, 8192),
+             (24, 0, 0, 32768), (24, 0, 1, 8192)]
+    tenants = [tenant("t%d" % i, vcpus=v, gpus=g, vfs=f, memory_mb=m) for i, (v, g, f, m) in enumerate(specs)]
     plan = plan_tenants(DGX, tenants, {"search_budget": 1})
     full = plan_tenants(DGX, tenants, {})
     assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True}
     assert not full["search"]["exhausted"] and len(full["placements"]) >= len(plan["placements"]) > 0
+    assert (len(plan["placements"]), len(full["placements"])) == (6, 7)
     assert_exclusive(DGX, plan)
 
 
