@@ -121,6 +121,15 @@ def restore_sriov(tree, wait):
             failed += 1
             continue
         netdevs = sorted(os.listdir(tree.p(base + "/net"))) if os.path.isdir(tree.p(base + "/net")) else []
+        # A PF that no network configuration names comes up down, and libvirt will not start
+        # a domain holding one of its VFs as <interface type='hostdev'> then.
+        if want.get("link_up") and netdevs:
+            argv = ["ip", "link", "set", "dev", netdevs[0], "up"]
+            if not tree.live:
+                log("would run: %s" % " ".join(argv))
+            elif subprocess.call(argv) != 0:
+                log("%s: %s failed" % (pf, " ".join(argv)))
+                failed += 1
         for vf in want.get("vfs") or []:
             if not netdevs:
                 log("%s: no netdev, VF settings skipped" % pf)

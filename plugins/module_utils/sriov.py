@@ -182,7 +182,15 @@ class SriovManager:
         _rc, out, _err = self.host.commands.run([self.ip, "link", "show", "dev", netdev])
         return parse_ip_link_vfs(out)
 
-    def plan(self, pf_text, num_vfs=None, autoprobe=None, vfs=None, force=False):
+    def link_is_up(self, netdev):
+        """The netdev's administrative state (IFF_UP in its ``flags``); None when unknown."""
+        text = self.fs.read("/sys/class/net/%s/flags" % netdev) if netdev else None
+        try:
+            return bool(int(text, 16) & 0x1)
+        except (TypeError, ValueError):
+            return None
+
+    def plan(self, pf_text, num_vfs=None, autoprobe=None, vfs=None, force=False, pf_link_up=True):
         pf = self.resolve_pf(pf_text)
         dev = self.pci[pf]
         total = dev["sriov_totalvfs"]
@@ -219,9 +227,15 @@ class SriovManager:
             keys = settings_differ(have, settings) if have is not None else sorted(settings)
             if keys:
                 vf_changes.append({"index": index, "before": have, "after": settings, "keys": keys})
+        # libvirt refuses to start a domain holding a VF as <interface type='hostdev'> while the
+        # PF is down ("the PF is not online"), and nothing else may bring an unconfigured PF up.
+        link_before = self.link_is_up(netdev)
+        link_after = True if (pf_link_up and desired and link_before is not None) else link_before
         return {
             "pf": pf,
             "netdev": netdev,
+            "link_up_before": link_before,
+            "link_up_after": link_after,
             "sriov_totalvfs": total,
             "num_vfs_before": before,
             "num_vfs_after": after,
@@ -235,7 +249,8 @@ class SriovManager:
 
     @staticmethod
     def changed(plan):
-        return bool(plan["recreate"] or plan["autoprobe_before"] != plan["autoprobe_after"] or plan["vf_changes"])
+        return bool(plan["recreate"] or plan["autoprobe_before"] != plan["autoprobe_after"] or plan["vf_changes"]
+                    or plan["link_up_before"] != plan["link_up_after"])
 
     def _write(self, run, host_path, value):
         try:
@@ -263,6 +278,9 @@ class SriovManager:
                     {"index": i, "before": current.get(i), "after": s, "keys": settings_differ(current.get(i), s)}
                     for i, s in sorted(plan["desired_settings"].items())
                     if settings_differ(current.get(i), s)]
+        if plan["link_up_before"] != plan["link_up_after"]:
+            self.host.commands.run([self.ip, "link", "set", "dev", plan["netdev"], "up"])
+            run.changed = True
         for change in plan["vf_changes"]:
             self.host.commands.run([self.ip] + ip_vf_argv(plan["netdev"], change["index"], change["after"]))
             run.changed = True
@@ -301,6 +319,8 @@ class SriovManager:
         kept = [vf for i, vf in sorted(kept.items()) if i < plan["num_vfs_after"]]
         if kept:
             entry["vfs"] = kept
+        if plan["link_up_after"] and plan["desired_settings"]:
+            entry["link_up"] = True
         pfs[plan["pf"]] = entry
         text = json.dumps({"pfs": dict(sorted(pfs.items()))}, indent=2, sort_keys=True) + "\n"
         changes = files.change(boot.SRIOV_CONFIG, text)
@@ -311,11 +331,11 @@ class SriovManager:
 # ---------------------------------------------------------------------------- the module
 def state_texts(plan):
     """The PF's count, autoprobe and changed VF settings before and after, as diff texts."""
-    def text(side, num_vfs, autoprobe):
-        return json.dumps({"pf": plan["pf"], "num_vfs": num_vfs, "autoprobe": autoprobe,
+    def text(side, num_vfs, autoprobe, link_up):
+        return json.dumps({"pf": plan["pf"], "num_vfs": num_vfs, "autoprobe": autoprobe, "link_up": link_up,
                            "vfs": dict((str(c["index"]), c[side]) for c in plan["vf_changes"])}, indent=2, sort_keys=True) + "\n"
-    return (text("before", plan["num_vfs_before"], plan["autoprobe_before"]),
-            text("after", plan["num_vfs_after"], plan["autoprobe_after"]))
+    return (text("before", plan["num_vfs_before"], plan["autoprobe_before"], plan["link_up_before"]),
+            text("after", plan["num_vfs_after"], plan["autoprobe_after"], plan["link_up_after"]))
 
 
 def reload_units(host):
@@ -330,7 +350,7 @@ def sriov_vfs(params, host, run):
     topology = read_topology(host.root)
     manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
-                        vfs=params["vfs"], force=params["force"])
+                        vfs=params["vfs"], force=params["force"], pf_link_up=params["pf_link_up"])
     changed = manager.changed(plan)
     files = BootFiles(host)
     changes = manager.persist_changes(plan, files) if params["persist"] else []
@@ -365,6 +385,7 @@ def sriov_vfs(params, host, run):
         "num_vfs_before": plan["num_vfs_before"],
         "recreated": plan["recreate"],
         "autoprobe": plan["autoprobe_after"],
+        "pf_link_up": plan["link_up_after"],
         "vfs": vfs,
         "isolation": iso,
         "persisted_files": [path for path, _b, _a in changes],

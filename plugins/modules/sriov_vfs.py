@@ -79,6 +79,15 @@ options:
         description: VF link state.
         type: str
         choices: [auto, enable, disable]
+  pf_link_up:
+    description:
+      - Bring the PF's netdev up (administratively) when O(vfs) sets anything, now and at every
+        boot with O(persist=true). libvirt refuses to start a domain that holds one of its VFs as
+        C(<interface type='hostdev'>) while the PF is down, and a PF that no network
+        configuration names stays down after a reboot.
+      - V(false) leaves the PF's link as it is. The link is never taken down.
+    type: bool
+    default: true
   persist:
     description:
       - Recreate the VFs and their settings at every boot, before libvirtd. Writes
@@ -168,6 +177,11 @@ autoprobe:
   returned: always
   type: bool
   sample: false
+pf_link_up:
+  description: Whether the PF's netdev is administratively up after the change; null when it has no netdev.
+  returned: always
+  type: bool
+  sample: true
 vfs:
   description: Each VF after the change.
   returned: always
@@ -236,6 +250,7 @@ MODULE_ARGS = dict(
             trust=dict(type="bool", default=False),
             link_state=dict(type="str", choices=["auto", "enable", "disable"]),
         ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
+        pf_link_up=dict(type="bool", default=True),
         persist=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
     ),

@@ -45,6 +45,16 @@ def test_sriov_recreates_vfs_through_zero(lab, script):
     assert kernel.read(NUMVFS) == "4"
 
 
+def test_sriov_brings_the_pf_up_before_its_vf_settings(lab, script, capsys):
+    host, kernel, tree = lab
+    host.add_netdev(PF, "ens12")
+    host.write(boot.SRIOV_CONFIG, '{"pfs": {"%s": {"num_vfs": 2, "link_up": true, "vfs": [{"index": 0, "vlan": 101}]}}}' % PF)
+    assert script["restore_sriov"](tree, 0) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
+    # the link first: libvirt starts no domain holding a VF of a PF that is down
+    assert lines == ["gpuvirt: would run: ip link set dev ens12 up", "gpuvirt: would run: ip link set dev ens12 vf 0 vlan 101"]
+
+
 def test_sriov_missing_pf_is_a_failure(lab, script):
     host, kernel, tree = lab
     host.write(boot.SRIOV_CONFIG, '{"pfs": {"0000:99:00.0": {"num_vfs": 2}}}')

@@ -139,6 +139,30 @@ def test_connectx_vf_settings_and_shared_group(cx4):
     assert all(call[:3] == ["ip", "link", "show"] for call in run.calls)
 
 
+@pytest.mark.parametrize("flags, vfs, pf_link_up, brought_up", [
+    ("0x1002", [{"index": 0, "vlan": 101}], True, True),    # down, tenant VF settings: up, and at boot
+    ("0x1003", [{"index": 0, "vlan": 101}], True, False),   # already up: nothing to do
+    ("0x1002", [], True, False),                            # no VF settings: the link is not ours
+    ("0x1002", [{"index": 0, "vlan": 101}], False, False),  # pf_link_up false: left down
+])
+def test_pf_link_brought_up_for_tenant_vf_settings(cx4, flags, vfs, pf_link_up, brought_up):
+    host, _kernel, run = cx4
+    host.write("/sys/class/net/enp1s0f0np0/flags", flags)
+    args = {"pf": "enp1s0f0np0", "num_vfs": 4, "vfs": vfs, "pf_link_up": pf_link_up}
+    check = run(args, check_mode=True, diff=True)
+    assert ["ip", "link", "set", "dev", "enp1s0f0np0", "up"] not in run.calls
+    first = run(args)
+    assert (["ip", "link", "set", "dev", "enp1s0f0np0", "up"] in run.calls) is brought_up
+    assert first["pf_link_up"] is (brought_up or flags == "0x1003")
+    if brought_up:
+        assert check["changed"] and '"link_up": false' in check["diff"][0]["before"]
+        assert int(open(host.p("/sys/class/net/enp1s0f0np0/flags"), encoding="utf-8").read(), 16) & 1
+    config = json.load(open(host.p(boot.SRIOV_CONFIG), encoding="utf-8"))["pfs"]["0000:01:00.0"]
+    assert config.get("link_up", False) is (pf_link_up and bool(vfs))
+    del run.calls[:]
+    assert run(args)["changed"] is False
+
+
 def test_vf_named_by_address_and_count_only_run_keeps_settings(cx4):
     host, _kernel, run = cx4
     settings = {"pf": "0000:01:00.0", "num_vfs": 4, "vfs": [{"address": "0000:01:00.4", "mac": "52:54:00:c0:00:01", "vlan": 7}]}
