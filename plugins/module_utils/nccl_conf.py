@@ -9,6 +9,9 @@ such device``). ``gid_index`` is either an integer (checked against each port's 
 ``discover`` (the RoCE v2 + IPv4 index read from the table), or ``auto`` (NCCL >= 2.21 picks
 the GID itself from ``NCCL_IB_ADDR_FAMILY`` / ``NCCL_IB_ADDR_RANGE`` /
 ``NCCL_IB_ROCE_VERSION_NUM``).
+
+With ``hosts_entries`` the same run also writes the tenants' RDMA addresses as a marked block
+of the hosts file (``hosts_block``), so a guest costs one module call for both files.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +22,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value, file_target, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines, check_marker, render_block
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
 
@@ -335,26 +339,73 @@ def check_inputs(params):
         check_line_value(value, "extra.%s" % key)
 
 
+class FileEdit:
+    """One file's text before and after, under the host's root: ``real`` is its real path,
+    ``shown`` its host path."""
+
+    def __init__(self, host, shown, option, create_parent=False):
+        self.shown = shown
+        self.real = file_target(host.path(shown), option, shown, create_parent=create_parent)
+        self.before = read_text(self.real, option=option, shown=shown)
+        self.after = self.before
+
+    @property
+    def differs(self):
+        # None after: a missing file that stays missing
+        return self.after is not None and self.after != self.before
+
+    def apply(self, host, run, backup):
+        """Write the new text when it differs (not in check mode); the backup's host path or None."""
+        run.diff.add(self.shown, self.before, self.after)
+        if not self.differs:
+            return None
+        saved = None
+        if not run.check_mode:
+            host.files.makedirs(os.path.dirname(self.real))
+            saved = host.files.write(self.real, self.after, backup=backup)
+        run.changed = True
+        if saved is not None and host.root != os.sep:
+            return "/" + os.path.relpath(saved, host.root)
+        return saved
+
+
+def hosts_edit(params, host):
+    """The hosts file with the marked block of ``hosts_entries`` (None when the option is not
+    given: the file is not touched). The block's lines, checked before anything is read."""
+    if params["hosts_entries"] is None:
+        return None, None
+    marker = check_marker(params["hosts_marker"])
+    lines = block_lines(params["hosts_entries"])
+    edit = FileEdit(host, params["hosts_path"], "hosts_path")
+    edit.after = render_block(edit.before, lines, marker)
+    if edit.before is None and not lines:
+        edit.after = None
+    return edit, lines
+
+
 def nccl_env(params, host, run):
-    """The nccl_env module: resolve the GID settings, edit the file under the host's root."""
-    path = params["path"]
-    real = file_target(host.path(path), "path", path, create_parent=True)
+    """The nccl_env module: resolve the GID settings, edit the NCCL file (and, with
+    ``hosts_entries``, the hosts file) under the host's root. Both files are decided before
+    either is written."""
+    conf = FileEdit(host, params["path"], "path", create_parent=True)
     # the values are checked before the GID tables are read, so a bad gid_index is named first
     check_inputs(params)
-    before = read_text(real, option="path", shown=path)
+    hosts, hosts_lines = hosts_edit(params, host)
     tables = gid_tables(params, RdmaReader(host.fs))
-    result = {"path": path}
+    result = {"path": params["path"]}
     settings = wanted_settings(params, host, tables, result)
-    after = render_conf(before or "", settings)
+    conf.after = render_conf(conf.before or "", settings)
     result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
-    result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(before or ""))
+    result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(conf.before or ""))
     result["gid_table"] = [r for _k, rows in sorted(tables.items()) for r in rows]
-    run.diff.add(path, before, after)
-    if after != (before or "") or before is None:
-        if not run.check_mode:
-            host.files.makedirs(os.path.dirname(real))
-            backup = host.files.write(real, after, backup=params["backup"])
-            if backup is not None:
-                result["backup_file"] = "/" + os.path.relpath(backup, host.root) if host.root != os.sep else backup
-        run.changed = True
+    if hosts is not None:
+        result["hosts_path"] = params["hosts_path"]
+        result["hosts_lines"] = hosts_lines
+    backup = conf.apply(host, run, params["backup"])
+    if backup is not None:
+        result["backup_file"] = backup
+    if hosts is not None:
+        backup = hosts.apply(host, run, params["backup"])
+        if backup is not None:
+            result["hosts_backup_file"] = backup
     return result

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: nccl_env
-short_description: NCCL settings in /etc/nccl.conf, with a GID index that is RoCE v2 and IPv4
+short_description: NCCL settings in /etc/nccl.conf with a RoCE v2 + IPv4 GID index, and RDMA host names in /etc/hosts
 version_added: 0.1.0
 description:
   - Writes the C(KEY=VALUE) lines NCCL reads from C(/etc/nccl.conf) at init
@@ -22,6 +22,11 @@ description:
     C(NCCL_IB_ADDR_FAMILY=AF_INET), C(NCCL_IB_ADDR_RANGE) and C(NCCL_IB_ROCE_VERSION_NUM=2) so
     that NCCL 2.21 and later select the GID themselves.
   - Switching between an index and V(auto) removes the keys of the other way.
+  - With O(hosts_entries), the same run also writes a block of C(IP NAME...) lines between two marker
+    lines in O(hosts_path) (C(/etc/hosts)), the text C(ansible.builtin.blockinfile) writes with the same
+    marker, so one module call per guest sets both NCCL and the names of the tenants' RDMA addresses.
+    Both files are decided (and every input checked) before either is written; each is written whole
+    and atomically.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
@@ -72,8 +77,40 @@ options:
     description: Other C(KEY=VALUE) settings (C(NCCL_IB_TC), C(NCCL_DEBUG)); a null value removes the key.
     type: dict
     default: {}
+  hosts_entries:
+    description:
+      - Lines of the marked block in O(hosts_path), in this order, one C(IP NAME...) line per entry.
+      - An empty list removes the block. When not given, O(hosts_path) is not read or changed.
+      - An address that is not IPv4 or IPv6, a name that is not a host name (letters, digits, hyphens,
+        underscores, dot-separated labels) or a name given twice is refused before anything is changed.
+    type: list
+    elements: dict
+    suboptions:
+      ip:
+        description: The address (IPv4 or IPv6), written in its canonical form.
+        type: str
+        required: true
+      names:
+        description: The names of the address (at least one).
+        type: list
+        elements: str
+        required: true
+  hosts_path:
+    description:
+      - The hosts file of O(hosts_entries), a host path under O(root). Created when missing and there
+        are entries to write.
+    type: path
+    default: /etc/hosts
+  hosts_marker:
+    description:
+      - The marker lines of the block, with C({mark}) replaced by C(BEGIN) and C(END). Lines outside the
+        markers are kept as they are; without both markers the block is appended at the end of the file.
+      - The default is the marker of the role C(gpuvirt.tenancy.guest_rdma), whose earlier
+        C(ansible.builtin.blockinfile) block this module takes over unchanged.
+    type: str
+    default: "# {mark} gpuvirt.tenancy guest_rdma"
   backup:
-    description: Keep a copy of the file before changing it.
+    description: Keep a copy of each file (O(path), O(hosts_path)) before changing it.
     type: bool
     default: false
 requirements:
@@ -108,6 +145,14 @@ EXAMPLES = r"""
 - name: Exactly port 1 of mlx5_0 and mlx5_1 (NCCL's = prefix), not mlx5_10 and up
   gpuvirt.tenancy.nccl_env:
     ib_hca: ["=mlx5_0:1", "mlx5_1:1"]
+
+- name: NCCL settings and the tenants' RDMA addresses in /etc/hosts in one call
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: [mlx5_0:1]
+    gid_index: 3
+    hosts_entries:
+      - {ip: 192.168.83.10, names: [tenant-a-rdma]}
+      - {ip: 192.168.84.10, names: [tenant-b-rdma]}
 
 - name: A per-tenant file (two tenants simulated on one lab VM)
   gpuvirt.tenancy.nccl_env:
@@ -147,10 +192,26 @@ gid_table:
     - {"device": "mlx5_0", "port": 1, "index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0b00:0048",
        "type": "RoCE v2", "netdev": "ens3np0", "ipv4": "11.0.0.72"}
 backup_file:
-  description: The backup copy, when O(backup) made one.
+  description: The backup copy of O(path), when O(backup) made one.
   returned: changed and backup
   type: str
   sample: /etc/nccl.conf.2026-01-01@10:00:00~
+hosts_path:
+  description: The hosts file of O(hosts_entries).
+  returned: when O(hosts_entries) is given
+  type: str
+  sample: /etc/hosts
+hosts_lines:
+  description: The lines of the marked block as written (without the markers); empty when the block was removed.
+  returned: when O(hosts_entries) is given
+  type: list
+  elements: str
+  sample: ["192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]
+hosts_backup_file:
+  description: The backup copy of O(hosts_path), when O(backup) made one.
+  returned: the hosts file changed and backup
+  type: str
+  sample: /etc/hosts.2026-01-01@10:00:00~
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nccl_conf import nccl_env
@@ -167,6 +228,12 @@ MODULE_ARGS = dict(
         addr_range=dict(type="str"),
         nccl_version=dict(type="str"),
         extra=dict(type="dict", default={}),
+        hosts_entries=dict(type="list", elements="dict", options=dict(
+            ip=dict(type="str", required=True),
+            names=dict(type="list", elements="str", required=True),
+        )),
+        hosts_path=dict(type="path", default="/etc/hosts"),
+        hosts_marker=dict(type="str", default="# {mark} gpuvirt.tenancy guest_rdma"),
         backup=dict(type="bool", default=False),
     ),
 )

@@ -15,6 +15,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
 from conftest import FIXTURES, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
+from fakes.interrupt import InterruptingHost, converges_from_every_interruption, tree_state  # pylint: disable=import-error
 from fakes.rdma import add_port, read_fixture, tree_from_show_gids  # pylint: disable=import-error
 
 CX6 = "show_gids_mlx5_0_connectx6_two-linklocal-ipv6_plus-ipv4.txt"
@@ -174,3 +175,160 @@ def test_auto_derives_the_range_with_ip_on_the_host(tmp_path):
     assert not result.get("failed"), result
     assert result["settings"]["NCCL_IB_ADDR_RANGE"] == "192.0.2.0/24"
     assert commands.ran("ip") == [["ip", "-j", "-4", "addr", "show", "dev", "eth0"]]
+
+
+# -- the hosts block in the same call ------------------------------------------------------
+
+HOSTS = "127.0.0.1\tlocalhost\n::1     localhost ip6-localhost ip6-loopback\n"
+ENTRIES = [{"ip": "192.168.83.10", "names": ["tenant-a-rdma"]}, {"ip": "192.168.84.10", "names": ["tenant-b-rdma"]}]
+# the block the role's blockinfile task wrote before this module took it over (same marker)
+BLOCK = ("# BEGIN gpuvirt.tenancy guest_rdma\n192.168.83.10 tenant-a-rdma\n192.168.84.10 tenant-b-rdma\n"
+         "# END gpuvirt.tenancy guest_rdma\n")
+CONVERGED_CONF = "# written by the image build\nNCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0:1\n"
+
+
+@pytest.fixture
+def guest(cx6):
+    hosts = os.path.join(cx6["root"], "etc", "hosts")
+    with open(hosts, "w", encoding="utf-8") as handle:
+        handle.write(HOSTS)
+    return dict(cx6, hosts=hosts, args={"path": cx6["path"], "ib_hca": ["mlx5_0:1"], "hosts_entries": ENTRIES})
+
+
+def read(path):
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def test_nccl_and_hosts_in_one_call(guest):
+    result = nccl(guest["root"], guest["args"], diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["gid_index"] == 5
+    assert read(guest["real"]) == CONVERGED_CONF
+    assert read(guest["hosts"]) == HOSTS + BLOCK
+    assert result["hosts_path"] == "/etc/hosts"
+    assert result["hosts_lines"] == ["192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]
+    assert result["diff"] == [
+        {"before_header": "/etc/nccl.conf", "after_header": "/etc/nccl.conf", "before": EXISTING, "after": CONVERGED_CONF},
+        {"before_header": "/etc/hosts", "after_header": "/etc/hosts", "before": HOSTS, "after": HOSTS + BLOCK}]
+    again = nccl(guest["root"], guest["args"])
+    assert again["changed"] is False and "backup_file" not in again
+
+
+@pytest.mark.parametrize("conf, hosts, changed", [
+    # both files as the role's earlier three calls left them: nothing to do
+    (CONVERGED_CONF, HOSTS + BLOCK, False),
+    # only one of the two differs: changed, and only that file is written
+    (EXISTING, HOSTS + BLOCK, True),
+    (CONVERGED_CONF, HOSTS, True),
+    (CONVERGED_CONF, HOSTS + BLOCK.replace("192.168.84.10", "192.168.84.11"), True),
+])
+def test_changed_only_for_a_file_that_differs(guest, conf, hosts, changed):
+    for path, text in ((guest["real"], conf), (guest["hosts"], hosts)):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    stat = dict((path, os.stat(path).st_mtime_ns) for path in (guest["real"], guest["hosts"]))
+    result = nccl(guest["root"], guest["args"])
+    assert result["changed"] is changed
+    assert read(guest["real"]) == CONVERGED_CONF and read(guest["hosts"]) == HOSTS + BLOCK
+    for path, text in ((guest["real"], conf), (guest["hosts"], hosts)):
+        if text == read(path):
+            assert os.stat(path).st_mtime_ns == stat[path], path
+
+
+def test_check_mode_writes_neither_file(guest):
+    result = nccl(guest["root"], guest["args"], check_mode=True, diff=True)
+    assert result["changed"] is True
+    assert [entry["after"] for entry in result["diff"]] == [CONVERGED_CONF, HOSTS + BLOCK]
+    assert read(guest["real"]) == EXISTING and read(guest["hosts"]) == HOSTS
+
+
+@pytest.mark.parametrize("entries, before, after", [
+    # no entries: the block is removed, the rest kept
+    ([], HOSTS + BLOCK, HOSTS),
+    ([], HOSTS, HOSTS),
+    # not given: the hosts file is not read or changed, even with a block in it
+    (None, HOSTS + BLOCK, HOSTS + BLOCK),
+    (None, "not UTF-8 \xe9", "not UTF-8 \xe9"),
+])
+def test_empty_or_absent_entries(guest, entries, before, after):
+    with open(guest["hosts"], "w", encoding="latin-1") as handle:
+        handle.write(before)
+    args = dict(guest["args"], hosts_entries=entries)
+    result = nccl(guest["root"], args)
+    assert not result.get("failed"), result
+    with open(guest["hosts"], encoding="latin-1") as handle:
+        assert handle.read() == after
+    assert ("hosts_path" in result) is (entries is not None)
+
+
+@pytest.mark.parametrize("entries, created", [(ENTRIES, BLOCK), ([], None)])
+def test_missing_hosts_file(guest, entries, created):
+    os.unlink(guest["hosts"])
+    result = nccl(guest["root"], dict(guest["args"], hosts_entries=entries))
+    assert not result.get("failed"), result
+    assert (read(guest["hosts"]) if os.path.exists(guest["hosts"]) else None) == created
+
+
+def test_backup_of_each_file(guest):
+    result = nccl(guest["root"], dict(guest["args"], backup=True))
+    assert result["backup_file"].startswith("/etc/nccl.conf.") and result["hosts_backup_file"].startswith("/etc/hosts.")
+    assert read(os.path.join(guest["root"], result["hosts_backup_file"].lstrip("/"))) == HOSTS
+
+
+def test_other_marker_and_hosts_path(guest):
+    other = os.path.join(guest["root"], "etc", "hosts.rdma")
+    with open(other, "w", encoding="utf-8") as handle:
+        handle.write(HOSTS)
+    args = dict(guest["args"], hosts_path="/etc/hosts.rdma", hosts_marker="# {mark} site rdma names",
+                hosts_entries=ENTRIES[:1])
+    assert nccl(guest["root"], args)["changed"] is True
+    assert read(other) == HOSTS + "# BEGIN site rdma names\n192.168.83.10 tenant-a-rdma\n# END site rdma names\n"
+    assert read(guest["hosts"]) == HOSTS
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"hosts_entries": [{"ip": "192.168.83.300", "names": ["tenant-a-rdma"]}]},
+     "hosts_entries[0].ip: '192.168.83.300' is not an IPv4 or IPv6 address"),
+    ({"hosts_entries": [{"ip": "192.168.83.10", "names": ["tenant a"]}]}, "hosts_entries[0].names: 'tenant a' is not a host name"),
+    ({"hosts_entries": [{"ip": "192.168.83.10", "names": ["a\n10.0.0.1 b"]}]}, "control character"),
+    ({"hosts_entries": [{"ip": "192.168.83.10", "names": []}]}, "give at least one name"),
+    ({"hosts_entries": ENTRIES + [{"ip": "10.0.0.1", "names": ["tenant-a-rdma"]}]}, "tenant-a-rdma is given twice"),
+    ({"hosts_entries": [{"ip": "192.168.83.10"}]}, "names"),
+    ({"hosts_marker": "# no mark"}, "hosts_marker: '# no mark' has no {mark}"),
+    ({"hosts_path": "/etc"}, "hosts_path: /etc is a directory"),
+    ({"hosts_path": "/nowhere/hosts"}, "hosts_path: the directory of /nowhere/hosts does not exist"),
+    # a bad NCCL input leaves the hosts file alone too
+    ({"gid_index": "3"}, "gid_index 3 refused"),
+])
+def test_bad_input_changes_neither_file(guest, args, match):
+    stat = [os.stat(path).st_mtime_ns for path in (guest["real"], guest["hosts"])]
+    result = nccl(guest["root"], dict(guest["args"], **args))
+    assert result["failed"] and match in result["msg"] and result.get("changed", False) is False, result
+    assert read(guest["real"]) == EXISTING and read(guest["hosts"]) == HOSTS
+    assert [os.stat(path).st_mtime_ns for path in (guest["real"], guest["hosts"])] == stat
+
+
+def test_hosts_file_not_utf8_changes_neither_file(guest):
+    with open(guest["hosts"], "wb") as handle:
+        handle.write(b"127.0.0.1 caf\xe9\n")
+    result = nccl(guest["root"], guest["args"])
+    assert result["failed"] and "hosts_path: /etc/hosts is not UTF-8" in result["msg"]
+    assert read(guest["real"]) == EXISTING
+
+
+def test_converges_from_an_interruption_between_the_two_files(tmp_path):
+    """Two writes (nccl.conf, then /etc/hosts): stopped before either, the next run finishes."""
+    def build(name):
+        root = tmp_path / name
+        tree_from_show_gids(root, read_fixture("rdma", CX6))
+        (root / "etc").mkdir()
+        (root / "etc" / "nccl.conf").write_text(EXISTING)
+        (root / "etc" / "hosts").write_text(HOSTS)
+        return str(root)
+
+    def run(root, countdown):
+        host = InterruptingHost(root, countdown, commands=RecordedCommands())
+        return run_module(nccl_env.main, {"ib_hca": ["mlx5_0:1"], "hosts_entries": ENTRIES}, host=host)
+
+    assert converges_from_every_interruption(build, run, tree_state) == 2
