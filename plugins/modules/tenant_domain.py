@@ -330,46 +330,15 @@ mmio_window_mb:
   sample: 262144
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import IOTUNE_KEYS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, PIN_OPTIONS, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, TENANT_DOMAIN_OPTIONS, tenant_domain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
+# The domain's own options (TENANT_DOMAIN_OPTIONS) at the top level, or per entry of
+# ``domains``; vcpus and memory_mb are required per domain unless it is removed (checked by the feature).
 MODULE_ARGS = dict(
-    argument_spec=dict(
-        LIBVIRT_OPTIONS,
-        name=dict(type="str", required=True),
-        state=dict(type="str", default="defined", choices=["defined", "running", "absent"]),
-        domain_type=dict(type="str", default="kvm"),
-        vcpus=dict(type="int"),
-        max_vcpus=dict(type="int"),
-        memory_mb=dict(type="int"),
-        hugepage_size=dict(type="str"),
-        gpus=dict(type="list", elements="str", default=[]),
-        vfs=dict(type="list", elements="str", default=[]),
-        network_vfs=dict(type="list", elements="raw", default=[]),
-        mac=dict(type="str"),
-        vlan=dict(type="int"),
-        disks=dict(type="list", elements="dict", default=[], options=dict(
-            path=dict(type="str", required=True),
-            format=dict(type="str", default="qcow2"),
-            target=dict(type="str"),
-        )),
-        machine=dict(type="str"),
-        arch=dict(type="str", default="x86_64"),
-        firmware=dict(type="str", default="efi", choices=["efi", "bios"]),
-        mmio_window_mb=dict(type="int"),
-        qos=dict(type="dict", options=dict(
-            cpu_shares=dict(type="int"),
-            cpu_period=dict(type="int"),
-            cpu_quota=dict(type="int"),
-            iotune=dict(type="dict", options=dict((key, dict(type="int")) for key in IOTUNE_KEYS)),
-        )),
-        live=dict(type="bool", default=False),
-        shutdown_timeout=dict(type="int", default=120),
-        force_off=dict(type="bool", default=False),
-        **PIN_OPTIONS
-    ),
-    required_if=[("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))],
+    argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), **TENANT_DOMAIN_OPTIONS),
+    required_one_of=[("name", "domains")],
+    mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
 )
 
 
