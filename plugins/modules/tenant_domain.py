@@ -290,16 +290,7 @@ EXAMPLES = r"""
     domains:
       - name: tenant-old
         state: absent
-      - name: tenant-a
-        state: running
-        live: true
-        vcpus: 2
-        memory_mb: 16384
-        hugepage_size: 1G
-        gpus: ["0000:07:00.0"]
-        vcpu_pins: {0: "4", 1: "5"}
-        emulator_cpus: "6"
-        nodeset: "1"
+      - {name: tenant-a, state: running, live: true, vcpus: 2, memory_mb: 16384, gpus: ["0000:07:00.0"], nodeset: "1"}
       - name: tenant-b
         state: defined
         vcpus: 4
