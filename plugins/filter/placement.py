@@ -155,11 +155,12 @@ def _merged(base, override):
 
 
 def _tenant_domains(plan, tenants, settings):
-    """The ``tenant_domain`` arguments (less ``uri`` and ``live``) of each placed tenant of
-    ``plan``, in the plan's order: its size, devices and QoS (its priority class's, under its own
-    ``qos``), its pins and NUMA node, and ``state`` running or defined. ``settings``: the role's
-    ``domain_type``, ``machine``, ``memory_mode`` and ``priorities``. Empty ``mac``, ``vlan`` and
-    ``machine`` are left out (the module's own default)."""
+    """The ``tenant_domain`` arguments (less ``uri``) of each placed tenant of ``plan``, in the
+    plan's order, as the entries of its ``domains``: its size, devices and QoS (its priority
+    class's, under its own ``qos``), its pins and NUMA node, ``state`` running or defined, and its
+    own ``autostart`` when given. ``settings``: the role's ``domain_type``, ``machine``,
+    ``memory_mode``, ``priorities`` and ``live``. Empty ``mac``, ``vlan``, ``machine``, ``live``
+    and ``autostart`` are left out (the module's own default)."""
     specs = _by_name(tenants)
     priorities = settings.get("priorities") or {}
     topology = settings.get("topology")
@@ -202,6 +203,9 @@ def _tenant_domains(plan, tenants, settings):
         for key, value in (("mac", placement.get("mac")), ("vlan", placement.get("vlan")),
                            ("machine", spec.get("machine") or settings.get("machine"))):
             if value and not (topology is not None and key == "mac"):
+                args[key] = value
+        for key, value in (("live", settings.get("live")), ("autostart", spec.get("autostart"))):
+            if value is not None:
                 args[key] = value
         out.append(args)
     return out

@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one place that talks to libvirt: the connection, and the live calls on a domain
-(define, start, pin, resize, scheduler and disk limits, shutdown, undefine).
+(define, start, autostart, pin, resize, scheduler and disk limits, shutdown, undefine).
 
 libvirt-python is imported here, guarded, and nowhere else; every libvirt error leaves this
 file as a :class:`LibvirtError` (a :class:`StateError` carrying libvirt's message), so the
@@ -173,6 +173,13 @@ class Domain:
         _call(self.handle.setBlockIoTune, target, params, libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     # ------------------------------------------------------------------ lifecycle
+    def autostart(self):
+        """Whether libvirt starts the domain when the host boots."""
+        return bool(_call(self.handle.autostart))
+
+    def set_autostart(self, enabled):
+        _call(self.handle.setAutostart, 1 if enabled else 0)
+
     def start(self):
         _call(self.handle.create)
 

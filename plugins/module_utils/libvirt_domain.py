@@ -5,12 +5,17 @@
 
 Each opens one connection (``libvirt_connection``, from the module's ``uri``), decides from
 the domain's persistent definition (``domain_xml``, pure) and its running state, and only
-then acts: define, the live changes, start or remove.
+then acts: define, the live changes, autostart, start or remove. ``tenant_domain`` does so
+for one domain or, with ``domains``, for each of a list in order over the one connection.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import time
+from collections import OrderedDict
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.validation import check_required_if
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
@@ -38,6 +43,47 @@ PIN_OPTIONS = dict(
     memory_mode=dict(type="str", default="strict", choices=list(MEMORY_MODES)),
     nodeset=dict(type="str"),
 )
+# What tenant_domain takes for one domain: its top-level options, or each entry of ``domains``.
+TENANT_DOMAIN_OPTIONS = dict(
+    name=dict(type="str"),
+    state=dict(type="str", default="defined", choices=["defined", "running", "absent"]),
+    domain_type=dict(type="str", default="kvm"),
+    vcpus=dict(type="int"),
+    max_vcpus=dict(type="int"),
+    memory_mb=dict(type="int"),
+    hugepage_size=dict(type="str"),
+    gpus=dict(type="list", elements="str", default=[]),
+    vfs=dict(type="list", elements="str", default=[]),
+    network_vfs=dict(type="list", elements="raw", default=[]),
+    mac=dict(type="str"),
+    vlan=dict(type="int"),
+    disks=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="str", required=True),
+        format=dict(type="str", default="qcow2"),
+        target=dict(type="str"),
+    )),
+    machine=dict(type="str"),
+    arch=dict(type="str", default="x86_64"),
+    firmware=dict(type="str", default="efi", choices=["efi", "bios"]),
+    mmio_window_mb=dict(type="int"),
+    qos=dict(type="dict", options=dict(
+        cpu_shares=dict(type="int"),
+        cpu_period=dict(type="int"),
+        cpu_quota=dict(type="int"),
+        iotune=dict(type="dict", options=dict((key, dict(type="int")) for key in IOTUNE_KEYS)),
+    )),
+    live=dict(type="bool", default=False),
+    autostart=dict(type="bool"),
+    shutdown_timeout=dict(type="int", default=120),
+    force_off=dict(type="bool", default=False),
+    **PIN_OPTIONS
+)
+# A domain that is not removed needs its size; checked per domain (the top-level state's
+# default must not demand a size when the domains come as a list).
+TENANT_DOMAIN_REQUIRED_IF = [("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))]
+# The result fields of one domain that are flags; with ``domains``, each names the domains where it is true.
+TENANT_DOMAIN_FLAGS = ("created", "defined", "started", "removed", "stopped", "forced_off", "live_changed", "restart_required",
+                       "autostart")
 
 
 def _persistent_xml(domain):
@@ -237,12 +283,14 @@ def numa_pin(params, host, run):  # pylint: disable=unused-argument
 
 # --------------------------------------------------------------------------- tenant domains
 class TenantDomain:
-    """Define, update (persistently and, with ``live``, on the running domain), pin, start or
-    remove one tenant's domain; decide first (``__init__``), then act (``apply``). ``pins``: a
-    :class:`PinRequest` written with the definition, so one call defines and pins a tenant."""
+    """Define, update (persistently and, with ``live``, on the running domain), pin, set to
+    autostart, start or remove one tenant's domain; decide first (``__init__``), then act
+    (``apply``). ``pins``: a :class:`PinRequest` written with the definition, so one call defines
+    and pins a tenant. ``autostart``: whether the host's boot starts it (None: when its state is
+    running)."""
 
     def __init__(self, conn, spec, state, live=False, shutdown_timeout=120, force_off=False, pins=None,
-                 clock=time.monotonic, sleep=time.sleep, host=None, check_mode=False):
+                 clock=time.monotonic, sleep=time.sleep, host=None, check_mode=False, autostart=None):
         self.conn = conn
         self.host_model = host
         self.spec = spec
@@ -270,9 +318,12 @@ class TenantDomain:
             self.before_root = None
             self.before_text = ""
         self.define = self.start = self.remove = False
+        self.autostart_before = self.domain.autostart() if self.domain is not None else False
+        self.autostart = self.autostart_before
         if state == "absent":
             self.after_root = None
             self.after_text = ""
+            self.autostart = False
             self.remove = self.domain is not None
             if self.remove:
                 self.released = device_addresses(self.before_root)
@@ -290,6 +341,10 @@ class TenantDomain:
             self._running_domain_changes()
         if pins is not None and pins.pins_anything:
             self._pin(pins)
+        self.autostart = state == "running" if autostart is None else autostart
+        if self.autostart and self.domain is not None and not self.domain.is_persistent():
+            # only a persistent domain starts at boot: writing its definition makes it one
+            self.define = True
         self.after_text = to_text(self.after_root)
         self.start = state == "running" and not self.active
 
@@ -403,8 +458,13 @@ class TenantDomain:
             self.pin_changes = live_pin_changes(self.domain, pins)
 
     @property
+    def autostart_changed(self):
+        return not self.remove and self.autostart != self.autostart_before
+
+    @property
     def changed(self):
-        return self.define or self.start or self.remove or bool(self.live_changes) or bool(self.pin_changes)
+        return (self.define or self.start or self.remove or self.autostart_changed or bool(self.live_changes)
+                or bool(self.pin_changes))
 
     # ------------------------------------------------------------------ act
     def apply(self, run):
@@ -438,6 +498,12 @@ class TenantDomain:
             # the vCPUs the resize brought online are pinned as well
             self.pin_changes = live_pin_changes(self.domain, self.pins)
         apply_live_pins(self.domain, name, self.pin_changes, self.map_length, run)
+        if self.autostart_changed:
+            try:
+                self.domain.set_autostart(self.autostart)
+            except LibvirtError as exc:
+                raise StateError("setting autostart of %s to %s failed: %s" % (name, self.autostart, exc))
+            run.changed = True
         if self.start:
             try:
                 self.domain.start()
@@ -474,36 +540,151 @@ class TenantDomain:
         lines.extend(pin_diff_lines(self.pin_changes))
         if lines:
             diff.append(_running_diff(self.spec.name, lines))
+        if self.autostart_changed:
+            header = "%s (autostart)" % self.spec.name
+            diff.append({"before_header": header, "after_header": header, "before": "autostart: %s\n" % _on_off(self.autostart_before),
+                         "after": "autostart: %s\n" % _on_off(self.autostart)})
         return diff
 
     def result(self):
         return {"changed": self.changed, "xml": self.after_text, "created": self.created, "defined": self.define,
                 "started": self.start, "removed": self.remove, "stopped": self.stopped, "forced_off": self.forced,
                 "released_devices": self.released, "live_changed": bool(self.live_changes) or bool(self.pin_changes),
-                "restart_required": self.restart_required, "restart_reasons": list(self.warnings)}
+                "restart_required": self.restart_required, "restart_reasons": list(self.warnings), "autostart": self.autostart}
 
 
-def tenant_domain(params, host, run):  # pylint: disable=unused-argument
-    """The tenant_domain module."""
-    if params["shutdown_timeout"] < 0:
-        raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
-                         % params["shutdown_timeout"])
-    if params["state"] == "absent":
-        spec, pins = TenantSpec.named(params["name"]), None
+def _on_off(flag):
+    return "enable" if flag else "disable"
+
+
+class DomainRequest:
+    """One domain's options, validated without libvirt: its spec, pins and the MMIO window
+    (with the warnings that go with it). ``label``: how an error names it (``domains[1]
+    (tenant-b)``), None for the module's single domain."""
+
+    def __init__(self, options, host, label=None):
+        self.options = options
+        self.label = label
+        self.warnings = []
+        with _named(label):
+            if options["shutdown_timeout"] < 0:
+                raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
+                                 % options["shutdown_timeout"])
+            if options["state"] == "absent":
+                self.spec, self.pins = TenantSpec.named(options["name"]), None
+                return
+            self.spec = TenantSpec(options)
+            self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
+            if options["mmio_window_mb"] is None:
+                self.spec.mmio_window_mb, self.warnings = mmio_window(self.spec, host.fs)
+
+    @property
+    def pins_anything(self):
+        return self.pins is not None and self.pins.pins_anything
+
+    def check_pins(self, model):
+        """Refuse pins or a page size the host does not have, against the vCPUs the request
+        defines (the same checks the domain's decision makes), before any domain changes."""
+        with _named(self.label):
+            self.pins.validate(model, self.spec.build())
+            if self.spec.hugepage_kib:
+                check_page_size(model, self.spec.hugepage_kib, "hugepage_size")
+
+    def decide(self, conn, model, check_mode):
+        options = self.options
+        with _named(self.label):
+            return TenantDomain(conn, self.spec, options["state"], live=options["live"], shutdown_timeout=options["shutdown_timeout"],
+                                force_off=options["force_off"], pins=self.pins, host=model if self.pins_anything else None,
+                                check_mode=check_mode, autostart=options["autostart"])
+
+
+class _named:
+    """Prefix an InputError raised for one entry of ``domains`` with the entry's label."""
+
+    def __init__(self, label):
+        self.label = label
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, _traceback):
+        if self.label is not None and kind is not None and issubclass(kind, InputError):
+            error = InputError("%s: %s" % (self.label, exc))
+            error.details = getattr(exc, "details", None)
+            raise error
+        return False
+
+
+def domain_options(entries):
+    """Each entry of ``domains`` as the module validates its top-level options (types, choices,
+    defaults, the size unless removed); -> [(options, label)]. A bad entry is an InputError that
+    names its index, its name and the option; names are unique."""
+    validator = ArgumentSpecValidator(dict(TENANT_DOMAIN_OPTIONS, name=dict(type="str", required=True)),
+                                      required_if=TENANT_DOMAIN_REQUIRED_IF)
+    out, seen = [], {}
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        label = "domains[%d] (%s)" % (index, name) if name else "domains[%d]" % index
+        checked = validator.validate(entry)
+        if checked.error_messages:
+            raise InputError("%s: %s" % (label, "; ".join(checked.error_messages)))
+        if name in seen:
+            raise InputError("%s: name %s is also domains[%d]; list each domain once" % (label, name, seen[name]))
+        seen[name] = index
+        out.append((checked.validated_parameters, label))
+    return out
+
+
+def batch_result(results):
+    """The module's result with ``domains``: each domain's result by name (in list order, with its
+    ``name``), each flag as the names of the domains where it holds, the reasons and released
+    devices of all."""
+    result = {"changed": any(r["changed"] for r in results),
+              "domains": OrderedDict((r["name"], r) for r in results),
+              "restart_reasons": [reason for r in results for reason in r["restart_reasons"]],
+              "released_devices": [address for r in results for address in r["released_devices"]]}
+    for flag in TENANT_DOMAIN_FLAGS:
+        result[flag] = [r["name"] for r in results if r[flag]]
+    return result
+
+
+def tenant_domain(params, host, run):
+    """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
+    one connection. Every domain's options are checked (pins against the host too) before any
+    domain changes; then each is decided and acted on in turn, so that a removal or move earlier
+    in the list frees what a later domain takes."""
+    batch = params["domains"] is not None
+    if batch:
+        entries = domain_options(params["domains"])
     else:
-        spec = TenantSpec(params)
-        pins = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"])
-        if params["mmio_window_mb"] is None:
-            spec.mmio_window_mb, warnings = mmio_window(spec, host.fs)
-            for warning in warnings:
-                run.warn(warning)
+        try:
+            # as AnsibleModule checks it: an option left out (None) is missing
+            check_required_if(TENANT_DOMAIN_REQUIRED_IF, dict((key, value) for key, value in params.items() if value is not None))
+        except TypeError as exc:
+            raise InputError(str(exc))
+        entries = [(params, None)]
+    requests = [DomainRequest(options, host, label) for options, label in entries]
+    for request in requests:
+        for warning in request.warnings:
+            run.warn(warning)
     with connection(params["uri"]) as conn:
-        model = host_model(conn, host) if pins is not None and pins.pins_anything else None
-        tenant = TenantDomain(conn, spec, params["state"], live=params["live"], shutdown_timeout=params["shutdown_timeout"],
-                              force_off=params["force_off"], pins=pins, host=model, check_mode=run.check_mode)
-        result = decide_then_act(tenant, run)
-        result["mmio_window_mb"] = getattr(spec, "mmio_window_mb", None)
-        return result
+        model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
+        if batch:
+            for request in requests:
+                if request.pins_anything:
+                    request.check_pins(model)
+        results = []
+        for request in requests:
+            try:
+                result = decide_then_act(request.decide(conn, model, run.check_mode), run)
+            except (InputError, StateError) as exc:
+                if batch:
+                    # what the domains before this one did is part of the answer
+                    exc.details = dict(getattr(exc, "details", None) or {}, domains=OrderedDict((r["name"], r) for r in results))
+                raise
+            result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
+            results.append(dict(result, name=request.spec.name) if batch else result)
+    return batch_result(results) if batch else results[0]
 
 
 # --------------------------------------------------------------------------- what tenants hold

@@ -10,10 +10,10 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: tenant_domain
-short_description: Define, resize, prioritise, start or remove a tenant's libvirt domain with its GPUs and VFs passed through
+short_description: Define, resize, prioritise, start or remove tenants' libvirt domains with their GPUs and VFs passed through
 version_added: 0.1.0
 description:
-  - Defines a libvirt domain for one tenant through libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no),
+  - Defines a libvirt domain for one tenant (O(name)), or for each of a list of tenants (O(domains)), through libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no),
     the devices stay bound to vfio-pci by the host, see M(gpuvirt.tenancy.vfio_bind)); a VF that is a network function is passed as
     an C(interface type=hostdev) carrying O(mac) and O(vlan); file disks are virtio with C(io=threads).
   - When the domain exists, only what differs is changed (domain type, vCPU count, memory, hugepage backing, the PCI hostdevs,
@@ -26,11 +26,34 @@ description:
   - O(state=absent) shuts the domain down (ACPI power button), waits up to O(shutdown_timeout) seconds, powers it off only with
     O(force_off=true), then undefines it. Its devices are not touched, so GPUs and VFs stay bound to vfio-pci for the next tenant
     (RV(released_devices) lists them).
+  - A domain whose state is V(running) starts when the host boots (libvirt's autostart flag), so that running tenants come
+    back after a reboot; a V(defined) one does not (O(autostart) says otherwise).
+  - With O(domains), every domain is handled in one call over one libvirt connection (one round trip for all tenants of a host).
+    Every entry is checked first (its options as at the top level, its pins against the host), so that a bad entry fails the
+    call before any domain changes; then each is decided and acted on in list order, so that a removal earlier in the list
+    frees the devices a later entry takes.
   - With O(vcpu_pins), O(emulator_cpus) or O(nodeset) the same call pins the domain as M(gpuvirt.tenancy.numa_pin) does, in the
     definition it writes (so one call defines, pins and starts a tenant; the pins are checked against the host's CPUs and the vCPUs
     of the new definition), and with O(live=true) on the running domain too, after a live vCPU change. Left out, the domain's
     pins are left as they are.
 options:
+  name:
+    description: The domain name (for a tenant, the tenant name). Required unless O(domains) is given.
+    type: str
+  domains:
+    description:
+      - The domains to handle in one call, in order; each a dict of the options of one domain, the same as this module's top
+        level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
+        O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
+        O(live), O(autostart), O(shutdown_timeout), O(force_off), O(vcpu_pins), O(emulator_cpus), O(memory_mode), O(nodeset)),
+        with the same defaults; O(root) and O(uri) are shared.
+      - >-
+        Mutually exclusive with O(name) and with every other option of one domain. A bad entry fails the call with an error
+        naming its index, its name and the option (C(domains[1] (tenant-b): vcpus: must be at least 1)); a name listed twice
+        is refused.
+      - The results are in RV(domains), by name.
+    type: list
+    elements: dict
   state:
     description:
       - V(defined) defines the domain; V(running) also starts it when it is not running; V(absent) removes it (see
@@ -167,6 +190,12 @@ options:
         a running domain.
     type: bool
     default: false
+  autostart:
+    description:
+      - Whether libvirt starts the domain when the host boots. Default V(true) for O(state=running) and V(false) for
+        O(state=defined); not used with O(state=absent).
+      - Changed on the persistent domain only; the domain is not started or stopped by it.
+    type: bool
   shutdown_timeout:
     description: With O(state=absent), seconds to wait for the guest to shut down after the ACPI power button.
     type: int
@@ -179,14 +208,13 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
   - gpuvirt.tenancy.libvirt
-  - gpuvirt.tenancy.libvirt.DOMAIN
   - gpuvirt.tenancy.libvirt.PINS
 attributes:
   diff_mode:
-    details: The persistent domain XML before and after.
+    details: The persistent domain XML before and after, of each domain.
 notes:
   - The live diff (a second diff entry) lists the running domain's vCPU count, scheduler parameters, I/O limits, pins and NUMA nodeset
-    before and after.
+    before and after; a further entry shows the autostart flag before and after when it changes.
 seealso:
   - module: gpuvirt.tenancy.numa_pin
 author:
@@ -257,6 +285,23 @@ EXAMPLES = r"""
     emulator_cpus: "6"
     nodeset: "1"
 
+- name: Define and start two tenants and remove a third, in one call over one libvirt connection
+  gpuvirt.tenancy.tenant_domain:
+    domains:
+      - name: tenant-old
+        state: absent
+      - {name: tenant-a, state: running, live: true, vcpus: 2, memory_mb: 16384, gpus: ["0000:07:00.0"], nodeset: "1"}
+      - name: tenant-b
+        state: defined
+        vcpus: 4
+        memory_mb: 8192
+  register: tenants
+
+- name: Say which tenants a restart would finish
+  ansible.builtin.debug:
+    msg: "restart to apply: {{ tenants.restart_required | join(', ') }}"
+  when: tenants.restart_required | length > 0
+
 - name: Remove a tenant, powering it off if it ignores the shutdown for 60 s
   gpuvirt.tenancy.tenant_domain:
     name: tenant-b
@@ -266,43 +311,73 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+domains:
+  description:
+    - With O(domains), the result of each domain by name, in the order given; each has C(name) and the fields one domain's
+      call returns (RV(xml), RV(created), RV(defined), RV(started), RV(removed), RV(stopped), RV(forced_off),
+      RV(released_devices), RV(live_changed), RV(restart_required), RV(restart_reasons), RV(autostart), RV(mmio_window_mb)) as
+      booleans and lists, and C(changed).
+    - When a domain fails, the call fails with the results of the domains before it (they were acted on).
+  returned: with O(domains)
+  type: dict
+  sample:
+    tenant-a:
+      name: tenant-a
+      changed: true
+      xml: "<domain type='kvm'><name>tenant-a</name>...</domain>"
+      created: true
+      defined: true
+      started: true
+      removed: false
+      stopped: false
+      forced_off: false
+      released_devices: []
+      live_changed: false
+      restart_required: false
+      restart_reasons: []
+      autostart: true
+      mmio_window_mb: null
 xml:
   description: The persistent domain XML after the change (as it would be, in check mode).
-  returned: success
+  returned: without O(domains)
   type: str
   sample: "<domain type='kvm'><name>tenant-a</name>...</domain>"
 created:
-  description: Whether the domain was (or would be) newly defined.
+  description:
+    - Whether the domain was (or would be) newly defined.
+    - With O(domains), the names of the domains that were (a list; true when not empty), as for each flag below.
   returned: success
-  type: bool
+  type: raw
   sample: true
 defined:
   description: Whether the definition was (or would be) written.
   returned: success
-  type: bool
+  type: raw
   sample: true
 started:
   description: Whether the domain was (or would be) started.
   returned: success
-  type: bool
-  sample: true
+  type: raw
+  sample: ["tenant-a"]
 removed:
   description: Whether the domain was (or would be) undefined (O(state=absent)).
   returned: success
-  type: bool
+  type: raw
   sample: false
 stopped:
   description: Whether the running domain was (or would be) shut down to remove it.
   returned: success
-  type: bool
+  type: raw
   sample: false
 forced_off:
   description: Whether it had to be powered off after O(shutdown_timeout).
   returned: success
-  type: bool
+  type: raw
   sample: false
 released_devices:
-  description: PCI addresses the removed domain held (hostdevs and hostdev interfaces); they stay bound to vfio-pci.
+  description:
+    - PCI addresses the removed domain held (hostdevs and hostdev interfaces); they stay bound to vfio-pci. With O(domains),
+      those of every removed domain.
   returned: success
   type: list
   elements: str
@@ -310,66 +385,42 @@ released_devices:
 live_changed:
   description: Whether the running domain was (or would be) changed live.
   returned: success
-  type: bool
+  type: raw
   sample: false
 restart_required:
   description: The domain runs and part of its new definition applies only when it is restarted (see RV(restart_reasons)).
   returned: success
-  type: bool
+  type: raw
   sample: false
 restart_reasons:
-  description: What the running domain keeps until it is restarted, and why (also given as warnings).
+  description:
+    - What the running domain keeps until it is restarted, and why (also given as warnings). With O(domains), those of every
+      domain.
   returned: success
   type: list
   elements: str
   sample: ["running domain tenant-a keeps its hugepage backing until it is restarted (the definition is updated; restart the tenant to apply)"]
+autostart:
+  description: Whether libvirt starts the domain when the host boots, after the change (false once removed).
+  returned: success
+  type: raw
+  sample: true
 mmio_window_mb:
   description: The 64-bit MMIO window (MiB) the definition asks OVMF for; null when OVMF's default is enough or O(firmware=bios).
-  returned: unless O(state=absent)
+  returned: unless O(state=absent); without O(domains)
   type: int
   sample: 262144
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import IOTUNE_KEYS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, PIN_OPTIONS, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, TENANT_DOMAIN_OPTIONS, tenant_domain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
+# The domain's own options (TENANT_DOMAIN_OPTIONS) at the top level, or per entry of
+# ``domains``; vcpus and memory_mb are required per domain unless it is removed (checked by the feature).
 MODULE_ARGS = dict(
-    argument_spec=dict(
-        LIBVIRT_OPTIONS,
-        name=dict(type="str", required=True),
-        state=dict(type="str", default="defined", choices=["defined", "running", "absent"]),
-        domain_type=dict(type="str", default="kvm"),
-        vcpus=dict(type="int"),
-        max_vcpus=dict(type="int"),
-        memory_mb=dict(type="int"),
-        hugepage_size=dict(type="str"),
-        gpus=dict(type="list", elements="str", default=[]),
-        vfs=dict(type="list", elements="str", default=[]),
-        network_vfs=dict(type="list", elements="raw", default=[]),
-        mac=dict(type="str"),
-        vlan=dict(type="int"),
-        disks=dict(type="list", elements="dict", default=[], options=dict(
-            path=dict(type="str", required=True),
-            format=dict(type="str", default="qcow2"),
-            target=dict(type="str"),
-        )),
-        machine=dict(type="str"),
-        arch=dict(type="str", default="x86_64"),
-        firmware=dict(type="str", default="efi", choices=["efi", "bios"]),
-        mmio_window_mb=dict(type="int"),
-        qos=dict(type="dict", options=dict(
-            cpu_shares=dict(type="int"),
-            cpu_period=dict(type="int"),
-            cpu_quota=dict(type="int"),
-            iotune=dict(type="dict", options=dict((key, dict(type="int")) for key in IOTUNE_KEYS)),
-        )),
-        live=dict(type="bool", default=False),
-        shutdown_timeout=dict(type="int", default=120),
-        force_off=dict(type="bool", default=False),
-        **PIN_OPTIONS
-    ),
-    required_if=[("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))],
+    argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), **TENANT_DOMAIN_OPTIONS),
+    required_one_of=[("name", "domains")],
+    mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
 )
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The placement filters: plan_tenants (the planner behind a Jinja filter, bad input as a filter
 error), and tenant_domains / tenant_removals (a plan as tenant_domain arguments, built once per
-tenant)."""
+tenant, the entries of its ``domains``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab  # pylint: disable=import-error
@@ -67,6 +68,19 @@ def test_tenant_domains_are_the_module_arguments_of_each_placed_tenant():
     assert b["disks"] == TENANTS[1]["disks"]
     assert "mac" not in b and "vlan" not in b and "machine" not in b
     assert DOMAINS(plan, TENANTS, dict(SETTINGS, machine="q35"))[0]["machine"] == "q35"
+
+
+def test_tenant_domains_are_the_entries_of_one_tenant_domain_call():
+    """With ``live`` in the settings and a tenant's own ``autostart``, each entry carries them, and
+    the list is what the module's ``domains`` takes (checked as the module checks it)."""
+    tenants = [dict(TENANTS[0], autostart=False), TENANTS[1]]
+    plan = PLAN(lab(pages_2m=(0, 64)), tenants, {"reserved_cpus": [0], "numa": "preferred"})
+    entries = DOMAINS(plan, tenants, dict(SETTINGS, live=True))
+    assert [(e["live"], e.get("autostart")) for e in entries] == [(True, False), (True, None)]
+    checked = domain_options(entries)
+    assert [(options["name"], options["state"], options["autostart"], label) for options, label in checked] == [
+        ("a", "running", False, "domains[0] (a)"), ("b", "defined", None, "domains[1] (b)")]
+    assert "live" not in DOMAINS(plan, tenants, SETTINGS)[0]
 
 
 def test_tenant_domains_need_each_priority_class():

@@ -510,3 +510,149 @@ def test_preview_checks_pins_against_the_captured_host(conn, args, tmp_path):
     # a CPU the captured host does not have is still refused
     beyond = run_module(tenant_domain.main, dict(pins, emulator_cpus="200"), check_mode=True, host=host)
     assert beyond.get("failed") and "CPU(s) 200 are not on this host" in beyond["msg"]
+
+
+# --------------------------------------------------------------------------- autostart: running tenants come back at boot
+def autostart_of(conn, name):
+    return bool(conn.lookupByName(name).autostart())
+
+
+@pytest.mark.parametrize("state, autostart, expected", [
+    ("running", None, True),
+    ("defined", None, False),
+    ("defined", True, True),
+    ("running", False, False),
+])
+def test_autostart_follows_the_state_unless_given(conn, args, state, autostart, expected):
+    args["state"] = state
+    if autostart is not None:
+        args["autostart"] = autostart
+    result = run_module(tenant_domain.main, args)
+    assert result["changed"] and result["autostart"] is expected
+    assert autostart_of(conn, args["name"]) is expected
+    assert not run_module(tenant_domain.main, args)["changed"]
+
+
+def test_autostart_change_is_honest_in_check_mode_and_diff(conn, args):
+    run_module(tenant_domain.main, dict(args, state="running"))
+    stopped_at_boot = dict(args, state="defined")
+    check = run_module(tenant_domain.main, stopped_at_boot, check_mode=True, diff=True)
+    assert check["changed"] and not check["defined"] and check["autostart"] is False
+    assert check["diff"][-1] == {"before_header": "%s (autostart)" % args["name"], "after_header": "%s (autostart)" % args["name"],
+                                 "before": "autostart: enable\n", "after": "autostart: disable\n"}
+    assert autostart_of(conn, args["name"])
+    done = run_module(tenant_domain.main, stopped_at_boot, diff=True)
+    assert done["changed"] and not autostart_of(conn, args["name"])
+    # the state is what it was: defined does not stop a running domain
+    assert conn.lookupByName(args["name"]).isActive()
+    again = run_module(tenant_domain.main, stopped_at_boot, diff=True)
+    assert not again["changed"] and all("autostart" not in entry["before_header"] for entry in again["diff"])
+
+
+def test_removal_takes_an_autostarted_tenant_away(conn, args):
+    run_module(tenant_domain.main, dict(args, state="running"))
+    gone = run_module(tenant_domain.main, {"name": args["name"], "uri": URI, "state": "absent", "force_off": True,
+                                           "shutdown_timeout": 0})
+    assert gone["removed"] and gone["autostart"] is False
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+
+
+# --------------------------------------------------------------------------- domains: every tenant in one call
+def entry(args, **changes):
+    """One entry of ``domains``: a tenant's options without the connection."""
+    out = dict((key, value) for key, value in args.items() if key != "uri")
+    out.update(changes)
+    return out
+
+
+def test_domains_define_and_start_each_in_one_call(conn, args):
+    second = args["name"] + "-b"
+    domains = [entry(args, state="running", **PINS), entry(args, name=second, gpus=[], vfs=[VF2], hugepage_size="none")]
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": domains}, diff=True)
+    assert result["changed"]
+    assert list(result["domains"]) == [args["name"], second]
+    first = result["domains"][args["name"]]
+    assert first["name"] == args["name"] and first["created"] and first["started"] and first["autostart"]
+    assert result["domains"][second]["created"] and not result["domains"][second]["started"]
+    assert result["created"] == [args["name"], second] and result["started"] == [args["name"]]
+    assert result["autostart"] == [args["name"]] and result["restart_required"] == [] and result["removed"] == []
+    assert pins_of(xml_of(conn, args["name"]))[:2] == ([("0", "2"), ("1", "3")], "4")
+    assert hostdevs(xml_of(conn, second)) == [VF2]
+    assert conn.lookupByName(args["name"]).isActive() and not conn.lookupByName(second).isActive()
+    assert [entry["before_header"] for entry in result["diff"]] == [
+        "%s (persistent XML)" % args["name"], "%s (autostart)" % args["name"], "%s (persistent XML)" % second]
+    again = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
+    assert not again["changed"] and again["created"] == [] and again["started"] == []
+    assert all(not r["changed"] for r in again["domains"].values())
+
+
+def test_domains_in_check_mode_change_nothing(conn, args):
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": [entry(args, state="running")]}, check_mode=True)
+    assert result["changed"] and result["created"] == [args["name"]] and result["started"] == [args["name"]]
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+
+
+def test_domains_act_in_order_so_a_removal_frees_devices(conn, args):
+    run_module(tenant_domain.main, args)
+    successor = args["name"] + "-next"
+    domains = [{"name": args["name"], "state": "absent"}, entry(args, name=successor)]
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
+    assert result["removed"] == [args["name"]] and result["created"] == [successor]
+    assert sorted(result["released_devices"]) == sorted([EDU, VF1])
+    assert hostdevs(xml_of(conn, successor)) == sorted([EDU, VF1])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"vcpus": None}, "state is defined but all of the following are missing: vcpus"),
+    ({"vcpus": "many"}, "vcpus"),
+    ({"state": "paused"}, "state"),
+    ({"colour": "blue"}, "colour"),
+    ({"vlan": 5000}, "vlan: 5000 is not a VLAN id"),
+    ({"shutdown_timeout": -1}, "shutdown_timeout: -1 is negative"),
+    # checked against the host before the first domain is defined
+    ({"vcpu_pins": {"0": "99"}}, "vcpu_pins[0]: CPU(s) 99 are not on this host"),
+    ({"vcpu_pins": {"5": "2"}}, "vcpu_pins: vCPU(s) 5 do not exist"),
+])
+def test_a_bad_entry_names_itself_and_nothing_changes(conn, args, change, message):
+    bad = args["name"] + "-bad"
+    broken = entry(args, name=bad, gpus=[], vfs=[])
+    for key, value in change.items():
+        if value is None:
+            del broken[key]
+        else:
+            broken[key] = value
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": [entry(args), broken]})
+    assert result.get("failed") and not result["changed"], result
+    assert result["msg"].startswith("domains[1] (%s): " % bad) and message in result["msg"], result["msg"]
+    for name in (args["name"], bad):
+        with pytest.raises(libvirt.libvirtError):
+            conn.lookupByName(name)
+
+
+@pytest.mark.parametrize("module_args, message", [
+    ({"domains": [{"name": "a", "state": "absent"}], "name": "a"}, "mutually exclusive: domains|name"),
+    ({"domains": [{"name": "a", "state": "absent"}], "live": True}, "mutually exclusive: domains|live"),
+    ({"domains": [{"name": "a", "state": "absent"}, {"name": "a", "state": "absent"}]}, "domains[1] (a): name a is also domains[0]"),
+    ({"domains": [{"state": "absent"}]}, "domains[0]: missing required arguments: name"),
+    ({}, "one of the following is required: name, domains"),
+])
+def test_domains_form_errors(conn, module_args, message):
+    result = run_module(tenant_domain.main, dict(module_args, uri=URI))
+    assert result.get("failed") and message in result["msg"], result["msg"]
+    del conn
+
+
+def test_a_domain_that_fails_late_reports_those_done_before(conn, args):
+    other = "other-" + uuid.uuid4().hex[:6]
+    conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
+                   "<os><type arch='i686'>hvm</type></os><devices><hostdev mode='subsystem' type='pci'><source>"
+                   "<address domain='0x0000' bus='0x81' slot='0x00' function='0x2'/></source></hostdev></devices></domain>" % other)
+    late = args["name"] + "-late"
+    domains = [entry(args), entry(args, name=late, gpus=[], vfs=[VF2])]
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
+    assert result.get("failed") and "0000:81:00.2 held by domain %s" % other in result["msg"]
+    # the first tenant is defined, and said so
+    assert result["changed"] and list(result["domains"]) == [args["name"]] and result["domains"][args["name"]]["created"]
+    assert hostdevs(xml_of(conn, args["name"])) == sorted([EDU, VF1])

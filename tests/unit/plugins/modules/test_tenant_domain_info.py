@@ -2,7 +2,7 @@
 """tenant_domain_info on libvirt's test driver, and the round trip the tenant_vms role makes:
 plan -> tenant_domain (+ numa_pin) -> tenant_domain_info -> plan again with ``existing``: every
 tenant is kept where it is, and a new tenant gets only what is left; and the role's own path,
-the plan's tenant_domains arguments, one tenant_domain call per tenant, run twice."""
+the plan's tenant_domains entries, one tenant_domain call for all tenants, run twice."""
 
 from __future__ import annotations
 
@@ -88,16 +88,17 @@ LAB_POLICY = {"numa": "preferred", "reserved_cpus": [0], "smt": "whole_cores", "
 
 
 def converge(topology, tenants, check_mode=False):
-    """What tenant_vms does: read the domains, plan keeping them, one tenant_domain call each."""
+    """What tenant_vms does: read the domains, plan keeping them, one tenant_domain call for all;
+    -> (each tenant's result in the plan's order, the call's result)."""
     filters = FilterModule().filters()
     names = [t["name"] for t in tenants]
     existing = run_module(tenant_domain_info.main, {"names": names, "uri": URI})["domains"]
     plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=existing))
     assert not plan["unplaced"], plan["unplaced"]
-    results = [run_module(tenant_domain.main, dict(args, uri=URI, live=True, arch="i686"), check_mode=check_mode, diff=check_mode)
-               for args in filters["tenant_domains"](plan, tenants, SETTINGS)]
-    assert not any(r.get("failed") for r in results), results
-    return results
+    entries = [dict(args, arch="i686") for args in filters["tenant_domains"](plan, tenants, dict(SETTINGS, live=True))]
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": entries}, check_mode=check_mode, diff=check_mode)
+    assert not result.get("failed"), result
+    return list(result["domains"].values()), result
 
 
 def live_pins(conn, name):
@@ -111,26 +112,30 @@ def test_role_path_defines_pins_and_starts_each_tenant_in_one_call(libvirt_conn)
                 "state": "running"},
                {"name": b, "vfs": 1, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "emulator": "housekeeping"}]
     topology = lab(pages_2m=(0, 64), cpus_per_node=4)
-    first = converge(topology, tenants)
+    first, call = converge(topology, tenants)
     assert [r["changed"] for r in first] == [True, True] and [r["started"] for r in first] == [True, False]
+    # the running tenant comes back when the host boots, the defined one does not
+    assert call["autostart"] == [a] and libvirt_conn.lookupByName(a).autostart() and not libvirt_conn.lookupByName(b).autostart()
     info = run_module(tenant_domain_info.main, {"names": [a, b], "uri": URI})["domains"]
     assert (info[a]["numa_node"], info[a]["vcpu_pins"], info[a]["emulator_cpus"], info[a]["active"]) == (1, {"0": "4"}, "5", True)
     assert (info[b]["vcpu_pins"], info[b]["emulator_cpus"], info[b]["active"]) == ({"0": "6"}, "0", False)
     assert live_pins(libvirt_conn, a) == [[4]]
     # the idempotence run
-    assert [r["changed"] for r in converge(topology, tenants)] == [False, False]
+    again, call = converge(topology, tenants)
+    assert [r["changed"] for r in again] == [False, False] and not call["changed"]
     # the lab's resize step: check mode shows the new vCPU pinned on node 1 and changes nothing, then it happens live
     tenants[0]["vcpus"] = 2
-    check = converge(topology, tenants, check_mode=True)
-    assert '<vcpupin vcpu="1" cpuset="7" />' in check[0]["diff"][0]["after"]
-    assert '<vcpu placement="static">2</vcpu>' in check[0]["diff"][0]["after"]
+    check, call = converge(topology, tenants, check_mode=True)
+    assert call["diff"][0]["before_header"] == "%s (persistent XML)" % a
+    assert '<vcpupin vcpu="1" cpuset="7" />' in call["diff"][0]["after"]
+    assert '<vcpu placement="static">2</vcpu>' in call["diff"][0]["after"]
     assert not check[1]["changed"] and live_pins(libvirt_conn, a) == [[4]]
-    resized = converge(topology, tenants)
+    resized, _call = converge(topology, tenants)
     assert resized[0]["changed"] and resized[0]["live_changed"]
     # the test driver has no live scheduler parameters: only the QoS waits for a restart there
     assert [r for r in resized[0]["restart_reasons"] if "QoS (its live values cannot be read" not in r] == []
     assert live_pins(libvirt_conn, a) == [[4], [7]]
-    assert [r["changed"] for r in converge(topology, tenants)] == [False, False]
+    assert [r["changed"] for r in converge(topology, tenants)[0]] == [False, False]
 
 
 # --------------------------------------------------------------------------- domains that are not tenants
