@@ -126,7 +126,7 @@ options:
         required: true
       softdep_for:
         description:
-          - Drivers that load only after O(early_driver.name) (one C(softdep DRIVER pre: NAME) line each).
+          - "Drivers that load only after O(early_driver.name) (one C(softdep DRIVER pre: NAME) line each)."
           - Empty, no softdep file is written.
         type: list
         elements: str
@@ -134,8 +134,8 @@ options:
       initramfs:
         description:
           - Ask for the driver in the initramfs too, with the tool of the host's family (from C(/etc/os-release)).
-            Debian family (initramfs-tools): the line C(NAME) in C(/etc/initramfs-tools/modules), added when missing.
-            RHEL family (dracut): C(/etc/dracut.conf.d/gpuvirt-prebind.conf) with C(force_drivers+=" NAME ").
+          - On the Debian family (initramfs-tools) the line C(NAME) in C(/etc/initramfs-tools/modules), added when missing;
+            on the RHEL family (dracut) C(/etc/dracut.conf.d/gpuvirt-prebind.conf) holding C(force_drivers+=" NAME ").
           - The initramfs itself is not rebuilt here; RV(early_driver.files) tells which files changed, so the
             caller rebuilds it once.
         type: bool
