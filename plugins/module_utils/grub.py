@@ -4,7 +4,9 @@
 """The iommu_grub feature: the kernel command line for device passthrough (IOMMU on in
 passthrough mode, devices pre-bound from boot, other args), written into the GRUB defaults
 file by :class:`bootloader.GrubCmdlineEdit`. The file's text is edited by the pure
-:mod:`grub_defaults`; the operations on the args are :mod:`kernel_args`."""
+:mod:`grub_defaults`; the operations on the args are :mod:`kernel_args`. With
+``early_driver``, the files that load the stub driver early (:mod:`early_driver`) are written
+in the same call, so that one module decides everything the next boot needs."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.early_driver import EarlyDriver
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import host_sizes_kb
 
 __metaclass__ = type
@@ -45,17 +48,24 @@ def iommu_grub_ops(params, fs):
 
 
 def iommu_grub(params, host, run):
-    """The iommu_grub module: decide, then write the file and regenerate the boot menu
-    unless in check mode."""
+    """The iommu_grub module: decide, then write the early driver's files and the GRUB
+    file and regenerate the boot menu unless in check mode."""
     vendor, ops = iommu_grub_ops(params, host.fs)
     edit = GrubCmdlineEdit(host, ops, grub_file=params["grub_file"], variable=params["variable"],
                            bootloader_update=params["bootloader_update"])
+    early = EarlyDriver(host, params["early_driver"]) if params.get("early_driver") else None
+    early_plan = early.plan() if early else None
     plan = edit.plan()
+    if early:
+        early.add_diff(run.diff)
     run.diff.add(params["grub_file"], plan["before"], plan["after"])
     backup_file = None
     if not run.check_mode:
+        if early:
+            early.apply(run)
         backup_file = edit.apply(run, backup=params["backup"])
     result = dict((key, plan[key]) for key in ("changed", "cmdline", "args", "running_cmdline", "reboot_required",
                                                "args_missing", "args_unwanted", "bootloader_commands"))
-    result.update(vendor=vendor, backup_file=backup_file)
+    result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan)
+    result["changed"] = plan["changed"] or bool(early_plan and early_plan["changed"])
     return result

@@ -20,6 +20,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_script import WANTS_DIR
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import kernel_part
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
@@ -90,12 +91,14 @@ class Hugepages:
     def __init__(self, host, pages, at_boot=("1G",), runtime=True, persist=False,
                  persist_unit="/etc/systemd/system/gpuvirt-hugepages.service", allow_partial=False,
                  boot_config="none", grub_file="/etc/default/grub", variable="GRUB_CMDLINE_LINUX",
-                 bootloader_update="auto", mounts=None):
+                 bootloader_update="auto", mounts=None, enable_units=False):
         self.host = host
         self.fs = host.fs
         self.mounts = mounts or []
         self.mount_actions = []   # (size, path) to mount now
         self.mount_units = []     # (unit path, text, text before)
+        self.enable_units = enable_units
+        self.units_to_enable = []  # (unit path, its wants link) of the units written but not enabled
         self.pages = pages or []
         self.at_boot = set(at_boot or [])
         self.runtime = runtime
@@ -238,6 +241,7 @@ class Hugepages:
             missing, unwanted = kernel_args.pending_changes(ops, running)
             reboot = bool(missing or unwanted)
         self._plan_mounts()
+        self._plan_enable()
         unit_changed = self.unit_text is not None and self.unit_text != self.unit_before
         self.result = {
             "changed": bool(self.runtime_changes) or unit_changed or bool(self.grub_edit and self.grub_edit.result["changed"]),
@@ -250,8 +254,9 @@ class Hugepages:
             "mounts": [{"size": size, "path": path, "mounted": (size, path) not in self.mount_actions}
                        for size, path in self._wanted_mounts()],
             "mount_units": [unit for unit, _text, _before in self.mount_units],
+            "units_enabled": [os.path.basename(unit) for unit, _link in self.units_to_enable],
         }
-        self.result["changed"] = self.result["changed"] or bool(self.mount_actions) or any(
+        self.result["changed"] = self.result["changed"] or bool(self.mount_actions) or bool(self.units_to_enable) or any(
             text != before for _unit, text, before in self.mount_units)
         return self.result
 
@@ -306,6 +311,38 @@ class Hugepages:
                 ])
                 self.mount_units.append((unit, text, read_text(self.host.path(unit), option="persist_unit", shown=unit)))
 
+    def _plan_enable(self):
+        """The units this run writes or keeps that systemd does not start at boot yet: an
+        enabled unit has its link in multi-user.target.wants (what ``systemctl enable`` makes
+        for ``WantedBy=multi-user.target``), so the link decides, on a live host and in a
+        captured tree alike."""
+        if not self.enable_units:
+            return
+        units = ([self.persist_unit] if self.unit_text is not None else []) + [unit for unit, _t, _b in self.mount_units]
+        for unit in units:
+            link = "%s/%s" % (WANTS_DIR, os.path.basename(unit))
+            if not self.fs.exists(link):
+                self.units_to_enable.append((unit, link))
+
+    def _enable(self, run, units_written):
+        """``systemctl daemon-reload`` after a unit changed and ``systemctl enable`` on the live
+        host; under another root the wants links themselves (systemd is not running there)."""
+        if self.host.live and (units_written or self.units_to_enable):
+            systemctl = self.host.commands.which("systemctl", required=True, hint="the units need systemd")
+            if units_written:
+                self.host.commands.run([systemctl, "daemon-reload"])
+            for unit, _link in self.units_to_enable:
+                self.host.commands.run([systemctl, "enable", os.path.basename(unit)])
+                run.changed = True
+                self.done.append("enabled " + os.path.basename(unit))
+            return
+        for unit, link in self.units_to_enable:
+            real = self.host.path(link)
+            self.host.files.makedirs(os.path.dirname(real))
+            self.host.files.symlink(unit, real)
+            run.changed = True
+            self.done.append("linked " + link)
+
     # ------------------------------------------------------------------ act
     def apply(self, run):
         """Set the runtime counts, write the units, mount, edit the GRUB file; never in check
@@ -338,15 +375,20 @@ class Hugepages:
             run.changed = True
             self.done.append("runtime counts set: " + ", ".join(
                 "node %d %s %d -> %d" % (node, size, before, count) for size, node, before, count in done))
+        units_written = []
         if self.result["persist_unit_changed"]:
             self.host.files.write(self.host.path(self.persist_unit), self.unit_text, mode=0o644)
             run.changed = True
+            units_written.append(self.persist_unit)
             self.done.append("wrote " + self.persist_unit)
         for unit, text, before in self.mount_units:
             if text != before:
                 self.host.files.write(self.host.path(unit), text, mode=0o644)
                 run.changed = True
+                units_written.append(unit)
                 self.done.append("wrote " + unit)
+        if self.enable_units:
+            self._enable(run, units_written)
         for size, path in self.mount_actions:
             real = self.host.path(path)
             self.host.files.makedirs(real)
@@ -390,6 +432,8 @@ class Hugepages:
         for unit, text, before_text in self.mount_units:
             if text != before_text:
                 diff.add(unit, before_text, text)
+        for unit, link in self.units_to_enable:
+            diff.add(link, None, "symbolic link to %s\n" % unit)
         if self.grub_edit is not None and self.grub_edit.result["file_changed"]:
             diff.add(self.grub_edit.grub_file, self.grub_edit.result["before"], self.grub_edit.result["after"])
 
@@ -401,7 +445,8 @@ def hugepages(params, host, run):
                         persist=params["persist"], persist_unit=params["persist_unit"],
                         allow_partial=params["allow_partial"], boot_config=params["boot_config"],
                         grub_file=params["grub_file"], variable=params["variable"],
-                        bootloader_update=params["bootloader_update"], mounts=params["mounts"])
+                        bootloader_update=params["bootloader_update"], mounts=params["mounts"],
+                        enable_units=params["enable_units"])
     result = dict(manager.plan())
     try:
         shortfalls = [] if run.check_mode else manager.apply(run)

@@ -21,7 +21,7 @@ description:
     only take a total, which they split evenly over the nodes, so there every node must be asked
     the same count.
   - Runtime counts can be kept across reboots by a systemd unit (O(persist)) that writes them
-    again before C(libvirtd) starts.
+    again before C(libvirtd) starts; the module enables the units it writes (O(enable_units)).
   - Nodes, their memory and their pools come from the host model (C(host_topology_info)).
 version_added: 0.1.0
 author:
@@ -70,10 +70,20 @@ options:
   persist:
     description:
       - Write a systemd unit (O(persist_unit)) that sets the runtime counts again at every boot,
-        ordered before C(libvirtd.service) and C(virtqemud.service). Enabling it is left to the
-        caller (the P(gpuvirt.tenancy.host_boot#role) role does).
+        ordered before C(libvirtd.service) and C(virtqemud.service); O(enable_units) enables it.
     type: bool
     default: false
+  enable_units:
+    description:
+      - Enable the units written (or kept) with O(persist=true), the O(persist_unit) and the C(.mount) units
+        of O(mounts), so that systemd starts them at every boot.
+      - A unit counts as enabled when its link in C(/etc/systemd/system/multi-user.target.wants/) exists
+        (what C(systemctl enable) makes for C(WantedBy=multi-user.target)). On the running host
+        (O(root=/)) the module runs C(systemctl daemon-reload) after writing a unit and C(systemctl enable)
+        for each unit without its link; under another O(root) it makes the links itself.
+      - V(false) leaves enabling to the caller.
+    type: bool
+    default: true
   persist_unit:
     description: Path of the systemd unit written with O(persist=true).
     type: path
@@ -113,7 +123,8 @@ options:
     choices: [grub, none]
     default: grub
 notes:
-  - Enabling the units written with O(persist=true) is left to the caller; the P(gpuvirt.tenancy.host_boot#role) role does it.
+  - Nothing is changed on a host where the pools, the units, their links and the mounts are already as asked,
+    so a converged host costs one module call.
 seealso:
   - module: gpuvirt.tenancy.iommu_grub
 """
@@ -200,6 +211,12 @@ mount_units:
   type: list
   elements: str
   sample: [/etc/systemd/system/dev-hugepages1G.mount]
+units_enabled:
+  description: The units this run enabled (in check mode, would enable) with O(enable_units=true); empty when all were.
+  returned: always
+  type: list
+  elements: str
+  sample: [gpuvirt-hugepages.service, dev-hugepages1G.mount]
 shortfalls:
   description: Pools where the kernel gave another count than asked, with what it gave and what was written back.
   returned: always
@@ -222,6 +239,7 @@ MODULE_ARGS = dict(
         runtime=dict(type="bool", default=True),
         persist=dict(type="bool", default=False),
         persist_unit=dict(type="path", default="/etc/systemd/system/gpuvirt-hugepages.service"),
+        enable_units=dict(type="bool", default=True),
         mounts=dict(type="list", elements="dict", default=[], options=dict(
             size=dict(type="str", required=True, choices=["2M", "1G"]),
             path=dict(type="path", required=True),

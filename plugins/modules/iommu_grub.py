@@ -22,6 +22,10 @@ description:
     other cmdline variable that contradict the ones asked here.
   - Compares the wanted args with the running kernel's C(/proc/cmdline) and says whether a reboot
     is needed; it never reboots.
+  - With O(early_driver), also makes sure the pre-bind driver runs before the devices' own drivers
+    at the next boot (files in C(/etc/modules-load.d), C(/etc/modprobe.d) and, when asked, the
+    initramfs configuration) and says whether it runs now, so that one call decides everything
+    the next boot needs.
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
@@ -34,7 +38,7 @@ extends_documentation_fragment:
 attributes:
   diff_mode:
     details:
-      - The diff is the GRUB defaults file before and after.
+      - The diff is the GRUB defaults file before and after, and each file of O(early_driver) that changes.
 options:
   iommu:
     description:
@@ -102,6 +106,40 @@ options:
     description: Keep a copy of the file, named with a timestamp, before changing it.
     type: bool
     default: false
+  early_driver:
+    description:
+      - The stub driver that must hold the pre-bound devices from boot (usually O(pre_bind_driver)).
+        Built into the running kernel (listed in C(/lib/modules/RELEASE/modules.builtin)) it needs nothing.
+        As a module it is loaded at every boot by C(/etc/modules-load.d/gpuvirt-prebind.conf), before the
+        drivers of O(early_driver.softdep_for) by C(/etc/modprobe.d/gpuvirt-prebind.conf), and with
+        O(early_driver.initramfs=true) from the initramfs.
+      - Whether it runs now is read from C(/sys/module/NAME); RV(early_driver.reboot_required) is true while
+        it does not.
+      - Files are written whole and atomically, only when their text differs; existing files are not removed
+        when the driver is built in.
+      - Omitted, nothing of this is read or written.
+    type: dict
+    suboptions:
+      name:
+        description: Kernel module name of the driver, such as V(pci-stub) or V(vfio-pci).
+        type: str
+        required: true
+      softdep_for:
+        description:
+          - "Drivers that load only after O(early_driver.name) (one C(softdep DRIVER pre: NAME) line each)."
+          - Empty, no softdep file is written.
+        type: list
+        elements: str
+        default: []
+      initramfs:
+        description:
+          - Ask for the driver in the initramfs too, with the tool of the host's family (from C(/etc/os-release)).
+          - On the Debian family (initramfs-tools) the line C(NAME) in C(/etc/initramfs-tools/modules), added when missing;
+            on the RHEL family (dracut) C(/etc/dracut.conf.d/gpuvirt-prebind.conf) holding C(force_drivers+=" NAME ").
+          - The initramfs itself is not rebuilt here; RV(early_driver.files) tells which files changed, so the
+            caller rebuilds it once.
+        type: bool
+        default: false
 notes:
   - The new command line takes effect at the next boot; O(ignore:reboot_required) says when one is due.
     The P(gpuvirt.tenancy.host_boot#role) role does the single reboot.
@@ -131,6 +169,19 @@ EXAMPLES = r"""
         value: "0:8,1:8"
       - name: quiet
         state: absent
+
+- name: Same, and pci-stub loaded early when it is a module (before nouveau and nvidia, from the initramfs)
+  gpuvirt.tenancy.iommu_grub:
+    pre_bind_ids: [10de:2330]
+    early_driver:
+      name: pci-stub
+      softdep_for: [nouveau, nvidia]
+      initramfs: true
+  register: boot_args
+
+- name: Reboot when the command line or the early driver asks for it
+  ansible.builtin.reboot:
+  when: boot_args.reboot_required or boot_args.early_driver.reboot_required
 
 - name: Review a change on a copy, without root and without touching the boot menu
   gpuvirt.tenancy.iommu_grub:
@@ -192,6 +243,46 @@ backup_file:
   returned: always
   type: str
   sample: /etc/default/grub.2026-11-29@17:30:00~
+early_driver:
+  description: What O(early_driver) found and did; null without it.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: The driver.
+      type: str
+      sample: pci-stub
+    builtin:
+      description: Whether the running kernel has it built in (then no file is written).
+      type: bool
+      sample: false
+    loaded:
+      description: Whether it runs now (C(/sys/module/NAME) exists).
+      type: bool
+      sample: true
+    reboot_required:
+      description: Whether a reboot is due for it to hold the devices (it does not run now).
+      type: bool
+      sample: false
+    in_initramfs:
+      description: Whether the initramfs must carry the driver (a module, with O(early_driver.initramfs=true)).
+      type: bool
+      sample: false
+    initramfs_tool:
+      description: V(initramfs-tools), V(dracut), or null (not asked, or a family without either).
+      type: str
+      sample: initramfs-tools
+    files:
+      description:
+        - The files it manages on this host, each with whether this run changed it (in check mode, would change it).
+          Empty when the driver is built in.
+      type: dict
+      sample: {"/etc/modules-load.d/gpuvirt-prebind.conf": {"changed": false},
+               "/etc/modprobe.d/gpuvirt-prebind.conf": {"changed": true}}
+    changed:
+      description: Whether one of those files changed.
+      type: bool
+      sample: true
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import iommu_grub
@@ -214,6 +305,11 @@ MODULE_ARGS = dict(
                       choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
         bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
         backup=dict(type="bool", default=False),
+        early_driver=dict(type="dict", options=dict(
+            name=dict(type="str", required=True),
+            softdep_for=dict(type="list", elements="str", default=[]),
+            initramfs=dict(type="bool", default=False),
+        )),
         root=dict(type="path", default="/"),
     ),
 )

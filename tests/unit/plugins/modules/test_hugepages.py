@@ -17,8 +17,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
 
 from conftest import run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.host_tree import FakeHost, HugepageAllocator  # pylint: disable=import-error
+from fakes.live import LiveHost  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 EPYC = os.path.join(FIXTURES, "numa", "numactl-hardware_2x-epyc-9375f_smt-off_2nodes.txt")
@@ -273,3 +274,72 @@ def test_mount_refusals(mount_host, mounts, message):
     result = run(mount_host, commands=mount_host.commands, pages=[{"size": "2M", "count": 2, "node": 0}], mounts=mounts)
     assert result["failed"] and message in result["msg"]
     assert mount_host.commands.calls == [] and read(mount_host, NODE2M % 0) == "0"
+
+
+# ---------------------------------------------------------------------------- enabling the units
+WANTS = "/etc/systemd/system/multi-user.target.wants/"
+
+
+def link_on_enable(host):
+    """What ``systemctl enable UNIT`` leaves for a unit with WantedBy=multi-user.target."""
+    def effect(argv):
+        os.makedirs(host.p(WANTS), exist_ok=True)
+        os.symlink("/etc/systemd/system/" + argv[2], host.p(WANTS + argv[2]))
+    return effect
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["captured-tree", "running-host"])
+def test_persist_unit_enabled_once(tmp_path, live):
+    """Under another root the wants link is written (and shown in the diff); on the running
+    host systemd makes it (daemon-reload, then enable). The re-run is one read, no change."""
+    host = lab_host(tmp_path)
+    commands = RecordedCommands(replies=[(["systemctl", "daemon-reload"],),
+                                         Reply(["systemctl", "enable", "gpuvirt-hugepages.service"],
+                                               effect=link_on_enable(host))])
+    injected = (LiveHost if live else Host)(host.root, commands=commands)
+    args = dict(pages=[{"size": "2M", "count": 8, "node": 0}], persist=True, persist_unit=UNIT, boot_config="none")
+    result = run_module(hugepages_module.main, args, diff=True, host=injected)
+    assert result["changed"] is True and result["units_enabled"] == ["gpuvirt-hugepages.service"]
+    assert os.readlink(host.p(WANTS + "gpuvirt-hugepages.service")) == UNIT
+    assert commands.calls == ([["systemctl", "daemon-reload"], ["systemctl", "enable", "gpuvirt-hugepages.service"]]
+                              if live else [])
+    link_diff = [d for d in result["diff"] if d["after_header"] == WANTS + "gpuvirt-hugepages.service"]
+    assert link_diff == [{"before_header": WANTS + "gpuvirt-hugepages.service", "before": "",
+                          "after_header": WANTS + "gpuvirt-hugepages.service", "after": "symbolic link to %s\n" % UNIT}]
+    again = run_module(hugepages_module.main, args, host=(LiveHost if live else Host)(host.root, commands=commands))
+    assert again["changed"] is False and again["units_enabled"] == [] and len(commands.calls) == (2 if live else 0)
+
+
+@pytest.mark.parametrize("enable_units, check_mode, linked", [
+    (True, True, False),     # check mode: planned, not made
+    (False, False, False),   # left to the caller
+])
+def test_persist_unit_not_enabled(tmp_path, enable_units, check_mode, linked):
+    host = lab_host(tmp_path)
+    commands = RecordedCommands()
+    result = run_module(hugepages_module.main, dict(pages=[{"size": "2M", "count": 8, "node": 0}], persist=True,
+                                                    persist_unit=UNIT, boot_config="none", enable_units=enable_units),
+                        check_mode=check_mode, host=LiveHost(host.root, commands=commands))
+    assert result["changed"] is True and commands.calls == []
+    assert result["units_enabled"] == (["gpuvirt-hugepages.service"] if enable_units else [])
+    assert os.path.lexists(host.p(WANTS + "gpuvirt-hugepages.service")) is linked
+
+
+def test_enabled_unit_that_changed_is_reloaded_not_enabled_again(tmp_path):
+    host = lab_host(tmp_path)
+    os.makedirs(host.p(WANTS))
+    os.symlink(UNIT, host.p(WANTS + "gpuvirt-hugepages.service"))
+    host.write(UNIT, "[Service]\nExecStart=/bin/true\n")
+    commands = RecordedCommands(replies=[(["systemctl", "daemon-reload"],)])
+    result = run_module(hugepages_module.main, dict(pages=[{"size": "2M", "count": 8, "node": 0}], persist=True,
+                                                    persist_unit=UNIT, boot_config="none"),
+                        host=LiveHost(host.root, commands=commands))
+    assert result["persist_unit_changed"] is True and result["units_enabled"] == []
+    assert commands.calls == [["systemctl", "daemon-reload"]]
+
+
+def test_mount_unit_enabled_with_the_pool_unit(mount_host):
+    result = run(mount_host, commands=mount_host.commands, pages=[{"size": "2M", "count": 2, "node": 0}], persist=True,
+                 persist_unit=UNIT, mounts=[{"size": "1G", "path": "/dev/hugepages1G"}])
+    assert result["units_enabled"] == ["gpuvirt-hugepages.service", "dev-hugepages1G.mount"]
+    assert os.readlink(mount_host.p(WANTS + "dev-hugepages1G.mount")) == "/etc/systemd/system/dev-hugepages1G.mount"

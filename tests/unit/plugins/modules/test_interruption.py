@@ -77,7 +77,8 @@ def test_hugepages(tmp_path):
                 "mounts": [{"size": "2M", "path": "/dev/hugepages2M"}]}
         return run_module(hugepages.main, args, host=host)
 
-    assert converges_from_every_interruption(build, run, lambda tree: tree_state(tree.root)) == 5
+    # two pools, the pool unit, the mount unit, the mount, and each unit's wants link (enable_units)
+    assert converges_from_every_interruption(build, run, lambda tree: tree_state(tree.root)) == 7
 
 
 def test_sriov_vfs(tmp_path):

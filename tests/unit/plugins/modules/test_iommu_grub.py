@@ -330,3 +330,101 @@ def test_off_then_on_pair_becomes_one_on(host):
     result = run(host)
     assert [a for a in result["args"] if a.startswith("intel_iommu")] == ["intel_iommu=on"]
     assert [a for a in result["args"] if a.startswith("iommu=")] == ["iommu=pt"]
+
+
+# ---------------------------------------------------------------------------- the early stub driver
+# modules.builtin: one module file a line, relative to /lib/modules/RELEASE (the kernel's
+# Documentation/kbuild/kbuild.rst, "modules.builtin"); the lab kernel's release.
+RELEASE = "6.1.0-28-amd64"
+MODULES_LOAD = "/etc/modules-load.d/gpuvirt-prebind.conf"
+SOFTDEP = "/etc/modprobe.d/gpuvirt-prebind.conf"
+INITRAMFS_MODULES = "/etc/initramfs-tools/modules"
+DRACUT = "/etc/dracut.conf.d/gpuvirt-prebind.conf"
+# What roles/host_boot wrote with its copy/lineinfile tasks (molecule's boot checks read these).
+SOFTDEP_TEXT = ("# Written by gpuvirt.tenancy (host_boot): pci-stub claims the pre-bound devices first.\n"
+                "softdep nouveau pre: pci-stub\nsoftdep nvidia pre: pci-stub\nsoftdep nvidiafb pre: pci-stub\n")
+EARLY = {"name": "pci-stub", "softdep_for": ["nouveau", "nvidia", "nvidiafb"], "initramfs": True}
+DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n'
+ROCKY = 'ID="rocky"\nID_LIKE="rhel centos fedora"\n'
+
+
+def early_host(host, os_release, builtin=None, loaded=False):
+    host.write("/proc/sys/kernel/osrelease", RELEASE)
+    host.write("/etc/os-release", os_release)
+    if builtin is not None:
+        put(host, "/lib/modules/%s/modules.builtin" % RELEASE, builtin)
+    if loaded:
+        os.makedirs(host.p("/sys/module/pci_stub/parameters"))
+    return host
+
+
+@pytest.mark.parametrize("os_release, early, files", [
+    (DEBIAN, EARLY, {MODULES_LOAD: "pci-stub\n", SOFTDEP: SOFTDEP_TEXT, INITRAMFS_MODULES: "# initramfs modules\nloop\npci-stub\n"}),
+    (ROCKY, EARLY, {MODULES_LOAD: "pci-stub\n", SOFTDEP: SOFTDEP_TEXT, DRACUT: 'force_drivers+=" pci-stub "\n'}),
+    (DEBIAN, dict(EARLY, initramfs=False), {MODULES_LOAD: "pci-stub\n", SOFTDEP: SOFTDEP_TEXT}),
+    (ROCKY, {"name": "vfio-pci"}, {MODULES_LOAD: "vfio-pci\n"}),
+], ids=["debian-initramfs-tools", "rocky-dracut", "no-initramfs", "no-softdep"])
+def test_early_driver_files_of_a_module_driver(host, os_release, early, files):
+    """A driver that is a module: loaded at boot, before the GPU drivers, from the initramfs
+    where asked; a reboot is due until it runs. The re-run writes nothing."""
+    early_host(host, os_release, builtin="kernel/drivers/block/loop.ko\n")
+    put(host, INITRAMFS_MODULES, "# initramfs modules\nloop")  # no newline at the end: one is added
+    result = run(host, diff=True, early_driver=early)
+    assert result["changed"] is True
+    state = result["early_driver"]
+    assert state["builtin"] is False and state["loaded"] is False and state["reboot_required"] is True
+    assert state["in_initramfs"] is early.get("initramfs", False)
+    assert state["files"] == {path: {"changed": True} for path in files}
+    for path, text in files.items():
+        assert read(host.p(path)) == text, path
+    assert {d["before_header"] for d in result["diff"]} == set(files) | {COPY}
+    again = run(host, early_driver=early)
+    assert again["changed"] is False and again["early_driver"]["files"] == {path: {"changed": False} for path in files}
+    assert again["early_driver"]["reboot_required"] is True  # still not running: the reboot loads it
+
+
+@pytest.mark.parametrize("builtin, loaded, files, reboot", [
+    ("kernel/drivers/pci/pci-stub.ko\n", True, {}, False),                    # built in: nothing to write
+    ("kernel/drivers/block/loop.ko\n", True, {MODULES_LOAD: {"changed": False}}, False),  # a module, loaded
+    ("kernel/drivers/pci/pci_stub.ko.xz\n", False, {}, True),                 # built in, compressed name, - as _
+    (None, False, {MODULES_LOAD: {"changed": False}}, True),                  # no modules.builtin: a module
+], ids=["builtin", "loaded-module", "builtin-other-spelling", "no-builtin-list"])
+def test_early_driver_built_in_or_running(host, builtin, loaded, files, reboot):
+    early_host(host, DEBIAN, builtin=builtin, loaded=loaded)
+    put(host, MODULES_LOAD, "pci-stub\n")
+    result = run(host, early_driver={"name": "pci-stub"})
+    assert result["early_driver"]["files"] == files
+    assert result["early_driver"]["reboot_required"] is reboot and result["early_driver"]["loaded"] is loaded
+    assert result["changed"] is True  # the GRUB edit of the lab file; the early files are as wanted
+    assert not os.path.exists(host.p(SOFTDEP))
+
+
+def test_early_driver_check_mode_writes_nothing(host):
+    early_host(host, DEBIAN)
+    result = run(host, check_mode=True, diff=True, early_driver=EARLY)
+    assert result["changed"] is True and result["early_driver"]["files"][MODULES_LOAD] == {"changed": True}
+    assert [d["after"] for d in result["diff"] if d["before_header"] == SOFTDEP] == [SOFTDEP_TEXT]
+    assert not any(os.path.exists(host.p(p)) for p in (MODULES_LOAD, SOFTDEP, INITRAMFS_MODULES))
+
+
+def test_early_driver_alone_changes_the_result(host):
+    """A GRUB file already as wanted: the early driver's file alone makes the change."""
+    early_host(host, DEBIAN, builtin="")
+    run(host)
+    result = run(host, early_driver={"name": "pci-stub"})
+    assert result["changed"] is True and result["bootloader_commands"] == []
+    assert read(host.p(MODULES_LOAD)) == "pci-stub\n"
+    assert run(host, early_driver={"name": "pci-stub"})["changed"] is False
+    assert run(host)["early_driver"] is None
+
+
+@pytest.mark.parametrize("early, message", [
+    ({"name": "pci stub"}, "early_driver.name: 'pci stub' is not a kernel module name"),
+    ({"name": "pci-stub", "softdep_for": ["nouveau;reboot"]}, "early_driver.softdep_for: 'nouveau;reboot'"),
+])
+def test_early_driver_bad_names_change_nothing(host, early, message):
+    early_host(host, DEBIAN)
+    before = read_grub(host)
+    result = run(host, early_driver=early)
+    assert result["failed"] and message in result["msg"], result["msg"]
+    assert read_grub(host) == before and not os.path.exists(host.p(MODULES_LOAD))
