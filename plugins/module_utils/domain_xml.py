@@ -37,6 +37,11 @@ FIRMWARES = ("efi", "bios")
 # The fw_cfg file OVMF reads for the size of its 64-bit PCI aperture, in MiB (edk2
 # OvmfPkg/Library/PlatformInitLib/MemDetect.c, PlatformGetFirstNonAddress).
 MMIO64_FW_CFG = "opt/ovmf/X-PciMmio64Mb"
+# libvirt's QEMU namespace: <qemu:commandline> passes arguments to QEMU as they are.
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+ET.register_namespace("qemu", QEMU_NS)
+QEMU_COMMANDLINE = "{%s}commandline" % QEMU_NS
+QEMU_ARG = "{%s}arg" % QEMU_NS
 
 
 # --------------------------------------------------------------------------- XML text and trees
@@ -136,14 +141,34 @@ def firmware_of(root):
     return "bios"
 
 
+def _mmio_fw_cfg_value(arg):
+    """N of a ``-fw_cfg`` argument ``[name=]opt/ovmf/X-PciMmio64Mb,string=N``; None for
+    another argument; -1 for that file with a value that is not a number."""
+    fields = dict(part.split("=", 1) if "=" in part else ("name", part) for part in (arg or "").split(","))
+    if fields.get("name") != MMIO64_FW_CFG:
+        return None
+    try:
+        return int(fields.get("string", "").strip())
+    except ValueError:
+        return -1
+
+
+def _mmio_fw_cfg_args(root):
+    """The ``<qemu:arg>`` pairs (``-fw_cfg``, its value) that set the OVMF aperture."""
+    pairs = []
+    commandline = root.find(QEMU_COMMANDLINE)
+    args = list(commandline.findall(QEMU_ARG)) if commandline is not None else []
+    for flag, value in zip(args, args[1:]):
+        if flag.get("value") == "-fw_cfg" and _mmio_fw_cfg_value(value.get("value")) is not None:
+            pairs.append((flag, value))
+    return pairs
+
+
 def mmio_window_of(root):
     """The OVMF 64-bit aperture (MiB) a definition asks for through fw_cfg, or None."""
-    for entry in root.findall("sysinfo[@type='fwcfg']/entry"):
-        if entry.get("name") == MMIO64_FW_CFG:
-            try:
-                return int((entry.text or "").strip())
-            except ValueError:
-                return None
+    for _flag, value in _mmio_fw_cfg_args(root):
+        found = _mmio_fw_cfg_value(value.get("value"))
+        return found if found >= 0 else None
     return None
 
 
@@ -423,6 +448,9 @@ class TenantSpec:
             raise InputError("firmware: %r is not one of %s" % (self.firmware, ", ".join(FIRMWARES)))
         # the OVMF 64-bit aperture in MiB; None: no fw_cfg entry (OVMF's default window)
         self.mmio_window_mb = params.get("mmio_window_mb") or None
+        # False on a libvirt driver that drops <qemu:commandline> (the test driver of a preview):
+        # an existing definition is then not brought to the window it can never keep.
+        self.qemu_args_kept = True
         self.notes = []
         self.disks = []
         targets = set()
@@ -553,7 +581,7 @@ class TenantSpec:
             vcpu.set("current", str(self.vcpus))
         if self.qos is not None:
             self._sync_cputune(root)
-        self._sync_mmio_window(root)
+        self._sync_mmio_window(root, new=True)
         os_el = ET.SubElement(root, "os")
         type_attrs = {"arch": self.arch}
         if self.machine:
@@ -607,27 +635,31 @@ class TenantSpec:
             ET.SubElement(vlan, "tag", {"id": str(wanted["vlan"])})
         return element
 
-    def _sync_mmio_window(self, root):
-        """The fw_cfg entry that sizes OVMF's 64-bit PCI aperture, as ``mmio_window_mb`` says
-        (removed when None; other fw_cfg entries kept); -> True when changed.
+    def _sync_mmio_window(self, root, new=False):
+        """The fw_cfg file that sizes OVMF's 64-bit PCI aperture, as ``mmio_window_mb`` says
+        (removed when None; other QEMU arguments kept); -> True when changed.
 
-        libvirt's own ``<sysinfo type='fwcfg'>`` (libvirt 6.5 and later) passes it as QEMU
-        ``-fw_cfg name=opt/ovmf/X-PciMmio64Mb,string=N``: no ``<qemu:commandline>``, which
-        libvirt marks as a tainted, unsupported domain. ``<pcihole64>`` on the pcie-root
-        controller sizes QEMU's ACPI hole only, which OVMF does not read."""
-        if mmio_window_of(root) == self.mmio_window_mb:
+        Passed as QEMU ``-fw_cfg name=opt/ovmf/X-PciMmio64Mb,string=N`` through
+        ``<qemu:commandline>`` (libvirt then marks the domain tainted, custom-argv): libvirt's
+        own ``<sysinfo type='fwcfg'>`` refuses every name under ``opt/ovmf/`` ("That firmware
+        name is reserved", qemuValidateDomainDefSysinfo), and ``<pcihole64>`` sizes QEMU's ACPI
+        hole only, which OVMF does not read."""
+        if not new and not self.qemu_args_kept and root.find(QEMU_COMMANDLINE) is None:
             return False
-        sysinfo = root.find("sysinfo[@type='fwcfg']")
-        if sysinfo is None:
-            sysinfo = ET.Element("sysinfo", {"type": "fwcfg"})
-            _insert_after(root, sysinfo, ("numatune", "cputune", "vcpus", "vcpu", "memoryBacking", "currentMemory", "memory"))
-        for entry in sysinfo.findall("entry"):
-            if entry.get("name") == MMIO64_FW_CFG:
-                sysinfo.remove(entry)
+        if mmio_window_of(root) == self.mmio_window_mb and len(_mmio_fw_cfg_args(root)) <= 1:
+            return False
+        commandline = root.find(QEMU_COMMANDLINE)
+        for flag, value in _mmio_fw_cfg_args(root):
+            commandline.remove(flag)
+            commandline.remove(value)
         if self.mmio_window_mb is not None:
-            ET.SubElement(sysinfo, "entry", {"name": MMIO64_FW_CFG}).text = str(int(self.mmio_window_mb))
-        if len(sysinfo) == 0:
-            root.remove(sysinfo)
+            if commandline is None:
+                # libvirt keeps <qemu:commandline> as the domain's last element
+                commandline = ET.SubElement(root, QEMU_COMMANDLINE)
+            ET.SubElement(commandline, QEMU_ARG, {"value": "-fw_cfg"})
+            ET.SubElement(commandline, QEMU_ARG, {"value": "name=%s,string=%d" % (MMIO64_FW_CFG, int(self.mmio_window_mb))})
+        if commandline is not None and len(commandline) == 0:
+            root.remove(commandline)
         return True
 
     def _sync_phys_bits(self, root):

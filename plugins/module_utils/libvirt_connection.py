@@ -103,6 +103,10 @@ class Connection:
     def capabilities(self):
         return _call(self.handle.getCapabilities)
 
+    def keeps_qemu_arguments(self):
+        """Whether definitions keep ``<qemu:commandline>``: the QEMU driver's namespace only."""
+        return _call(self.handle.getType) == "QEMU"
+
     def cpu_map_length(self):
         """How many host CPUs a CPU map names."""
         return _call(self.handle.getCPUMap)[0]

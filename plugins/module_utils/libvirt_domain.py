@@ -22,7 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
-    cputune_qos, disk_targets, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
+    cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
     read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
@@ -329,6 +329,10 @@ class TenantDomain:
                 self.released = device_addresses(self.before_root)
                 self.stopped = self.active
             return
+        spec.qemu_args_kept = conn.keeps_qemu_arguments()
+        if spec.mmio_window_mb and not spec.qemu_args_kept:
+            self.notes.append("the 64-bit MMIO window of %s (%d MiB) goes to QEMU through <qemu:commandline>, which only "
+                              "libvirt's QEMU driver keeps; %s drops it" % (spec.name, spec.mmio_window_mb, conn.uri))
         if self.domain is not None:
             self.after_root = copy_tree(self.before_root)
             self.define = spec.update(self.after_root)
@@ -528,8 +532,10 @@ class TenantDomain:
                     self.forced = True
                 run.changed = True
             if self.domain.is_persistent():
-                # the NVRAM file (UEFI guests) belongs to the tenant and goes with it
-                self.domain.undefine(nvram=self.before_root.find("os/nvram") is not None)
+                # the NVRAM file (UEFI guests) belongs to the tenant and goes with it; with firmware
+                # autoselection the inactive definition may not name it, yet libvirt refuses to
+                # undefine the domain without the flag ("cannot undefine domain with nvram")
+                self.domain.undefine(nvram=firmware_of(self.before_root) == "efi" or self.before_root.find("os/nvram") is not None)
                 run.changed = True
         except LibvirtError as exc:
             raise StateError("removing %s failed: %s" % (name, exc))

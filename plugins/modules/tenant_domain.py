@@ -117,7 +117,8 @@ options:
     default: efi
   mmio_window_mb:
     description:
-      - Size in MiB of OVMF's 64-bit PCI MMIO window (fw_cfg C(opt/ovmf/X-PciMmio64Mb) through C(<sysinfo type='fwcfg'>)),
+      - Size in MiB of OVMF's 64-bit PCI MMIO window (fw_cfg C(opt/ovmf/X-PciMmio64Mb), passed as QEMU
+        C(-fw_cfg) through C(<qemu:commandline>): libvirt refuses C(opt/ovmf/) names in C(<sysinfo type='fwcfg'>)),
         with O(firmware=efi).
       - Default, computed from the 64-bit prefetchable BARs in each passed device's sysfs C(resource) under O(root), is the
         smallest power of two at least their sum (each aligned to its size) plus 2 GiB, set only when larger than OVMF's

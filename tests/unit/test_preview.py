@@ -82,7 +82,7 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
         assert "+++ after: %s (persistent XML)" % name in out
     assert out.count('+  <os firmware="efi">') == len(tenants)
     # one A100 40GB: 64 GiB BAR1 + 32 MiB BAR3 + headroom -> 128 GiB; two -> 256 GiB
-    windows = sorted(int(w) for w in re.findall(r'<entry name="opt/ovmf/X-PciMmio64Mb">(\d+)</entry>', out))
+    windows = sorted(int(w) for w in re.findall(r'<qemu:arg value="name=opt/ovmf/X-PciMmio64Mb,string=(\d+)" />', out))
     assert windows == sorted({1: 131072, 2: 262144}[gpus] for gpus in tenants.values())
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"

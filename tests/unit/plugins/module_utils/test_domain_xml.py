@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    PinRequest, TenantSpec, apply_pinning, firmware_of, held_resources, host_cpus, mmio_window_of, parse_xml, read_assignment,
+    QEMU_NS, PinRequest, TenantSpec, apply_pinning, firmware_of, held_resources, host_cpus, mmio_window_of, parse_xml, read_assignment,
     read_pinning, to_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
@@ -129,33 +129,55 @@ def test_a_new_uefi_domain():
     text = to_text(root)
     assert root.find("os").get("firmware") == "efi" and root.find("os/type").get("machine") == "q35"
     assert '<feature enabled="no" name="secure-boot" />' in text
-    assert '<entry name="opt/ovmf/X-PciMmio64Mb">262144</entry>' in text
+    # libvirt refuses opt/ovmf/ names in <sysinfo type='fwcfg'>: QEMU's own -fw_cfg it is
+    assert '<qemu:arg value="-fw_cfg" />' in text and '<qemu:arg value="name=opt/ovmf/X-PciMmio64Mb,string=262144" />' in text
+    assert 'xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"' in text and "sysinfo" not in text
     assert root.find("cpu/maxphysaddr").get("mode") == "passthrough"
     assert mmio_window_of(root) == 262144 and firmware_of(root) == "efi"
 
 
 @pytest.mark.parametrize("firmware, window, domain_type, expected", [
-    ("bios", None, "kvm", {"firmware": None, "fwcfg": [], "maxphysaddr": True}),
-    ("efi", None, "kvm", {"firmware": "efi", "fwcfg": [], "maxphysaddr": True}),
-    ("efi", 131072, "qemu", {"firmware": "efi", "fwcfg": ["131072"], "maxphysaddr": False}),   # TCG: no host CPU model
+    ("bios", None, "kvm", {"firmware": None, "qemu_args": [], "maxphysaddr": True}),
+    ("efi", None, "kvm", {"firmware": "efi", "qemu_args": [], "maxphysaddr": True}),
+    ("efi", 131072, "qemu", {"firmware": "efi", "qemu_args": ["-fw_cfg", "name=opt/ovmf/X-PciMmio64Mb,string=131072"],
+                             "maxphysaddr": False}),   # TCG: no host CPU model
 ])
 def test_firmware_window_and_cpu(firmware, window, domain_type, expected):
     root = TenantSpec(dict(SPEC, firmware=firmware, mmio_window_mb=window, domain_type=domain_type)).build()
     assert root.find("os").get("firmware") == expected["firmware"]
-    assert [e.text for e in root.findall("sysinfo[@type='fwcfg']/entry")] == expected["fwcfg"]
+    assert qemu_args(root) == expected["qemu_args"]
     assert (root.find("cpu/maxphysaddr") is not None) == expected["maxphysaddr"]
 
 
-def test_the_window_entry_is_ours_alone():
-    root = parse_xml(DOMAIN.replace("<devices>", "<sysinfo type='fwcfg'><entry name='opt/com.example/x'>1</entry></sysinfo><devices>"))
+def qemu_args(root):
+    return [arg.get("value") for arg in root.findall("{%s}commandline/{%s}arg" % (QEMU_NS, QEMU_NS))]
+
+
+@pytest.mark.parametrize("before", [
+    "",                                                                                  # no window yet
+    "<qemu:arg value='-fw_cfg'/><qemu:arg value='name=opt/ovmf/X-PciMmio64Mb,string=65536'/>",  # another size
+    "<qemu:arg value='-fw_cfg'/><qemu:arg value='opt/ovmf/X-PciMmio64Mb,string=bad'/>",  # unreadable, no name=
+])
+def test_the_window_argument_is_ours_alone(before):
+    others = "<qemu:arg value='-fw_cfg'/><qemu:arg value='name=opt/com.example/x,string=1'/>"
+    xml = DOMAIN.replace("</qemu:commandline>", "%s%s</qemu:commandline>" % (others, before))
+    root = parse_xml(xml)
     spec = TenantSpec(dict(SPEC, mmio_window_mb=131072))
     assert spec.update(root)
-    assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1"),
-                                                                                ("opt/ovmf/X-PciMmio64Mb", "131072")]
+    assert qemu_args(root) == ["-no-shutdown", "-fw_cfg", "name=opt/com.example/x,string=1",
+                               "-fw_cfg", "name=opt/ovmf/X-PciMmio64Mb,string=131072"]
+    assert mmio_window_of(parse_xml(to_text(root))) == 131072
     spec = TenantSpec(dict(SPEC, mmio_window_mb=None))
     spec.update(root)
-    assert [(e.get("name"), e.text) for e in root.findall("sysinfo/entry")] == [("opt/com.example/x", "1")]
+    assert qemu_args(root) == ["-no-shutdown", "-fw_cfg", "name=opt/com.example/x,string=1"]
     assert any("keeps its bios firmware" in note for note in spec.notes)
+
+
+def test_no_window_leaves_no_empty_commandline():
+    root = TenantSpec(dict(SPEC, mmio_window_mb=131072)).build()
+    spec = TenantSpec(dict(SPEC, mmio_window_mb=None))
+    assert spec.update(root)
+    assert root.find("{%s}commandline" % QEMU_NS) is None and mmio_window_of(root) is None
 
 
 def test_network_vfs_are_interfaces_with_their_own_mac_in_address_order():
