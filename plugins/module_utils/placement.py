@@ -311,6 +311,9 @@ class Host:
             if companions:
                 for member in placed:
                     self.companions[member] = tuple(companions)
+        sizes = dict((kind, set(len(unit) for address, unit in self.units.items() if (address in self.gpu_node) == (kind == "free_gpus")))
+                     for kind in ("free_gpus", "free_vfs"))
+        self.even_units = dict((kind, bool(found) and all(size % 2 == 0 for size in found)) for kind, found in sizes.items())
         if self.left_out:
             self.gpu_node_all = dict(self.gpu_node)
             for address in self.left_out:
@@ -1102,6 +1105,10 @@ class Planner:
         host = self.host
         isolate_extra = dict((t["name"], 1 if t["emulator"] == "isolate" else 0) for t in tenants)
         caps, threads_per_core = [], []
+        # IOMMU groups of two devices (or of any even number): an odd count takes at least one device
+        # that is alone in its group, and with groups of two exactly this makes the counts exact
+        # (a count takes as many pairs as there are, then single devices)
+        singles = dict((free, count) for free, count in (("free_gpus", "gpu_count"), ("free_vfs", "vf_count")) if host.even_units.get(free))
         for node in host.nodes:
             used = state.hugepages_used.get(node, {})
             pools = host.hugepages.get(node, {})
@@ -1111,7 +1118,8 @@ class Planner:
             threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
             caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
-                         pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
+                         pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem)
+                        + tuple(sum(1 for a in getattr(state, free)[node] if a not in host.units) for free in singles))
         rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
         claim_bits = {}
         candidates, index_of = [], []
@@ -1128,6 +1136,10 @@ class Planner:
             threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
             rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
                     0 if size else tenant["memory_mb"])
+            if singles:
+                # named GPUs take exactly those of them that are alone in their groups
+                rest += tuple(sum(1 for a in explicit if a not in host.units) if count == "gpu_count" and explicit is not None
+                              else tenant[count] % 2 for count in singles.values())
             ranked = tenant["vf_count"] and tenant["gpu_count"] and self.policy["pcie_affinity"] != "ignore"
             # the demand differs between nodes only by their threads per core
             demands = {}
