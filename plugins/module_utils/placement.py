@@ -753,7 +753,7 @@ class Planner:
             "vfs": list(vfs),
             "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
             "vf_pfs": dict((vf, host.vf_pf.get(vf)) for vf in vfs),
-            "companions": sorted(set(chain.from_iterable(host.companions.get(a, ()) for a in chain(gpus, vfs)))),
+            "companions": sorted(set(chain.from_iterable(host.companions.get(a, ()) for a in chain(gpus, vfs)))) if host.companions else [],
             "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
             "emulator_cpus": list(emulator),
             "cpus": sorted(held),
@@ -1117,9 +1117,11 @@ class Planner:
             # the smallest free core: a count of cores that many threads each is always there
             threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
-            caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
-                         pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem)
-                        + tuple(sum(1 for a in getattr(state, free)[node] if a not in host.units) for free in singles))
+            cap = (cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
+                   pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem)
+            if singles:
+                cap += tuple(sum(1 for a in getattr(state, free)[node] if a not in host.units) for free in singles)
+            caps.append(cap)
         rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
         claim_bits = {}
         candidates, index_of = [], []
