@@ -95,10 +95,11 @@ def _reserve(topology, tenants, policy, foreign):
         entry["notes"] = notes
         report[name] = entry
     # a function a foreign domain holds keeps the GPUs and VFs of its IOMMU group out of the plan
-    host_devices = dict(_host_devices_of(policy.get("host_devices")))
-    for address, name in sorted(held_devices.items()):
-        host_devices.setdefault(address, "held by libvirt domain %s, which gpuvirt_tenants does not list" % name)
-    policy["host_devices"] = host_devices
+    host_devices = _host_devices_of(policy.get("host_devices"))
+    if host_devices is not None:
+        for address, name in sorted(held_devices.items()):
+            host_devices.setdefault(address, "held by libvirt domain %s, which gpuvirt_tenants does not list" % name)
+        policy["host_devices"] = host_devices
     gpus_held = [a for a in held_devices if a in gpu_set]
     if gpus_held:
         pool = policy.get("gpus")
@@ -144,10 +145,13 @@ def _reserve(topology, tenants, policy, foreign):
 
 
 def _host_devices_of(value):
-    """policy.host_devices as a dict address -> reason (a list names devices without one)."""
+    """A copy of policy.host_devices as a dict address -> reason (a list names devices without
+    one); None for any other value, which the planner refuses with its own message."""
     if isinstance(value, dict):
-        return value
-    return dict((address, None) for address in value or [])
+        return dict(value)
+    if isinstance(value, (list, tuple)) or not value:
+        return dict((address, None) for address in value or [])
+    return None
 
 
 def _group_devices(topology, policy=None):

@@ -24,7 +24,12 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
   after the unchanged tenants are placed, and is re-planned (alone) only when its node is full;
-- released: the resources of a tenant marked absent (or no longer listed) are free for the plan.
+- released: the resources of a tenant marked absent (or no longer listed) are free for the plan;
+- IOMMU groups (tests/unit/plugins/module_utils/test_placement_groups.py): the GPUs and VFs of one
+  group go to one tenant or to none, with the group's other functions (``companions``: a card's
+  audio or USB function); a group holding a function the host keeps leaves them out, with the
+  reason (``groups.left_out``); bridges do not count. The counts of the search are exact with
+  groups of one and two devices (checked against the brute-force oracle).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -1234,13 +1239,16 @@ def plan_tenants(topology, tenants, policy=None):
 
     Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
-    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan}},
+    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
+    functions sharing its devices' IOMMU groups, given to it with them}},
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
     the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
-    search for the most tenants placed stopped at its budget and kept the best found}}``.
+    search for the most tenants placed stopped at its budget and kept the best found}, "groups":
+    {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
+    its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.
     """
     return Planner(topology, policy).plan(tenants)
