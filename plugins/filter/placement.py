@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError, plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError, Planner, plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_network_vfs
 
 __metaclass__ = type
@@ -94,6 +94,12 @@ def _reserve(topology, tenants, policy, foreign):
             memory[node] = memory.get(node, 0) + int(held["memory_mb"])
         entry["notes"] = notes
         report[name] = entry
+    # a function a foreign domain holds keeps the GPUs and VFs of its IOMMU group out of the plan
+    host_devices = _host_devices_of(policy.get("host_devices"))
+    if host_devices is not None:
+        for address, name in sorted(held_devices.items()):
+            host_devices.setdefault(address, "held by libvirt domain %s, which gpuvirt_tenants does not list" % name)
+        policy["host_devices"] = host_devices
     gpus_held = [a for a in held_devices if a in gpu_set]
     if gpus_held:
         pool = policy.get("gpus")
@@ -138,6 +144,29 @@ def _reserve(topology, tenants, policy, foreign):
     return topology, policy, report, refused
 
 
+def _host_devices_of(value):
+    """A copy of policy.host_devices as a dict address -> reason (a list names devices without
+    one); None for any other value, which the planner refuses with its own message."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, tuple)) or not value:
+        return dict((address, None) for address in value or [])
+    return None
+
+
+def _group_devices(topology, policy=None):
+    """The functions that go along with the tenants' GPUs and VFs to their tenants (they share
+    their IOMMU groups), to bind to vfio-pci with them, and the pool devices their groups keep
+    out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
+    [the pool devices of its group]}}``."""
+    try:
+        report = Planner(topology, policy or {}).plan([])["groups"]
+    except (PlacementInputError, InputError) as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
+    return {"companions": sorted(set(a for along in report["companions"].values() for a in along)),
+            "left_out": report["left_out"], "shared": report["shared"]}
+
+
 def _by_name(tenants):
     """Tenant name -> the tenant as the inventory gives it (the first one of a name)."""
     found = {}
@@ -179,7 +208,8 @@ def _tenant_domains(plan, tenants, settings):
             "max_vcpus": placement["max_vcpus"],
             "memory_mb": placement["memory_mb"],
             "hugepage_size": placement["hugepages"]["size"] if placement["hugepages"] else "none",
-            "gpus": placement["gpus"],
+            # the functions that share a GPU's or VF's IOMMU group go to the domain with it
+            "gpus": placement["gpus"] + [a for a in placement.get("companions") or [] if a not in placement["gpus"]],
             "vfs": placement["vfs"],
             "network_vfs": placement["network_vfs"],
             "disks": spec.get("disks", []),
@@ -253,4 +283,4 @@ class FilterModule:
 
     def filters(self):
         return {"plan_tenants": _plan_tenants, "tenant_domains": _tenant_domains, "tenant_removals": _tenant_removals,
-                "tenant_host_needs": _tenant_host_needs}
+                "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices}

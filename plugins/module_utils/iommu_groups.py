@@ -1,19 +1,48 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""IOMMU groups of the host model: who shares a device's group (the unit of isolation)."""
+"""IOMMU groups of the host model: who shares a device's group (the unit of isolation).
+
+A VFIO user gets a whole group: every endpoint in it goes to the same user (vfio_bind binds
+them, the planner gives them to one tenant). Bridges are not endpoints and stay with the host:
+the kernel's VFIO documentation (Documentation/driver-api/vfio.rst, "VFIO Usage Example") says
+of a bridge in a device's group that "it's not required to bind this device to the vfio-pci
+driver (vfio-pci does not currently support PCI bridges)", and vfio counts a group with PCI
+bridges on their own driver (pcieport) as viable (kernel commit 5f096b14, "vfio: Whitelist
+PCI bridges")."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+# PCI class of a PCI-to-PCI bridge (base 0x06, subclass 0x04): the ports of switches and root ports
+BRIDGE_CLASS = 0x0604
 
-def group_endpoints(topology, address):
-    """The other endpoints (bridges aside) of a device's IOMMU group."""
-    pci = topology["pci_devices"]
+
+def is_bridge(device):
+    """Whether a device of the host model is a PCI-to-PCI bridge (``is_bridge``, else its class)."""
+    device = device or {}
+    if "is_bridge" in device:
+        return bool(device["is_bridge"])
+    pci_class = str(device.get("class") or "")
+    try:
+        return int(pci_class, 16) >> 8 == BRIDGE_CLASS
+    except ValueError:
+        return False
+
+
+def group_members(topology, address):
+    """All the devices of ``address``'s IOMMU group, itself included, sorted; [] without a group."""
+    pci = topology.get("pci_devices") or {}
     group = (pci.get(address) or {}).get("iommu_group")
     if group is None:
         return []
-    members = topology["iommu"]["groups"].get(str(group)) or [
-        a for a, d in pci.items() if d.get("iommu_group") == group]
-    return [m for m in members if m != address and not (pci.get(m) or {}).get("is_bridge")]
+    members = ((topology.get("iommu") or {}).get("groups") or {}).get(str(group)) or [
+        a for a, d in pci.items() if (d or {}).get("iommu_group") == group]
+    return sorted(set(members) | {address})
+
+
+def group_endpoints(topology, address):
+    """The other endpoints (bridges aside) of a device's IOMMU group."""
+    pci = topology.get("pci_devices") or {}
+    return [m for m in group_members(topology, address) if m != address and not is_bridge(pci.get(m))]

@@ -24,7 +24,12 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
   after the unchanged tenants are placed, and is re-planned (alone) only when its node is full;
-- released: the resources of a tenant marked absent (or no longer listed) are free for the plan.
+- released: the resources of a tenant marked absent (or no longer listed) are free for the plan;
+- IOMMU groups (tests/unit/plugins/module_utils/test_placement_groups.py): the GPUs and VFs of one
+  group go to one tenant or to none, with the group's other functions (``companions``: a card's
+  audio or USB function); a group holding a function the host keeps leaves them out, with the
+  reason (``groups.left_out``); bridges do not count. The counts of the search are exact with
+  groups of one and two devices (checked against the brute-force oracle).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -38,6 +43,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 
 __metaclass__ = type
@@ -62,6 +69,7 @@ POLICY_DEFAULTS = {
     "existing": {},
     "strategy": "best_fit",
     "search_budget": SEARCH_BUDGET,
+    "host_devices": {},
 }
 POLICY_CHOICES = {
     "numa": ("required", "preferred"),
@@ -73,6 +81,14 @@ POLICY_CHOICES = {
 }
 TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "max_vcpus", "memory_mb", "hugepage_size", "vlan", "mac", "state",
                "priority", "qos", "emulator", "disks", "domain_type", "start", "shutdown_timeout", "force_off")
+
+# PCI base classes of the functions a GPU or VF takes along to its tenant when they share its
+# IOMMU group: multimedia (a card's HDMI/DP audio) and serial bus (its USB-C controller, UCSI).
+# Any other function (a NIC, a storage controller, another display device) stays with the host
+# and keeps the group's GPUs and VFs out of the plan.
+COMPANION_CLASSES = (0x04, 0x0C)
+GROUP_FIX = ("enable ACS on the PCIe ports above it (BIOS: ACS/PCIe ACS enable), move the card to a slot "
+             "with its own IOMMU group, or keep the device for the host (gpuvirt_host_gpus)")
 
 # The existing assignment of a tenant that grows: checked, then given its extra CPUs once
 # every tenant kept as it is holds its own (an existing tenant's growth never moves another).
@@ -127,7 +143,7 @@ class Host:
     """The parts of the host model the planner needs, indexed once per plan: per node its
     cores, GPUs and VFs; per CPU its node and core; GPU/VF ranks as they are asked for."""
 
-    def __init__(self, topology, gpu_pool=None, vf_pfs=None):
+    def __init__(self, topology, gpu_pool=None, vf_pfs=None, host_devices=None):
         if not isinstance(topology, dict):
             raise PlacementInputError("topology: expected the dict returned by gpuvirt.tenancy.host_topology_info (topology), got %s"
                                       % type(topology).__name__)
@@ -245,6 +261,7 @@ class Host:
                 self.vf_pf[vf] = pf
                 self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
                 self.vfs.append(vf)
+        self._groups(topology, pci, host_devices or {})
         self.vf_order = dict((vf, index) for index, vf in enumerate(self.vfs))
         # per node (None: devices of unknown node, usable only by a split placement)
         self.node_gpus = dict((node, []) for node in self.nodes + [None])
@@ -255,6 +272,59 @@ class Host:
             self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
         self.affinity = topology.get("gpu_nic_affinity") or {}
         self._ranks = {}
+
+    def _groups(self, topology, pci, host_devices):
+        """The IOMMU groups of the GPUs and VFs of the pools: the devices of one group go to one
+        tenant or to none. Sets ``units`` (device -> the pool devices of its group, for groups
+        of more than one), ``companions`` (device -> the other functions of its group that go
+        along with it), ``left_out`` (device -> why its group keeps it out of the plan; such
+        devices are taken out of the pools) and ``groups`` (device -> its group number)."""
+        self.units, self.companions, self.left_out, self.groups = {}, {}, {}, {}
+        self.gpu_node_all = self.gpu_node
+        pool = set(self.gpu_node).union(self.vfs)
+        host_gpus = set(g["address"] for g in topology.get("gpus") or []) - set(self.gpu_node)
+        done = set()
+        for address in sorted(pool):
+            group = (pci.get(address) or {}).get("iommu_group")
+            if group is None or group in done:
+                continue
+            done.add(group)
+            members = sorted([address] + group_endpoints(topology, address))
+            placed = [m for m in members if m in pool]
+            for member in placed:
+                self.groups[member] = group
+            blockers, companions = [], []
+            if any(m in self.gpu_node for m in placed) and any(m not in self.gpu_node for m in placed):
+                blockers.append("GPUs and VFs together (%s)" % ", ".join(placed))
+            for other in members:
+                if other in pool:
+                    continue
+                why = _kept_by_host(other, pci.get(other) or {}, host_devices, host_gpus)
+                if why:
+                    blockers.append("%s (%s)" % (other, why))
+                else:
+                    companions.append(other)
+            if blockers:
+                for member in placed:
+                    kind = "GPU" if member in self.gpu_node else "VF"
+                    self.left_out[member] = ("%s %s left out: its IOMMU group %s also holds %s, and a group goes to one tenant "
+                                             "or to none; %s" % (kind, member, group, "; ".join(blockers), GROUP_FIX))
+                continue
+            if len(placed) > 1:
+                for member in placed:
+                    self.units[member] = tuple(placed)
+            if companions:
+                for member in placed:
+                    self.companions[member] = tuple(companions)
+        sizes = dict((kind, set(len(unit) for address, unit in self.units.items() if (address in self.gpu_node) == (kind == "free_gpus")))
+                     for kind in ("free_gpus", "free_vfs"))
+        self.even_units = dict((kind, bool(found) and all(size % 2 == 0 for size in found)) for kind, found in sizes.items())
+        if self.left_out:
+            self.gpu_node_all = dict(self.gpu_node)
+            for address in self.left_out:
+                self.gpu_node.pop(address, None)
+            self.gpus = sorted(self.gpu_node)
+            self.vfs = [vf for vf in self.vfs if vf not in self.left_out]
 
     def affinity_rank(self, gpu, vf):
         """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
@@ -272,6 +342,78 @@ class Host:
         if gpu_node is not None and vf_node is not None and gpu_node != vf_node:
             return affinity.rank("SYS")
         return UNKNOWN_RANK
+
+
+def _kept_by_host(address, device, host_devices, host_gpus):
+    """Why the host keeps a function that shares a pool device's IOMMU group (it cannot go along
+    to the tenant), or None when it goes along."""
+    if address in host_devices:
+        return host_devices[address] or "the host needs it"
+    if address in host_gpus:
+        return "a GPU that stays with the host: not in the tenant GPU pool (gpuvirt_gpus)"
+    if device.get("physfn"):
+        return "a VF that is not in the VF pool"
+    if device.get("virtfns") or device.get("sriov_totalvfs"):
+        return "an SR-IOV PF the host keeps"
+    try:
+        base = int(str(device.get("class")), 16) >> 16
+    except ValueError:
+        return "a function of unknown class"
+    if base not in COMPANION_CLASSES:
+        return "class %s%s, not a function given along with a GPU" % (
+            device.get("class"), ", driver %s" % device["driver"] if device.get("driver") else "")
+    return None
+
+
+def _host_devices(value):
+    """policy.host_devices: a list of PCI addresses, or a dict address -> why the host keeps it."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = ((address, None) for address in value)
+    else:
+        raise PlacementInputError("policy.host_devices: expected a list of PCI addresses or a dict address -> reason, got %r" % (value,))
+    out = {}
+    for address, why in items:
+        normal = normalize_address(str(address))
+        if normal is None:
+            raise PlacementInputError("policy.host_devices: %r is not a PCI address (use the form 0000:82:00.0)" % (address,))
+        out[normal] = str(why) if why else "the host needs it"
+    return out
+
+
+def _pick_units(ordered, count, units):
+    """``count`` of the devices ``ordered`` (best first) in whole IOMMU groups (``units``: device
+    -> the devices of its group, for groups of more than one), or None. Larger groups first, so
+    single devices stay for tenants that ask for one; then as ordered."""
+    groups, seen = [], set()
+    for address in ordered:
+        unit = units.get(address) or (address,)
+        if unit not in seen:
+            seen.add(unit)
+            groups.append(unit)
+    groups.sort(key=len, reverse=True)
+    chosen = []
+
+    def fill(start, left):
+        if not left:
+            return True
+        tried = set()
+        for index in range(start, len(groups)):
+            size = len(groups[index])
+            # groups of one size are alike for the count: the first of them is tried
+            if size <= left and size not in tried:
+                tried.add(size)
+                chosen.append(groups[index])
+                if fill(index + 1, left - len(groups[index])):
+                    return True
+                chosen.pop()
+        return False
+    if not fill(0, count):
+        return None
+    return [address for unit in chosen for address in unit]
 
 
 class _State:
@@ -348,7 +490,7 @@ class Planner:
                 raise PlacementInputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
         merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
         self.policy = merged
-        self.host = Host(topology, merged["gpus"], merged["vf_pfs"])
+        self.host = Host(topology, merged["gpus"], merged["vf_pfs"], _host_devices(merged["host_devices"]))
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
@@ -397,6 +539,9 @@ class Planner:
         tenant["name"] = name
         gpus = raw.get("gpus", 0)
         if isinstance(gpus, (list, tuple)):
+            grouped = self._explicit_groups(gpus)
+            if grouped:
+                return {"name": name, "state": raw.get("state"), "refused": grouped}
             unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
             if unknown:
                 raise PlacementInputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
@@ -435,6 +580,20 @@ class Planner:
                                       "set reserved_cpus or use emulator isolate" % where)
         tenant["emulator"] = emulator
         return tenant
+
+    def _explicit_groups(self, gpus):
+        """Why GPUs a tenant names cannot go to it for their IOMMU groups (left out, or only part
+        of a group named); None when they can."""
+        host = self.host
+        left = [host.left_out[a] for a in gpus if a in host.left_out]
+        if left:
+            return "; ".join(left)
+        named = set(gpus)
+        partial = sorted(set(host.units[a] for a in gpus if a in host.units and not named.issuperset(host.units[a])))
+        if partial:
+            return "; ".join("GPUs %s share IOMMU group %s and go to one tenant or to none: list them all, or ask for a count"
+                             % (", ".join(unit), host.groups.get(unit[0])) for unit in partial)
+        return None
 
     def _needed_pages(self, tenant):
         size = tenant["hugepage_size"]
@@ -509,11 +668,13 @@ class Planner:
         if not count:
             return []
         free = [addr for n in allowed_nodes for addr in state.free_gpus.get(n, ())]
-        if len(free) < count:
+        grouped = self.host.units and any(addr in self.host.units for addr in free)
+        if len(free) < count or (grouped and _pick_units(free, count, self.host.units) is None):
             on_node = self.host.node_gpus[node]
             held = sorted(set(state.gpu_owner[a] for a in on_node if a in state.gpu_owner))
-            return "GPUs short on node %d: %d free of %d, %d needed%s" % (
-                node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+            return "GPUs short on node %d: %d free of %d, %d needed%s%s%s" % (
+                node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
+                " in whole IOMMU groups" if len(free) >= count else "", self._left_out_note(node, self.host.gpu_node_all))
         if not build:
             return free[:count]
 
@@ -522,7 +683,14 @@ class Planner:
             if self.first_fit or self.policy["pcie_affinity"] == "ignore" or not candidate_vfs:
                 return (local, 0, addr)
             return (local, min(self.host.affinity_rank(addr, vf) for vf in candidate_vfs), addr)
+        if grouped:
+            return _pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
+
+    def _left_out_note(self, node, node_of):
+        """The devices of ``node`` (``node_of``: device -> node) that their IOMMU groups keep out."""
+        out = sorted(a for a in self.host.left_out if node_of.get(a) == node)
+        return "; left out for their IOMMU groups: %s" % ", ".join(out) if out else ""
 
     def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus, build=True):
         count = tenant["vf_count"]
@@ -532,14 +700,18 @@ class Planner:
         use_affinity = gpus and not self.first_fit and self.policy["pcie_affinity"] != "ignore"
         if use_affinity and self.policy["pcie_affinity"] == "require":
             free = [vf for vf in free if min(self.host.affinity_rank(g, vf) for g in gpus) <= self.threshold]
+        grouped = self.host.units and any(vf in self.host.units for vf in free)
+        if grouped and len(free) >= count and _pick_units(free, count, self.host.units) is None:
+            return "VFs short on node %d: %d free, not %d in whole IOMMU groups" % (node, len(free), count)
         if len(free) < count:
             on_node = self.host.node_vfs[node]
             held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             if use_affinity and self.policy["pcie_affinity"] == "require":
                 return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
-            return "VFs short on node %d: %d free of %d, %d needed%s" % (
-                node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "")
+            return "VFs short on node %d: %d free of %d, %d needed%s%s" % (
+                node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
+                self._left_out_note(node, self.host.vf_node))
         if not build:
             return free[:count]
         order = self.host.vf_order
@@ -548,6 +720,8 @@ class Planner:
             remote = self.host.vf_node.get(vf) != node
             rank = min(self.host.affinity_rank(g, vf) for g in gpus) if use_affinity else 0
             return (remote, rank, order[vf])
+        if grouped:
+            return _pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
 
     def _pool_mb(self, node):
@@ -584,6 +758,7 @@ class Planner:
             "vfs": list(vfs),
             "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
             "vf_pfs": dict((vf, host.vf_pf.get(vf)) for vf in vfs),
+            "companions": sorted(set(chain.from_iterable(host.companions.get(a, ()) for a in chain(gpus, vfs)))) if host.companions else [],
             "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
             "emulator_cpus": list(emulator),
             "cpus": sorted(held),
@@ -688,7 +863,8 @@ class Planner:
                 hostdevs = [str(addr).lower() for addr in raw["hostdevs"]]
                 gpus = [addr for addr in hostdevs if addr in self.host.gpu_node]
                 vfs = [addr for addr in hostdevs if addr in self.host.vf_node]
-                other = [addr for addr in hostdevs if addr not in gpus and addr not in vfs]
+                along = set(chain.from_iterable(self.host.companions.get(a, ()) for a in chain(gpus, vfs)))
+                other = [addr for addr in hostdevs if addr not in gpus and addr not in vfs and addr not in along]
                 if other:
                     return None, "existing hostdevs %s are neither GPUs nor VFs of the pools" % ", ".join(other)
             pins_raw = raw.get("vcpu_pins") or {}
@@ -722,6 +898,14 @@ class Planner:
         missing = [g for g in gpus if g not in self.host.gpu_node] + [v for v in vfs if v not in self.host.vf_node]
         if missing:
             return None, "existing devices %s are not in the host's pools" % ", ".join(missing)
+        left = [self.host.left_out[a] for a in chain(gpus, vfs) if a in self.host.left_out]
+        if left:
+            return None, "; ".join(left)
+        devices = set(gpus).union(vfs)
+        partial = sorted(set(self.host.units[a] for a in devices if a in self.host.units and not devices.issuperset(self.host.units[a])))
+        if partial:
+            return None, "existing devices hold part of an IOMMU group (%s): a group goes to one tenant or to none" % (
+                "; ".join(", ".join(unit) for unit in partial))
         taken = [g for g in gpus if g in state.gpu_owner] + [v for v in vfs if v in state.vf_owner]
         if taken:
             return None, "existing devices %s are also assigned to another tenant" % ", ".join(taken)
@@ -795,7 +979,8 @@ class Planner:
                                           % (index, tenant["name"]))
             names.add(tenant["name"])
             parsed.append(tenant)
-        active = [t for t in parsed if str(t.get("state") or "present") != "absent"]
+        refused = dict((t["name"], t["refused"]) for t in parsed if t.get("refused"))
+        active = [t for t in parsed if str(t.get("state") or "present") != "absent" and not t.get("refused")]
         existing = self.policy["existing"] or {}
         state = _State(self.host, self.reserved)
         placements = {}
@@ -828,7 +1013,8 @@ class Planner:
         else:
             placed, unplaced, state = self._most(state, new, prefer, search)
         placements.update(placed)
-        removed = sorted(name for name in existing if name not in set(t["name"] for t in active))
+        unplaced.update(refused)
+        removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
         released = dict((name, self._released(existing[name])) for name in removed)
         # the VFs given back, per PF, as gpuvirt.tenancy.sriov_vfs entries that clear their MAC and VLAN
         vf_resets = {}
@@ -837,7 +1023,15 @@ class Planner:
                 vf_resets.setdefault(pf, []).append({"address": vf, "mac": "00:00:00:00:00:00", "vlan": 0})
         return {"placements": dict((t["name"], placements[t["name"]]) for t in active if t["name"] in placements),
                 "unplaced": unplaced, "notes": notes, "free": self._free(state), "removed": removed,
-                "released": released, "vf_resets": vf_resets, "search": search}
+                "released": released, "vf_resets": vf_resets, "search": search, "groups": self._group_report()}
+
+    def _group_report(self):
+        """The IOMMU groups that constrain the plan: pool devices left out (with why), those that
+        go to one tenant together, and the functions each takes along."""
+        host = self.host
+        return {"left_out": dict(sorted(host.left_out.items())),
+                "shared": dict((a, list(unit)) for a, unit in sorted(host.units.items())),
+                "companions": dict((a, list(c)) for a, c in sorted(host.companions.items()))}
 
     def _prefer(self, old):
         """A re-planned tenant's previous node and CPUs: kept where they still fit."""
@@ -916,6 +1110,10 @@ class Planner:
         host = self.host
         isolate_extra = dict((t["name"], 1 if t["emulator"] == "isolate" else 0) for t in tenants)
         caps, threads_per_core = [], []
+        # IOMMU groups of two devices (or of any even number): an odd count takes at least one device
+        # that is alone in its group, and with groups of two exactly this makes the counts exact
+        # (a count takes as many pairs as there are, then single devices)
+        singles = dict((free, count) for free, count in (("free_gpus", "gpu_count"), ("free_vfs", "vf_count")) if host.even_units.get(free))
         for node in host.nodes:
             used = state.hugepages_used.get(node, {})
             pools = host.hugepages.get(node, {})
@@ -924,8 +1122,11 @@ class Planner:
             # the smallest free core: a count of cores that many threads each is always there
             threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
             cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
-            caps.append((cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
-                         pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem))
+            cap = (cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
+                   pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem)
+            if singles:
+                cap += tuple(sum(1 for a in getattr(state, free)[node] if a not in host.units) for free in singles)
+            caps.append(cap)
         rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
         claim_bits = {}
         candidates, index_of = [], []
@@ -942,6 +1143,10 @@ class Planner:
             threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
             rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
                     0 if size else tenant["memory_mb"])
+            if singles:
+                # named GPUs take exactly those of them that are alone in their groups
+                rest += tuple(sum(1 for a in explicit if a not in host.units) if count == "gpu_count" and explicit is not None
+                              else tenant[count] % 2 for count in singles.values())
             ranked = tenant["vf_count"] and tenant["gpu_count"] and self.policy["pcie_affinity"] != "ignore"
             # the demand differs between nodes only by their threads per core
             demands = {}
@@ -1034,13 +1239,16 @@ def plan_tenants(topology, tenants, policy=None):
 
     Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
-    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan}},
+    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
+    functions sharing its devices' IOMMU groups, given to it with them}},
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
     the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
-    search for the most tenants placed stopped at its budget and kept the best found}}``.
+    search for the most tenants placed stopped at its budget and kept the best found}, "groups":
+    {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
+    its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.
     """
     return Planner(topology, policy).plan(tenants)

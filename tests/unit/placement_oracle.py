@@ -9,9 +9,15 @@ requirement. Exponential: for small instances only.
 
 ``fits_on_some_node`` answers, for one tenant and what is left of the host, whether any node
 can hold it: the completeness check for one planning step.
+
+IOMMU groups: the GPUs of one group (``iommu_group`` of their PCI device) go to one tenant or to
+none, so a node's GPUs are the sizes of its free groups, and a tenant asking for k GPUs takes a
+set of whole groups of exactly k GPUs (every such set is tried).
 """
 
 from __future__ import annotations
+
+from itertools import combinations
 
 SIZES_KB = {"2M": 2048, "1G": 1048576}
 
@@ -42,10 +48,16 @@ def node_capacity(topology, reserved=(), taken_cpus=(), taken_gpus=(), taken_vfs
         for key, value in node["hugepages"].items():
             size = "2M" if key == "2048kB" else "1G"
             pages[size] = value["total"] - pages_used.get((nid, size), 0)
-        caps[nid] = {"cores": sorted(cores, reverse=True), "gpus": 0, "vfs": 0, "pages": pages}
+        caps[nid] = {"cores": sorted(cores, reverse=True), "gpus": 0, "vfs": 0, "pages": pages, "groups": ()}
+    sizes = {}
     for gpu in topology["gpus"]:
         if gpu["address"] not in taken_gpus and gpu["numa_node"] in caps:
             caps[gpu["numa_node"]]["gpus"] += 1
+            group = topology["pci_devices"].get(gpu["address"], {}).get("iommu_group")
+            key = (gpu["numa_node"], gpu["address"] if group is None else group)
+            sizes[key] = sizes.get(key, 0) + 1
+    for (node, _group), size in sizes.items():
+        caps[node]["groups"] = tuple(sorted(caps[node]["groups"] + (size,), reverse=True))
     for dev in topology["pci_devices"].values():
         for vf in dev.get("virtfns") or []:
             node = topology["pci_devices"].get(vf, {}).get("numa_node", dev.get("numa_node"))
@@ -70,8 +82,18 @@ def _cores_for(cores, threads):
     return None
 
 
+def _gpu_choices(groups, want):
+    """The groups left after taking whole groups of exactly ``want`` GPUs, for each way to take them."""
+    left = set()
+    for count in range(len(groups) + 1):
+        for chosen in combinations(range(len(groups)), count):
+            if sum(groups[i] for i in chosen) == want:
+                left.add(tuple(size for i, size in enumerate(groups) if i not in chosen))
+    return sorted(left)
+
+
 def _fits(cap, want):
-    if cap["gpus"] < want["gpus"] or cap["vfs"] < want["vfs"]:
+    if cap["gpus"] < want["gpus"] or cap["vfs"] < want["vfs"] or not _gpu_choices(cap["groups"], want["gpus"]):
         return False
     if cap["pages"].get(want["size"], 0) < want["pages"]:
         return False
@@ -79,11 +101,15 @@ def _fits(cap, want):
 
 
 def _take(cap, want):
+    """What the node has left after ``want``, one per way to take its GPUs."""
     cores = _cores_for(cap["cores"], want["threads"])
-    new = {"cores": cap["cores"][cores:], "gpus": cap["gpus"] - want["gpus"], "vfs": cap["vfs"] - want["vfs"],
-           "pages": dict(cap["pages"])}
-    new["pages"][want["size"]] -= want["pages"]
-    return new
+    out = []
+    for groups in _gpu_choices(cap["groups"], want["gpus"]):
+        new = {"cores": cap["cores"][cores:], "gpus": cap["gpus"] - want["gpus"], "vfs": cap["vfs"] - want["vfs"],
+               "pages": dict(cap["pages"]), "groups": groups}
+        new["pages"][want["size"]] -= want["pages"]
+        out.append(new)
+    return out
 
 
 def fits_on_some_node(caps, tenant):
@@ -109,13 +135,14 @@ def optimum_placed(topology, tenants, reserved=()):
         seen = set()
         for nid in sorted(caps):
             cap = caps[nid]
-            signature = (tuple(cap["cores"]), cap["gpus"], cap["vfs"], tuple(sorted(cap["pages"].items())))
+            signature = (tuple(cap["cores"]), cap["gpus"], cap["vfs"], tuple(sorted(cap["pages"].items())), cap["groups"])
             if signature in seen or not _fits(cap, wants[index]):
                 continue
             seen.add(signature)
-            new_caps = dict(caps)
-            new_caps[nid] = _take(cap, wants[index])
-            search(index + 1, placed + 1, new_caps)
+            for left in _take(cap, wants[index]):
+                new_caps = dict(caps)
+                new_caps[nid] = left
+                search(index + 1, placed + 1, new_caps)
         search(index + 1, placed, caps)
 
     search(0, 0, caps)

@@ -206,3 +206,23 @@ def synthetic(nodes, cores, threads, gpus, vfs, pages, levels=None):
             index += 1
     return {"numa_nodes": numa_nodes, "cpus": sorted(cpus, key=lambda c: c["id"]), "pci_devices": pci, "gpus": topo_gpus,
             "nics": [], "gpu_nic_affinity": affinity}
+
+
+def grouped(topology, groups, extra=None):
+    """``topology`` with IOMMU groups, as read from sysfs: ``groups`` {group number: [addresses]},
+    every other PCI device alone in a group of its own; ``extra`` {address: device fields}
+    added to ``pci_devices`` first (a GPU's audio function, a bridge, a host NIC...)."""
+    pci = dict((address, dict(device)) for address, device in topology["pci_devices"].items())
+    for address, fields in (extra or {}).items():
+        pci[address] = dict({"address": address, "virtfns": [], "numa_node": None, "driver": None}, **fields)
+    listed = dict((address, group) for group, members in groups.items() for address in members)
+    number = max(list(groups) + [0]) + 1
+    table = dict((str(group), sorted(members)) for group, members in groups.items())
+    for address in sorted(pci):
+        if address in listed:
+            pci[address]["iommu_group"] = listed[address]
+        else:
+            pci[address]["iommu_group"] = number
+            table[str(number)] = [address]
+            number += 1
+    return dict(topology, pci_devices=pci, iommu={"enabled": True, "groups": table})

@@ -12,12 +12,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterM
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
-from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab  # pylint: disable=import-error
+from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
 
 FILTERS = FilterModule().filters()
 PLAN = FILTERS["plan_tenants"]
 DOMAINS = FILTERS["tenant_domains"]
 REMOVALS = FILTERS["tenant_removals"]
+GROUP_DEVICES = FILTERS["tenant_group_devices"]
 PRIORITIES = {"online": {"cpu_shares": 1024},
               "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000, "iotune": {"total_iops_sec": 200}}}
 SETTINGS = {"domain_type": "kvm", "machine": None, "memory_mode": "strict", "priorities": PRIORITIES}
@@ -225,3 +226,41 @@ def test_tenant_host_needs_errors():
         NEEDS({"name": "a"})
     with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
         NEEDS([{"name": "a", "hugepage_size": "3G"}])
+
+
+# --------------------------------------------------------------------------- IOMMU groups
+GPU, AUDIO, OTHER_GPU = "0000:10:00.0", "0000:10:00.1", "0000:11:00.0"
+
+
+def audio_host():
+    """One node, two GPUs; the first shares IOMMU group 7 with its audio function."""
+    return grouped(synthetic(1, [8], 2, [2], [0], [256]), {7: [GPU, AUDIO]},
+                   {AUDIO: {"class": "0x040300", "numa_node": 0, "driver": "snd_hda_intel"}})
+
+
+def test_a_gpus_audio_function_is_a_hostdev_of_its_domain_and_bound_to_vfio():
+    tenants = [{"name": "a", "gpus": [GPU], "vcpus": 2, "memory_mb": 64}, {"name": "b", "gpus": 1, "vcpus": 2, "memory_mb": 64}]
+    plan = PLAN(audio_host(), tenants)
+    args = dict((a["name"], a) for a in DOMAINS(plan, tenants, SETTINGS))
+    assert args["a"]["gpus"] == [GPU, AUDIO]
+    assert args["b"]["gpus"] == [OTHER_GPU]
+    assert GROUP_DEVICES(audio_host()) == {"companions": [AUDIO], "left_out": {}, "shared": {}}
+    # only the pool's GPUs take their functions along
+    assert GROUP_DEVICES(audio_host(), {"gpus": [OTHER_GPU]})["companions"] == []
+
+
+def test_a_function_a_foreign_domain_holds_leaves_the_gpu_of_its_group_out():
+    tenants = [{"name": "a", "gpus": 1, "vcpus": 2, "memory_mb": 64}, {"name": "b", "gpus": 1, "vcpus": 2, "memory_mb": 64}]
+    plan = PLAN(audio_host(), tenants, {}, {"legacy": {"hostdevs": [AUDIO], "cpus": "", "active": True}})
+    assert [p["gpus"] for p in plan["placements"].values()] == [[OTHER_GPU]]
+    assert "0000:10:00.1 (held by libvirt domain legacy, which gpuvirt_tenants does not list)" in plan["groups"]["left_out"][GPU]
+    assert "left out for their IOMMU groups: 0000:10:00.0" in plan["unplaced"]["b"]
+
+
+@pytest.mark.parametrize("policy, message", [
+    ({"host_devices": "0000:10:00.1"}, "policy.host_devices: expected a list"),
+    ({"host_devices": ["sound"]}, "policy.host_devices: 'sound' is not a PCI address"),
+])
+def test_group_filter_errors(policy, message):
+    with pytest.raises(AnsibleFilterError, match="gpuvirt.tenancy.tenant_group_devices: " + message):
+        GROUP_DEVICES(audio_host(), policy)
