@@ -200,5 +200,11 @@ class Domain:
         (they would block it) and, with ``nvram``, the UEFI variables file."""
         flags = libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA
         if nvram:
-            flags |= libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+            try:
+                self.handle.undefineFlags(flags | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+                return
+            except libvirt.libvirtError as exc:
+                # a driver without UEFI variables (the test driver) refuses the flag itself
+                if exc.get_error_code() != libvirt.VIR_ERR_INVALID_ARG:
+                    raise LibvirtError(str(exc))
         _call(self.handle.undefineFlags, flags)
