@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for placing tenants: ``gpuvirt.tenancy.plan_tenants`` (the placement planner), and
 ``tenant_domains`` / ``tenant_removals``, which turn a plan into the arguments of
-``gpuvirt.tenancy.tenant_domain``, built once per tenant (the tenant_vms role loops over them)."""
+``gpuvirt.tenancy.tenant_domain``, one entry per tenant (the tenant_vms role passes them as ``domains`` of one call)."""
 
 from __future__ import absolute_import, division, print_function
 

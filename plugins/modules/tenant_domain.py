@@ -223,7 +223,7 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Define tenant-a with the edu device and one NVMe VF, 2M hugepages, no disk, SeaBIOS
+- name: Define tenant-a with a GPU and a VF that is no network function, 2M hugepages, no disk, SeaBIOS
   gpuvirt.tenancy.tenant_domain:
     name: tenant-a
     domain_type: qemu
@@ -231,7 +231,7 @@ EXAMPLES = r"""
     vcpus: 1
     memory_mb: 64
     hugepage_size: 2M
-    gpus: ["0000:82:00.0"]
+    gpus: ["0000:83:00.0"]
     vfs: ["0000:81:00.1"]
 
 - name: Define and start a GPU tenant with a ConnectX VF (MAC, VLAN) and a disk, q35 with UEFI
