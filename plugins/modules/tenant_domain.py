@@ -13,8 +13,8 @@ module: tenant_domain
 short_description: Define, resize, prioritise, start or remove tenants' libvirt domains with their GPUs and VFs passed through
 version_added: 0.1.0
 description:
-  - Defines a libvirt domain for one tenant (O(name)), or for each of a list of tenants (O(domains)), through libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no),
-    the devices stay bound to vfio-pci by the host, see M(gpuvirt.tenancy.vfio_bind)); a VF that is a network function is passed as
+  - Defines a libvirt domain for one tenant (O(name)), or for each of a list of tenants (O(domains)), through
+    libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no), the devices stay bound to vfio-pci by the host, see M(gpuvirt.tenancy.vfio_bind)); a VF that is a network function is passed as
     an C(interface type=hostdev) carrying O(mac) and O(vlan); file disks are virtio with C(io=threads).
   - When the domain exists, only what differs is changed (domain type, vCPU count, memory, hugepage backing, the PCI hostdevs,
     hostdev interfaces and file disks); every other element, including the guest PCI addresses libvirt assigned, is kept.
@@ -118,7 +118,7 @@ options:
   mmio_window_mb:
     description:
       - Size in MiB of OVMF's 64-bit PCI MMIO window (fw_cfg C(opt/ovmf/X-PciMmio64Mb), passed as QEMU
-        C(-fw_cfg) through C(<qemu:commandline>): libvirt refuses C(opt/ovmf/) names in C(<sysinfo type='fwcfg'>)),
+        C(-fw_cfg) through C(<qemu:commandline>), since libvirt refuses C(opt/ovmf/) names in C(<sysinfo type='fwcfg'>)),
         with O(firmware=efi).
       - Default, computed from the 64-bit prefetchable BARs in each passed device's sysfs C(resource) under O(root), is the
         smallest power of two at least their sum (each aligned to its size) plus 2 GiB, set only when larger than OVMF's
