@@ -100,6 +100,9 @@ def test_same_text_as_blockinfile(file_lines, final_newline, lines):
     # the deliberate differences, each tested on its own: an unterminated last line is left as it
     # is when no block is written, and found as a marker when it is one
     assume(not text or text.endswith("\n") or (lines and file_lines[-1] + "\n" not in (BEGIN, END)))
+    # more than one marker pair is no file this collection writes, and blockinfile itself
+    # treats it differently across ansible-core releases (2.16 against 2.19)
+    assume(file_lines.count(BEGIN.rstrip("\n")) <= 1 and file_lines.count(END.rstrip("\n")) <= 1)
     out = hb.render_block(text, lines)
     assert out == blockinfile_writes(text, lines)
     assert hb.render_block(out, lines) == out

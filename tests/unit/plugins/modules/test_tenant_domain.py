@@ -487,16 +487,23 @@ def test_devices_of_another_domain_are_refused(conn, args, running):
                             "</interface></devices></domain>" % other)
     if running:
         domain.create()
-    result = run_module(tenant_domain.main, args)
-    assert result.get("failed") and "0000:81:00.1 held by domain %s" % other in result["msg"]
-    assert result["held_by"] == {other: [VF1]}
-    with pytest.raises(libvirt.libvirtError):
-        conn.lookupByName(args["name"])
-    # check mode says so and goes on (a removal earlier in the same run may free the device)
-    check = run_module(tenant_domain.main, args, check_mode=True)
-    assert check["changed"] and any("held by domain %s" % other in w for w in check["warnings"])
-    # without the device, the tenant is defined
-    assert run_module(tenant_domain.main, dict(args, vfs=[VF2]))["created"]
+    try:
+        result = run_module(tenant_domain.main, args)
+        assert result.get("failed") and "0000:81:00.1 held by domain %s" % other in result["msg"]
+        assert result["held_by"] == {other: [VF1]}
+        with pytest.raises(libvirt.libvirtError):
+            conn.lookupByName(args["name"])
+        # check mode says so and goes on (a removal earlier in the same run may free the device)
+        check = run_module(tenant_domain.main, args, check_mode=True)
+        assert check["changed"] and any("held by domain %s" % other in w for w in check["warnings"])
+        # without the device, the tenant is defined
+        assert run_module(tenant_domain.main, dict(args, vfs=[VF2]))["created"]
+    finally:
+        # the test driver's domains outlive a test while a connection stays open: later tests
+        # must not find these holding the same devices
+        for name in (other, args["name"]):
+            run_module(tenant_domain.main, {"name": name, "uri": URI, "state": "absent", "force_off": True,
+                                            "shutdown_timeout": 0})
 
 
 # --------------------------------------------------------------------------- preview: the host model under root
