@@ -14,8 +14,9 @@ short_description: Define, resize, prioritise, start or remove tenants' libvirt 
 version_added: 0.1.0
 description:
   - Defines a libvirt domain for one tenant (O(name)), or for each of a list of tenants (O(domains)), through
-    libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no), the devices stay bound to vfio-pci by the host, see M(gpuvirt.tenancy.vfio_bind)); a VF that is a network function is passed as
-    an C(interface type=hostdev) carrying O(mac) and O(vlan); file disks are virtio with C(io=threads).
+    libvirt-python; passes the GPUs and VFs through as PCI hostdevs (C(managed=no), the devices stay bound to
+    vfio-pci by the host, see M(gpuvirt.tenancy.vfio_bind)); a VF that is a network function is passed as an
+    C(interface type=hostdev) carrying O(mac) and O(vlan); file disks are virtio with C(io=threads).
   - When the domain exists, only what differs is changed (domain type, vCPU count, memory, hugepage backing, the PCI hostdevs,
     hostdev interfaces and file disks); every other element, including the guest PCI addresses libvirt assigned, is kept.
     Defining twice changes nothing.
