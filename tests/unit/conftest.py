@@ -131,4 +131,13 @@ def libvirt_conn():
     libvirt.registerErrorHandler(lambda *_: None, None)
     handle = libvirt.open(LIBVIRT_TEST_URI)
     yield handle
+    # The driver's state outlives this connection while any other one is open (a module's, a
+    # test's): the domains a test made go with it, so the next test finds only the driver's own.
+    for domain in handle.listAllDomains(0):
+        if domain.name() == "test":
+            continue
+        if domain.isActive():
+            domain.destroy()
+        if domain.isPersistent():
+            domain.undefine()
     handle.close()
