@@ -236,6 +236,7 @@ class SriovManager:
             "netdev": netdev,
             "link_up_before": link_before,
             "link_up_after": link_after,
+            "pf_link_up": bool(pf_link_up),
             "sriov_totalvfs": total,
             "num_vfs_before": before,
             "num_vfs_after": after,
@@ -319,7 +320,10 @@ class SriovManager:
         kept = [vf for i, vf in sorted(kept.items()) if i < plan["num_vfs_after"]]
         if kept:
             entry["vfs"] = kept
-        if plan["link_up_after"] and plan["desired_settings"]:
+        # A run that names VF settings decides whether the PF comes up at boot; a run that only
+        # sets the count keeps what the last one decided (as it keeps the VF settings).
+        link_up = plan["pf_link_up"] if plan["desired_settings"] else (pfs.get(plan["pf"]) or {}).get("link_up")
+        if link_up:
             entry["link_up"] = True
         pfs[plan["pf"]] = entry
         text = json.dumps({"pfs": dict(sorted(pfs.items()))}, indent=2, sort_keys=True) + "\n"

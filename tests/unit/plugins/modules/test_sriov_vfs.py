@@ -161,6 +161,9 @@ def test_pf_link_brought_up_for_tenant_vf_settings(cx4, flags, vfs, pf_link_up, 
     assert config.get("link_up", False) is (pf_link_up and bool(vfs))
     del run.calls[:]
     assert run(args)["changed"] is False
+    # a run that only sets the count (as host_sriov's first call) keeps what the settings run decided
+    assert run({"pf": "enp1s0f0np0", "num_vfs": 4})["changed"] is False
+    assert run(args)["changed"] is False
 
 
 def test_vf_named_by_address_and_count_only_run_keeps_settings(cx4):
