@@ -132,7 +132,3 @@ class EarlyDriver:
             self.host.files.makedirs(os.path.dirname(real))
             self.host.files.write(real, after, mode=0o644)
             run.changed = True
-
-    def add_diff(self, diff):
-        for host_path, before, after in self.changes:
-            diff.add(host_path, before, after)

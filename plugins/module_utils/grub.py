@@ -11,6 +11,7 @@ in the same call, so that one module decides everything the next boot needs."""
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
@@ -57,7 +58,7 @@ def iommu_grub(params, host, run):
     early_plan = early.plan() if early else None
     plan = edit.plan()
     if early:
-        early.add_diff(run.diff)
+        add_diffs(run.diff, early.changes)
     run.diff.add(params["grub_file"], plan["before"], plan["after"])
     backup_file = None
     if not run.check_mode:

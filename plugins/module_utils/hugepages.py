@@ -20,6 +20,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_script import WANTS_DIR
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import kernel_part
@@ -319,10 +320,10 @@ class Hugepages:
         if not self.enable_units:
             return
         units = ([self.persist_unit] if self.unit_text is not None else []) + [unit for unit, _t, _b in self.mount_units]
+        boot_files = BootFiles(self.host)
         for unit in units:
-            link = "%s/%s" % (WANTS_DIR, os.path.basename(unit))
-            if not self.fs.exists(link):
-                self.units_to_enable.append((unit, link))
+            if boot_files.wants_link_missing(os.path.basename(unit)):
+                self.units_to_enable.append((unit, "%s/%s" % (WANTS_DIR, os.path.basename(unit))))
 
     def _enable(self, run, units_written):
         """``systemctl daemon-reload`` after a unit changed and ``systemctl enable`` on the live
