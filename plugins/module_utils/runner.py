@@ -11,11 +11,17 @@ false, records each finished step with ``run.changed = True``, adds what differs
 ``run.diff.add(...)`` and returns the module's result fields. The collection's errors become
 ``fail_json`` here, with ``changed`` true when a step was already done, so no feature calls
 ``exit_json`` or ``fail_json`` itself.
+
+A module may also run another module's feature inside its own call (``run_nested``), so that a
+stage that needs two features costs one round trip: the other module's options arrive as one
+option of this module and are validated against that module's own ``MODULE_ARGS``, which is
+why such a module keeps its ``MODULE_ARGS`` in ``module_utils`` and its module file imports it.
 """
 
 from __future__ import absolute_import, division, print_function
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
@@ -54,6 +60,31 @@ class Run:
 
     def warn(self, message):
         self.warnings.append(message)
+
+
+def nested_params(option, module_name, module_args, params):
+    """``params`` (the value of this module's option ``option``) validated against the
+    ``module_args`` of the module ``module_name``: its defaults filled, its choices and its
+    mutually exclusive options enforced as when it runs alone. ``root`` is not among them (the
+    nested feature runs on this call's host). InputError names the option and the module."""
+    spec = dict(module_args["argument_spec"])
+    spec.pop("root", None)
+    validator = ArgumentSpecValidator(
+        spec, **dict((key, module_args[key]) for key in (
+            "mutually_exclusive", "required_together", "required_one_of", "required_if", "required_by")
+            if module_args.get(key)))
+    outcome = validator.validate(dict(params or {}))
+    if outcome.error_messages:
+        raise InputError("%s: %s (%s takes the options of %s, without root)"
+                         % (option, "; ".join(outcome.error_messages), option, module_name))
+    return outcome.validated_parameters
+
+
+def run_nested(option, module_name, module_args, feature, params, host, run):
+    """Run the feature of the module ``module_name`` inside this call, on the same host and run
+    (check mode, diff, warnings and ``changed`` are shared), with ``params`` validated as
+    ``nested_params`` does. Returns the feature's result fields, ``changed`` included."""
+    return dict(feature(nested_params(option, module_name, module_args, params), host, run) or {})
 
 
 def run_module(module_args, feature, host=None):

@@ -4,9 +4,11 @@ diffs and errors (with changed when a step was already done)."""
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff, run_module as runner_run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff, run_module as runner_run_module, run_nested
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -56,3 +58,51 @@ def test_diff_records_nothing_when_off():
     diff.add("x", "a", "b")
     diff.extend([{"before": "a"}])
     assert diff.entries == []
+
+
+# ---- a module running another module's feature in its own call (run_nested)
+
+INNER_ARGS = dict(argument_spec=dict(root=dict(type="path", default="/"), count=dict(type="int", required=True),
+                                     size=dict(type="str", default="2M", choices=["2M", "1G"]), a=dict(type="bool"),
+                                     b=dict(type="bool")),
+                  mutually_exclusive=[("a", "b")])
+
+
+def inner(params, host, run):
+    if not run.check_mode:
+        run.changed = True
+    return {"seen": dict(params)}
+
+
+OUTER_ARGS = dict(argument_spec=dict(root=dict(type="path", default="/"), inner=dict(type="dict")))
+
+
+def outer(params, host, run):
+    return {"inner": run_nested("inner", "gpuvirt.tenancy.inner", INNER_ARGS, inner, params["inner"], host, run)}
+
+
+def outer_main(host=None):
+    runner_run_module(OUTER_ARGS, outer, host=host)
+
+
+def test_nested_feature_gets_its_defaults_and_shares_the_run(tmp_path):
+    result = run_module(outer_main, {"inner": {"count": "3"}}, host=Host(str(tmp_path)))
+    assert result["inner"]["seen"] == {"count": 3, "size": "2M", "a": None, "b": None}
+    assert result["changed"] is True
+    checked = run_module(outer_main, {"inner": {"count": 3}}, check_mode=True, host=Host(str(tmp_path)))
+    assert checked["changed"] is False
+
+
+@pytest.mark.parametrize("inner_params, words", [
+    ({}, ["inner:", "count"]),
+    ({"count": 1, "size": "4M"}, ["inner:", "size", "4M"]),
+    ({"count": 1, "a": True, "b": True}, ["inner:", "mutually exclusive"]),
+    ({"count": 1, "root": "/x"}, ["inner:", "root", "without root"]),
+    ({"count": 1, "colour": "red"}, ["inner:", "colour"]),
+])
+def test_nested_options_are_validated_by_the_other_modules_spec(tmp_path, inner_params, words):
+    result = run_module(outer_main, {"inner": inner_params}, host=Host(str(tmp_path)))
+    assert result["failed"] and result["changed"] is False
+    for word in words:
+        assert word in result["msg"]
+    assert "gpuvirt.tenancy.inner" in result["msg"]
