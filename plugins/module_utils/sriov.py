@@ -20,6 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation, pci_function_of, usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, format_address, normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -349,8 +350,66 @@ def reload_units(host):
         host.commands.run([systemctl, "daemon-reload"])
 
 
+# What sriov_vfs takes for one PF: its top-level options, or each entry of ``pfs``.
+PF_OPTIONS = dict(
+    pf=dict(type="str"),
+    num_vfs=dict(type="int"),
+    autoprobe=dict(type="bool"),
+    vfs=dict(type="list", elements="dict", default=[], options=dict(
+        index=dict(type="int"),
+        address=dict(type="str"),
+        mac=dict(type="str"),
+        vlan=dict(type="int"),
+        qos=dict(type="int"),
+        spoofchk=dict(type="bool", default=True),
+        trust=dict(type="bool", default=False),
+        link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+    ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
+    pf_link_up=dict(type="bool", default=True),
+    persist=dict(type="bool", default=True),
+    force=dict(type="bool", default=False),
+)
+
+# The module's argument spec (plugins/modules/sriov_vfs.py), here so that another module can run
+# sriov_vfs inside its own call (runner.run_nested) with the same validation.
+MODULE_ARGS = dict(
+    argument_spec=dict(PF_OPTIONS, root=dict(type="path", default="/"), pfs=dict(type="list", elements="dict")),
+    required_one_of=[("pf", "pfs")],
+    mutually_exclusive=[("pfs", option) for option in sorted(PF_OPTIONS)],
+)
+
+_ONE_PF_ARGS = dict(argument_spec=dict(PF_OPTIONS, pf=dict(type="str", required=True)))
+
+
 def sriov_vfs(params, host, run):
-    """The sriov_vfs module: decide, then act unless in check mode."""
+    """The sriov_vfs module: one PF (``pf``) or each of ``pfs`` in list order, in one call."""
+    if params.get("pfs") is None:
+        return one_pf(params, host, run)
+    entries, seen = [], {}
+    for index, entry in enumerate(params["pfs"]):
+        label = "pfs[%d]" % index
+        options = nested_params(label, "gpuvirt.tenancy.sriov_vfs (one PF)", _ONE_PF_ARGS, entry)
+        if options["pf"] in seen:
+            raise InputError("%s: pf %s is also pfs[%d]; list each PF once" % (label, options["pf"], seen[options["pf"]]))
+        seen[options["pf"]] = index
+        entries.append((label, options))
+    results = []
+    for label, options in entries:
+        try:
+            results.append(one_pf(options, host, run))
+        except (InputError, StateError) as exc:
+            # what the PFs before this one did is part of the answer
+            exc.details = dict(getattr(exc, "details", None) or {}, pfs=results)
+            if isinstance(exc, InputError):
+                labelled = InputError("%s (%s): %s" % (label, options["pf"], exc))
+                labelled.details = exc.details
+                raise labelled
+            raise
+    return {"changed": any(r["changed"] for r in results), "pfs": results}
+
+
+def one_pf(params, host, run):
+    """One PF: decide, then act unless in check mode."""
     topology = read_topology(host.root)
     manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],

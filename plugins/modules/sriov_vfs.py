@@ -32,8 +32,8 @@ options:
   pf:
     description:
       - The PF, as a PCI address (V(0000:81:00.0)) or the name of its netdev (V(ens1f0np0)).
+      - Give O(pf) (with the options below) or O(pfs).
     type: str
-    required: true
   num_vfs:
     description:
       - Number of VFs wanted, 0 to C(sriov_totalvfs). Omitted keeps the current count.
@@ -101,6 +101,16 @@ options:
       - Change the count even when VFs are in use by tenants (their VMs lose the device).
     type: bool
     default: false
+  pfs:
+    description:
+      - Several PFs in one call (one round trip for a host with many ConnectX ports), each
+        entry a dict of the options above for one PF (O(pf) required in each), handled in list
+        order; each PF is listed once.
+      - Mutually exclusive with the per-PF options at the top level.
+      - An error in one entry names the entry and its PF and stops there; the result's RV(pfs)
+        says what the PFs before it did.
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -134,6 +144,20 @@ EXAMPLES = r"""
         mac: "52:54:00:b0:00:01"
         vlan: 102
 
+- name: Every ConnectX PF of the host in one call, with its tenants' VF settings
+  gpuvirt.tenancy.sriov_vfs:
+    pfs:
+      - pf: "0000:41:00.0"
+        num_vfs: 4
+        autoprobe: false
+        vfs:
+          - index: 0
+            mac: "52:54:00:a0:00:01"
+            vlan: 101
+      - pf: "0000:c1:00.0"
+        num_vfs: 4
+        autoprobe: false
+
 - name: Shrink to 2 VFs even though a tenant still holds one
   gpuvirt.tenancy.sriov_vfs:
     pf: "0000:81:00.0"
@@ -142,49 +166,57 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+pfs:
+  description:
+    - With O(pfs), the result of each PF in list order (the fields below, per PF); the
+      top-level fields below are then absent.
+  returned: with O(pfs)
+  type: list
+  elements: dict
+  sample: [{pf: "0000:41:00.0", num_vfs: 4, changed: false}]
 pf:
   description: PCI address of the PF.
-  returned: always
+  returned: with O(pf)
   type: str
   sample: "0000:81:00.0"
 netdev:
   description: The PF's netdev, null when it has none.
-  returned: always
+  returned: with O(pf)
   type: str
   sample: ens1f0np0
 sriov_totalvfs:
   description: Most VFs the PF offers.
-  returned: always
+  returned: with O(pf)
   type: int
   sample: 4
 num_vfs:
   description: VF count after the change (predicted in check mode).
-  returned: always
+  returned: with O(pf)
   type: int
   sample: 4
 num_vfs_before:
   description: VF count before the change.
-  returned: always
+  returned: with O(pf)
   type: int
   sample: 2
 recreated:
   description: Whether the VFs were removed (through 0) and created again.
-  returned: always
+  returned: with O(pf)
   type: bool
   sample: false
 autoprobe:
   description: C(sriov_drivers_autoprobe) after the change.
-  returned: always
+  returned: with O(pf)
   type: bool
   sample: false
 pf_link_up:
   description: Whether the PF's netdev is administratively up after the change; null when it has no netdev.
-  returned: always
+  returned: with O(pf)
   type: bool
   sample: true
 vfs:
   description: Each VF after the change.
-  returned: always
+  returned: with O(pf)
   type: list
   elements: dict
   contains:
@@ -220,45 +252,25 @@ vfs:
     - {index: 0, address: "0000:81:00.1", numa_node: 1, iommu_group: 14, driver: null, netdev: null, settings: null}
 isolation:
   description: Whether the VFs can go to different tenants; not viable when they share IOMMU groups.
-  returned: always
+  returned: with O(pf)
   type: dict
   sample: {viable: false, groups: {"0000:01:00.2": 1}, reasons: ["0000:01:00.2 shares IOMMU group 1 with 0000:01:00.0"]}
 persisted_files:
   description: Boot files written (would be written in check mode).
-  returned: always
+  returned: with O(pf)
   type: list
   elements: str
   sample: [/etc/gpuvirt/sriov.json]
 """
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov import sriov_vfs
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        root=dict(type="path", default="/"),
-        pf=dict(type="str", required=True),
-        num_vfs=dict(type="int"),
-        autoprobe=dict(type="bool"),
-        vfs=dict(type="list", elements="dict", default=[], options=dict(
-            index=dict(type="int"),
-            address=dict(type="str"),
-            mac=dict(type="str"),
-            vlan=dict(type="int"),
-            qos=dict(type="int"),
-            spoofchk=dict(type="bool", default=True),
-            trust=dict(type="bool", default=False),
-            link_state=dict(type="str", choices=["auto", "enable", "disable"]),
-        ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
-        pf_link_up=dict(type="bool", default=True),
-        persist=dict(type="bool", default=True),
-        force=dict(type="bool", default=False),
-    ),
-)
+MODULE_ARGS = sriov.MODULE_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, sriov_vfs, host=host)
+    run_module(MODULE_ARGS, sriov.sriov_vfs, host=host)
 
 
 if __name__ == "__main__":

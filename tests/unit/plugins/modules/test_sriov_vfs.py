@@ -196,3 +196,40 @@ def test_root_option_previews_a_captured_tree(tmp_path):
     assert result["changed"] and result["num_vfs"] == 4 and result["num_vfs_before"] == 0
     assert [v["address"] for v in result["vfs"]] == ["0000:81:00.%d" % i for i in range(1, 5)]
     assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))
+
+
+# ---- several PFs in one call (pfs)
+
+def test_pfs_converge_in_one_call_then_nothing_to_do(lab):
+    _host, kernel, run = lab
+    args = {"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}]}
+    first = run(args)
+    assert first["changed"] and [r["pf"] for r in first["pfs"]] == [PF]
+    assert first["pfs"][0]["num_vfs"] == 4 and "num_vfs" not in first
+    kernel.writes.clear()
+    second = run(args)
+    assert second["changed"] is False and second["pfs"][0]["changed"] is False and not kernel.writes
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"pfs": [{"pf": PF, "num_vfs": 4}, {"pf": PF, "num_vfs": 2}]}, ["pfs[1]", "also pfs[0]"]),
+    ({"pfs": [{"num_vfs": 4}]}, ["pfs[0]", "pf"]),
+    ({"pfs": [{"pf": PF, "num_vfs": "four"}]}, ["pfs[0]", "num_vfs"]),
+    ({"pfs": [{"pf": PF}], "num_vfs": 4}, ["mutually exclusive", "pfs", "num_vfs"]),
+    ({"pfs": [{"pf": PF}], "persist": False}, ["mutually exclusive", "persist"]),
+    ({}, ["one of the following is required", "pf", "pfs"]),
+])
+def test_pfs_bad_entries_change_nothing(lab, args, words):
+    _host, kernel, run = lab
+    result = run(args)
+    assert result["failed"] and not result.get("changed") and not kernel.writes
+    for word in words:
+        assert word in result["msg"]
+
+
+def test_pfs_error_in_a_later_entry_reports_the_earlier_ones(lab):
+    _host, _kernel, run = lab
+    result = run({"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}, {"pf": "0000:99:00.0", "num_vfs": 1}]})
+    assert result["failed"] and result["changed"] is True
+    assert result["msg"].startswith("pfs[1] (0000:99:00.0): ")
+    assert [r["pf"] for r in result["pfs"]] == [PF] and result["pfs"][0]["num_vfs"] == 4
