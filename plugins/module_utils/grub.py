@@ -6,10 +6,13 @@ passthrough mode, devices pre-bound from boot, other args), written into the GRU
 file by :class:`bootloader.GrubCmdlineEdit`. The file's text is edited by the pure
 :mod:`grub_defaults`; the operations on the args are :mod:`kernel_args`. With
 ``early_driver``, the files that load the stub driver early (:mod:`early_driver`) are written
-in the same call, so that one module decides everything the next boot needs."""
+in the same call, so that one module decides everything the next boot needs. With ``hugepages``
+the hugepages feature runs in the same call too (:mod:`hugepages`), its boot sizes going into
+this call's one GRUB edit: the boot stage of a converged host is one round trip."""
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hugepages_feature
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import GrubCmdlineEdit
@@ -17,6 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.early_driver import EarlyDriver
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import host_sizes_kb
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 
 __metaclass__ = type
 
@@ -33,8 +37,9 @@ def detect_vendor(fs):
     return vendor
 
 
-def iommu_grub_ops(params, fs):
-    """(vendor, the kernel_args operations the iommu_grub options ask for); InputError on bad input."""
+def iommu_grub_ops(params, fs, extra_args=()):
+    """(vendor, the kernel_args operations the iommu_grub options ask for, ``extra_args`` (the
+    hugepages boot sizes) after ``args``); InputError on bad input."""
     vendor = params["vendor"]
     if vendor == "auto":
         detected = detect_vendor(fs)
@@ -44,14 +49,21 @@ def iommu_grub_ops(params, fs):
         vendor = detected
     ops = kernel_args.iommu_ops(vendor, params["iommu"], params["passthrough"])
     ops += kernel_args.pre_bind_ops(params["pre_bind_ids"], params["pre_bind_driver"])
-    ops += kernel_args.args_ops(params["args"], hugepage_sizes_kb=host_sizes_kb(fs))
+    ops += kernel_args.args_ops(list(params["args"]) + list(extra_args), hugepage_sizes_kb=host_sizes_kb(fs))
     return vendor, ops
 
 
 def iommu_grub(params, host, run):
     """The iommu_grub module: decide, then write the early driver's files and the GRUB
-    file and regenerate the boot menu unless in check mode."""
-    vendor, ops = iommu_grub_ops(params, host.fs)
+    file and regenerate the boot menu unless in check mode. Everything is decided (and every
+    input checked) before the first write."""
+    pages = None
+    if params.get("hugepages") is not None:
+        pages_params = nested_params("hugepages", "gpuvirt.tenancy.hugepages without its GRUB options (boot_config, grub_file, "
+                                     "variable, bootloader_update: this call's GRUB edit takes the boot sizes)",
+                                     hugepages_feature.WITHOUT_GRUB_ARGS, params["hugepages"])
+        pages = (hugepages_feature.hugepages_plan(pages_params, host), pages_params)
+    vendor, ops = iommu_grub_ops(params, host.fs, extra_args=pages[0].boot_args if pages else ())
     edit = GrubCmdlineEdit(host, ops, grub_file=params["grub_file"], variable=params["variable"],
                            bootloader_update=params["bootloader_update"])
     early = EarlyDriver(host, params["early_driver"]) if params.get("early_driver") else None
@@ -61,12 +73,14 @@ def iommu_grub(params, host, run):
         add_diffs(run.diff, early.changes)
     run.diff.add(params["grub_file"], plan["before"], plan["after"])
     backup_file = None
+    # the hugepages first: in check mode they only report; a shortfall fails before the GRUB edit
+    pages_result = hugepages_feature.hugepages_act(pages[0], pages[1], run) if pages else None
     if not run.check_mode:
         if early:
             early.apply(run)
         backup_file = edit.apply(run, backup=params["backup"])
     result = dict((key, plan[key]) for key in ("changed", "cmdline", "args", "running_cmdline", "reboot_required",
                                                "args_missing", "args_unwanted", "bootloader_commands"))
-    result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan)
-    result["changed"] = plan["changed"] or bool(early_plan and early_plan["changed"])
+    result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result)
+    result["changed"] = plan["changed"] or bool(early_plan and early_plan["changed"]) or bool(pages_result and pages_result["changed"])
     return result

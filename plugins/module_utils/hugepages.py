@@ -439,16 +439,58 @@ class Hugepages:
             diff.add(self.grub_edit.grub_file, self.grub_edit.result["before"], self.grub_edit.result["after"])
 
 
-def hugepages(params, host, run):
-    """The hugepages module: decide, then act unless in check mode. A shortfall the kernel
-    leaves fails the run (previous counts written back) unless ``allow_partial``."""
+# The module's argument spec (plugins/modules/hugepages.py), here so that iommu_grub can run
+# hugepages inside its own call (runner.run_nested) with the same validation.
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        pages=dict(type="list", elements="dict", required=True, options=dict(
+            size=dict(type="str", required=True, choices=["2M", "1G"]),
+            count=dict(type="int", required=True),
+            node=dict(type="raw", default="all"),
+        )),
+        at_boot=dict(type="list", elements="str", default=["1G"], choices=["2M", "1G"]),
+        runtime=dict(type="bool", default=True),
+        persist=dict(type="bool", default=False),
+        persist_unit=dict(type="path", default="/etc/systemd/system/gpuvirt-hugepages.service"),
+        enable_units=dict(type="bool", default=True),
+        mounts=dict(type="list", elements="dict", default=[], options=dict(
+            size=dict(type="str", required=True, choices=["2M", "1G"]),
+            path=dict(type="path", required=True),
+        )),
+        allow_partial=dict(type="bool", default=False),
+        boot_config=dict(type="str", default="grub", choices=["grub", "none"]),
+        grub_file=dict(type="path", default="/etc/default/grub"),
+        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
+                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
+        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
+        root=dict(type="path", default="/"),
+    ),
+)
+
+# The options a module that writes the GRUB file itself (iommu_grub) does not take for the
+# hugepages it runs: it puts the boot sizes into its own edit.
+GRUB_OPTIONS = ("boot_config", "grub_file", "variable", "bootloader_update")
+WITHOUT_GRUB_ARGS = dict(argument_spec=dict((key, value) for key, value in MODULE_ARGS["argument_spec"].items()
+                                            if key not in GRUB_OPTIONS))
+
+
+def hugepages_plan(params, host):
+    """Decide (nothing is written): the manager, with ``manager.result`` and ``manager.boot_args``."""
     manager = Hugepages(host, params["pages"], at_boot=params["at_boot"], runtime=params["runtime"],
                         persist=params["persist"], persist_unit=params["persist_unit"],
-                        allow_partial=params["allow_partial"], boot_config=params["boot_config"],
-                        grub_file=params["grub_file"], variable=params["variable"],
-                        bootloader_update=params["bootloader_update"], mounts=params["mounts"],
+                        allow_partial=params["allow_partial"], boot_config=params.get("boot_config", "none"),
+                        grub_file=params.get("grub_file", "/etc/default/grub"),
+                        variable=params.get("variable", "GRUB_CMDLINE_LINUX"),
+                        bootloader_update=params.get("bootloader_update", "auto"), mounts=params["mounts"],
                         enable_units=params["enable_units"])
-    result = dict(manager.plan())
+    manager.plan()
+    return manager
+
+
+def hugepages_act(manager, params, run):
+    """Act on what ``hugepages_plan`` decided (unless in check mode); the module's result. A
+    shortfall the kernel leaves fails the run (previous counts written back) unless ``allow_partial``."""
+    result = dict(manager.result)
     try:
         shortfalls = [] if run.check_mode else manager.apply(run)
     except (OSError, IOError) as exc:
@@ -473,3 +515,8 @@ def hugepages(params, host, run):
             raise error
         run.warn("hugepages: " + "; ".join(lines))
     return result
+
+
+def hugepages(params, host, run):
+    """The hugepages module: decide, then act unless in check mode."""
+    return hugepages_act(hugepages_plan(params, host), params, run)

@@ -225,38 +225,14 @@ shortfalls:
   sample: [{"node": 1, "size": "2M", "requested": 4096, "allocated": 1800, "previous": 0, "restored_to": 0, "error": null}]
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepages import hugepages
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hugepages_feature
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        pages=dict(type="list", elements="dict", required=True, options=dict(
-            size=dict(type="str", required=True, choices=["2M", "1G"]),
-            count=dict(type="int", required=True),
-            node=dict(type="raw", default="all"),
-        )),
-        at_boot=dict(type="list", elements="str", default=["1G"], choices=["2M", "1G"]),
-        runtime=dict(type="bool", default=True),
-        persist=dict(type="bool", default=False),
-        persist_unit=dict(type="path", default="/etc/systemd/system/gpuvirt-hugepages.service"),
-        enable_units=dict(type="bool", default=True),
-        mounts=dict(type="list", elements="dict", default=[], options=dict(
-            size=dict(type="str", required=True, choices=["2M", "1G"]),
-            path=dict(type="path", required=True),
-        )),
-        allow_partial=dict(type="bool", default=False),
-        boot_config=dict(type="str", default="grub", choices=["grub", "none"]),
-        grub_file=dict(type="path", default="/etc/default/grub"),
-        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
-                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
-        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
-        root=dict(type="path", default="/"),
-    ),
-)
+MODULE_ARGS = hugepages_feature.MODULE_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, hugepages, host=host)
+    run_module(MODULE_ARGS, hugepages_feature.hugepages, host=host)
 
 
 if __name__ == "__main__":

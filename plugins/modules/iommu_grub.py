@@ -106,6 +106,17 @@ options:
     description: Keep a copy of the file, named with a timestamp, before changing it.
     type: bool
     default: false
+  hugepages:
+    description:
+      - Hugepages per NUMA node in the same call, as M(gpuvirt.tenancy.hugepages) does them (its options,
+        validated as that module validates them), without its GRUB options (C(boot_config), C(grub_file),
+        C(variable), C(bootloader_update)) - the boot-time sizes (RV(hugepages.boot_args)) go after O(args)
+        into this module's one GRUB edit.
+      - The pages are set (and a shortfall fails the call) before any boot file is written; every input of
+        both is checked before anything changes.
+      - Omitted, no hugepages are read or set (M(gpuvirt.tenancy.hugepages) alone does the same in a call
+        of its own).
+    type: dict
   early_driver:
     description:
       - The stub driver that must hold the pre-bound devices from boot (usually O(pre_bind_driver)).
@@ -179,6 +190,19 @@ EXAMPLES = r"""
       initramfs: true
   register: boot_args
 
+- name: The whole boot configuration in one call - hugepages now and at boot, IOMMU, pre-binding
+  gpuvirt.tenancy.iommu_grub:
+    pre_bind_ids: [10de:2330]
+    hugepages:
+      pages:
+        - {size: 1G, count: 64, node: all}
+        - {size: 2M, count: 4096, node: 0}
+      at_boot: [1G]
+      persist: true
+      mounts:
+        - {size: 1G, path: /dev/hugepages1G}
+  register: boot_args
+
 - name: Reboot when the command line or the early driver asks for it
   ansible.builtin.reboot:
   when: boot_args.reboot_required or boot_args.early_driver.reboot_required
@@ -243,6 +267,13 @@ backup_file:
   returned: always
   type: str
   sample: /etc/default/grub.2026-11-29@17:30:00~
+hugepages:
+  description:
+    - With O(hugepages), the result of M(gpuvirt.tenancy.hugepages) for them (its RV(boot_args) are in
+      RV(args) and the GRUB edit); null without it.
+  returned: always
+  type: dict
+  sample: {changed: false, boot_args: [], pages: [{size: 2M, node: 0, requested: 512, allocated: 512}]}
 early_driver:
   description: What O(early_driver) found and did; null without it.
   returned: always
@@ -305,6 +336,7 @@ MODULE_ARGS = dict(
                       choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
         bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
         backup=dict(type="bool", default=False),
+        hugepages=dict(type="dict"),
         early_driver=dict(type="dict", options=dict(
             name=dict(type="str", required=True),
             softdep_for=dict(type="list", elements="str", default=[]),

@@ -428,3 +428,60 @@ def test_early_driver_bad_names_change_nothing(host, early, message):
     result = run(host, early_driver=early)
     assert result["failed"] and message in result["msg"], result["msg"]
     assert read_grub(host) == before and not os.path.exists(host.p(MODULES_LOAD))
+
+
+# ---- the hugepages in the same call (hugepages): one round trip for the boot stage
+
+NODE2M = "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages"
+NODE1G = "/sys/devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages"
+
+
+@pytest.fixture
+def numa_host(host):
+    """The lab layout with its two 2048 MB NUMA nodes and a kernel that reads per-node boot sizes."""
+    host.write("/proc/sys/kernel/osrelease", "6.1.0-28-amd64")
+    host.add_numa_node(0, [0, 1], memory_mb=2048)
+    host.add_numa_node(1, [2, 3], memory_mb=2048)
+    return host
+
+
+def test_hugepages_now_and_at_boot_in_the_one_grub_edit(numa_host):
+    pages = {"pages": [{"size": "2M", "count": 64, "node": 1}, {"size": "1G", "count": 1, "node": 0}], "at_boot": ["1G"]}
+    first = run(numa_host, diff=True, hugepages=pages)
+    assert first["changed"] and first["hugepages"]["changed"]
+    assert read(numa_host.p(NODE2M % 1)).strip() == "64"
+    assert read(numa_host.p(NODE1G % 0)).strip() == "0"   # a boot size: on the command line, not set now
+    line = [l for l in read_grub(numa_host).splitlines() if l.startswith("GRUB_CMDLINE_LINUX=")][0]
+    assert "hugepagesz=1G hugepages=0:1" in line and "intel_iommu=on" in line
+    assert {"name": "hugepagesz", "value": "1G", "state": "present"} in first["hugepages"]["boot_args"]
+    assert any(d["after"] == "%s: 64\n" % (NODE2M % 1) for d in first["diff"])
+    again = run(numa_host, hugepages=pages)
+    assert again["changed"] is False and again["hugepages"]["changed"] is False
+
+
+def test_hugepages_in_check_mode_change_nothing(numa_host):
+    before = read_grub(numa_host)
+    result = run(numa_host, check_mode=True, hugepages={"pages": [{"size": "2M", "count": 64, "node": 0}]})
+    assert result["changed"] and result["hugepages"]["changed"]
+    assert read(numa_host.p(NODE2M % 0)).strip() == "0" and read_grub(numa_host) == before
+
+
+@pytest.mark.parametrize("pages, words", [
+    ({"pages": [{"size": "4M", "count": 1}]}, ["hugepages:", "4M", "gpuvirt.tenancy.hugepages"]),
+    ({"pages": [{"size": "2M", "count": 1}], "grub_file": "/etc/default/grub"}, ["hugepages:", "grub_file"]),
+    ({"pages": [{"size": "2M", "count": 1, "node": 7}]}, ["node 7"]),
+])
+def test_bad_hugepages_change_nothing(numa_host, pages, words):
+    before = read_grub(numa_host)
+    result = run(numa_host, hugepages=pages)
+    assert result["failed"] and not result.get("changed")
+    for word in words:
+        assert word in result["msg"]
+    assert read_grub(numa_host) == before and read(numa_host.p(NODE2M % 0)).strip() == "0"
+
+
+def test_a_bad_grub_arg_stops_the_hugepages_too(numa_host):
+    result = run(numa_host, hugepages={"pages": [{"size": "2M", "count": 64, "node": 0}]},
+                 args=[{"name": "bad name"}])
+    assert result["failed"] and not result.get("changed")
+    assert read(numa_host.p(NODE2M % 0)).strip() == "0"
