@@ -62,8 +62,8 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert rc == 0, out[-4000:]
     assert "plan                   PASS    fits: tenant-a on node" in out
     # boot: one GRUB edit with the IOMMU in passthrough, the GPUs pre-bound, 1G pages at boot
-    assert ('+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 hugepagesz=1G hugepages=1:100,3:100,5:100,7:100'
-            ' modprobe.blacklist=nouveau,nvidia,nvidia_drm,nvidia_modeset,nvidia_uvm,nvidiafb"') in out
+    assert ('+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 modprobe.blacklist=nouveau,nvidia,nvidia_drm,nvidia_modeset,'
+            'nvidia_uvm,nvidiafb hugepagesz=1G hugepages=1:100,3:100,5:100,7:100"') in out
     # SR-IOV: 4 VFs on each of the 8 compute PFs
     for pf in ("19", "21", "39", "41", "59", "61", "79", "81"):
         assert "+++ after: PF 0000:%s:00.0" % pf in out
