@@ -350,20 +350,23 @@ def reload_units(host):
         host.commands.run([systemctl, "daemon-reload"])
 
 
+# The settings of one VF.
+VF_SETTINGS = dict(
+    mac=dict(type="str"),
+    vlan=dict(type="int"),
+    qos=dict(type="int"),
+    spoofchk=dict(type="bool", default=True),
+    trust=dict(type="bool", default=False),
+    link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+)
+
 # What sriov_vfs takes for one PF: its top-level options, or each entry of ``pfs``.
 PF_OPTIONS = dict(
     pf=dict(type="str"),
     num_vfs=dict(type="int"),
     autoprobe=dict(type="bool"),
     vfs=dict(type="list", elements="dict", default=[], options=dict(
-        index=dict(type="int"),
-        address=dict(type="str"),
-        mac=dict(type="str"),
-        vlan=dict(type="int"),
-        qos=dict(type="int"),
-        spoofchk=dict(type="bool", default=True),
-        trust=dict(type="bool", default=False),
-        link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+        VF_SETTINGS, index=dict(type="int"), address=dict(type="str"),
     ), required_one_of=[("index", "address")], mutually_exclusive=[("index", "address")]),
     pf_link_up=dict(type="bool", default=True),
     persist=dict(type="bool", default=True),
@@ -373,9 +376,12 @@ PF_OPTIONS = dict(
 # The module's argument spec (plugins/modules/sriov_vfs.py), here so that another module can run
 # sriov_vfs inside its own call (runner.run_nested) with the same validation.
 MODULE_ARGS = dict(
-    argument_spec=dict(PF_OPTIONS, root=dict(type="path", default="/"), pfs=dict(type="list", elements="dict")),
+    argument_spec=dict(PF_OPTIONS, root=dict(type="path", default="/"), pfs=dict(type="list", elements="dict"),
+                       vf_settings=dict(type="list", elements="dict", options=dict(
+                           VF_SETTINGS, address=dict(type="str", required=True)))),
     required_one_of=[("pf", "pfs")],
     mutually_exclusive=[("pfs", option) for option in sorted(PF_OPTIONS)],
+    required_by={"vf_settings": "pfs"},
 )
 
 _ONE_PF_ARGS = dict(argument_spec=dict(PF_OPTIONS, pf=dict(type="str", required=True)))
@@ -393,6 +399,7 @@ def sriov_vfs(params, host, run):
             raise InputError("%s: pf %s is also pfs[%d]; list each PF once" % (label, options["pf"], seen[options["pf"]]))
         seen[options["pf"]] = index
         entries.append((label, options))
+    skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [])
     results = []
     for label, options in entries:
         try:
@@ -405,7 +412,39 @@ def sriov_vfs(params, host, run):
                 labelled.details = exc.details
                 raise labelled
             raise
-    return {"changed": any(r["changed"] for r in results), "pfs": results}
+    return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped}
+
+
+def assign_vf_settings(host, entries, vf_settings):
+    """Hand each of ``vf_settings`` (VFs named by address) to the entry of ``pfs`` whose PF owns
+    that VF once its count is set (the VFs it has, or the addresses its routing offset/stride
+    gives them), before anything changes. -> the settings not applied, each with its reason:
+    a VF of no PF listed, or of a PF without a netdev (settings go through the PF's netdev)."""
+    manager = SriovManager(host, read_topology(host.root))
+    owners = {}
+    for label, options in entries:
+        with_label = "%s (%s)" % (label, options["pf"])
+        try:
+            pf = manager.resolve_pf(options["pf"])
+        except InputError as exc:
+            raise InputError("%s: %s" % (with_label, exc))
+        dev = manager.pci[pf]
+        count = options["num_vfs"] if options["num_vfs"] is not None else (dev["sriov_numvfs"] or 0)
+        for address in manager.vf_addresses(pf, count):
+            owners[address] = (options, pf, dev["netdevs"])
+    skipped = []
+    for index, setting in enumerate(vf_settings):
+        address = normalize_address(setting["address"])
+        if address is None:
+            raise InputError("vf_settings[%d]: %r is not a PCI address (use the form 0000:41:00.2)" % (index, setting["address"]))
+        owner = owners.get(address)
+        if owner is None:
+            skipped.append({"address": address, "reason": "not a VF of the PFs in pfs (with their VF counts)"})
+        elif not owner[2]:
+            skipped.append({"address": address, "reason": "PF %s has no netdev: VF MAC/VLAN go through it" % owner[1]})
+        else:
+            owner[0]["vfs"] = list(owner[0]["vfs"]) + [dict(setting, address=address, index=None)]
+    return skipped
 
 
 def one_pf(params, host, run):

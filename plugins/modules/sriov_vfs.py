@@ -111,6 +111,42 @@ options:
         says what the PFs before it did.
     type: list
     elements: dict
+  vf_settings:
+    description:
+      - With O(pfs), settings of VFs named by PCI address (such as a tenant list gives them), each applied on
+        the PF of O(pfs) that owns the VF once its count is set - the VFs it has, or the addresses its routing
+        offset/stride gives the VFs this call creates - so VFs and their settings are one call even on a bare host.
+      - A VF of no PF listed, or of a PF without a netdev, is not set and is listed in RV(vf_settings_skipped)
+        with the reason.
+      - Each entry takes the keys of O(vfs) (O(vf_settings[].address) required, no index).
+    type: list
+    elements: dict
+    suboptions:
+      address:
+        description: PCI address of the VF.
+        type: str
+        required: true
+      mac:
+        description: MAC address, as in O(vfs[].mac).
+        type: str
+      vlan:
+        description: VLAN, as in O(vfs[].vlan).
+        type: int
+      qos:
+        description: VLAN priority, as in O(vfs[].qos).
+        type: int
+      spoofchk:
+        description: Spoof check, as in O(vfs[].spoofchk).
+        type: bool
+        default: true
+      trust:
+        description: Trust, as in O(vfs[].trust).
+        type: bool
+        default: false
+      link_state:
+        description: Link state, as in O(vfs[].link_state).
+        type: str
+        choices: [auto, enable, disable]
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -174,6 +210,12 @@ pfs:
   type: list
   elements: dict
   sample: [{pf: "0000:41:00.0", num_vfs: 4, changed: false}]
+vf_settings_skipped:
+  description: With O(pfs), the entries of O(vf_settings) not applied, each with its reason.
+  returned: with O(pfs)
+  type: list
+  elements: dict
+  sample: [{address: "0000:c1:00.2", reason: "PF 0000:c1:00.0 has no netdev: VF MAC/VLAN go through it"}]
 pf:
   description: PCI address of the PF.
   returned: with O(pf)

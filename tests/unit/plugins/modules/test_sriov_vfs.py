@@ -227,9 +227,55 @@ def test_pfs_bad_entries_change_nothing(lab, args, words):
         assert word in result["msg"]
 
 
-def test_pfs_error_in_a_later_entry_reports_the_earlier_ones(lab):
-    _host, _kernel, run = lab
+def test_pfs_a_bad_pf_in_a_later_entry_changes_nothing(lab):
+    _host, kernel, run = lab
     result = run({"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}, {"pf": "0000:99:00.0", "num_vfs": 1}]})
-    assert result["failed"] and result["changed"] is True
-    assert result["msg"].startswith("pfs[1] (0000:99:00.0): ")
-    assert [r["pf"] for r in result["pfs"]] == [PF] and result["pfs"][0]["num_vfs"] == 4
+    assert result["failed"] and result["changed"] is False and not kernel.writes
+    assert result["msg"].startswith("pfs[1] (0000:99:00.0): pf: no PCI device")
+
+
+def test_pfs_refusal_in_a_later_entry_reports_what_the_earlier_ones_did(lab, tmp_path):
+    host, _kernel, run = lab
+    run({"pf": PF, "num_vfs": 4, "autoprobe": False})
+    host.write("/etc/libvirt/qemu/tenant-net.xml", domain_xml("tenant-net", "0000:81:00.2"))
+    result = run({"pfs": [{"pf": PF, "autoprobe": True}, {"pf": PF + "x"}]})
+    assert result["failed"] and result["changed"] is False   # decided before the first write
+    result = run({"pfs": [{"pf": PF, "num_vfs": 2}]})
+    assert result["failed"] and "0000:81:00.2: attached to libvirt domain tenant-net" in result["msg"]
+    assert result["pfs"] == []
+
+
+def test_vf_settings_by_address_go_to_the_pf_that_creates_the_vf_in_the_same_call(cx4):
+    """On a bare PF the VFs do not exist yet: the settings of 0000:01:00.4 (VF 2 by the PF's
+    offset/stride) are applied in the call that creates it; a VF of no listed PF is skipped."""
+    _host, _kernel, run = cx4
+    args = {"pfs": [{"pf": "0000:01:00.0", "num_vfs": 4, "persist": False}],
+            "vf_settings": [{"address": "0000:01:00.4", "mac": "52:54:00:c0:00:01", "vlan": 7},
+                            {"address": "0000:99:00.1", "vlan": 3}]}
+    first = run(args)
+    assert first["changed"] and not first.get("failed")
+    vfs = first["pfs"][0]["vfs"]
+    assert [v["settings"]["vlan"] for v in vfs if v["address"] == "0000:01:00.4"] == [7]
+    assert first["vf_settings_skipped"] == [{"address": "0000:99:00.1", "reason": "not a VF of the PFs in pfs (with their VF counts)"}]
+    again = run(args)
+    assert again["changed"] is False
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"pf": PF, "vf_settings": [{"address": "0000:81:00.1"}]}, ["vf_settings", "pfs"]),
+    ({"pfs": [{"pf": PF, "num_vfs": 4}], "vf_settings": [{"address": "81:00.x"}]}, ["vf_settings[0]", "81:00.x"]),
+    ({"pfs": [{"pf": PF, "num_vfs": 4}], "vf_settings": [{"vlan": 3}]}, ["address"]),
+])
+def test_bad_vf_settings_change_nothing(lab, args, words):
+    _host, kernel, run = lab
+    result = run(args)
+    assert result["failed"] and not result.get("changed") and not kernel.writes
+    for word in words:
+        assert word in result["msg"]
+
+
+def test_vf_settings_for_a_pf_without_netdev_are_skipped_with_the_reason(lab):
+    _host, _kernel, run = lab
+    result = run({"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}], "vf_settings": [{"address": "0000:81:00.2", "vlan": 3}]})
+    assert result["changed"] and result["pfs"][0]["num_vfs"] == 4
+    assert result["vf_settings_skipped"] == [{"address": "0000:81:00.2", "reason": "PF %s has no netdev: VF MAC/VLAN go through it" % PF}]
