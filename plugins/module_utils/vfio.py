@@ -17,6 +17,7 @@ import json
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import (
@@ -24,6 +25,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -67,9 +69,10 @@ class VfioBinder:
         self.vf_sources = {}  # VF address -> its PF, for the VFs selected through vfs_of
 
     # -- selection -------------------------------------------------------------
-    def select(self, devices=None, ids=None, vfs_of=None):
+    def select(self, devices=None, ids=None, vfs_of=None, allow_empty=False):
         """Addresses named by ``devices``, every device matching ``ids`` and the VFs of
-        each PF in ``vfs_of``; each selector that names nothing is an input error."""
+        each PF in ``vfs_of``; each selector that names nothing is an input error, and so is
+        naming nothing at all unless ``allow_empty``."""
         selected = []
         for text in devices or []:
             address = normalize_address(text)
@@ -96,7 +99,7 @@ class VfioBinder:
             for vf in vfs:
                 self.vf_sources[vf] = pf
             selected.extend(vfs)
-        if not selected:
+        if not selected and not allow_empty:
             raise InputError("devices, ids, vfs_of: name at least one device")
         return sorted(set(selected))
 
@@ -297,12 +300,37 @@ def driver_states(plans):
     return json.dumps(before, indent=2, sort_keys=True) + "\n", json.dumps(after, indent=2, sort_keys=True) + "\n"
 
 
+def sriov_first(params, host, run):
+    """With ``sriov``: check this module's own selectors (and decide the devices named
+    outright) on the host as it is, then run
+    sriov_vfs in this call (VFs and their settings before they are bound). -> (its result or
+    None, the PFs of ``vfs_of`` whose VFs it creates only outside check mode)."""
+    if params.get("sriov") is None:
+        return None, []
+    sriov_params = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov"])
+    needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
+    before = VfioBinder(host, read_topology(host.root), needed)
+    # the devices named outright are decided now, so that a refusal comes before any VF changes
+    named = before.select(params["devices"], params["ids"], None, allow_empty=True)
+    before.plan(named, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
+    wanted_pfs = [before.resolve_pf(text, "vfs_of") for text in params["vfs_of"] or []]
+    result = sriov.sriov_vfs(sriov_params, host, run)
+    to_come = []
+    if run.check_mode:
+        planned = dict((r["pf"], r) for r in (result["pfs"] if "pfs" in result else [result]))
+        to_come = [pf for pf in wanted_pfs if pf in planned and (planned[pf]["recreated"] or not before.pci[pf]["virtfns"])]
+    return result, to_come
+
+
 def vfio_bind(params, host, run):
-    """The vfio_bind module: decide, then act unless in check mode."""
+    """The vfio_bind module: decide, then act unless in check mode; with ``sriov``, the VFs
+    first, in the same call."""
+    sriov_result, vfs_to_come = sriov_first(params, host, run)
     topology = read_topology(host.root)
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     binder = VfioBinder(host, topology, needed)
-    addresses = binder.select(params["devices"], params["ids"], params["vfs_of"])
+    vfs_of = [text for text in params["vfs_of"] or [] if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
+    addresses = binder.select(params["devices"], params["ids"], vfs_of, allow_empty=sriov_result is not None)
     driver = params["driver"]
     plans = binder.plan(addresses, driver=driver, group_policy=params["group_policy"], force=params["force"])
     changed = binder.changed(plans)
@@ -325,9 +353,11 @@ def vfio_bind(params, host, run):
     run.diff.add("PCI drivers", before, after)
     add_diffs(run.diff, changes)
     return {
-        "changed": changed or bool(changes) or bool(enable),
+        "changed": changed or bool(changes) or bool(enable) or bool(sriov_result and sriov_result["changed"]),
         "devices": [dict((k, p[k]) for k in ("address", "driver_before", "driver_after", "iommu_group", "vfio_device", "group_added"))
                     for p in plans],
         "isolation": isolation(topology, [p["address"] for p in plans if not p["group_added"]], needed),
         "persisted_files": [path for path, _b, _a in changes],
+        "sriov": sriov_result,
+        "vfs_to_come": vfs_to_come,
     }

@@ -69,6 +69,16 @@ options:
     description: Take devices the host needs, or unbind devices in use by tenants.
     type: bool
     default: false
+  sriov:
+    description:
+      - VFs first, in the same call - the options of M(gpuvirt.tenancy.sriov_vfs) (O(sriov.pf) or O(sriov.pfs) with
+        O(sriov.vf_settings)), validated as that module validates them - so that creating the VFs, their MAC/VLAN and
+        binding them is one round trip.
+      - This module's own selectors are checked against the host before the VFs change; O(vfs_of) then takes the VFs
+        as the SR-IOV part left them. In check mode the VFs that part would create do not exist yet - their PFs are
+        listed in RV(vfs_to_come) and not bound.
+      - With it, naming no device to bind is allowed (the call then only sets the VFs).
+    type: dict
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -85,6 +95,16 @@ EXAMPLES = r"""
 - name: Tenant GPU to vfio-pci, from the pci-stub pre-binding
   gpuvirt.tenancy.vfio_bind:
     devices: ["0000:82:00.0"]
+
+- name: The SR-IOV/VFIO stage in one call - VFs with their tenants' VLANs, then GPUs and VFs to vfio-pci
+  gpuvirt.tenancy.vfio_bind:
+    devices: ["0000:82:00.0"]
+    vfs_of: ["0000:41:00.0"]
+    sriov:
+      pfs:
+        - {pf: "0000:41:00.0", num_vfs: 4, autoprobe: false}
+      vf_settings:
+        - {address: "0000:41:00.2", mac: "52:54:00:a0:00:01", vlan: 101}
 
 - name: Every VF of the ConnectX PF to vfio-pci
   gpuvirt.tenancy.vfio_bind:
@@ -146,6 +166,17 @@ persisted_files:
   type: list
   elements: str
   sample: [/etc/gpuvirt/vfio.json, /etc/udev/rules.d/61-gpuvirt-vfio.rules]
+sriov:
+  description: With O(sriov), the result of M(gpuvirt.tenancy.sriov_vfs) for it; null without it.
+  returned: always
+  type: dict
+  sample: {changed: false, pfs: [{pf: "0000:41:00.0", num_vfs: 4}], vf_settings_skipped: []}
+vfs_to_come:
+  description: PFs of O(vfs_of) whose VFs O(sriov) creates, so not bound in check mode.
+  returned: always
+  type: list
+  elements: str
+  sample: []
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
@@ -161,8 +192,9 @@ MODULE_ARGS = dict(
         group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
         persist=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
+        sriov=dict(type="dict"),
     ),
-    required_one_of=[("devices", "ids", "vfs_of")],
+    required_one_of=[("devices", "ids", "vfs_of", "sriov")],
 )
 
 

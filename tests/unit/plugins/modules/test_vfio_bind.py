@@ -134,3 +134,57 @@ def test_handing_back_after_a_run_stopped_before_the_probe_probes_again(lab):
     assert result["changed"] is True and kernel.driver("0000:82:00.0") == "pci-stub", result
     assert run(lab, {"devices": ["0000:82:00.0"], "driver": "host"})["changed"] is False
     assert not os.path.exists(host.p("/dev/vfio/7"))
+
+
+# ---- the VFs first, in the same call (sriov): the SR-IOV/VFIO stage in one round trip
+
+@pytest.fixture
+def bare(tmp_path):
+    """The lab layout before the SR-IOV stage: the PF has no VFs."""
+    host, kernel = lab_host(tmp_path / "root")
+    host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
+    return host, kernel
+
+
+STAGE = {"devices": ["0000:82:00.0"], "vfs_of": [PF], "sriov": {"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}]}}
+
+
+def test_vfs_created_and_bound_in_one_call_then_nothing_to_do(bare):
+    _host, kernel = bare
+    first = run(bare, STAGE)
+    assert first["changed"] and not first.get("failed")
+    assert first["sriov"]["pfs"][0]["num_vfs"] == 4 and first["vfs_to_come"] == []
+    by = {d["address"]: d["driver_after"] for d in first["devices"]}
+    assert by == dict([("0000:82:00.0", "vfio-pci")] + [("0000:81:00.%d" % i, "vfio-pci") for i in range(1, 5)])
+    kernel.writes.clear()
+    second = run(bare, STAGE)
+    assert second["changed"] is False and second["sriov"]["changed"] is False and not kernel.writes
+
+
+def test_check_mode_on_a_bare_pf_binds_what_exists_and_names_the_vfs_to_come(bare):
+    _host, kernel = bare
+    result = run(bare, STAGE, check_mode=True)
+    assert result["changed"] and result["vfs_to_come"] == [PF] and not kernel.writes
+    assert [d["address"] for d in result["devices"]] == ["0000:82:00.0"]
+    assert result["sriov"]["pfs"][0]["recreated"] is True
+
+
+@pytest.mark.parametrize("args, words", [
+    (dict(STAGE, devices=["0000:00:05.0"]), ["SSH connection"]),
+    (dict(STAGE, devices=["0000:99:00.0"]), ["devices: no PCI device 0000:99:00.0"]),
+    (dict(STAGE, vfs_of=["0000:99:00.0"]), ["vfs_of: no PCI device"]),
+    (dict(STAGE, sriov={"pfs": [{"pf": PF, "num_vfs": 9}]}), ["num_vfs: 9 is outside 0-4"]),
+    (dict(STAGE, sriov={"pfs": [{"pf": PF}], "colour": 1}), ["sriov:", "colour", "gpuvirt.tenancy.sriov_vfs"]),
+])
+def test_bad_input_creates_no_vf(bare, args, words):
+    _host, kernel = bare
+    result = run(bare, args)
+    assert result["failed"] and not result.get("changed")
+    for word in words:
+        assert word in result["msg"]
+    assert not [w for w in kernel.writes if w[0].endswith("sriov_numvfs")]
+
+
+def test_sriov_alone_binds_nothing(bare):
+    result = run(bare, {"sriov": {"pf": PF, "num_vfs": 2, "autoprobe": False}})
+    assert result["changed"] and result["devices"] == [] and result["sriov"]["num_vfs"] == 2
