@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.tenant_vf_settings`` and ``gpuvirt.tenancy.plan_vf_settings``: the
+"""Filters ``gpuvirt.tenancy.tenant_vf_settings``, ``gpuvirt.tenancy.plan_vf_settings`` and
+``gpuvirt.tenancy.sriov_request``: the
 per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
 the tenant name and the VF's index: module_utils/vf_mac.py), spoof checking on and trust off:
@@ -49,6 +50,20 @@ def tenant_vf_settings(tenants, vfs=None):
     return [entry for entry in wanted if entry["address"] in addresses]
 
 
+def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
+    """The options of ``gpuvirt.tenancy.sriov_vfs`` for every PF of ``pfs`` (``[{pf, num_vfs,
+    autoprobe}]``, as gpuvirt_sriov_pfs) in one call: ``{pfs: [...], vf_settings: [...]}``, the
+    settings of each VF the tenants name by address (``tenant_vf_settings``), which the module
+    hands to the PF that owns the VF."""
+    if not isinstance(pfs, list) or any(not isinstance(p, dict) or "pf" not in p or "num_vfs" not in p for p in pfs):
+        raise AnsibleFilterError("gpuvirt.tenancy.sriov_request: expected the PF list [{pf, num_vfs, autoprobe}] "
+                                 "(gpuvirt_sriov_pfs), got %r" % (pfs,))
+    return {"pfs": [{"pf": p["pf"], "num_vfs": p["num_vfs"],
+                     "autoprobe": p["autoprobe"] if p.get("autoprobe") is not None else autoprobe,
+                     "persist": persist, "force": force} for p in pfs],
+            "vf_settings": tenant_vf_settings(tenants)}
+
+
 def plan_vf_settings(plan, tenants, topology):
     """``[{pf, vfs: [{address, mac, vlan, spoofchk, trust}]}]``: the settings of the network VFs
     (an Ethernet VF of a PF with a netdev) of each placed tenant of ``plan`` (the
@@ -76,4 +91,5 @@ class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "plan_vf_settings": plan_vf_settings}
+        return {"tenant_vf_settings": tenant_vf_settings, "plan_vf_settings": plan_vf_settings,
+                "sriov_request": sriov_request}

@@ -318,7 +318,7 @@ def sriov_first(params, host, run):
     to_come = []
     if run.check_mode:
         planned = dict((r["pf"], r) for r in (result["pfs"] if "pfs" in result else [result]))
-        to_come = [pf for pf in wanted_pfs if pf in planned and (planned[pf]["recreated"] or not before.pci[pf]["virtfns"])]
+        to_come = sorted(pf for pf in wanted_pfs if pf in planned and (planned[pf]["recreated"] or not before.pci[pf]["virtfns"]))
     return result, to_come
 
 

@@ -97,3 +97,25 @@ def test_plan_vf_settings(placements, tenants, expected):
 def test_plan_vf_settings_needs_a_plan():
     with pytest.raises(AnsibleFilterError, match="expected a plan"):
         PLAN_SETTINGS([], [], TOPOLOGY)
+
+
+REQUEST = FilterModule().filters()["sriov_request"]
+
+
+@pytest.mark.parametrize("pfs, kwargs, expected_pfs", [
+    ([{"pf": "0000:81:00.0", "num_vfs": 4}], {}, [{"pf": "0000:81:00.0", "num_vfs": 4, "autoprobe": False, "persist": True, "force": False}]),
+    ([{"pf": "a", "num_vfs": 0, "autoprobe": True}, {"pf": "b", "num_vfs": 2}], {"autoprobe": False, "persist": False, "force": True},
+     [{"pf": "a", "num_vfs": 0, "autoprobe": True, "persist": False, "force": True},
+      {"pf": "b", "num_vfs": 2, "autoprobe": False, "persist": False, "force": True}]),
+    ([], {}, []),
+])
+def test_sriov_request_one_call_for_every_pf(pfs, kwargs, expected_pfs):
+    tenants = [{"name": "a", "vfs": [VF1], "mac": "52:54:00:00:00:01", "vlan": 10}, {"name": "b", "vfs": 1}]
+    request = REQUEST(pfs, tenants, **kwargs)
+    assert request == {"pfs": expected_pfs, "vf_settings": [vf(VF1, "52:54:00:00:00:01", 10)]}
+
+
+@pytest.mark.parametrize("pfs", ["0000:81:00.0", [{"num_vfs": 4}], [{"pf": "x"}], ["x"]])
+def test_sriov_request_refuses_a_bad_pf_list(pfs):
+    with pytest.raises(AnsibleFilterError, match="gpuvirt_sriov_pfs"):
+        REQUEST(pfs, [])
