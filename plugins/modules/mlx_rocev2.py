@@ -98,9 +98,9 @@ options:
     type: dict
   nccl_env_write:
     description:
-      - V(true) writes the files of O(nccl_env) as nccl_env would (in check mode: reports them; C(changed)
-        and the diff include them; an error in them fails the call before anything changes).
-      - V(false) decides them and writes nothing, for a caller that decides the write across hosts: RV(nccl_env)
+      - V(true) writes the files of O(nccl_env) as nccl_env would (in check mode it reports them); C(changed)
+        and the diff include them, and an error in them fails the call before anything changes.
+      - V(false) decides them and writes nothing, for a caller that decides the write across hosts. RV(nccl_env)
         then tells whether each file would change with these options and what the hosts block holds now
         (compare it with the lines wanted later), and an error in them is returned in RV(nccl_env.error)
         instead of failing the call. The role C(gpuvirt.tenancy.guest_rdma) uses this (docs/rdma_nccl.md).
