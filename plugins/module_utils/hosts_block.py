@@ -76,6 +76,32 @@ def block_lines(entries, option="hosts_entries"):
     return lines
 
 
+def _marker_lines(old, marker):
+    """Numbers of the last BEGIN and the last END marker line (None when missing)."""
+    begin, end = (marker.replace("{mark}", mark) for mark in MARKS)
+    first = last = None
+    for number, line in enumerate(old):
+        body = line.rstrip("\r\n")
+        if body == begin:
+            first = number
+        if body == end:
+            last = number
+    return first, last
+
+
+def block_found(text, marker=DEFAULT_MARKER):
+    """The lines the marked block of ``text`` holds now, such that ``render_block`` with them
+    gives ``text`` back: ``[]`` without a block, None for a block not in the form written here
+    (CRLF endings, no lines), which any lines would rewrite. So a caller that compares wanted
+    lines with these knows, without the file, whether writing them would change it."""
+    old = (text or "").splitlines(True)
+    first, last = _marker_lines(old, marker)
+    if first is None or last is None:
+        return []
+    lines = [line.rstrip("\r\n") for line in old[min(first, last) + 1:max(first, last)]]
+    return lines if render_block(text, lines, marker) == (text or "") else None
+
+
 def render_block(text, lines, marker=DEFAULT_MARKER):
     """``text`` with the marked block holding ``lines`` (no block when ``lines`` is empty).
 
@@ -84,13 +110,7 @@ def render_block(text, lines, marker=DEFAULT_MARKER):
     line ending added to an unterminated last line)."""
     begin, end = (marker.replace("{mark}", mark) for mark in MARKS)
     old = (text or "").splitlines(True)
-    first = last = None
-    for number, line in enumerate(old):
-        body = line.rstrip("\r\n")
-        if body == begin:
-            first = number
-        if body == end:
-            last = number
+    first, last = _marker_lines(old, marker)
     new = [begin + "\n"] + [line + "\n" for line in lines] + [end + "\n"] if lines else []
     if first is None or last is None:
         if not new:

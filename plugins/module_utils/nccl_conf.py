@@ -12,6 +12,10 @@ the GID itself from ``NCCL_IB_ADDR_FAMILY`` / ``NCCL_IB_ADDR_RANGE`` /
 
 With ``hosts_entries`` the same run also writes the tenants' RDMA addresses as a marked block
 of the hosts file (``hosts_block``), so a guest costs one module call for both files.
+
+``decide`` reads both files and decides them, ``apply`` writes what differs; ``plan`` reports a
+decision without writing, for a caller (mlx_rocev2's ``nccl_env`` option with
+``nccl_env_write: false``) that decides the write across hosts on the controller.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,11 +26,34 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value, file_target, read_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines, check_marker, render_block
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_found, block_lines, check_marker, render_block
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
 
 __metaclass__ = type
+
+# The module's argument spec (plugins/modules/nccl_env.py), here so that another module can run
+# nccl_env inside its own call (runner.nested_params) with the same validation.
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        path=dict(type="path", default="/etc/nccl.conf"),
+        ib_hca=dict(type="list", elements="str", default=[]),
+        socket_ifname=dict(type="str"),
+        net_gdr_level=dict(type="str"),
+        gid_index=dict(type="str", default="discover"),
+        addr_range=dict(type="str"),
+        nccl_version=dict(type="str"),
+        extra=dict(type="dict", default={}),
+        hosts_entries=dict(type="list", elements="dict", options=dict(
+            ip=dict(type="str", required=True),
+            names=dict(type="list", elements="str", required=True),
+        )),
+        hosts_path=dict(type="path", default="/etc/hosts"),
+        hosts_marker=dict(type="str", default="# {mark} gpuvirt.tenancy guest_rdma"),
+        backup=dict(type="bool", default=False),
+    ),
+)
 
 LINE_RE = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=(?P<value>.*)$")
 KEY_RE = re.compile(r"^[A-Z][A-Z0-9_]*\Z")
@@ -369,28 +396,38 @@ class FileEdit:
         return saved
 
 
+class Decision:
+    """What nccl_env would write: the NCCL file's edit, the hosts file's edit (None without
+    ``hosts_entries``), the lines its marked block holds now, and the result fields."""
+
+    def __init__(self, conf, hosts, hosts_found, result):
+        self.conf = conf
+        self.hosts = hosts
+        self.hosts_found = hosts_found
+        self.result = result
+
+
 def hosts_edit(params, host):
     """The hosts file with the marked block of ``hosts_entries`` (None when the option is not
-    given: the file is not touched). The block's lines, checked before anything is read."""
+    given: the file is not touched), the block's lines (checked before anything is read) and
+    the lines the block holds now."""
     if params["hosts_entries"] is None:
-        return None, None
+        return None, None, None
     marker = check_marker(params["hosts_marker"])
     lines = block_lines(params["hosts_entries"])
     edit = FileEdit(host, params["hosts_path"], "hosts_path")
     edit.after = render_block(edit.before, lines, marker)
     if edit.before is None and not lines:
         edit.after = None
-    return edit, lines
+    return edit, lines, block_found(edit.before, marker)
 
 
-def nccl_env(params, host, run):
-    """The nccl_env module: resolve the GID settings, edit the NCCL file (and, with
-    ``hosts_entries``, the hosts file) under the host's root. Both files are decided before
-    either is written."""
+def decide(params, host):
+    """Resolve the GID settings and decide both files under the host's root; nothing is written."""
     conf = FileEdit(host, params["path"], "path", create_parent=True)
     # the values are checked before the GID tables are read, so a bad gid_index is named first
     check_inputs(params)
-    hosts, hosts_lines = hosts_edit(params, host)
+    hosts, hosts_lines, hosts_found = hosts_edit(params, host)
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": params["path"]}
     settings = wanted_settings(params, host, tables, result)
@@ -401,11 +438,36 @@ def nccl_env(params, host, run):
     if hosts is not None:
         result["hosts_path"] = params["hosts_path"]
         result["hosts_lines"] = hosts_lines
-    backup = conf.apply(host, run, params["backup"])
+    return Decision(conf, hosts, hosts_found, result)
+
+
+def apply(decision, params, host, run):
+    """Write the files of ``decision`` that differ (not in check mode); the result fields."""
+    result = dict(decision.result)
+    backup = decision.conf.apply(host, run, params["backup"])
     if backup is not None:
         result["backup_file"] = backup
-    if hosts is not None:
-        backup = hosts.apply(host, run, params["backup"])
+    if decision.hosts is not None:
+        backup = decision.hosts.apply(host, run, params["backup"])
         if backup is not None:
             result["hosts_backup_file"] = backup
     return result
+
+
+def plan(decision):
+    """A decision reported without writing: what would be written, whether each file would
+    change, and the lines the hosts block holds now (``hosts_found``; None for a block in
+    another form), so that the controller can compare the lines it decides later."""
+    planned = dict((key, decision.result[key]) for key in ("path", "gid_index", "settings", "removed"))
+    planned["conf_differs"] = decision.conf.differs
+    if decision.hosts is not None:
+        planned["hosts_path"] = decision.result["hosts_path"]
+        planned["hosts_differs"] = decision.hosts.differs
+        planned["hosts_found"] = decision.hosts_found
+    return planned
+
+
+def nccl_env(params, host, run):
+    """The nccl_env module: edit the NCCL file (and, with ``hosts_entries``, the hosts file)
+    under the host's root. Both files are decided before either is written."""
+    return apply(decide(params, host), params, host, run)

@@ -2,19 +2,23 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The mlx_rocev2 module: ConnectX firmware parameters, the RDMA-CM default RoCE mode (and
-the udev rule that keeps it), and the GID table. Everything is decided before anything is
-changed; the host is read and changed only through the injected :class:`Host`."""
+the udev rule that keeps it), the GID table, and with ``nccl_env`` the nccl_env module's files
+in the same call (written, or with ``nccl_env_write: false`` only decided and reported).
+Everything is decided before anything is changed; the host is read and changed only through the
+injected :class:`Host`."""
 
 from __future__ import absolute_import, division, print_function
 
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
     InputError, StateError, check_line_value, file_target, read_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 
 __metaclass__ = type
 
@@ -24,6 +28,9 @@ def mlx_rocev2(params, host, run):
     if not params["device"] and not params["rdma_device"]:
         raise InputError("device or rdma_device: give the ConnectX PF's PCI address (device) and/or the RDMA "
                          "device name (rdma_device, e.g. mlx5_0 or rxe0)")
+    nccl_options = None
+    if params["nccl_env"] is not None:
+        nccl_options = nested_params("nccl_env", "gpuvirt.tenancy.nccl_env", nccl_conf.MODULE_ARGS, params["nccl_env"])
     result = {"reboot_required": False}
     diff = {"before": {}, "after": {}}
     reader = RdmaReader(host.fs)
@@ -31,6 +38,8 @@ def mlx_rocev2(params, host, run):
     mode = None if params["default_roce_mode"] == "unchanged" else params["default_roce_mode"]
     dev = rdma_device(params, reader) if (params["rdma_device"] or mode) else None
     plan = plan_mode(params, host, reader, dev, diff) if dev and mode else None
+    # the RDMA-CM default mode does not change the GID table, so NCCL is decided before any step
+    nccl = decide_nccl(nccl_options, params["nccl_env_write"], host) if nccl_options is not None else None
     apply_firmware(params, planned_fw, run, result)
     if plan:
         apply_mode(params, host, dev, plan, run, result)
@@ -41,7 +50,24 @@ def mlx_rocev2(params, host, run):
         result["gid_table"] = rows
         result["roce_v2_ipv4_index"] = roce_v2_ipv4_indexes(rows)
     run.diff.extend([diff])
+    if isinstance(nccl, nccl_conf.Decision):
+        result["nccl_env"] = (nccl_conf.apply(nccl, nccl_options, host, run) if params["nccl_env_write"]
+                              else nccl_conf.plan(nccl))
+    elif nccl is not None:
+        result["nccl_env"] = {"error": nccl}
     return result
+
+
+def decide_nccl(options, write, host):
+    """nccl_env's decision. When it is to be written, an error stops the call before any step;
+    when only reported, the error is the answer (a message), for the caller to act on after
+    comparing the hosts (the guest_rdma role runs nccl_env alone there, which fails with it)."""
+    if write:
+        return nccl_conf.decide(options, host)
+    try:
+        return nccl_conf.decide(options, host)
+    except (InputError, StateError) as exc:
+        return str(exc)
 
 
 # -- firmware ----------------------------------------------------------------------------

@@ -86,6 +86,26 @@ options:
     description: Path of the helper script the udev rule runs, a host path under O(root).
     type: path
     default: /usr/local/sbin/gpuvirt-roce-mode
+  nccl_env:
+    description:
+      - Options of M(gpuvirt.tenancy.nccl_env) (all but O(root), which is this module's), run in this call
+        after the RDMA part, so that one round trip sets RoCE v2 and writes NCCL's settings (and the hosts
+        block of O(gpuvirt.tenancy.nccl_env#module:hosts_entries)). They are checked against nccl_env's own
+        argument spec before anything changes.
+      - O(gpuvirt.tenancy.nccl_env#module:gid_index=discover) with O(gpuvirt.tenancy.nccl_env#module:ib_hca)
+        naming O(rdma_device) and O(port) writes this host's own RoCE v2 + IPv4 GID index.
+      - The result is in RV(nccl_env).
+    type: dict
+  nccl_env_write:
+    description:
+      - V(true) writes the files of O(nccl_env) as nccl_env would (in check mode it reports them); C(changed)
+        and the diff include them, and an error in them fails the call before anything changes.
+      - V(false) decides them and writes nothing, for a caller that decides the write across hosts. RV(nccl_env)
+        then tells whether each file would change with these options and what the hosts block holds now
+        (compare it with the lines wanted later), and an error in them is returned in RV(nccl_env.error)
+        instead of failing the call. The role C(gpuvirt.tenancy.guest_rdma) uses this (docs/rdma_nccl.md).
+    type: bool
+    default: true
 requirements:
   - C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint) on the host for O(firmware).
   - C(modprobe) when C(rdma_cm) must be loaded.
@@ -117,6 +137,25 @@ EXAMPLES = r"""
 - name: Show the index of the RoCE v2 + IPv4 GID
   ansible.builtin.debug:
     msg: "{{ __rdma.roce_v2_ipv4_index['rxe0']['1'] }}"
+
+- name: RoCE v2 and NCCL's settings with this guest's own RoCE v2 + IPv4 GID index, in one call
+  gpuvirt.tenancy.mlx_rocev2:
+    rdma_device: mlx5_0
+    port: 1
+    nccl_env:
+      ib_hca: [mlx5_0:1]
+      gid_index: discover
+      socket_ifname: ens3np0
+
+- name: Decide NCCL's file and read the hosts block without writing them (the write waits for the fleet)
+  gpuvirt.tenancy.mlx_rocev2:
+    rdma_device: rxe0
+    nccl_env_write: false
+    nccl_env:
+      ib_hca: [rxe0:1]
+      gid_index: discover
+      hosts_entries: []
+  register: __planned
 
 - name: Firmware only, with mstflint's tool
   gpuvirt.tenancy.mlx_rocev2:
@@ -182,6 +221,55 @@ roce_v2_ipv4_index:
   returned: when an RDMA device is handled
   type: dict
   sample: {"mlx5_0": {"1": 3}}
+nccl_env:
+  description:
+    - With O(nccl_env_write=true), the result fields of M(gpuvirt.tenancy.nccl_env) (C(path), C(gid_index),
+      C(settings), C(removed), C(gid_table), C(hosts_path), C(hosts_lines), the backups).
+    - With O(nccl_env_write=false), the fields below (nothing was written), or only RV(nccl_env.error).
+  returned: when nccl_env is given
+  type: dict
+  contains:
+    path:
+      description: The NCCL file.
+      type: str
+      sample: /etc/nccl.conf
+    gid_index:
+      description: The GID index that would be written, or C(auto).
+      type: raw
+      sample: 3
+    settings:
+      description: The managed settings as they would be written.
+      type: dict
+      sample: {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_IB_GID_INDEX": "3"}
+    removed:
+      description: Keys that would be removed from the file.
+      type: list
+      elements: str
+      sample: []
+    conf_differs:
+      description: Whether the NCCL file would change.
+      type: bool
+      sample: false
+    hosts_path:
+      description: The hosts file (with O(gpuvirt.tenancy.nccl_env#module:hosts_entries)).
+      type: str
+      sample: /etc/hosts
+    hosts_differs:
+      description: Whether the hosts file would change with the given entries.
+      type: bool
+      sample: true
+    hosts_found:
+      description:
+        - The lines the marked block holds now (empty without a block), with O(gpuvirt.tenancy.nccl_env#module:hosts_entries).
+        - Null for a block in another form than nccl_env writes (CRLF line endings, no lines), which writing any
+          lines changes. Entries whose lines equal these leave the hosts file as it is.
+      type: list
+      elements: str
+      sample: ["192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]
+    error:
+      description: Why nccl_env would fail with these options (the message it fails with); the other fields are then absent.
+      type: str
+      sample: "gid_index 3 refused: mlx5_0:1 index 3 is RoCE v1 ..."
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.roce import mlx_rocev2
@@ -199,6 +287,8 @@ MODULE_ARGS = dict(
         persist=dict(type="bool", default=True),
         persist_rules_dir=dict(type="path", default="/etc/udev/rules.d"),
         persist_script=dict(type="path", default="/usr/local/sbin/gpuvirt-roce-mode"),
+        nccl_env=dict(type="dict"),
+        nccl_env_write=dict(type="bool", default=True),
     ),
 )
 

@@ -117,6 +117,7 @@ requirements:
   - C(ip) (iproute2) on the host for O(gid_index=auto) without O(addr_range).
 seealso:
   - module: gpuvirt.tenancy.mlx_rocev2
+    description: Its O(gpuvirt.tenancy.mlx_rocev2#module:nccl_env) option runs this module in the same call.
 """
 
 EXAMPLES = r"""
@@ -214,33 +215,14 @@ hosts_backup_file:
   sample: /etc/hosts.2026-01-01@10:00:00~
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nccl_conf import nccl_env
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        root=dict(type="path", default="/"),
-        path=dict(type="path", default="/etc/nccl.conf"),
-        ib_hca=dict(type="list", elements="str", default=[]),
-        socket_ifname=dict(type="str"),
-        net_gdr_level=dict(type="str"),
-        gid_index=dict(type="str", default="discover"),
-        addr_range=dict(type="str"),
-        nccl_version=dict(type="str"),
-        extra=dict(type="dict", default={}),
-        hosts_entries=dict(type="list", elements="dict", options=dict(
-            ip=dict(type="str", required=True),
-            names=dict(type="list", elements="str", required=True),
-        )),
-        hosts_path=dict(type="path", default="/etc/hosts"),
-        hosts_marker=dict(type="str", default="# {mark} gpuvirt.tenancy guest_rdma"),
-        backup=dict(type="bool", default=False),
-    ),
-)
+MODULE_ARGS = nccl_conf.MODULE_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, nccl_env, host=host)
+    run_module(MODULE_ARGS, nccl_conf.nccl_env, host=host)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,30 @@ def test_bad_marker_is_refused(marker, match):
     with pytest.raises(InputError) as raised:
         hb.check_marker(marker)
     assert match in str(raised.value)
+
+
+@pytest.mark.parametrize("text, found", [
+    (DEBIAN + LAB_BLOCK, LAB),
+    (LAB_BLOCK + DEBIAN, LAB),
+    (DEBIAN, []),
+    (None, []),
+    ("", []),
+    # a block with no lines, or with CRLF endings: writing any lines rewrites it
+    (DEBIAN + BEGIN + END, None),
+    (DEBIAN + LAB_BLOCK.replace("\n", "\r\n"), None),
+    # only one marker: no block (render_block appends one)
+    (DEBIAN + BEGIN, []),
+])
+def test_block_found(text, found):
+    assert hb.block_found(text) == found
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(FILE_LINE, max_size=8), st.booleans(), st.lists(HOST_LINE, max_size=3))
+def test_lines_equal_to_the_found_ones_change_nothing_and_others_change_the_file(file_lines, final_newline, lines):
+    """What a caller that compares wanted lines with block_found relies on."""
+    text = "\n".join(file_lines) + ("\n" if file_lines and final_newline else "")
+    found = hb.block_found(text)
+    if found is not None:
+        assert hb.render_block(text, found) == text
+    assert (hb.render_block(text, lines) == text) is (lines == found)

@@ -17,7 +17,8 @@ from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
 ROWS = [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "ens3"),
         (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens3")]
 PARAMS = {"device": None, "firmware": {}, "tool": "auto", "rdma_device": "rxe0", "port": 1, "default_roce_mode": "v2",
-          "persist": True, "persist_rules_dir": "/etc/udev/rules.d", "persist_script": "/usr/local/sbin/gpuvirt-roce-mode"}
+          "persist": True, "persist_rules_dir": "/etc/udev/rules.d", "persist_script": "/usr/local/sbin/gpuvirt-roce-mode",
+          "nccl_env": None, "nccl_env_write": True}
 
 
 @pytest.mark.parametrize("params, match", [

@@ -180,3 +180,147 @@ def test_bad_inputs(host, args, match):
     result = mlx(host, dict(host["args"], **args))
     assert result["failed"] and match in result["msg"]
     assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
+
+
+# ---- nccl_env in the same call (the options of nccl_env, checked against its own argument spec)
+
+HOSTS = "127.0.0.1\tlocalhost\n"
+ENTRIES = [{"ip": "192.168.83.10", "names": ["tenant-a-rdma"]}, {"ip": "192.168.84.10", "names": ["tenant-b-rdma"]}]
+BLOCK = ("# BEGIN gpuvirt.tenancy guest_rdma\n192.168.83.10 tenant-a-rdma\n192.168.84.10 tenant-b-rdma\n"
+         "# END gpuvirt.tenancy guest_rdma\n")
+CONF = "/etc/nccl.conf.d/tenant-b.conf"
+WRITTEN = "NCCL_IB_GID_INDEX=2\nNCCL_IB_HCA=rxeB:1\n"
+
+
+@pytest.fixture
+def guest(host):
+    """Tenant b of the lab (soft-RoCE rxeB on a veth with a global IPv6 address before its IPv4
+    one: the IPv4 RoCE v2 GID at index 2), already RoCE v2, with a hosts file."""
+    add_port(host["root"], "rxeB", 1, [
+        (0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "vB"),
+        (1, "fd00:000b:0000:0000:0000:0000:0000:0010", "v2", "vB"),
+        (2, "0000:0000:0000:0000:0000:ffff:c0a8:540a", "v2", "vB"),
+    ])
+    host["fake"].modes[("rxeB", 1)] = "RoCE v2"
+    os.makedirs(under_root(host, "/etc"), exist_ok=True)
+    with open(under_root(host, "/etc/hosts"), "w", encoding="utf-8") as handle:
+        handle.write(HOSTS)
+    nccl = {"path": CONF, "ib_hca": ["rxeB:1"], "gid_index": "discover", "hosts_entries": ENTRIES}
+    return dict(host, call=dict(host["args"], rdma_device="rxeB", persist=False, nccl_env=nccl))
+
+
+def text(host, path):
+    real = under_root(host, path)
+    if not os.path.exists(real):
+        return None
+    with open(real, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def test_nccl_env_written_in_the_same_call_then_idempotent(guest):
+    first = mlx(guest, guest["call"], diff=True)
+    assert not first.get("failed"), first
+    assert first["changed"] is True and first["roce_v2_ipv4_index"] == {"rxeB": {"1": 2}}
+    assert first["nccl_env"]["gid_index"] == 2 and first["nccl_env"]["hosts_lines"] == [
+        "192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]
+    assert text(guest, CONF) == WRITTEN and text(guest, "/etc/hosts") == HOSTS + BLOCK
+    assert {entry.get("before_header") for entry in first["diff"]} >= {CONF, "/etc/hosts"}
+    again = mlx(guest, guest["call"])
+    assert again["changed"] is False and again["nccl_env"]["gid_index"] == 2
+
+
+def test_nccl_env_in_check_mode_writes_nothing(guest):
+    result = mlx(guest, guest["call"], check_mode=True)
+    assert result["changed"] is True and result["nccl_env"]["gid_index"] == 2
+    assert text(guest, CONF) is None and text(guest, "/etc/hosts") == HOSTS
+
+
+@pytest.mark.parametrize("nccl, words", [
+    ({"gid_index": "1"}, ["gid_index 1 refused", "use gid_index: 2"]),
+    ({"hosts_entries": [{"ip": "192.168.84.300", "names": ["b"]}]}, ["is not an IPv4 or IPv6 address"]),
+    # nccl_env's own argument spec, without root
+    ({"colour": "red"}, ["nccl_env:", "colour", "gpuvirt.tenancy.nccl_env"]),
+    ({"root": "/x"}, ["nccl_env:", "root"]),
+    ({"backup": "maybe"}, ["nccl_env:", "backup"]),
+])
+def test_a_refused_nccl_env_stops_the_call_before_any_step(guest, nccl, words):
+    """With the RoCE mode still to set (v1 on mlx5_0), a refused nccl_env changes nothing at all."""
+    call = dict(guest["call"], rdma_device="mlx5_0", nccl_env=dict(guest["call"]["nccl_env"], ib_hca=["rxeB:1"], **nccl))
+    result = mlx(guest, call)
+    assert result["failed"] and result["changed"] is False, result
+    for word in words:
+        assert word in result["msg"]
+    assert guest["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
+    assert text(guest, CONF) is None and text(guest, "/etc/hosts") == HOSTS
+
+
+def planned(guest, **nccl):
+    call = dict(guest["call"], nccl_env_write=False, nccl_env=dict(guest["call"]["nccl_env"], **nccl))
+    return mlx(guest, call, diff=True)
+
+
+@pytest.mark.parametrize("conf, hosts, conf_differs, found", [
+    # a first run: nothing there yet
+    (None, HOSTS, True, []),
+    # converged: the file holds this guest's index, the block the fleet's lines
+    (WRITTEN, HOSTS + BLOCK, False, ["192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]),
+    # another index in the file; a block with one line of an earlier fleet
+    ("NCCL_IB_GID_INDEX=1\nNCCL_IB_HCA=rxeB:1\n", HOSTS + BLOCK.replace("192.168.83.10 tenant-a-rdma\n", ""),
+     True, ["192.168.84.10 tenant-b-rdma"]),
+    # a block with CRLF endings: the same lines would still rewrite it
+    (WRITTEN, HOSTS + BLOCK.replace("\n", "\r\n"), False, None),
+    # no hosts file at all
+    (WRITTEN, None, False, []),
+])
+def test_nccl_env_decided_without_writing(guest, conf, hosts, conf_differs, found):
+    for path, content in ((CONF, conf), ("/etc/hosts", hosts)):
+        real = under_root(guest, path)
+        if content is None:
+            if os.path.exists(real):
+                os.unlink(real)
+            continue
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        with open(real, "w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+    result = planned(guest, hosts_entries=[])
+    assert not result.get("failed"), result
+    assert result["changed"] is False
+    assert not [entry for entry in result["diff"] if entry.get("before_header") in (CONF, "/etc/hosts")]
+    assert result["nccl_env"] == dict(
+        {"path": CONF, "gid_index": 2, "settings": {"NCCL_IB_GID_INDEX": "2", "NCCL_IB_HCA": "rxeB:1"},
+         "removed": [], "conf_differs": conf_differs, "hosts_path": "/etc/hosts",
+         "hosts_differs": bool(hosts and "BEGIN" in hosts), "hosts_found": found})
+    assert text(guest, CONF) == conf and text(guest, "/etc/hosts") == hosts
+
+
+def test_planned_lines_equal_to_the_found_ones_leave_the_hosts_file_as_it_is(guest):
+    """What the role relies on: entries whose lines equal hosts_found write nothing."""
+    with open(under_root(guest, "/etc/hosts"), "a", encoding="utf-8") as handle:
+        handle.write(BLOCK)
+    found = planned(guest, hosts_entries=[])["nccl_env"]["hosts_found"]
+    again = planned(guest, hosts_entries=[{"ip": line.split()[0], "names": line.split()[1:]} for line in found])
+    assert again["nccl_env"]["hosts_differs"] is False
+
+
+def test_without_hosts_entries_the_hosts_file_is_not_read(guest):
+    with open(under_root(guest, "/etc/hosts"), "wb") as handle:
+        handle.write(b"127.0.0.1 caf\xe9\n")
+    result = planned(guest, hosts_entries=None)
+    assert not result.get("failed"), result
+    assert "hosts_found" not in result["nccl_env"] and result["nccl_env"]["conf_differs"] is True
+
+
+@pytest.mark.parametrize("nccl, message", [
+    ({"gid_index": "1"}, "gid_index 1 refused"),
+    ({"hosts_entries": [], "hosts_path": "/etc"}, "hosts_path: /etc is a directory"),
+])
+def test_a_planned_nccl_env_that_would_fail_is_reported_and_the_rest_done(guest, nccl, message):
+    """The error is the answer; the RDMA part is still done (the caller runs nccl_env alone, which fails
+    with the same message, after comparing the hosts)."""
+    call = dict(guest["call"], rdma_device="mlx5_0", nccl_env_write=False,
+                nccl_env=dict(guest["call"]["nccl_env"], **nccl))
+    result = mlx(guest, call)
+    assert not result.get("failed"), result
+    assert list(result["nccl_env"]) == ["error"] and message in result["nccl_env"]["error"]
+    assert result["changed"] is True and guest["fake"].modes[("mlx5_0", 1)] == "RoCE v2"
+    assert text(guest, CONF) is None

@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+"""Filters rdma_fleet and rdma_nccl_write: the role guest_rdma's fleet comparison and the decision
+whether a guest still needs its nccl_env call. The inputs are real mlx_rocev2 results, made by the
+module on fake GID tables (the lab's soft-RoCE layout, docs/rdma_nccl.md, and the H100 capture's
+link-local rows); the reports are the text the role's Jinja printed for the same fleets
+(ansible-core 2.19)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import rdma_fleet, rdma_nccl_write
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env
+
+from conftest import run_module  # pylint: disable=import-error
+from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
+
+ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "guest_rdma", "tasks", "main.yml")
+RESULT_VAR = "__guest_rdma_rocev2"
+SUFFIX = "-rdma"
+
+# host -> (RDMA device, GID rows); tenant-a and tenant-b as on the lab, tenant-c with no IPv4 GID
+GUESTS = {
+    "tenant-a": ("rxeA", [(0, "fe80:0000:0000:0000:5054:00ff:fe12:3456", "v2", "ens12"),
+                          (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens12")]),
+    "tenant-b": ("rxeB", [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "vB"),
+                          (1, "fd00:000b:0000:0000:0000:0000:0000:0010", "v2", "vB"),
+                          (2, "0000:0000:0000:0000:0000:ffff:c0a8:540a", "v2", "vB")]),
+    "tenant-c": ("mlx5_0", [(0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "v1", "ens3np0"),
+                            (1, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "v2", "ens3np0")]),
+}
+HOSTS = "127.0.0.1\tlocalhost\n"
+
+
+class Guest:
+    """One tenant guest: its own root with its GID table, NCCL file and hosts file."""
+
+    def __init__(self, base, name, rows=None):
+        self.name = name
+        self.device, default_rows = GUESTS[name]
+        self.root = str(base / name)
+        add_port(self.root, self.device, 1, rows or default_rows)
+        self.kernel = FakeConfigfs(self.root, [(self.device, 1)])
+        os.makedirs(os.path.join(self.root, "etc"), exist_ok=True)
+        with open(os.path.join(self.root, "etc", "hosts"), "w", encoding="utf-8") as handle:
+            handle.write(HOSTS)
+        self.conf = "/etc/nccl.conf.d/%s.conf" % name
+
+    def host(self):
+        return Host(self.root, kernel=self.kernel)
+
+    def read(self, path):
+        real = os.path.join(self.root, path.lstrip("/"))
+        if not os.path.exists(real):
+            return None
+        with open(real, encoding="utf-8") as handle:
+            return handle.read()
+
+    def options(self, gid_index):
+        """The nccl_env options of both role calls (tasks/main.yml), but gid_index and hosts_entries."""
+        return {"path": self.conf, "ib_hca": ["%s:1" % self.device], "gid_index": str(gid_index), "extra": {}}
+
+    def first_call(self, gid_index, pin_hosts):
+        nccl = self.options(gid_index)
+        if pin_hosts:
+            nccl["hosts_entries"] = []
+        args = {"rdma_device": self.device, "port": 1, "persist": False, "nccl_env_write": False, "nccl_env": nccl}
+        result = run_module(mlx_rocev2.main, args, host=self.host())
+        assert not result.get("failed"), result
+        return result
+
+    def second_call(self, write, pin_hosts):
+        args = dict(self.options(write["gid_index"]))
+        if pin_hosts:
+            args["hosts_entries"] = write["hosts_entries"]
+        return run_module(nccl_env.main, args, host=self.host())
+
+
+def role_run(guests, gid_index="discover", policy="per_host", pin_hosts=True):
+    """The role's module calls on every guest, as tasks/main.yml and fleet.yml make them:
+    {host: (number of module calls, changed, the write decision)}; a failed fleet check raises."""
+    results = dict((guest.name, guest.first_call(gid_index, pin_hosts)) for guest in guests)
+    hostvars = dict((name, {RESULT_VAR: result}) for name, result in results.items())
+    fleet = rdma_fleet([guest.name for guest in guests], hostvars, RESULT_VAR, gid_index)
+    if policy == "uniform" and str(gid_index) != "auto" and fleet["outliers"]:
+        raise AssertionError(fleet["report"])
+    outcome = {}
+    for guest in guests:
+        write = rdma_nccl_write(fleet, results[guest.name]["nccl_env"], gid_index, policy, SUFFIX)
+        calls, changed = 1, results[guest.name]["changed"]
+        if write["pending"]:
+            second = guest.second_call(write, pin_hosts)
+            assert not second.get("failed"), second
+            calls, changed = 2, changed or second["changed"]
+        outcome[guest.name] = (calls, changed, write)
+    return outcome
+
+
+@pytest.fixture
+def lab(tmp_path):
+    return [Guest(tmp_path, "tenant-a"), Guest(tmp_path, "tenant-b")]
+
+
+BLOCK = ("# BEGIN gpuvirt.tenancy guest_rdma\n192.168.83.10 tenant-a-rdma\n192.168.84.10 tenant-b-rdma\n"
+         "# END gpuvirt.tenancy guest_rdma\n")
+
+
+@pytest.mark.parametrize("pin_hosts", [True, False])
+def test_a_converged_guest_costs_one_call_and_a_first_run_two(lab, pin_hosts):
+    first = role_run(lab, pin_hosts=pin_hosts)
+    assert [(calls, changed) for calls, changed, _write in first.values()] == [(2, True), (2, True)]
+    # the end state the role's unconditional nccl_env call left before
+    assert lab[0].read(lab[0].conf) == "NCCL_IB_GID_INDEX=1\nNCCL_IB_HCA=rxeA:1\n"
+    assert lab[1].read(lab[1].conf) == "NCCL_IB_GID_INDEX=2\nNCCL_IB_HCA=rxeB:1\n"
+    for guest in lab:
+        assert guest.read("/etc/hosts") == HOSTS + (BLOCK if pin_hosts else "")
+    again = role_run(lab, pin_hosts=pin_hosts)
+    assert dict((name, (calls, changed, write["reasons"])) for name, (calls, changed, write) in again.items()) == {
+        "tenant-a": (1, False, []), "tenant-b": (1, False, [])}
+
+
+def test_the_skipped_call_would_have_changed_nothing(lab):
+    """What makes the skip honest: the nccl_env call of a converged guest, run anyway, changes nothing."""
+    role_run(lab)
+    for name, (_calls, _changed, write) in role_run(lab).items():
+        guest = next(g for g in lab if g.name == name)
+        assert guest.second_call(write, True)["changed"] is False
+
+
+def test_uniform_converged_fleet_costs_one_call(tmp_path):
+    guests = [Guest(tmp_path, "tenant-a"), Guest(tmp_path, "tenant-b", rows=GUESTS["tenant-a"][1][:1] + [
+        (1, "0000:0000:0000:0000:0000:ffff:c0a8:540a", "v2", "vB")])]
+    assert [calls for calls, _c, _w in role_run(guests, policy="uniform").values()] == [2, 2]
+    assert [calls for calls, _c, _w in role_run(guests, policy="uniform").values()] == [1, 1]
+    assert [calls for calls, _c, _w in role_run(guests, gid_index=1, policy="uniform").values()] == [1, 1]
+
+
+def test_a_guest_whose_address_changed_makes_every_guest_write_its_block(tmp_path, lab):
+    role_run(lab)
+    moved = Guest(tmp_path / "moved", "tenant-b", rows=GUESTS["tenant-b"][1][:2] + [
+        (2, "0000:0000:0000:0000:0000:ffff:c0a8:540b", "v2", "vB")])
+    for path in ("/etc/hosts", lab[1].conf):
+        os.makedirs(os.path.dirname(os.path.join(moved.root, path.lstrip("/"))), exist_ok=True)
+        with open(os.path.join(moved.root, path.lstrip("/")), "w", encoding="utf-8") as handle:
+            handle.write(lab[1].read(path))
+    outcome = role_run([lab[0], moved])
+    assert dict((name, (calls, write["reasons"])) for name, (calls, _c, write) in outcome.items()) == {
+        "tenant-a": (2, ["the block in /etc/hosts differs"]), "tenant-b": (2, ["the block in /etc/hosts differs"])}
+    assert lab[0].read("/etc/hosts") == moved.read("/etc/hosts") == HOSTS + BLOCK.replace("84.10", "84.11")
+    assert [calls for calls, _c, _w in role_run([lab[0], moved]).values()] == [1, 1]
+
+
+PLANNED = {"path": "/etc/nccl.conf", "gid_index": 1, "settings": {}, "removed": [], "conf_differs": False,
+           "hosts_path": "/etc/hosts", "hosts_differs": True,
+           "hosts_found": ["192.168.83.10 tenant-a-rdma", "192.168.84.10 tenant-b-rdma"]}
+FLEET = {"expected": 1, "outliers": [], "report": "", "rows": [
+    {"host": "tenant-a", "device": "rxeA", "port": 1, "index": 1, "gid": "x", "type": "RoCE v2", "ipv4": "192.168.83.10"},
+    {"host": "tenant-b", "device": "rxeB", "port": 1, "index": 1, "gid": "y", "type": "RoCE v2", "ipv4": "192.168.84.10"},
+    {"host": "tenant-c", "device": "mlx5_0", "port": 1, "index": None, "gid": None, "type": None, "ipv4": None}]}
+
+
+@pytest.mark.parametrize("planned, gid_index, policy, written, reasons", [
+    # converged: nothing differs
+    ({}, "discover", "uniform", "1", []),
+    ({}, "discover", "per_host", "discover", []),
+    ({}, 1, "per_host", "1", []),
+    ({"gid_index": "auto"}, "auto", "uniform", "auto", []),
+    ({"hosts_found": None, "hosts_path": None}, "discover", "per_host", "discover", []),
+    # the fleet's index is not the one the guest decided from its own table
+    ({"gid_index": 2}, "discover", "uniform", "1", ["the fleet's gid_index 1 is not the guest's 2"]),
+    ({"gid_index": 2}, 1, "per_host", "1", ["the fleet's gid_index 1 is not the guest's 2"]),
+    ({"conf_differs": True}, "discover", "per_host", "discover", ["/etc/nccl.conf differs"]),
+    ({"hosts_found": ["192.168.83.10 tenant-a-rdma"]}, "discover", "uniform", "1", ["the block in /etc/hosts differs"]),
+    ({"hosts_found": []}, "discover", "uniform", "1", ["the block in /etc/hosts differs"]),
+    # a block in another form (CRLF): the same lines would still rewrite it
+    ({"hosts_found": None}, "discover", "uniform", "1", ["the block in /etc/hosts differs"]),
+])
+def test_what_makes_the_second_call_run(planned, gid_index, policy, written, reasons):
+    planned = dict(PLANNED, **planned)
+    if planned["hosts_path"] is None:  # without pin_hosts the first call does not read the block
+        del planned["hosts_found"], planned["hosts_path"], planned["hosts_differs"]
+    write = rdma_nccl_write(FLEET, planned, gid_index, policy, SUFFIX)
+    assert write == {"gid_index": written, "reasons": reasons, "pending": bool(reasons), "hosts_entries": [
+        {"ip": "192.168.83.10", "names": ["tenant-a-rdma"]}, {"ip": "192.168.84.10", "names": ["tenant-b-rdma"]}]}
+
+
+@pytest.mark.parametrize("planned", [{"error": "gid_index 3 refused: ..."}, None, {}])
+def test_a_guest_whose_nccl_env_would_fail_runs_it_to_fail_with_its_message(planned):
+    write = rdma_nccl_write(FLEET, planned, 3, "per_host", SUFFIX)
+    assert write["pending"] is True and write["reasons"][0].startswith("nccl_env would fail")
+
+
+def test_entries_nccl_env_would_refuse_make_the_call_run():
+    fleet = dict(FLEET, rows=[dict(row, host="tenant a") for row in FLEET["rows"]])
+    write = rdma_nccl_write(fleet, PLANNED, "discover", "uniform", SUFFIX)
+    assert write["reasons"] == ["the block in /etc/hosts differs"]
+
+
+def test_the_input_must_be_a_fleet():
+    with pytest.raises(AnsibleFilterError, match="rdma_fleet"):
+        rdma_nccl_write([], PLANNED, "discover", "uniform", SUFFIX)
+
+
+def fleet_of(tmp_path, names, gid_index="discover"):
+    guests = [Guest(tmp_path, name) for name in names]
+    hostvars = dict((guest.name, {RESULT_VAR: guest.first_call(gid_index, True)}) for guest in guests)
+    hostvars["failed-host"] = {RESULT_VAR: {"failed": True, "msg": "no RDMA device"}}
+    hostvars["other-host"] = {}
+    return rdma_fleet(names + ["failed-host", "other-host"], hostvars, RESULT_VAR, gid_index)
+
+
+ROW_A = {"host": "tenant-a", "device": "rxeA", "port": 1, "index": 1, "gid": "0000:0000:0000:0000:0000:ffff:c0a8:530a",
+         "type": "RoCE v2", "ipv4": "192.168.83.10"}
+ROW_B = {"host": "tenant-b", "device": "rxeB", "port": 1, "index": 2, "gid": "0000:0000:0000:0000:0000:ffff:c0a8:540a",
+         "type": "RoCE v2", "ipv4": "192.168.84.10"}
+ROW_C = {"host": "tenant-c", "device": "mlx5_0", "port": 1, "index": None, "gid": None, "type": None, "ipv4": None}
+HEAD = ("gid_policy uniform: the RoCE v2 + IPv4 GID is not at index %s on %s.\nSet it right on those hosts (address order "
+        "decides GID order), or use gid_policy per_host, or gid_index auto (NCCL >= 2.21).\nhost -> index -> GID -> type\n")
+LINE_A = "tenant-a (rxeA:1) -> 1 -> 0000:0000:0000:0000:0000:ffff:c0a8:530a (192.168.83.10) -> RoCE v2"
+LINE_B = "tenant-b (rxeB:1) -> 2 -> 0000:0000:0000:0000:0000:ffff:c0a8:540a (192.168.84.10) -> RoCE v2"
+LINE_C = "tenant-c (mlx5_0:1) -> none ->  () ->    <- differs from index %s\n"
+
+
+@pytest.mark.parametrize("names, gid_index, rows, expected, outliers, report", [
+    (["tenant-a", "tenant-b", "tenant-c"], "discover", [ROW_A, ROW_B, ROW_C], 1, ["tenant-b", "tenant-c"],
+     HEAD % ("1", "tenant-b, tenant-c") + LINE_A + "\n" + LINE_B + "   <- differs from index 1\n"
+     "  tenant-b index 1 holds fd00:000b:0000:0000:0000:0000:0000:0010 (no IPv4) -> RoCE v2\n" + LINE_C % "1"
+     + "  tenant-c index 1 holds fe80:0000:0000:0000:a288:c2ff:fe5b:03ec (no IPv4) -> RoCE v2\n"),
+    (["tenant-a", "tenant-b", "tenant-c"], "2", [ROW_A, ROW_B, ROW_C], 2, ["tenant-a", "tenant-c"],
+     HEAD % ("2", "tenant-a, tenant-c") + LINE_A + "   <- differs from index 2\n  tenant-a index 2 holds no GID\n"
+     + LINE_B + "\n" + LINE_C % "2" + "  tenant-c index 2 holds no GID\n"),
+    (["tenant-a", "tenant-b"], "discover", [ROW_A, ROW_B], 1, ["tenant-b"],
+     HEAD % ("1", "tenant-b") + LINE_A + "\n" + LINE_B + "   <- differs from index 1\n"
+     "  tenant-b index 1 holds fd00:000b:0000:0000:0000:0000:0000:0010 (no IPv4) -> RoCE v2\n"),
+    # a tie goes to the first host's index
+    (["tenant-b", "tenant-a"], "discover", [ROW_B, ROW_A], 2, ["tenant-a"],
+     HEAD % ("2", "tenant-a") + LINE_B + "\n" + LINE_A + "   <- differs from index 2\n  tenant-a index 2 holds no GID\n"),
+    # no host has an IPv4 RoCE v2 GID: printed as the Jinja printed it (none as nothing, index 0 looked up)
+    (["tenant-c"], "discover", [ROW_C], None, ["tenant-c"],
+     HEAD % ("", "tenant-c") + LINE_C % "None"
+     + "  tenant-c index  holds fe80:0000:0000:0000:a288:c2ff:fe5b:03ec (no IPv4) -> RoCE v1\n"),
+    (["tenant-a"], "discover", [ROW_A], 1, [], HEAD % ("1", "") + LINE_A + "\n"),
+])
+def test_fleet_rows_pick_and_report_as_the_role_printed_them(tmp_path, names, gid_index, rows, expected, outliers, report):
+    fleet = fleet_of(tmp_path, names, gid_index)
+    assert fleet == {"rows": rows, "expected": expected, "outliers": outliers, "report": report}
+
+
+@pytest.mark.parametrize("indexes, expected", [
+    ([3, 3, 5], 3), ([5, 3, 3], 3), ([5, 3, 3, 5], 5), ([None, 4], 4), ([None, None], None), ([], None), ([7], 7),
+])
+def test_the_most_common_index_is_expected(indexes, expected):
+    hostvars = {}
+    for number, index in enumerate(indexes):
+        table = [] if index is None else [{"device": "mlx5_0", "port": 1, "index": index, "gid": "g", "type": "RoCE v2",
+                                           "netdev": "n", "ipv4": "10.0.0.%d" % number}]
+        hostvars["h%d" % number] = {RESULT_VAR: {"rdma_device": "mlx5_0", "port": 1, "gid_table": table,
+                                                 "roce_v2_ipv4_index": {"mlx5_0": {"1": index}}}}
+    assert rdma_fleet(sorted(hostvars), hostvars, RESULT_VAR, "discover")["expected"] == expected
+
+
+def test_the_roles_two_calls_give_nccl_env_the_same_options():
+    """A converged guest is only recognised when the first call decides with the options the
+    second would write with (gid_index and hosts_entries aside, which the fleet decides)."""
+    with open(ROLE, encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    first = next(task for task in tasks if "gpuvirt.tenancy.mlx_rocev2" in task)
+    second = next(task for task in tasks if "gpuvirt.tenancy.nccl_env" in task)
+    nested = first["vars"]["__guest_rdma_nccl_options"]
+    written = dict((key, value) for key, value in second["gpuvirt.tenancy.nccl_env"].items() if key != "hosts_entries")
+    assert set(nested) == set(written)
+    assert dict(nested, gid_index=None) == dict(written, gid_index=None)
+    assert first["gpuvirt.tenancy.mlx_rocev2"]["nccl_env_write"] is False
+    assert second["when"] == "__guest_rdma_write.pending"
