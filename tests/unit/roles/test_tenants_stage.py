@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The tenants stage (playbooks/stages/tenants.yml: libvirt_host, then tenant_vms) run by
-ansible-playbook on this machine in check mode, as site.yml runs it after the preflight gate:
-the host model and the libvirt read of that gate given (__stage_host_model,
+ansible-runner (as AWX runs it) on this machine in check mode, as site.yml runs it after the
+preflight gate: the host model and the libvirt read of that gate given (__stage_host_model,
 __stage_libvirt_read). The domains are libvirt's test driver's (test:///default); the host is the
 real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
 libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
@@ -11,9 +11,7 @@ answer the stage's question (other tenants, libvirt changed by libvirt_host) is 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -21,6 +19,7 @@ import pytest
 from conftest import COLLECTIONS, LIBVIRT_TEST_URI as URI, REPO_ROOT  # pylint: disable=import-error
 
 BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
+pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 TENANTS = [{"name": "stage-a", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "state": "running"},
            {"name": "stage-b", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}]
 # What runs on the controller only (no round trip to the host).
@@ -60,54 +59,26 @@ PLAY = """
       tags: [tenants]
 """
 
-CALLBACK = '''
-from ansible.plugins.callback import CallbackBase
-import json, os
-
-
-class CallbackModule(CallbackBase):
-    """Test helper: each task's name, action and outcome, one JSON object a line, into $TENANTS_STAGE_RESULTS."""
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "record_actions"
-    CALLBACK_NEEDS_ENABLED = False
-
-    def _record(self, result, status):
-        with open(os.environ["TENANTS_STAGE_RESULTS"], "a") as handle:
-            handle.write(json.dumps({"task": result.task_name, "action": result._task.action, "status": status,
-                                     "result": result._result}, default=str) + "\\n")
-
-    def v2_runner_on_ok(self, result):
-        self._record(result, "ok")
-
-    def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._record(result, "failed")
-
-    def v2_runner_on_skipped(self, result):
-        self._record(result, "skipped")
-'''
-
-
 def run_stage(tmp_path, read_names):
+    """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, each task result's
+    {task, action, status, result})."""
+    import ansible_runner  # pylint: disable=import-outside-toplevel
+    (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI,
                                                "stage": os.path.join(REPO_ROOT, "playbooks", "stages", "tenants.yml")})
-    plugins = tmp_path / "callbacks"
-    plugins.mkdir(exist_ok=True)
-    (plugins / "record_actions.py").write_text(CALLBACK)
-    records = tmp_path / "results.jsonl"
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, "ansible.cfg"),
-               ANSIBLE_CALLBACK_PLUGINS=str(plugins), ANSIBLE_CALLBACKS_ENABLED="record_actions",
-               TENANTS_STAGE_RESULTS=str(records), ANSIBLE_NOCOLOR="1")
     # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
     extra = {"gpuvirt_tenants": TENANTS, "read_names": read_names, "gpuvirt_tenant_domain_type": "test",
-             "libvirt_host_uri": URI, "libvirt_host_packages": [],
-             "gpuvirt_tenant_firmware": "efi", "gpuvirt_tenant_policy": {"emulator": "vcpus"}}
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(tmp_path / "play.yml"),
-            "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
-            "-e", json.dumps(extra), "--check", "--diff"]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=str(tmp_path), timeout=300)
-    lines = records.read_text().splitlines() if records.exists() else []
-    return done.returncode, done.stdout + done.stderr, [json.loads(line) for line in lines]
+             "libvirt_host_uri": URI, "libvirt_host_packages": [], "gpuvirt_tenant_firmware": "efi",
+             "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable}
+    done = ansible_runner.run(
+        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
+        inventory="localhost ansible_connection=local", extravars=extra, cmdline="--check --diff", quiet=True, timeout=300,
+        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
+    outcomes = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
+    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"),
+                "status": outcomes[e["event"]], "result": e["event_data"].get("res") or {}}
+               for e in done.events if e.get("event") in outcomes]
+    return done.rc, done.stdout.read(), records
 
 
 def round_trips(records):
