@@ -32,6 +32,10 @@ class LibvirtError(StateError):
     """A libvirt call failed; the message is libvirt's."""
 
 
+class NotAnswering(StateError):
+    """No connection: libvirt-python is not installed, or libvirt does not answer on the URI."""
+
+
 def missing_libvirt_message():
     return ("libvirt-python is required (module 'libvirt' could not be imported): install python3-libvirt "
             "(Debian/Ubuntu) or python3-libvirt (RHEL) on the managed host")
@@ -61,14 +65,14 @@ def _from_map(cpumap):
 def connection(uri):
     """A :class:`Connection` to ``uri``, closed when the block ends."""
     if libvirt is None:
-        error = StateError(missing_libvirt_message())
+        error = NotAnswering(missing_libvirt_message())
         error.details = {"exception": LIBVIRT_IMPORT_ERROR}
         raise error
     libvirt.registerErrorHandler(_silence, None)
     try:
         handle = libvirt.open(uri)
     except libvirt.libvirtError as exc:
-        raise StateError("uri: cannot connect to %s: %s; is libvirtd running (gpuvirt.tenancy.libvirt_host)?" % (uri, exc))
+        raise NotAnswering("uri: cannot connect to %s: %s; is libvirtd running (gpuvirt.tenancy.libvirt_host)?" % (uri, exc))
     conn = Connection(handle, uri)
     try:
         yield conn

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.validation import check_required_if
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
@@ -24,8 +25,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import 
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
     cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
     read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, NotAnswering, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -654,11 +657,30 @@ def batch_result(results):
     return result
 
 
+def vf_settings_options(params):
+    """``sriov_vfs`` (sriov_vfs's options, for the tenants' VFs) validated as that module does, or None."""
+    if params.get("sriov_vfs") is None:
+        return None
+    return nested_params("sriov_vfs", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov_vfs"])
+
+
+def apply_vf_settings(options, host, run):
+    """sriov_vfs inside this call (the VFs' MAC, VLAN, spoof check and trust, before any domain
+    that holds them is defined or started); -> its result fields."""
+    try:
+        return sriov.sriov_vfs(options, host, run)
+    except InputError as exc:
+        error = InputError("sriov_vfs: %s" % exc)
+        error.details = getattr(exc, "details", None)
+        raise error
+
+
 def tenant_domain(params, host, run):
     """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
     one connection. Every domain's options are checked (pins against the host too) before any
-    domain changes; then each is decided and acted on in turn, so that a removal or move earlier
-    in the list frees what a later domain takes."""
+    domain changes; then, with ``sriov_vfs``, the tenants' VFs get their settings; then each
+    domain is decided and acted on in turn, so that a removal or move earlier in the list frees
+    what a later domain takes."""
     batch = params["domains"] is not None
     if batch:
         entries = domain_options(params["domains"])
@@ -670,6 +692,7 @@ def tenant_domain(params, host, run):
             raise InputError(str(exc))
         entries = [(params, None)]
     requests = [DomainRequest(options, host, label) for options, label in entries]
+    vf_options = vf_settings_options(params)
     for request in requests:
         for warning in request.warnings:
             run.warn(warning)
@@ -679,6 +702,7 @@ def tenant_domain(params, host, run):
             for request in requests:
                 if request.pins_anything:
                     request.check_pins(model)
+        vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
         results = []
         for request in requests:
             try:
@@ -687,10 +711,16 @@ def tenant_domain(params, host, run):
                 if batch:
                     # what the domains before this one did is part of the answer
                     exc.details = dict(getattr(exc, "details", None) or {}, domains=OrderedDict((r["name"], r) for r in results))
+                if vf_result is not None:
+                    exc.details = dict(getattr(exc, "details", None) or {}, sriov_vfs=vf_result)
                 raise
             result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
             results.append(dict(result, name=request.spec.name) if batch else result)
-    return batch_result(results) if batch else results[0]
+    result = batch_result(results) if batch else results[0]
+    if vf_result is not None:
+        result["sriov_vfs"] = vf_result
+        result["changed"] = result["changed"] or vf_result["changed"]
+    return result
 
 
 # --------------------------------------------------------------------------- what tenants hold
@@ -725,9 +755,36 @@ def foreign_domains(conn, names):
     return found
 
 
+# tenant_domain_info's argument spec (plugins/modules/tenant_domain_info.py), here so that another
+# module can run it inside its own call (runner.run_nested: preflight_info's ``libvirt``).
+TENANT_DOMAIN_INFO_ARGS = dict(
+    argument_spec=dict(
+        LIBVIRT_OPTIONS,
+        names=dict(type="list", elements="str", required=True),
+        foreign=dict(type="bool", default=True),
+        service=dict(type="dict", options=SERVICE_OPTIONS),
+    ),
+)
+
+
 def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
-    """The tenant_domain_info module."""
-    with connection(params["uri"]) as conn:
-        result = {"domains": domain_assignments(conn, params["names"])}
-        result["foreign"] = foreign_domains(conn, params["names"]) if params["foreign"] else {}
+    """The tenant_domain_info module: what the named domains (and, with ``foreign``, the others)
+    hold; with ``service`` also whether libvirt is installed, enabled and running, and then a
+    libvirt that does not answer (not installed or not started yet) is an answer, not a failure:
+    ``domains_read`` is false and ``service.message`` says why."""
+    service = read_service(host, params["service"]) if params["service"] else None
+    query = {"names": list(params["names"]), "foreign": params["foreign"], "uri": params["uri"], "service": params["service"]}
+    result = {"domains": {}, "foreign": {}, "domains_read": False, "service": service, "query": query}
+    try:
+        with connection(params["uri"]) as conn:
+            result["domains"] = domain_assignments(conn, params["names"])
+            result["foreign"] = foreign_domains(conn, params["names"]) if params["foreign"] else {}
+            result["domains_read"] = True
+    except NotAnswering as exc:
+        if service is None:
+            raise
+        service.update(answers=False, message=str(exc))
         return result
+    if service is not None:
+        service.update(answers=True, message=None)
+    return result

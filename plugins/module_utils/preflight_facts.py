@@ -2,12 +2,17 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The preflight_info module: the host model and the ConnectX firmware settings the preflight
-report (:mod:`preflight`, on the controller) needs, read on the host in one call. Reads only."""
+report (:mod:`preflight`, on the controller) needs, read on the host in one call, and with
+``libvirt`` what tenant_domain_info reads (libvirt's service, the domains), so that the host
+stages of a play start from this one read. Reads only."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import NotAnswering
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_nested
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
 
 __metaclass__ = type
@@ -15,14 +20,28 @@ __metaclass__ = type
 FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS
 
 
-def preflight_info(params, host, run):  # pylint: disable=unused-argument
+def preflight_info(params, host, run):
     """The preflight_info module's result fields."""
     try:
         reader = TopologyReader(host.root, gpu_ids=params["gpu_ids"], nic_ids=params["nic_ids"])
     except (InputError, ValueError) as exc:
         raise InputError("gpu_ids/nic_ids: %s" % exc)
     topology = reader.read()
-    return {"topology": topology, "firmware": query_firmware(topology, host, params["firmware_tool"])}
+    return {"topology": topology, "firmware": query_firmware(topology, host, params["firmware_tool"]),
+            "libvirt": libvirt_read(params.get("libvirt"), host, run)}
+
+
+def libvirt_read(options, host, run):
+    """tenant_domain_info with ``options`` in this call; {} when not asked. A libvirt that does
+    not answer is not the preflight's failure: ``domains_read`` is false and ``message`` says why
+    (the stage that needs the domains reads them itself, and fails there in its own words)."""
+    if options is None:
+        return {}
+    try:
+        return run_nested("libvirt", "gpuvirt.tenancy.tenant_domain_info", TENANT_DOMAIN_INFO_ARGS, tenant_domain_info,
+                          options, host, run)
+    except NotAnswering as exc:
+        return {"domains_read": False, "message": str(exc)}
 
 
 def query_firmware(topology, host, tool="auto"):

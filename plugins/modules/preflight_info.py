@@ -28,6 +28,14 @@ options:
     type: str
     choices: [auto, mlxconfig, mstconfig, none]
     default: auto
+  libvirt:
+    description:
+      - The options of M(gpuvirt.tenancy.tenant_domain_info) (without
+        O(gpuvirt.tenancy.tenant_domain_info#module:root), which is this module's); read the tenants' domains and, with
+        O(gpuvirt.tenancy.tenant_domain_info#module:service), the libvirt service in this same call (RV(libvirt)), so that
+        the host stages of a play need not read them again. Omitted, libvirt is not read.
+      - Validated as that module validates them. A libvirt that does not answer is not a failure here (see RV(libvirt)).
+    type: dict
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -60,6 +68,13 @@ EXAMPLES = r"""
     msg: "{{ item.key }}: {{ item.value.status }} {{ item.value.params }}"
   loop: "{{ __preflight.firmware | dict2items }}"
 
+- name: Read the host model, the firmware and, in the same call, libvirt's service and the tenants' domains
+  gpuvirt.tenancy.preflight_info:
+    libvirt:
+      names: "{{ gpuvirt_tenants | map(attribute='name') }}"
+      service: {uefi: true}
+  register: __preflight
+
 - name: Read a captured tree on the controller, without the firmware query
   gpuvirt.tenancy.preflight_info:
     root: /srv/captures/gpu-node-07
@@ -87,6 +102,20 @@ firmware:
       message: null
       params: {"SRIOV_EN": {"default": "False(0)", "current": "True(1)", "next": "True(1)"},
                "NUM_OF_VFS": {"default": "0", "current": "8", "next": "8"}}
+libvirt:
+  description:
+    - With O(libvirt), the result of M(gpuvirt.tenancy.tenant_domain_info) (C(domains), C(foreign), C(domains_read),
+      C(service), C(query)); empty without it.
+    - When libvirt did not answer and O(libvirt) has no C(service), only C(domains_read) (false) and C(message), why.
+  returned: always
+  type: dict
+  sample:
+    domains: {tenant-a: {numa_node: 1, hostdevs: ["0000:82:00.0"], active: true}}
+    foreign: {}
+    domains_read: true
+    service: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active, answers: true,
+              message: null}
+    query: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: false}}
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_facts import preflight_info
@@ -98,6 +127,7 @@ MODULE_ARGS = dict(
         gpu_ids=dict(type="list", elements="str", default=[]),
         nic_ids=dict(type="list", elements="str", default=[]),
         firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
+        libvirt=dict(type="dict"),
     ),
 )
 

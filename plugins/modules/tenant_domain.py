@@ -37,6 +37,9 @@ description:
     definition it writes (so one call defines, pins and starts a tenant; the pins are checked against the host's CPUs and the vCPUs
     of the new definition), and with O(live=true) on the running domain too, after a live vCPU change. Left out, the domain's
     pins are left as they are.
+  - With O(sriov_vfs), the same call first gives the tenants' network VFs their settings (MAC, VLAN, spoof check, trust) as
+    M(gpuvirt.tenancy.sriov_vfs) does, before any domain is defined or started, so that the VFs and the domains of a host are
+    one round trip.
 options:
   name:
     description: The domain name (for a tenant, the tenant name). Required unless O(domains) is given.
@@ -55,6 +58,14 @@ options:
       - The results are in RV(domains), by name.
     type: list
     elements: dict
+  sriov_vfs:
+    description:
+      - The options of M(gpuvirt.tenancy.sriov_vfs) (without O(gpuvirt.tenancy.sriov_vfs#module:root), which is this module's),
+        for example O(gpuvirt.tenancy.sriov_vfs#module:pfs) with each PF's O(gpuvirt.tenancy.sriov_vfs#module:vfs) settings;
+        validated as that module validates them, and run in this call after every domain entry and pin is checked and before
+        any domain is defined or started (check mode and diff as for the domains).
+      - Its result is RV(sriov_vfs); a failure there stops the call before any domain changes.
+    type: dict
   state:
     description:
       - V(defined) defines the domain; V(running) also starts it when it is not running; V(absent) removes it (see
@@ -299,6 +310,16 @@ EXAMPLES = r"""
         memory_mb: 8192
   register: tenants
 
+- name: Set the tenants' VF MAC and VLAN, then define and start the tenants, in one call
+  gpuvirt.tenancy.tenant_domain:
+    sriov_vfs:
+      pfs:
+        - pf: "0000:81:00.0"
+          vfs: [{address: "0000:81:00.2", mac: "52:54:00:00:00:0a", vlan: 100}]
+    domains:
+      - {name: tenant-a, state: running, vcpus: 2, memory_mb: 16384, vfs: ["0000:81:00.2"], network_vfs: ["0000:81:00.2"],
+         mac: "52:54:00:00:00:0a", vlan: 100}
+
 - name: Say which tenants a restart would finish
   ansible.builtin.debug:
     msg: "restart to apply: {{ tenants.restart_required | join(', ') }}"
@@ -407,6 +428,11 @@ autostart:
   returned: success
   type: raw
   sample: true
+sriov_vfs:
+  description: With O(sriov_vfs), the result of M(gpuvirt.tenancy.sriov_vfs) run in this call (with O(gpuvirt.tenancy.sriov_vfs#module:pfs), its C(pfs)).
+  returned: with O(sriov_vfs)
+  type: dict
+  sample: {changed: false, pfs: [{pf: "0000:81:00.0", netdev: ens1f0np0, num_vfs: 4, vfs: []}]}
 mmio_window_mb:
   description: The 64-bit MMIO window (MiB) the definition asks OVMF for; null when OVMF's default is enough or O(firmware=bios).
   returned: unless O(state=absent); without O(domains)
@@ -419,8 +445,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_
 
 # The domain's own options (TENANT_DOMAIN_OPTIONS) at the top level, or per entry of
 # ``domains``; vcpus and memory_mb are required per domain unless it is removed (checked by the feature).
+# ``sriov_vfs`` is checked against sriov_vfs's own argument spec (module_utils/sriov.py) by the feature.
 MODULE_ARGS = dict(
-    argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), **TENANT_DOMAIN_OPTIONS),
+    argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
+                       **TENANT_DOMAIN_OPTIONS),
     required_one_of=[("name", "domains")],
     mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
 )

@@ -18,6 +18,11 @@ description:
   - With O(foreign=true) it also returns every other domain on the connection (not a listed tenant), running or not, with the
     devices and CPUs it holds in its definition and, running, in its live XML; the C(gpuvirt.tenancy.plan_tenants) filter
     keeps those out of the plan.
+  - With O(service) it also reads whether libvirt is installed, enabled and running (RV(service)), for the
+    P(gpuvirt.tenancy.libvirt_host#role) role; then a libvirt that does not answer (libvirt-python or libvirtd not there
+    yet, a bare host) is not a failure; the domains are not read (RV(domains_read) false) and RV(service.message) says why.
+  - M(gpuvirt.tenancy.preflight_info) runs this module inside its own call (its O(gpuvirt.tenancy.preflight_info#module:libvirt)
+    option takes this module's options), so that the host stages start from one read.
 options:
   names:
     description: Domain (tenant) names; names with no domain are left out of the result.
@@ -28,6 +33,27 @@ options:
     description: Also read the domains not in O(names) (RV(foreign)).
     type: bool
     default: true
+  service:
+    description:
+      - Also read the libvirt service (RV(service)) as P(gpuvirt.tenancy.libvirt_host#role) needs it; omitted, it is not read.
+      - The packages are asked of C(dpkg-query) (Debian family) or C(rpm) (RedHat family), the service of C(systemctl).
+    type: dict
+    suboptions:
+      name:
+        description: The libvirt daemon's service name.
+        type: str
+        default: libvirtd
+      packages:
+        description:
+          - The packages that must be installed; omitted, the family's list (Debian C(libvirt-daemon-system), C(qemu-system-x86),
+            C(python3-libvirt), C(libxml2-utils); RedHat C(libvirt-daemon-kvm), C(qemu-kvm), C(python3-libvirt),
+            C(libvirt-client)).
+        type: list
+        elements: str
+      uefi:
+        description: Also the UEFI firmware package (Debian C(ovmf), RedHat C(edk2-ovmf)).
+        type: bool
+        default: false
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -47,6 +73,14 @@ EXAMPLES = r"""
   gpuvirt.tenancy.tenant_domain_info:
     names: "{{ gpuvirt_tenants | map(attribute='name') }}"
   register: tenant_domains
+
+- name: Read the libvirt service too (a bare host answers with what is missing, not with a failure)
+  gpuvirt.tenancy.tenant_domain_info:
+    names: []
+    foreign: false
+    service:
+      uefi: true
+  register: libvirt_state
 
 - name: Plan, keeping the defined tenants where they are
   ansible.builtin.set_fact:
@@ -90,18 +124,54 @@ foreign:
       vcpus: 8
       memory_mb: 16384
       active: true
+domains_read:
+  description: Whether the domains were read; false only with O(service) when libvirt did not answer (see RV(service.message)).
+  returned: success
+  type: bool
+  sample: true
+service:
+  description: With O(service), what the host has of libvirt; null without it.
+  returned: success
+  type: dict
+  contains:
+    family:
+      description: The package family, C(Debian) (dpkg), C(RedHat) (rpm) or C(unknown).
+      type: str
+    packages:
+      description: The packages the host needs (O(service.packages) or the family's list, with the UEFI firmware).
+      type: list
+      elements: str
+    missing:
+      description: Those of RV(service.packages) that are not installed.
+      type: list
+      elements: str
+    enabled:
+      description: What C(systemctl is-enabled) says of the service (C(enabled), C(disabled), ...; empty without systemctl).
+      type: str
+    active:
+      description: What C(systemctl is-active) says of the service (C(active), C(inactive), ...; empty without systemctl).
+      type: str
+    answers:
+      description: Whether libvirt answered on O(uri) (the domains were read).
+      type: bool
+    message:
+      description: Why libvirt did not answer (null when it did).
+      type: str
+  sample: {family: Debian, packages: [libvirt-daemon-system, qemu-system-x86, python3-libvirt, libxml2-utils, ovmf],
+           missing: [], enabled: enabled, active: active, answers: true, message: null}
+query:
+  description:
+    - What was read (O(names), O(foreign), O(uri), O(service) with its defaults), so that a caller given this result (the
+      roles given P(gpuvirt.tenancy.preflight#role)'s read) can tell whether it answers its own question.
+  returned: success
+  type: dict
+  sample: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: true}}
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, tenant_domain_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        LIBVIRT_OPTIONS,
-        names=dict(type="list", elements="str", required=True),
-        foreign=dict(type="bool", default=True),
-    ),
-)
+MODULE_ARGS = TENANT_DOMAIN_INFO_ARGS
 
 
 def main(host=None):

@@ -11,7 +11,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
-from conftest import run_module  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
 from fakes.rdma import BOOLEAN, firmware_tool_on_path  # pylint: disable=import-error
@@ -56,3 +56,29 @@ def test_missing_tool_is_reported_not_failed(tmp_path):
 def test_bad_id_fails_naming_the_input():
     result = run_module(preflight_info.main, {"root": BARE, "gpu_ids": ["zzzz:1"]})
     assert result["failed"] and "gpu_ids/nic_ids" in result["msg"] and "zzzz:1" in result["msg"]
+
+
+def test_reads_libvirt_in_the_same_call(libvirt_conn):
+    """With ``libvirt`` (tenant_domain_info's options) the domains come with the host model, read in
+    this one call over the libvirt test driver."""
+    del libvirt_conn
+    result = run_module(preflight_info.main, {"libvirt": {"names": ["tenant-a"], "uri": URI}}, check_mode=True,
+                        host=Host(BARE, commands=RecordedCommands()))
+    assert result["changed"] is False and result["topology"]["numa_nodes"]
+    read = result["libvirt"]
+    assert read["domains_read"] and read["domains"] == {} and "test" in read["foreign"] and read["service"] is None
+    assert read["query"] == {"names": ["tenant-a"], "foreign": True, "uri": URI, "service": None}
+    assert run_module(preflight_info.main, {}, host=Host(BARE, commands=RecordedCommands()))["libvirt"] == {}
+
+
+def test_a_libvirt_that_does_not_answer_does_not_fail_the_preflight():
+    result = run_module(preflight_info.main, {"libvirt": {"names": [], "uri": "test:///no/such/definitions.xml"}},
+                        host=Host(BARE, commands=RecordedCommands()))
+    assert "failed" not in result and result["topology"]["numa_nodes"]
+    assert result["libvirt"]["domains_read"] is False and "cannot connect" in result["libvirt"]["message"]
+
+
+def test_bad_libvirt_options_fail_naming_the_option():
+    result = run_module(preflight_info.main, {"libvirt": {"foreign": True}}, host=Host(BARE, commands=RecordedCommands()))
+    assert result["failed"] and result["msg"].startswith("libvirt: ") and "names" in result["msg"]
+    assert "gpuvirt.tenancy.tenant_domain_info" in result["msg"]

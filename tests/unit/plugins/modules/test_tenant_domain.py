@@ -5,6 +5,8 @@ libvirt itself."""
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -14,10 +16,12 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import QEMU_NS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
-from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenant_domain
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
 from fakes.host_tree import BAR_MEM32, BAR_MEM64_PREFETCH, FakeHost, write_resource  # pylint: disable=import-error
 EDU = "0000:82:00.0"
 VF1, VF2 = "0000:81:00.1", "0000:81:00.2"
@@ -672,3 +676,64 @@ def test_a_domain_that_fails_late_reports_those_done_before(conn, args):
     # the first tenant is defined, and said so
     assert result["changed"] and list(result["domains"]) == [args["name"]] and result["domains"][args["name"]]["created"]
     assert hostdevs(xml_of(conn, args["name"])) == sorted([EDU, VF1])
+
+
+# --------------------------------------------------------------------------- the tenants' VF settings in the same call
+@pytest.fixture
+def cx4_host(tmp_path, monkeypatch):
+    """The ConnectX-4 Lx tree with its 4 VFs made; ``ip`` is the stand-in of tests/unit/fakes/standins
+    on PATH (VF settings kept in a state file, read back with ``vf_state``); -> a Host over the tree."""
+    tree, kernel = cx4lx_no_acs_host(tmp_path / "root")
+    monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
+    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
+    monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
+    host = Host(tree.root, kernel=kernel)
+    made = run_module(sriov_vfs.main, {"pf": "0000:01:00.0", "num_vfs": 4, "persist": False}, host=host)
+    assert not made.get("failed"), made
+    return host
+
+
+def vf_state(tmp_path, index):
+    with open(str(tmp_path / "ip.json"), encoding="utf-8") as handle:
+        vf = json.load(handle)["enp1s0f0np0"]["vfs"][index]
+    return vf["mac"], vf["vlan"]
+
+
+def vf_settings(mac, vlan):
+    return {"pfs": [{"pf": "0000:01:00.0", "persist": False,
+                     "vfs": [{"address": "0000:01:00.2", "mac": mac, "vlan": vlan}]}]}
+
+
+def small(name):
+    return {"name": name, "domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1, "memory_mb": 64,
+            "state": "running"}
+
+
+def test_vf_settings_and_domains_in_one_call(conn, cx4_host, tmp_path):
+    name = "vfs-" + uuid.uuid4().hex[:6]
+    call = {"uri": URI, "sriov_vfs": vf_settings("52:54:00:d0:00:01", 100), "domains": [small(name)]}
+    check = run_module(tenant_domain.main, call, check_mode=True, diff=True, host=cx4_host)
+    assert check["changed"] and check["sriov_vfs"]["pfs"][0]["pf"] == "0000:01:00.0"
+    assert "PF 0000:01:00.0" in [d["before_header"] for d in check["diff"]]
+    assert vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
+    assert name not in [d.name() for d in conn.listAllDomains(0)]
+    done = run_module(tenant_domain.main, call, host=cx4_host)
+    assert done["changed"] and done["started"] == [name] and done["sriov_vfs"]["changed"]
+    assert vf_state(tmp_path, 0) == ("52:54:00:d0:00:01", 100)
+    vf = [v for v in done["sriov_vfs"]["pfs"][0]["vfs"] if v["address"] == "0000:01:00.2"][0]
+    assert (vf["settings"]["mac"], vf["settings"]["vlan"], vf["settings"]["spoofchk"]) == ("52:54:00:d0:00:01", 100, True)
+    again = run_module(tenant_domain.main, call, host=cx4_host)
+    assert again["changed"] is False and again["sriov_vfs"]["changed"] is False
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"pfs": [{"pf": "0000:01:00.0", "vfs": [{"mac": "52:54:00:d0:00:01"}]}]}, "sriov_vfs: pfs[0]"),
+    ({"pfs": [{"pf": "0000:01:00.0", "vfs": [{"address": "0000:01:00.2", "mac": "nope"}]}]}, "sriov_vfs: pfs[0] (0000:01:00.0)"),
+    ({"pf": "0000:01:00.0", "pfs": []}, "sriov_vfs: "),
+])
+def test_bad_vf_settings_fail_before_any_domain_or_vf_changes(conn, cx4_host, tmp_path, settings, words):
+    name = "vfs-" + uuid.uuid4().hex[:6]
+    result = run_module(tenant_domain.main, {"uri": URI, "sriov_vfs": settings, "domains": [small(name)]}, host=cx4_host)
+    assert result["failed"] and words in result["msg"] and not result["changed"], result
+    assert vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
+    assert name not in [d.name() for d in conn.listAllDomains(0)]

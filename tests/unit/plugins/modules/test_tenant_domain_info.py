@@ -18,6 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.packages import debian_libvirt  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
 
 POLICY = {"numa": "preferred", "reserved_cpus": [0]}
@@ -202,3 +203,41 @@ def test_role_path_never_gives_what_a_foreign_domain_holds(libvirt_conn, running
     assert not any(r.get("failed") for r in results), results
     assert libvirt_conn.lookupByName(other).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
     assert libvirt_conn.lookupByName(other).isActive() == running
+
+
+# --------------------------------------------------------------------------- the libvirt service, for libvirt_host
+def service_commands(missing=()):
+    """A Debian host with libvirt's packages (but ``missing``), libvirtd enabled and running."""
+    return RecordedCommands(replies=debian_libvirt(missing))
+
+
+def test_service_and_domains_in_one_read(libvirt_conn, tmp_path):
+    del libvirt_conn
+    host = Host(str(tmp_path), commands=service_commands())
+    result = run_module(tenant_domain_info.main, {"names": ["nope"], "uri": URI, "service": {}}, host=host)
+    assert not result["changed"] and result["domains_read"] and result["domains"] == {} and "test" in result["foreign"]
+    assert result["service"] == {"family": "Debian", "packages": ["libvirt-daemon-system", "qemu-system-x86", "python3-libvirt",
+                                                                  "libxml2-utils"],
+                                 "missing": [], "enabled": "enabled", "active": "active", "answers": True, "message": None}
+    assert result["query"] == {"names": ["nope"], "foreign": True, "uri": URI,
+                               "service": {"name": "libvirtd", "packages": None, "uefi": False}}
+
+
+NO_LIBVIRT = "test:///no/such/definitions.xml"
+
+
+def test_a_libvirt_that_does_not_answer_is_an_answer_with_service(tmp_path):
+    host = Host(str(tmp_path), commands=service_commands(missing=["python3-libvirt"]))
+    result = run_module(tenant_domain_info.main, {"names": ["a"], "uri": NO_LIBVIRT, "service": {}}, host=host)
+    assert "failed" not in result and result["domains_read"] is False and (result["domains"], result["foreign"]) == ({}, {})
+    assert result["service"]["missing"] == ["python3-libvirt"] and result["service"]["answers"] is False
+    assert "cannot connect to %s" % NO_LIBVIRT in result["service"]["message"]
+    # without service, the domains are what was asked: no answer fails, naming the URI
+    failed = run_module(tenant_domain_info.main, {"names": ["a"], "uri": NO_LIBVIRT}, host=Host(str(tmp_path)))
+    assert failed["failed"] and "uri: cannot connect to %s" % NO_LIBVIRT in failed["msg"]
+
+
+def test_bad_service_options_name_the_option(tmp_path):
+    result = run_module(tenant_domain_info.main, {"names": [], "uri": URI, "service": {"uefi": "maybe"}},
+                        host=Host(str(tmp_path), commands=RecordedCommands()))
+    assert result["failed"] and "uefi" in result["msg"]

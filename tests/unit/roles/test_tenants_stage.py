@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+"""The tenants stage (playbooks/stages/tenants.yml: libvirt_host, then tenant_vms) run by
+ansible-runner (as AWX runs it) on this machine in check mode, as site.yml runs it after the
+preflight gate: the host model and the libvirt read of that gate given (__stage_host_model,
+__stage_libvirt_read). The domains are libvirt's test driver's (test:///default); the host is the
+real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
+libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
+
+Converged, the stage costs one module round trip, the tenant_domain call; a read that does not
+answer the stage's question (other tenants, libvirt changed by libvirt_host) is read again."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from conftest import COLLECTIONS, LIBVIRT_TEST_URI as URI, REPO_ROOT  # pylint: disable=import-error
+
+BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
+pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
+TENANTS = [{"name": "stage-a", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "state": "running"},
+           {"name": "stage-b", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}]
+# What runs on the controller only (no round trip to the host).
+CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
+                      "ansible.builtin.validate_argument_spec"}
+
+PLAY = """
+- name: The tenants stage after the preflight gate
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/gpuvirt.tenancy.all: {root: "%(root)s"}
+    group/gpuvirt.tenancy.libvirt: {uri: "%(uri)s"}
+  tasks:
+    - name: Test | The gate's read of the host model and libvirt (the domains of the test driver)
+      gpuvirt.tenancy.preflight_info:
+        gpu_ids: ["1234:11e8"]
+        nic_ids: ["1b36:0010"]
+        firmware_tool: none
+        libvirt: {names: "{{ read_names }}", foreign: true, uri: "%(uri)s"}
+      register: test_gate
+      tags: [always]
+
+    - name: Test | Share it as site.yml does; the service as a converged host's
+      ansible.builtin.set_fact:
+        __stage_host_model: "{{ test_gate.topology }}"
+        __stage_libvirt_read: >-
+          {{ test_gate.libvirt | combine({'service': converged, 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
+      vars:
+        asked: {name: libvirtd, packages: [], uefi: true}
+        converged: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active,
+                    answers: true, message: null}
+      tags: [always]
+
+    - name: Test | The tenants stage
+      ansible.builtin.import_tasks: "%(stage)s"
+      tags: [tenants]
+"""
+
+def run_stage(tmp_path, read_names):
+    """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, each task result's
+    {task, action, status, result})."""
+    import ansible_runner  # pylint: disable=import-outside-toplevel
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI,
+                                               "stage": os.path.join(REPO_ROOT, "playbooks", "stages", "tenants.yml")})
+    # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
+    extra = {"gpuvirt_tenants": TENANTS, "read_names": read_names, "gpuvirt_tenant_domain_type": "test",
+             "libvirt_host_uri": URI, "libvirt_host_packages": [], "gpuvirt_tenant_firmware": "efi",
+             "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable}
+    done = ansible_runner.run(
+        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
+        inventory="localhost ansible_connection=local", extravars=extra, cmdline="--check --diff", quiet=True, timeout=300,
+        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
+    outcomes = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
+    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"),
+                "status": outcomes[e["event"]], "result": e["event_data"].get("res") or {}}
+               for e in done.events if e.get("event") in outcomes]
+    return done.rc, done.stdout.read(), records
+
+
+def round_trips(records):
+    """The stage's tasks that ran a module on the host (the gate's own read left out)."""
+    return [(r["task"], r["action"]) for r in records
+            if r["status"] != "skipped" and r["action"] not in CONTROLLER_ACTIONS and not r["task"].startswith("Test |")]
+
+
+@pytest.mark.usefixtures("libvirt_conn")
+@pytest.mark.parametrize("read_names, expected", [
+    # the gate read these tenants: the stage is the tenant_domain call alone
+    ([t["name"] for t in TENANTS], ["gpuvirt.tenancy.tenant_domain"]),
+    # the gate read other names: tenant_vms reads the domains again
+    (["someone-else"], ["gpuvirt.tenancy.tenant_domain_info", "gpuvirt.tenancy.tenant_domain"]),
+])
+def test_converged_tenants_stage_is_one_round_trip(tmp_path, read_names, expected):
+    rc, out, records = run_stage(tmp_path, read_names)
+    assert rc == 0, out[-6000:]
+    assert [action for _task, action in round_trips(records)] == expected, (round_trips(records), out[-4000:])
+    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
+    assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["started"] == ["stage-a"]
+    # libvirt_host decided from the gate's read: nothing to install, start or check
+    assert not any(r["task"].startswith("Install libvirt") and r["status"] != "skipped" for r in records)
