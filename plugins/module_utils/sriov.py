@@ -246,6 +246,7 @@ class SriovManager:
             "autoprobe_after": autoprobe_before if autoprobe is None else autoprobe,
             "vf_changes": vf_changes,
             "desired_settings": desired,
+            "current_settings": current,
             "forced_in_use": in_use,
         }
 
@@ -387,10 +388,12 @@ MODULE_ARGS = dict(
 _ONE_PF_ARGS = dict(argument_spec=dict(PF_OPTIONS, pf=dict(type="str", required=True)))
 
 
-def sriov_vfs(params, host, run):
-    """The sriov_vfs module: one PF (``pf``) or each of ``pfs`` in list order, in one call."""
+def sriov_vfs(params, host, run, topology=None):
+    """The sriov_vfs module: one PF (``pf``) or each of ``pfs`` in list order, in one call.
+    ``topology``: the host model as it is now, when the caller has read it (read otherwise);
+    it is read again only after a PF's VFs changed."""
     if params.get("pfs") is None:
-        return one_pf(params, host, run)
+        return one_pf(params, host, run, topology)[0]
     entries, seen = [], {}
     for index, entry in enumerate(params["pfs"]):
         label = "pfs[%d]" % index
@@ -399,11 +402,15 @@ def sriov_vfs(params, host, run):
             raise InputError("%s: pf %s is also pfs[%d]; list each PF once" % (label, options["pf"], seen[options["pf"]]))
         seen[options["pf"]] = index
         entries.append((label, options))
-    skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [])
+    topology = topology or read_topology(host.root)
+    skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [], topology)
     results = []
     for label, options in entries:
         try:
-            results.append(one_pf(options, host, run))
+            result, vfs_changed = one_pf(options, host, run, topology)
+            results.append(result)
+            if vfs_changed:
+                topology = None
         except (InputError, StateError) as exc:
             # what the PFs before this one did is part of the answer
             exc.details = dict(getattr(exc, "details", None) or {}, pfs=results)
@@ -415,12 +422,12 @@ def sriov_vfs(params, host, run):
     return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped}
 
 
-def assign_vf_settings(host, entries, vf_settings):
+def assign_vf_settings(host, entries, vf_settings, topology):
     """Hand each of ``vf_settings`` (VFs named by address) to the entry of ``pfs`` whose PF owns
     that VF once its count is set (the VFs it has, or the addresses its routing offset/stride
     gives them), before anything changes. -> the settings not applied, each with its reason:
     a VF of no PF listed, or of a PF without a netdev (settings go through the PF's netdev)."""
-    manager = SriovManager(host, read_topology(host.root))
+    manager = SriovManager(host, topology)
     owners = {}
     for label, options in entries:
         with_label = "%s (%s)" % (label, options["pf"])
@@ -447,9 +454,10 @@ def assign_vf_settings(host, entries, vf_settings):
     return skipped
 
 
-def one_pf(params, host, run):
-    """One PF: decide, then act unless in check mode."""
-    topology = read_topology(host.root)
+def one_pf(params, host, run, topology=None):
+    """One PF: decide, then act unless in check mode. -> (the module's result, whether the
+    VFs changed: the host model read before is then out of date)."""
+    topology = topology or read_topology(host.root)
     manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
                         vfs=params["vfs"], force=params["force"], pf_link_up=params["pf_link_up"])
@@ -465,8 +473,12 @@ def one_pf(params, host, run):
             files.apply(changes, enable_unit=boot.SRIOV_UNIT)
             run.changed = True
             reload_units(host)
-        topology = read_topology(host.root)
-    settings = manager.current_settings(plan["netdev"]) if not run.check_mode and plan["desired_settings"] else None
+        if changed:
+            topology = read_topology(host.root)
+    settings = None
+    if not run.check_mode and plan["desired_settings"]:
+        # what ip showed while deciding is still true when nothing was applied
+        settings = manager.current_settings(plan["netdev"]) if changed or plan["recreate"] else plan["current_settings"]
     vfs = manager.report_vfs(topology, plan, settings)
     if plan["recreate"] and run.check_mode:
         iso = {"viable": None, "groups": {}, "reasons": ["known once the VFs exist (check mode)"]}
@@ -491,4 +503,4 @@ def one_pf(params, host, run):
         "vfs": vfs,
         "isolation": iso,
         "persisted_files": [path for path, _b, _a in changes],
-    }
+    }, changed and not run.check_mode

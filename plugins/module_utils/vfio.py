@@ -300,21 +300,20 @@ def driver_states(plans):
     return json.dumps(before, indent=2, sort_keys=True) + "\n", json.dumps(after, indent=2, sort_keys=True) + "\n"
 
 
-def sriov_first(params, host, run):
+def sriov_first(params, host, run, topology, needed):
     """With ``sriov``: check this module's own selectors (and decide the devices named
-    outright) on the host as it is, then run
-    sriov_vfs in this call (VFs and their settings before they are bound). -> (its result or
-    None, the PFs of ``vfs_of`` whose VFs it creates only outside check mode)."""
+    outright) on the host as it is, then run sriov_vfs in this call (VFs and their settings
+    before they are bound). -> (its result or None, the PFs of ``vfs_of`` whose VFs it creates
+    only outside check mode)."""
     if params.get("sriov") is None:
         return None, []
     sriov_params = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov"])
-    needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
-    before = VfioBinder(host, read_topology(host.root), needed)
+    before = VfioBinder(host, topology, needed)
     # the devices named outright are decided now, so that a refusal comes before any VF changes
     named = before.select(params["devices"], params["ids"], None, allow_empty=True)
     before.plan(named, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
     wanted_pfs = [before.resolve_pf(text, "vfs_of") for text in params["vfs_of"] or []]
-    result = sriov.sriov_vfs(sriov_params, host, run)
+    result = sriov.sriov_vfs(sriov_params, host, run, topology=topology)
     to_come = []
     if run.check_mode:
         planned = dict((r["pf"], r) for r in (result["pfs"] if "pfs" in result else [result]))
@@ -324,10 +323,14 @@ def sriov_first(params, host, run):
 
 def vfio_bind(params, host, run):
     """The vfio_bind module: decide, then act unless in check mode; with ``sriov``, the VFs
-    first, in the same call."""
-    sriov_result, vfs_to_come = sriov_first(params, host, run)
+    first, in the same call. The host model and what the host needs are read once, and again
+    only after the VFs changed."""
     topology = read_topology(host.root)
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
+    sriov_result, vfs_to_come = sriov_first(params, host, run, topology, needed)
+    if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
+        topology = read_topology(host.root)
+        needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     binder = VfioBinder(host, topology, needed)
     vfs_of = [text for text in params["vfs_of"] or [] if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
     addresses = binder.select(params["devices"], params["ids"], vfs_of, allow_empty=sriov_result is not None)
