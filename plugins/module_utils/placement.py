@@ -36,7 +36,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import eq, le
+from operator import contains, eq, itemgetter, le
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
@@ -154,52 +154,67 @@ class Host:
         self.memory_mb = {}
         self.hugepages = {}
         node_cpus = {}
+        size_names = {}  # each node lists the same sizes: each key read once
         for node in nodes:
             node_id = int(node["id"])
             self.memory_mb[node_id] = int(node.get("memory_mb") or 0)
             pools = {}
             for key, value in (node.get("hugepages") or {}).items():
-                try:
-                    name = size_name(key, allow_none=True)
-                except InputError:
-                    continue
+                name = size_names.get(key, False)
+                if name is False:
+                    try:
+                        name = size_names[key] = size_name(key, allow_none=True)
+                    except InputError:
+                        name = size_names[key] = None
                 if name:
                     pools[name] = int((value or {}).get("total") or 0)
             self.hugepages[node_id] = pools
             node_cpus[node_id] = list(map(int, node.get("cpus") or []))
 
-        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set).
-        self.cpu_node = {}
-        self.core_of = {}
-        online = set()
-        known = set()
-        cpus = topology.get("cpus") or []
-        cores = {}
+        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set). Field by
+        # field over the CPU dicts, in comprehensions and C-level maps rather than one loop: with
+        # hundreds of CPUs this is most of the time a plan takes to index its host.
+        listed_cpus = topology.get("cpus") or []
+        ids = [cpu_id if type(cpu_id) is int else int(cpu_id)  # pylint: disable=unidiomatic-typecheck
+               for cpu_id in map(itemgetter("id"), listed_cpus)]
+        known = set(ids)
+        # from here on the online ones
+        cpus = listed_cpus
+        up = [cpu.get("online", True) is not False for cpu in cpus]
+        if False in up:
+            ids, cpus = list(compress(ids, up)), list(compress(cpus, up))
+        online = set(ids)
+        # numa_node: an int >= 0 as it is (most hosts), else as _node_of reads it (None: unknown)
+        nodes_read = [cpu.get("numa_node") for cpu in cpus]
+        if nodes_read and (set(map(type, nodes_read)) != {int} or min(nodes_read) < 0):
+            nodes_read = list(map(_node_of, nodes_read))
+        if None in nodes_read:
+            self.cpu_node = dict(pair for pair in zip(ids, nodes_read) if pair[1] is not None)
+        else:
+            self.cpu_node = dict(zip(ids, nodes_read))
+        # siblings list one core for all its threads: each distinct list is sorted once
+        siblings = [cpu.get("siblings") for cpu in cpus]
+        if all(siblings):
+            keys = list(map(tuple, siblings))
+        else:
+            keys = [tuple(listed) if listed else (cpu_id,) for cpu_id, listed in zip(ids, siblings)]
+        cores = dict.fromkeys(keys)
+        if set(map(type, chain.from_iterable(cores))) <= {int}:
+            # one thread, or two in order (no SMT, SMT-2): already sorted, without sorting
+            cores = dict((key, key if len(key) == 1 or (len(key) == 2 and key[0] < key[1]) else tuple(sorted(set(key))))
+                         for key in cores)
+        else:
+            cores = dict((key, tuple(sorted(set(map(int, key))))) for key in cores)
+        core_list = list(map(cores.__getitem__, keys))
+        self.core_of = dict(zip(ids, core_list))
+        if not all(map(contains, core_list, ids)):
+            # a CPU its siblings leave out belongs to that core all the same
+            for cpu_id, core in zip(ids, core_list):
+                self.core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         cpu_node, core_of = self.cpu_node, self.core_of
-        add_known, add_online, find_core = known.add, online.add, cores.get
-        for cpu in cpus:
-            cpu_id = cpu["id"]
-            if type(cpu_id) is not int:  # pylint: disable=unidiomatic-typecheck
-                cpu_id = int(cpu_id)
-            add_known(cpu_id)
-            if cpu.get("online", True) is False:
-                continue
-            add_online(cpu_id)
-            node = cpu.get("numa_node")
-            if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
-                node = _node_of(node)
-            if node is not None:
-                cpu_node[cpu_id] = node
-            # siblings list one core for all its threads: sorted once per core
-            siblings = cpu.get("siblings")
-            siblings = tuple(siblings) if siblings else (cpu_id,)
-            core = find_core(siblings)
-            if core is None:
-                core = cores[siblings] = tuple(sorted(set(map(int, siblings))))
-            core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
             known.update(ids)
-            if not cpus:
+            if not listed_cpus:
                 online.update(ids)
                 core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
             for cpu_id in set(ids).difference(cpu_node):
