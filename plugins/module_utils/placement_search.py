@@ -385,7 +385,7 @@ def _dominance(items):
     the assignments that leave out a only with every tenant a dominates, and place b only with
     every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
     count = len(items)
-    tables = [dict((slot, (demand, rank)) for slot, demand, rank, _sticky in item.options) for item in items]
+    tables = [{slot: (demand, rank) for slot, demand, rank, _sticky in item.options} for item in items]
     slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
     # per tenant its rank on each node, above any rank where it may not go: comparing these
     # compares the ranks and that a may go wherever b may
@@ -397,7 +397,7 @@ def _dominance(items):
             row[slot] = rank
         ranks.append(row)
     # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
-    uniform = [len(set(demand for demand, _rank in table.values())) == 1 for table in tables]
+    uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
     # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
     rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
     covers, covered = [0] * count, [0] * count
