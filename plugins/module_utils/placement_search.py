@@ -270,7 +270,8 @@ class Search:
             if fitting is None:
                 return None
         members, where, bits = fitting
-        ceiling = (count + len(members), online + bin(self.online_bits & bits).count("1"), -rank)
+        online_left = bin(self.online_bits & bits).count("1")
+        ceiling = (count + len(members), online + online_left, -rank)
         if ceiling <= self.best:
             return ceiling
         caps = self.caps
@@ -306,7 +307,7 @@ class Search:
                 return None
             held = min(per_node, together)
             most = min(most, len(members) - len(group) + held)
-        online_most = min(most, bin(self.online_bits & bits).count("1"))
+        online_most = min(most, online_left)
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
 
