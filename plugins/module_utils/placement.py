@@ -36,7 +36,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import eq, le
+from operator import contains, eq, itemgetter, le, lt
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
@@ -154,52 +154,70 @@ class Host:
         self.memory_mb = {}
         self.hugepages = {}
         node_cpus = {}
+        size_names = {}  # each node lists the same sizes: each key read once
         for node in nodes:
             node_id = int(node["id"])
             self.memory_mb[node_id] = int(node.get("memory_mb") or 0)
             pools = {}
             for key, value in (node.get("hugepages") or {}).items():
-                try:
-                    name = size_name(key, allow_none=True)
-                except InputError:
-                    continue
+                name = size_names.get(key, False)
+                if name is False:
+                    try:
+                        name = size_names[key] = size_name(key, allow_none=True)
+                    except InputError:
+                        name = size_names[key] = None
                 if name:
                     pools[name] = int((value or {}).get("total") or 0)
             self.hugepages[node_id] = pools
             node_cpus[node_id] = list(map(int, node.get("cpus") or []))
 
-        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set).
-        self.cpu_node = {}
-        self.core_of = {}
-        online = set()
-        known = set()
-        cpus = topology.get("cpus") or []
-        cores = {}
+        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set). Field by
+        # field over the CPU dicts, in comprehensions and C-level maps rather than one loop: with
+        # hundreds of CPUs this is most of the time a plan takes to index its host.
+        listed_cpus = topology.get("cpus") or []
+        ids = [cpu_id if type(cpu_id) is int else int(cpu_id)  # pylint: disable=unidiomatic-typecheck
+               for cpu_id in map(itemgetter("id"), listed_cpus)]
+        known = set(ids)
+        # from here on the online ones
+        cpus = listed_cpus
+        up = [cpu.get("online", True) is not False for cpu in cpus]
+        if False in up:
+            ids, cpus = list(compress(ids, up)), list(compress(cpus, up))
+        online = set(ids)
+        # numa_node: an int >= 0 as it is (most hosts), else as _node_of reads it (None: unknown)
+        nodes_read = [cpu.get("numa_node") for cpu in cpus]
+        if nodes_read and (set(map(type, nodes_read)) != {int} or min(nodes_read) < 0):
+            nodes_read = list(map(_node_of, nodes_read))
+        if None in nodes_read:
+            self.cpu_node = dict(pair for pair in zip(ids, nodes_read) if pair[1] is not None)
+        else:
+            self.cpu_node = dict(zip(ids, nodes_read))
+        # siblings list one core for all its threads: each distinct list is sorted once
+        siblings = [cpu.get("siblings") for cpu in cpus]
+        if all(siblings):
+            keys = list(map(tuple, siblings))
+        else:
+            keys = [tuple(listed) if listed else (cpu_id,) for cpu_id, listed in zip(ids, siblings)]
+        cores = dict.fromkeys(keys)
+        if set(map(type, chain.from_iterable(cores))) <= {int}:
+            sizes = set(map(len, cores))
+            if sizes == {1} or (sizes == {2} and all(map(lt, map(itemgetter(0), cores), map(itemgetter(1), cores)))):
+                # one thread each, or two in order (no SMT, SMT-2): sorted already, checked in one pass
+                cores = dict(zip(cores, cores))
+            else:
+                cores = {key: tuple(sorted(set(key))) for key in cores}
+        else:
+            cores = {key: tuple(sorted(set(map(int, key)))) for key in cores}
+        core_list = list(map(cores.__getitem__, keys))
+        self.core_of = dict(zip(ids, core_list))
+        if not all(map(contains, core_list, ids)):
+            # a CPU its siblings leave out belongs to that core all the same
+            for cpu_id, core in zip(ids, core_list):
+                self.core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         cpu_node, core_of = self.cpu_node, self.core_of
-        add_known, add_online, find_core = known.add, online.add, cores.get
-        for cpu in cpus:
-            cpu_id = cpu["id"]
-            if type(cpu_id) is not int:  # pylint: disable=unidiomatic-typecheck
-                cpu_id = int(cpu_id)
-            add_known(cpu_id)
-            if cpu.get("online", True) is False:
-                continue
-            add_online(cpu_id)
-            node = cpu.get("numa_node")
-            if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
-                node = _node_of(node)
-            if node is not None:
-                cpu_node[cpu_id] = node
-            # siblings list one core for all its threads: sorted once per core
-            siblings = cpu.get("siblings")
-            siblings = tuple(siblings) if siblings else (cpu_id,)
-            core = find_core(siblings)
-            if core is None:
-                core = cores[siblings] = tuple(sorted(set(map(int, siblings))))
-            core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
         for node_id, ids in node_cpus.items():
             known.update(ids)
-            if not cpus:
+            if not listed_cpus:
                 online.update(ids)
                 core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
             for cpu_id in set(ids).difference(cpu_node):
@@ -254,9 +272,11 @@ class Host:
             pf_dev = pci[pf]
             for vf in pf_dev.get("virtfns") or []:
                 dev = pci.get(vf) or {}
-                node = _node_of(dev.get("numa_node"))
-                if node is None:
-                    node = _node_of(pf_dev.get("numa_node"))
+                node = dev.get("numa_node")
+                if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
+                    node = _node_of(node)
+                    if node is None:
+                        node = _node_of(pf_dev.get("numa_node"))
                 self.vf_node[vf] = node
                 self.vf_pf[vf] = pf
                 self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
@@ -271,7 +291,7 @@ class Host:
         for vf in self.vfs:
             self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
         self.affinity = topology.get("gpu_nic_affinity") or {}
-        self._ranks = {}
+        self._rank_rows = {}
 
     def _groups(self, topology, pci, host_devices):
         """The IOMMU groups of the GPUs and VFs of the pools: the devices of one group go to one
@@ -326,22 +346,47 @@ class Host:
             self.gpus = sorted(self.gpu_node)
             self.vfs = [vf for vf in self.vfs if vf not in self.left_out]
 
-    def affinity_rank(self, gpu, vf):
-        """PCIe distance rank between a GPU and a VF (through its PF): 0 PIX .. 4 SYS, 5 unknown."""
-        rank = self._ranks.get((gpu, vf))
-        if rank is None:
-            rank = self._ranks[gpu, vf] = self._rank(gpu, vf)
-        return rank
+    def rank_row(self, gpu):
+        """The PCIe distance ranks of one GPU to the VFs (through their PFs), 0 PIX .. 4 SYS,
+        5 unknown: ``row[vf]``, each worked out when first asked for."""
+        row = self._rank_rows.get(gpu)
+        if row is None:
+            row = self._rank_rows[gpu] = _RankRow(self, gpu)
+        return row
 
-    def _rank(self, gpu, vf):
-        row = self.affinity.get(gpu) or {}
-        for addr in (vf, self.vf_pf.get(vf)):
-            if addr in row:
-                return _level_rank(row[addr])
-        gpu_node, vf_node = self.gpu_node.get(gpu), self.vf_node.get(vf)
-        if gpu_node is not None and vf_node is not None and gpu_node != vf_node:
-            return affinity.rank("SYS")
-        return UNKNOWN_RANK
+    def nearest_ranks(self, gpus, vfs):
+        """Per VF of ``vfs`` (in order), its rank to the nearest of ``gpus`` (at least one)."""
+        if len(gpus) == 1:
+            return list(map(self.rank_row(gpus[0]).__getitem__, vfs))
+        return list(map(min, *[map(self.rank_row(gpu).__getitem__, vfs) for gpu in gpus]))
+
+
+
+class _RankRow(dict):
+    """One GPU's PCIe ranks to VFs (Host.rank_row): a plain lookup once a rank is known, so the
+    planner's many nearest-pair questions cost no call each."""
+
+    __slots__ = ("host", "gpu", "levels")
+
+    def __init__(self, host, gpu):
+        dict.__init__(self)
+        self.host, self.gpu = host, gpu
+        # the GPU's row of the affinity matrix: VF or PF -> level
+        self.levels = host.affinity.get(gpu) or {}
+
+    def __missing__(self, vf):
+        host, levels = self.host, self.levels
+        if vf in levels:
+            rank = _level_rank(levels[vf])
+        else:
+            pf = host.vf_pf.get(vf)
+            if pf in levels:
+                rank = _level_rank(levels[pf])
+            else:
+                gpu_node, vf_node = host.gpu_node.get(self.gpu), host.vf_node.get(vf)
+                rank = affinity.rank("SYS") if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
+        self[vf] = rank
+        return rank
 
 
 def _kept_by_host(address, device, host_devices, host_gpus):
@@ -427,9 +472,16 @@ class _State:
         self.hugepages_used = dict((node, {}) for node in host.nodes)
         self.memory_used = dict((node, 0) for node in host.nodes)
         # whole cores with no thread taken or reserved, and free unreserved threads, in core order
-        self.free_cores = dict((node, list(filter(reserved.isdisjoint, host.node_cores[node]))) for node in host.nodes)
-        self.free_threads = dict((node, list(filterfalse(reserved.__contains__, chain.from_iterable(host.node_cores[node]))))
-                                 for node in host.nodes)
+        self.free_cores, self.free_threads = {}, {}
+        for node in host.nodes:
+            cores = host.node_cores[node]
+            # most nodes hold no reserved CPU: one look at all their threads says so
+            if not reserved.isdisjoint(chain.from_iterable(cores)):
+                self.free_cores[node] = list(filter(reserved.isdisjoint, cores))
+                self.free_threads[node] = list(filterfalse(reserved.__contains__, chain.from_iterable(cores)))
+            else:
+                self.free_cores[node] = list(cores)
+                self.free_threads[node] = list(chain.from_iterable(cores))
         self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
         self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
 
@@ -448,9 +500,8 @@ class _State:
     def take(self, name, placement):
         host = self.host
         cpus = set(placement["cpus"])
-        for cpu in cpus:
-            self.cpu_owner[cpu] = name
-        for node in set(host.cpu_node.get(cpu) for cpu in cpus):
+        self.cpu_owner.update(dict.fromkeys(cpus, name))
+        for node in set(map(host.cpu_node.get, cpus)):
             if node in self.free_cores:
                 self.free_cores[node] = list(filter(cpus.isdisjoint, self.free_cores[node]))
                 self.free_threads[node] = list(filterfalse(cpus.__contains__, self.free_threads[node]))
@@ -617,29 +668,30 @@ class Planner:
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            # the fewest cores in order that give the threads needed
-            free = self._free_cores(state, node, prefer) if prefer else state.free_cores[node]
-            running = list(accumulate(map(len, free)))
-            if not running or running[-1] < needed:
-                free_threads = running[-1] if running else 0
+            free = state.free_cores[node]
+            free_threads = sum(map(len, free))
+            if free_threads < needed:
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
                     node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
             if not build:
                 return None
-            threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
-            held = list(threads)
-        else:
-            # sibling threads next to each other, so a tenant fills cores before spreading
-            free = list(state.free_threads[node])
+            # the fewest cores in order that give the threads needed
             if prefer:
-                free.sort(key=lambda cpu: (cpu not in prefer, self.host.core_of[cpu], cpu))
+                free = self._free_cores(state, node, prefer)
+            running = list(accumulate(map(len, free)))
+            threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
+        else:
+            free = state.free_threads[node]
             if len(free) < needed:
                 return "CPUs short on node %d: %d free, %d needed (%d vCPUs%s)" % (
                     node, len(free), needed, vcpus, " + 1 emulator" if extra else "")
             if not build:
                 return None
+            # sibling threads next to each other, so a tenant fills cores before spreading
+            if prefer:
+                free = sorted(free, key=lambda cpu: (cpu not in prefer, self.host.core_of[cpu], cpu))
             threads = free[:needed]
-            held = list(threads)
+        held = threads
         pins = threads[:vcpus]
         if tenant["emulator"] == "isolate":
             emulator = [threads[vcpus]]
@@ -653,9 +705,10 @@ class Planner:
     def _allowed(self, node, local_only):
         return [node] if local_only else self.host.nodes + [None]
 
-    def _pick_gpus(self, state, tenant, allowed_nodes, node, candidate_vfs, build=True):
+    def _pick_gpus(self, state, tenant, allowed_nodes, node, near_vfs, build=True):
         """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones
-        (without ``build``: any ``count`` of them)."""
+        (without ``build``: any ``count`` of them; with ``near_vfs``: nearest the free VFs of
+        ``allowed_nodes`` first)."""
         if tenant["gpu_addresses"] is not None:
             taken = [addr for addr in tenant["gpu_addresses"] if addr in state.gpu_owner]
             if taken:
@@ -677,19 +730,22 @@ class Planner:
                 " in whole IOMMU groups" if len(free) >= count else "", self._left_out_note(node, self.host.gpu_node_all))
         if not build:
             return free[:count]
+        if len(free) == 1:
+            return free  # the one there is (its group was checked above)
+        candidate_vfs = [vf for n in allowed_nodes for vf in state.free_vfs.get(n, ())] if near_vfs else []
 
         def key(addr):
             local = self.host.gpu_node.get(addr) != node
             if self.first_fit or self.policy["pcie_affinity"] == "ignore" or not candidate_vfs:
                 return (local, 0, addr)
-            return (local, min(self.host.affinity_rank(addr, vf) for vf in candidate_vfs), addr)
+            return (local, min(map(self.host.rank_row(addr).__getitem__, candidate_vfs)), addr)
         if grouped:
             return _pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
 
     def _left_out_note(self, node, node_of):
         """The devices of ``node`` (``node_of``: device -> node) that their IOMMU groups keep out."""
-        out = sorted(a for a in self.host.left_out if node_of.get(a) == node)
+        out = sorted(a for a in self.host.left_out if node_of.get(a) == node) if self.host.left_out else ()
         return "; left out for their IOMMU groups: %s" % ", ".join(out) if out else ""
 
     def _pick_vfs(self, state, tenant, allowed_nodes, node, gpus, build=True):
@@ -699,7 +755,7 @@ class Planner:
         free = [vf for n in allowed_nodes for vf in state.free_vfs.get(n, ())]
         use_affinity = gpus and not self.first_fit and self.policy["pcie_affinity"] != "ignore"
         if use_affinity and self.policy["pcie_affinity"] == "require":
-            free = [vf for vf in free if min(self.host.affinity_rank(g, vf) for g in gpus) <= self.threshold]
+            free = list(compress(free, map(self.threshold.__ge__, self.host.nearest_ranks(gpus, free))))
         grouped = self.host.units and any(vf in self.host.units for vf in free)
         if grouped and len(free) >= count and _pick_units(free, count, self.host.units) is None:
             return "VFs short on node %d: %d free, not %d in whole IOMMU groups" % (node, len(free), count)
@@ -715,11 +771,10 @@ class Planner:
         if not build:
             return free[:count]
         order = self.host.vf_order
+        rank_of = dict(zip(free, self.host.nearest_ranks(gpus, free))) if use_affinity else {}
 
         def key(vf):
-            remote = self.host.vf_node.get(vf) != node
-            rank = min(self.host.affinity_rank(g, vf) for g in gpus) if use_affinity else 0
-            return (remote, rank, order[vf])
+            return (self.host.vf_node.get(vf) != node, rank_of.get(vf, 0), order[vf])
         if grouped:
             return _pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
@@ -748,7 +803,7 @@ class Planner:
         """The one shape of a tenant's placement (see ``plan_tenants``); ``pins`` lists the
         host CPU of vCPU 0, 1, ..."""
         host = self.host
-        remote = sum(1 for g in gpus if host.gpu_node.get(g) != node) + sum(1 for v in vfs if host.vf_node.get(v) != node)
+        local = all(map(eq, map(host.gpu_node.get, gpus), repeat(node))) and all(map(eq, map(host.vf_node.get, vfs), repeat(node)))
         worst = self._worst_rank(gpus, vfs)
         size = tenant["hugepage_size"]
         return {
@@ -757,14 +812,14 @@ class Planner:
             "gpus": list(gpus),
             "vfs": list(vfs),
             "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
-            "vf_pfs": dict((vf, host.vf_pf.get(vf)) for vf in vfs),
+            "vf_pfs": dict(zip(vfs, map(host.vf_pf.get, vfs))),
             "companions": sorted(set(chain.from_iterable(host.companions.get(a, ()) for a in chain(gpus, vfs)))) if host.companions else [],
-            "vcpu_pins": dict((str(index), cpu) for index, cpu in enumerate(pins)),
+            "vcpu_pins": dict(zip(map(str, range(len(pins))), pins)),
             "emulator_cpus": list(emulator),
             "cpus": sorted(held),
             "hugepages": {"size": size, "size_kb": SIZES_KB[size], "count": self._needed_pages(tenant), "node": node} if size else None,
             "memory_mb": tenant["memory_mb"],
-            "local": remote == 0,
+            "local": local,
             "pcie_affinity": LEVELS[worst] if worst is not None and worst < len(LEVELS) else None,
             "kept": kept,
             "resized_from": resized_from,
@@ -779,7 +834,7 @@ class Planner:
         """The farthest of the tenant's VFs from its nearest GPU; None without both."""
         if not gpus or not vfs:
             return None
-        return max(min(self.host.affinity_rank(g, v) for g in gpus) for v in vfs)
+        return max(self.host.nearest_ranks(gpus, vfs))
 
     def _candidate(self, state, tenant, node, local_only, prefer, scored=True):
         """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score or None
@@ -789,14 +844,13 @@ class Planner:
         if reason:
             shortages.append(reason)
         # once short, the rest is only counted, for the reason (which GPUs matters to a VF
-        # shortage only under pcie_affinity require)
-        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=not shortages)
-        if isinstance(cpus, str):
+        # shortage only under pcie_affinity require); the CPUs are chosen once all is there
+        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=False)
+        if cpus is not None:
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
-        candidate_vfs = [vf for n in allowed for vf in state.free_vfs.get(n, ())] if tenant["vf_count"] and nearest else []
-        gpus = self._pick_gpus(state, tenant, allowed, node, candidate_vfs, build=nearest)
+        gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
         if isinstance(gpus, str):
             shortages.append(gpus)
         vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
@@ -804,7 +858,7 @@ class Planner:
             shortages.append(vfs)
         if shortages:
             return ", ".join(shortages)
-        pins, emulator, held = cpus
+        pins, emulator, held = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
         placement = self._record(tenant, node, gpus, vfs, pins, emulator, held)
         if not scored:
             score = None
@@ -815,7 +869,7 @@ class Planner:
             rank = 0 if self.policy["pcie_affinity"] == "ignore" or worst is None else worst
             free_gpus = len(state.free_gpus[node]) - len(gpus)
             free_vfs = len(state.free_vfs[node]) - len(vfs)
-            free_cores = len(state.free_cores[node]) - len(set(self.host.core_of[c] for c in held))
+            free_cores = len(state.free_cores[node]) - len(set(map(self.host.core_of.__getitem__, held)))
             sticky = 0 if prefer.get("node") in (None, node) else 1
             score = (not placement["local"], sticky, rank, free_gpus, free_vfs, free_cores, node)
         return placement, score
@@ -1190,7 +1244,7 @@ class Planner:
             return ranks
         for node in self.host.nodes:
             gpus = state.free_gpus[node]
-            ranks[node] = sorted(min(self.host.affinity_rank(g, vf) for g in gpus) for vf in state.free_vfs[node]) if gpus else []
+            ranks[node] = sorted(self.host.nearest_ranks(gpus, state.free_vfs[node])) if gpus else []
         return ranks
 
     def _rank_estimate(self, tenant, node, rank_lists):
@@ -1198,7 +1252,7 @@ class Planner:
         if not tenant["vf_count"] or not tenant["gpu_count"] or self.policy["pcie_affinity"] == "ignore":
             return 0
         if tenant["gpu_addresses"] is not None:
-            nearest = sorted(min(self.host.affinity_rank(g, vf) for g in tenant["gpu_addresses"]) for vf in self.host.node_vfs[node])
+            nearest = sorted(self.host.nearest_ranks(tenant["gpu_addresses"], self.host.node_vfs[node]))
         else:
             nearest = rank_lists.get(node) or []
         return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else UNKNOWN_RANK

@@ -42,7 +42,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
 from itertools import accumulate, compress
-from operator import ge, le
+from operator import ge, itemgetter, le, sub
 
 __metaclass__ = type
 
@@ -64,13 +64,13 @@ class Candidate:
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
         # the tenant's own best, so a tenant without GPU/VF pairs does not win on affinity
-        least = min(option[2] for option in options) if options else 0
+        least = min(map(itemgetter(2), options)) if options else 0
         self.options = [(slot, demand, rank - least, sticky) for slot, demand, rank, sticky in options]
         self.online = 1 if online else 0
         # explicit GPUs as a bit mask: two tenants asking for one GPU never both go in
         self.claims = claims
         # the least it takes of each resource on any node (for the aggregate bound)
-        self.need = tuple(map(min, zip(*[option[1] for option in options])))
+        self.need = tuple(map(min, zip(*map(itemgetter(1), options))))
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
 
 
@@ -91,7 +91,7 @@ class Search:
         self.ceiling = None
         # the search's own order: the largest tenants first (a small tenant left out then rules out
         # every larger one still to come, see _dominance), equal ones in list order
-        totals = [sum(cap[r] for cap in self.caps) for r in range(self.width)]
+        totals = list(map(sum, zip(*self.caps)))
         size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
@@ -174,7 +174,7 @@ class Search:
             if best is None:
                 continue
             _score, slot, demand, item_rank = best
-            caps[slot] = [have - want for have, want in zip(caps[slot], demand)]
+            caps[slot] = list(map(sub, caps[slot], demand))
             claimed |= item.claims
             assignment[number] = slot
             count, online, rank = count + 1, online + item.online, rank + item_rank
@@ -219,9 +219,10 @@ class Search:
                         cap[r] -= demand[r]
                     # only this node changed, and only for the worse
                     self.masks = after = list(masks)
-                    off = ~(1 << slot)
+                    on = 1 << slot
+                    off = ~on
                     for number, need in self.takers[slot]:
-                        if number > index and after[number] & ~off and not all(map(ge, cap, need)):
+                        if number > index and after[number] & on and not all(map(ge, cap, need)):
                             after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
@@ -269,7 +270,8 @@ class Search:
             if fitting is None:
                 return None
         members, where, bits = fitting
-        ceiling = (count + len(members), online + bin(self.online_bits & bits).count("1"), -rank)
+        online_left = bin(self.online_bits & bits).count("1")
+        ceiling = (count + len(members), online + online_left, -rank)
         if ceiling <= self.best:
             return ceiling
         caps = self.caps
@@ -290,8 +292,10 @@ class Search:
         else:
             confined = ()
         for slots in sorted(confined):
-            if slots == self.all_slots or (most < enough and not forced):
+            if slots == self.all_slots:
                 continue
+            if most < enough and not forced:
+                break  # enough to cut already: no later set changes the answer
             group = [number for number, its in zip(members, where) if not its & ~slots]
             chosen = self._slots(slots)
             if exact:
@@ -303,7 +307,7 @@ class Search:
                 return None
             held = min(per_node, together)
             most = min(most, len(members) - len(group) + held)
-        online_most = min(most, bin(self.online_bits & bits).count("1"))
+        online_most = min(most, online_left)
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
 
@@ -333,9 +337,8 @@ class Search:
         resource by resource (the smallest needs first)."""
         most = len(members)
         for r, column in self.columns:
-            needs = list(map(column.__getitem__, members))
-            if sum(needs) > cap[r]:
-                needs.sort()
+            if sum(map(column.__getitem__, members)) > cap[r]:
+                needs = sorted(map(column.__getitem__, members))
                 most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
         return most
 
@@ -349,22 +352,26 @@ class Search:
 
     def _count_together(self, members, slot):
         demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
-        best = [0]
-        steps = [0]
+        size = len(demands)
+        limit = self.together_left
+        best = steps = 0
 
         def grow(start, left, placed):
-            best[0] = max(best[0], placed)
-            for number in range(start, len(demands)):
-                steps[0] += 1
-                if placed + len(demands) - number <= best[0] or steps[0] > self.together_left:
+            nonlocal best, steps
+            if placed > best:
+                best = placed
+            for number in range(start, size):
+                steps += 1
+                if placed + size - number <= best or steps > limit:
                     return
-                if all(map(ge, left, demands[number])):
-                    grow(number + 1, [have - want for have, want in zip(left, demands[number])], placed + 1)
+                demand = demands[number]
+                if all(map(ge, left, demand)):
+                    grow(number + 1, list(map(sub, left, demand)), placed + 1)
         grow(0, list(self.caps[slot]), 0)
         # cut short: the resource-by-resource count, which never says fewer
-        if steps[0] <= self.together_left:
-            self.together_left -= steps[0]
-            return best[0]
+        if steps <= limit:
+            self.together_left -= steps
+            return best
         self.together_left = 0
         return self._count(members, self.caps[slot])
 
@@ -379,7 +386,7 @@ def _dominance(items):
     the assignments that leave out a only with every tenant a dominates, and place b only with
     every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
     count = len(items)
-    tables = [dict((slot, (demand, rank)) for slot, demand, rank, _sticky in item.options) for item in items]
+    tables = [{slot: (demand, rank) for slot, demand, rank, _sticky in item.options} for item in items]
     slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
     # per tenant its rank on each node, above any rank where it may not go: comparing these
     # compares the ranks and that a may go wherever b may
@@ -391,7 +398,7 @@ def _dominance(items):
             row[slot] = rank
         ranks.append(row)
     # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
-    uniform = [len(set(demand for demand, _rank in table.values())) == 1 for table in tables]
+    uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
     # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
     rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
     covers, covered = [0] * count, [0] * count
