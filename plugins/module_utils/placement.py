@@ -361,7 +361,6 @@ class Host:
         return list(map(min, *[map(self.rank_row(gpu).__getitem__, vfs) for gpu in gpus]))
 
 
-
 class _RankRow(dict):
     """One GPU's PCIe ranks to VFs (Host.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""

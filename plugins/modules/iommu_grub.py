@@ -110,7 +110,7 @@ options:
     description:
       - Hugepages per NUMA node in the same call, as M(gpuvirt.tenancy.hugepages) does them (its options,
         validated as that module validates them), without its GRUB options (C(boot_config), C(grub_file),
-        C(variable), C(bootloader_update)) - the boot-time sizes (RV(hugepages.boot_args)) go after O(args)
+        C(variable), C(bootloader_update)) - the boot-time sizes (the C(boot_args) of RV(hugepages)) go after O(args)
         into this module's one GRUB edit.
       - The pages are set (and a shortfall fails the call) before any boot file is written; every input of
         both is checked before anything changes.
@@ -269,7 +269,7 @@ backup_file:
   sample: /etc/default/grub.2026-11-29@17:30:00~
 hugepages:
   description:
-    - With O(hugepages), the result of M(gpuvirt.tenancy.hugepages) for them (its RV(boot_args) are in
+    - With O(hugepages), the result of M(gpuvirt.tenancy.hugepages) for them (its C(boot_args) are in
       RV(args) and the GRUB edit); null without it.
   returned: always
   type: dict

@@ -71,8 +71,8 @@ options:
     default: false
   sriov:
     description:
-      - VFs first, in the same call - the options of M(gpuvirt.tenancy.sriov_vfs) (O(sriov.pf) or O(sriov.pfs) with
-        O(sriov.vf_settings)), validated as that module validates them - so that creating the VFs, their MAC/VLAN and
+      - VFs first, in the same call - the options of M(gpuvirt.tenancy.sriov_vfs) (C(pf), or C(pfs) with
+        C(vf_settings)), validated as that module validates them - so that creating the VFs, their MAC/VLAN and
         binding them is one round trip.
       - This module's own selectors are checked against the host before the VFs change; O(vfs_of) then takes the VFs
         as the SR-IOV part left them. In check mode the VFs that part would create do not exist yet - their PFs are

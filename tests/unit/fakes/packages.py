@@ -31,6 +31,7 @@ def systemctl(verb, state, unit="libvirtd"):
     return Reply(["systemctl", verb, unit], 0 if state in ("enabled", "active") else 3, state + "\n", "")
 
 
-def debian_libvirt(missing=(), enabled="enabled", active="active", packages=DEBIAN_LIBVIRT):
-    """Every reply of a Debian host with ``packages`` installed but ``missing``."""
+def debian_libvirt(missing=(), enabled="enabled", active="active", packages=None):
+    """Every reply of a Debian host with ``packages`` (default DEBIAN_LIBVIRT) installed but ``missing``."""
+    packages = DEBIAN_LIBVIRT if packages is None else packages
     return [dpkg(p, p not in missing) for p in packages] + [systemctl("is-enabled", enabled), systemctl("is-active", active)]

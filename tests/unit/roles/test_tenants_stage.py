@@ -59,6 +59,7 @@ PLAY = """
       tags: [tenants]
 """
 
+
 def run_stage(tmp_path, read_names):
     """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, each task result's
     {task, action, status, result})."""
