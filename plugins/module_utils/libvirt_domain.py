@@ -773,7 +773,9 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
     libvirt that does not answer (not installed or not started yet) is an answer, not a failure:
     ``domains_read`` is false and ``service.message`` says why."""
     service = read_service(host, params["service"]) if params["service"] else None
-    query = {"names": list(params["names"]), "foreign": params["foreign"], "uri": params["uri"], "service": params["service"]}
+    # the service options as asked, without the ones left unset (a role compares them to its own)
+    asked = dict((key, value) for key, value in params["service"].items() if value is not None) if params["service"] else None
+    query = {"names": list(params["names"]), "foreign": params["foreign"], "uri": params["uri"], "service": asked}
     result = {"domains": {}, "foreign": {}, "domains_read": False, "service": service, "query": query}
     try:
         with connection(params["uri"]) as conn:

@@ -220,7 +220,7 @@ def test_service_and_domains_in_one_read(libvirt_conn, tmp_path):
                                                                   "libxml2-utils"],
                                  "missing": [], "enabled": "enabled", "active": "active", "answers": True, "message": None}
     assert result["query"] == {"names": ["nope"], "foreign": True, "uri": URI,
-                               "service": {"name": "libvirtd", "packages": None, "uefi": False}}
+                               "service": {"name": "libvirtd", "uefi": False}}
 
 
 NO_LIBVIRT = "test:///no/such/definitions.xml"
