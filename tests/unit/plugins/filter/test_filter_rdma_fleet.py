@@ -273,6 +273,12 @@ def test_the_roles_two_calls_give_nccl_env_the_same_options():
     second = next(task for task in tasks if "gpuvirt.tenancy.nccl_env" in task)
     nested = first["vars"]["__guest_rdma_nccl_options"]
     written = dict((key, value) for key, value in second["gpuvirt.tenancy.nccl_env"].items() if key != "hosts_entries")
+    # the optional settings: in both calls from the one variable that leaves unset ones out
+    optional = ("socket_ifname", "net_gdr_level", "addr_range", "nccl_version")
+    assert "combine(__guest_rdma_nccl_optional)" in first["gpuvirt.tenancy.mlx_rocev2"]["nccl_env"]
+    for key in optional:
+        assert written.pop(key) == "{{ __guest_rdma_nccl_optional.%s | default(omit) }}" % key
+        assert key not in nested
     assert set(nested) == set(written)
     assert dict(nested, gid_index=None) == dict(written, gid_index=None)
     assert first["gpuvirt.tenancy.mlx_rocev2"]["nccl_env_write"] is False
