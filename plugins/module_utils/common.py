@@ -22,6 +22,25 @@ class StateError(RuntimeError):
     """The host is not in a state where the change can be made safely; nothing was changed."""
 
 
+class labelled:  # pylint: disable=invalid-name
+    """``with labelled("pfs[1] (0000:c1:00.0)"):`` prefixes an InputError raised inside with the
+    label of the list entry it is about (its details kept); None labels nothing (a module's
+    single entry)."""
+
+    def __init__(self, label):
+        self.label = label
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, _traceback):
+        if self.label is not None and kind is not None and issubclass(kind, InputError):
+            error = InputError("%s: %s" % (self.label, exc))
+            error.details = getattr(exc, "details", None)
+            raise error
+        return False
+
+
 # C0 control characters, DEL, and the Unicode line and paragraph separators: each can end a
 # line for some reader of the files this collection writes (sh, GRUB, udev, systemd, NCCL).
 _CONTROL = set(chr(code) for code in range(0x20)) | set((chr(0x7f), u"\x85", u"\u2028", u"\u2029"))

@@ -476,13 +476,12 @@ WITHOUT_GRUB_ARGS = dict(argument_spec=dict((key, value) for key, value in MODUL
 
 def hugepages_plan(params, host):
     """Decide (nothing is written): the manager, with ``manager.result`` and ``manager.boot_args``."""
+    # without the GRUB options (WITHOUT_GRUB_ARGS) the boot sizes go to the caller: boot_config none
+    grub = dict((key, params[key]) for key in GRUB_OPTIONS if key in params)
     manager = Hugepages(host, params["pages"], at_boot=params["at_boot"], runtime=params["runtime"],
                         persist=params["persist"], persist_unit=params["persist_unit"],
-                        allow_partial=params["allow_partial"], boot_config=params.get("boot_config", "none"),
-                        grub_file=params.get("grub_file", "/etc/default/grub"),
-                        variable=params.get("variable", "GRUB_CMDLINE_LINUX"),
-                        bootloader_update=params.get("bootloader_update", "auto"), mounts=params["mounts"],
-                        enable_units=params["enable_units"])
+                        allow_partial=params["allow_partial"], mounts=params["mounts"],
+                        enable_units=params["enable_units"], **grub)
     manager.plan()
     return manager
 

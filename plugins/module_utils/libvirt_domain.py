@@ -18,7 +18,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.validation import check_required_if
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
@@ -575,7 +575,7 @@ class DomainRequest:
         self.options = options
         self.label = label
         self.warnings = []
-        with _named(label):
+        with labelled(label):
             if options["shutdown_timeout"] < 0:
                 raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
                                  % options["shutdown_timeout"])
@@ -594,34 +594,17 @@ class DomainRequest:
     def check_pins(self, model):
         """Refuse pins or a page size the host does not have, against the vCPUs the request
         defines (the same checks the domain's decision makes), before any domain changes."""
-        with _named(self.label):
+        with labelled(self.label):
             self.pins.validate(model, self.spec.build())
             if self.spec.hugepage_kib:
                 check_page_size(model, self.spec.hugepage_kib, "hugepage_size")
 
     def decide(self, conn, model, check_mode):
         options = self.options
-        with _named(self.label):
+        with labelled(self.label):
             return TenantDomain(conn, self.spec, options["state"], live=options["live"], shutdown_timeout=options["shutdown_timeout"],
                                 force_off=options["force_off"], pins=self.pins, host=model if self.pins_anything else None,
                                 check_mode=check_mode, autostart=options["autostart"])
-
-
-class _named:
-    """Prefix an InputError raised for one entry of ``domains`` with the entry's label."""
-
-    def __init__(self, label):
-        self.label = label
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, _traceback):
-        if self.label is not None and kind is not None and issubclass(kind, InputError):
-            error = InputError("%s: %s" % (self.label, exc))
-            error.details = getattr(exc, "details", None)
-            raise error
-        return False
 
 
 def domain_options(entries):

@@ -17,7 +17,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation, pci_function_of, usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, format_address, normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
@@ -407,18 +407,15 @@ def sriov_vfs(params, host, run, topology=None):
     results = []
     for label, options in entries:
         try:
-            result, vfs_changed = one_pf(options, host, run, topology)
-            results.append(result)
-            if vfs_changed:
-                topology = None
+            with labelled("%s (%s)" % (label, options["pf"])):
+                result, vfs_changed = one_pf(options, host, run, topology)
         except (InputError, StateError) as exc:
             # what the PFs before this one did is part of the answer
             exc.details = dict(getattr(exc, "details", None) or {}, pfs=results)
-            if isinstance(exc, InputError):
-                labelled = InputError("%s (%s): %s" % (label, options["pf"], exc))
-                labelled.details = exc.details
-                raise labelled
             raise
+        results.append(result)
+        if vfs_changed:
+            topology = None
     return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped}
 
 
@@ -430,11 +427,8 @@ def assign_vf_settings(host, entries, vf_settings, topology):
     manager = SriovManager(host, topology)
     owners = {}
     for label, options in entries:
-        with_label = "%s (%s)" % (label, options["pf"])
-        try:
+        with labelled("%s (%s)" % (label, options["pf"])):
             pf = manager.resolve_pf(options["pf"])
-        except InputError as exc:
-            raise InputError("%s: %s" % (with_label, exc))
         dev = manager.pci[pf]
         count = options["num_vfs"] if options["num_vfs"] is not None else (dev["sriov_numvfs"] or 0)
         for address in manager.vf_addresses(pf, count):
