@@ -17,7 +17,6 @@ from collections import OrderedDict
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.validation import check_required_if
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
@@ -644,12 +643,14 @@ def vf_settings_options(params):
     """``sriov_vfs`` (sriov_vfs's options, for the tenants' VFs) validated as that module does, or None."""
     if params.get("sriov_vfs") is None:
         return None
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov  # only tenant_domain's sriov_vfs needs it
     return nested_params("sriov_vfs", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov_vfs"])
 
 
 def apply_vf_settings(options, host, run):
     """sriov_vfs inside this call (the VFs' MAC, VLAN, spoof check and trust, before any domain
     that holds them is defined or started); -> its result fields."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov  # as in vf_settings_options
     try:
         return sriov.sriov_vfs(options, host, run)
     except InputError as exc:

@@ -11,7 +11,6 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
     InputError, StateError, check_line_value, file_target, read_text)
@@ -78,6 +77,7 @@ def plan_firmware(params, host, result, diff):
         raise InputError("device: firmware settings need the PCI address of the ConnectX PF in device")
     if not device:
         return None
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx  # guests pass no PF: not compiled there
     address = normalize_address(device)
     if address and not host.fs.exists("/sys/bus/pci/devices/%s" % address):
         raise InputError("device: no PCI device %s on this host: give the address of the ConnectX PF "
@@ -100,6 +100,7 @@ def plan_firmware(params, host, result, diff):
 def apply_firmware(params, planned, run, result):
     if planned is None:
         return
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx  # as in plan_firmware
     fw, parsed, changes = planned
     wanted = params["firmware"] or {}
     if changes:

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+"""What a module imports when it loads: each call compiles that source again on the host
+(AnsiballZ imports from a zip, with no bytecode cache; benchmarks/bench_imports.py measures it),
+so code only some calls need is imported where it is used. Each case loads the module in a fresh
+interpreter and checks which of the collection's module_utils are in sys.modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import COLLECTIONS
+
+UTILS = "ansible_collections.gpuvirt.tenancy.plugins.module_utils."
+
+
+def loaded_utils(module):
+    code = ("import json, sys; sys.path.insert(0, %r); import ansible_collections.gpuvirt.tenancy.plugins.modules.%s; "
+            "print(json.dumps(sorted(m[%d:] for m in sys.modules if m.startswith(%r))))"
+            % (COLLECTIONS, module, len(UTILS), UTILS))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out))
+
+
+@pytest.mark.parametrize("module, needed, not_loaded", [
+    # the gate's read and the domain reader: libvirt and the domain XML, not the VF settings
+    ("preflight_info", {"topology", "libvirt_domain", "domain_xml", "mlxconfig"}, {"sriov"}),
+    ("tenant_domain_info", {"libvirt_domain", "domain_xml"}, {"sriov"}),
+    # inside a guest there is no ConnectX PF: the firmware tools' parser is left out
+    ("mlx_rocev2", {"roce", "nccl_conf", "rdma"}, {"mlxconfig"}),
+])
+def test_module_loads_what_every_call_needs_only(module, needed, not_loaded):
+    loaded = loaded_utils(module)
+    assert needed <= loaded, "expected %s to import %s" % (module, sorted(needed - loaded))
+    assert not loaded & not_loaded, "%s imports %s at load time" % (module, sorted(loaded & not_loaded))
+
+
+def test_tenant_domain_imports_sriov_when_given_vf_settings():
+    # the lazy import still works where it is needed: the options are checked by sriov_vfs's spec
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain
+    options = libvirt_domain.vf_settings_options({"sriov_vfs": {"pfs": []}})
+    assert options["pfs"] == []
+    assert libvirt_domain.vf_settings_options({"sriov_vfs": None}) is None
