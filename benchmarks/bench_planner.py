@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 # pylint: disable=wrong-import-position,import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants  # noqa: E402
 import placement_oracle as oracle  # noqa: E402
+from markdown_section import write_section  # noqa: E402
 from placement_topologies import dgx_a100, synthetic  # noqa: E402
 
 POLICY = {"reserved_cpus": "0-1,128-129"}
@@ -181,24 +182,6 @@ def render(result, command):
         out.append("| %s | %d | %d | %d | %d |" % (label, result["small"], placed, result["opt_sum"], short))
     out.append("")
     return "\n".join(out)
-
-
-def write_section(path, section):
-    text = ""
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    if not text.strip():
-        text = "# Benchmarks\n\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.strip() == "## Placement"), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        new = "".join(lines[:start]) + section + ("\n" + "".join(lines[end:]) if end < len(lines) else "")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(new.rstrip("\n") + "\n")
 
 
 def main():

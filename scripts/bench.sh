@@ -9,12 +9,14 @@
 #               Results: $GPUVIRT_LAB_DIR/run/bench/ (JSON + Markdown), table on stdout.
 #   planner     benchmarks/bench_planner.py: the placement planner (no lab, one core); --write
 #               docs/benchmarks.md regenerates its section. `placement` is the same.
+#   imports     benchmarks/bench_imports.py: what each module call pays to import its code on the
+#               running lab host (python3, + ansible's basic as a ping, + each module); --write.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,11p' "$0"; }
+usage() { sed -n '2,13p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift
@@ -22,7 +24,8 @@ case "$name" in
   -h|--help) usage; exit 0 ;;
   bringup) script=benchmarks/bench_bringup.py ;;
   planner|placement) script=benchmarks/bench_planner.py ;;
-  *) echo "bench: unknown benchmark '$name' (bringup, planner)" >&2; usage >&2; exit 2 ;;
+  imports) script=benchmarks/bench_imports.py ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports)" >&2; usage >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
