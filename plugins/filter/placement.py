@@ -8,6 +8,7 @@
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
@@ -278,9 +279,25 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     return {"uefi": uefi, "hugetlbfs_mounts": mounts}
 
 
+def _libvirt_service_query(name, uefi, packages=None):
+    """The libvirt service question of tenant_domain_info's ``service`` (the gate's read and
+    libvirt_host's own ask it alike, and libvirt_host compares the two): ``packages`` only when
+    set, since ansible-core 2.16 templates a null left in it as an empty string."""
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError("gpuvirt.tenancy.libvirt_service_query: expected the service name (libvirt_host_service), got %r" % (name,))
+    try:
+        query = {"name": name, "uefi": boolean(uefi, strict=True)}
+    except TypeError:
+        raise AnsibleFilterError("gpuvirt.tenancy.libvirt_service_query: uefi (libvirt_host_uefi) is %r, not true or false" % (uefi,))
+    if packages is not None:
+        query["packages"] = packages
+    return query
+
+
 class FilterModule:
     """Placement planner filters."""
 
     def filters(self):
         return {"plan_tenants": _plan_tenants, "tenant_domains": _tenant_domains, "tenant_removals": _tenant_removals,
-                "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices}
+                "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices,
+                "libvirt_service_query": _libvirt_service_query}

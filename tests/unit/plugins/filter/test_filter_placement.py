@@ -228,6 +228,29 @@ def test_tenant_host_needs_errors():
         NEEDS([{"name": "a", "hugepage_size": "3G"}])
 
 
+SERVICE_QUERY = FILTERS["libvirt_service_query"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("libvirtd", True), {"name": "libvirtd", "uefi": True}),
+    (("libvirtd", "false", None), {"name": "libvirtd", "uefi": False}),
+    (("virtqemud", False, ["libvirt-daemon-system"]), {"name": "virtqemud", "uefi": False, "packages": ["libvirt-daemon-system"]}),
+    (("libvirtd", True, []), {"name": "libvirtd", "uefi": True, "packages": []}),
+])
+def test_libvirt_service_query_leaves_unset_packages_out(args, expected):
+    assert SERVICE_QUERY(*args) == expected
+
+
+@pytest.mark.parametrize("args, message", [
+    ((None, True), "expected the service name"),
+    (("", True), "expected the service name"),
+    (("libvirtd", "maybe"), "uefi .* 'maybe', not true or false"),
+])
+def test_libvirt_service_query_errors(args, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        SERVICE_QUERY(*args)
+
+
 # --------------------------------------------------------------------------- IOMMU groups
 GPU, AUDIO, OTHER_GPU = "0000:10:00.0", "0000:10:00.1", "0000:11:00.0"
 

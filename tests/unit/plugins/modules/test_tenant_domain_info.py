@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.packages import debian_libvirt  # pylint: disable=import-error
+from fakes.packages import DEBIAN_LIBVIRT, debian_libvirt  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
 
 POLICY = {"numa": "preferred", "reserved_cpus": [0]}
@@ -221,6 +221,21 @@ def test_service_and_domains_in_one_read(libvirt_conn, tmp_path):
                                  "missing": [], "enabled": "enabled", "active": "active", "answers": True, "message": None}
     assert result["query"] == {"names": ["nope"], "foreign": True, "uri": URI,
                                "service": {"name": "libvirtd", "uefi": False}}
+
+
+@pytest.mark.parametrize("uefi, packages, installed", [
+    (True, None, None),  # the module's Debian list, with OVMF
+    (False, ["libvirt-daemon-system", "qemu-system-x86"], ["libvirt-daemon-system", "qemu-system-x86"]),
+])
+def test_the_service_question_comes_back_as_asked(libvirt_conn, tmp_path, uefi, packages, installed):
+    # libvirt_host takes the gate's read only when its query equals the question libvirt_service_query builds
+    del libvirt_conn
+    question = FilterModule().filters()["libvirt_service_query"]("libvirtd", uefi, packages)
+    if installed is None:
+        installed = list(DEBIAN_LIBVIRT) + ["ovmf"]
+    host = Host(str(tmp_path), commands=RecordedCommands(replies=debian_libvirt(packages=installed)))
+    result = run_module(tenant_domain_info.main, {"names": [], "uri": URI, "service": question}, host=host)
+    assert result["query"]["service"] == question
 
 
 NO_LIBVIRT = "test:///no/such/definitions.xml"
