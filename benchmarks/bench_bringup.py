@@ -111,8 +111,21 @@ def boot_id():
 
 
 def kernel_starts():
+    """Reboots seen on the serial console; the lab's own resets after a stall panic are left
+    out (lab/report.py) and recorded apart by stall_resets()."""
     out = capture([sys.executable, os.path.join(REPO, "lab", "report.py"), "--log", "/dev/null", "--kernel-starts"])
     return int(out) if out.isdigit() else None
+
+
+def stall_resets():
+    out = capture([sys.executable, os.path.join(REPO, "lab", "report.py"), "--log", "/dev/null", "--stall-resets"])
+    return int(out) if out.isdigit() else None
+
+
+def lab_resets(before):
+    """The lab's own resets after a stall panic since ``before`` (None when unknown)."""
+    after = stall_resets()
+    return None if before is None or after is None else after - before
 
 
 def facts_tree(out_dir, playbook=PLAYBOOK):
@@ -252,7 +265,10 @@ def markdown(result):
         pmed = (run.get("ping") or {}).get("median_s")
         ratio = f"{run['wall_s'] / pmed:.0f}x" if pmed and run.get("kind") == "rerun" and run["rc"] == 0 else "-"
         status = "" if run["rc"] == 0 else (" (timed out)" if run.get("timed_out") else f" (failed, rc {run['rc']})")
-        lines.append(f"| {run['label']}{status} | {run['setting']} | {fmt(run['wall_s'])} | {fmt((run.get('reboots') or {}).get('count'))} | "
+        reboot_count = fmt((run.get("reboots") or {}).get("count"))
+        if run.get("lab_stall_resets"):
+            reboot_count += f" (+{run['lab_stall_resets']} lab stall reset)"
+        lines.append(f"| {run['label']}{status} | {run['setting']} | {fmt(run['wall_s'])} | {reboot_count} | "
                      f"{fmt(run['tasks_run'])} | {fmt(run['changed'])} | {fmt(run['round_trips'])} | {fmt(pmed, 2)} | {ratio} |")
     commits = sorted({r["git_commit"][:12] + ("+" if r.get("git_dirty_roles_playbooks") else "") for r in result["runs"] if r.get("git_commit")})
     if len(commits) > 1:
@@ -360,9 +376,10 @@ def main(argv=None):  # pylint: disable=too-many-locals,too-many-statements
             result.setdefault("lab_up_s", []).append(round(time.monotonic() - started, 1))
             result["accel"] = read(os.path.join(lab_dir(), "run", "accel")) or None
             playbook, turned = facts_tree(out_dir) if facts else (PLAYBOOK, None)
-            before, starts_before = boot_id(), kernel_starts()
+            before, starts_before, resets_before = boot_id(), kernel_starts(), stall_resets()
             timeout = max(60.0, deadline - time.time()) if deadline else None
             run = run_playbook(label, playbook, env_extra, out_dir, timeout)
+            run["lab_stall_resets"] = lab_resets(resets_before)
             run.update({"kind": "bringup", "setting": name, "reboots": reboots(before, boot_id(), starts_before, kernel_starts())})
             if turned is not None:
                 run["plays_turned_to_gather_facts"] = turned
@@ -387,9 +404,10 @@ def main(argv=None):  # pylint: disable=too-many-locals,too-many-statements
                 playbook, turned = facts_tree(out_dir, args.rerun_playbook)
             pings = ping(env_extra, args.pings)
             log(f"{label}: ping {pings}")
-            before, starts_before = boot_id(), kernel_starts()
+            before, starts_before, resets_before = boot_id(), kernel_starts(), stall_resets()
             timeout = max(60.0, deadline - time.time()) if deadline else None
             run = run_playbook(label, playbook, env_extra, out_dir, timeout)
+            run["lab_stall_resets"] = lab_resets(resets_before)
             run.update({"kind": "rerun", "setting": name, "ping": pings, "reboots": reboots(before, boot_id(), starts_before, kernel_starts())})
             if turned is not None:
                 run["plays_turned_to_gather_facts"] = turned

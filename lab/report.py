@@ -4,7 +4,7 @@ the play recap), reboots (boot_id and kernel starts on the serial console), the
 topology read on the lab by host_topology_info, and the tenants' placement as libvirt
 holds it (hostdevs, vCPU pins, memory nodes); then how to reach and stop the lab.
 
-usage: report.py --log PLAYBOOK_LOG --boot-id-before ID --kernel-starts-before N
+usage: report.py --log PLAYBOOK_LOG --boot-id-before ID --kernel-starts-before N [--stall-resets-before N]
 Standard library only.
 """
 from __future__ import annotations
@@ -30,7 +30,14 @@ def ssh(command: str) -> str:
 
 
 def kernel_starts() -> int:
-    return (lab.read_text(lab.rpath("console.log")) or "").count("Linux version ")
+    """Kernel starts on the serial console that were reboots: the lab's own resets after a
+    stall panic (lab.STALL_PANIC) are counted apart, by stall_resets()."""
+    boots = lab.console_boots()
+    return boots["kernel_starts"] - boots["stall_resets"]
+
+
+def stall_resets() -> int:
+    return lab.console_boots()["stall_resets"]
 
 
 def recap(log_path: str) -> dict[str, dict[str, int]]:
@@ -136,10 +143,13 @@ def main() -> int:
     parser.add_argument("--log", required=True)
     parser.add_argument("--boot-id-before", default="")
     parser.add_argument("--kernel-starts-before", type=int, default=0)
-    parser.add_argument("--kernel-starts", action="store_true", help="print the console's kernel start count and exit")
+    parser.add_argument("--stall-resets-before", type=int, default=0)
+    parser.add_argument("--kernel-starts", action="store_true",
+                        help="print the console's kernel start count (stall resets left out) and exit")
+    parser.add_argument("--stall-resets", action="store_true", help="print the console's stall reset count and exit")
     args = parser.parse_args()
-    if args.kernel_starts:
-        print(kernel_starts())
+    if args.kernel_starts or args.stall_resets:
+        print(kernel_starts() if args.kernel_starts else stall_resets())
         return 0
     repo = lab.REPO
     print("\n==== lab report " + "=" * 56)
@@ -155,6 +165,10 @@ def main() -> int:
     starts = kernel_starts() - args.kernel_starts_before
     print(f"reboots: {starts} kernel start(s) during the run (serial console); boot_id "
           f"{'changed' if boot_id and boot_id != args.boot_id_before else 'unchanged'} ({args.boot_id_before or '?'} -> {boot_id or '?'})")
+    resets = stall_resets() - args.stall_resets_before
+    if resets:
+        print(f"lab resets:   {resets} boot(s) stalled under emulation and the lab kernel reset itself "
+              "(RCU stall panic, docs/lab.md); not counted as reboots above")
     topo = topology(repo)
     print("topology (host_topology_info on the lab):")
     print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")

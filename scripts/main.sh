@@ -68,6 +68,7 @@ fi
 boot_id_before="$("${LAB[@]}" ssh cat /proc/sys/kernel/random/boot_id)"
 echo "main: lab QEMU: $(cat "$("${LAB[@]}" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["lab_dir"])')/run/qemu.version" 2>/dev/null || echo unknown)"
 starts_before="$(python3 lab/report.py --log /dev/null --kernel-starts)"
+resets_before="$(python3 lab/report.py --log /dev/null --stall-resets)"
 log_file="$("${LAB[@]}" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["lab_dir"])')/run/main-$(date +%Y%m%d-%H%M%S).log"
 
 step "ansible-playbook $playbook (log: $log_file)"
@@ -76,7 +77,8 @@ rc=0
 ansible-playbook -i inventories/lab/ "$playbook" "${extra[@]}" 2>&1 | tee "$log_file" || rc=$?
 
 step "report"
-python3 lab/report.py --log "$log_file" --boot-id-before "$boot_id_before" --kernel-starts-before "$starts_before"
+python3 lab/report.py --log "$log_file" --boot-id-before "$boot_id_before" --kernel-starts-before "$starts_before" \
+  --stall-resets-before "$resets_before"
 booted_here=0
 if ((stop_after)); then
   "${LAB[@]}" stop

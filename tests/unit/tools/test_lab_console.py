@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+"""lab/report.py and lab/lab.py: reboots are counted from the serial console, and a boot the lab
+kernel reset by itself after an RCU stall (its image's panic_on_rcu_stall, docs/lab.md) is
+counted apart, never as a reboot of the collection's.
+
+The console lines are the lab's own: the kernel banner and the stall report as captured from the
+lab's serial console (a stalled boot under TCG); the panic line is the one Linux prints for
+panic_on_rcu_stall (kernel/rcu/tree_stall.h panics with "RCU Stall", printed by panic() as
+"Kernel panic - not syncing: ...")."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+BANNER = ("[    0.000000] Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian "
+          "12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC "
+          "Debian 6.1.192-3 (2026-11-26)\n")
+STALL = ("[  390.526010] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n"
+         "[  390.528647] rcu: rcu_preempt kthread timer wakeup didn't happen for 5251 jiffies! g-539 f0x0 "
+         "RCU_GP_WAIT_FQS(5) ->state=0x402\n")
+PANIC = "[  411.530001] Kernel panic - not syncing: RCU Stall\n"
+BOOT_LINES = "[    1.204000] Run /init as init process\n"
+
+
+@pytest.fixture(name="report")
+def fixture_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUVIRT_LAB_DIR", str(tmp_path))
+    os.makedirs(tmp_path / "run")
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "lab"))
+    spec = importlib.util.spec_from_file_location("lab_report", os.path.join(REPO_ROOT, "lab", "report.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("lab", None)
+
+
+def write_console(tmp_path, *boots):
+    (tmp_path / "run" / "console.log").write_text("".join(boots), encoding="utf-8")
+
+
+@pytest.mark.parametrize("boots, reboots, resets", [
+    pytest.param([BANNER + BOOT_LINES], 1, 0, id="first-boot"),
+    pytest.param([BANNER, BANNER], 2, 0, id="one-reboot"),
+    pytest.param([BANNER + STALL + PANIC, BANNER], 1, 1, id="first-boot-stalled-then-reset"),
+    pytest.param([BANNER, BANNER + STALL + PANIC, BANNER], 2, 1, id="reboot-stalled-then-reset"),
+    pytest.param([BANNER + STALL, BANNER], 2, 0, id="stall-report-without-panic-is-no-reset"),
+])
+def test_reboots_leave_out_stall_resets(report, tmp_path, boots, reboots, resets):
+    write_console(tmp_path, *boots)
+    assert report.kernel_starts() == reboots
+    assert report.stall_resets() == resets
+    assert report.lab.console_boots() == {"kernel_starts": len(boots), "stall_resets": resets}
+
+
+def test_no_console_log_counts_nothing(report):
+    assert report.kernel_starts() == 0
+    assert report.stall_resets() == 0
