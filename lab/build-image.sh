@@ -108,13 +108,12 @@ GRUB_DISTRIBUTOR=Debian
 # Lab only: no Spectre/Meltdown mitigations (page-table isolation costs a full TLB flush on
 # every syscall under TCG); no_timer_check, as emulated timers on a loaded machine fail the
 # IO-APIC timer check once interrupt remapping is on (a panic at boot); panic=10 reboots
-# instead of hanging. nohz=off highres=off: a periodic local APIC timer, re-armed by QEMU
-# itself, so that a timer interrupt lost on a halted TCG vCPU is followed by the next tick
-# (in one-shot mode the guest re-arms only after the interrupt it lost: the vCPU then sleeps
-# for good, an RCU stall). panic_on_rcu_stall (at the 2nd stall report): if a vCPU stalls
-# anyway, the lab kernel panics and panic=10 resets it, instead of a boot that never ends
-# (docs/lab.md, known flakes). GRUB_CMDLINE_LINUX below is the collection's.
-GRUB_CMDLINE_LINUX_DEFAULT="mitigations=off no_timer_check panic=10 nohz=off highres=off sysctl.kernel.panic_on_rcu_stall=1 sysctl.kernel.max_rcu_stall_to_panic=2"
+# instead of hanging. Under TCG a boot of the lab kernel sometimes hangs (a vCPU that gets no
+# more timer interrupts, docs/lab.md): panic_on_rcu_stall (at the 2nd stall report) and
+# hung_task_panic (a task blocked for 120 s, as when RCU stops without a stall report) turn
+# that hang into a panic, and panic=10 resets the VM: the boot starts again instead of never
+# ending. GRUB_CMDLINE_LINUX below is the collection's.
+GRUB_CMDLINE_LINUX_DEFAULT="mitigations=off no_timer_check panic=10 hung_task_panic=1 sysctl.kernel.panic_on_rcu_stall=1 sysctl.kernel.max_rcu_stall_to_panic=2"
 GRUB_CMDLINE_LINUX="console=ttyS0,115200n8 intel_iommu=off"
 GRUB_TERMINAL="serial console"
 GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"

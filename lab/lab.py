@@ -410,16 +410,18 @@ def ssh_argv(port: str | None = None, timeout: int = 10) -> list[str]:
     ]
 
 
-# What the lab kernel prints when it panics on an RCU stall (its image's kernel args,
-# lab/build-image.sh): a boot that the lab reset by itself, not a reboot of the collection's.
-STALL_PANIC = "Kernel panic - not syncing: RCU Stall"
+# What the lab kernel prints when it panics on a hung boot (its image's kernel args,
+# lab/build-image.sh: panic_on_rcu_stall, hung_task_panic): a boot that the lab reset by
+# itself, not a reboot of the collection's.
+STALL_PANICS = ("Kernel panic - not syncing: RCU Stall", "Kernel panic - not syncing: hung_task: blocked tasks")
 
 
 def console_boots() -> dict[str, int]:
     """Kernel starts on the serial console (kept across the guest's reboots), and how many of
     them followed a stall panic rather than a reboot someone asked for."""
     text = read_text(rpath("console.log")) or ""
-    return {"kernel_starts": text.count("Linux version "), "stall_resets": text.count(STALL_PANIC)}
+    return {"kernel_starts": text.count("Linux version "),
+            "stall_resets": sum(text.count(panic) for panic in STALL_PANICS)}
 
 
 def console_tail(lines: int = 40) -> str:

@@ -31,7 +31,7 @@ def ssh(command: str) -> str:
 
 def kernel_starts() -> int:
     """Kernel starts on the serial console that were reboots: the lab's own resets after a
-    stall panic (lab.STALL_PANIC) are counted apart, by stall_resets()."""
+    stall panic (lab.STALL_PANICS) are counted apart, by stall_resets()."""
     boots = lab.console_boots()
     return boots["kernel_starts"] - boots["stall_resets"]
 
@@ -168,7 +168,7 @@ def main() -> int:
     resets = stall_resets() - args.stall_resets_before
     if resets:
         print(f"lab resets:   {resets} boot(s) stalled under emulation and the lab kernel reset itself "
-              "(RCU stall panic, docs/lab.md); not counted as reboots above")
+              "(a stall or hung-task panic, docs/lab.md); not counted as reboots above")
     topo = topology(repo)
     print("topology (host_topology_info on the lab):")
     print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")
