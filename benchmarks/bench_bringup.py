@@ -110,22 +110,14 @@ def boot_id():
     return capture(LAB + ["ssh", "cat", "/proc/sys/kernel/random/boot_id"], timeout=300)
 
 
-def kernel_starts():
-    """Reboots seen on the serial console; the lab's own resets after a stall panic are left
-    out (lab/report.py) and recorded apart by stall_resets()."""
-    out = capture([sys.executable, os.path.join(REPO, "lab", "report.py"), "--log", "/dev/null", "--kernel-starts"])
-    return int(out) if out.isdigit() else None
-
-
-def stall_resets():
-    out = capture([sys.executable, os.path.join(REPO, "lab", "report.py"), "--log", "/dev/null", "--stall-resets"])
-    return int(out) if out.isdigit() else None
-
-
-def lab_resets(before):
-    """The lab's own resets after a stall panic since ``before`` (None when unknown)."""
-    after = stall_resets()
-    return None if before is None or after is None else after - before
+def console_counts():
+    """What the serial console shows (lab/report.py): kernel starts that were reboots, and the
+    lab's own resets after a stall panic, left out of them; a count is None when unknown."""
+    counts = {}
+    for key, flag in (("kernel_starts", "--kernel-starts"), ("lab_stall_resets", "--stall-resets")):
+        out = capture([sys.executable, os.path.join(REPO, "lab", "report.py"), "--log", "/dev/null", flag])
+        counts[key] = int(out) if out.isdigit() else None
+    return counts
 
 
 def facts_tree(out_dir, playbook=PLAYBOOK):
@@ -223,10 +215,12 @@ def ping(env_extra, count):
     return {"command": " ".join(PING), "warmup_excluded": True, "samples_s": samples, "median_s": round(statistics.median(samples), 2)}
 
 
-def reboots(before_id, after_id, starts_before, starts_after):
+def reboots(before_id, after_id, counts_before, counts_after):
+    """Reboots during a run from the boot ids and console_counts() before and after it."""
     out = {"boot_id_before": before_id, "boot_id_after": after_id, "boot_id_changed": bool(before_id and after_id and before_id != after_id)}
-    if starts_before is not None and starts_after is not None:
-        out["kernel_starts"] = starts_after - starts_before
+    for key, before in counts_before.items():
+        if before is not None and counts_after.get(key) is not None:
+            out[key] = counts_after[key] - before
     out["count"] = out.get("kernel_starts", int(out["boot_id_changed"]))
     return out
 
@@ -266,8 +260,9 @@ def markdown(result):
         ratio = f"{run['wall_s'] / pmed:.0f}x" if pmed and run.get("kind") == "rerun" and run["rc"] == 0 else "-"
         status = "" if run["rc"] == 0 else (" (timed out)" if run.get("timed_out") else f" (failed, rc {run['rc']})")
         reboot_count = fmt((run.get("reboots") or {}).get("count"))
-        if run.get("lab_stall_resets"):
-            reboot_count += f" (+{run['lab_stall_resets']} lab stall reset)"
+        lab_resets = (run.get("reboots") or {}).get("lab_stall_resets")
+        if lab_resets:
+            reboot_count += f" (+{lab_resets} lab stall reset)"
         lines.append(f"| {run['label']}{status} | {run['setting']} | {fmt(run['wall_s'])} | {reboot_count} | "
                      f"{fmt(run['tasks_run'])} | {fmt(run['changed'])} | {fmt(run['round_trips'])} | {fmt(pmed, 2)} | {ratio} |")
     commits = sorted({r["git_commit"][:12] + ("+" if r.get("git_dirty_roles_playbooks") else "") for r in result["runs"] if r.get("git_commit")})
@@ -376,11 +371,10 @@ def main(argv=None):  # pylint: disable=too-many-locals,too-many-statements
             result.setdefault("lab_up_s", []).append(round(time.monotonic() - started, 1))
             result["accel"] = read(os.path.join(lab_dir(), "run", "accel")) or None
             playbook, turned = facts_tree(out_dir) if facts else (PLAYBOOK, None)
-            before, starts_before, resets_before = boot_id(), kernel_starts(), stall_resets()
+            before, counts_before = boot_id(), console_counts()
             timeout = max(60.0, deadline - time.time()) if deadline else None
             run = run_playbook(label, playbook, env_extra, out_dir, timeout)
-            run["lab_stall_resets"] = lab_resets(resets_before)
-            run.update({"kind": "bringup", "setting": name, "reboots": reboots(before, boot_id(), starts_before, kernel_starts())})
+            run.update({"kind": "bringup", "setting": name, "reboots": reboots(before, boot_id(), counts_before, console_counts())})
             if turned is not None:
                 run["plays_turned_to_gather_facts"] = turned
             result["runs"].append(run)
@@ -404,11 +398,10 @@ def main(argv=None):  # pylint: disable=too-many-locals,too-many-statements
                 playbook, turned = facts_tree(out_dir, args.rerun_playbook)
             pings = ping(env_extra, args.pings)
             log(f"{label}: ping {pings}")
-            before, starts_before, resets_before = boot_id(), kernel_starts(), stall_resets()
+            before, counts_before = boot_id(), console_counts()
             timeout = max(60.0, deadline - time.time()) if deadline else None
             run = run_playbook(label, playbook, env_extra, out_dir, timeout)
-            run["lab_stall_resets"] = lab_resets(resets_before)
-            run.update({"kind": "rerun", "setting": name, "ping": pings, "reboots": reboots(before, boot_id(), starts_before, kernel_starts())})
+            run.update({"kind": "rerun", "setting": name, "ping": pings, "reboots": reboots(before, boot_id(), counts_before, console_counts())})
             if turned is not None:
                 run["plays_turned_to_gather_facts"] = turned
             if run["changed"]:
