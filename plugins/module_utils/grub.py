@@ -21,6 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.early_driver import EarlyDriver
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import host_sizes_kb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import RECORD_OPTION
 
 __metaclass__ = type
 
@@ -84,3 +85,34 @@ def iommu_grub(params, host, run):
     result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result)
     result["changed"] = plan["changed"] or bool(early_plan and early_plan["changed"]) or bool(pages_result and pages_result["changed"])
     return result
+
+
+# iommu_grub's argument spec (plugins/modules/iommu_grub.py), here so that the preflight gate can
+# check a recorded call inside its own (stage_checks).
+IOMMU_GRUB_ARGS = dict(
+    argument_spec=dict(
+        iommu=dict(type="bool", default=True),
+        vendor=dict(type="str", default="auto", choices=["auto", "intel", "amd"]),
+        passthrough=dict(type="bool"),
+        pre_bind_ids=dict(type="list", elements="str", default=[]),
+        pre_bind_driver=dict(type="str", default="pci-stub", choices=["pci-stub", "vfio-pci"]),
+        args=dict(type="list", elements="dict", default=[], options=dict(
+            name=dict(type="str", required=True),
+            value=dict(type="str"),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+        )),
+        grub_file=dict(type="path", default="/etc/default/grub"),
+        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
+                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
+        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
+        backup=dict(type="bool", default=False),
+        hugepages=dict(type="dict"),
+        early_driver=dict(type="dict", options=dict(
+            name=dict(type="str", required=True),
+            softdep_for=dict(type="list", elements="str", default=[]),
+            initramfs=dict(type="bool", default=False),
+        )),
+        root=dict(type="path", default="/"),
+        record=RECORD_OPTION,
+    ),
+)

@@ -26,6 +26,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups impor
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import RECORD_OPTION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -364,3 +365,22 @@ def vfio_bind(params, host, run):
         "sriov": sriov_result,
         "vfs_to_come": vfs_to_come,
     }
+
+
+# vfio_bind's argument spec (plugins/modules/vfio_bind.py), here so that the preflight gate can
+# check a recorded call inside its own (stage_checks).
+VFIO_BIND_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        devices=dict(type="list", elements="str"),
+        ids=dict(type="list", elements="str"),
+        vfs_of=dict(type="list", elements="str"),
+        driver=dict(type="str", choices=["vfio-pci", "pci-stub", "host"], default="vfio-pci"),
+        group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
+        persist=dict(type="bool", default=True),
+        force=dict(type="bool", default=False),
+        sriov=dict(type="dict"),
+        record=RECORD_OPTION,
+    ),
+    required_one_of=[("devices", "ids", "vfs_of", "sriov")],
+)

@@ -34,6 +34,7 @@ requirements:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.stage_record
   - gpuvirt.tenancy.bootloader
 attributes:
   diff_mode:
@@ -316,39 +317,14 @@ early_driver:
       sample: true
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import iommu_grub
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import IOMMU_GRUB_ARGS, iommu_grub
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        iommu=dict(type="bool", default=True),
-        vendor=dict(type="str", default="auto", choices=["auto", "intel", "amd"]),
-        passthrough=dict(type="bool"),
-        pre_bind_ids=dict(type="list", elements="str", default=[]),
-        pre_bind_driver=dict(type="str", default="pci-stub", choices=["pci-stub", "vfio-pci"]),
-        args=dict(type="list", elements="dict", default=[], options=dict(
-            name=dict(type="str", required=True),
-            value=dict(type="str"),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-        )),
-        grub_file=dict(type="path", default="/etc/default/grub"),
-        variable=dict(type="str", default="GRUB_CMDLINE_LINUX",
-                      choices=["GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"]),
-        bootloader_update=dict(type="str", default="auto", choices=["auto", "none"]),
-        backup=dict(type="bool", default=False),
-        hugepages=dict(type="dict"),
-        early_driver=dict(type="dict", options=dict(
-            name=dict(type="str", required=True),
-            softdep_for=dict(type="list", elements="str", default=[]),
-            initramfs=dict(type="bool", default=False),
-        )),
-        root=dict(type="path", default="/"),
-    ),
-)
+MODULE_ARGS = IOMMU_GRUB_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, iommu_grub, host=host)
+    run_module(MODULE_ARGS, iommu_grub, host=host, recorded_as="iommu_grub")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,16 @@ options:
         the host stages of a play need not read them again. Omitted, libvirt is not read.
       - Validated as that module validates them. A libvirt that does not answer is not a failure here (see RV(libvirt)).
     type: dict
+  stage_checks:
+    description:
+      - Host stages (V(boot), V(sriov_vfio), V(tenants)) whose recorded call (its options kept on the host by the
+        stage's module, see O(gpuvirt.tenancy.iommu_grub#module:record)) runs again here in check mode, in this same
+        call, each mapped to the options the play gives that module through module defaults (for V(tenants) libvirt's
+        C(uri)), which take the record's place. Returned in RV(stage_checks); a stage whose options have the record's
+        digest and whose check changes nothing need not call its module (docs/ARCHITECTURE.md, section Stage records).
+      - A stage without a record, or whose check fails, is reported so and is not a failure here.
+      - Omitted or empty, nothing is checked and the record file is not read.
+    type: dict
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -73,6 +83,13 @@ EXAMPLES = r"""
     libvirt:
       names: "{{ gpuvirt_tenants | map(attribute='name') }}"
       service: {uefi: true}
+  register: __preflight
+
+- name: Read the host, and check the boot and tenants stages as the last run asked them
+  gpuvirt.tenancy.preflight_info:
+    stage_checks:
+      boot: {}
+      tenants: {uri: "qemu:///system"}
   register: __preflight
 
 - name: Read a captured tree on the controller, without the firmware query
@@ -116,6 +133,17 @@ libvirt:
     service: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active, answers: true,
               message: null}
     query: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: false}}
+stage_checks:
+  description:
+    - With O(stage_checks), per stage asked for C(recorded) (whether the host holds a record for it), C(module),
+      C(digest) (the record's), C(changed) (whether the check would change anything), C(result) (the check's result,
+      as the module returns it in check mode) and C(error) (why the check could not run); empty without it.
+  returned: always
+  type: dict
+  sample:
+    boot: {recorded: true, module: iommu_grub, digest: 3f1c..., changed: false, error: null,
+           result: {changed: false, reboot_required: false, args_missing: [], args_unwanted: []}}
+    tenants: {recorded: false, module: null, digest: null, changed: null, result: null, error: null}
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_facts import preflight_info
@@ -128,6 +156,7 @@ MODULE_ARGS = dict(
         nic_ids=dict(type="list", elements="str", default=[]),
         firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
         libvirt=dict(type="dict"),
+        stage_checks=dict(type="dict"),
     ),
 )
 

@@ -220,6 +220,7 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.stage_record
   - gpuvirt.tenancy.libvirt
   - gpuvirt.tenancy.libvirt.PINS
 attributes:
@@ -440,22 +441,14 @@ mmio_window_mb:
   sample: 262144
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import LIBVIRT_OPTIONS, TENANT_DOMAIN_OPTIONS, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_ARGS, tenant_domain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
 
-# The domain's own options (TENANT_DOMAIN_OPTIONS) at the top level, or per entry of
-# ``domains``; vcpus and memory_mb are required per domain unless it is removed (checked by the feature).
-# ``sriov_vfs`` is checked against sriov_vfs's own argument spec (module_utils/sriov.py) by the feature.
-MODULE_ARGS = dict(
-    argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
-                       **TENANT_DOMAIN_OPTIONS),
-    required_one_of=[("name", "domains")],
-    mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
-)
+MODULE_ARGS = TENANT_DOMAIN_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, tenant_domain, host=host)
+    run_module(MODULE_ARGS, tenant_domain, host=host, recorded_as="tenant_domain")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
+  - gpuvirt.tenancy.stage_record
 notes:
   - Needs root.
 seealso:
@@ -180,26 +181,13 @@ vfs_to_come:
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import vfio_bind
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import VFIO_BIND_ARGS, vfio_bind
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        root=dict(type="path", default="/"),
-        devices=dict(type="list", elements="str"),
-        ids=dict(type="list", elements="str"),
-        vfs_of=dict(type="list", elements="str"),
-        driver=dict(type="str", choices=["vfio-pci", "pci-stub", "host"], default="vfio-pci"),
-        group_policy=dict(type="str", choices=["strict", "bind_group"], default="strict"),
-        persist=dict(type="bool", default=True),
-        force=dict(type="bool", default=False),
-        sriov=dict(type="dict"),
-    ),
-    required_one_of=[("devices", "ids", "vfs_of", "sriov")],
-)
+MODULE_ARGS = VFIO_BIND_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, vfio_bind, host=host)
+    run_module(MODULE_ARGS, vfio_bind, host=host, recorded_as="vfio_bind")
 
 
 if __name__ == "__main__":
