@@ -257,7 +257,7 @@ def markdown(result):
             lines.append(f"| {run['label']} | {run['setting']} | not run: {run['skipped']} | | | | | | |")
             continue
         pmed = (run.get("ping") or {}).get("median_s")
-        ratio = f"{run['wall_s'] / pmed:.0f}x" if pmed and run.get("kind") == "rerun" and run["rc"] == 0 else "-"
+        ratio = f"{run['wall_s'] / pmed:.1f}x" if pmed and run.get("kind") == "rerun" and run["rc"] == 0 else "-"
         status = "" if run["rc"] == 0 else (" (timed out)" if run.get("timed_out") else f" (failed, rc {run['rc']})")
         reboot_count = fmt((run.get("reboots") or {}).get("count"))
         lab_resets = (run.get("reboots") or {}).get("lab_stall_resets")
