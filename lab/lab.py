@@ -228,18 +228,24 @@ def kill_pid(pid: int, grace: float = 15.0) -> None:
 
 # ---------------------------------------------------------------- QEMU command line
 
-def qemu_argv(accel: str, disk: str, port: int, console: str, snapshot: bool = False) -> list[str]:
+def accel_option(accel: str, tcg_threads: str = "single") -> str:
+    """QEMU's -accel value. TCG runs in one thread for all vCPUs by default: with a thread per
+    vCPU ("multi"), a halted vCPU of the lab kernel sometimes never got its timer interrupt (an
+    RCU stall, docs/lab.md "known flake"); on the 2-core machines the lab runs on, one thread
+    boots and answers a ping as fast. "multi" is what the bring-up benchmark runs (docs/benchmarks.md):
+    there the two guest aliases' calls on the lab host run side by side, as two guests would."""
+    return accel if accel == "kvm" else f"tcg,thread={tcg_threads}"
+
+
+def qemu_argv(accel: str, disk: str, port: int, console: str, snapshot: bool = False,
+              tcg_threads: str = "single") -> list[str]:
     # The lab emulates an Intel IOMMU, so its CPU says Intel too (TCG's "max" CPU would
     # otherwise report the vendor QEMU picks, and the host model reads cpu_vendor).
     # 5-level paging (la57) only slows TCG's page walks down.
     cpu = "host" if accel == "kvm" else "max,vendor=GenuineIntel,la57=off"
-    # TCG in one thread for all vCPUs: with a thread per vCPU, a halted vCPU of the lab kernel
-    # sometimes never got its timer interrupt (an RCU stall, docs/lab.md "known flake"); on the
-    # 2-core machines the lab runs on, one thread boots and answers as fast.
-    tcg = "tcg,thread=single"
     argv = [
         QEMU, "-name", "gpuvirt-lab", "-nodefaults", "-no-user-config",
-        "-accel", accel if accel == "kvm" else tcg, "-machine", "q35,kernel-irqchip=split", "-cpu", cpu,
+        "-accel", accel_option(accel, tcg_threads), "-machine", "q35,kernel-irqchip=split", "-cpu", cpu,
         "-m", "4096", "-smp", "8",
         "-object", "memory-backend-ram,id=m0,size=2048M",
         "-object", "memory-backend-ram,id=m1,size=2048M",
@@ -362,7 +368,7 @@ def _start(args: argparse.Namespace) -> int:
     last_error = ""
     for _attempt in range(3):
         port = free_port()
-        argv = qemu_argv(accel, disk, port, console) + ["-pidfile", rpath("qemu.pid"), "-daemonize"]
+        argv = qemu_argv(accel, disk, port, console, tcg_threads=args.tcg_threads) + ["-pidfile", rpath("qemu.pid"), "-daemonize"]
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         if proc.returncode == 0:
             break
@@ -374,7 +380,7 @@ def _start(args: argparse.Namespace) -> int:
     if proc is None or proc.returncode != 0:
         raise LabError(f"QEMU did not start: {last_error}\ncommand: {' '.join(argv)}")
     write_text(rpath("ssh_port"), f"{port}\n")
-    write_text(rpath("accel"), accel + "\n")
+    write_text(rpath("accel"), accel_option(accel, args.tcg_threads) + "\n")
     write_text(rpath("image"), base + "\n")
     write_text(rpath("qemu.cmdline"), " ".join(argv) + "\n")
     write_text(rpath("qemu.version"), qemu_version() + "\n")
@@ -515,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--accel", choices=("auto", "tcg", "kvm"), default=os.environ.get("GPUVIRT_LAB_ACCEL", "auto"),
                        help="auto: KVM only if a short probe boot works, else TCG")
+        p.add_argument("--tcg-threads", choices=("single", "multi"), default=os.environ.get("GPUVIRT_LAB_TCG_THREADS", "single"),
+                       help="TCG in one thread for all vCPUs (single, the default: docs/lab.md) or one per vCPU (multi)")
         p.add_argument("--keep-disk", action="store_true", help="reuse the previous run's disk instead of a fresh overlay")
         p.add_argument("--timeout", type=int, default=DEFAULT_WAIT, help="seconds to wait for SSH (up)")
         p.set_defaults(func=func)
