@@ -39,17 +39,16 @@ def stage_checks(requested, host, run):
     """The stages' recorded calls checked in this call; {} when none are asked for."""
     if not requested:
         return {}
-    stages = STAGE_NAMES
-    unknown = sorted(set(requested) - set(stages))
+    unknown = sorted(set(requested) - set(STAGE_NAMES))
     if unknown:
-        raise InputError("stage_checks: %s is not a host stage; give some of %s" % (", ".join(unknown), ", ".join(stages)))
+        raise InputError("stage_checks: %s is not a host stage; give some of %s" % (", ".join(unknown), ", ".join(STAGE_NAMES)))
     for stage, overrides in requested.items():
         if overrides is not None and not isinstance(overrides, dict):
             raise InputError("stage_checks.%s: give a dict of options (such as {uri: qemu:///system}) or {}, not %r"
                              % (stage, overrides))
     # imported here: it imports the stage modules' features, which only a gate with stage_checks runs
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks import check_stages
-    return check_stages(host, dict((stage, overrides or {}) for stage, overrides in requested.items()), run)
+    return check_stages(host, requested, run)
 
 
 def libvirt_read(options, host, run):

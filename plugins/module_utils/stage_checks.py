@@ -56,15 +56,15 @@ def check_stages(host, requested, run):
     ``requested`` (stage -> overrides). A stage without a record, or whose check fails, is
     reported so (``recorded`` false, or ``error``): the stage then runs its own call, which
     fails, if it does, in its own words."""
-    records = read_records(host) if requested else {}
+    records = read_records(host)
     checks = {}
     for stage in sorted(requested or {}):
         record = records.get(stage)
+        check = {"recorded": False, "module": None, "digest": None, "changed": None, "result": None, "error": None}
+        checks[stage] = check
         if not isinstance(record, dict) or not record.get("digest"):
-            checks[stage] = {"recorded": False, "module": None, "digest": None, "changed": None, "result": None, "error": None}
             continue
-        check = {"recorded": True, "module": record.get("module"), "digest": record["digest"],
-                 "changed": None, "result": None, "error": None}
+        check.update(recorded=True, module=record.get("module"), digest=record["digest"])
         try:
             result = check_stage(host, stage, record, requested[stage], run)
             check.update(changed=result["changed"], result=result)
@@ -72,5 +72,4 @@ def check_stages(host, requested, run):
         # its module does); the gate itself must not fail for it.
         except Exception as exc:  # pylint: disable=broad-except
             check["error"] = "%s: %s" % (type(exc).__name__, exc)
-        checks[stage] = check
     return checks

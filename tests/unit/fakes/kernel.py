@@ -191,12 +191,14 @@ def domain_xml(name, address, interface=True):
 
 
 # ---------------------------------------------------------------------------- trees
-def lab_host(root, ssh_local="192.0.2.2"):
+def lab_host(root, ssh_local=None):
     """The lab VM's devices as DESIGN.md lists them (QEMU q35, pxb-pcie bus 0x80 on NUMA
     node 1): management NIC e1000e at 0000:00:05.0 (netdev eth0, default route), virtio-blk
     at 0000:00:06.0 (vda, root filesystem), the NVMe SR-IOV PF 1b36:0010 at 0000:81:00.0
     (4 VFs, no netdev), edu 1234:11e8 at 0000:82:00.0 on pci-stub, e1000e at 0000:83:00.0.
-    procfs route/mount tables are the real captures in tests/fixtures/host_usage."""
+    procfs route/mount tables are the real captures in tests/fixtures/host_usage. With
+    ``ssh_local``, the SSH session of this run is in this process' environ in the tree, its local
+    end that address (the management NIC's, 192.0.2.2), as vfio_bind's host-usage checks read it."""
     host = FakeHost(root)
     host.set_cpuinfo("GenuineIntel")
     host.add_numa_node(0, [0, 1])
@@ -236,6 +238,18 @@ def lab_host(root, ssh_local="192.0.2.2"):
     kernel = FakeKernel(host, default_drivers={"0000:82:00.0": "pci-stub"},
                         vf_spec={"0000:81:00.0": {"vendor": "0x1b36", "device": "0x0010", "class": "0x010802",
                                                   "numa_node": 1, "vf_driver": "nvme"}})
+    if ssh_local:
+        host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 %s 22\0" % ssh_local)
+    return host, kernel
+
+
+def lab_host_with_vfs(root, num_vfs=4, autoprobe=False, ssh_local="192.0.2.2"):
+    """lab_host (with the SSH session of ``ssh_local``) and ``num_vfs`` VFs made on its PF
+    (0000:81:00.0) through the FakeKernel, the kernel's record of writes cleared afterwards."""
+    host, kernel = lab_host(root, ssh_local)
+    kernel.write("/sys/bus/pci/devices/0000:81:00.0/sriov_drivers_autoprobe", "1" if autoprobe else "0")
+    kernel.write("/sys/bus/pci/devices/0000:81:00.0/sriov_numvfs", str(num_vfs))
+    kernel.writes.clear()
     return host, kernel
 
 

@@ -19,7 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks impor
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info, vfio_bind
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.kernel import lab_host_with_vfs  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 GPU = "0000:82:00.0"
@@ -28,12 +28,7 @@ OPTIONS = {"devices": [GPU], "vfs_of": [PF]}
 
 @pytest.fixture
 def lab(tmp_path):
-    host, kernel = lab_host(tmp_path / "root")
-    kernel.write("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "0")
-    kernel.write("/sys/bus/pci/devices/%s/sriov_numvfs" % PF, "4")
-    kernel.writes.clear()
-    host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
-    return host, kernel
+    return lab_host_with_vfs(tmp_path / "root")
 
 
 def host_of(lab):

@@ -22,7 +22,7 @@ from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 from fakes.interrupt import InterruptingHost, converges_from_every_interruption, tree_state  # pylint: disable=import-error
-from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.kernel import lab_host, lab_host_with_vfs  # pylint: disable=import-error
 from fakes.mig import STANDIN, gpu, h100_fixture_layout, make_state, read_state  # pylint: disable=import-error
 from fakes.rdma import BOOLEAN, FakeConfigfs, add_port, firmware_tool_on_path  # pylint: disable=import-error
 
@@ -96,10 +96,7 @@ def test_sriov_vfs(tmp_path):
 @pytest.mark.parametrize("driver", ["vfio-pci", "host"])
 def test_vfio_bind(tmp_path, driver):
     def build(name):
-        tree, kernel = lab_host(tmp_path / name)
-        kernel.write("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "1")
-        kernel.write("/sys/bus/pci/devices/%s/sriov_numvfs" % PF, "2")
-        tree.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
+        tree, kernel = lab_host_with_vfs(tmp_path / name, num_vfs=2, autoprobe=True)
         if driver == "host":
             # bound to vfio-pci by an earlier run; handed back now
             bound = run_module(vfio_bind.main, {"vfs_of": [PF], "devices": ["0000:82:00.0"]},

@@ -14,21 +14,14 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import domain_xml, lab_host  # pylint: disable=import-error
+from fakes.kernel import domain_xml, lab_host, lab_host_with_vfs  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
 
 @pytest.fixture
 def lab(tmp_path):
-    host, kernel = lab_host(tmp_path / "root")
-    kernel.write("/sys/bus/pci/devices/%s/sriov_drivers_autoprobe" % PF, "0")
-    kernel.write("/sys/bus/pci/devices/%s/sriov_numvfs" % PF, "4")
-    kernel.writes.clear()
-    # The SSH session of the run, in this process' environ in the tree: its local end is
-    # the management NIC's address.
-    host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
-    return host, kernel
+    return lab_host_with_vfs(tmp_path / "root")
 
 
 def run(lab, args, **kwargs):
@@ -141,9 +134,7 @@ def test_handing_back_after_a_run_stopped_before_the_probe_probes_again(lab):
 @pytest.fixture
 def bare(tmp_path):
     """The lab layout before the SR-IOV stage: the PF has no VFs."""
-    host, kernel = lab_host(tmp_path / "root")
-    host.write("/proc/%d/environ" % os.getpid(), "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0")
-    return host, kernel
+    return lab_host(tmp_path / "root", ssh_local="192.0.2.2")
 
 
 STAGE = {"devices": ["0000:82:00.0"], "vfs_of": [PF], "sriov": {"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}]}}
