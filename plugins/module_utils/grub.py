@@ -8,7 +8,10 @@ file by :class:`bootloader.GrubCmdlineEdit`. The file's text is edited by the pu
 ``early_driver``, the files that load the stub driver early (:mod:`early_driver`) are written
 in the same call, so that one module decides everything the next boot needs. With ``hugepages``
 the hugepages feature runs in the same call too (:mod:`hugepages`), its boot sizes going into
-this call's one GRUB edit: the boot stage of a converged host is one round trip."""
+this call's one GRUB edit. With ``gpu_stack`` and ``firmware`` the rest of the boot stage is
+decided here too, on the host, from the stage's desired state (:mod:`boot_stage`): the NVIDIA
+host stack (modprobe.d, its daemons, the pre-binding ids and blacklist args, the early stub
+driver, the initramfs), and the ConnectX firmware with its reset. The boot stage is one call."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,7 +24,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.early_driver import EarlyDriver
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import host_sizes_kb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import RECORD_OPTION
 
 __metaclass__ = type
 
@@ -64,14 +66,39 @@ def iommu_grub(params, host, run):
                                      "variable, bootloader_update: this call's GRUB edit takes the boot sizes)",
                                      hugepages_feature.WITHOUT_GRUB_ARGS, params["hugepages"])
         pages = (hugepages_feature.hugepages_plan(pages_params, host), pages_params)
-    vendor, ops = iommu_grub_ops(params, host.fs, extra_args=pages[0].boot_args if pages else ())
+    stack_spec, fw_spec = params.get("gpu_stack"), params.get("firmware")
+    stack = firmware = None
+    if stack_spec is not None or fw_spec is not None:
+        # imported here: only the boot stage's call needs the host model and the firmware tools
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_stage
+        model = boot_stage.read_model(host, (stack_spec or {}).get("gpu_ids"), (fw_spec or {}).get("nic_ids"))
+        if stack_spec is not None:
+            stack = boot_stage.GpuStack(host, stack_spec, model, params["pre_bind_ids"], params["pre_bind_driver"])
+        if fw_spec is not None:
+            firmware = boot_stage.Firmware(host, fw_spec, model)
+    call = dict(params)
+    early_spec = params.get("early_driver")
+    extra_args = list(pages[0].boot_args) if pages else []
+    if stack:
+        call["pre_bind_ids"] = stack.pre_bind_ids
+        extra_args = list(stack.kernel_args) + extra_args
+        if stack_spec.get("early_driver") and stack.pre_bind_ids and not early_spec:
+            early_spec = {"name": params["pre_bind_driver"], "softdep_for": stack_spec.get("early_driver_before") or [],
+                          "initramfs": bool(stack_spec.get("initramfs"))}
+    vendor, ops = iommu_grub_ops(call, host.fs, extra_args=extra_args)
     edit = GrubCmdlineEdit(host, ops, grub_file=params["grub_file"], variable=params["variable"],
                            bootloader_update=params["bootloader_update"])
-    early = EarlyDriver(host, params["early_driver"]) if params.get("early_driver") else None
+    early = EarlyDriver(host, early_spec) if early_spec else None
     early_plan = early.plan() if early else None
     plan = edit.plan()
     if early:
         add_diffs(run.diff, early.changes)
+    stack_result = stack.plan(run.diff) if stack else None
+    initramfs = initramfs_result = None
+    if stack and stack_spec.get("initramfs") and (stack_result["active"] or (early_plan or {}).get("in_initramfs")):
+        initramfs = boot_stage.Initramfs(host, stack_result["os_family"])
+        initramfs_result = initramfs.plan(early_plan, stack_result, boot_stage.driver_file_pattern(params["pre_bind_driver"]))
+    fw_result = firmware.plan(run.diff) if firmware else None
     run.diff.add(params["grub_file"], plan["before"], plan["after"])
     backup_file = None
     # the hugepages first: in check mode they only report; a shortfall fails before the GRUB edit
@@ -79,16 +106,46 @@ def iommu_grub(params, host, run):
     if not run.check_mode:
         if early:
             early.apply(run)
+        if stack:
+            stack.apply(run)
         backup_file = edit.apply(run, backup=params["backup"])
+        if initramfs:
+            initramfs.apply(run)
+        if firmware:
+            firmware.apply(run, fw_result)
     result = dict((key, plan[key]) for key in ("changed", "cmdline", "args", "running_cmdline", "reboot_required",
                                                "args_missing", "args_unwanted", "bootloader_commands"))
-    result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result)
-    result["changed"] = plan["changed"] or bool(early_plan and early_plan["changed"]) or bool(pages_result and pages_result["changed"])
+    result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result,
+                  gpu_stack=stack_result, initramfs=initramfs_result, firmware=fw_result)
+    result["changed"] = (plan["changed"] or bool(early_plan and early_plan["changed"])
+                         or bool(pages_result and pages_result["changed"])
+                         or any(bool(part and (part.get("changed") or part.get("rebuild")))
+                                for part in (stack_result, initramfs_result, fw_result)))
+    early_pending = bool(early_plan and early_plan.get("reboot_required"))
+    result["reboot_required"] = plan["reboot_required"] or early_pending
+    result["firmware_pending"] = list((fw_result or {}).get("pending") or [])
+    result["cold_boot_required"] = list((fw_result or {}).get("cold_boot") or [])
+    result["pending"] = pending_reasons(result)
     return result
 
 
+def pending_reasons(result):
+    """What this boot still waits for, in words (empty: nothing)."""
+    reasons = []
+    if result["args_missing"] or result["args_unwanted"]:
+        reasons.append("the kernel command line (%s)" % " ".join(
+            ["+" + a for a in result["args_missing"]] + ["-" + a for a in result["args_unwanted"]]))
+    if (result.get("early_driver") or {}).get("reboot_required"):
+        reasons.append("the early stub driver %s (loaded at the next boot)" % result["early_driver"]["name"])
+    if result["cold_boot_required"]:
+        reasons.append("a cold boot for the ConnectX firmware of %s" % ", ".join(result["cold_boot_required"]))
+    elif result["firmware_pending"]:
+        reasons.append("a firmware reset of %s" % ", ".join(result["firmware_pending"]))
+    return reasons
+
+
 # iommu_grub's argument spec (plugins/modules/iommu_grub.py), here so that the preflight gate can
-# check a recorded call inside its own (stage_checks).
+# check this stage's call inside its own (stage_checks).
 IOMMU_GRUB_ARGS = dict(
     argument_spec=dict(
         iommu=dict(type="bool", default=True),
@@ -112,7 +169,23 @@ IOMMU_GRUB_ARGS = dict(
             softdep_for=dict(type="list", elements="str", default=[]),
             initramfs=dict(type="bool", default=False),
         )),
+        gpu_stack=dict(type="dict", options=dict(
+            tenant_gpus=dict(type="list", elements="str", default=[]),
+            host_gpus=dict(type="list", elements="str", default=[]),
+            gpu_ids=dict(type="list", elements="str", default=[]),
+            manage=dict(type="bool", default=True),
+            early_driver=dict(type="bool", default=True),
+            early_driver_before=dict(type="list", elements="str", default=["nouveau", "nvidia", "nvidiafb"]),
+            initramfs=dict(type="bool", default=True),
+        )),
+        firmware=dict(type="dict", options=dict(
+            sriov_pfs=dict(type="list", elements="dict", default=[]),
+            nic_ids=dict(type="list", elements="str", default=[]),
+            install=dict(type="bool", default=False),
+            reset=dict(type="bool", default=True),
+            reset_level=dict(type="int", default=3, choices=[0, 3, 4]),
+            reset_ok=dict(type="bool", default=False),
+        )),
         root=dict(type="path", default="/"),
-        record=RECORD_OPTION,
     ),
 )

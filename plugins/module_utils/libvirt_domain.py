@@ -28,7 +28,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import RECORD_OPTION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -778,10 +777,10 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
 
 
 # tenant_domain's argument spec (plugins/modules/tenant_domain.py), here so that the preflight gate
-# can check a recorded call inside its own (stage_checks).
+# can check this stage's call inside its own (stage_checks).
 TENANT_DOMAIN_ARGS = dict(
     argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
-                       record=RECORD_OPTION, **TENANT_DOMAIN_OPTIONS),
+                       **TENANT_DOMAIN_OPTIONS),
     required_one_of=[("name", "domains")],
     mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
 )

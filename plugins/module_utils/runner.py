@@ -87,24 +87,10 @@ def run_nested(option, module_name, module_args, feature, params, host, run):
     return dict(feature(nested_params(option, module_name, module_args, params), host, run) or {})
 
 
-def record_stage(host, module_name, params, argument_spec, run):
-    """The stage record of this call; one that cannot be written is a warning (bookkeeping:
-    the next run's gate then finds no record, and the stage runs its own call)."""
-    # imported here: stage_record builds on this module, and only stage modules record
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_record
-    try:
-        stage_record.write_record(host, module_name, params, argument_spec)
-    except (OSError, ValueError, TypeError) as exc:
-        run.warn("the stage record %s was not written (%s): the next run checks this stage with its own call"
-                 % (stage_record.RECORDS_PATH, exc))
-
-
-def run_module(module_args, feature, host=None, recorded_as=None):
+def run_module(module_args, feature, host=None):
     """Build the AnsibleModule from ``module_args`` (the keyword arguments of AnsibleModule:
     argument_spec, mutually_exclusive, ...), run ``feature`` against ``host`` (built from the
-    ``root`` option when none is injected) and exit. A stage module (``recorded_as``, its name)
-    given the option ``record`` keeps the options it ran with on the host after a run that did
-    not fail and not in check mode (:mod:`stage_record`)."""
+    ``root`` option when none is injected) and exit."""
     kwargs = dict(module_args)
     kwargs.setdefault("supports_check_mode", True)
     module = AnsibleModule(**kwargs)
@@ -119,8 +105,6 @@ def run_module(module_args, feature, host=None, recorded_as=None):
         details = dict(getattr(exc, "details", None) or {})
         details["changed"] = run.changed or bool(details.get("changed"))
         module.fail_json(msg=str(exc), **details)
-    if recorded_as and module.params.get("record") and not run.check_mode:
-        record_stage(host, recorded_as, module.params, module_args["argument_spec"], run)
     for message in run.warnings:
         module.warn(message)
     result = dict(result)

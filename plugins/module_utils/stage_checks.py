@@ -1,48 +1,62 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The preflight gate's checks of the stages' records (:mod:`stage_record`): each recorded call
-run again in check mode inside the gate's one call. Apart from :mod:`stage_record` because it
-imports the stage modules' features, which only the gate needs (the runner, in every module,
-imports :mod:`stage_record` to write a record)."""
+"""The preflight gate's checks of the host stages: each stage's call, with the inputs this run
+gives it, run in check mode inside the gate's one call (preflight_info ``stage_checks``), so
+that a stage of a converged host takes the gate's answer instead of a call of its own.
+
+A stage name fixes its module (:data:`STAGE_MODULES`): a check of the boot stage is always an
+iommu_grub check. The gate returns the options it checked; a stage takes the result only when
+those are exactly the options it would send now, the check changes nothing and ran without
+error (:func:`check_result`), and nothing changed the host since the gate (the play's rule).
+Nothing is kept on the host."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run, nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import read_records
 
 __metaclass__ = type
 
-STAGE_MODULES = ("iommu_grub", "vfio_bind", "tenant_domain")
+STAGE_MODULES = {"boot": "iommu_grub", "sriov_vfio": "vfio_bind", "tenants": "tenant_domain"}
 
 
-def stage_feature(module_name):
-    """(argument spec, feature) of a module a record may name. Imported only when a record
-    names it (each costs its imports), and each by its own import statement, which is how
-    AnsiballZ finds what to pack."""
-    if module_name == "iommu_grub":
+def stage_feature(stage):
+    """(argument spec, feature) of a stage's module, each imported by its own import statement
+    (which is how AnsiballZ finds what to pack) and only when that stage is checked."""
+    if stage == "boot":
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils import grub
         return grub.IOMMU_GRUB_ARGS, grub.iommu_grub
-    if module_name == "vfio_bind":
+    if stage == "sriov_vfio":
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
         return vfio.VFIO_BIND_ARGS, vfio.vfio_bind
-    if module_name == "tenant_domain":
+    if stage == "tenants":
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain
         return libvirt_domain.TENANT_DOMAIN_ARGS, libvirt_domain.tenant_domain
-    raise InputError("the record names the module %r, which is not a stage module (%s)"
-                     % (module_name, ", ".join(STAGE_MODULES)))
+    raise InputError("stage_checks: %r is not a host stage; give some of %s" % (stage, ", ".join(sorted(STAGE_MODULES))))
 
 
-def check_stage(host, stage, record, overrides, run):
-    """Run one recorded call in check mode on ``host``, its options validated as its module
-    validates them, ``overrides`` (the options a play gives that module through module
-    defaults, such as libvirt's uri) taking the record's place. The check's warnings go to
-    ``run`` under the stage's name."""
-    module_args, feature = stage_feature(record.get("module"))
-    params = dict(record.get("params") or {})
-    params.update(overrides or {})
-    validated = nested_params("stage_checks", "gpuvirt.tenancy." + record["module"], module_args, params)
+def validate_request(requested):
+    """{stage: options} as given, refused with the input named when it is not that."""
+    if not isinstance(requested, dict):
+        raise InputError("stage_checks: give a dict of stage -> the options of its module's call, not %r" % (requested,))
+    unknown = sorted(set(requested) - set(STAGE_MODULES))
+    if unknown:
+        raise InputError("stage_checks: %s is not a host stage; give some of %s"
+                         % (", ".join(unknown), ", ".join(sorted(STAGE_MODULES))))
+    for stage, options in requested.items():
+        if not isinstance(options, dict):
+            raise InputError("stage_checks.%s: give the options of the %s call as a dict, not %r"
+                             % (stage, STAGE_MODULES[stage], options))
+    return requested
+
+
+def check_stage(host, stage, options, run):
+    """One stage's call in check mode on ``host``, its options validated as its module validates
+    them; its warnings go to ``run`` under the stage's name."""
+    module_args, feature = stage_feature(stage)
+    validated = nested_params("stage_checks.%s" % stage, "gpuvirt.tenancy." + STAGE_MODULES[stage], module_args,
+                              dict(options))
     check_run = Run(check_mode=True, diff=False)
     result = dict(feature(validated, host, check_run) or {})
     result["changed"] = bool(result.get("changed")) or check_run.changed
@@ -52,24 +66,28 @@ def check_stage(host, stage, record, overrides, run):
 
 
 def check_stages(host, requested, run):
-    """stage -> {recorded, module, digest, changed, result, error} for each stage of
-    ``requested`` (stage -> overrides). A stage without a record, or whose check fails, is
-    reported so (``recorded`` false, or ``error``): the stage then runs its own call, which
+    """stage -> {module, options, changed, result, error} for each stage of ``requested``. A check
+    that fails is reported (``error``), not raised: the stage then runs its own call, which
     fails, if it does, in its own words."""
-    records = read_records(host)
     checks = {}
-    for stage in sorted(requested or {}):
-        record = records.get(stage)
-        check = {"recorded": False, "module": None, "digest": None, "changed": None, "result": None, "error": None}
+    for stage in sorted(validate_request(requested)):
+        check = {"module": STAGE_MODULES[stage], "options": requested[stage], "changed": None, "result": None,
+                 "error": None}
         checks[stage] = check
-        if not isinstance(record, dict) or not record.get("digest"):
-            continue
-        check.update(recorded=True, module=record.get("module"), digest=record["digest"])
         try:
-            result = check_stage(host, stage, record, requested[stage], run)
+            result = check_stage(host, stage, requested[stage], run)
             check.update(changed=result["changed"], result=result)
-        # Any failure of a check only means the stage runs its own call (which reports it as
-        # its module does); the gate itself must not fail for it.
+        # Any failure of a check only means the stage runs its own call.
         except Exception as exc:  # pylint: disable=broad-except
             check["error"] = "%s: %s" % (type(exc).__name__, exc)
     return checks
+
+
+def check_result(check, options):
+    """The gate's result for a stage about to send ``options``, or {} when it does not answer
+    them: no check, an error, something to change, or other options than these exactly."""
+    if not check or check.get("error") or check.get("changed") is not False:
+        return {}
+    if check.get("options") != options:
+        return {}
+    return check.get("result") or {}

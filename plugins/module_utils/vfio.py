@@ -26,7 +26,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups impor
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import RECORD_OPTION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -368,7 +367,7 @@ def vfio_bind(params, host, run):
 
 
 # vfio_bind's argument spec (plugins/modules/vfio_bind.py), here so that the preflight gate can
-# check a recorded call inside its own (stage_checks).
+# check this stage's call inside its own (stage_checks).
 VFIO_BIND_ARGS = dict(
     argument_spec=dict(
         root=dict(type="path", default="/"),
@@ -380,7 +379,6 @@ VFIO_BIND_ARGS = dict(
         persist=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
         sriov=dict(type="dict"),
-        record=RECORD_OPTION,
     ),
     required_one_of=[("devices", "ids", "vfs_of", "sriov")],
 )

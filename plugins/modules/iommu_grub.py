@@ -34,7 +34,6 @@ requirements:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
-  - gpuvirt.tenancy.stage_record
   - gpuvirt.tenancy.bootloader
 attributes:
   diff_mode:
@@ -324,7 +323,7 @@ MODULE_ARGS = IOMMU_GRUB_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, iommu_grub, host=host, recorded_as="iommu_grub")
+    run_module(MODULE_ARGS, iommu_grub, host=host)
 
 
 if __name__ == "__main__":

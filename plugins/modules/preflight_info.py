@@ -38,13 +38,13 @@ options:
     type: dict
   stage_checks:
     description:
-      - Host stages (V(boot), V(sriov_vfio), V(tenants)) whose recorded call (its options kept on the host by the
-        stage's module, see O(gpuvirt.tenancy.iommu_grub#module:record)) runs again here in check mode, in this same
-        call, each mapped to the options the play gives that module through module defaults (for V(tenants) libvirt's
-        C(uri)), which take the record's place. Returned in RV(stage_checks); a stage whose options have the record's
-        digest and whose check changes nothing need not call its module (docs/ARCHITECTURE.md, section Stage records).
-      - A stage without a record, or whose check fails, is reported so and is not a failure here.
-      - Omitted or empty, nothing is checked and the record file is not read.
+      - Host stages (V(boot), V(sriov_vfio), V(tenants)), each mapped to the options of its module's call as this run
+        would send them (V(boot) M(gpuvirt.tenancy.iommu_grub), V(sriov_vfio) M(gpuvirt.tenancy.vfio_bind), V(tenants)
+        M(gpuvirt.tenancy.tenant_domain)); each call runs here in check mode, in this same call, validated as its module
+        validates it. Returned in RV(stage_checks); a stage whose options are exactly the ones checked, and whose check
+        changes nothing, need not call its module (docs/ARCHITECTURE.md, section One call per stage).
+      - A check that fails is reported in RV(stage_checks) and is not a failure here.
+      - Omitted or empty, nothing is checked.
     type: dict
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
@@ -135,15 +135,14 @@ libvirt:
     query: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: false}}
 stage_checks:
   description:
-    - With O(stage_checks), per stage asked for C(recorded) (whether the host holds a record for it), C(module),
-      C(digest) (the record's), C(changed) (whether the check would change anything), C(result) (the check's result,
-      as the module returns it in check mode) and C(error) (why the check could not run); empty without it.
+    - With O(stage_checks), per stage asked for C(module), C(options) (as checked), C(changed) (whether the call would
+      change anything), C(result) (the check's result, as the module returns it in check mode) and C(error) (why the
+      check could not run); empty without it.
   returned: always
   type: dict
   sample:
-    boot: {recorded: true, module: iommu_grub, digest: 3f1c..., changed: false, error: null,
+    boot: {module: iommu_grub, options: {iommu: true, passthrough: true}, changed: false, error: null,
            result: {changed: false, reboot_required: false, args_missing: [], args_unwanted: []}}
-    tenants: {recorded: false, module: null, digest: null, changed: null, result: null, error: null}
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_facts import preflight_info

@@ -220,7 +220,6 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
-  - gpuvirt.tenancy.stage_record
   - gpuvirt.tenancy.libvirt
   - gpuvirt.tenancy.libvirt.PINS
 attributes:
@@ -448,7 +447,7 @@ MODULE_ARGS = TENANT_DOMAIN_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, tenant_domain, host=host, recorded_as="tenant_domain")
+    run_module(MODULE_ARGS, tenant_domain, host=host)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,6 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
-  - gpuvirt.tenancy.stage_record
 notes:
   - Needs root.
 seealso:
@@ -187,7 +186,7 @@ MODULE_ARGS = VFIO_BIND_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, vfio_bind, host=host, recorded_as="vfio_bind")
+    run_module(MODULE_ARGS, vfio_bind, host=host)
 
 
 if __name__ == "__main__":

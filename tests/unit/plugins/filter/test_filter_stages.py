@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The stage record filters as the host stage roles call them: the digest a stage sends is the
-one module_utils computes, and the gate's check is taken only when it answers these options."""
+"""The stage check filter as the host stage roles call it: the gate's check is taken only when it
+checked exactly these options, ran without error and changes nothing."""
 
 from __future__ import annotations
 
@@ -8,31 +8,33 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.stages import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_record import options_digest
 
 FILTERS = FilterModule().filters()
 OPTIONS = {"devices": ["0000:82:00.0"], "vfs_of": ["0000:81:00.0"], "persist": True}
+RESULT = {"changed": False, "devices": []}
 
 
-def test_digest_is_the_records():
-    assert FILTERS["stage_digest"](OPTIONS) == options_digest(dict(reversed(list(OPTIONS.items()))))
+def check(**kwargs):
+    return dict({"module": "vfio_bind", "options": OPTIONS, "changed": False, "result": RESULT, "error": None}, **kwargs)
 
 
 def test_check_result_answers_only_its_options():
-    result = {"changed": False, "devices": []}
-    check = {"recorded": True, "module": "vfio_bind", "digest": options_digest(OPTIONS), "changed": False,
-             "result": result, "error": None}
-    assert FILTERS["stage_check_result"](check, OPTIONS) == result
-    assert FILTERS["stage_check_result"](check, dict(OPTIONS, persist=False)) == {}
+    assert FILTERS["stage_check_result"](check(), OPTIONS) == RESULT
+    assert FILTERS["stage_check_result"](check(), dict(OPTIONS, persist=False)) == {}
+    assert FILTERS["stage_check_result"](check(), dict((k, v) for k, v in OPTIONS.items() if k != "persist")) == {}
     assert FILTERS["stage_check_result"](None, OPTIONS) == {}
     assert FILTERS["stage_check_result"]({}, OPTIONS) == {}
 
 
-@pytest.mark.parametrize("name, args, message", [
-    ("stage_digest", (["a"],), "gpuvirt.tenancy.stage_digest: expected the dict of a module call's options, got list"),
-    ("stage_check_result", ("x", {}), "gpuvirt.tenancy.stage_check_result: expected one stage of preflight_info's stage_checks"),
-    ("stage_check_result", ({}, None), "gpuvirt.tenancy.stage_check_result: expected the dict of a module call's options, got NoneType"),
+@pytest.mark.parametrize("override", [{"changed": True}, {"changed": None}, {"error": "InputError: x"}])
+def test_a_check_that_changes_or_failed_answers_nothing(override):
+    assert FILTERS["stage_check_result"](check(**override), OPTIONS) == {}
+
+
+@pytest.mark.parametrize("args, message", [
+    (("x", {}), "gpuvirt.tenancy.stage_check_result: expected one stage of preflight_info's stage_checks"),
+    (({}, None), "gpuvirt.tenancy.stage_check_result: expected the dict of the stage call's options, got NoneType"),
 ])
-def test_bad_inputs_are_named(name, args, message):
+def test_bad_inputs_are_named(args, message):
     with pytest.raises(AnsibleFilterError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        FILTERS[name](*args)
+        FILTERS["stage_check_result"](*args)

@@ -106,34 +106,3 @@ def test_nested_options_are_validated_by_the_other_modules_spec(tmp_path, inner_
     for word in words:
         assert word in result["msg"]
     assert "gpuvirt.tenancy.inner" in result["msg"]
-
-
-RECORDED = dict(argument_spec=dict(root=dict(type="path", default="/"), fail=dict(type="bool", default=False),
-                                   record=dict(type="dict")))
-
-
-def recorded_main(host=None):
-    runner_run_module(RECORDED, feature, host=host, recorded_as="vfio_bind")
-
-
-def records_path(tmp_path):
-    return tmp_path / "var" / "lib" / "gpuvirt-tenancy" / "stage-records.json"
-
-
-def test_stage_record_written_after_a_run_not_in_check_mode_nor_after_a_failure(tmp_path):
-    record = {"stage": "sriov_vfio", "digest": "d"}
-    assert run_module(recorded_main, {"record": record}, check_mode=True, host=host_of(tmp_path))["changed"] is False
-    assert not records_path(tmp_path).exists()
-    assert run_module(recorded_main, {"record": record, "fail": True}, host=host_of(tmp_path))["failed"]
-    assert not records_path(tmp_path).exists()
-    result = run_module(recorded_main, {"record": record}, host=host_of(tmp_path))
-    assert result["changed"] is True and not result.get("failed")
-    assert '"module": "vfio_bind"' in records_path(tmp_path).read_text(encoding="utf-8")
-
-
-def test_stage_record_that_cannot_be_written_is_a_warning(tmp_path):
-    (tmp_path / "var" / "lib").mkdir(parents=True)
-    (tmp_path / "var" / "lib" / "gpuvirt-tenancy").write_text("a file where the directory goes", encoding="utf-8")
-    result = run_module(recorded_main, {"record": {"stage": "sriov_vfio", "digest": "d"}}, host=host_of(tmp_path))
-    assert not result.get("failed") and result["value"] == 1
-    assert any(w.startswith("the stage record /var/lib/gpuvirt-tenancy/stage-records.json was not written") for w in result["warnings"])
