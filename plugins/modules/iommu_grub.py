@@ -151,6 +151,89 @@ options:
             caller rebuilds it once.
         type: bool
         default: false
+  gpu_stack:
+    description:
+      - The NVIDIA host stack kept off the tenants' GPUs, decided here on the host from the host model (read with the
+        topology reader): with NVIDIA GPUs going to tenants, nouveau (and, when no GPU stays with the host, the nvidia
+        modules) blacklisted in C(/etc/modprobe.d/gpuvirt-nvidia-host.conf) and on the command line in this call's GRUB
+        edit (C(modprobe.blacklist=), on RHEL-family hosts also C(rd.driver.blacklist=)), the host daemons
+        (nvidia-persistenced, nvidia-fabricmanager, DCGM) stopped and disabled, ids of host GPUs dropped from
+        O(pre_bind_ids), the early stub driver (as O(early_driver)) when devices are pre-bound, and the running kernel's
+        initramfs rebuilt when the module configuration it carries changed.
+      - Daemons and the initramfs are read only on the running host (O(root=/)); RV(gpu_stack) and RV(initramfs) say so.
+    type: dict
+    suboptions:
+      tenant_gpus:
+        description: PCI addresses of the tenants' GPUs; empty, every GPU O(gpu_stack.host_gpus) does not name.
+        type: list
+        elements: str
+        default: []
+      host_gpus:
+        description: PCI addresses of GPUs the host keeps (their driver and daemons stay; only nouveau is blacklisted).
+        type: list
+        elements: str
+        default: []
+      gpu_ids:
+        description: Extra C(vendor:device) ids read as GPUs in the host model.
+        type: list
+        elements: str
+        default: []
+      manage:
+        description: Whether to keep the NVIDIA host stack off the tenants' GPUs at all.
+        type: bool
+        default: true
+      early_driver:
+        description: Load the pre-bind driver early when devices are pre-bound (as O(early_driver), unless that is given).
+        type: bool
+        default: true
+      early_driver_before:
+        description: Drivers that load only after the pre-bind driver.
+        type: list
+        elements: str
+        default: [nouveau, nvidia, nvidiafb]
+      initramfs:
+        description: Put the pre-bind driver into the initramfs and rebuild the image when what it carries changed.
+        type: bool
+        default: true
+  firmware:
+    description:
+      - The ConnectX firmware for SR-IOV, decided here on the host: for each ConnectX PF of O(firmware.sriov_pfs) that
+        wants VFs, C(SRIOV_EN) on and C(NUM_OF_VFS) at least the VFs wanted, set with C(mlxconfig) or C(mstconfig) for
+        the next firmware load, and on VPI cards the link type its entry's C(link_type) says (V(eth): C(LINK_TYPE_P1/P2)
+        C(ETH); V(keep); V(ib) refused, IB SR-IOV GUIDs are not set by this collection). A VPI card whose ports are not
+        Ethernet is refused until C(link_type) is given.
+      - With O(firmware.reset_ok), loads what is pending with a firmware reset (C(mlxfwreset)/C(mstfwreset), once per card)
+        after the GRUB edit; what a reset does not load needs a cold boot (RV(cold_boot_required)).
+      - Read only on the running host (O(root=/)); under a capture RV(firmware) says it was not read.
+    type: dict
+    suboptions:
+      sriov_pfs:
+        description: The wanted VFs as the inventory says them, C([{pf, num_vfs, link_type}]) (C(gpuvirt_sriov_pfs)).
+        type: list
+        elements: dict
+        default: []
+      nic_ids:
+        description: Extra C(vendor:device) ids read as NICs in the host model.
+        type: list
+        elements: str
+        default: []
+      install:
+        description: Install mstflint (apt-get, dnf or yum) where neither C(mlxconfig) nor C(mstconfig) is, then set.
+        type: bool
+        default: false
+      reset:
+        description: Whether firmware resets are allowed at all (V(false) leaves what is pending to a cold boot).
+        type: bool
+        default: true
+      reset_level:
+        description: The reset level (3 driver restart and PCI reset, 4 warm reboot).
+        type: int
+        choices: [0, 3, 4]
+        default: 3
+      reset_ok:
+        description: Run the reset in this call (the caller may restart the card's driver now).
+        type: bool
+        default: false
 notes:
   - The new command line takes effect at the next boot; O(ignore:reboot_required) says when one is due.
     The P(gpuvirt.tenancy.host_boot#role) role does the single reboot.
@@ -216,6 +299,48 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+gpu_stack:
+  description: What O(gpu_stack) decided (null without it).
+  returned: always
+  type: dict
+  sample: {active: true, tenant_gpus: ["0000:07:00.0"], host_gpus: [], pre_bind_ids: ["10de:20b0"], address_prebind: [],
+           blacklist: [nouveau, nvidia], kernel_args: [{name: modprobe.blacklist, value: "nouveau,nvidia", state: present}],
+           os_family: Debian, modprobe_file: /etc/modprobe.d/gpuvirt-nvidia-host.conf, modprobe_changed: true,
+           daemons_stopped: [nvidia-persistenced.service], daemons_read: true, notes: [], changed: true}
+initramfs:
+  description: Whether the running kernel's initramfs was (in check mode, would be) rebuilt, and why (null when not asked).
+  returned: always
+  type: dict
+  sample: {read: true, rebuild: true, reasons: ["/etc/modprobe.d/gpuvirt-nvidia-host.conf changed"],
+           command: [update-initramfs, -u, -k, 5.15.0-91-generic]}
+firmware:
+  description:
+    - What O(firmware) found and set (null without it), per PF C(changes) and C(link_type_changes), and the outcome
+      C(pending) (not yet loaded), C(cold_boot) (only a power cycle loads it), C(reset) (loaded by a reset),
+      C(reset_devices), C(messages).
+  returned: always
+  type: dict
+  sample: {targets: ["0000:19:00.0"], tool: /usr/bin/mlxconfig, read: true,
+           changes: {"0000:19:00.0": {SRIOV_EN: "True", NUM_OF_VFS: "8"}}, link_type_changes: {}, pending: [],
+           cold_boot: [], reset: ["0000:19:00.0"], reset_devices: [], messages: [], changed: true}
+firmware_pending:
+  description: ConnectX PFs whose firmware settings are not loaded yet.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+cold_boot_required:
+  description: ConnectX PFs whose settings only a cold boot (power off, then on) loads.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+pending:
+  description: What this boot still waits for, in words (the command line, the early driver, a firmware reset or cold boot).
+  returned: always
+  type: list
+  elements: str
+  sample: ["the kernel command line (+intel_iommu=on +iommu=pt)"]
 cmdline:
   description: The value the variable has after the edit (the args it wants).
   returned: always
@@ -234,8 +359,8 @@ running_cmdline:
   sample: "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=3a99c6a2 ro intel_iommu=off quiet"
 reboot_required:
   description:
-    - Whether the running kernel lacks a wanted arg or has an unwanted one; true again on a re-run
-      before the reboot, false once the host runs with the new args.
+    - Whether the running kernel lacks a wanted arg or has an unwanted one, or the early stub driver does not run yet;
+      true again on a re-run before the reboot, false once the host runs with the new args.
   returned: always
   type: bool
   sample: true
