@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot import INPUTS, FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot_options import INPUTS, FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub import IOMMU_GRUB_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 
