@@ -11,12 +11,15 @@
 #               docs/benchmarks.md regenerates its section. `placement` is the same.
 #   imports     benchmarks/bench_imports.py: what each module call pays to import its code on the
 #               running lab host (python3, + ansible's basic as a ping, + each module); --write.
+#   preview     benchmarks/bench_preview.py: the preview of the example inventory against the DGX
+#               A100-class capture (no lab): host-side module calls, CPU against a local ping, for
+#               1 host and --hosts N; --write docs/benchmarks.md.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,13p' "$0"; }
+usage() { sed -n '2,16p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift
@@ -25,7 +28,8 @@ case "$name" in
   bringup) script=benchmarks/bench_bringup.py ;;
   planner|placement) script=benchmarks/bench_planner.py ;;
   imports) script=benchmarks/bench_imports.py ;;
-  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports)" >&2; usage >&2; exit 2 ;;
+  preview) script=benchmarks/bench_preview.py ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports, preview)" >&2; usage >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/env.sh
 source scripts/env.sh

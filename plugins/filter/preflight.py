@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project, summary_line
 
 __metaclass__ = type
 
@@ -33,8 +33,15 @@ def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: %s" % exc) from exc
 
 
+def _summary(report, report_path=None):
+    if report is not None and not isinstance(report, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (preflight_report) or "
+                                 "null, got %s" % type(report).__name__)
+    return summary_line(report, report_path)
+
+
 class FilterModule:
     """Preflight filters."""
 
     def filters(self):
-        return {"preflight_projection": _projection, "preflight_report": _report}
+        return {"preflight_projection": _projection, "preflight_report": _report, "preflight_summary": _summary}

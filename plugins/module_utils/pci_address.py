@@ -39,3 +39,13 @@ def address_parts(text):
 
 def format_address(domain, bus, slot, function):
     return "%04x:%02x:%02x.%x" % (domain, bus, slot, function)
+
+
+def vf_address(pf, offset, stride, index):
+    """Address of VF ``index`` from the PF's ``sriov_offset``/``sriov_stride`` (routing
+    IDs, PCIe SR-IOV spec), or None when they are unknown."""
+    if offset is None or stride is None:
+        return None
+    domain, bus, slot, function = address_parts(pf)
+    rid = (bus << 8 | slot << 3 | function) + offset + index * stride
+    return format_address(domain, (rid >> 8) & 0xff, (rid >> 3) & 0x1f, rid & 0x7)

@@ -37,6 +37,7 @@ import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pf_lookup import resolve_pf, wanted_vfs
@@ -181,8 +182,16 @@ def project(topology, sriov_pfs=(), hugepages=()):
     for item in sriov_pfs or []:
         pf = resolve_pf(topo, (item or {}).get("pf"))
         dev = pci.get(pf) if pf else None
-        if dev is None or not dev.get("sriov_totalvfs"):
+        if dev is None:
             continue
+        if not dev.get("sriov_totalvfs"):
+            if not mlx.is_connectx_pf(dev) or not int(item.get("num_vfs") or 0):
+                continue
+            # SR-IOV off in the ConnectX firmware hides the PF's SR-IOV capability; the boot
+            # stage sets SRIOV_EN and NUM_OF_VFS to at least the VFs wanted, so plan with those.
+            dev["sriov_totalvfs"] = int(item["num_vfs"])
+            dev["sriov_numvfs"] = 0
+            dev["sriov_from_firmware"] = True
         want = min(int(item.get("num_vfs") or 0), int(dev["sriov_totalvfs"]))
         existing = list(dev.get("virtfns") or [])
         vfs = []
@@ -516,6 +525,19 @@ def _yes_no(value):
     return "unknown" if value is None else ("yes" if value else "NO")
 
 
+def summary_line(report, report_path=None):
+    """One line per host for a fleet summary: the verdict, what failed or warns, how many items
+    wait for the boot stage, and where the JSON report is; None (no report) says so."""
+    if not report:
+        return "NO REPORT (unreachable, or failed before its report)"
+    parts = list(report.get("failures") or []) + list(report.get("warnings") or [])
+    booted = len(report.get("boot_stage") or [])
+    if booted:
+        parts.append("%d item(s) the boot stage fixes (role host_boot)" % booted)
+    line = "%s - %s" % (report["status"].upper(), "; ".join(parts) or "every check passed")
+    return line + (" (report: %s)" % report_path if report_path else "")
+
+
 def render_table(report):
     """The report as text for a person: a header, the checks, then one table per area."""
     failed = len(report.get("failures") or [])
@@ -550,7 +572,7 @@ def render_table(report):
                              n["hugepages_mb_after"], n["headroom_mb"]] for n in report["numa_nodes"]])
     plan = report["plan"]
     rows = [[name, p["numa_node"], ",".join(p["gpus"]) or None, ",".join(p["vfs"]) or None,
-             ",".join(str(c) for c in p["cpus"]) or None,
+             format_cpulist(p["cpus"]) or None,
              "%sx%s" % (p["hugepages"]["count"], p["hugepages"]["size"]) if p.get("hugepages") else None, "placed"]
             for name, p in sorted(plan.get("placements", {}).items())]
     rows += [[name, None, None, None, None, None, "DOES NOT FIT: %s" % reason] for name, reason in sorted(plan.get("unplaced", {}).items())]

@@ -15,9 +15,15 @@ from __future__ import absolute_import, division, print_function
 import copy
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address, vf_address
 
 __metaclass__ = type
+
+
+def _single_function(pci, pf):
+    """Whether ``pf`` is the only function of its PCI device in the host model."""
+    device = pf.rsplit(".", 1)[0]
+    return not any(a != pf and a.rsplit(".", 1)[0] == device for a in pci if not (pci[a] or {}).get("planned"))
 
 
 def _rename_planned_vfs(topo, vf_addresses, notes):
@@ -32,6 +38,18 @@ def _rename_planned_vfs(topo, vf_addresses, notes):
             continue
         predicted = dict((vf.get("index"), normalize_address(vf.get("address")))
                          for vf in (vf_addresses or {}).get(pf) or [] if isinstance(vf, dict))
+        if not predicted and dev.get("sriov_offset") is not None and dev.get("sriov_stride") is not None:
+            # the SR-IOV stage could not be checked on the host as it is (the IOMMU off): the
+            # PF's own offset and stride say where its VFs will be
+            predicted = dict((pci[vf]["vf_index"], vf_address(pf, dev["sriov_offset"], dev["sriov_stride"], pci[vf]["vf_index"]))
+                             for vf in planned)
+        elif not predicted and dev.get("sriov_from_firmware") and _single_function(pci, pf):
+            # SR-IOV off in the firmware hides the offset and stride; a single-function ConnectX
+            # PF puts its VFs right after it (offset 1, stride 1, as the ConnectX capture after
+            # sriov_numvfs shows): an assumption, said in the notes.
+            predicted = dict((pci[vf]["vf_index"], vf_address(pf, 1, 1, pci[vf]["vf_index"])) for vf in planned)
+            notes.append("%s: SR-IOV is off in its firmware; VF addresses assumed at offset 1, stride 1 from the PF "
+                         "(known once the boot stage has set the firmware and the host has rebooted)" % pf)
         for vf in planned:
             address = predicted.get(pci[vf]["vf_index"])
             if address is None or address in pci:

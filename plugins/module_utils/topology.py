@@ -198,6 +198,9 @@ class TopologyReader:
             "sriov_totalvfs": self.fs.read_int(base + "/sriov_totalvfs"),
             "sriov_numvfs": self.fs.read_int(base + "/sriov_numvfs"),
             "sriov_drivers_autoprobe": None if autoprobe is None else bool(autoprobe),
+            # the routing-ID offset and stride of VF 0 and the next ones (PCIe SR-IOV capability)
+            "sriov_offset": self.fs.read_int(base + "/sriov_offset"),
+            "sriov_stride": self.fs.read_int(base + "/sriov_stride"),
             "physfn": self.fs.readlink_name(base + "/physfn"),
             "virtfns": [target for _index, target in sorted(virtfns)],
             "vf_index": None,

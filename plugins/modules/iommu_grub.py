@@ -154,13 +154,13 @@ options:
   gpu_stack:
     description:
       - The NVIDIA host stack kept off the tenants' GPUs, decided here on the host from the host model (read with the
-        topology reader): with NVIDIA GPUs going to tenants, nouveau (and, when no GPU stays with the host, the nvidia
+        topology reader). With NVIDIA GPUs going to tenants, nouveau (and, when no GPU stays with the host, the nvidia
         modules) blacklisted in C(/etc/modprobe.d/gpuvirt-nvidia-host.conf) and on the command line in this call's GRUB
         edit (C(modprobe.blacklist=), on RHEL-family hosts also C(rd.driver.blacklist=)), the host daemons
         (nvidia-persistenced, nvidia-fabricmanager, DCGM) stopped and disabled, ids of host GPUs dropped from
         O(pre_bind_ids), the early stub driver (as O(early_driver)) when devices are pre-bound, and the running kernel's
         initramfs rebuilt when the module configuration it carries changed.
-      - Daemons and the initramfs are read only on the running host (O(root=/)); RV(gpu_stack) and RV(initramfs) say so.
+      - Daemons and the initramfs are read only on the running host (O(root) V(/)); RV(gpu_stack) and RV(initramfs) say so.
     type: dict
     suboptions:
       tenant_gpus:
@@ -197,14 +197,14 @@ options:
         default: true
   firmware:
     description:
-      - The ConnectX firmware for SR-IOV, decided here on the host: for each ConnectX PF of O(firmware.sriov_pfs) that
+      - The ConnectX firmware for SR-IOV, decided here on the host. For each ConnectX PF of O(firmware.sriov_pfs) that
         wants VFs, C(SRIOV_EN) on and C(NUM_OF_VFS) at least the VFs wanted, set with C(mlxconfig) or C(mstconfig) for
-        the next firmware load, and on VPI cards the link type its entry's C(link_type) says (V(eth): C(LINK_TYPE_P1/P2)
-        C(ETH); V(keep); V(ib) refused, IB SR-IOV GUIDs are not set by this collection). A VPI card whose ports are not
+        the next firmware load, and on VPI cards the link type its entry's C(link_type) says (V(eth) sets C(LINK_TYPE_P1/P2)
+        C(ETH); V(keep); V(ib) is refused, IB SR-IOV GUIDs are not set by this collection). A VPI card whose ports are not
         Ethernet is refused until C(link_type) is given.
       - With O(firmware.reset_ok), loads what is pending with a firmware reset (C(mlxfwreset)/C(mstfwreset), once per card)
         after the GRUB edit; what a reset does not load needs a cold boot (RV(cold_boot_required)).
-      - Read only on the running host (O(root=/)); under a capture RV(firmware) says it was not read.
+      - Read only on the running host (O(root) V(/)); under a capture RV(firmware) says it was not read.
     type: dict
     suboptions:
       sriov_pfs:

@@ -21,6 +21,10 @@ def load(name):
         return yaml.safe_load(handle)
 
 
+def rolling_play():
+    return next(p for p in load("site.yml") if "serial" in p)
+
+
 def imports_of(tasks):
     """(task file, tags) of the import_tasks in a task list."""
     return [(t["ansible.builtin.import_tasks"], t.get("tags") or []) for t in tasks if "ansible.builtin.import_tasks" in t]
@@ -28,7 +32,7 @@ def imports_of(tasks):
 
 def test_each_host_stage_is_wired_once():
     """The rolling play and the stage playbooks import the same stage files: one wiring."""
-    rolling = load("site.yml")[0]
+    rolling = rolling_play()
     assert imports_of(rolling["tasks"]) == [("stages/%s" % name, [name[:-4]]) for name in HOST_STAGES]
     for name in HOST_STAGES:
         plays = load(name)
@@ -38,7 +42,7 @@ def test_each_host_stage_is_wired_once():
 
 
 def test_rolling_play_keywords_and_gate():
-    rolling = load("site.yml")[0]
+    rolling = rolling_play()
     assert rolling["serial"] == "{{ gpuvirt_serial | default(1) }}"
     assert rolling["max_fail_percentage"] == "{{ gpuvirt_max_fail_percentage | default(0) }}"
     names = [t["name"] for t in rolling["tasks"]]
@@ -50,7 +54,8 @@ def test_rolling_play_keywords_and_gate():
 
 def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
     """After the rolling play, a play on the controller fails while any host waits for its reboot."""
-    deferred = load("site.yml")[1]
+    plays = load("site.yml")
+    deferred = plays[plays.index(rolling_play()) + 1]
     assert deferred["hosts"] == "localhost"
     task = deferred["tasks"][0]
     assert "ansible.builtin.fail" in task and "deferred_hosts" in task["vars"]["__fleet_deferred"]
@@ -60,8 +65,17 @@ def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
 
 
 def test_site_imports_the_guest_stage_playbooks_with_their_tags():
-    imports = [(p["ansible.builtin.import_playbook"], p["tags"]) for p in load("site.yml")[2:]]
+    imports = [(p["ansible.builtin.import_playbook"], p["tags"]) for p in load("site.yml") if "ansible.builtin.import_playbook" in p]
     assert imports == [("rdma.yml", ["rdma"]), ("gpu_sharing.yml", ["gpu_sharing"])]
+
+
+def test_a_preview_that_matches_no_host_fails_before_the_rolling_play():
+    plays = load("site.yml")
+    first = plays[0]
+    assert first["hosts"] == "localhost" and plays.index(rolling_play()) == 1
+    task = first["tasks"][0]
+    assert "ansible.builtin.fail" in task
+    assert "query('ansible.builtin.inventory_hostnames', gpuvirt_hosts_limit | default('gpuvirt_preview')) | length == 0" in task["when"]
 
 
 @pytest.mark.parametrize("name", sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "playbooks", "*.yml"))))

@@ -39,7 +39,7 @@ def link_param(value):
     return {"default": "IB(1)", "current": value, "next": value, "choices": {"IB": 1, "ETH": 2, "VPI": 3}}
 
 
-class StandinCommands(RecordedCommands):
+class RecordedWithMlxconfig(RecordedCommands):
     """RecordedCommands, with mlxconfig run for real: the stand-in over its state file."""
 
     def __init__(self, state, replies=()):
@@ -93,7 +93,7 @@ def commands_for(dgx, reset_loads=True):
         Reply(["mlxfwreset", "-d", "*", "--level", "3", "-y", "reset"],
               effect=(lambda _argv: power_cycle(dgx["state"])) if reset_loads else None),
     ]
-    commands = StandinCommands(dgx["state"], replies)
+    commands = RecordedWithMlxconfig(dgx["state"], replies)
     commands.programs.add("mlxfwreset")
     return commands
 

@@ -339,3 +339,13 @@ def test_projection_keeps_existing_vfs(tmp_path):
     existing = topo["pci_devices"]["0000:81:00.0"]["virtfns"]
     projected = preflight.project(topo, [{"pf": "0000:81:00.0", "num_vfs": 3}])
     assert projected["pci_devices"]["0000:81:00.0"]["virtfns"] == existing + ["0000:81:00.0/vf2"]
+
+
+@pytest.mark.parametrize("report, path, line", [
+    (None, None, "NO REPORT (unreachable, or failed before its report)"),
+    ({"status": "pass", "failures": [], "warnings": [], "boot_stage": []}, "/r/h.json", "PASS - every check passed (report: /r/h.json)"),
+    ({"status": "boot", "failures": [], "warnings": ["iommu: off"], "boot_stage": ["a", "b"]}, None,
+     "BOOT - iommu: off; 2 item(s) the boot stage fixes (role host_boot)"),
+])
+def test_summary_line_says_what_waits_for_the_boot_stage_and_where_the_report_is(report, path, line):
+    assert preflight.summary_line(report, path) == line
