@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preview import finish
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import plain
 
 __metaclass__ = type
 
@@ -19,7 +20,7 @@ def _preview_topology(result, wanted=None):
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preview_topology: expected the result registered from "
                                  "gpuvirt.tenancy.host_topology_info (with its topology)")
-    wanted = wanted or {}
+    topology, wanted = plain(topology), plain(wanted or {})
     try:
         projected = project(topology, wanted.get("sriov_pfs") or [], wanted.get("hugepages") or [])
     except InputError as exc:

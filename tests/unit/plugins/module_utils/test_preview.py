@@ -43,12 +43,20 @@ def test_bare_capture_is_planned_as_the_stages_leave_it():
     assert "on vfio-pci after the VFIO stage: %s (no driver)" % LAB_EDU in notes
 
 
-@pytest.mark.parametrize("predicted, expect", [
-    ({}, "no address known for %s/vf0" % LAB_PF),
-    ({LAB_PF: [{"index": 0, "address": LAB_EDU}]}, "no address known for %s/vf0" % LAB_PF),  # taken by a real function
-])
-def test_planned_vfs_without_a_usable_address_keep_their_placeholder(predicted, expect):
+def test_without_the_sriov_stages_prediction_the_pfs_offset_and_stride_name_the_vfs():
     before = bare_lab()
+    topo, notes = finish(before, project(before, [{"pf": LAB_PF, "num_vfs": 2}], []), [], {})
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["0000:81:00.1", "0000:81:00.2"]
+    assert "%s: 2 VF(s) to be created by the SR-IOV stage: 0000:81:00.1, 0000:81:00.2" % LAB_PF in notes
+
+
+@pytest.mark.parametrize("predicted, offset, expect", [
+    ({}, None, "no address known for %s/vf0" % LAB_PF),  # nothing predicted, no offset/stride in the capture
+    ({LAB_PF: [{"index": 0, "address": LAB_EDU}]}, 1, "no address known for %s/vf0" % LAB_PF),  # taken by a real function
+])
+def test_planned_vfs_without_a_usable_address_keep_their_placeholder(predicted, offset, expect):
+    before = bare_lab()
+    before["pci_devices"][LAB_PF]["sriov_offset"] = offset
     topo, notes = finish(before, project(before, [{"pf": LAB_PF, "num_vfs": 1}], []), [], predicted)
     assert topo["pci_devices"][LAB_PF]["virtfns"] == ["%s/vf0" % LAB_PF]
     assert any(expect in note for note in notes)
@@ -58,3 +66,34 @@ def test_a_host_as_wanted_needs_no_notes():
     host = lab(pages_2m=(0, 128))
     topo, notes = finish(host, project(host, [{"pf": LAB_PF, "num_vfs": 4}], [{"size": "2M", "count": 64, "node": 1}]), [LAB_EDU], {})
     assert notes == [] and topo == host
+
+
+def sriov_off_dgx(tmp_path):
+    """The DGX A100-class host with SR-IOV off in its ConnectX firmware: the PFs expose no SR-IOV
+    capability, so sysfs has none of the sriov_* attributes."""
+    from fakes.servers import build_dgx_a100_class  # pylint: disable=import-error,import-outside-toplevel
+    host, _gpus, nics = build_dgx_a100_class(str(tmp_path / "root"))
+    pfs = sorted(a for a in nics.values() if os.path.exists(host.p(host.pci_paths[a] + "/sriov_totalvfs")))
+    for address in pfs:
+        for name in os.listdir(host.p(host.pci_paths[address])):
+            if name.startswith("sriov_"):
+                os.remove(host.p(host.pci_paths[address] + "/" + name))
+    return read_topology(str(tmp_path / "root")), pfs
+
+
+def test_sriov_off_in_the_firmware_is_planned_as_the_boot_stage_sets_it(tmp_path):
+    before, pfs = sriov_off_dgx(tmp_path)
+    pf = pfs[0]
+    assert before["pci_devices"][pf]["sriov_totalvfs"] is None
+    projected = project(before, [{"pf": pf, "num_vfs": 4}], [])
+    assert projected["pci_devices"][pf]["sriov_totalvfs"] == 4 and projected["pci_devices"][pf]["sriov_from_firmware"]
+    topo, notes = finish(before, projected, [], {})
+    base = int(pf.split(":")[1], 16)
+    assert topo["pci_devices"][pf]["virtfns"] == ["0000:%02x:00.%d" % (base, i + 1) for i in range(4)]
+    assert any("SR-IOV is off in its firmware; VF addresses assumed at offset 1, stride 1" in n for n in notes)
+
+
+def test_a_pf_that_is_not_connectx_without_sriov_is_not_given_vfs(tmp_path):
+    before = bare_lab()
+    before["pci_devices"][LAB_PF]["sriov_totalvfs"] = None
+    assert project(before, [{"pf": LAB_PF, "num_vfs": 2}], [])["pci_devices"][LAB_PF].get("sriov_from_firmware") is None
