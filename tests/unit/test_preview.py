@@ -23,6 +23,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
@@ -91,3 +93,77 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     rc, out = preview(tmp_path, "-e", survey)
     assert rc != 0
     assert "ROLLOUT STOPPED" in out and "huge" in out
+
+
+def domain_xmls(out):
+    """Each tenant's domain XML as the preview's diff prints it (a new domain: every line added)."""
+    found = {}
+    for match in re.finditer(r"\+\+\+ after: (\S+) \(persistent XML\)\n@@[^\n]*\n((?:\+[^\n]*\n)+)", out):
+        found[match.group(1)] = "".join(line[1:] + "\n" for line in match.group(2).splitlines())
+    return found
+
+
+def bare_intel_iommu_off(root):
+    """A bare Intel host: VT-d on in the BIOS (the DMAR table), the IOMMU off in the kernel (no
+    groups, no /sys/class/iommu units), as Ubuntu's kernel leaves it without intel_iommu=on."""
+    for folder, dirs, files in os.walk(os.path.join(root, "sys")):
+        for name in list(dirs) + files:
+            path = os.path.join(folder, name)
+            if name in ("iommu_group", "iommu") and os.path.islink(path):
+                os.remove(path)
+    for path in ("sys/kernel/iommu_groups", "sys/class/iommu"):
+        subprocess.run(["rm", "-rf", os.path.join(root, path)], check=True)
+    os.makedirs(os.path.join(root, "sys/kernel/iommu_groups"))
+    tables = os.path.join(root, "sys/firmware/acpi/tables")
+    os.makedirs(tables, exist_ok=True)
+    with open(os.path.join(tables, "DMAR"), "wb") as handle:
+        handle.write(b"DMAR")
+    cpuinfo = os.path.join(root, "proc/cpuinfo")
+    text = open(cpuinfo, encoding="utf-8").read().replace("AuthenticAMD", "GenuineIntel")
+    with open(cpuinfo, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def sriov_off_in_firmware(root):
+    """SR-IOV off in the ConnectX firmware (SRIOV_EN False, NUM_OF_VFS 0): the PFs expose no
+    SR-IOV capability, so sysfs has none of their sriov_* attributes."""
+    for folder, _dirs, files in os.walk(os.path.join(root, "sys", "devices")):
+        for name in files:
+            if name.startswith("sriov_"):
+                os.remove(os.path.join(folder, name))
+
+
+def rhel_family(root):
+    """A Rocky Linux 9 host: the boot stage adds dracut's rd.driver.blacklist= too."""
+    with open(os.path.join(root, "etc/os-release"), "w", encoding="utf-8") as handle:
+        handle.write('NAME="Rocky Linux"\nVERSION_ID="9.4"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
+
+
+BARE_HOSTS = {"bare_intel_iommu_off": bare_intel_iommu_off, "sriov_off_in_firmware": sriov_off_in_firmware,
+              "rhel_family": rhel_family}
+
+
+@pytest.mark.parametrize("name", sorted(BARE_HOSTS))
+def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, name):
+    """Hosts as they leave the factory: each preview exits 0, shows the boot stage's GRUB edit, the
+    SR-IOV/VFIO stage's change (or that it waits for the boot stage's reboot), and a domain XML per
+    tenant that libvirt's own schema check (virt-xml-validate) accepts."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    BARE_HOSTS[name](str(tmp_path / "dgx"))
+    rc, out = preview(tmp_path)
+    assert rc == 0, out[-4000:]
+    grub = re.search(r'\+GRUB_CMDLINE_LINUX="([^"]*)"', out).group(1).split()
+    assert "iommu=pt" in grub
+    assert ("intel_iommu=on" in grub) == (name == "bare_intel_iommu_off")
+    assert any(a.startswith("rd.driver.blacklist=") for a in grub) == (name == "rhel_family")
+    if name == "rhel_family":
+        assert "+++ after: PF 0000:19:00.0" in out
+    else:
+        assert "PLANNED AFTER THE BOOT STAGE on dgx01-preview" in out
+    xmls = domain_xmls(out)
+    assert sorted(xmls) == ["tenant-a", "tenant-b", "tenant-c", "tenant-d"], out[-3000:]
+    for tenant, xml in sorted(xmls.items()):
+        path = tmp_path / ("%s.xml" % tenant)
+        path.write_text(xml, encoding="utf-8")
+        check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, "%s: %s\n%s" % (tenant, check.stdout + check.stderr, xml)
