@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters ``gpuvirt.tenancy.reboot_share`` and ``gpuvirt.tenancy.deferred_hosts``: the rolling
-bring-up's reboot budget (playbooks/stages/boot.yml, docs/fleet.md)."""
+bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -26,19 +26,22 @@ def rolling_play():
 
 
 def imports_of(tasks):
-    """(task file, tags) of the import_tasks in a task list."""
-    return [(t["ansible.builtin.import_tasks"], t.get("tags") or []) for t in tasks if "ansible.builtin.import_tasks" in t]
+    """(role:entry point, tags) of the import_role tasks of the host stages in a task list."""
+    return [("%s:%s" % (t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")),
+             t.get("tags") or []) for t in tasks
+            if t.get("ansible.builtin.import_role", {}).get("name") == "gpuvirt.tenancy.host_stages"]
 
 
 def test_each_host_stage_is_wired_once():
     """The rolling play and the stage playbooks import the same stage files: one wiring."""
     rolling = rolling_play()
-    assert imports_of(rolling["tasks"]) == [("stages/%s" % name, [name[:-4]]) for name in HOST_STAGES]
+    assert imports_of(rolling["tasks"]) == [("gpuvirt.tenancy.host_stages:%s" % name[:-4], [name[:-4]]) for name in HOST_STAGES]
     for name in HOST_STAGES:
         plays = load(name)
         assert len(plays) == 1 and plays[0]["hosts"] == "gpuvirt_hosts"
-        assert imports_of(plays[0]["tasks"]) == [("stages/%s" % name, [])]
-        assert os.path.isfile(os.path.join(REPO, "playbooks", "stages", name))
+        assert imports_of(plays[0]["tasks"]) == [("gpuvirt.tenancy.host_stages:%s" % name[:-4], [])]
+        assert os.path.isfile(os.path.join(REPO, "roles", "host_stages", "tasks", name))
+    assert not os.path.exists(os.path.join(REPO, "playbooks", "stages"))
 
 
 def test_rolling_play_keywords_and_gate():
@@ -59,7 +62,7 @@ def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
     assert deferred["hosts"] == "localhost"
     task = deferred["tasks"][0]
     assert "ansible.builtin.fail" in task and "deferred_hosts" in task["vars"]["__fleet_deferred"]
-    with open(os.path.join(REPO, "playbooks", "stages", "boot.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(REPO, "roles", "host_stages", "tasks", "boot.yml"), encoding="utf-8") as handle:
         text = handle.read()
     assert "gpuvirt.tenancy.reboot_share" in text and "gpuvirt_reboot_deferred: true" in text and "meta: end_host" in text
 

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
-"""The tenants stage (playbooks/stages/tenants.yml: libvirt_host, then tenant_vms) run by
+"""The tenants stage (role host_stages, tasks_from tenants: libvirt_host, then tenant_vms) run by
 ansible-runner (as AWX runs it) on this machine in check mode, as site.yml runs it after the
-preflight gate: the host model and the libvirt read of that gate given (__stage_host_model,
-__stage_libvirt_read). The domains are libvirt's test driver's (test:///default); the host is the
+preflight gate: the host model and the libvirt read of that gate given (__host_stages_host_model,
+__host_stages_libvirt_read). The domains are libvirt's test driver's (test:///default); the host is the
 real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
 libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
 
@@ -45,8 +45,8 @@ PLAY = """
 
     - name: Test | Share it as site.yml does; the service as a converged host's
       ansible.builtin.set_fact:
-        __stage_host_model: "{{ test_gate.topology }}"
-        __stage_libvirt_read: >-
+        __host_stages_host_model: "{{ test_gate.topology }}"
+        __host_stages_libvirt_read: >-
           {{ test_gate.libvirt | combine({'service': converged, 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
       vars:
         asked: {name: libvirtd, packages: [], uefi: true}
@@ -55,7 +55,9 @@ PLAY = """
       tags: [always]
 
     - name: Test | The tenants stage
-      ansible.builtin.import_tasks: "%(stage)s"
+      ansible.builtin.import_role:
+        name: gpuvirt.tenancy.host_stages
+        tasks_from: tenants
       tags: [tenants]
 """
 
@@ -65,8 +67,7 @@ def run_stage(tmp_path, read_names):
     {task, action, status, result})."""
     import ansible_runner  # pylint: disable=import-outside-toplevel
     (tmp_path / "runner").mkdir()
-    (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI,
-                                               "stage": os.path.join(REPO_ROOT, "playbooks", "stages", "tenants.yml")})
+    (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI})
     # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
     extra = {"gpuvirt_tenants": TENANTS, "read_names": read_names, "gpuvirt_tenant_domain_type": "test",
              "libvirt_host_uri": URI, "libvirt_host_packages": [], "gpuvirt_tenant_firmware": "efi",
