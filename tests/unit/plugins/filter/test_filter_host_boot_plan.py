@@ -11,7 +11,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot_plan import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
