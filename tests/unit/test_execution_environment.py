@@ -23,6 +23,8 @@ import tarfile
 import pytest
 import yaml
 
+import built_collection  # pylint: disable=import-error
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 builder = pytest.importorskip("ansible_builder", reason="ansible-builder is in requirements.txt; run scripts/bootstrap.sh")
@@ -40,18 +42,9 @@ def pins(path):
 
 
 @pytest.fixture(scope="module")
-def artifact(tmp_path_factory):
-    """The collection tarball a release holds: ansible-galaxy collection build of the files git
-    would commit (as scripts/ee_context.sh and scripts/test.sh galaxy build it)."""
-    work = tmp_path_factory.mktemp("artifact")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    (work / "files").write_text(files)
-    subprocess.run(["rsync", "-a", "--files-from=%s" % (work / "files"), REPO + "/", str(work / "src") + "/"], check=True)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-galaxy"), "collection", "build", str(work / "src"),
-                           "--output-path", str(work / "out")], capture_output=True, text=True, check=False, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [tarball] = list((work / "out").glob("gpuvirt-tenancy-*.tar.gz"))
-    return tarball
+def artifact():
+    """The collection tarball a release holds (tests/unit/built_collection.py)."""
+    return built_collection.artifact()
 
 
 @pytest.fixture(scope="module")
@@ -141,24 +134,14 @@ def test_artifact_holds_the_collection_without_its_tests_or_lab(artifact):
     assert [n for n in names if n.startswith(LEFT_OUT) and n not in SHIPPED_TEST_FILES or "__pycache__" in n or n.endswith(".pyc")] == []
 
 
-def clean_env(collections):
-    """The environment of a user who installed the artifact into ``collections`` and nothing else."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(collections / "ansible.cfg"))
-    env.pop("PYTHONPATH", None)
-    return env
+clean_env = built_collection.clean_env
 
 
 @pytest.fixture(scope="module")
-def installed(artifact, tmp_path_factory):
-    """The artifact installed into an empty collections path, as a user installs it."""
+def installed(tmp_path_factory):
+    """The artifact installed into an empty collections path, as a user installs it: no warning."""
     path = tmp_path_factory.mktemp("collections")
-    bindir = os.path.dirname(sys.executable)
-    # Only the new path: the checkout's .build/collections (also on PYTHONPATH) holds gpuvirt.tenancy.
-    config = path / "ansible.cfg"
-    config.write_text("[defaults]\n")
-    env = clean_env(path)
-    proc = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", str(artifact), "-p", str(path)],
-                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    proc = built_collection.install(path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gpuvirt.tenancy:0.1.0 was installed successfully" in proc.stdout
     assert "WARNING" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
