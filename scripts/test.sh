@@ -15,7 +15,7 @@
 # galaxy    Galaxy's importer (galaxy-importer from PyPI, ansible-test off: it needs containers) on
 #           the built tarball: no error, no warning, docs for every plugin it lists, a README per role
 # oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
-#           plugins/modules and plugins/module_utils parses for Python 3.6 (that version's oldest
+#           plugins/modules and plugins/module_utils, and tools/capture_host.py, parses for Python 3.6 (that version's oldest
 #           target Python), then the unit tests and ansible-test sanity
 # newest    on ansible-core of requirements-newest.txt (the newest line, which needs Python 3.12: pyenv's,
 #           in its own virtualenv): the unit tests (tests/unit/test_preview.py among them: the preview
@@ -93,12 +93,13 @@ docs() {
   return $rc
 }
 
-# Every file of plugins/modules and plugins/module_utils runs on the managed hosts, whose oldest
+# Every file of plugins/modules and plugins/module_utils, and the capture tool (gpuvirt.tenancy.capture),
+# runs on the managed hosts, whose oldest
 # Python that ansible-core (2.16) supports is 3.6: the parser at feature_version 3.6 catches new
 # syntax (:=, positional-only parameters, f"{x=}", match); the rest are names the parser accepts and 3.6
 # does not have.
 py36_parse() {
-  python3 - plugins/modules plugins/module_utils <<'PY'
+  python3 - plugins/modules plugins/module_utils tools/capture_host.py <<'PY'
 import ast
 import os
 import sys
@@ -145,7 +146,8 @@ def problems(path):
 found = 0
 count = 0
 for top in sys.argv[1:]:
-    for folder, _dirs, files in sorted(os.walk(top)):
+    walk = [(os.path.dirname(top), [], [os.path.basename(top)])] if os.path.isfile(top) else sorted(os.walk(top))
+    for folder, _dirs, files in walk:
         for name in sorted(files):
             if name.endswith(".py"):
                 count += 1
