@@ -46,7 +46,7 @@ def hosts(tmp_path_factory):
 def capture(where, out, *extra):
     collections = built_collection.installed()
     argv = [os.path.join(built_collection.BINDIR, "ansible-playbook"), "-i", str(where / "hosts.yml"), "gpuvirt.tenancy.capture",
-            "-e", "gpuvirt_capture_become=false", "-e", "gpuvirt_capture_dir=%s" % out] + list(extra)
+            "-e", "ansible_become=false", "-e", "gpuvirt_capture_dir=%s" % out] + list(extra)
     env = dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1")
     done = subprocess.run(argv, cwd=str(where), env=env, capture_output=True, text=True, check=False, timeout=600)
     return done.returncode, done.stdout + done.stderr
