@@ -58,5 +58,5 @@ def test_a_misnamed_input_is_found():
     with open(os.path.join(REPO, "roles", "host_sriov", "README.md"), encoding="utf-8") as handle:
         text = handle.read()
     broken = text.replace("host_sriov_pfs:\n", "host_sriov_pf:\n").replace("`host_sriov_force`", "`host_sriov_forced`")
-    assert problems("host_sriov", broken) == ["host_sriov_forced is no input of the role",
-                                               "example variable host_sriov_pf is no input of the role"]
+    assert problems("host_sriov", broken) == [
+        "host_sriov_forced is no input of the role", "example variable host_sriov_pf is no input of the role"]
