@@ -65,7 +65,8 @@ def test_no_documentation_address_is_a_default():
         for name in files:
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
                 assert not DOCUMENTATION_ADDRESSES.search(handle.read()), os.path.join(folder, name)
-    assert not DOCUMENTATION_ADDRESSES.search(open(os.path.join(REPO, "awx", "job_templates.yml"), encoding="utf-8").read())
+    with open(os.path.join(REPO, "awx", "job_templates.yml"), encoding="utf-8") as handle:
+        assert not DOCUMENTATION_ADDRESSES.search(handle.read())
 
 
 @pytest.fixture(scope="module")
