@@ -3,8 +3,11 @@
 # Debian packages (as root), a virtualenv in .venv with requirements.txt, and the
 # collection linked into .build/collections/ansible_collections/gpuvirt/tenancy.
 # Safe to run again: each step is skipped when already done.
-#   scripts/bootstrap.sh          what every stage but `oldest` needs
-#   scripts/bootstrap.sh oldest   that, and the virtualenvs of the oldest ansible-core
+#   scripts/bootstrap.sh                 what every stage but `oldest` and `newest` needs
+#   scripts/bootstrap.sh oldest          that, and the virtualenvs of the oldest ansible-core
+#   scripts/bootstrap.sh newest          that, and the virtualenvs of the newest ansible-core
+#   scripts/bootstrap.sh oldest newest   both
+#   scripts/bootstrap.sh galaxy          that, and the virtualenv of Galaxy's importer
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,49 +57,89 @@ fi
 # ansible-test sanity runs with --local in its own virtualenv holding ansible-test's
 # pinned tool versions (its --venv mode downloads a pip bootstrap from a host that
 # these machines cannot reach).
-#   sanity_venv DIR CORE_VENV REQUIREMENTS: DIR gets the ansible-core that REQUIREMENTS pins and
-#   the sanity tools that CORE_VENV's ansible-test pins; the pip bootstrap stand-in goes where
-#   that ansible-test looks for it.
+#   sanity_venv DIR CORE_VENV REQUIREMENTS PYTHON: DIR, made with PYTHON, gets the ansible-core that
+#   REQUIREMENTS pins and the sanity tools that CORE_VENV's ansible-test pins; the pip bootstrap
+#   stand-in goes where that ansible-test looks for it.
 sanity_venv() {
-  local dir=$1 core_venv=$2 requirements=$3
-  local reqs="$core_venv/lib/python3.11/site-packages/ansible_test/_data/requirements"
-  local want
+  local dir=$1 core_venv=$2 requirements=$3 python=$4
+  local reqs want
+  reqs="$("$core_venv/bin/python" -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')/_data/requirements"
   want="$(cat "$requirements" "$reqs"/sanity.*.txt | sha256sum | cut -d' ' -f1)"
   if [[ ! -x "$dir/bin/python" || "$(cat "$dir/.stamp" 2>/dev/null)" != "$want" ]]; then
     echo "bootstrap: creating sanity virtualenv $dir"
     rm -rf "$dir"
-    python3 -m venv "$dir"
+    "$python" -m venv "$dir"
     "$dir/bin/pip" install -q --upgrade pip
     "$dir/bin/pip" install -q "$(grep '^ansible-core==' "$requirements")" \
       $(for f in "$reqs"/sanity.*.txt; do printf -- '-r %s ' "$f"; done)
     echo "$want" >"$dir/.stamp"
   fi
   local pip_version get_pip
-  pip_version="$(grep -oP "pip='\K[0-9.]+" "$dir/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py" | head -1)"
+  pip_version="$(grep -oP "pip='\K[0-9.]+" "$("$dir/bin/python" -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')/_internal/python_requirements.py" | head -1)"
   get_pip="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
   if [[ -n "$pip_version" ]] && ! cmp -s "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"; then
     mkdir -p "$(dirname "$get_pip")"
     cp "$REPO_ROOT/scripts/get_pip_offline.py" "$get_pip"
   fi
 }
-sanity_venv "${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}" "$VENV" "$REPO_ROOT/requirements.txt"
+sanity_venv "${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}" "$VENV" "$REPO_ROOT/requirements.txt" python3
 
-# ---- The oldest ansible-core the collection claims (scripts/test.sh oldest), only when asked:
-#   scripts/bootstrap.sh oldest
-# A virtualenv with requirements-oldest.txt for the unit tests, and a sanity virtualenv with that
-# ansible-core's own sanity tool pins. Both from PyPI.
-if [[ "${1:-}" == oldest ]]; then
-  OLDEST_VENV="${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}"
-  oldest_want="$(sha256sum "$REPO_ROOT/requirements-oldest.txt" | cut -d' ' -f1)"
-  if [[ ! -x "$OLDEST_VENV/bin/python" || "$(cat "$OLDEST_VENV/.stamp" 2>/dev/null)" != "$oldest_want" ]]; then
-    echo "bootstrap: creating virtualenv $OLDEST_VENV (oldest ansible-core)"
-    rm -rf "$OLDEST_VENV"
-    python3 -m venv "$OLDEST_VENV"
-    "$OLDEST_VENV/bin/pip" install -q --upgrade pip
-    "$OLDEST_VENV/bin/pip" install -q -r "$REPO_ROOT/requirements-oldest.txt"
-    echo "$oldest_want" >"$OLDEST_VENV/.stamp"
+# core_venvs NAME DIR SANITY_DIR REQUIREMENTS PYTHON: the virtualenv of one more ansible-core line
+# (REQUIREMENTS, on PYTHON) for the unit tests, and its sanity virtualenv with that ansible-core's
+# own sanity tool pins. Both from PyPI.
+core_venvs() {
+  local name=$1 dir=$2 sanity_dir=$3 requirements=$4 python=$5 want
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [[ ! -x "$dir/bin/python" || "$(cat "$dir/.stamp" 2>/dev/null)" != "$want" ]]; then
+    echo "bootstrap: creating virtualenv $dir ($name ansible-core, $("$python" --version))"
+    rm -rf "$dir"
+    "$python" -m venv "$dir"
+    "$dir/bin/pip" install -q --upgrade pip
+    "$dir/bin/pip" install -q -r "$requirements"
+    echo "$want" >"$dir/.stamp"
   fi
-  sanity_venv "${GPUVIRT_OLDEST_SANITY_VENV:-$REPO_ROOT/.build/oldest-sanity-venv}" "$OLDEST_VENV" "$REPO_ROOT/requirements-oldest.txt"
+  sanity_venv "$sanity_dir" "$dir" "$requirements" "$python"
+}
+
+# ---- The oldest ansible-core the collection claims (scripts/test.sh oldest), only when asked.
+if [[ " $* " == *" oldest "* ]]; then
+  core_venvs oldest "${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}" \
+    "${GPUVIRT_OLDEST_SANITY_VENV:-$REPO_ROOT/.build/oldest-sanity-venv}" "$REPO_ROOT/requirements-oldest.txt" python3
+fi
+
+# ---- The newest ansible-core the collection claims (scripts/test.sh newest), only when asked. That
+# line needs Python 3.12 or later on the controller, which Debian 12 does not have: pyenv's newest
+# 3.12 (~/.pyenv/versions/3.12.*), or GPUVIRT_NEWEST_PYTHON.
+newest_python() {
+  if [[ -n "${GPUVIRT_NEWEST_PYTHON:-}" ]]; then echo "$GPUVIRT_NEWEST_PYTHON"; return; fi
+  local found
+  found="$(ls -d "$HOME"/.pyenv/versions/3.12.* 2>/dev/null | sort -V | tail -1)"
+  [[ -n "$found" ]] && echo "$found/bin/python3"
+}
+if [[ " $* " == *" newest "* ]]; then
+  python_newest="$(newest_python)"
+  if [[ -z "$python_newest" || ! -x "$python_newest" ]]; then
+    echo "bootstrap: the newest ansible-core needs Python 3.12: install it with pyenv (pyenv install 3.12)" >&2
+    echo "bootstrap: or give its path in GPUVIRT_NEWEST_PYTHON" >&2
+    exit 2
+  fi
+  core_venvs newest "${GPUVIRT_NEWEST_VENV:-$REPO_ROOT/.build/newest-venv}" \
+    "${GPUVIRT_NEWEST_SANITY_VENV:-$REPO_ROOT/.build/newest-sanity-venv}" "$REPO_ROOT/requirements-newest.txt" "$python_newest"
+fi
+
+# ---- Galaxy's importer (scripts/test.sh galaxy), only when asked: galaxy-importer from PyPI in its
+# own virtualenv, as its pins (ansible-lint, attrs, flake8) are not the test virtualenv's.
+if [[ " $* " == *" galaxy "* ]]; then
+  GALAXY_VENV="${GPUVIRT_GALAXY_VENV:-$REPO_ROOT/.build/galaxy-venv}"
+  galaxy_want="$(sha256sum "$REPO_ROOT/requirements-galaxy.txt" | cut -d' ' -f1)"
+  if [[ ! -x "$GALAXY_VENV/bin/python" || "$(cat "$GALAXY_VENV/.stamp" 2>/dev/null)" != "$galaxy_want" ]]; then
+    echo "bootstrap: creating virtualenv $GALAXY_VENV (galaxy-importer)"
+    rm -rf "$GALAXY_VENV"
+    python3 -m venv "$GALAXY_VENV"
+    "$GALAXY_VENV/bin/pip" install -q --upgrade pip
+    "$GALAXY_VENV/bin/pip" install -q -r "$REPO_ROOT/requirements-galaxy.txt"
+    echo "$galaxy_want" >"$GALAXY_VENV/.stamp"
+  fi
 fi
 
 # Ansible finds the collection through this path (a link, so edits take effect).

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the execution environment's build context, with no container engine:
+# Builds the execution environment's build context from a checkout, with no container engine, the
+# way a user does from the installed collection:
 #   1. the collection tarball, `ansible-galaxy collection build` of the files git would commit
-#      (galaxy.yml's build_ignore leaves the tests, lab, Molecule, benchmarks and scripts out),
-#      into .build/ee/gpuvirt-tenancy.tar.gz;
-#   2. `ansible-builder create` from execution-environment.yml into the context directory.
+#      (galaxy.yml's build_ignore leaves the tests, lab, Molecule, benchmarks and scripts out);
+#   2. that tarball installed into an empty collections path;
+#   3. `ansible-builder create` from the installed collection's execution-environment.yml.
 # Then `docker build`/`podman build` that directory, or run `ansible-builder build` instead.
 #   scripts/ee_context.sh [CONTEXT_DIR]      (default .build/ee/context)
 set -euo pipefail
@@ -17,6 +18,8 @@ trap 'rm -rf "$stage"' EXIT
 (cd "$REPO_ROOT" && git ls-files -co --exclude-standard) >"$stage/files"
 rsync -a --files-from="$stage/files" "$REPO_ROOT/" "$stage/src/"
 ansible-galaxy collection build "$stage/src" --output-path "$stage/out" >/dev/null
-mkdir -p "$REPO_ROOT/.build/ee"
-cp "$stage"/out/gpuvirt-tenancy-*.tar.gz "$REPO_ROOT/.build/ee/gpuvirt-tenancy.tar.gz"
-ansible-builder create -f "$REPO_ROOT/execution-environment.yml" -c "$CONTEXT"
+printf '[defaults]\n' >"$stage/ansible.cfg"
+# Only that path: the checkout itself is on the configured collections path and PYTHONPATH (.build/collections).
+env -u PYTHONPATH ANSIBLE_CONFIG="$stage/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$stage/collections" ansible-galaxy collection install "$stage"/out/gpuvirt-tenancy-*.tar.gz \
+  -p "$stage/collections" >/dev/null
+ansible-builder create -f "$stage/collections/ansible_collections/gpuvirt/tenancy/execution-environment.yml" -c "$CONTEXT"

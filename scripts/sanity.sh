@@ -15,5 +15,6 @@ rm -f "$COPY/../.filelist"
 cd "$COPY"
 # Sanity runs on the files that will land; the copy has no .git, so ansible-test lists the tree.
 SANITY_VENV="${GPUVIRT_SANITY_VENV:-$REPO_ROOT/.build/sanity-venv}"
-exec "$SANITY_VENV/bin/ansible-test" sanity --local --python 3.11 \
+# SANITY_PYTHON: the Python version of that virtualenv (3.11, Debian 12's; the newest stage's 3.12).
+exec "$SANITY_VENV/bin/ansible-test" sanity --local --python "${SANITY_PYTHON:-3.11}" \
   --exclude .ci/ --exclude tests/fixtures/ "$@"

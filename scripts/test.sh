@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
 # Runs every test of the collection: the unit tests, ansible-test sanity, ansible-lint
-# (production profile), the Galaxy package's docs and changelog lint, the oldest ansible-core
-# the collection claims, and Molecule's lab scenario (a real kernel under QEMU).
+# (production profile), the Galaxy package's docs and changelog lint, Galaxy's importer, the oldest
+# and the newest ansible-core the collection claims, and Molecule's lab scenario (a real kernel
+# under QEMU).
 # Installs what it needs first (as root on a fresh Debian 12 machine).
 #
 #   scripts/test.sh                 everything
-#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, oldest, lab)
+#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, galaxy, oldest, newest, lab)
 #
 # unit      pytest tests/unit; fails when nothing is collected and when a test is skipped (a
 #           missing dependency such as libvirt-python must not pass green)
 # docs      the docsite's stage pages match docs/*.md (scripts/docsite.py), antsibull-docs
 #           lint-collection-docs (modules, roles, docsite) and antsibull-changelog lint
+# galaxy    Galaxy's importer (galaxy-importer from PyPI, ansible-test off: it needs containers) on
+#           the built tarball: no error, no warning, docs for every plugin it lists, a README per role
 # oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
-#           plugins/modules and plugins/module_utils parses for Python 3.6 (that version's oldest
+#           plugins/modules and plugins/module_utils, and tools/capture_host.py, parses for Python 3.6 (that version's oldest
 #           target Python), then the unit tests and ansible-test sanity
+# newest    on ansible-core of requirements-newest.txt (the newest line, which needs Python 3.12: pyenv's,
+#           in its own virtualenv): the unit tests (tests/unit/test_preview.py among them: the preview
+#           playbook of the example inventory on the DGX A100-class capture) and ansible-test sanity
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
 stages=("$@")
-((${#stages[@]})) || stages=(unit sanity lint docs oldest lab)
+((${#stages[@]})) || stages=(unit sanity lint docs galaxy oldest newest lab)
 
+# The stages with virtualenvs of their own, made only when asked.
 bootstrap_args=()
-[[ " ${stages[*]} " == *" oldest "* ]] && bootstrap_args=(oldest)
+for stage in oldest newest galaxy; do
+  [[ " ${stages[*]} " == *" $stage "* ]] && bootstrap_args+=("$stage")
+done
 bash scripts/bootstrap.sh "${bootstrap_args[@]}" || { echo "test: bootstrap failed" >&2; exit 2; }
 source scripts/env.sh
 OLDEST_VENV="${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}"
 OLDEST_SANITY_VENV="${GPUVIRT_OLDEST_SANITY_VENV:-$REPO_ROOT/.build/oldest-sanity-venv}"
+NEWEST_VENV="${GPUVIRT_NEWEST_VENV:-$REPO_ROOT/.build/newest-venv}"
+NEWEST_SANITY_VENV="${GPUVIRT_NEWEST_SANITY_VENV:-$REPO_ROOT/.build/newest-sanity-venv}"
+GALAXY_VENV="${GPUVIRT_GALAXY_VENV:-$REPO_ROOT/.build/galaxy-venv}"
 passed=0 failed=0 failed_names=()
 
 run_stage() {
@@ -81,12 +93,13 @@ docs() {
   return $rc
 }
 
-# Every file of plugins/modules and plugins/module_utils runs on the managed hosts, whose oldest
+# Every file of plugins/modules and plugins/module_utils, and the capture tool (gpuvirt.tenancy.capture),
+# runs on the managed hosts, whose oldest
 # Python that ansible-core (2.16) supports is 3.6: the parser at feature_version 3.6 catches new
 # syntax (:=, positional-only parameters, f"{x=}", match); the rest are names the parser accepts and 3.6
 # does not have.
 py36_parse() {
-  python3 - plugins/modules plugins/module_utils <<'PY'
+  python3 - plugins/modules plugins/module_utils tools/capture_host.py <<'PY'
 import ast
 import os
 import sys
@@ -133,7 +146,8 @@ def problems(path):
 found = 0
 count = 0
 for top in sys.argv[1:]:
-    for folder, _dirs, files in sorted(os.walk(top)):
+    walk = [(os.path.dirname(top), [], [os.path.basename(top)])] if os.path.isfile(top) else sorted(os.walk(top))
+    for folder, _dirs, files in walk:
         for name in sorted(files):
             if name.endswith(".py"):
                 count += 1
@@ -157,6 +171,68 @@ oldest() {
   return $rc
 }
 
+# The newest ansible-core the collection claims, on its Python (3.12): its own virtualenv first on
+# PATH (the ansible-playbook of the preview test and the ansible-galaxy of the install tests), its
+# own sanity virtualenv.
+newest() {
+  local rc=0 python_version
+  "$NEWEST_VENV/bin/ansible" --version | head -1
+  python_version="$("$NEWEST_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" || rc=1
+  GPUVIRT_SANITY_VENV="$NEWEST_SANITY_VENV" SANITY_PYTHON="$python_version" \
+    SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-newest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
+    bash scripts/sanity.sh || rc=1
+  return $rc
+}
+
+# Galaxy's importer on the tarball a release would upload: the files git would commit, built by
+# ansible-galaxy. galaxy.yml names no repository (the publisher sets it before publishing, see the
+# changelog); Galaxy requires one, so the copy checked here gets GPUVIRT_REPOSITORY_URL, else the
+# checkout's origin remote, else a stand-in that says it is one. ansible-test is off (it needs a
+# container engine); ansible-lint and ansible-doc run as on Galaxy.
+galaxy() {
+  local work rc repository
+  work="$(mktemp -d)"
+  (cd "$REPO_ROOT" && git ls-files -co --exclude-standard) >"$work/files"
+  rsync -a --files-from="$work/files" "$REPO_ROOT/" "$work/src/"
+  repository="${GPUVIRT_REPOSITORY_URL:-$(git -C "$REPO_ROOT" remote get-url origin 2>/dev/null || true)}"
+  if ! grep -q '^repository:' "$work/src/galaxy.yml"; then
+    repository="${repository:-https://repository.invalid/stand-in-for-the-publishers-url}"
+    echo "galaxy: galaxy.yml names no repository; checking with repository: $repository"
+    printf 'repository: %s\n' "$repository" >>"$work/src/galaxy.yml"
+  fi
+  ansible-galaxy collection build "$work/src" --output-path "$work/out" >/dev/null || { rm -rf "$work"; return 1; }
+  (cd "$work" && PATH="$GALAXY_VENV/bin:$PATH" GALAXY_IMPORTER_RUN_ANSIBLE_TEST=false \
+    GALAXY_IMPORTER_TMP_ROOT_DIR="$work" \
+    "$GALAXY_VENV/bin/python" -m galaxy_importer.main --print-result "$work"/out/*.tar.gz) >"$work/importer.log" 2>&1
+  rc=$?
+  python3 - "$work/importer.log" "$rc" <<'PY' || rc=1
+import json
+import sys
+
+text = open(sys.argv[1], encoding="utf-8").read()
+problems = [line for line in text.splitlines() if line.startswith(("WARNING", "ERROR"))]
+if sys.argv[2] != "0":
+    problems.append("galaxy-importer exited %s" % sys.argv[2])
+start = text.find("\n{")
+result = json.loads(text[start:text.rindex("}") + 1]) if start >= 0 else {"docs_blob": {"contents": []}}
+found = result["docs_blob"]["contents"]
+for content in found:
+    kind, name = content["content_type"], content["content_name"]
+    if kind in ("module", "filter", "test", "lookup", "inventory", "callback", "connection") and not content.get("doc_strings"):
+        problems.append("%s %s: listed by the importer without docs" % (kind, name))
+    if kind == "role" and not content.get("readme_file"):
+        problems.append("role %s: no README" % name)
+print("galaxy: %d contents, %d problems" % (len(found), len(problems)))
+for line in problems:
+    print("galaxy: " + line)
+sys.exit(1 if problems or not found else 0)
+PY
+  ((rc == 0)) || tail -40 "$work/importer.log"
+  rm -rf "$work"
+  return $rc
+}
+
 lab() {
   if [[ -f molecule/default/molecule.yml ]]; then
     molecule test -s default
@@ -172,9 +248,11 @@ for stage in "${stages[@]}"; do
     sanity) run_stage sanity bash scripts/sanity.sh ;;
     lint) run_stage lint lint ;;
     docs) run_stage docs docs ;;
+    galaxy) run_stage galaxy galaxy ;;
     oldest) run_stage oldest oldest ;;
+    newest) run_stage newest newest ;;
     lab) run_stage lab lab ;;
-    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, oldest, lab)" >&2; exit 2 ;;
+    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, galaxy, oldest, newest, lab)" >&2; exit 2 ;;
   esac
 done
 

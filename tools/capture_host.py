@@ -28,10 +28,9 @@ What is copied:
                               collection's udev rule and systemd units
 Symlinks are kept as links (made relative to the capture root); links are never
 followed while walking, so sysfs loops cannot recurse. Unreadable files are skipped.
-Standard library only, so it runs with any python3 on the host being captured.
+Standard library only, and Python 3.6 syntax, so it runs with any python3 on the host being
+captured. The playbook gpuvirt.tenancy.capture runs it on every host and fetches the captures.
 """
-from __future__ import annotations
-
 import argparse
 import datetime
 import os
@@ -39,6 +38,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from typing import List, Optional
 
 PCI_ATTRS = (
     "vendor", "device", "class", "revision", "subsystem_vendor", "subsystem_device",
@@ -75,8 +75,8 @@ class Capture:
         self.out = os.path.abspath(out)
         self.files = 0
         self.links = 0
-        self.skipped: list[str] = []
-        self.done: set[str] = set()
+        self.skipped = []  # host paths
+        self.done = set()  # PCI device directories copied
 
     def host(self, path: str) -> str:
         return os.path.join(self.src, path.lstrip("/"))
@@ -104,7 +104,7 @@ class Capture:
         self.files += 1
         return True
 
-    def copy_link(self, path: str) -> str | None:
+    def copy_link(self, path: str) -> Optional[str]:
         """Recreate a symlink; returns its target as a host path (resolved), or None."""
         src = self.host(path)
         if not os.path.islink(src):
@@ -123,7 +123,7 @@ class Capture:
     def make_dir(self, path: str) -> None:
         os.makedirs(self.dest(path), exist_ok=True)
 
-    def listdir(self, path: str) -> list[str]:
+    def listdir(self, path: str) -> List[str]:
         try:
             return sorted(os.listdir(self.host(path)))
         except OSError:
@@ -254,7 +254,7 @@ def size_of(tree: str) -> int:
     return total
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("out", help="output directory, or a .tar / .tar.gz file")
     parser.add_argument("--root", default="/", help="root of the tree to capture (default /)")

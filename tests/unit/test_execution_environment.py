@@ -3,10 +3,11 @@
 
 - The artifact (`ansible-galaxy collection build`, as scripts/ee_context.sh makes it): galaxy.yml's
   build_ignore leaves the tests, lab, Molecule, benchmarks and scripts out; it installs into an
-  empty collections path and `ansible-doc -l` lists every module there.
+  empty collections path without a warning, `ansible-doc -l` lists every module there, and
+  yamllint passes in the installed tree.
 - meta/runtime.yml's action groups hold the modules that share their options (module_defaults).
 - execution-environment.yml: ansible-builder 3 accepts it and `ansible-builder create` (no
-  container engine) produces a build context with the collection and what runs on the controller
+  container engine), from the installed collection alone, produces a build context with the collection and what runs on the controller
   only: no libvirt-python, no compiler, no libvirt headers, for this EE or any EE that includes
   the collection (`ansible-builder introspect` of the installed collection)."""
 
@@ -21,6 +22,8 @@ import tarfile
 
 import pytest
 import yaml
+
+import built_collection  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -39,6 +42,12 @@ def pins(path):
 
 
 @pytest.fixture(scope="module")
+def artifact():
+    """The collection tarball a release holds (tests/unit/built_collection.py)."""
+    return built_collection.artifact()
+
+
+@pytest.fixture(scope="module")
 def context(tmp_path_factory):
     out = tmp_path_factory.mktemp("ee") / "context"
     proc = subprocess.run(["bash", os.path.join(REPO, "scripts", "ee_context.sh"), str(out)],
@@ -51,6 +60,7 @@ def context(tmp_path_factory):
 # Paths of the repository that must never reach the artifact (lab, tests and their tooling).
 LEFT_OUT = ("tests/", "molecule/", "lab/", "benchmarks/", "scripts/", "inventories/lab/", "playbooks/lab/",
             ".ci/", ".build/", ".venv/", "docs/lab.md", "docs/benchmarks.md", "requirements.txt", "ansible.cfg")
+SHIPPED_TEST_FILES = ("tests/config.yml",)
 # What a job on the controller must not pull in: libvirt-python and its build chain.
 HOST_ONLY = ("libvirt", "gcc", "pkg-config", "pkgconf", "python3-dev", "python3.11-devel")
 
@@ -100,12 +110,11 @@ def test_create_writes_the_build_context(context):
     rules = [line for line in (build / "bindep.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert rules and not [line for line in rules if any(word in line for word in HOST_ONLY)]
     requirements = yaml.safe_load((build / "requirements.yml").read_text())
-    assert requirements["collections"] == [{"name": "/build/collections/gpuvirt-tenancy.tar.gz", "type": "file"}]
-
-
-@pytest.fixture(scope="module")
-def artifact(context):
-    return context / "_build" / "collections" / "gpuvirt-tenancy.tar.gz"
+    assert requirements["collections"] == [{"name": "/build/collections/ansible_collections/gpuvirt/tenancy", "type": "dir"}]
+    # The Containerfile copies _build to /build, where that requirement finds the installed collection.
+    assert "COPY _build /build" in text
+    manifest = json.loads((build / "collections" / "ansible_collections" / "gpuvirt" / "tenancy" / "MANIFEST.json").read_text())
+    assert manifest["collection_info"]["name"] == "tenancy"
 
 
 def test_artifact_holds_the_collection_without_its_tests_or_lab(artifact):
@@ -118,32 +127,24 @@ def test_artifact_holds_the_collection_without_its_tests_or_lab(artifact):
     for path in ("LICENSE", "README.md", "changelogs/changelog.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
                  "bindep.txt", "execution-environment.yml", "awx/job_templates.yml", "docs/docsite/extra-docs.yml",
                  "plugins/modules/preflight_info.py", "plugins/module_utils/preflight.py", "roles/preflight/tasks/main.yml",
-                 "playbooks/site.yml", "playbooks/preflight.yml"):
+                 "playbooks/site.yml", "playbooks/preflight.yml", ".yamllint", "tests/config.yml"):
         assert path in names
     assert ["plugins/modules/%s.py" % name for name in module_names()] == sorted(n for n in names if n.startswith("plugins/modules/"))
-    assert [n for n in names if n.startswith(LEFT_OUT) or "__pycache__" in n or n.endswith(".pyc")] == []
+    # Of tests/, only ansible-test's configuration ships.
+    assert [n for n in names if n.startswith(LEFT_OUT) and n not in SHIPPED_TEST_FILES or "__pycache__" in n or n.endswith(".pyc")] == []
 
 
-def clean_env(collections):
-    """The environment of a user who installed the artifact into ``collections`` and nothing else."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(collections / "ansible.cfg"))
-    env.pop("PYTHONPATH", None)
-    return env
+clean_env = built_collection.clean_env
 
 
 @pytest.fixture(scope="module")
-def installed(artifact, tmp_path_factory):
-    """The artifact installed into an empty collections path, as a user installs it."""
+def installed(tmp_path_factory):
+    """The artifact installed into an empty collections path, as a user installs it: no warning."""
     path = tmp_path_factory.mktemp("collections")
-    bindir = os.path.dirname(sys.executable)
-    # Only the new path: the checkout's .build/collections (also on PYTHONPATH) holds gpuvirt.tenancy.
-    config = path / "ansible.cfg"
-    config.write_text("[defaults]\n")
-    env = clean_env(path)
-    proc = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", str(artifact), "-p", str(path)],
-                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    proc = built_collection.install(path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gpuvirt.tenancy:0.1.0 was installed successfully" in proc.stdout
+    assert "WARNING" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return path
 
 
@@ -153,6 +154,42 @@ def test_installed_artifact_lists_every_module(installed):
                           capture_output=True, text=True, env=env, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert sorted(json.loads(proc.stdout)) == ["gpuvirt.tenancy.%s" % name for name in module_names()]
+
+
+def test_ee_context_from_the_installed_collection_alone(installed, tmp_path):
+    """A user with the installed collection and no checkout: ansible-builder create from the
+    installed execution-environment.yml, run elsewhere, writes a context holding the collection;
+    the image's galaxy step (ansible-galaxy collection install -r requirements.yml) installs it."""
+    tree = installed / "ansible_collections" / "gpuvirt" / "tenancy"
+    bindir = os.path.dirname(sys.executable)
+    proc = subprocess.run([os.path.join(bindir, "ansible-builder"), "create", "-f", str(tree / "execution-environment.yml"),
+                           "-c", str(tmp_path / "context")], cwd=str(tmp_path), capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No matches" not in proc.stdout + proc.stderr and "does not exist" not in proc.stdout + proc.stderr
+    build = tmp_path / "context" / "_build"
+    # The galaxy stage of the image, with /build being this context's _build.
+    requirements = (build / "requirements.yml").read_text().replace("/build/", str(build) + "/")
+    (tmp_path / "requirements.yml").write_text(requirements)
+    image = tmp_path / "image-collections"
+    env = clean_env(image)
+    image.mkdir()
+    (image / "ansible.cfg").write_text("[defaults]\n")
+    proc = subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-r", str(tmp_path / "requirements.yml"),
+                           "-p", str(image)], capture_output=True, text=True, env=env, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([os.path.join(bindir, "ansible-doc"), "-l", "gpuvirt.tenancy", "--json"],
+                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)) == ["gpuvirt.tenancy.%s" % name for name in module_names()]
+
+
+def test_yamllint_passes_in_the_installed_tree(installed):
+    """The shipped .yamllint holds the rules (and leaves out antsibull-changelog's changelog.yaml),
+    so yamllint run where the collection is installed passes."""
+    tree = installed / "ansible_collections" / "gpuvirt" / "tenancy"
+    proc = subprocess.run([sys.executable, "-m", "yamllint", "-s", "."], cwd=str(tree),
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
 
 
 def test_installed_collection_pushes_nothing_of_the_hosts_into_an_ee(installed):
@@ -190,11 +227,14 @@ def test_action_groups_for_module_defaults():
 
 
 def test_requires_ansible_is_the_tested_range():
-    """scripts/test.sh tests the oldest (stage oldest) and the pinned ansible-core."""
-    repo = pins(os.path.join(REPO, "requirements.txt"))
-    oldest = pins(os.path.join(REPO, "requirements-oldest.txt"))
-    low, high = oldest["ansible-core"].rsplit(".", 1)[0], repo["ansible-core"].split(".")
-    assert runtime()["requires_ansible"] == ">=%s.0,<%s.%d.0" % (low, high[0], int(high[1]) + 1)
+    """scripts/test.sh tests the oldest (stage oldest), the pinned and the newest (stage newest)
+    ansible-core; the claim runs from the oldest line to the newest one, both included."""
+    versions = [pins(os.path.join(REPO, name))["ansible-core"]
+                for name in ("requirements-oldest.txt", "requirements.txt", "requirements-newest.txt")]
+    lines = [tuple(int(part) for part in version.split(".")[:2]) for version in versions]
+    assert lines == sorted(lines) and len(set(lines)) == 3
+    (low_major, low_minor), (high_major, high_minor) = lines[0], lines[-1]
+    assert runtime()["requires_ansible"] == ">=%d.%d.0,<%d.%d.0" % (low_major, low_minor, high_major, high_minor + 1)
 
 
 def test_roles_claim_the_oldest_tested_version_and_the_lab_platform():

@@ -107,12 +107,12 @@ def test_job_templates_playbook_uses_every_survey_and_chains_the_workflow():
     used = set(t["survey"] for t in templates) | {"workflow.json"}
     assert used == set(os.path.basename(p) for p in SURVEYS)
     for template in templates:
-        assert os.path.exists(os.path.join(REPO, template["playbook"])), template["playbook"]
+        assert os.path.exists(os.path.join(REPO, "awx", "project", template["playbook"])), template["playbook"]
     assert [t["job_type"] for t in templates][0] == "check"  # preflight runs in check mode
     modules = [next(k for k in task if "." in k) for task in play["tasks"]]
-    assert modules == ["ansible.builtin.assert", "awx.awx.credential",
-                       "awx.awx.execution_environment", "awx.awx.project", "awx.awx.inventory", "awx.awx.inventory_source",
-                       "awx.awx.job_template", "awx.awx.workflow_job_template"]
+    assert modules == ["ansible.builtin.assert", "ansible.builtin.stat", "ansible.builtin.assert", "awx.awx.credential",
+                       "awx.awx.credential", "ansible.builtin.fail", "awx.awx.execution_environment", "awx.awx.project",
+                       "awx.awx.inventory", "awx.awx.inventory_source", "awx.awx.job_template", "awx.awx.workflow_job_template"]
     nodes = play["tasks"][-1]["awx.awx.workflow_job_template"]["workflow_nodes"]
     chain = [(n["identifier"], [s["identifier"] for s in (n.get("related") or {}).get("success_nodes", [])]) for n in nodes]
     assert chain == [("preflight", ["bring-up"]), ("bring-up", ["tenants"]), ("tenants", ["guests"]), ("guests", [])]

@@ -11,7 +11,7 @@ import uuid
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info

@@ -9,7 +9,7 @@ import math
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.fleet import deferred_hosts, reboot_share
+from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import deferred_hosts, reboot_share
 
 BATCH = ["h0", "h1", "h2", "h3"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.gpu_sharing import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.mps_gpus import FilterModule
 
 MPS_GPUS = FilterModule().filters()["mps_gpus"]
 

@@ -8,7 +8,7 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 BARE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 SETTINGS = FilterModule().filters()["tenant_vf_settings"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.placement import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
