@@ -145,7 +145,7 @@ def load_entries(params, host):
         raise exc
     path = params["config_file"]
     try:
-        with open(host.path(path), "r", encoding="utf-8") as handle:
+        with open(host.path(path, "config_file"), "r", encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
     except (OSError, IOError) as exc:
         raise InputError("config_file %s cannot be read: %s" % (path, exc))

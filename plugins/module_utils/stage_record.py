@@ -52,7 +52,7 @@ def options_digest(options):
 def read_records(host):
     """The stages' records on the host: stage -> {module, digest, params}. A missing file is
     none; an unreadable one or one of another format is none too (every stage then runs)."""
-    path = host.path(RECORDS_PATH)
+    path = host.path(RECORDS_PATH, "record")
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -77,7 +77,7 @@ def write_record(host, module_name, params, argument_spec):
     if stages.get(stage) == entry:
         return False
     stages[stage] = entry
-    path = host.path(RECORDS_PATH)
+    path = host.path(RECORDS_PATH, "record")
     host.files.makedirs(os.path.dirname(path), 0o755)
     host.files.write(path, json.dumps({"format": RECORDS_FORMAT, "stages": stages}, indent=1, sort_keys=True) + "\n",
                      mode=0o644)

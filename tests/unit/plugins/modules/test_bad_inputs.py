@@ -26,6 +26,14 @@ DOC = os.path.join(REPO_ROOT, "docs", "reliability.md")
 BEGIN, END = "<!-- bad-inputs table: generated from tests/unit/plugins/modules/test_bad_inputs.py -->", "<!-- end -->"
 PF = "0000:81:00.0"
 NOT_UTF8 = b"# \xff\xfe latin-1 \xe9\n"
+OUTSIDE = "outside"  # a directory next to the root: nothing there may change
+
+
+class Link(str):
+    """A file put in the world as an absolute symlink to this name in the directory next to
+    the root (a capture's absolute link, leading out of the tree)."""
+
+
 ROWS = [(0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "v1", "ens3np0"),
         (1, "0000:0000:0000:0000:0000:ffff:0b00:0048", "v2", "ens3np0")]
 
@@ -86,6 +94,8 @@ BAD_INPUTS = [
     ("iommu_grub", "hugepage size the CPU has not", {"args": [{"name": "hugepagesz", "value": "1G"},
                                                               {"name": "hugepages", "value": "4"}]}, {},
      "page size this CPU does not have"),
+    ("iommu_grub", "GRUB file a symlink out of the root", {}, {"/etc/default/grub": Link("grub")},
+     "grub_file: /etc/default/grub resolves to"),
     ("iommu_grub", "pre_bind_ids with a newline", {"pre_bind_ids": ["10de:2330\nx"]}, {}, "pre_bind_ids"),
     ("hugepages", "persist_unit a directory", {"persist": True, "persist_unit": "/etc/systemd/system"}, {},
      "persist_unit: /etc/systemd/system is a directory"),
@@ -95,12 +105,41 @@ BAD_INPUTS = [
      "is not a directory"),
     ("hugepages", "persist_unit not UTF-8", {"persist": True},
      {"/etc/systemd/system/gpuvirt-hugepages.service": NOT_UTF8}, "persist_unit: "),
+    ("hugepages", "persist_unit with '..' out of the root", {"persist": True, "persist_unit": "/etc/../../outside/x.service"},
+     {}, "persist_unit: /etc/../../outside/x.service resolves to"),
+    ("hugepages", "systemd directory a symlink out of the root", {"persist": True, "persist_unit": "/etc/systemd/link/x.service"},
+     {"/etc/systemd/link": Link("")}, "persist_unit: /etc/systemd/link/x.service resolves to"),
+    ("hugepages", "persist_unit not a unit file name", {"persist": True, "persist_unit": "/etc/systemd/system/a%b.service"},
+     {}, "is not a systemd service file name"),
+    ("hugepages", "mount path a symlink out of the root", {"mounts": [{"size": "2M", "path": "/dev/hp"}]},
+     {"/dev/hp": Link("hp")}, "mounts[0].path: /dev/hp resolves to"),
+    ("hugepages", "mount path with '..'", {"mounts": [{"size": "2M", "path": "/dev/../../outside/hp"}]}, {},
+     "is not normalised"),
+    ("hugepages", "mount path with '.'", {"mounts": [{"size": "2M", "path": "/dev/./hp"}]}, {}, "give '/dev/hp'"),
     ("hugepages", "negative count", {"pages": [{"size": "2M", "count": -4}]}, {}, "is not a whole number"),
     ("hugepages", "mount path with a control character", {"mounts": [{"size": "2M", "path": "/dev/huge\x01"}]}, {},
      "control character"),
     ("nccl_env", "path a directory", {"path": "/etc"}, {}, "path: /etc is a directory"),
     ("nccl_env", "path under a file", {"path": "/sys/class/infiniband/mlx5_0/ports/1/link_layer/nccl.conf"}, {},
      "is not a directory"),
+    ("nccl_env", "path with '..' out of the root", {"path": "/etc/../../outside/nccl.conf"}, {},
+     "path: /etc/../../outside/nccl.conf resolves to"),
+    ("nccl_env", "nccl.conf a symlink out of the root", {}, {"/etc/nccl.conf": Link("nccl.conf")},
+     "path: /etc/nccl.conf resolves to"),
+    ("nccl_env", "hosts_path with '..' out of the root",
+     {"hosts_path": "/etc/../../outside/hosts", "hosts_entries": [{"ip": "192.0.2.1", "names": ["a"]}]}, {},
+     "hosts_path: /etc/../../outside/hosts resolves to"),
+    ("nccl_env", "socket_ifname with a blank between names", {"socket_ifname": "eth0 eth1"}, {},
+     "socket_ifname: 'eth0 eth1' is not NCCL_SOCKET_IFNAME's"),
+    ("nccl_env", "socket_ifname in extra with a blank", {"extra": {"NCCL_SOCKET_IFNAME": "eth0 eth1"}}, {},
+     "extra.NCCL_SOCKET_IFNAME: "),
+    ("nccl_env", "ib_hca with an empty entry", {"ib_hca": [""]}, {}, "ib_hca: entry 0 is empty"),
+    ("nccl_env", "HCA in extra that does not exist", {"ib_hca": [], "extra": {"NCCL_IB_HCA": "=mlx5_9:1"}}, {},
+     "extra.NCCL_IB_HCA: no RDMA device mlx5_9"),
+    ("nccl_env", "HCA in extra not in NCCL's syntax", {"ib_hca": [], "extra": {"NCCL_IB_HCA": "mlx5_0:1 mlx5_1"}}, {},
+     "extra.NCCL_IB_HCA: 'mlx5_0:1 mlx5_1' is not DEVICE or DEVICE:PORT"),
+    ("nccl_env", "HCA in both ib_hca and extra", {"extra": {"NCCL_IB_HCA": "mlx5_0"}}, {},
+     "extra: NCCL_IB_HCA is managed by its own option"),
     ("nccl_env", "nccl.conf not UTF-8", {}, {"/etc/nccl.conf": NOT_UTF8}, "path: "),
     ("nccl_env", "extra value with a newline", {"extra": {"NCCL_IB_TC": "106\nNCCL_IB_GID_INDEX=0"}}, {},
      "extra.NCCL_IB_TC"),
@@ -118,11 +157,23 @@ BAD_INPUTS = [
     ("mlx_rocev2", "persist_script with a blank", {"persist_script": "/usr/local/sbin/a b"}, {}, "udev rule"),
     ("mlx_rocev2", "persist_script with a newline", {"persist_script": "/usr/local/sbin/a\nRUN+=x"}, {},
      "control character"),
+    ("mlx_rocev2", "persist_rules_dir with '..' out of the root", {"persist_rules_dir": "/etc/../../outside"}, {},
+     "persist_rules_dir: /etc/../../outside resolves to"),
+    ("mlx_rocev2", "persist_rules_dir a symlink out of the root", {"persist_rules_dir": "/etc/udev/link"},
+     {"/etc/udev/link": Link("")}, "persist_rules_dir: /etc/udev/link resolves to"),
+    ("mlx_rocev2", "persist_script with '..' out of the root", {"persist_script": "/usr/../../outside/roce"}, {},
+     "persist_script: /usr/../../outside/roce resolves to"),
+    ("mlx_rocev2", "RDMA device name with a quote", {"rdma_device": 'mlx5_0",RUN+="x'},
+     {'/sys/class/infiniband/mlx5_0",RUN+="x/ports/1/state': b"4: ACTIVE\n"}, "cannot go into a udev rule"),
     ("mlx_rocev2", "rule file not UTF-8", {}, {"/etc/udev/rules.d/70-gpuvirt-roce-mlx5_0.rules": NOT_UTF8},
      "persist_rules_dir: "),
     ("vfio_bind", "device address with a control character", {"devices": ["0000:82:\x0100.0"]}, {}, "devices"),
     ("vfio_bind", "id with a newline", {"devices": [], "ids": ["1234:11e8\nx"]}, {}, "ids"),
     ("sriov_vfs", "PF with a newline", {"pf": PF + "\nx"}, {}, "pf"),
+    ("sriov_vfs", "systemd directory a symlink out of the root", {}, {"/etc/systemd/system": Link("")},
+     "persist: /etc/systemd/system/"),
+    ("mig_profile", "config_file a symlink out of the root", {}, {"/etc/mig.yaml": Link("mig.yaml")},
+     "config_file: /etc/mig.yaml resolves to"),
     ("mig_profile", "mig-parted file not UTF-8", {}, {"/etc/mig.yaml": NOT_UTF8}, "config_file /etc/mig.yaml is not UTF-8"),
     ("mig_profile", "config_file a directory", {"config_file": "/etc"}, {"/etc/x": b""}, "config_file /etc cannot be read"),
 ]
@@ -141,9 +192,18 @@ def host_of(name, root, world):
 
 
 def put(root, files):
+    outside = os.path.join(os.path.dirname(str(root)), OUTSIDE)
+    os.makedirs(outside, exist_ok=True)
     for path, data in files.items():
         real = os.path.join(str(root), path.lstrip("/"))
         os.makedirs(os.path.dirname(real), exist_ok=True)
+        if isinstance(data, Link):
+            if os.path.isdir(real) and not os.path.islink(real):
+                os.rmdir(real)
+            elif os.path.lexists(real):
+                os.unlink(real)
+            os.symlink(os.path.join(outside, data) if data else outside, real)
+            continue
         with open(real, "wb") as handle:
             handle.write(data)
 
@@ -153,13 +213,13 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, name, what, ar
     root = tmp_path / "root"
     world = WORLDS[name](root)
     put(root, files)
-    before = tree_state(str(root))
+    before = tree_state(str(tmp_path))
     result = run_module(module_of(name).main, dict(BASE_ARGS[name], **args), host=host_of(name, root, world))
     assert result.get("failed") is True, (what, result)
     assert message in result["msg"], (what, result["msg"])
     assert "exception" not in result and "Traceback" not in result["msg"], result
     assert result["changed"] is False, result
-    assert tree_state(str(root)) == before, what
+    assert tree_state(str(tmp_path)) == before, what  # the root and what lies next to it
 
 
 @pytest.mark.parametrize("name", MODULES)
