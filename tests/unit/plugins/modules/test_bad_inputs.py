@@ -7,9 +7,13 @@ test_bad_inputs.py`` writes it, and ``test_the_documented_table_is_this_list`` k
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 if __name__ == "__main__":  # run as a script to write the table
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -229,6 +233,83 @@ def test_a_root_that_is_no_directory_is_an_error(tmp_path, name, what, root_name
     result = run_module(module_of(name).main, dict(BASE_ARGS[name], root=str(tmp_path / root_name)))
     assert result.get("failed") is True and "is not a directory" in result["msg"], (what, result)
     assert result["changed"] is False
+
+
+# ---------------------------------------------------------------------------- no write outside the root
+# Every host-changing module that takes a root runs in-process (not in check mode) on the worlds
+# above with generated path options ('..', '.', names that lead next to the root) and generated
+# symlinks in the tree, relative or absolute, that lead out of it (what they named moved out
+# first, so that a write through the link would land outside): the directory next to the root
+# stays byte for byte as it was, and no run ends in a traceback.
+# Host paths each module reads to edit, writes or links (its defaults and the test worlds' files).
+LINKABLE = {
+    "iommu_grub": ["/etc", "/etc/default", "/etc/default/grub", "/etc/modules-load.d", "/etc/modprobe.d",
+                   "/etc/initramfs-tools"],
+    "hugepages": ["/etc", "/etc/systemd", "/etc/systemd/system", "/dev", "/sys/devices/system/node/node0/hugepages",
+                  "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"],
+    "nccl_env": ["/etc", "/etc/nccl.conf", "/etc/hosts"],
+    "mlx_rocev2": ["/etc", "/etc/udev", "/etc/udev/rules.d", "/usr/local/sbin", "/usr/local", "/sys/kernel/config"],
+    "sriov_vfs": ["/etc", "/etc/systemd/system", "/usr/local/libexec", "/usr/local/libexec/gpuvirt", "/etc/gpuvirt",
+                  "/sys/bus/pci/devices/0000:81:00.0"],
+    "vfio_bind": ["/etc", "/etc/systemd/system", "/usr/local/libexec/gpuvirt", "/etc/modprobe.d",
+                  "/etc/modules-load.d", "/sys/bus/pci/devices/0000:82:00.0"],
+    "mig_profile": ["/etc", "/etc/mig.yaml"],
+}
+NAMES = ["..", ".", "etc", "outside", "systemd", "system", "udev", "dev", "hp", "x.service", "nccl.conf", "hosts",
+         "grub", "default", "rules.d"]
+PATHS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts))
+
+
+def path_options(name):
+    """The module's path options, each left at its default or generated."""
+    maybe = lambda key, strategy: st.one_of(st.just({}), strategy.map(lambda value: {key: value}))  # noqa: E731
+    mount = PATHS.map(lambda path: {"mounts": [{"size": "2M", "path": path}]})
+    options = {
+        "iommu_grub": [maybe("grub_file", PATHS)],
+        "hugepages": [st.just({"persist": True}), maybe("persist_unit", PATHS.map(lambda p: p + ".service")),
+                      st.one_of(st.just({}), mount), maybe("boot_config", st.just("grub")), maybe("grub_file", PATHS)],
+        "nccl_env": [maybe("path", PATHS), maybe("hosts_path", PATHS),
+                     st.just({"hosts_entries": [{"ip": "192.0.2.1", "names": ["a"]}]})],
+        "mlx_rocev2": [maybe("persist_rules_dir", PATHS), maybe("persist_script", PATHS)],
+        "sriov_vfs": [st.just({})],
+        "vfio_bind": [st.just({})],
+        "mig_profile": [maybe("config_file", PATHS)],
+    }[name]
+    return st.tuples(*options).map(lambda parts: dict(kv for part in parts for kv in part.items()))
+
+
+def link_out(root, outside, host_path, absolute):
+    """Move what ``host_path`` holds next to the root and leave a link to it in its place."""
+    real = os.path.join(root, host_path.lstrip("/"))
+    if os.path.islink(real) or not os.path.lexists(os.path.dirname(real)) and not os.path.lexists(real):
+        return
+    target = os.path.join(outside, host_path.strip("/").replace("/", "_"))
+    if os.path.lexists(real):
+        shutil.move(real, target)
+    else:
+        os.makedirs(target)
+    os.symlink(target if absolute else os.path.relpath(target, os.path.dirname(os.path.realpath(real))), real)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_file_outside_the_root_changes(name):
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(options=path_options(name),
+           links=st.lists(st.tuples(st.sampled_from(LINKABLE[name]), st.booleans()), max_size=2, unique_by=lambda l: l[0]))
+    def check(options, links):
+        with tempfile.TemporaryDirectory() as top:
+            root, outside = os.path.join(top, "root"), os.path.join(top, "outside")
+            os.makedirs(outside)
+            world = WORLDS[name](root)
+            with open(os.path.join(outside, "keep"), "w", encoding="utf-8") as handle:
+                handle.write("outside the root\n")
+            for host_path, absolute in links:
+                link_out(root, outside, host_path, absolute)
+            before = tree_state(outside)
+            result = run_module(module_of(name).main, dict(BASE_ARGS[name], **options), host=host_of(name, root, world))
+            assert "exception" not in result and "Traceback" not in result.get("msg", ""), result
+            assert tree_state(outside) == before, (options, links, result)
+    check()
 
 
 def render_table():
