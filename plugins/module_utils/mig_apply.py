@@ -36,7 +36,7 @@ def mig_profile(params, host, run):
     try:
         gpus = read_gpus(smi)
         if gpus:
-            wanted, warnings = desired_per_gpu(entries, gpus)
+            wanted, warnings = desired_per_gpu(entries, gpus, "error" if params["layout"] is not None else "warn")
             for warning in warnings:
                 run.warn(warning)
             plans, errors, blocked = plan(wanted, gpus, params["reset"])

@@ -82,7 +82,8 @@ BASE_ARGS = {"iommu_grub": {"bootloader_update": "none"}, "hugepages": {"pages":
              "vfio_bind": {"devices": ["0000:82:00.0"]}, "sriov_vfs": {"pf": PF, "num_vfs": 2},
              "mig_profile": {"config_file": "/etc/mig.yaml", "config": "all-1g"}}
 
-# (module, what is wrong, extra args, files put in the world first {host path: bytes}, the message says)
+# (module, what is wrong, extra args (None: the base argument left out), files put in the world first
+# {host path: bytes, or a Link out of the root}, the message says)
 BAD_INPUTS = [
     ("iommu_grub", "GRUB file not UTF-8", {}, {"/etc/default/grub": b'GRUB_CMDLINE_LINUX="quiet \xe9"\n'},
      "grub_file: /etc/default/grub is not UTF-8"),
@@ -188,6 +189,12 @@ BAD_INPUTS = [
      "persist: /etc/systemd/system/"),
     ("mig_profile", "config_file a symlink out of the root", {}, {"/etc/mig.yaml": Link("mig.yaml")},
      "config_file: /etc/mig.yaml resolves to"),
+    ("mig_profile", "negative GPU index", {"config_file": None, "config": None,
+                                            "layout": [{"mig_enabled": True, "devices": [-1]}]}, {},
+     "layout[0].devices must be 'all' or a list of GPU indexes (0 or more)"),
+    ("mig_profile", "profile name with a trailing newline",
+     {"config_file": None, "config": None, "layout": [{"mig_enabled": True, "mig_devices": {"1g.10gb\n": 1}}]}, {},
+     "layout[0].mig_devices: "),
     ("mig_profile", "mig-parted file not UTF-8", {}, {"/etc/mig.yaml": NOT_UTF8}, "config_file /etc/mig.yaml is not UTF-8"),
     ("mig_profile", "config_file a directory", {"config_file": "/etc"}, {"/etc/x": b""}, "config_file /etc cannot be read"),
 ]
@@ -228,7 +235,8 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, name, what, ar
     world = WORLDS[name](root)
     put(root, files)
     before = tree_state(str(tmp_path))
-    result = run_module(module_of(name).main, dict(BASE_ARGS[name], **args), host=host_of(name, root, world))
+    given = dict((key, value) for key, value in dict(BASE_ARGS[name], **args).items() if value is not None)
+    result = run_module(module_of(name).main, given, host=host_of(name, root, world))
     assert result.get("failed") is True, (what, result)
     assert message in result["msg"], (what, result["msg"])
     assert "exception" not in result and "Traceback" not in result["msg"], result
