@@ -79,6 +79,7 @@ def plan_firmware(params, host, result, diff):
     if not device:
         return None
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx  # guests pass no PF: not compiled there
+    mlx.check_values(wanted)
     address = normalize_address(device)
     if address and not host.fs.exists("/sys/bus/pci/devices/%s" % address):
         raise InputError("device: no PCI device %s on this host: give the address of the ConnectX PF "
