@@ -54,8 +54,8 @@ options:
     default: []
   socket_ifname:
     description:
-      - C(NCCL_SOCKET_IFNAME), the interface(s) for bootstrap and socket traffic, in NCCL's syntax (C(eth0),
-        C(^docker,lo), C(=eth0,eth1)): names separated by commas, without blanks. Left as it is when not given.
+      - C(NCCL_SOCKET_IFNAME), the interface(s) for bootstrap and socket traffic, in NCCL's syntax, names
+        separated by commas without blanks (C(eth0), C(^docker,lo), C(=eth0,eth1)). Left as it is when not given.
     type: str
   net_gdr_level:
     description: C(NCCL_NET_GDR_LEVEL) (C(LOC), C(PIX), C(PXB), C(PHB), C(SYS) or 0-5), how far GPUDirect RDMA may reach. Left as it is when not given.
