@@ -239,6 +239,7 @@ class Hugepages:
         self.boot_args = self._boot_args()
         if self.runtime:
             for (size, node), count in sorted(self.runtime_wanted().items()):
+                self.host.path(self.count_path(size, node), "pages")  # the sysfs count stays inside the root
                 before = self.read_count(size, node)
                 if before != count:
                     self.runtime_changes.append((size, node, before, count))
