@@ -99,7 +99,6 @@ def test_units_run_the_script_before_libvirt():
         assert "Before=" in text and "libvirtd.service" in text
 
 
-
 @pytest.mark.parametrize("name, text", [(boot.SRIOV_UNIT, boot.SRIOV_UNIT_TEXT), (boot.VFIO_UNIT, boot.VFIO_UNIT_TEXT)])
 def test_the_boot_units_pass_systemd_analyze_verify(tmp_path, name, text):
     (tmp_path / name).write_text(text)

@@ -157,7 +157,6 @@ def test_persist_rule_names_device_and_mode():
     assert 'RUN+="/usr/local/sbin/gpuvirt-roce-mode rxeA 1 RoCE v2"' in rule
 
 
-
 def test_persist_rule_reads_as_one_rule_with_one_run():
     rule = rdma.persist_rule("mlx5_0", 1, "v2", "/usr/local/sbin/gpuvirt-roce-mode")
     assert udev_rules(rule) == [[("ACTION", None, "==", "add"), ("SUBSYSTEM", None, "==", "infiniband"),

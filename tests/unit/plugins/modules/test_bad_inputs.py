@@ -198,8 +198,8 @@ BAD_INPUTS = [
      "persist: /etc/systemd/system/"),
     ("mig_profile", "config_file a symlink out of the root", {}, {"/etc/mig.yaml": Link("mig.yaml")},
      "config_file: /etc/mig.yaml resolves to"),
-    ("mig_profile", "negative GPU index", {"config_file": None, "config": None,
-                                            "layout": [{"mig_enabled": True, "devices": [-1]}]}, {},
+    ("mig_profile", "negative GPU index",
+     {"config_file": None, "config": None, "layout": [{"mig_enabled": True, "devices": [-1]}]}, {},
      "layout[0].devices must be 'all' or a list of GPU indexes (0 or more)"),
     ("mig_profile", "profile name with a trailing newline",
      {"config_file": None, "config": None, "layout": [{"mig_enabled": True, "mig_devices": {"1g.10gb\n": 1}}]}, {},
@@ -289,7 +289,8 @@ PATHS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=6).map(lambda part
 
 def path_options(name):
     """The module's path options, each left at its default or generated."""
-    maybe = lambda key, strategy: st.one_of(st.just({}), strategy.map(lambda value: {key: value}))  # noqa: E731
+    def maybe(key, strategy):
+        return st.one_of(st.just({}), strategy.map(lambda value: {key: value}))
     mount = PATHS.map(lambda path: {"mounts": [{"size": "2M", "path": path}]})
     options = {
         "iommu_grub": [maybe("grub_file", PATHS)],
@@ -322,7 +323,7 @@ def link_out(root, outside, host_path, absolute):
 def test_no_file_outside_the_root_changes(name):
     @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(options=path_options(name),
-           links=st.lists(st.tuples(st.sampled_from(LINKABLE[name]), st.booleans()), max_size=2, unique_by=lambda l: l[0]))
+           links=st.lists(st.tuples(st.sampled_from(LINKABLE[name]), st.booleans()), max_size=2, unique_by=lambda link: link[0]))
     def check(options, links):
         with tempfile.TemporaryDirectory() as top:
             root, outside = os.path.join(top, "root"), os.path.join(top, "outside")
