@@ -25,7 +25,7 @@ class BootFiles:
         self.host = host
 
     def load_json(self, host_path, default):
-        text = read_text(self.host.path(host_path), option="persist", shown=host_path)
+        text = read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
         if not text:
             return default
         try:
@@ -35,7 +35,7 @@ class BootFiles:
         return value if isinstance(value, dict) else default
 
     def change(self, host_path, after):
-        before = read_text(self.host.path(host_path), option="persist", shown=host_path)
+        before = read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
         if before == after:
             return []
         return [(host_path, before, after)]
@@ -46,19 +46,19 @@ class BootFiles:
         return changes
 
     def wants_link_missing(self, unit):
-        return not os.path.lexists(self.host.path("%s/%s" % (boot.WANTS_DIR, unit)))
+        return not os.path.lexists(self.host.path("%s/%s" % (boot.WANTS_DIR, unit), "persist", follow=False))
 
     def apply(self, changes, enable_unit=None):
         files = self.host.files
         for host_path, _before, after in changes:
-            path = self.host.path(host_path)
+            path = self.host.path(host_path, "persist", follow=after is not None)
             if after is None:
                 files.remove(path)
                 continue
             files.makedirs(os.path.dirname(path))
             files.write(path, after, mode=0o755 if host_path == boot.SCRIPT_PATH else 0o644)
         if enable_unit and self.wants_link_missing(enable_unit):
-            link = self.host.path("%s/%s" % (boot.WANTS_DIR, enable_unit))
+            link = self.host.path("%s/%s" % (boot.WANTS_DIR, enable_unit), "persist", follow=False)
             files.makedirs(os.path.dirname(link))
             files.symlink("%s/%s" % (boot.UNIT_DIR, enable_unit), link)
 

@@ -60,7 +60,7 @@ class GrubCmdlineEdit:
         self.host = host
         self.ops = list(ops)
         self.grub_file = grub_file
-        self.real_path = host.path(os.path.abspath(grub_file))
+        self.real_path = host.path(os.path.abspath(grub_file), "grub_file")
         self.variable = variable
         self.bootloader_update = bootloader_update
         self.result = {}

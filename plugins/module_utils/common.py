@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import io
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -67,7 +68,14 @@ def file_target(real_path, option, shown=None, create_parent=False):
     gave it (under the root)."""
     shown = shown or real_path
     check_line_value(shown, option)
-    if os.path.isdir(real_path):
+    normal = "/" + posixpath.normpath(shown).lstrip("/") if shown.startswith("/") else posixpath.normpath(shown)
+    if shown != normal:
+        # '.', '..' and '//' components: what they name depends on links on the way, and directories made for
+        # them would not be the ones meant
+        raise InputError("%s: %s is not a normalised path (no '.', '..', '//' or trailing '/'); give %s"
+                         % (option, shown, normal))
+    if os.path.isdir(real_path) or os.path.isdir(os.path.realpath(real_path)):
+        # the resolved path too: 'missing/..' names the directory above, which isdir() of the path as given misses
         raise InputError("%s: %s is a directory; give the path of a file in it" % (option, shown))
     parent = os.path.dirname(os.path.realpath(real_path))
     while create_parent and not os.path.lexists(parent) and os.path.dirname(parent) != parent:

@@ -94,7 +94,7 @@ class EarlyDriver:
         return self.host.fs.isdir("/sys/module/" + self.name.replace("-", "_"))
 
     def _change(self, host_path, after_of_before):
-        before = read_text(self.host.path(host_path), option="early_driver", shown=host_path)
+        before = read_text(self.host.path(host_path, "early_driver"), option="early_driver", shown=host_path)
         after = after_of_before(before)
         if after != before:
             self.changes.append((host_path, before, after))
@@ -128,7 +128,7 @@ class EarlyDriver:
 
     def apply(self, run):
         for host_path, _before, after in self.changes:
-            real = self.host.path(host_path)
+            real = self.host.path(host_path, "early_driver")
             self.host.files.makedirs(os.path.dirname(real))
             self.host.files.write(real, after, mode=0o644)
             run.changed = True

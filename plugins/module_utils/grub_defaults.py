@@ -52,6 +52,7 @@ class Assignment:
         self.expansions = []            # the expansion texts found in the value
         self.depth = 0                  # nesting inside compound commands
         self.env_only = False           # followed by a command word: only that command's environment
+        self.cr_word = False            # a blank before the line's carriage return: sh runs the \r as a command
 
 
 class _Word:
@@ -247,6 +248,12 @@ class GrubDefaults:
 
     def _scan(self):
         text = self.text
+        if text.startswith(u"\ufeff"):
+            # sh has no notion of a byte order mark: it is part of the first word, so a first line that is a
+            # comment becomes a command whose quotes and parentheses can stop sh there (a syntax error)
+            raise self._error(0, "the file starts with a UTF-8 byte order mark, which /bin/sh reads as part of the "
+                                 "first word (a first-line comment becomes a command): remove the mark "
+                                 "(sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)")
         i, depth, case_depth = 0, 0, 0
         command_start = True   # the next word starts a simple command
         in_assignments = False  # still in the leading NAME=value words of a command
@@ -255,6 +262,12 @@ class GrubDefaults:
         while i < len(text):
             char = text[i]
             if char in " \t" or _line_end_cr(text, i):
+                if char == "\r" and i and text[i - 1] in " \t":
+                    # the \r is a word of its own for sh (it is no blank there): a command after the assignments
+                    for assignment in pending:
+                        assignment.cr_word = True
+                while text[i] == "\r" and text[i + 1:i + 2] == "\r":
+                    i += 1
                 i += 1
                 continue
             if char == "\\" and text[i + 1:i + 2] == "\n":
@@ -275,6 +288,9 @@ class GrubDefaults:
                     depth += 1
                 elif depth:
                     depth -= 1
+                else:
+                    raise self._error(i, "')' closes nothing: /bin/sh stops reading the file here with a syntax "
+                                         "error, and grub-mkconfig fails")
                 command_start, in_assignments, exporting, pending = True, False, False, []
                 i += 1
                 continue
@@ -291,7 +307,10 @@ class GrubDefaults:
                         case_depth += 1
                     continue
                 if raw in CLOSERS:
-                    depth = max(0, depth - 1)
+                    if not depth:
+                        raise self._error(word.start, "%r closes nothing: /bin/sh stops reading the file here with a "
+                                                      "syntax error, and grub-mkconfig fails" % raw)
+                    depth -= 1
                     if raw == "esac":
                         case_depth = max(0, case_depth - 1)
                     continue
@@ -348,6 +367,10 @@ class GrubDefaults:
                 raise GrubParseError("grub_file: %s line %d: %s is set inside a compound command (if/case/loop/"
                                      "function); whether it applies depends on the run: set it at the top level and "
                                      "run again" % (self.path, assignment.line, name))
+            if assignment.cr_word:
+                raise GrubParseError("grub_file: %s line %d: a blank before the carriage return that ends the line: "
+                                     "/bin/sh reads that \\r as a command, so %s is not set as written; remove the "
+                                     "blank (or convert the file to LF) and run again" % (self.path, assignment.line, name))
             if assignment.env_only:
                 raise GrubParseError("grub_file: %s line %d: %s= is only the environment of the command after it; "
                                      "write it as an assignment of its own and run again"
@@ -414,5 +437,11 @@ class GrubDefaults:
 
 
 def _line_end_cr(text, i):
-    """A carriage return that ends a line (CRLF files): no byte of a word, kept as it is."""
-    return text[i] == "\r" and text[i + 1:i + 2] in ("\n", "")
+    """A carriage return that ends a line (CRLF files; also the CRs of ``CR CR LF``): no byte of
+    a word, kept as it is."""
+    if text[i] != "\r":
+        return False
+    end = i
+    while text[end:end + 1] == "\r":
+        end += 1
+    return text[end:end + 1] in ("\n", "")

@@ -4,7 +4,8 @@
 """The one seam between the collection and the machine it changes.
 
 A :class:`Host` bundles what a module may touch: the filesystem under ``root`` (read through
-:class:`Sysfs`, files edited through ``files``), the kernel's sysfs attributes (written through
+:class:`Sysfs`, files edited through ``files`` at the paths :meth:`Host.path` gives, which
+never lead outside the root), the kernel's sysfs attributes (written through
 ``kernel``), and programs
 (run through ``commands``: argument lists, ``LC_ALL=C``, return codes checked). The runner
 builds one per module run from the module's ``root`` option; tests build one over a tree in
@@ -66,15 +67,15 @@ class KernelWriter:
         self.fs = fs
 
     def write(self, host_path, value):
-        with open(self.fs.path(host_path), "w", encoding="utf-8") as handle:
+        with open(self.fs.inside(host_path), "w", encoding="utf-8") as handle:
             handle.write(value)
 
     def mkdir(self, host_path):
         """configfs makes a kernel object by mkdir (rdma_cm/<dev>)."""
-        os.mkdir(self.fs.path(host_path))
+        os.mkdir(self.fs.inside(host_path, follow=False))
 
     def rmdir(self, host_path):
-        os.rmdir(self.fs.path(host_path))
+        os.rmdir(self.fs.inside(host_path, follow=False))
 
 
 class FileWriter:
@@ -117,9 +118,14 @@ class Host:
     def live(self):
         return self.root == os.sep
 
-    def path(self, host_path):
-        """The real path of a host path (``/etc/default/grub``) under the root."""
-        return self.fs.path(host_path)
+    def path(self, host_path, option=None, follow=True):
+        """The real path of a host path (``/etc/default/grub``) under the root. Under a root
+        other than ``/``, a path that resolves outside it (``..``, a symlink in the tree that
+        leads out; with ``follow`` false, the last component is a link made or removed itself,
+        not followed) is an :class:`InputError` naming ``option``: every file a module reads
+        to edit, writes, links or removes is named through here, so no module writes outside
+        its root."""
+        return self.fs.inside(host_path, option=option, follow=follow)
 
     def bind(self, module):
         """Give the host the module's command runner unless one was injected."""

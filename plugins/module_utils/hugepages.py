@@ -17,6 +17,7 @@ later, as one total the kernel splits evenly over the nodes before that.
 from __future__ import absolute_import, division, print_function
 
 import os
+import posixpath
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import kernel_args
@@ -34,6 +35,7 @@ __metaclass__ = type
 
 NODE_DIR = "/sys/devices/system/node"
 PER_NODE_BOOT_SYNTAX = (5, 16)
+UNIT_NAME_MAX = 255  # systemd's UNIT_NAME_MAX (256) less the terminating NUL
 UNIT_HEADER = "# Written by gpuvirt.tenancy (hugepages module): runtime hugepages per NUMA node, set again at boot.\n"
 
 
@@ -65,6 +67,21 @@ def systemd_escape_path(path):
         else:
             out.append("".join("\\x%02x" % byte for byte in char.encode("utf-8")))
     return "".join(out)
+
+
+def unit_value(text):
+    """``text`` as a systemd unit file setting keeps it: ``%`` doubled, so that systemd
+    does not expand it as a specifier (``%n``, ``%h``)."""
+    return text.replace("%", "%%")
+
+
+def check_unit_name(name, option):
+    """A service unit file name systemd loads: its characters (letters, digits, ``:-_.\\@``),
+    at most 255 of them, ending in ``.service``."""
+    if len(name) > UNIT_NAME_MAX or not re.match(r"^[A-Za-z0-9:_\\@-][A-Za-z0-9:_.\\@-]*\.service\Z", name):
+        raise InputError("%s: %r is not a systemd service file name (letters, digits and :-_.\\@, at most %d "
+                         "characters, ending in .service); give another name" % (option, name, UNIT_NAME_MAX))
+    return name
 
 
 def parse_mounts(text, default_kb):
@@ -222,15 +239,17 @@ class Hugepages:
         self.boot_args = self._boot_args()
         if self.runtime:
             for (size, node), count in sorted(self.runtime_wanted().items()):
+                self.host.path(self.count_path(size, node), "pages")  # the sysfs count stays inside the root
                 before = self.read_count(size, node)
                 if before != count:
                     self.runtime_changes.append((size, node, before, count))
         # Shrink first: it frees memory the growing pools may need.
         self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZES_KB[c[0]], c[1]))
         if self.persist and (self.runtime_wanted() or self.mounts):
-            file_target(self.host.path(self.persist_unit), "persist_unit", self.persist_unit)
+            file_target(self.host.path(self.persist_unit, "persist_unit"), "persist_unit", self.persist_unit)
+            check_unit_name(os.path.basename(self.persist_unit), "persist_unit")
         if self.persist and self.runtime_wanted():
-            self.unit_before = read_text(self.host.path(self.persist_unit), option="persist_unit", shown=self.persist_unit)
+            self.unit_before = read_text(self.host.path(self.persist_unit, "persist_unit"), option="persist_unit", shown=self.persist_unit)
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
         if self.boot_config == "grub" and ops:
@@ -272,7 +291,17 @@ class Hugepages:
                 raise InputError("%s: size %r is not 2M or 1G" % (where, item.get("size")))
             if not path.startswith("/") or any(c.isspace() for c in path):
                 raise InputError("%s: path %r is not an absolute path without blanks" % (where, path))
-            wanted.append((size, path.rstrip("/") or "/"))
+            path = path.rstrip("/") or "/"
+            normal = posixpath.normpath(path)
+            if normal != path or path.startswith("//"):
+                # systemd refuses a mount unit whose Where= has '.', '..' or '//' components
+                raise InputError("%s: path %r is not normalised (no '.', '..' or '//' components): give %r"
+                                 % (where, path, "/" + normal.lstrip("/")))
+            if len(systemd_escape_path(path) + ".mount") > UNIT_NAME_MAX:
+                raise InputError("%s: path %r makes a mount unit name longer than systemd's %d characters; give a "
+                                 "shorter mount point" % (where, path, UNIT_NAME_MAX))
+            self.host.path(path, where + ".path")
+            wanted.append((size, path))
         paths = [path for _size, path in wanted]
         if len(set(paths)) != len(paths):
             raise InputError("mounts: a path is given twice; give each page size its own mount point")
@@ -307,10 +336,10 @@ class Hugepages:
                     UNIT_HEADER.replace("runtime hugepages per NUMA node", "hugetlbfs mount of %s pages" % size),
                     "[Unit]\nDescription=hugetlbfs with %s pages (gpuvirt.tenancy)\n" % size,
                     "Before=libvirtd.service virtqemud.service\n",
-                    "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (path, size),
+                    "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (unit_value(path), size),
                     "\n[Install]\nWantedBy=multi-user.target\n",
                 ])
-                self.mount_units.append((unit, text, read_text(self.host.path(unit), option="persist_unit", shown=unit)))
+                self.mount_units.append((unit, text, read_text(self.host.path(unit, "persist_unit"), option="persist_unit", shown=unit)))
 
     def _plan_enable(self):
         """The units this run writes or keeps that systemd does not start at boot yet: an
@@ -338,7 +367,7 @@ class Hugepages:
                 self.done.append("enabled " + os.path.basename(unit))
             return
         for unit, link in self.units_to_enable:
-            real = self.host.path(link)
+            real = self.host.path(link, "enable_units", follow=False)
             self.host.files.makedirs(os.path.dirname(real))
             self.host.files.symlink(unit, real)
             run.changed = True
@@ -378,20 +407,20 @@ class Hugepages:
                 "node %d %s %d -> %d" % (node, size, before, count) for size, node, before, count in done))
         units_written = []
         if self.result["persist_unit_changed"]:
-            self.host.files.write(self.host.path(self.persist_unit), self.unit_text, mode=0o644)
+            self.host.files.write(self.host.path(self.persist_unit, "persist_unit"), self.unit_text, mode=0o644)
             run.changed = True
             units_written.append(self.persist_unit)
             self.done.append("wrote " + self.persist_unit)
         for unit, text, before in self.mount_units:
             if text != before:
-                self.host.files.write(self.host.path(unit), text, mode=0o644)
+                self.host.files.write(self.host.path(unit, "persist_unit"), text, mode=0o644)
                 run.changed = True
                 units_written.append(unit)
                 self.done.append("wrote " + unit)
         if self.enable_units:
             self._enable(run, units_written)
         for size, path in self.mount_actions:
-            real = self.host.path(path)
+            real = self.host.path(path, "mounts")
             self.host.files.makedirs(real)
             mount = self.host.commands.which("mount", required=True)
             self.host.commands.run([mount, "-t", "hugetlbfs", "-o", "pagesize=%s" % size, "hugetlbfs", real])

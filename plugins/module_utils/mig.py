@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 import re
 from collections import Counter
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, check_line_value
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.nvidia_smi import normalize_device_id, strip_profile
 
 __metaclass__ = type
@@ -21,7 +21,7 @@ __metaclass__ = type
 # desired state: layout entries and mig-parted v1 files
 # ---------------------------------------------------------------------------------------
 
-PROFILE_NAME = re.compile(r"^\d+g\.\d+gb([+-][a-z.]+)?$")
+PROFILE_NAME = re.compile(r"^\d+g\.\d+gb([+-][a-z.]+)?\Z")
 
 
 def normalize_entry(raw, where):
@@ -38,15 +38,14 @@ def normalize_entry(raw, where):
     devices = entry.get("devices", "all")
     if isinstance(devices, str) and devices.strip() == "all":
         devices = "all"
-    elif isinstance(devices, int) and not isinstance(devices, bool):
-        devices = [devices]
-    elif isinstance(devices, (list, tuple)):
-        try:
-            devices = sorted({int(d) for d in devices})
-        except (TypeError, ValueError):
-            raise InputError("%s.devices must be 'all' or a list of GPU indexes, got %r" % (where, entry.get("devices")))
     else:
-        raise InputError("%s.devices must be 'all' or a list of GPU indexes, got %r" % (where, devices))
+        listed = [devices] if isinstance(devices, int) and not isinstance(devices, bool) else devices
+        # an index is a whole number >= 0 (-1 or True would name no GPU, or another one)
+        if not isinstance(listed, (list, tuple)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 or isinstance(d, str) and re.match(r"^[0-9]+\Z", d)
+                for d in listed):
+            raise InputError("%s.devices must be 'all' or a list of GPU indexes (0 or more), got %r" % (where, devices))
+        devices = sorted({int(d) for d in listed})
     filters = entry.get("device_filter") or []
     if isinstance(filters, str):
         filters = [filters]
@@ -58,7 +57,7 @@ def normalize_entry(raw, where):
         raise InputError("%s.mig_devices must be a mapping of profile name to count, e.g. {'1g.10gb': 7}" % where)
     devices_out = {}
     for name, count in mig_devices.items():
-        profile = strip_profile(str(name))
+        profile = strip_profile(check_line_value(str(name), "%s.mig_devices" % where))
         if not PROFILE_NAME.match(profile):
             raise InputError("%s.mig_devices: %r is not a MIG profile name (like 1g.10gb, 1g.10gb+me, 3g.40gb)" % (where, name))
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -85,15 +84,24 @@ def select_mig_parted_config(document, config_name, source):
     return [normalize_entry(e, "%s: mig-configs.%s[%d]" % (source, config_name, i)) for i, e in enumerate(entries)]
 
 
-def desired_per_gpu(entries, gpus):
+def desired_per_gpu(entries, gpus, unknown_gpus="error"):
     """Map each GPU (index) to the entry that applies to it; GPUs no entry names are
-    absent (left alone). Returns (mapping, warnings)."""
+    absent (left alone). Returns (mapping, warnings). An index the host does not have is an
+    error (``unknown_gpus="error"``: a layout written for this host that names another one),
+    or a warning for a mig-parted file (``"warn"``), whose configs name the GPUs of every host
+    they serve, as mig-parted applies them."""
     wanted, warnings, owner = {}, [], {}
     indexes = {gpu["index"] for gpu in gpus}
     for number, entry in enumerate(entries):
         if entry["devices"] != "all":
-            for missing in sorted(set(entry["devices"]) - indexes):
-                warnings.append("layout entry %d names GPU %d, which this host does not have" % (number, missing))
+            missing = sorted(set(entry["devices"]) - indexes)
+            if missing and unknown_gpus == "error":
+                raise InputError("layout[%d].devices: GPU %s does not exist on this host (its GPUs: %s); give indexes "
+                                 "as nvidia-smi -L lists them, or devices: all"
+                                 % (number, ", ".join(str(m) for m in missing),
+                                    ", ".join(str(i) for i in sorted(indexes)) or "none"))
+            for index in missing:
+                warnings.append("layout entry %d names GPU %d, which this host does not have" % (number, index))
         for gpu in gpus:
             if entry["devices"] != "all" and gpu["index"] not in entry["devices"]:
                 continue

@@ -36,7 +36,7 @@ def mig_profile(params, host, run):
     try:
         gpus = read_gpus(smi)
         if gpus:
-            wanted, warnings = desired_per_gpu(entries, gpus)
+            wanted, warnings = desired_per_gpu(entries, gpus, "error" if params["layout"] is not None else "warn")
             for warning in warnings:
                 run.warn(warning)
             plans, errors, blocked = plan(wanted, gpus, params["reset"])
@@ -145,7 +145,7 @@ def load_entries(params, host):
         raise exc
     path = params["config_file"]
     try:
-        with open(host.path(path), "r", encoding="utf-8") as handle:
+        with open(host.path(path, "config_file"), "r", encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
     except (OSError, IOError) as exc:
         raise InputError("config_file %s cannot be read: %s" % (path, exc))

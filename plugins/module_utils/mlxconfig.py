@@ -162,6 +162,31 @@ def find_tool(host, tool):
     return None
 
 
+# A VF count above what the PCIe SR-IOV capability can hold (TotalVFs is a 16-bit field, PCIe
+# Base Specification, SR-IOV Extended Capability) is no card's. The query output (Default,
+# Current, Next Boot) does not print a card's own maximum; the firmware refuses a count above it
+# at the set.
+MAX_VFS = 0xFFFF
+SET_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:-]+\Z")
+
+
+def check_values(wanted):
+    """The firmware values as ``set`` gets them, before any set: one word each (``8``, ``True``,
+    ``ETH``), NUM_OF_VFS a whole number from 0 to MAX_VFS."""
+    for key, value in sorted(wanted.items()):
+        shown = render_value(value)
+        if isinstance(value, float) or not SET_VALUE_RE.match(shown):
+            raise InputError("firmware.%s: %r is not a value mlxconfig sets (a number, True/False or a name such as "
+                             "ETH)" % (key, value))
+    if "NUM_OF_VFS" in wanted:
+        value = wanted["NUM_OF_VFS"]
+        text = render_value(value)
+        if isinstance(value, bool) or not re.match(r"^[0-9]+\Z", text) or int(text) > MAX_VFS:
+            raise InputError("firmware.NUM_OF_VFS: %r is not a VF count: give a whole number from 0 to %d (the most "
+                             "a PCIe SR-IOV capability holds; the card's firmware refuses more than its own maximum)"
+                             % (value, MAX_VFS))
+
+
 class FirmwareConfig:
     """Query and set ConnectX firmware parameters with ``tool_path`` on the host: commands
     through ``host.commands`` (a non-zero exit is classified, not raised), the kernel's
@@ -209,6 +234,7 @@ class FirmwareConfig:
         if unknown:
             raise InputError("firmware: the firmware of %s does not know %s; parameters it knows include %s"
                              % (self.device, ", ".join(unknown), ", ".join(sorted(parsed["params"])[:40])))
+        check_values(wanted)
         changes = {}
         for key, value in wanted.items():
             if not value_matches(value, parsed["params"][key]["next"]):

@@ -83,11 +83,12 @@ def parse_conf(text):
 def render_conf(text, settings):
     """Apply ``settings`` ({key: value, or None to remove}) to the file text. Lines the
     settings do not name (comments, other keys) are kept byte for byte; a managed key is
-    rewritten in place, keeping its line ending (duplicates dropped), or appended with the
-    file's line ending (CRLF when the file uses it)."""
+    rewritten in place (duplicates dropped) or appended, always as ``KEY=VALUE`` and LF: NCCL
+    reads a line up to its ``\n`` only (``setEnvFile`` in src/misc/param.cc), so in a CRLF line
+    the value would end in ``\r``, and blanks around ``=`` would belong to the name or value."""
     text = text or ""
     lines = text.splitlines(True)
-    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    newline = "\n"
     out = []
     seen = set()
     for line in lines:
@@ -100,7 +101,7 @@ def render_conf(text, settings):
                 continue
             seen.add(key)
             wanted = "%s=%s" % (key, settings[key])
-            out.append(line if match.group("value").strip() == settings[key] else wanted + (ending or newline))
+            out.append(line if body == wanted and ending in ("", newline) else wanted + newline)
         else:
             out.append(line)
     for key in sorted(settings):
@@ -132,10 +133,16 @@ HCA_ENTRY_RE = re.compile(r"^(?P<device>[A-Za-z0-9_.-]+)(?::(?P<port>[0-9]+))?\Z
 HCA_SYNTAX = "[^][=]DEVICE[:PORT],... (for example mlx5_0:1, =mlx5_0:1,mlx5_1:1 or ^=mlx5_1)"
 
 
-def parse_hca(entries):
+def parse_hca(entries, option="ib_hca"):
     """The ib_hca list (joined with commas, as it is written to NCCL_IB_HCA) ->
-    ``{"exclude": bool, "exact": bool, "entries": [(device, port or None)]}``."""
-    text = ",".join(check_line_value(entry, "ib_hca").strip() for entry in entries or [])
+    ``{"exclude": bool, "exact": bool, "entries": [(device, port or None)]}``. An empty
+    entry is refused (an empty NCCL_IB_HCA is not "every HCA" to every reader)."""
+    items = [check_line_value(entry, option).strip() for entry in entries or []]
+    for position, item in enumerate(items):
+        if not item:
+            raise InputError("%s: entry %d is empty; remove it (an empty list selects every HCA) or give "
+                             "DEVICE[:PORT]" % (option, position))
+    text = ",".join(items)
     spec = {"exclude": False, "exact": False, "entries": []}
     if not text:
         return spec
@@ -146,14 +153,36 @@ def parse_hca(entries):
     for item in text.split(","):
         match = HCA_ENTRY_RE.match(item.strip())
         if not match:
-            raise InputError("ib_hca: %r is not DEVICE or DEVICE:PORT; NCCL_IB_HCA is %s, the ^ and = prefixes "
-                             "only before the first entry" % (item, HCA_SYNTAX))
+            raise InputError("%s: %r is not DEVICE or DEVICE:PORT; NCCL_IB_HCA is %s, the ^ and = prefixes "
+                             "only before the first entry" % (option, item, HCA_SYNTAX))
         port = match.group("port")
         spec["entries"].append((match.group("device"), int(port) if port else None))
     return spec
 
 
-def hca_ports(spec, known, ports_of):
+def render_hca(spec):
+    """NCCL_IB_HCA as written: the parsed entries again, so the file holds what was checked."""
+    return "%s%s%s" % ("^" if spec["exclude"] else "", "=" if spec["exact"] else "", ",".join(
+        device if port is None else "%s:%d" % (device, port) for device, port in spec["entries"]))
+
+
+# NCCL_SOCKET_IFNAME (NCCL User Guide, Environment Variables, NCCL_SOCKET_IFNAME): a
+# comma-separated list of interface name prefixes, ``^`` to exclude, ``=`` for exact names. A
+# Linux interface name has no blank, '/' or ':' (dev_valid_name) and at most 15 characters.
+IFNAME_LIST_RE = re.compile(r"^\^?=?[^\s,/:=^]{1,15}(,[^\s,/:=^]{1,15})*\Z")
+
+
+def check_socket_ifname(value, option="socket_ifname"):
+    """NCCL_SOCKET_IFNAME as written: stripped, each name checked."""
+    text = check_line_value(value, option).strip()
+    if not IFNAME_LIST_RE.match(text):
+        raise InputError("%s: %r is not NCCL_SOCKET_IFNAME's [^][=]NAME,NAME... (interface names without blanks, "
+                         "'/' or ':', at most 15 characters, separated by commas: 'eth0,eth1', not 'eth0 eth1')"
+                         % (option, value))
+    return text
+
+
+def hca_ports(spec, known, ports_of, option="ib_hca"):
     """The (device, port) pairs NCCL would use under ``spec`` among the ``known`` devices;
     ``ports_of(device)`` -> its ports. Every device or port a selecting (not excluding) entry
     names must exist."""
@@ -170,11 +199,11 @@ def hca_ports(spec, known, ports_of):
     for entry_device, entry_port in spec["entries"]:
         devices = [dev for dev in known if named(entry_device, dev)]
         if not devices:
-            raise InputError("ib_hca: no RDMA device %s%s on this host (known: %s): check 'rdma link show'"
-                             % (entry_device, "" if spec["exact"] else "*", ", ".join(known) or "none"))
+            raise InputError("%s: no RDMA device %s%s on this host (known: %s): check 'rdma link show'"
+                             % (option, entry_device, "" if spec["exact"] else "*", ", ".join(known) or "none"))
         pairs = [(dev, port) for dev in devices for port in ports_of(dev) if entry_port in (None, port)]
         if not pairs:
-            raise InputError("ib_hca: %s has no port %d (ports: %s)" % (devices[0], entry_port, ports_of(devices[0])))
+            raise InputError("%s: %s has no port %d (ports: %s)" % (option, devices[0], entry_port, ports_of(devices[0])))
         chosen.extend(pair for pair in pairs if pair not in chosen)
     return chosen
 
@@ -295,9 +324,21 @@ def gid_settings(mode, index=None, addr_range=None):
     return settings
 
 
+def hca_option(params):
+    """(entries, option) of the HCA list: ``ib_hca``, or ``extra.NCCL_IB_HCA`` given there
+    instead (then it is checked as ib_hca is)."""
+    extra = params["extra"] or {}
+    if extra.get("NCCL_IB_HCA") is None:
+        return params["ib_hca"], "ib_hca"
+    if params["ib_hca"]:
+        raise InputError("extra: NCCL_IB_HCA is managed by its own option; set it in ib_hca")
+    return [str(extra["NCCL_IB_HCA"])], "extra.NCCL_IB_HCA"
+
+
 def gid_tables(params, reader):
     """{(dev, port): rows} of the HCA ports ib_hca selects (all RDMA ports when it is empty)."""
-    ports = hca_ports(parse_hca(params["ib_hca"]), reader.devices(), reader.ports)
+    entries, option = hca_option(params)
+    ports = hca_ports(parse_hca(entries, option), reader.devices(), reader.ports, option)
     return dict(((dev, port), reader.gid_table(dev, port)) for dev, port in ports)
 
 
@@ -336,20 +377,27 @@ def wanted_settings(params, host, tables, result):
         check_index(index, tables)
         settings = gid_settings("index", index=index)
         result["gid_index"] = index
-    if params["ib_hca"]:
-        settings["NCCL_IB_HCA"] = ",".join(str(h) for h in params["ib_hca"])
+    entries, option = hca_option(params)
+    if entries:
+        settings["NCCL_IB_HCA"] = render_hca(parse_hca(entries, option))
     if params["socket_ifname"] is not None:
-        settings["NCCL_SOCKET_IFNAME"] = check_line_value(params["socket_ifname"], "socket_ifname").strip()
+        settings["NCCL_SOCKET_IFNAME"] = check_socket_ifname(params["socket_ifname"])
     if params["net_gdr_level"] is not None:
         settings["NCCL_NET_GDR_LEVEL"] = check_gdr_level(params["net_gdr_level"])
     for key, value in (params["extra"] or {}).items():
         if not KEY_RE.match(str(key)):
             raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
-        if key in settings:
+        if key in settings and not (key == "NCCL_IB_HCA" and option == "extra.NCCL_IB_HCA"):
             raise InputError("extra: %s is managed by its own option; set it there" % key)
+        if key == "NCCL_IB_HCA":
+            if value is None:
+                settings[key] = None
+            continue  # else written from hca_option above
         value = None if value is None else check_line_value(value, "extra.%s" % key).strip()
         if key == "NCCL_NET_GDR_LEVEL" and value is not None:
             value = check_gdr_level(value)
+        if key == "NCCL_SOCKET_IFNAME" and value is not None:
+            value = check_socket_ifname(value, "extra.NCCL_SOCKET_IFNAME")
         settings[key] = value
     return settings
 
@@ -359,6 +407,10 @@ def check_inputs(params):
     parse_gid_index(params["gid_index"])
     for option in ("socket_ifname", "addr_range", "nccl_version"):
         check_line_value(params[option], option)
+    if params["socket_ifname"] is not None:
+        check_socket_ifname(params["socket_ifname"])
+    entries, option = hca_option(params)
+    parse_hca(entries, option)
     if params["net_gdr_level"] is not None:
         check_gdr_level(params["net_gdr_level"])
     for key, value in (params["extra"] or {}).items():
@@ -372,7 +424,7 @@ class FileEdit:
 
     def __init__(self, host, shown, option, create_parent=False):
         self.shown = shown
-        self.real = file_target(host.path(shown), option, shown, create_parent=create_parent)
+        self.real = file_target(host.path(shown, option), option, shown, create_parent=create_parent)
         self.before = read_text(self.real, option=option, shown=shown)
         self.after = self.before
 

@@ -16,6 +16,8 @@ is a 32-bit one.
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
 __metaclass__ = type
 
 IORESOURCE_IO = 0x00000100
@@ -32,6 +34,7 @@ OVMF_DEFAULT_MB = 32 * 1024
 HEADROOM_MB = 2 * 1024
 # The most X-PciMmio64Mb that edk2 accepts (16 TiB).
 MAX_WINDOW_MB = 0x1000000
+RESOURCE_LINE = re.compile(r"^0x[0-9a-f]{16} 0x[0-9a-f]{16} 0x[0-9a-f]{16}\Z")
 
 
 def parse_resource(text):
@@ -64,11 +67,21 @@ def mmio64_sizes(text):
     return [resource["size"] for resource in parse_resource(text) if is_mmio64(resource)]
 
 
+def is_resource_file(text):
+    """Whether ``text`` is a whole ``resource`` file as the kernel writes it: at least the six
+    BARs and the ROM (7 lines; 13 with the SR-IOV BARs, more for a bridge), each line three
+    ``0x%016llx`` fields. An empty, truncated or garbled copy (a capture cut short) is not: it
+    would read as "no 64-bit BARs"."""
+    lines = (text or "").strip().split("\n")
+    return len(lines) >= STANDARD_BARS + 1 and all(RESOURCE_LINE.match(line) for line in lines)
+
+
 def read_mmio64_sizes(fs, address):
     """The 64-bit prefetchable BAR sizes of the device at ``address`` (through the Sysfs reader
-    ``fs``), or None when it has no ``resource`` file."""
+    ``fs``), or None when it has no ``resource`` file or one that is not whole (empty,
+    truncated, garbage: :func:`is_resource_file`), so that the caller warns either way."""
     text = fs.read("/sys/bus/pci/devices/%s/resource" % address)
-    return None if text is None else mmio64_sizes(text)
+    return mmio64_sizes(text) if is_resource_file(text) else None
 
 
 def _power_of_two_at_least(value):

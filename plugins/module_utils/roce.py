@@ -10,6 +10,7 @@ injected :class:`Host`."""
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
@@ -78,6 +79,7 @@ def plan_firmware(params, host, result, diff):
     if not device:
         return None
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx  # guests pass no PF: not compiled there
+    mlx.check_values(wanted)
     address = normalize_address(device)
     if address and not host.fs.exists("/sys/bus/pci/devices/%s" % address):
         raise InputError("device: no PCI device %s on this host: give the address of the ConnectX PF "
@@ -153,6 +155,8 @@ def plan_mode(params, host, reader, dev, diff):
     if port not in reader.ports(dev):
         raise InputError("port: %s has no port %d (ports: %s)" % (dev, port, reader.ports(dev)))
     mode = params["default_roce_mode"]
+    if params["persist"]:
+        udev_device_name(dev)
     config = RoceModeConfig(host)
     loaded = config.available()
     current = config.read(dev, port) if loaded else None
@@ -165,12 +169,26 @@ def plan_mode(params, host, reader, dev, diff):
         script, rule_path = persist_paths(params, host, dev)
         for path, content in ((script, PERSIST_SCRIPT), (rule_path, persist_rule(dev, port, mode, script))):
             option = "persist_script" if path == script else "persist_rules_dir"
-            old = read_text(host.path(path), option=option, shown=path)
+            old = read_text(host.path(path, option), option=option, shown=path)
             if old != content:
                 plan["files"][path] = content
             diff["before"][path] = old or ""
             diff["after"][path] = content
     return plan
+
+
+# What a udev rule can hold of an RDMA device name as it is: KERNEL=="..." is a glob and RUN+="..."
+# substitutes %k / $kernel and ends at a quote, so a name with anything else (a quote, a blank, a
+# glob or substitution character) could match other devices or add a command to the rule.
+UDEV_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
+
+
+def udev_device_name(dev):
+    if not UDEV_NAME.match(dev):
+        raise InputError("rdma_device: %r cannot go into a udev rule (KERNEL==\"...\" and RUN+=\"...\" take letters, "
+                         "digits and _.:- only): rename the device (rdma dev set %s name mlx5_0) or set persist: false"
+                         % (dev, dev))
+    return dev
 
 
 def persist_paths(params, host, dev):
@@ -182,12 +200,13 @@ def persist_paths(params, host, dev):
         raise InputError("persist_script: %r goes into the udev rule's RUN+=\"...\": give an absolute path without "
                          "blanks, quotes, backslashes, %% or $" % script)
     rules_dir = check_line_value(params["persist_rules_dir"], "persist_rules_dir")
+    host.path(rules_dir, "persist_rules_dir")
     if host.fs.exists(rules_dir) and not host.fs.isdir(rules_dir):
         raise InputError("persist_rules_dir: %s is not a directory; give the udev rules directory "
                          "(/etc/udev/rules.d)" % rules_dir)
     rule_path = os.path.join(rules_dir, "70-gpuvirt-roce-%s.rules" % dev)
-    file_target(host.path(script), "persist_script", script, create_parent=True)
-    file_target(host.path(rule_path), "persist_rules_dir", rule_path, create_parent=True)
+    file_target(host.path(script, "persist_script"), "persist_script", script, create_parent=True)
+    file_target(host.path(rule_path, "persist_rules_dir"), "persist_rules_dir", rule_path, create_parent=True)
     return script, rule_path
 
 
@@ -210,7 +229,7 @@ def apply_mode(params, host, dev, plan, run, result):
         config.write(dev, port, mode)
         run.changed = True
     for path, content in sorted(plan["files"].items()):
-        real = host.path(path)
+        real = host.path(path, "persist_script" if path == params["persist_script"] else "persist_rules_dir")
         try:
             host.files.makedirs(os.path.dirname(real))
             host.files.write(real, content, mode=0o755 if path == params["persist_script"] else 0o644)

@@ -40,7 +40,7 @@ options:
   ib_hca:
     description:
       - HCAs NCCL may use, in NCCL's own C(NCCL_IB_HCA) syntax; the items are joined with commas and
-        written as C(NCCL_IB_HCA).
+        written as C(NCCL_IB_HCA) as they were checked (blanks around entries dropped). An empty entry is refused.
       - Each entry is C(DEVICE) or C(DEVICE:PORT) (C(mlx5_0:1), C(rxe0)). An optional C(^) before the
         first entry makes the list an exclude list; a second optional C(=) makes the names exact
         (without it NCCL takes each name as a prefix, so C(mlx5_1) also selects C(mlx5_10)). For example
@@ -53,7 +53,9 @@ options:
     elements: str
     default: []
   socket_ifname:
-    description: C(NCCL_SOCKET_IFNAME), the interface(s) for bootstrap and socket traffic. Left as it is when not given.
+    description:
+      - C(NCCL_SOCKET_IFNAME), the interface(s) for bootstrap and socket traffic, in NCCL's syntax, names
+        separated by commas without blanks (C(eth0), C(^docker,lo), C(=eth0,eth1)). Left as it is when not given.
     type: str
   net_gdr_level:
     description: C(NCCL_NET_GDR_LEVEL) (C(LOC), C(PIX), C(PXB), C(PHB), C(SYS) or 0-5), how far GPUDirect RDMA may reach. Left as it is when not given.
@@ -74,7 +76,12 @@ options:
         has no GID auto-selection.
     type: str
   extra:
-    description: Other C(KEY=VALUE) settings (C(NCCL_IB_TC), C(NCCL_DEBUG)); a null value removes the key.
+    description:
+      - Other C(KEY=VALUE) settings (C(NCCL_IB_TC), C(NCCL_DEBUG)); a null value removes the key.
+      - C(NCCL_IB_HCA), C(NCCL_SOCKET_IFNAME) and C(NCCL_NET_GDR_LEVEL) given here are checked as O(ib_hca),
+        O(socket_ifname) and O(net_gdr_level) are (and refused when that option is set too).
+      - The file's managed lines are always written C(KEY=VALUE) with an LF ending, also in a CRLF file
+        (NCCL reads a line up to its newline only).
     type: dict
     default: {}
   hosts_entries:

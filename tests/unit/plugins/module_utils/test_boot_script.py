@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 
 from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.unit_checks import systemd_verify  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 NUMVFS = "/sys/bus/pci/devices/%s/sriov_numvfs" % PF
@@ -96,3 +97,10 @@ def test_units_run_the_script_before_libvirt():
     for text, mode in ((boot.SRIOV_UNIT_TEXT, "sriov"), (boot.VFIO_UNIT_TEXT, "vfio")):
         assert "ExecStart=/usr/bin/python3 %s %s\n" % (boot.SCRIPT_PATH, mode) in text
         assert "Before=" in text and "libvirtd.service" in text
+
+
+@pytest.mark.parametrize("name, text", [(boot.SRIOV_UNIT, boot.SRIOV_UNIT_TEXT), (boot.VFIO_UNIT, boot.VFIO_UNIT_TEXT)])
+def test_the_boot_units_pass_systemd_analyze_verify(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    rc, output = systemd_verify([str(tmp_path / name)])
+    assert rc == 0 and not output.strip(), output

@@ -126,7 +126,7 @@ def nccl_files(draw):
 @BOUNDED
 @given(nccl_files(), st.dictionaries(st.sampled_from(["NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL"]),
                                      st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9_:]{1,6}", fullmatch=True))))
-def test_nccl_conf_keeps_other_lines_and_line_endings_and_is_idempotent(generated, wanted):
+def test_nccl_conf_keeps_other_lines_writes_managed_ones_lf_and_is_idempotent(generated, wanted):
     text, newline = generated
     after = nccl_conf.render_conf(text, wanted)
     untouched = [line for line in text.splitlines(True)
@@ -137,8 +137,11 @@ def test_nccl_conf_keeps_other_lines_and_line_endings_and_is_idempotent(generate
     parsed = nccl_conf.parse_conf(after)
     for key, value in wanted.items():
         assert parsed.get(key) == value
-    if "\r\n" in text and after:  # a file without any line end has no style to keep
-        assert "\n" not in after.replace("\r\n", "")
+    for key, value in wanted.items():
+        # NCCL reads up to the \n only and splits at the first '=': a managed line is KEY=VALUE and LF
+        managed = [line for line in after.splitlines(True) if line.lstrip().startswith(key)]
+        assert managed == ([] if value is None else ["%s=%s\n" % (key, value)]) or (
+            managed == ["%s=%s" % (key, value)] and after.endswith(managed[0])), (key, managed)
     assert nccl_conf.render_conf(after, wanted) == after
 
 

@@ -5,6 +5,7 @@ quoting styles, and properties over generated files, each result sourced by the 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 
@@ -267,3 +268,42 @@ def test_generated_files(generated, ops):
     after_values = sh_source(after, names + ["GRUB_CMDLINE_LINUX"])
     assert split_cmdline(after_values.pop("GRUB_CMDLINE_LINUX")) == wanted
     assert after_values == before_values
+
+
+def sh_reads(text, name):
+    """(sourced without error, the value or UNSET) as the real /bin/sh reads ``text``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "grub")
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        done = subprocess.run(["/bin/sh", "-c", '. "$1" 2>/dev/null; printf %%s "${%s-%s}"' % (name, UNSET), "sh", path],
+                              capture_output=True, timeout=30, check=False)
+    return done.returncode == 0, done.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('GRUB_CMDLINE_LINUX="quiet" \r\n', "a blank before the carriage return"),
+    ('GRUB_DEFAULT=0\r\nGRUB_CMDLINE_LINUX="quiet"\t\r\n', "a blank before the carriage return"),
+    ('export GRUB_CMDLINE_LINUX="quiet"  \r\n', "a blank before the carriage return"),
+    ("\ufeff# Uncomment to disable (for the serial console)\nGRUB_CMDLINE_LINUX=\"quiet\"\n", "byte order mark"),
+    ("\ufeffGRUB_CMDLINE_LINUX=\"quiet\"\n", "byte order mark"),
+    ('fi\nGRUB_CMDLINE_LINUX="quiet"\n', "'fi' closes nothing"),
+    ('GRUB_CMDLINE_LINUX="quiet"\n)\n', "')' closes nothing"),
+])
+def test_what_sh_does_not_read_as_written_is_refused(text, message):
+    """sh gives no such value (the \\r is a command, the mark is part of a word, a syntax error
+    stops it): the module refuses instead of reporting a command line grub-mkconfig never gets."""
+    ok, value = sh_reads(text, "GRUB_CMDLINE_LINUX")
+    assert not ok or value != "quiet", (ok, value)
+    with pytest.raises(GrubParseError, match=re.escape(message)):
+        GrubDefaults(text).value("GRUB_CMDLINE_LINUX")
+
+
+@pytest.mark.parametrize("ending", ["\r\r\n", "\r\r\r\n"])
+def test_cr_cr_lf_lines_keep_every_carriage_return(ending):
+    text = 'GRUB_DEFAULT=0' + ending + 'GRUB_CMDLINE_LINUX="quiet"' + ending
+    grub = GrubDefaults(text)
+    assert grub.value("GRUB_CMDLINE_LINUX") == "quiet"
+    after = grub.with_value("GRUB_CMDLINE_LINUX", "quiet iommu=pt")
+    assert after == 'GRUB_DEFAULT=0' + ending + 'GRUB_CMDLINE_LINUX="quiet iommu=pt"' + ending
+    assert sh_reads(after, "GRUB_CMDLINE_LINUX") == (True, "quiet iommu=pt" + ending.replace("\n", ""))

@@ -57,10 +57,22 @@ def test_mig_parted_balanced_device_filters():
 
 def test_custom_config_indexes_and_unknown_gpus():
     entries = mig.select_mig_parted_config(load_yaml("examples_config.yaml"), "custom-config", "examples")
-    wanted, warnings = mig.desired_per_gpu(entries, [{"index": i, "device_id": "10de:20b0", "bus_id": str(i)} for i in (0, 4, 7)])
+    gpus = [{"index": i, "device_id": "10de:20b0", "bus_id": str(i)} for i in (0, 4, 7)]
+    # a mig-parted file names the GPUs of every host it serves: the others are warned about, as mig-parted skips them
+    wanted, warnings = mig.desired_per_gpu(entries, gpus, "warn")
     assert [wanted[i]["mig_enabled"] for i in (0, 4, 7)] == [False, True, True]
     assert wanted[7]["mig_devices"] == {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
     assert len(warnings) == 5 and "GPU 1" in warnings[0]
+    # the module's own layout is written for this host: an index it does not have is an error
+    with pytest.raises(InputError, match=r"layout\[0\]\.devices: GPU 1, 2, 3 does not exist on this host \(its GPUs: 0, 4, 7\)"):
+        mig.desired_per_gpu(entries, gpus)
+
+
+@pytest.mark.parametrize("name", ["1g.10gb\n", "1g.10gb+me\n", "1g.10gb\nx", "MIG 1g.10gb\r"])
+def test_profile_names_with_a_line_end_are_refused(name):
+    with pytest.raises(InputError, match="control character"):
+        mig.normalize_entry({"mig_enabled": True, "mig_devices": {name: 1}}, "layout[0]")
+    assert not mig.PROFILE_NAME.match("1g.10gb\n")
 
 
 def test_not_a_mig_parted_file():

@@ -214,3 +214,45 @@ def test_hca_ports_select_what_nccl_would_use(ib_hca, expected):
 def test_hca_ports_refuse_what_the_host_lacks(ib_hca, match):
     with pytest.raises(InputError, match=match):
         nc.hca_ports(nc.parse_hca(ib_hca), sorted(PORTS), PORTS.get)
+
+
+def test_a_crlf_file_gets_managed_lines_in_lf():
+    """NCCL reads up to the \\n only: a CRLF line would give NCCL_IB_HCA=mlx5_0:1\\r."""
+    text = "# site settings\r\nNCCL_DEBUG=WARN\r\nNCCL_IB_HCA=mlx5_0:1\r\n"
+    after = nc.render_conf(text, {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_IB_GID_INDEX": "3"})
+    assert after == "# site settings\r\nNCCL_DEBUG=WARN\r\nNCCL_IB_HCA=mlx5_0:1\nNCCL_IB_GID_INDEX=3\n"
+    assert nc.render_conf(after, {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_IB_GID_INDEX": "3"}) == after
+
+
+@pytest.mark.parametrize("line", ["NCCL_IB_HCA = mlx5_0:1\n", "NCCL_IB_HCA= mlx5_0:1\n", " NCCL_IB_HCA=mlx5_0:1\n"])
+def test_a_managed_line_nccl_would_read_otherwise_is_rewritten(line):
+    """NCCL splits at the first '=' and strips nothing: the name or value would hold the blank."""
+    assert nc.render_conf(line, {"NCCL_IB_HCA": "mlx5_0:1"}) == "NCCL_IB_HCA=mlx5_0:1\n"
+
+
+@pytest.mark.parametrize("entries, written", [
+    ([" mlx5_0:1"], "mlx5_0:1"),
+    (["=mlx5_0:1, mlx5_1:1 "], "=mlx5_0:1,mlx5_1:1"),
+    (["^mlx5_2", "mlx5_3"], "^mlx5_2,mlx5_3"),
+])
+def test_ib_hca_is_written_as_it_was_checked(entries, written):
+    assert nc.render_hca(nc.parse_hca(entries)) == written
+
+
+@pytest.mark.parametrize("entries", [[""], ["mlx5_0:1", " "], ["mlx5_0:1", ""]])
+def test_an_empty_ib_hca_entry_is_refused(entries):
+    with pytest.raises(InputError, match="ib_hca: entry . is empty"):
+        nc.parse_hca(entries)
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("eth0", True), ("^docker,lo", True), ("=eth0,eth1", True), (" ens3 ", True), ("^=eth0", True),
+    ("eth0 eth1", False), ("eth0,,eth1", False), ("", False), ("eth0:1", False), ("a/b", False),
+    ("averyveryverylongname", False), ("==eth0", False), ("eth0,", False),
+])
+def test_socket_ifname_as_nccl_reads_it(value, ok):
+    if ok:
+        assert nc.check_socket_ifname(value) == value.strip()
+    else:
+        with pytest.raises(InputError, match="socket_ifname: .* is not NCCL_SOCKET_IFNAME's"):
+            nc.check_socket_ifname(value)

@@ -96,3 +96,29 @@ def test_the_window_never_exceeds_what_ovmf_takes():
 ])
 def test_parse_resource(text, bars):
     assert pci_bars.parse_resource(text) == bars
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: "",                                           # empty
+    lambda text: "\n".join(text.split("\n")[:3]),              # truncated to three lines
+    lambda text: text[:len(text) // 2],                        # cut in the middle of a line
+    lambda text: "garbage\n" * 13,                             # garbage
+    lambda text: text.replace("0x", "0X", 1),                  # not the kernel's format
+])
+def test_a_resource_file_that_is_not_whole_reads_as_unknown_not_as_no_bars(tmp_path, damage):
+    """None, as for a missing file, so that the tenant's MMIO window warns instead of staying at
+    OVMF's default for a GPU whose 64 GiB BAR was not read."""
+    host = FakeHost(tmp_path)
+    host.add_pci("0000:07:00.0", "0x10de", "0x20b0", "0x030200")
+    write_resource(host, "0000:07:00.0", a100(64, 1))
+    path = host.p(host.pci_paths["0000:07:00.0"] + "/resource")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(damage(text))
+    assert pci_bars.read_mmio64_sizes(Sysfs(str(tmp_path)), "0000:07:00.0") is None
+
+
+def test_the_kernels_resource_files_are_whole(tree):
+    for address in ("0000:07:00.0", "0000:0c:00.2"):
+        assert pci_bars.is_resource_file(tree.read("/sys/bus/pci/devices/%s/resource" % address))

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import rdma, roce
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import RdmaReader
@@ -13,6 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
 
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
+from fakes.unit_checks import udev_rules  # pylint: disable=import-error
 
 ROWS = [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "ens3"),
         (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens3")]
@@ -41,3 +45,20 @@ def test_check_mode_plans_mode_and_persistence_and_changes_nothing(tmp_path):
     assert fake.writes == [] and fake.modes[("rxe0", 1)] == "IB/RoCE v1"
     assert run.diff.entries[0]["after"]["/etc/udev/rules.d/70-gpuvirt-roce-rxe0.rules"].startswith("# Managed")
     assert not (tmp_path / "etc").exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.from_regex(roce.UDEV_NAME, fullmatch=True), st.integers(1, 255), st.sampled_from(["v1", "v2"]))
+def test_every_name_roce_accepts_gives_one_rule_for_that_device(name, port, mode):
+    roce.udev_device_name(name)
+    [tokens] = udev_rules(rdma.persist_rule(name, port, mode, "/usr/local/sbin/gpuvirt-roce-mode"))
+    assert [t for t in tokens if t[0] == "KERNEL"] == [("KERNEL", None, "==", name)]
+    runs = [t[3] for t in tokens if t[0] == "RUN"]
+    assert runs == ["/usr/local/sbin/gpuvirt-roce-mode %s %d %s" % (name, port, rdma.ROCE_MODES[mode])]
+    assert not set(name) & set("*?[]%$\"\\ ")  # no glob in KERNEL==, no substitution in RUN+=
+
+
+@pytest.mark.parametrize("name", ['mlx5_0"', "mlx5 0", "mlx5_*", "mlx5_%k", "mlx5_$kernel", "a\\b", "", "x" * 65])
+def test_names_a_udev_rule_cannot_hold_are_refused(name):
+    with pytest.raises(InputError, match="cannot go into a udev rule"):
+        roce.udev_device_name(name)

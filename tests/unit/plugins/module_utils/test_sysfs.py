@@ -53,3 +53,20 @@ def test_paths_and_globs(tmp_path, tree):
     assert fs.glob("/boot/efi/EFI/*/grub.cfg") == ["/boot/efi/EFI/debian/grub.cfg", "/boot/efi/EFI/rocky/grub.cfg"]
     assert fs.glob("/etc/default/grub.d/*.cfg") == []
     assert Sysfs("/").glob("/proc/self/cmdline") == ["/proc/self/cmdline"]
+
+
+def test_reads_through_a_link_that_leaves_the_root_find_nothing(tmp_path):
+    """An absolute sysfs link in a capture points at the machine the tree was copied to."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (outside / "0000:81:00.0").mkdir(parents=True)
+    (outside / "0000:81:00.0" / "vendor").write_text("0x10de\n")
+    (root / "sys" / "bus" / "pci" / "devices").mkdir(parents=True)
+    link = root / "sys" / "bus" / "pci" / "devices" / "0000:81:00.0"
+    link.symlink_to(str(outside / "0000:81:00.0"))
+    fs = Sysfs(str(root))
+    device = "/sys/bus/pci/devices/0000:81:00.0"
+    assert fs.read(device + "/vendor") is None and fs.read_int(device + "/vendor", base=16) is None
+    assert fs.listdir(device) == [] and not fs.isdir(device) and fs.realpath(device) is None
+    assert fs.read_error(device + "/vendor") == "ENOENT"
+    assert fs.exists(device)  # the link itself is in the tree
+    assert fs.glob("/sys/bus/pci/devices/*/vendor") == []

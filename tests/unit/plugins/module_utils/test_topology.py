@@ -200,3 +200,18 @@ def test_sriov_vfs_and_indexes(tmp_path):
 def test_bad_extra_ids_raise(tmp_path):
     with pytest.raises(ValueError, match="10de-20b5"):
         TopologyReader(str(tmp_path), gpu_ids=["10de-20b5"])
+
+
+def test_a_device_whose_sysfs_link_leaves_the_root_is_not_reported(tmp_path):
+    """A capture whose /sys/bus/pci/devices links are absolute would name the devices of the
+    machine reading it: such a device is left out, the ones inside the tree are read."""
+    tree = FakeHost(tmp_path / "root")
+    tree.add_pci("0000:17:00.0", "0x10de", "0x20b0", "0x030200", numa_node=0)
+    outside = tmp_path / "outside" / "0000:81:00.0"
+    outside.mkdir(parents=True)
+    for name, value in (("vendor", "0x10de"), ("device", "0x20b0"), ("class", "0x030200"), ("numa_node", "1")):
+        (outside / name).write_text(value + "\n")
+    os.symlink(str(outside), tree.p("/sys/bus/pci/devices/0000:81:00.0"))
+    model = read_topology(str(tmp_path / "root"))
+    assert sorted(model["pci_devices"]) == ["0000:17:00.0"]
+    assert [gpu["address"] for gpu in model["gpus"]] == ["0000:17:00.0"]

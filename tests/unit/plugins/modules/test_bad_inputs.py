@@ -7,9 +7,13 @@ test_bad_inputs.py`` writes it, and ``test_the_documented_table_is_this_list`` k
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 if __name__ == "__main__":  # run as a script to write the table
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -26,6 +30,14 @@ DOC = os.path.join(REPO_ROOT, "docs", "reliability.md")
 BEGIN, END = "<!-- bad-inputs table: generated from tests/unit/plugins/modules/test_bad_inputs.py -->", "<!-- end -->"
 PF = "0000:81:00.0"
 NOT_UTF8 = b"# \xff\xfe latin-1 \xe9\n"
+OUTSIDE = "outside"  # a directory next to the root: nothing there may change
+
+
+class Link(str):
+    """A file put in the world as an absolute symlink to this name in the directory next to
+    the root (a capture's absolute link, leading out of the tree)."""
+
+
 ROWS = [(0, "fe80:0000:0000:0000:a288:c2ff:fe5b:03ec", "v1", "ens3np0"),
         (1, "0000:0000:0000:0000:0000:ffff:0b00:0048", "v2", "ens3np0")]
 
@@ -70,7 +82,8 @@ BASE_ARGS = {"iommu_grub": {"bootloader_update": "none"}, "hugepages": {"pages":
              "vfio_bind": {"devices": ["0000:82:00.0"]}, "sriov_vfs": {"pf": PF, "num_vfs": 2},
              "mig_profile": {"config_file": "/etc/mig.yaml", "config": "all-1g"}}
 
-# (module, what is wrong, extra args, files put in the world first {host path: bytes}, the message says)
+# (module, what is wrong, extra args (None: the base argument left out), files put in the world first
+# {host path: bytes, or a Link out of the root}, the message says)
 BAD_INPUTS = [
     ("iommu_grub", "GRUB file not UTF-8", {}, {"/etc/default/grub": b'GRUB_CMDLINE_LINUX="quiet \xe9"\n'},
      "grub_file: /etc/default/grub is not UTF-8"),
@@ -86,6 +99,14 @@ BAD_INPUTS = [
     ("iommu_grub", "hugepage size the CPU has not", {"args": [{"name": "hugepagesz", "value": "1G"},
                                                               {"name": "hugepages", "value": "4"}]}, {},
      "page size this CPU does not have"),
+    ("iommu_grub", "GRUB file a symlink out of the root", {}, {"/etc/default/grub": Link("grub")},
+     "grub_file: /etc/default/grub resolves to"),
+    ("iommu_grub", "GRUB file with a blank before the CR of a CRLF line", {},
+     {"/etc/default/grub": b'GRUB_CMDLINE_LINUX="quiet" \r\n'}, "a blank before the carriage return"),
+    ("iommu_grub", "GRUB file with a BOM before a syntax error", {},
+     {"/etc/default/grub": b'\xef\xbb\xbf# (serial console)\nGRUB_CMDLINE_LINUX="quiet"\n'}, "byte order mark"),
+    ("iommu_grub", "GRUB file with a syntax error", {}, {"/etc/default/grub": b'GRUB_CMDLINE_LINUX="quiet"\nfi\n'},
+     "'fi' closes nothing"),
     ("iommu_grub", "pre_bind_ids with a newline", {"pre_bind_ids": ["10de:2330\nx"]}, {}, "pre_bind_ids"),
     ("hugepages", "persist_unit a directory", {"persist": True, "persist_unit": "/etc/systemd/system"}, {},
      "persist_unit: /etc/systemd/system is a directory"),
@@ -95,12 +116,48 @@ BAD_INPUTS = [
      "is not a directory"),
     ("hugepages", "persist_unit not UTF-8", {"persist": True},
      {"/etc/systemd/system/gpuvirt-hugepages.service": NOT_UTF8}, "persist_unit: "),
+    ("hugepages", "persist_unit with '..' out of the root", {"persist": True, "persist_unit": "/etc/../../outside/x.service"},
+     {}, "persist_unit: /etc/../../outside/x.service resolves to"),
+    ("hugepages", "systemd directory a symlink out of the root", {"persist": True, "persist_unit": "/etc/systemd/link/x.service"},
+     {"/etc/systemd/link": Link("")}, "persist_unit: /etc/systemd/link/x.service resolves to"),
+    ("hugepages", "persist_unit not a unit file name", {"persist": True, "persist_unit": "/etc/systemd/system/a%b.service"},
+     {}, "is not a systemd service file name"),
+    ("hugepages", "mount path a symlink out of the root", {"mounts": [{"size": "2M", "path": "/dev/hp"}]},
+     {"/dev/hp": Link("hp")}, "mounts[0].path: /dev/hp resolves to"),
+    ("hugepages", "mount path with '..'", {"mounts": [{"size": "2M", "path": "/dev/../../outside/hp"}]}, {},
+     "is not normalised"),
+    ("hugepages", "mount path with '.'", {"mounts": [{"size": "2M", "path": "/dev/./hp"}]}, {}, "give '/dev/hp'"),
+    ("hugepages", "sysfs count a symlink out of the root", {},
+     {"/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages": Link("nr_hugepages")},
+     "pages: 2M pages are not supported on node 0"),
     ("hugepages", "negative count", {"pages": [{"size": "2M", "count": -4}]}, {}, "is not a whole number"),
     ("hugepages", "mount path with a control character", {"mounts": [{"size": "2M", "path": "/dev/huge\x01"}]}, {},
      "control character"),
     ("nccl_env", "path a directory", {"path": "/etc"}, {}, "path: /etc is a directory"),
     ("nccl_env", "path under a file", {"path": "/sys/class/infiniband/mlx5_0/ports/1/link_layer/nccl.conf"}, {},
      "is not a directory"),
+    ("nccl_env", "path with '..' out of the root", {"path": "/etc/../../outside/nccl.conf"}, {},
+     "path: /etc/../../outside/nccl.conf resolves to"),
+    ("nccl_env", "path not normalised", {"path": "/etc/./nccl.conf"}, {}, "path: /etc/./nccl.conf is not a normalised path"),
+    ("nccl_env", "hosts_path naming the directory above", {"hosts_path": "/nowhere/..",
+                                                           "hosts_entries": [{"ip": "192.0.2.1", "names": ["a"]}]}, {},
+     "hosts_path: /nowhere/.. is not a normalised path"),
+    ("nccl_env", "nccl.conf a symlink out of the root", {}, {"/etc/nccl.conf": Link("nccl.conf")},
+     "path: /etc/nccl.conf resolves to"),
+    ("nccl_env", "hosts_path with '..' out of the root",
+     {"hosts_path": "/etc/../../outside/hosts", "hosts_entries": [{"ip": "192.0.2.1", "names": ["a"]}]}, {},
+     "hosts_path: /etc/../../outside/hosts resolves to"),
+    ("nccl_env", "socket_ifname with a blank between names", {"socket_ifname": "eth0 eth1"}, {},
+     "socket_ifname: 'eth0 eth1' is not NCCL_SOCKET_IFNAME's"),
+    ("nccl_env", "socket_ifname in extra with a blank", {"extra": {"NCCL_SOCKET_IFNAME": "eth0 eth1"}}, {},
+     "extra.NCCL_SOCKET_IFNAME: "),
+    ("nccl_env", "ib_hca with an empty entry", {"ib_hca": [""]}, {}, "ib_hca: entry 0 is empty"),
+    ("nccl_env", "HCA in extra that does not exist", {"ib_hca": [], "extra": {"NCCL_IB_HCA": "=mlx5_9:1"}}, {},
+     "extra.NCCL_IB_HCA: no RDMA device mlx5_9"),
+    ("nccl_env", "HCA in extra not in NCCL's syntax", {"ib_hca": [], "extra": {"NCCL_IB_HCA": "mlx5_0:1 mlx5_1"}}, {},
+     "extra.NCCL_IB_HCA: 'mlx5_0:1 mlx5_1' is not DEVICE or DEVICE:PORT"),
+    ("nccl_env", "HCA in both ib_hca and extra", {"extra": {"NCCL_IB_HCA": "mlx5_0"}}, {},
+     "extra: NCCL_IB_HCA is managed by its own option"),
     ("nccl_env", "nccl.conf not UTF-8", {}, {"/etc/nccl.conf": NOT_UTF8}, "path: "),
     ("nccl_env", "extra value with a newline", {"extra": {"NCCL_IB_TC": "106\nNCCL_IB_GID_INDEX=0"}}, {},
      "extra.NCCL_IB_TC"),
@@ -118,11 +175,35 @@ BAD_INPUTS = [
     ("mlx_rocev2", "persist_script with a blank", {"persist_script": "/usr/local/sbin/a b"}, {}, "udev rule"),
     ("mlx_rocev2", "persist_script with a newline", {"persist_script": "/usr/local/sbin/a\nRUN+=x"}, {},
      "control character"),
+    ("mlx_rocev2", "persist_rules_dir with '..' out of the root", {"persist_rules_dir": "/etc/../../outside"}, {},
+     "persist_rules_dir: /etc/../../outside resolves to"),
+    ("mlx_rocev2", "persist_rules_dir a symlink out of the root", {"persist_rules_dir": "/etc/udev/link"},
+     {"/etc/udev/link": Link("")}, "persist_rules_dir: /etc/udev/link resolves to"),
+    ("mlx_rocev2", "persist_script with '..' out of the root", {"persist_script": "/usr/../../outside/roce"}, {},
+     "persist_script: /usr/../../outside/roce resolves to"),
+    ("mlx_rocev2", "RDMA device name with a quote", {"rdma_device": 'mlx5_0",RUN+="x'},
+     {'/sys/class/infiniband/mlx5_0",RUN+="x/ports/1/state': b"4: ACTIVE\n"}, "cannot go into a udev rule"),
+    ("mlx_rocev2", "negative NUM_OF_VFS", {"device": PF, "firmware": {"NUM_OF_VFS": -5}}, {},
+     "firmware.NUM_OF_VFS: -5 is not a VF count"),
+    ("mlx_rocev2", "NUM_OF_VFS no PCIe function can have", {"device": PF, "firmware": {"NUM_OF_VFS": 2 ** 40}}, {},
+     "firmware.NUM_OF_VFS: 1099511627776 is not a VF count"),
+    ("mlx_rocev2", "firmware value of two words", {"device": PF, "firmware": {"LINK_TYPE_P1": "ETH SRIOV_EN=0"}}, {},
+     "firmware.LINK_TYPE_P1: 'ETH SRIOV_EN=0' is not a value mlxconfig sets"),
     ("mlx_rocev2", "rule file not UTF-8", {}, {"/etc/udev/rules.d/70-gpuvirt-roce-mlx5_0.rules": NOT_UTF8},
      "persist_rules_dir: "),
     ("vfio_bind", "device address with a control character", {"devices": ["0000:82:\x0100.0"]}, {}, "devices"),
     ("vfio_bind", "id with a newline", {"devices": [], "ids": ["1234:11e8\nx"]}, {}, "ids"),
     ("sriov_vfs", "PF with a newline", {"pf": PF + "\nx"}, {}, "pf"),
+    ("sriov_vfs", "systemd directory a symlink out of the root", {}, {"/etc/systemd/system": Link("")},
+     "persist: /etc/systemd/system/"),
+    ("mig_profile", "config_file a symlink out of the root", {}, {"/etc/mig.yaml": Link("mig.yaml")},
+     "config_file: /etc/mig.yaml resolves to"),
+    ("mig_profile", "negative GPU index",
+     {"config_file": None, "config": None, "layout": [{"mig_enabled": True, "devices": [-1]}]}, {},
+     "layout[0].devices must be 'all' or a list of GPU indexes (0 or more)"),
+    ("mig_profile", "profile name with a trailing newline",
+     {"config_file": None, "config": None, "layout": [{"mig_enabled": True, "mig_devices": {"1g.10gb\n": 1}}]}, {},
+     "layout[0].mig_devices: "),
     ("mig_profile", "mig-parted file not UTF-8", {}, {"/etc/mig.yaml": NOT_UTF8}, "config_file /etc/mig.yaml is not UTF-8"),
     ("mig_profile", "config_file a directory", {"config_file": "/etc"}, {"/etc/x": b""}, "config_file /etc cannot be read"),
 ]
@@ -141,9 +222,18 @@ def host_of(name, root, world):
 
 
 def put(root, files):
+    outside = os.path.join(os.path.dirname(str(root)), OUTSIDE)
+    os.makedirs(outside, exist_ok=True)
     for path, data in files.items():
         real = os.path.join(str(root), path.lstrip("/"))
         os.makedirs(os.path.dirname(real), exist_ok=True)
+        if isinstance(data, Link):
+            if os.path.isdir(real) and not os.path.islink(real):
+                os.rmdir(real)
+            elif os.path.lexists(real):
+                os.unlink(real)
+            os.symlink(os.path.join(outside, data) if data else outside, real)
+            continue
         with open(real, "wb") as handle:
             handle.write(data)
 
@@ -153,13 +243,14 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, name, what, ar
     root = tmp_path / "root"
     world = WORLDS[name](root)
     put(root, files)
-    before = tree_state(str(root))
-    result = run_module(module_of(name).main, dict(BASE_ARGS[name], **args), host=host_of(name, root, world))
+    before = tree_state(str(tmp_path))
+    given = dict((key, value) for key, value in dict(BASE_ARGS[name], **args).items() if value is not None)
+    result = run_module(module_of(name).main, given, host=host_of(name, root, world))
     assert result.get("failed") is True, (what, result)
     assert message in result["msg"], (what, result["msg"])
     assert "exception" not in result and "Traceback" not in result["msg"], result
     assert result["changed"] is False, result
-    assert tree_state(str(root)) == before, what
+    assert tree_state(str(tmp_path)) == before, what  # the root and what lies next to it
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -169,6 +260,84 @@ def test_a_root_that_is_no_directory_is_an_error(tmp_path, name, what, root_name
     result = run_module(module_of(name).main, dict(BASE_ARGS[name], root=str(tmp_path / root_name)))
     assert result.get("failed") is True and "is not a directory" in result["msg"], (what, result)
     assert result["changed"] is False
+
+
+# ---------------------------------------------------------------------------- no write outside the root
+# Every host-changing module that takes a root runs in-process (not in check mode) on the worlds
+# above with generated path options ('..', '.', names that lead next to the root) and generated
+# symlinks in the tree, relative or absolute, that lead out of it (what they named moved out
+# first, so that a write through the link would land outside): the directory next to the root
+# stays byte for byte as it was, and no run ends in a traceback.
+# Host paths each module reads to edit, writes or links (its defaults and the test worlds' files).
+LINKABLE = {
+    "iommu_grub": ["/etc", "/etc/default", "/etc/default/grub", "/etc/modules-load.d", "/etc/modprobe.d",
+                   "/etc/initramfs-tools"],
+    "hugepages": ["/etc", "/etc/systemd", "/etc/systemd/system", "/dev", "/sys/devices/system/node/node0/hugepages",
+                  "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"],
+    "nccl_env": ["/etc", "/etc/nccl.conf", "/etc/hosts"],
+    "mlx_rocev2": ["/etc", "/etc/udev", "/etc/udev/rules.d", "/usr/local/sbin", "/usr/local", "/sys/kernel/config"],
+    "sriov_vfs": ["/etc", "/etc/systemd/system", "/usr/local/libexec", "/usr/local/libexec/gpuvirt", "/etc/gpuvirt",
+                  "/sys/bus/pci/devices/0000:81:00.0"],
+    "vfio_bind": ["/etc", "/etc/systemd/system", "/usr/local/libexec/gpuvirt", "/etc/modprobe.d",
+                  "/etc/modules-load.d", "/sys/bus/pci/devices/0000:82:00.0"],
+    "mig_profile": ["/etc", "/etc/mig.yaml"],
+}
+NAMES = ["..", ".", "etc", "outside", "systemd", "system", "udev", "dev", "hp", "x.service", "nccl.conf", "hosts",
+         "grub", "default", "rules.d"]
+PATHS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts))
+
+
+def path_options(name):
+    """The module's path options, each left at its default or generated."""
+    def maybe(key, strategy):
+        return st.one_of(st.just({}), strategy.map(lambda value: {key: value}))
+    mount = PATHS.map(lambda path: {"mounts": [{"size": "2M", "path": path}]})
+    options = {
+        "iommu_grub": [maybe("grub_file", PATHS)],
+        "hugepages": [st.just({"persist": True}), maybe("persist_unit", PATHS.map(lambda p: p + ".service")),
+                      st.one_of(st.just({}), mount), maybe("boot_config", st.just("grub")), maybe("grub_file", PATHS)],
+        "nccl_env": [maybe("path", PATHS), maybe("hosts_path", PATHS),
+                     st.just({"hosts_entries": [{"ip": "192.0.2.1", "names": ["a"]}]})],
+        "mlx_rocev2": [maybe("persist_rules_dir", PATHS), maybe("persist_script", PATHS)],
+        "sriov_vfs": [st.just({})],
+        "vfio_bind": [st.just({})],
+        "mig_profile": [maybe("config_file", PATHS)],
+    }[name]
+    return st.tuples(*options).map(lambda parts: dict(kv for part in parts for kv in part.items()))
+
+
+def link_out(root, outside, host_path, absolute):
+    """Move what ``host_path`` holds next to the root and leave a link to it in its place."""
+    real = os.path.join(root, host_path.lstrip("/"))
+    if os.path.islink(real) or not os.path.lexists(os.path.dirname(real)) and not os.path.lexists(real):
+        return
+    target = os.path.join(outside, host_path.strip("/").replace("/", "_"))
+    if os.path.lexists(real):
+        shutil.move(real, target)
+    else:
+        os.makedirs(target)
+    os.symlink(target if absolute else os.path.relpath(target, os.path.dirname(os.path.realpath(real))), real)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_file_outside_the_root_changes(name):
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(options=path_options(name),
+           links=st.lists(st.tuples(st.sampled_from(LINKABLE[name]), st.booleans()), max_size=2, unique_by=lambda link: link[0]))
+    def check(options, links):
+        with tempfile.TemporaryDirectory() as top:
+            root, outside = os.path.join(top, "root"), os.path.join(top, "outside")
+            os.makedirs(outside)
+            world = WORLDS[name](root)
+            with open(os.path.join(outside, "keep"), "w", encoding="utf-8") as handle:
+                handle.write("outside the root\n")
+            for host_path, absolute in links:
+                link_out(root, outside, host_path, absolute)
+            before = tree_state(outside)
+            result = run_module(module_of(name).main, dict(BASE_ARGS[name], **options), host=host_of(name, root, world))
+            assert "exception" not in result and "Traceback" not in result.get("msg", ""), result
+            assert tree_state(outside) == before, (options, links, result)
+    check()
 
 
 def render_table():

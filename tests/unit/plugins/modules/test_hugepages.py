@@ -12,7 +12,10 @@ import re
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hugepages_utils
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
 
@@ -20,6 +23,7 @@ from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.host_tree import FakeHost, HugepageAllocator  # pylint: disable=import-error
 from fakes.live import LiveHost  # pylint: disable=import-error
+from fakes.unit_checks import systemd_escape_path, systemd_verify  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 EPYC = os.path.join(FIXTURES, "numa", "numactl-hardware_2x-epyc-9375f_smt-off_2nodes.txt")
@@ -343,3 +347,32 @@ def test_mount_unit_enabled_with_the_pool_unit(mount_host):
                  persist_unit=UNIT, mounts=[{"size": "1G", "path": "/dev/hugepages1G"}])
     assert result["units_enabled"] == ["gpuvirt-hugepages.service", "dev-hugepages1G.mount"]
     assert os.readlink(mount_host.p(WANTS + "dev-hugepages1G.mount")) == "/etc/systemd/system/dev-hugepages1G.mount"
+
+
+# ---------------------------------------------------------------------------- units systemd loads
+@pytest.mark.parametrize("path", ["/dev/hugepages1G", "/dev/hp%n", "/dev/huge-pages", "/mnt/.hp/x.y", "/dev/hp\u00e9",
+                                  "/dev/a\\b"])
+def test_written_units_pass_systemd_analyze_verify(mount_host, path):
+    """The persist unit and the mount unit, as systemd itself reads them: a '%' is not expanded
+    as a specifier, and Where= matches the unit's name (systemd-escape --path)."""
+    result = run(mount_host, commands=mount_host.commands, pages=[{"size": "2M", "count": 2, "node": 0}], persist=True,
+                 persist_unit=UNIT, enable_units=False, mounts=[{"size": "1G", "path": path}])
+    assert not result.get("failed"), result
+    mount_unit = "/etc/systemd/system/%s.mount" % systemd_escape_path(path)
+    assert result["mount_units"] == [mount_unit]
+    rc, output = systemd_verify([mount_host.p(UNIT), mount_host.p(mount_unit)])
+    assert rc == 0 and "Where=" not in output, output
+    assert "Where=%s\n" % path.replace("%", "%%") in read_text(mount_host.p(mount_unit))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(st.characters(min_codepoint=33, max_codepoint=0x2ff, blacklist_characters="/"), min_size=1,
+                        max_size=8).filter(lambda name: name not in (".", "..")), min_size=1, max_size=3))
+def test_mount_unit_names_are_systemd_escape_path(parts):
+    path = "/" + "/".join(parts)
+    assert hugepages_utils.systemd_escape_path(path) == systemd_escape_path(path)
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()

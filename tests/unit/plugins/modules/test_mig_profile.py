@@ -249,6 +249,13 @@ def test_mig_parted_example_custom_config_on_a_two_gpu_host(tmp_path, monkeypatc
     ({"layout": [{"mig_enabled": True, "devices": "some"}]}, "devices must be 'all' or a list"),
     ({"layout": [{"mig_enabled": True}, {"devices": [0], "mig_enabled": False}]}, "both apply to GPU 0"),
     ({"layout": [{"mig_enabled": True, "device_filter": ["nvidia"]}]}, "is not a PCI id"),
+    ({"layout": [{"mig_enabled": True, "devices": [5], "mig_devices": {"1g.10gb": 1}}]},
+     "layout[0].devices: GPU 5 does not exist on this host (its GPUs: 0)"),
+    ({"layout": [{"mig_enabled": True, "devices": [0, 3]}]}, "GPU 3 does not exist"),
+    ({"layout": [{"mig_enabled": True, "devices": [-1]}]}, "layout[0].devices must be 'all' or a list of GPU indexes (0 or more)"),
+    ({"layout": [{"mig_enabled": True, "devices": [True]}]}, "list of GPU indexes"),
+    ({"layout": [{"mig_enabled": True, "mig_devices": {"1g.10gb\n": 1}}]}, "layout[0].mig_devices: '1g.10gb\\n' holds the control"),
+    ({"layout": [{"mig_enabled": True, "mig_devices": {"1g.10gb+me\n": 1}}]}, "control character"),
 ])
 def test_bad_input_fails_naming_the_input(tmp_path, monkeypatch, args, message):
     state = make_state(tmp_path, monkeypatch, [gpu(H100, "00000000:01:00.0")])

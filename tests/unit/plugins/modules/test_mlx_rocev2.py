@@ -124,6 +124,21 @@ def test_unknown_parameter_refused_nothing_set(host):
     assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
 
 
+@pytest.mark.parametrize("value, message", [
+    (-5, "firmware.NUM_OF_VFS: -5 is not a VF count"),
+    (100000, "firmware.NUM_OF_VFS: 100000 is not a VF count"),
+    (2 ** 40, "is not a VF count"),
+    ("8 SRIOV_EN=0", "is not a value mlxconfig sets"),
+    (True, "is not a VF count"),
+    ("08x", "is not a VF count"),
+])
+def test_a_vf_count_no_card_has_is_refused_before_any_set(host, value, message):
+    result = mlx(host, dict(host["args"], device=PF, firmware={"SRIOV_EN": True, "NUM_OF_VFS": value}))
+    assert result["failed"] and message in result["msg"], result
+    assert result["changed"] is False and not [r for r in runs(host) if "set" in r]
+    assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
+
+
 def test_device_not_found(host):
     result = mlx(host, dict(host["args"], device="0000:99:00.0", firmware={"SRIOV_EN": True}))
     assert result["failed"] and "no PCI device 0000:99:00.0" in result["msg"]

@@ -332,3 +332,23 @@ def test_converges_from_an_interruption_between_the_two_files(tmp_path):
         return run_module(nccl_env.main, {"ib_hca": ["mlx5_0:1"], "hosts_entries": ENTRIES}, host=host)
 
     assert converges_from_every_interruption(build, run, tree_state) == 2
+
+
+def test_ib_hca_given_in_extra_is_checked_and_written_as_ib_hca(cx6):
+    args = {"path": cx6["path"], "ib_hca": [], "extra": {"NCCL_IB_HCA": " =mlx5_0:1"}, "gid_index": "discover"}
+    result = nccl(cx6["root"], args)
+    assert not result.get("failed"), result
+    assert result["settings"]["NCCL_IB_HCA"] == "=mlx5_0:1"
+    assert "NCCL_IB_HCA==mlx5_0:1\n" in open(cx6["real"], encoding="utf-8").read()
+    refused = nccl(cx6["root"], dict(args, extra={"NCCL_IB_HCA": "mlx5_0:7"}))
+    assert refused["failed"] and "extra.NCCL_IB_HCA: mlx5_0 has no port 7" in refused["msg"], refused
+
+
+def test_a_crlf_nccl_conf_gets_its_new_lines_in_lf(cx6):
+    with open(cx6["real"], "w", encoding="utf-8", newline="") as handle:
+        handle.write(EXISTING.replace("\n", "\r\n"))
+    result = nccl(cx6["root"], {"path": cx6["path"], "ib_hca": [" mlx5_0:1"], "gid_index": "discover"})
+    assert not result.get("failed"), result
+    with open(cx6["real"], encoding="utf-8", newline="") as handle:
+        text = handle.read()
+    assert text == "# written by the image build\r\nNCCL_DEBUG=WARN\r\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0:1\n"
