@@ -352,7 +352,7 @@ def test_absent_tenant_lists_what_it_releases():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"max_vcpus": 1, "vcpus": 2}, "max_vcpus 1 is below vcpus 2"),
+    ({"max_vcpus": 1, "vcpus": 2}, "max_vcpus: 1 is below vcpus 2"),
     ({"priority": "gold"}, "priority 'gold' is not one of online, batch"),
     ({"state": "gone"}, "state 'gone' is not one of present, defined, running, absent"),
 ])
@@ -403,9 +403,9 @@ def test_inputs_are_not_modified_and_plans_repeat():
     ([tenant("a")], {"vf_pfs": ["0000:10:00.0"]}, "policy.vf_pfs"),
     ([tenant("a", emulator="housekeeping")], {}, "reserved_cpus, which is empty"),
     ([tenant("a"), tenant("a")], {}, "appears twice"),
-    ([{"name": "a", "memory_mb": 1}], {}, "vcpus is required"),
-    ([{"name": "a", "vcpus": 1}], {}, "memory_mb is required"),
-    ([tenant("a", vcpus=0)], {}, "vcpus must be at least 1"),
+    ([{"name": "a", "memory_mb": 1}], {}, r"vcpus: required"),
+    ([{"name": "a", "vcpus": 1}], {}, r"memory_mb: required"),
+    ([tenant("a", vcpus=0)], {}, "vcpus: must be at least 1"),
     ([tenant("a", gpus=["0000:ff:00.0"])], {}, "not GPUs this host gives"),
     ([tenant("a", hugepage_size="3M")], {}, "hugepage_size"),
     ([tenant("a", vfs="many")], {}, "vfs must be a whole number"),
