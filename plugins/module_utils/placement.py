@@ -1083,7 +1083,7 @@ class Planner:
         vf_resets = {}
         for name in removed:
             for vf, pf in sorted(released[name]["vf_pfs"].items()):
-                vf_resets.setdefault(pf, []).append({"address": vf, "mac": "00:00:00:00:00:00", "vlan": 0})
+                vf_resets.setdefault(pf, []).append({"address": vf, "clear": True})
         return {"placements": dict((t["name"], placements[t["name"]]) for t in active if t["name"] in placements),
                 "unplaced": unplaced, "notes": notes, "free": self._free(state), "removed": removed,
                 "released": released, "vf_resets": vf_resets, "search": search, "groups": self._group_report()}
@@ -1319,8 +1319,8 @@ def plan_tenants(topology, tenants, policy=None):
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
-    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
-    the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
+    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, clear: true}], the
+    sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
