@@ -163,47 +163,48 @@ def check_tenant_vlan(value, what="vlan"):
 
 # --------------------------------------------------------------------------- isolation over all assignments
 class Claims:
-    """Who gets which PCI devices and MACs, in the order the claims are made: the tenants of
-    this request (``add``) and, apart, what other domains already hold (``held``). ``check``
-    applies the isolation rules against the host model (``topology``)."""
+    """Who gets which PCI devices and VF MACs, claim by claim in the order they are made: the
+    tenants of this request (``add``, then ``check`` of that tenant) and, apart, what other
+    domains hold now (``hold``; ``release`` when the request removes or redefines one). The
+    rules are checked against the host model (``topology``); a device it does not know is only
+    checked for being given twice."""
 
     def __init__(self, topology=None):
         self.topology = topology or {}
         self.pci = self.topology.get("pci_devices") or {}
         self.owner = {}        # address -> tenant of this request
         self.held = {}         # address -> another domain
-        self.macs = []         # [(mac, (tenant, vf address))] of this request
+        self.macs = []         # [(mac, (tenant, VF address))] of this request
         self.held_macs = []    # [(mac, domain)]
         self.labels = {}       # tenant -> how a message names it
 
     def add(self, tenant, addresses, label=None, macs=None):
         """The devices (and network VF MACs, {address: mac}) one tenant of this request takes.
-        A device given twice in the request is refused here."""
+        A device another tenant of the request took is refused here."""
         self.labels[tenant] = label or tenant
         for address in addresses:
             other = self.owner.get(address)
             if other is not None and other != tenant:
-                raise InputError("%s: %s is also given to %s; a PCI device goes to one tenant only: give it to one of them"
-                                 % (self.labels[tenant], address, self.labels[other]))
+                raise InputError("%s is also given to %s; a PCI device goes to one tenant only: give it to one of them"
+                                 % (address, self.labels[other]))
             self.owner[address] = tenant
         for address, mac in sorted((macs or {}).items()):
             self.macs.append((mac, (tenant, address)))
 
     def hold(self, domain, addresses, macs=()):
-        """What another domain (not one of this request's tenants) holds now."""
+        """What another domain holds now."""
         for address in addresses:
             self.held.setdefault(address, domain)
         for mac in macs:
             self.held_macs.append((mac, domain))
 
     def release(self, domain):
-        """A domain this request removes or redefines: what it held is free."""
+        """A domain the request removes or redefines: what it held is free."""
         self.held = dict((a, d) for a, d in self.held.items() if d != domain)
         self.held_macs = [(m, d) for m, d in self.held_macs if d != domain]
 
     def _who(self, address, tenant):
-        """The other party for ``address`` seen from ``tenant``: ('tenant', name), ('domain',
-        name) or None."""
+        """Who else has ``address``, seen from ``tenant``: ("tenant", name), ("domain", name) or None."""
         other = self.owner.get(address)
         if other is not None and other != tenant:
             return ("tenant", other)
@@ -212,52 +213,54 @@ class Claims:
         return None
 
     def _name(self, who):
+        if who is None:
+            return "the host"
         kind, name = who
         return self.labels.get(name, name) if kind == "tenant" else "domain %s" % name
 
-    def check(self):
-        """-> (errors, conflicts with other domains): two lists of messages. The first are
-        between tenants of this request; the second involve a domain defined apart, which a
-        removal earlier in the run may free (the caller decides)."""
-        errors, held = [], []
-        for address in sorted(self.owner):
-            tenant = self.owner[address]
-            who_list = []
-            group = (self.pci.get(address) or {}).get("iommu_group")
+    def check(self, tenant):
+        """The rules for the devices and MACs ``tenant`` took -> (errors, conflicts with other
+        domains): the first with other tenants of this request, the second with domains
+        defined apart, which a removal earlier in the run may free (the caller decides)."""
+        errors, others = [], []
+        label = self.labels[tenant]
+
+        def found(who, message):
+            (others if who[0] == "domain" else errors).append(message)
+
+        for address in sorted(a for a, t in self.owner.items() if t == tenant):
+            dev = self.pci.get(address) or {}
+            group = dev.get("iommu_group")
             for other in group_endpoints(self.topology, address) if group is not None else []:
                 who = self._who(other, tenant)
                 if who is not None:
-                    who_list.append((who, "%s (%s) and %s (%s) share IOMMU group %s: a group goes whole to one tenant or to "
-                                          "none (no ACS isolation between them); give both to one tenant, or enable ACS on the "
-                                          "PCIe ports above them" % (address, self.labels[tenant], other, self._name(who), group)))
-            dev = self.pci.get(address) or {}
+                    found(who, "%s (%s) and %s (%s) share IOMMU group %s: a group goes whole to one tenant or to none (no ACS "
+                               "isolation between them); give both to one tenant, or enable ACS on the PCIe ports above them"
+                          % (address, label, other, self._name(who), group))
             pf = dev.get("physfn")
-            if pf:
-                who = self._who(pf, tenant)
-                if who is not None:
-                    who_list.append((who, "VF %s (%s) and its PF %s (%s) are split: a PF and its VFs go to one tenant; keep the "
-                                          "PF with the host, or give the tenant both" % (address, self.labels[tenant], pf,
-                                                                                         self._name(who))))
+            who = self._who(pf, tenant) if pf else None
+            if who is not None:
+                found(who, "VF %s (%s) and its PF %s (%s) are split: a PF and its VFs go to one tenant; keep the PF with the "
+                           "host, or give the tenant both" % (address, label, pf, self._name(who)))
             elsewhere = [vf for vf in dev.get("virtfns") or [] if self.owner.get(vf) != tenant]
             if elsewhere:
                 parties = [self._who(vf, tenant) for vf in elsewhere]
-                names = sorted(set(self._name(who) if who else "the host" for who in parties))
-                message = ("PF %s (%s) has VFs %s that stay with %s: a PF and its VFs are never split; remove its VFs first "
-                           "(gpuvirt.tenancy.sriov_vfs num_vfs: 0) or give the tenant a device without VFs"
-                           % (address, self.labels[tenant], ", ".join(elsewhere), ", ".join(names)))
-                only_domains = all(who is not None and who[0] == "domain" for who in parties)
-                who_list.append((("domain" if only_domains else "tenant", None), message))
-            for who, message in who_list:
-                (held if who[0] == "domain" else errors).append(message)
-        for mac, owners in duplicates(self.macs):
-            errors.append("MAC %s is given to %s; a MAC belongs to one VF: give each its own (or leave it out to have one "
-                          "derived)" % (mac, " and ".join("VF %s (%s)" % (vf, self.labels[t]) for t, vf in owners)))
-        held_by = dict((mac, domain) for mac, domain in self.held_macs)
-        for mac, (tenant, vf) in self.macs:
-            if mac in held_by:
-                held.append("MAC %s of VF %s (%s) is already the MAC of an interface of domain %s; a MAC belongs to one VF: "
-                            "give another" % (mac, vf, self.labels[tenant], held_by[mac]))
-        return _unique(errors), _unique(held)
+                kind = "domain" if all(who is not None and who[0] == "domain" for who in parties) else "tenant"
+                found((kind, None), "PF %s (%s) has VFs %s that stay with %s: a PF and its VFs are never split; remove its VFs "
+                                    "first (gpuvirt.tenancy.sriov_vfs num_vfs: 0) or give the tenant a device without VFs"
+                      % (address, label, ", ".join(elsewhere), ", ".join(sorted(set(self._name(who) for who in parties)))))
+        mine = [(mac, vf) for mac, (owner, vf) in self.macs if owner == tenant]
+        for mac, vf in mine:
+            earlier = [(owner, address) for other_mac, (owner, address) in self.macs if other_mac == mac and (owner, address) != (tenant, vf)]
+            if earlier:
+                owner, address = earlier[0]
+                errors.append("MAC %s of VF %s is also the MAC of VF %s (%s); a MAC belongs to one VF: give each its own (or "
+                              "leave it out to have one derived)" % (mac, vf, address, self.labels[owner]))
+            domains = sorted(set(domain for held_mac, domain in self.held_macs if held_mac == mac))
+            if domains:
+                others.append("MAC %s of VF %s (%s) is already the MAC of an interface of domain %s; a MAC belongs to one VF: "
+                              "give another" % (mac, vf, label, ", ".join(domains)))
+        return _unique(errors), _unique(others)
 
 
 def _unique(messages):

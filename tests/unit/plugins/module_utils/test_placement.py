@@ -411,6 +411,17 @@ def test_inputs_are_not_modified_and_plans_repeat():
     ([tenant("a", vfs="many")], {}, "vfs must be a whole number"),
     ([{"vcpus": 1}], {}, "name is required"),
     ("a", {}, "tenants: expected a list"),
+    # the tenant's own inputs as tenant_domain checks them (tenant_request)
+    ([tenant("a", mac="00:00:00:00:00:00")], {}, r"tenants\[0\] \(a\): mac: 00:00:00:00:00:00 is the all-zero address"),
+    ([tenant("a", mac="01:00:5e:00:00:01")], {}, "multicast"),
+    ([tenant("a", mac=["52:54:00:00:00:01", "52:54:00:00:00:01"])], {}, r"mac: 52:54:00:00:00:01 is listed 2 times"),
+    ([tenant("a", vlan=4095)], {}, r"tenants\[0\] \(a\): vlan: 4095 is not a VLAN id"),
+    ([tenant("a", vlan=0)], {}, "vlan: 0 is not a VLAN id"),
+    ([tenant("a", firmware="coreboot")], {}, "firmware: 'coreboot' is not one of efi, bios"),
+    ([tenant("a", machine="q35\n")], {}, "machine: "),
+    ([tenant("a", vcpus=True)], {}, "vcpus: True is not a whole number"),
+    ([tenant("a", mac="52:54:00:00:00:01"), tenant("b", mac=["52:54:00:00:00:01"])], {},
+     r"tenants\[1\] \(b\): mac 52:54:00:00:00:01 is also the MAC of tenants\[0\] \(a\)"),
 ])
 def test_bad_input_names_the_input(tenants, policy, message):
     with pytest.raises(PlacementInputError, match=message):
@@ -605,3 +616,15 @@ def test_absent_tenant_needs_only_its_name():
     first = plan_tenants(topo, LAB_TENANTS, LAB_POLICY)
     plan = plan_tenants(topo, [{"name": "tenant-a", "state": "absent"}, LAB_TENANTS[1]], dict(LAB_POLICY, existing=first["placements"]))
     assert plan["removed"] == ["tenant-a"] and "tenant-a" not in plan["placements"]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"vcpus": 100000}, "vcpus: 100000 is more than the %d CPUs of this host"),
+    ({"max_vcpus": 100000}, "max_vcpus: 100000 is more than the %d CPUs of this host"),
+    ({"memory_mb": 1024 ** 3}, "memory_mb: 1073741824 MiB is more than the"),
+])
+def test_a_size_beyond_the_host_is_not_placed_and_names_the_input(change, words):
+    cpus = len([c for c in DGX["cpus"] if c.get("online", True)])
+    plan = plan_tenants(DGX, [tenant("big", **change), tenant("ok")], {})
+    assert sorted(plan["placements"]) == ["ok"]
+    assert plan["unplaced"]["big"].startswith(words % cpus if "%d" in words else words), plan["unplaced"]
