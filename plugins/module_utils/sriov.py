@@ -444,7 +444,7 @@ def check_macs_across_pfs(entries):
     """A MAC given to VFs of two PFs of one call is refused, before any PF changes."""
     owners = []
     for label, options in entries:
-        for position, vf in enumerate(options["vfs"] or []):
+        for vf in options["vfs"] or []:
             if vf.get("mac") is not None:
                 owners.append((str(vf["mac"]).lower(), "%s (%s) VF %s" % (label, options["pf"], vf.get("address") or vf.get("index"))))
     for mac, whos in duplicates(owners):

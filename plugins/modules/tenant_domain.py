@@ -54,7 +54,8 @@ options:
       - The domains to handle in one call, in order; each a dict of the options of one domain, the same as this module's top
         level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
         O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
-        O(live), O(autostart), O(shutdown_timeout), O(force_off), O(vcpu_pins), O(emulator_cpus), O(memory_mode), O(nodeset)),
+        O(live), O(autostart), O(shutdown_timeout), O(force_off), O(relax_vf_isolation), O(vcpu_pins), O(emulator_cpus),
+        O(memory_mode), O(nodeset)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
         Mutually exclusive with O(name) and with every other option of one domain. A bad entry fails the call with an error
