@@ -34,7 +34,7 @@ description:
     fails the call before any domain changes; then each is decided and acted on in list order, so that a removal earlier in
     the list frees the devices a later entry takes.
   - The isolation rules hold before anything changes, between the entries of a call and against the other domains on the
-    connection as each entry finds them: a PCI device goes to one domain; the devices of one IOMMU group go to one tenant or
+    connection as each entry finds them. A PCI device goes to one domain; the devices of one IOMMU group go to one tenant or
     to none; a PF and its VFs are never split (between tenants, nor a PF to a tenant while its VFs stay with the host); a VF
     MAC is on one interface. A conflict with another domain is a warning in check mode (a removal earlier in the run may free
     it), an error otherwise. A domain whose stored definition does not parse as XML is an error naming it.
@@ -165,7 +165,7 @@ options:
         description: Guest device name; default V(vda), V(vdb), ... in order.
         type: str
   machine:
-    description: Machine type (for example V(q35) or V(pc-q35-8.2): letters, digits, C(.), C(_), C(-)); default the hypervisor's.
+    description: Machine type (for example V(q35) or V(pc-q35-8.2); letters, digits, C(.), C(_), C(-)); default the hypervisor's.
     type: str
   arch:
     description: Guest architecture.
