@@ -31,6 +31,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import re
 
 __metaclass__ = type
 
+
 def iommu_off_message(topology):
     vendor = topology.get("cpu_vendor")
     if vendor == "amd":

@@ -761,8 +761,10 @@ def defined(conn, name):
 def v100(tmp_path):
     """The 6x V100 tree: GPUs in IOMMU groups of two (no ACS between the two of a switch)."""
     tree, _kernel = v100_pairs_host(tmp_path / "root")
-    gpus = sorted(a for a in tree.pci_paths if a.endswith(":00.0") and "0x10de" in open(tree.p(tree.pci_paths[a] + "/vendor"),
-                                                                                              encoding="utf-8").read())
+    def vendor(address):
+        with open(tree.p(tree.pci_paths[address] + "/vendor"), encoding="utf-8") as handle:
+            return handle.read().strip()
+    gpus = sorted(a for a in tree.pci_paths if vendor(a) == "0x10de")
     return Host(tree.root, commands=RecordedCommands()), gpus
 
 
