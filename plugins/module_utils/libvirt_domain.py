@@ -21,7 +21,7 @@ from ansible.module_utils.common.validation import check_required_if
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import pci_function_of
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses, source_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
     cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,

@@ -42,7 +42,7 @@ def cx4_world(tmp_path, monkeypatch, conn):
     monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
     monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
     # the VFs as the driver made them, written as the stand-in writes its state
-    (tmp_path / "ip.json").write_text(json.dumps({"enp1s0f0np0": {"vfs": [dict(FRESH) for _ in range(4)]}}))
+    (tmp_path / "ip.json").write_text(json.dumps({"enp1s0f0np0": {"vfs": [dict(FRESH)] * 4}}))
     return tree.root, {"kernel": kernel}
 
 
@@ -52,7 +52,7 @@ FRESH = {"mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0, "spoofchk": False, "tr
 def cx4_vf0_mac_world(tmp_path, monkeypatch, conn):
     """The same, VF 0 of the PF already holding 52:54:00:aa:00:01 (an earlier call's)."""
     root, host = cx4_world(tmp_path, monkeypatch, conn)
-    vfs = [dict(FRESH, mac="52:54:00:aa:00:01")] + [dict(FRESH) for _ in range(3)]
+    vfs = [dict(FRESH, mac="52:54:00:aa:00:01")] + [dict(FRESH)] * 3
     (tmp_path / "ip.json").write_text(json.dumps({"enp1s0f0np0": {"vfs": vfs}}))
     return root, host
 
