@@ -761,6 +761,7 @@ def defined(conn, name):
 def v100(tmp_path):
     """The 6x V100 tree: GPUs in IOMMU groups of two (no ACS between the two of a switch)."""
     tree, _kernel = v100_pairs_host(tmp_path / "root")
+
     def vendor(address):
         with open(tree.p(tree.pci_paths[address] + "/vendor"), encoding="utf-8") as handle:
             return handle.read().strip()
