@@ -14,11 +14,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError, Planner, plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import check_firmware
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_network_vfs
 
 __metaclass__ = type
 
-FIRMWARES = ("efi", "bios")
 # Where a tenant backed by 1G pages gets its memory: a hugetlbfs mount of 1G pages, which
 # libvirt finds among the host's mounts when it starts (2M pages: systemd's /dev/hugepages).
 HUGETLBFS_1G = "/dev/hugepages1G"
@@ -220,11 +220,10 @@ def _tenant_domains(plan, tenants, settings):
             "memory_mode": settings.get("memory_mode"),
             "nodeset": str(placement["numa_node"]),
         }
-        firmware = spec.get("firmware") or settings.get("firmware") or "efi"
-        if firmware not in FIRMWARES:
-            raise AnsibleFilterError("gpuvirt.tenancy.tenant_domains: tenant %s has firmware %r; use %s"
-                                     % (name, firmware, " or ".join(FIRMWARES)))
-        args["firmware"] = firmware
+        try:
+            args["firmware"] = check_firmware(spec.get("firmware") or settings.get("firmware"))
+        except InputError as exc:
+            raise AnsibleFilterError("gpuvirt.tenancy.tenant_domains: tenant %s: %s" % (name, exc))
         if topology is not None:
             # each network VF with its own MAC (given or derived) and the tenant's VLAN, as the
             # VF settings on the PF (filter plan_vf_settings) have them

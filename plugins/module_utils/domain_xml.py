@@ -21,7 +21,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses, source_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, name_of_kb, size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import check_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, is_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
+    check_arch, check_domain_type, check_firmware, check_machine, check_size, check_tenant_vlan)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
@@ -32,8 +35,6 @@ CPU_QOS = (("cpu_shares", "shares", "cpu_shares"), ("cpu_period", "period", "vcp
 IOTUNE_KEYS = ("total_bytes_sec", "read_bytes_sec", "write_bytes_sec", "total_iops_sec", "read_iops_sec", "write_iops_sec")
 # a vcpu_quota at or above this (cgroup v2 "max") or below 1 is no cap
 UNLIMITED_QUOTA = 17592186044415
-MAC_RE = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
-FIRMWARES = ("efi", "bios")
 # The fw_cfg file OVMF reads for the size of its 64-bit PCI aperture, in MiB (edk2
 # OvmfPkg/Library/PlatformInitLib/MemDetect.c, PlatformGetFirstNonAddress).
 MMIO64_FW_CFG = "opt/ovmf/X-PciMmio64Mb"
@@ -414,20 +415,14 @@ def _address_attributes(addr, what):
 class TenantSpec:
     """The ``tenant_domain`` options, validated; builds a new definition or brings one to them."""
 
-    def __init__(self, params):
+    def __init__(self, params, limits=None):
+        """``limits``: what the host has (tenant_request.limits_of_*), which bounds the size."""
         self.name = check_domain_name(params["name"], "name")
-        self.domain_type = params["domain_type"]
-        self.vcpus = params["vcpus"]
-        if not self.vcpus or self.vcpus < 1:
-            raise InputError("vcpus: must be at least 1")
-        self.max_vcpus = params.get("max_vcpus") or self.vcpus
-        if self.max_vcpus < self.vcpus:
-            raise InputError("max_vcpus: %d is below vcpus %d; raise max_vcpus (the most vCPUs the running domain may grow to) "
-                             "or leave it out" % (self.max_vcpus, self.vcpus))
+        self.domain_type = check_domain_type(params.get("domain_type")) or "kvm"
+        self.vcpus, self.max_vcpus, memory_mb = check_size(params.get("vcpus"), params.get("memory_mb"), params.get("max_vcpus"),
+                                                           limits)
         self.qos = self._qos(params.get("qos"))
-        self.memory_kib = params["memory_mb"] * 1024
-        if params["memory_mb"] < 1:
-            raise InputError("memory_mb: must be at least 1")
+        self.memory_kib = memory_mb * 1024
         self.hugepage_kib = None
         size = size_name(params.get("hugepage_size"), "hugepage_size", allow_none=True)
         if size:
@@ -440,12 +435,10 @@ class TenantSpec:
         if len(set(all_devices)) != len(all_devices):
             raise InputError("gpus/vfs: a PCI address is listed twice")
         self.mac = self._mac(params.get("mac"), "mac")
-        self.vlan = self._vlan(params.get("vlan"), "vlan")
+        self.vlan = check_tenant_vlan(params.get("vlan"), "vlan")
         self.interfaces = self._interfaces(params.get("network_vfs") or [])
         self.network_vfs = list(self.interfaces)
-        self.firmware = params.get("firmware") or "efi"
-        if self.firmware not in FIRMWARES:
-            raise InputError("firmware: %r is not one of %s" % (self.firmware, ", ".join(FIRMWARES)))
+        self.firmware = check_firmware(params.get("firmware"))
         # the OVMF 64-bit aperture in MiB; None: no fw_cfg entry (OVMF's default window)
         self.mmio_window_mb = params.get("mmio_window_mb") or None
         # False on a libvirt driver that drops <qemu:commandline> (the test driver of a preview):
@@ -463,8 +456,8 @@ class TenantSpec:
                 raise InputError("disks[%d]: target %s used twice" % (index, target))
             targets.add(target)
             self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
-        self.machine = params.get("machine")
-        self.arch = params.get("arch") or "x86_64"
+        self.machine = check_machine(params.get("machine"))
+        self.arch = check_arch(params.get("arch")) or "x86_64"
 
     @classmethod
     def named(cls, name):
@@ -522,22 +515,7 @@ class TenantSpec:
 
     @staticmethod
     def _mac(mac, what):
-        if not mac:
-            return None
-        if not MAC_RE.match(str(mac)):
-            raise InputError("%s: %r is not a MAC address like 52:54:00:12:34:56" % (what, mac))
-        if int(str(mac)[:2], 16) & 1:
-            raise InputError("%s: %s is a multicast address; give a unicast one (first byte even)" % (what, mac))
-        return str(mac).lower()
-
-    @staticmethod
-    def _vlan(vlan, what):
-        if vlan is None:
-            return None
-        vlan = _whole(vlan, what)
-        if not 1 <= vlan <= 4094:
-            raise InputError("%s: %r is not a VLAN id (1-4094)" % (what, vlan))
-        return vlan
+        return check_mac(mac, what) if mac else None
 
     def _interfaces(self, entries):
         """VF address -> {mac, vlan} of the network VFs: an entry's own MAC and VLAN, else the
@@ -549,7 +527,7 @@ class TenantSpec:
             if isinstance(entry, dict):
                 addr = self._addr(entry.get("address"), what + ".address")
                 own[addr] = {"mac": self._mac(entry.get("mac"), what + ".mac"),
-                             "vlan": self._vlan(entry["vlan"], what + ".vlan") if entry.get("vlan") is not None else self.vlan}
+                             "vlan": check_tenant_vlan(entry["vlan"], what + ".vlan") if entry.get("vlan") is not None else self.vlan}
             else:
                 own[self._addr(entry, what)] = {"mac": None, "vlan": self.vlan}
         stray = [a for a in own if a not in self.vfs]

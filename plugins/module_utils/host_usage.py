@@ -18,6 +18,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import is_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.proc_mounts import mount_rows
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 
 __metaclass__ = type
@@ -118,13 +119,8 @@ def parse_mountinfo(text):
 
 def parse_mounts(text):
     """/proc/mounts rows (fallback when mountinfo is absent): source, mountpoint, fstype."""
-    rows = []
-    for line in (text or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 3:
-            rows.append({"major": None, "minor": None, "source": fields[0],
-                         "mountpoint": fields[1].replace("\\040", " "), "fstype": fields[2]})
-    return rows
+    return [{"major": None, "minor": None, "source": row["source"], "mountpoint": row["mountpoint"], "fstype": row["fstype"]}
+            for row in mount_rows(text)]
 
 
 def parse_ssh_connection(text):

@@ -12,6 +12,7 @@ for one domain or, with ``domains``, for each of a list in order over the one co
 from __future__ import absolute_import, division, print_function
 
 import time
+import xml.etree.ElementTree as ET
 from collections import OrderedDict
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -19,6 +20,7 @@ from ansible.module_utils.common.validation import check_required_if
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import pci_function_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
@@ -28,6 +30,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
+    FIRMWARES, RELAX_OPTION, Claims, limits_of_capabilities, limits_of_topology, over_host, vf_security)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
@@ -66,7 +70,7 @@ TENANT_DOMAIN_OPTIONS = dict(
     )),
     machine=dict(type="str"),
     arch=dict(type="str", default="x86_64"),
-    firmware=dict(type="str", default="efi", choices=["efi", "bios"]),
+    firmware=dict(type="str", default="efi", choices=list(FIRMWARES)),
     mmio_window_mb=dict(type="int"),
     qos=dict(type="dict", options=dict(
         cpu_shares=dict(type="int"),
@@ -78,6 +82,7 @@ TENANT_DOMAIN_OPTIONS = dict(
     autostart=dict(type="bool"),
     shutdown_timeout=dict(type="int", default=120),
     force_off=dict(type="bool", default=False),
+    relax_vf_isolation=dict(type="bool", default=False),
     **PIN_OPTIONS
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's
@@ -88,8 +93,22 @@ TENANT_DOMAIN_FLAGS = ("created", "defined", "started", "removed", "stopped", "f
                        "autostart")
 
 
-def _persistent_xml(domain):
-    return parse_xml(domain.definition())
+def _stored_xml(name, text, which="stored definition"):
+    """A domain's XML as libvirt returned it, parsed; a definition that does not parse (libvirt
+    keeps what it was given) is a StateError naming the domain, not a traceback."""
+    try:
+        return parse_xml(text)
+    except ET.ParseError as exc:
+        raise StateError("domain %s: its %s does not parse as XML (%s); repair it (virsh edit %s) or remove it "
+                         "(virsh undefine %s)" % (name, which, exc, name, name))
+
+
+def _persistent_xml(domain, name):
+    return _stored_xml(name, domain.definition())
+
+
+def _live_xml(domain, name):
+    return _stored_xml(name, domain.live_definition(), "running definition")
 
 
 def _running_diff(name, lines):
@@ -145,25 +164,27 @@ def mmio_window(spec, fs):
     return window_setting_mb(sizes), warnings
 
 
-def devices_held_elsewhere(conn, name, addresses):
-    """{other domain: [addresses of ``addresses`` it holds]} over every other domain on the
-    connection, defined or running (a VF as ``<interface type='hostdev'>`` counts)."""
-    wanted = set(addresses)
-    held = {}
-    if not wanted:
-        return held
-    for other in conn.domain_names():
-        if other == name:
-            continue
-        domain = conn.domain(other)
+def hostdev_macs(root):
+    """The MACs of a definition's hostdev interfaces (its VFs' MACs)."""
+    return [mac.get("address").lower() for mac in root.findall("devices/interface[@type='hostdev']/mac") if mac.get("address")]
+
+
+def domain_holdings(conn):
+    """{domain: (its PCI devices, its VF MACs)} over every domain on the connection, defined or
+    running (a VF as ``<interface type='hostdev'>`` counts; a running one's live XML too)."""
+    held = OrderedDict()
+    for name in conn.domain_names():
+        domain = conn.domain(name)
         if domain is None:
             continue
-        roots = [_persistent_xml(domain)]
+        roots = [_persistent_xml(domain, name)]
         if domain.is_active():
-            roots.append(parse_xml(domain.live_definition()))
-        found = sorted(set(a for root in roots for a in device_addresses(root)) & wanted)
-        if found:
-            held[other] = found
+            roots.append(_live_xml(domain, name))
+        devices, macs = [], []
+        for root in roots:
+            devices.extend(a for a in device_addresses(root) if a not in devices)
+            macs.extend(m for m in hostdev_macs(root) if m not in macs)
+        held[name] = (devices, macs)
     return held
 
 
@@ -229,7 +250,7 @@ class NumaPin:
         if self.domain is None:
             raise InputError("name: no domain %s on %s; define it first (for tenants: gpuvirt.tenancy.tenant_domain)" % (name, conn.uri))
         self.host = host or host_cpus(conn.capabilities(), conn.cpu_map_length())
-        self.root = _persistent_xml(self.domain)
+        self.root = _persistent_xml(self.domain, name)
         self.warnings = request.validate(self.host, self.root, strict_vcpus=not check_mode)
         self.before_text = to_text(self.root)
         self.after_root = copy_tree(self.root)
@@ -314,7 +335,7 @@ class TenantDomain:
         self.created = self.domain is None and state != "absent"
         self.active = self.domain.is_active() if self.domain is not None else False
         if self.domain is not None:
-            self.before_root = _persistent_xml(self.domain)
+            self.before_root = _persistent_xml(self.domain, spec.name)
             self.before_text = to_text(self.before_root)
         else:
             self.before_root = None
@@ -342,7 +363,6 @@ class TenantDomain:
             self.after_root = spec.build()
             self.define = True
         self.notes.extend(spec.notes)
-        self._check_devices_free(check_mode)
         if self.active and self.define:
             self._running_domain_changes()
         if pins is not None and pins.pins_anything:
@@ -355,21 +375,6 @@ class TenantDomain:
         self.start = state == "running" and not self.active
 
     # ------------------------------------------------------------------ decide
-    def _check_devices_free(self, check_mode):
-        """Refuse devices another domain holds (defined or running): one device, one domain.
-        In check mode a warning only, as a removal earlier in the same run may free them."""
-        held = devices_held_elsewhere(self.conn, self.spec.name, self.spec.gpus + self.spec.vfs)
-        if not held:
-            return
-        message = ("%s: %s; a PCI device goes to one domain only. Remove it from the other domain (for a tenant: state "
-                   "absent) or give this tenant other devices" % (
-                       self.spec.name, "; ".join("%s held by domain %s" % (", ".join(a), other) for other, a in sorted(held.items()))))
-        if not check_mode:
-            error = StateError(message)
-            error.details = {"held_by": held}
-            raise error
-        self.notes.append(message)
-
     def _running_domain_changes(self):
         """What of a new definition reaches the running domain: live where libvirt can (vCPU count
         within the domain's maximum, CPU shares/quota, disk I/O limits), otherwise restart_required."""
@@ -585,10 +590,34 @@ class DomainRequest:
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
             if options["mmio_window_mb"] is None:
                 self.spec.mmio_window_mb, self.warnings = mmio_window(self.spec, host.fs)
+            try:
+                # what libvirt would store must read back: a value no check above knows cannot make a
+                # definition that later calls fail to parse
+                ET.fromstring(to_text(self.spec.build()))
+            except ET.ParseError as exc:
+                raise InputError("the definition of %s would not parse as XML (%s): an option holds a character XML cannot "
+                                 "carry; remove control characters from the names and paths given" % (self.spec.name, exc))
+
+    @property
+    def present(self):
+        return self.options["state"] != "absent"
+
+    @property
+    def devices(self):
+        return list(self.spec.gpus) + list(self.spec.vfs) if self.present else []
 
     @property
     def pins_anything(self):
         return self.pins is not None and self.pins.pins_anything
+
+    def check_size(self, limits):
+        """Refuse a size above what the host has (``limits``: tenant_request.limits_of_*)."""
+        if not self.present:
+            return
+        beyond = over_host(self.spec.vcpus, self.spec.max_vcpus, self.spec.memory_kib // 1024, limits)
+        if beyond:
+            with labelled(self.label):
+                raise InputError(beyond)
 
     def check_pins(self, model):
         """Refuse pins or a page size the host does not have, against the vCPUs the request
@@ -639,6 +668,79 @@ def batch_result(results):
     return result
 
 
+def host_limits(conn, host, topology=None):
+    """What bounds a tenant's size: the host model under ``root`` when that is a captured tree (a
+    preview against libvirt's test driver), else libvirt's capabilities of the host it runs."""
+    if not host.live and host.fs.isdir("/sys/devices/system/node"):
+        limits = limits_of_topology(topology or read_topology(host.root))
+        if limits["cpus"]:
+            return limits
+    return limits_of_capabilities(conn.capabilities())
+
+
+def check_assignments(requests, holdings, topology, check_mode):
+    """The isolation rules over every domain of the call, in list order, before any change: a
+    device to one domain; an IOMMU group whole to one tenant or to none; a PF and its VFs not
+    split; a MAC on one VF. Against the other domains (``holdings``, domain_holdings) as each
+    entry would find them: a domain the list removes or redefines earlier frees what it held.
+    Between entries of the call: an InputError. Against another domain: a StateError (with
+    ``held_by``), a warning in check mode (a removal earlier in the run may free it). -> warnings."""
+    claims = Claims(topology)
+    for name, (devices, macs) in holdings.items():
+        claims.hold(name, devices, macs)
+    notes = []
+    for request in requests:
+        name = request.spec.name
+        claims.release(name)
+        if not request.present:
+            continue
+        with labelled(request.label):
+            held_by = {}
+            for address in request.devices:
+                if address in claims.held:
+                    held_by.setdefault(claims.held[address], []).append(address)
+            macs = dict((address, wanted["mac"]) for address, wanted in request.spec.interfaces.items())
+            claims.add(name, request.devices, macs=macs)
+            errors, with_others = claims.check(name)
+            if errors:
+                raise InputError("; ".join(errors))
+        messages = []
+        if held_by:
+            messages.append("%s; a PCI device goes to one domain only. Remove it from the other domain (for a tenant: state "
+                            "absent) or give this tenant other devices" % (
+                                "; ".join("%s held by domain %s" % (", ".join(a), other) for other, a in sorted(held_by.items()))))
+        messages.extend(with_others)
+        if not messages:
+            continue
+        if check_mode:
+            notes.extend("%s: %s" % (request.label or name, message) for message in messages)
+            continue
+        error = StateError("%s: %s" % (request.label or name, "; ".join(messages)))
+        error.details = {"held_by": held_by} if held_by else None
+        raise error
+    return notes
+
+
+def vf_settings_addresses(options, topology):
+    """[(label, VF address, settings)] of the VF settings of ``sriov_vfs`` options (``vfs`` of
+    each PF, by index or address, and ``vf_settings``)."""
+    pci = topology.get("pci_devices") or {}
+    entries = options["pfs"] if options.get("pfs") is not None else [options]
+    found = []
+    for position, entry in enumerate(entries):
+        label = "sriov_vfs: pfs[%d]" % position if options.get("pfs") is not None else "sriov_vfs"
+        pf = pci_function_of(topology, entry.get("pf") or "")
+        virtfns = (pci.get(pf) or {}).get("virtfns") or []
+        for index, vf in enumerate(entry.get("vfs") or []):
+            address = vf.get("address")
+            if address is None and vf.get("index") is not None and 0 <= vf["index"] < len(virtfns):
+                address = virtfns[vf["index"]]
+            found.append(("%s.vfs[%d]" % (label, index), str(address or "").lower(), vf))
+    for index, vf in enumerate(options.get("vf_settings") or []):
+        found.append(("sriov_vfs: vf_settings[%d]" % index, str(vf.get("address") or "").lower(), vf))
+    return found
+
+
 def vf_settings_options(params):
     """``sriov_vfs`` (sriov_vfs's options, for the tenants' VFs) validated as that module does, or None."""
     if params.get("sriov_vfs") is None:
@@ -659,12 +761,21 @@ def apply_vf_settings(options, host, run):
         raise error
 
 
+def check_vf_security(requests, vf_options, topology):
+    """VF settings of ``sriov_vfs`` with spoof checking off or trust on are refused for a VF of
+    a domain of this call that does not opt in (``relax_vf_isolation``); sriov_vfs warns of them."""
+    owners = dict((address, request.spec.name) for request in requests for address in request.devices)
+    relaxed = set(request.spec.name for request in requests if request.present and request.options.get(RELAX_OPTION))
+    vf_security(vf_settings_addresses(vf_options, topology), owners, relaxed)
+
+
 def tenant_domain(params, host, run):
     """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
-    one connection. Every domain's options are checked (pins against the host too) before any
-    domain changes; then, with ``sriov_vfs``, the tenants' VFs get their settings; then each
-    domain is decided and acted on in turn, so that a removal or move earlier in the list frees
-    what a later domain takes."""
+    one connection. Every domain's options are checked (size, pins and devices against the host,
+    the isolation rules against each other and the other domains) before any domain changes;
+    then, with ``sriov_vfs``, the tenants' VFs get their settings; then each domain is decided
+    and acted on in turn, so that a removal or move earlier in the list frees what a later
+    domain takes."""
     batch = params["domains"] is not None
     if batch:
         entries = domain_options(params["domains"])
@@ -680,12 +791,21 @@ def tenant_domain(params, host, run):
     for request in requests:
         for warning in request.warnings:
             run.warn(warning)
+    devices = any(request.devices for request in requests) or vf_options is not None
+    topology = read_topology(host.root) if devices or not host.live else None
+    if vf_options is not None:
+        check_vf_security(requests, vf_options, topology)
     with connection(params["uri"]) as conn:
+        limits = host_limits(conn, host, topology) if any(r.present for r in requests) else None
+        for request in requests:
+            request.check_size(limits)
         model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
         if batch:
             for request in requests:
                 if request.pins_anything:
                     request.check_pins(model)
+        for note in check_assignments(requests, domain_holdings(conn), topology, run.check_mode):
+            run.warn(note)
         vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
         results = []
         for request in requests:
@@ -715,7 +835,7 @@ def domain_assignments(conn, names):
         domain = conn.domain(name)
         if domain is None:
             continue
-        assignment = read_assignment(_persistent_xml(domain))
+        assignment = read_assignment(_persistent_xml(domain, name))
         assignment["active"] = domain.is_active()
         found[name] = assignment
     return found
@@ -733,7 +853,7 @@ def foreign_domains(conn, names):
         if domain is None:
             continue
         active = domain.is_active()
-        held = held_resources(_persistent_xml(domain), parse_xml(domain.live_definition()) if active else None)
+        held = held_resources(_persistent_xml(domain, name), _live_xml(domain, name) if active else None)
         held["active"] = active
         found[name] = held
     return found

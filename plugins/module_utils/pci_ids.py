@@ -10,6 +10,8 @@ gpu-admin-tools device-id table.
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
 __metaclass__ = type
 
 NVIDIA = "0x10de"
@@ -73,15 +75,21 @@ def normalize_id(value):
     return "0x%04x" % int(text, 16)
 
 
+# A vendor:device id as a user gives it (vfio_bind ids, the host model's extra GPU/NIC ids): four
+# hex digits each, as lspci -n and sysfs print them, optionally 0x-prefixed; nothing around them.
+VENDOR_DEVICE_RE = re.compile(r"\A(?:0x)?([0-9a-f]{4}):(?:0x)?([0-9a-f]{4})\Z")
+
+
 def parse_vendor_device(pair):
-    """``"10de:20b0"`` -> ``("0x10de", "0x20b0")``; raises ValueError naming the value."""
-    parts = str(pair).split(":")
-    if len(parts) != 2:
-        raise ValueError("%r is not a vendor:device pair such as 10de:20b0" % (pair,))
-    vendor, device = normalize_id(parts[0]), normalize_id(parts[1])
-    if vendor is None or device is None:
-        raise ValueError("%r is not a vendor:device pair of hex ids such as 10de:20b0" % (pair,))
-    return vendor, device
+    """``"10de:20b0"`` (any case, each id optionally ``0x``-prefixed) -> ``("0x10de", "0x20b0")``;
+    raises ValueError naming the value. The one reader of a vendor:device id input."""
+    text = pair.lower() if isinstance(pair, str) else None
+    if text is None or text.count(":") != 1:
+        raise ValueError("%r is not a vendor:device id such as 10de:20b0" % (pair,))
+    match = VENDOR_DEVICE_RE.match(text)
+    if not match:
+        raise ValueError("%r is not a vendor:device id of two 4-digit hex ids such as 10de:20b0" % (pair,))
+    return "0x" + match.group(1), "0x" + match.group(2)
 
 
 def gpu_model(vendor_id, device_id):

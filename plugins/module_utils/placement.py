@@ -44,8 +44,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
+    check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, over_host)
 
 __metaclass__ = type
 
@@ -553,6 +556,8 @@ class Planner:
         except (TypeError, ValueError):
             raise PlacementInputError("policy.reserved_memory_mb and policy.search_budget must be whole numbers (%r, %r)"
                                       % (merged["reserved_memory_mb"], merged["search_budget"]))
+        # what bounds one tenant's size: the host's online CPUs and its memory
+        self.limits = {"cpus": len(self.host.online) or None, "memory_mb": sum(self.host.memory_mb.values()) or None}
         self.threshold = affinity.rank(merged["pcie_affinity_level"])
         self.first_fit = merged["strategy"] == "first_fit"
         self.whole_cores = merged["smt"] == "whole_cores"
@@ -604,16 +609,20 @@ class Planner:
             tenant["gpu_addresses"] = None
             tenant["gpu_count"] = count("gpus", 0, 0)
         tenant["vf_count"] = count("vfs", 0, 0)
-        if raw.get("vcpus") is None:
-            raise PlacementInputError("%s: vcpus is required (number of guest vCPUs)" % where)
-        tenant["vcpus"] = count("vcpus", 1, 1)
-        if raw.get("memory_mb") is None:
-            raise PlacementInputError("%s: memory_mb is required (guest memory in MiB)" % where)
-        tenant["memory_mb"] = count("memory_mb", 1, 1)
-        tenant["max_vcpus"] = count("max_vcpus", tenant["vcpus"], 1)
-        if tenant["max_vcpus"] < tenant["vcpus"]:
-            raise PlacementInputError("%s: max_vcpus %d is below vcpus %d; raise max_vcpus (the most vCPUs the tenant may grow to "
-                                      "without a restart) or leave it out" % (where, tenant["max_vcpus"], tenant["vcpus"]))
+        # the tenant's own inputs, checked as tenant_domain checks them (tenant_request)
+        prefix = where + ": "
+        tenant["vcpus"], tenant["max_vcpus"], tenant["memory_mb"] = check_size(
+            raw.get("vcpus"), raw.get("memory_mb"), raw.get("max_vcpus"), where=prefix)
+        beyond = over_host(tenant["vcpus"], tenant["max_vcpus"], tenant["memory_mb"], self.limits)
+        if beyond:
+            # no node, nor all of them, can ever hold it: not placed, and the input named
+            return {"name": name, "state": raw.get("state"), "refused": beyond}
+        tenant["mac"] = check_tenant_mac(raw.get("mac"), prefix + "mac")
+        tenant["vlan"] = check_tenant_vlan(raw.get("vlan"), prefix + "vlan")
+        if raw.get("firmware") is not None:
+            tenant["firmware"] = check_firmware(raw["firmware"], prefix + "firmware")
+        if raw.get("machine") is not None:
+            tenant["machine"] = check_machine(raw["machine"], prefix + "machine")
         priority = raw.get("priority") or "online"
         if priority not in PRIORITIES:
             raise PlacementInputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
@@ -1032,6 +1041,7 @@ class Planner:
                                           % (index, tenant["name"]))
             names.add(tenant["name"])
             parsed.append(tenant)
+        _check_tenant_macs(parsed)
         refused = dict((t["name"], t["refused"]) for t in parsed if t.get("refused"))
         active = [t for t in parsed if str(t.get("state") or "present") != "absent" and not t.get("refused")]
         existing = self.policy["existing"] or {}
@@ -1073,7 +1083,7 @@ class Planner:
         vf_resets = {}
         for name in removed:
             for vf, pf in sorted(released[name]["vf_pfs"].items()):
-                vf_resets.setdefault(pf, []).append({"address": vf, "mac": "00:00:00:00:00:00", "vlan": 0})
+                vf_resets.setdefault(pf, []).append({"address": vf, "clear": True})
         return {"placements": dict((t["name"], placements[t["name"]]) for t in active if t["name"] in placements),
                 "unplaced": unplaced, "notes": notes, "free": self._free(state), "removed": removed,
                 "released": released, "vf_resets": vf_resets, "search": search, "groups": self._group_report()}
@@ -1287,6 +1297,18 @@ class Planner:
         return free
 
 
+def _check_tenant_macs(tenants):
+    """The MACs the tenants give are each one VF's: refused when two tenants give the same."""
+    owners = []
+    for index, tenant in enumerate(tenants):
+        given = tenant.get("mac")
+        for mac in [given] if isinstance(given, str) else (given or []):
+            owners.append((mac, "tenants[%d] (%s)" % (index, tenant["name"])))
+    for mac, whos in duplicates(owners):
+        raise PlacementInputError("%s: mac %s is also the MAC of %s; a MAC belongs to one VF: give each tenant its own"
+                                  % (whos[-1], mac, ", ".join(whos[:-1])))
+
+
 def plan_tenants(topology, tenants, policy=None):
     """Plan ``tenants`` on the host described by ``topology`` under ``policy``.
 
@@ -1297,8 +1319,8 @@ def plan_tenants(topology, tenants, policy=None):
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
-    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
-    the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
+    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, clear: true}], the
+    sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.

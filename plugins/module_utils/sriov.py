@@ -19,13 +19,15 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation, pci_function_of, usage_of
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import ZERO_MAC, check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, format_address, normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import vf_security
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vlan_id import check_vlan
 
 __metaclass__ = type
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 LINK_STATES = ("auto", "enable", "disable")
 VF_DEFAULTS = {"spoofchk": True, "trust": False}
 SETTING_KEYS = ("mac", "vlan", "qos", "spoofchk", "trust", "link_state")
@@ -94,13 +96,14 @@ def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
             if entry.get(key) is not None:
                 settings[key] = entry[key]
         if settings.get("mac") is not None:
-            settings["mac"] = str(settings["mac"]).lower()
-            if not MAC_RE.match(settings["mac"]):
-                raise InputError("%s.mac: %r is not a MAC address (aa:bb:cc:dd:ee:ff)" % (where, entry["mac"]))
-            if int(settings["mac"].split(":")[0], 16) & 1:
-                raise InputError("%s.mac: %s is a multicast address; use a unicast one (first byte even)" % (where, settings["mac"]))
-        if settings.get("vlan") is not None and not 0 <= settings["vlan"] <= 4095:
-            raise InputError("%s.vlan: %s is outside 0-4095 (0 = no VLAN)" % (where, settings["vlan"]))
+            settings["mac"] = check_mac(settings["mac"], where + ".mac")
+        if settings.get("vlan") is not None:
+            settings["vlan"] = check_vlan(settings["vlan"], where + ".vlan", none_is_zero=True)
+        if entry.get("clear"):
+            if entry.get("mac") is not None or entry.get("vlan"):
+                raise InputError("%s.clear: clears the VF's MAC and VLAN; leave mac and vlan out" % where)
+            # what the kernel shows for a VF with no MAC and no VLAN set
+            settings.update(mac=ZERO_MAC, vlan=0)
         if settings.get("qos") is not None:
             if not 0 <= settings["qos"] <= 7:
                 raise InputError("%s.qos: %s is outside 0-7" % (where, settings["qos"]))
@@ -110,6 +113,21 @@ def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
             raise InputError("%s.link_state: use one of %s" % (where, ", ".join(LINK_STATES)))
         desired[index] = settings
     return desired
+
+
+def check_macs_unique(pf, desired, current):
+    """A MAC set here is one VF's: not two VFs of this request, nor a VF of the PF that keeps it
+    (``current``: what ``ip`` shows now, for the VFs this request leaves alone)."""
+    owners = [(settings.get("mac"), "vfs index %d" % index) for index, settings in sorted(desired.items())
+              if settings.get("mac") != ZERO_MAC]
+    for mac, whos in duplicates(owners):
+        raise InputError("vfs: MAC %s is given to %s of PF %s; a MAC belongs to one VF: give each its own" % (mac, " and ".join(whos), pf))
+    kept = dict((vf["mac"], index) for index, vf in current.items() if index not in desired and vf.get("mac") != ZERO_MAC)
+    for index, settings in sorted(desired.items()):
+        if settings.get("mac") in kept:
+            raise InputError("vfs: MAC %s for VF %d is already the MAC of VF %d of PF %s; a MAC belongs to one VF: give another, "
+                             "or change or clear VF %d's in the same call (clear: true)"
+                             % (settings["mac"], index, kept[settings["mac"]], pf, kept[settings["mac"]]))
 
 
 def ip_vf_argv(netdev, index, settings):
@@ -222,6 +240,7 @@ class SriovManager:
                     "Nothing was changed. Stop the tenant using it (or release the device), or set force: true"
                     % (pf, before, after, "; ".join("VF %s: %s" % (vf, ", ".join(r)) for vf, r in sorted(in_use.items()))))
         current = {} if recreate else self.current_settings(netdev)
+        check_macs_unique(pf, desired, current)
         vf_changes = []
         for index, settings in sorted(desired.items()):
             have = current.get(index)
@@ -359,6 +378,7 @@ VF_SETTINGS = dict(
     spoofchk=dict(type="bool", default=True),
     trust=dict(type="bool", default=False),
     link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+    clear=dict(type="bool", default=False),
 )
 
 # What sriov_vfs takes for one PF: its top-level options, or each entry of ``pfs``.
@@ -404,6 +424,7 @@ def sriov_vfs(params, host, run, topology=None):
         entries.append((label, options))
     topology = topology or read_topology(host.root)
     skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [], topology)
+    check_macs_across_pfs(entries)
     results = []
     for label, options in entries:
         try:
@@ -417,6 +438,18 @@ def sriov_vfs(params, host, run, topology=None):
         if vfs_changed:
             topology = None
     return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped}
+
+
+def check_macs_across_pfs(entries):
+    """A MAC given to VFs of two PFs of one call is refused, before any PF changes."""
+    owners = []
+    for label, options in entries:
+        for vf in options["vfs"] or []:
+            if vf.get("mac") is not None:
+                owners.append((str(vf["mac"]).lower(), "%s (%s) VF %s" % (label, options["pf"], vf.get("address") or vf.get("index"))))
+    for mac, whos in duplicates(owners):
+        if len(set(who.split(" VF ")[0] for who in whos)) > 1:
+            raise InputError("pfs: MAC %s is given to %s; a MAC belongs to one VF: give each its own" % (mac, " and ".join(whos)))
 
 
 def assign_vf_settings(host, entries, vf_settings, topology):
@@ -480,6 +513,9 @@ def one_pf(params, host, run, topology=None):
         iso = isolation(topology, [vf["address"] for vf in vfs])
     if iso["viable"] is False and vfs:
         run.warn("VFs of %s are not viable for multi-tenant use: %s" % (plan["pf"], "; ".join(iso["reasons"])))
+    weak = [("vfs", "%d of PF %s" % (index, plan["pf"]), settings) for index, settings in sorted(plan["desired_settings"].items())]
+    for warning in vf_security(weak, {}, set()):
+        run.warn(warning)
     if plan["forced_in_use"]:
         run.warn("force: removed VFs in use: %s" % ", ".join(sorted(plan["forced_in_use"])))
     run.diff.add("PF %s" % plan["pf"], before_text, after_text)

@@ -15,13 +15,12 @@ the planner gives it other VFs of the same count.
 from __future__ import absolute_import, division, print_function
 
 import hashlib
-import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import is_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts
 
 __metaclass__ = type
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _SEED = "gpuvirt.tenancy/%s/%d"
 
 
@@ -35,7 +34,7 @@ def derived_mac(tenant, index):
 def is_unicast_local(mac):
     """Whether ``mac`` is a locally administered unicast address (what derived MACs are)."""
     text = str(mac or "").lower()
-    if not MAC_RE.match(text):
+    if not is_mac(text):
         return False
     first = int(text[:2], 16)
     return not first & 0x01 and bool(first & 0x02)

@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import json
-import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
@@ -25,12 +24,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_ids import parse_vendor_device
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
-
-ID_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{4}):(?:0x)?([0-9a-fA-F]{4})$")
 
 
 def iommu_off_message(topology):
@@ -82,10 +80,10 @@ class VfioBinder:
                 raise InputError("devices: no PCI device %s on this host (see lspci -D)" % address)
             selected.append(address)
         for text in ids or []:
-            match = ID_RE.match(text.strip())
-            if not match:
-                raise InputError("ids: %r is not a vendor:device id (use the form 10de:2330)" % text)
-            vendor, device = ("0x" + match.group(1).lower(), "0x" + match.group(2).lower())
+            try:
+                vendor, device = parse_vendor_device(text)
+            except ValueError as exc:
+                raise InputError("ids: %s" % exc)
             found = sorted(a for a, d in self.pci.items() if d["vendor_id"] == vendor and d["device_id"] == device)
             if not found:
                 raise InputError("ids: no PCI device with id %s on this host" % text)
@@ -131,6 +129,15 @@ class VfioBinder:
         self.refuse_host_needed(targets, force)
         if driver == "vfio-pci" and not self.topology["iommu"]["enabled"]:
             raise StateError(iommu_off_message(self.topology))
+        if driver == "vfio-pci":
+            # vfio-pci takes a device only through its IOMMU group: without one, the unbind would
+            # leave it with no driver at all
+            groupless = [address for address in targets if self.pci[address]["iommu_group"] is None]
+            if groupless:
+                raise StateError("%s: no IOMMU group (no iommu_group link in sysfs), so vfio-pci cannot take %s. Nothing was "
+                                 "changed. Check that the IOMMU covers this device (dmesg: DMAR/AMD-Vi), or bind it to "
+                                 "pci-stub (driver: pci-stub) to only keep host drivers off it"
+                                 % (", ".join(groupless), "it" if len(groupless) == 1 else "them"))
         if driver != "host":
             extra = []
             for address in targets:

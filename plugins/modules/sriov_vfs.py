@@ -59,20 +59,27 @@ options:
         description: PCI address of the VF (existing, or the one it gets from the PF's routing offset/stride).
         type: str
       mac:
-        description: Unicast MAC address of the VF.
+        description:
+          - Unicast MAC address of the VF. The all-zero, broadcast and multicast addresses are refused (to clear a VF's
+            MAC, give O(vfs[].clear)).
+          - A MAC is one VF's - two VFs of the call, or a VF and another VF of the PF that keeps it, cannot share one.
         type: str
       vlan:
-        description: VLAN id the PF tags the VF's traffic with, 0 for none.
+        description: VLAN id the PF tags the VF's traffic with, 1-4094, or 0 for none.
         type: int
+      clear:
+        description: Clear the VF's MAC and VLAN (what a VF given back by a tenant gets); leave O(vfs[].mac) and O(vfs[].vlan) out.
+        type: bool
+        default: false
       qos:
         description: 802.1p priority of that VLAN, 0-7 (needs O(vfs[].vlan)).
         type: int
       spoofchk:
-        description: MAC/VLAN spoof checking.
+        description: MAC/VLAN spoof checking. V(false) warns (the guest can send with another MAC or VLAN).
         type: bool
         default: true
       trust:
-        description: Trusted mode (lets the VF change its MAC and use promiscuous mode).
+        description: Trusted mode (lets the VF change its MAC and use promiscuous mode). V(true) warns.
         type: bool
         default: false
       link_state:
@@ -147,6 +154,10 @@ options:
         description: Link state, as in O(vfs[].link_state).
         type: str
         choices: [auto, enable, disable]
+      clear:
+        description: Clear the MAC and VLAN, as in O(vfs[].clear).
+        type: bool
+        default: false
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host

@@ -30,9 +30,14 @@ description:
   - A domain whose state is V(running) starts when the host boots (libvirt's autostart flag), so that running tenants come
     back after a reboot; a V(defined) one does not (O(autostart) says otherwise).
   - With O(domains), every domain is handled in one call over one libvirt connection (one round trip for all tenants of a host).
-    Every entry is checked first (its options as at the top level, its pins against the host), so that a bad entry fails the
-    call before any domain changes; then each is decided and acted on in list order, so that a removal earlier in the list
-    frees the devices a later entry takes.
+    Every entry is checked first (its options as at the top level, its size and pins against the host), so that a bad entry
+    fails the call before any domain changes; then each is decided and acted on in list order, so that a removal earlier in
+    the list frees the devices a later entry takes.
+  - The isolation rules hold before anything changes, between the entries of a call and against the other domains on the
+    connection as each entry finds them. A PCI device goes to one domain; the devices of one IOMMU group go to one tenant or
+    to none; a PF and its VFs are never split (between tenants, nor a PF to a tenant while its VFs stay with the host); a VF
+    MAC is on one interface. A conflict with another domain is a warning in check mode (a removal earlier in the run may free
+    it), an error otherwise. A domain whose stored definition does not parse as XML is an error naming it.
   - With O(vcpu_pins), O(emulator_cpus) or O(nodeset) the same call pins the domain as M(gpuvirt.tenancy.numa_pin) does, in the
     definition it writes (so one call defines, pins and starts a tenant; the pins are checked against the host's CPUs and the vCPUs
     of the new definition), and with O(live=true) on the running domain too, after a live vCPU change. Left out, the domain's
@@ -49,7 +54,8 @@ options:
       - The domains to handle in one call, in order; each a dict of the options of one domain, the same as this module's top
         level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
         O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
-        O(live), O(autostart), O(shutdown_timeout), O(force_off), O(vcpu_pins), O(emulator_cpus), O(memory_mode), O(nodeset)),
+        O(live), O(autostart), O(shutdown_timeout), O(force_off), O(relax_vf_isolation), O(vcpu_pins), O(emulator_cpus),
+        O(memory_mode), O(nodeset)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
         Mutually exclusive with O(name) and with every other option of one domain. A bad entry fails the call with an error
@@ -78,15 +84,17 @@ options:
     type: str
     default: kvm
   vcpus:
-    description: Number of vCPUs. Required unless O(state=absent).
+    description: Number of vCPUs. Required unless O(state=absent). At most the host's CPUs.
     type: int
   max_vcpus:
     description:
       - Most vCPUs the domain may have; above O(vcpus) it leaves room to grow the running domain live (C(<vcpu current=...>)).
-        Default O(vcpus).
+        Default O(vcpus). At most the host's CPUs.
     type: int
   memory_mb:
-    description: Guest memory in MiB (rounded up to whole hugepages when O(hugepage_size) is set). Required unless O(state=absent).
+    description:
+      - Guest memory in MiB (rounded up to whole hugepages when O(hugepage_size) is set). Required unless O(state=absent).
+      - At most the host's memory (libvirt's capabilities, or the host model under O(root) in a preview).
     type: int
   hugepage_size:
     description: Back the memory with hugepages of this size (V(2M), V(1G)); V(none) or unset for none.
@@ -113,10 +121,13 @@ options:
     elements: raw
     default: []
   mac:
-    description: MAC address of the first network VF interface (the others get derived MACs unless given per VF).
+    description:
+      - MAC address of the first network VF interface (the others get derived MACs unless given per VF). Unicast; the
+        all-zero address is refused.
+      - A MAC is one VF's - two interfaces of the call, or an interface of another domain, cannot share one.
     type: str
   vlan:
-    description: VLAN tag of the network VF interfaces.
+    description: VLAN tag of the network VF interfaces, 1-4094.
     type: int
   firmware:
     description:
@@ -154,7 +165,7 @@ options:
         description: Guest device name; default V(vda), V(vdb), ... in order.
         type: str
   machine:
-    description: Machine type (for example V(q35)); default the hypervisor's.
+    description: Machine type (for example V(q35) or V(pc-q35-8.2); letters, digits, C(.), C(_), C(-)); default the hypervisor's.
     type: str
   arch:
     description: Guest architecture.
@@ -215,6 +226,12 @@ options:
     default: 120
   force_off:
     description: With O(state=absent), power the domain off when it has not shut down within O(shutdown_timeout).
+    type: bool
+    default: false
+  relax_vf_isolation:
+    description:
+      - The tenant's opt-in to VF settings that weaken its isolation. Without it, O(sriov_vfs) settings with spoof checking
+        off or trust on for a VF this tenant holds are refused; with it they are applied, with a warning.
     type: bool
     default: false
 extends_documentation_fragment:

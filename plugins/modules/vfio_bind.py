@@ -22,7 +22,8 @@ description:
     active swap, or the boot disk's controller. The refusal names the device, the reason and the way out.
   - Refuses to unbind a device from vfio-pci while its C(/dev/vfio/N) is held open or a libvirt
     domain uses it, unless O(force).
-  - With the IOMMU off, binding to vfio-pci fails and names the boot argument to add.
+  - With the IOMMU off, binding to vfio-pci fails and names the boot argument to add. A device with no IOMMU group is
+    refused for vfio-pci before anything is unbound (in check mode too); unbound, it would be left with no driver.
   - With O(persist=true) the binding comes back at boot. A udev rule sets C(driver_override) when
     the device is added, before any host driver module loads, and C(vfio-pci) is loaded early
     (C(/etc/modules-load.d)). C(gpuvirt-vfio.service), ordered before libvirtd, rebinds devices
@@ -36,7 +37,7 @@ options:
     type: list
     elements: str
   ids:
-    description: Select every device with these C(vendor:device) ids (V(10de:2330)).
+    description: Select every device with these C(vendor:device) ids (V(10de:2330); four hex digits each, optionally C(0x)-prefixed).
     type: list
     elements: str
   vfs_of:

@@ -37,7 +37,7 @@ def test_filter_policy_defaults():
 
 @pytest.mark.parametrize("tenants, policy, message", [
     ([{"name": "a", "vcpus": 1, "memory_mb": 64}], {"numa": "maybe"}, "gpuvirt.tenancy.plan_tenants: policy.numa"),
-    ([{"name": "a", "memory_mb": 64}], {}, "vcpus is required"),
+    ([{"name": "a", "memory_mb": 64}], {}, "vcpus: required"),
 ])
 def test_filter_errors(tenants, policy, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -202,7 +202,7 @@ def test_tenant_domains_with_the_host_model_give_each_network_vf_its_mac():
     own = [dict(tenants[0], firmware="efi", machine="pc-q35-7.2")]
     assert (DOMAINS(plan, own, dict(SETTINGS, firmware="bios"))[0]["firmware"],
             DOMAINS(plan, own, SETTINGS)[0]["machine"]) == ("efi", "pc-q35-7.2")
-    with pytest.raises(AnsibleFilterError, match="firmware 'coreboot'"):
+    with pytest.raises(AnsibleFilterError, match="tenant t: firmware: 'coreboot' is not one of efi, bios"):
         DOMAINS(plan, [dict(tenants[0], firmware="coreboot")], SETTINGS)
 
 

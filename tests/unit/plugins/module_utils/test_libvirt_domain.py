@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import TenantSpec, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import Connection
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TenantDomain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TenantDomain, domain_holdings, foreign_domains
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
@@ -96,3 +96,38 @@ def test_removal_forces_off_only_when_allowed(deaf_running_domain):
     assert tenant.result()["forced_off"] and tenant.result()["removed"] and run.changed
     with pytest.raises(libvirt.libvirtError):
         conn.lookupByName("deaf")
+
+
+# --------------------------------------------------------------------------- a stored definition that does not parse
+class _UnreadableDomain:
+    """A domain whose stored XML is not XML (a control character in an attribute, as libvirt
+    kept it): every call that reads it names it instead of failing with a traceback."""
+
+    def definition(self):
+        return "<domain type='kvm'><name>broken</name><os><type machine='pc\x01'>hvm</type></os></domain>"
+
+    def is_active(self):
+        return False
+
+    def autostart(self):
+        return False
+
+
+class _OneDomainConn:
+    uri = "test:///default"
+
+    def domain_names(self):
+        return ["broken"]
+
+    def domain(self, name):
+        return _UnreadableDomain() if name == "broken" else None
+
+
+def test_a_stored_definition_that_does_not_parse_is_a_clear_error():
+    message = r"domain broken: its stored definition does not parse as XML .*\(virsh edit broken\) or remove it \(virsh undefine broken\)"
+    with pytest.raises(StateError, match=message):
+        domain_holdings(_OneDomainConn())
+    with pytest.raises(StateError, match=message):
+        foreign_domains(_OneDomainConn(), [])
+    with pytest.raises(StateError, match=message):
+        TenantDomain(_OneDomainConn(), TenantSpec({"name": "broken", "vcpus": 1, "memory_mb": 64}), "defined")

@@ -30,9 +30,11 @@ def test_parse_vendor_device():
 
 
 @pytest.mark.parametrize("pair, message", [
-    ("10de", "is not a vendor:device pair such as"),
-    ("10de:20b0:1", "is not a vendor:device pair such as"),
-    ("nvidia:a100", "pair of hex ids"),
+    ("10de", "is not a vendor:device id such as"),
+    ("10de:20b0:1", "is not a vendor:device id such as"),
+    ("nvidia:a100", "of two 4-digit hex ids"),
+    ("10de:20b0\n", "of two 4-digit hex ids"),
+    ("10d:20b0", "of two 4-digit hex ids"),
 ])
 def test_parse_vendor_device_errors_name_the_value(pair, message):
     with pytest.raises(ValueError) as err:

@@ -347,12 +347,12 @@ def test_absent_tenant_lists_what_it_releases():
     assert plan["released"]["tenant-a"] == {
         "gpus": [LAB_EDU], "vfs": [LAB_VFS[0]], "vf_pfs": {LAB_VFS[0]: "0000:81:00.0"}, "other_devices": [],
         "cpus": [4, 5], "numa_node": 1, "hugepages": first["placements"]["tenant-a"]["hugepages"]}
-    assert plan["vf_resets"] == {"0000:81:00.0": [{"address": LAB_VFS[0], "mac": "00:00:00:00:00:00", "vlan": 0}]}
+    assert plan["vf_resets"] == {"0000:81:00.0": [{"address": LAB_VFS[0], "clear": True}]}
     assert plan["free"]["1"]["cpus"] == [4, 5, 7] and plan["free"]["1"]["hugepages"]["2M"] == 64
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"max_vcpus": 1, "vcpus": 2}, "max_vcpus 1 is below vcpus 2"),
+    ({"max_vcpus": 1, "vcpus": 2}, "max_vcpus: 1 is below vcpus 2"),
     ({"priority": "gold"}, "priority 'gold' is not one of online, batch"),
     ({"state": "gone"}, "state 'gone' is not one of present, defined, running, absent"),
 ])
@@ -403,14 +403,25 @@ def test_inputs_are_not_modified_and_plans_repeat():
     ([tenant("a")], {"vf_pfs": ["0000:10:00.0"]}, "policy.vf_pfs"),
     ([tenant("a", emulator="housekeeping")], {}, "reserved_cpus, which is empty"),
     ([tenant("a"), tenant("a")], {}, "appears twice"),
-    ([{"name": "a", "memory_mb": 1}], {}, "vcpus is required"),
-    ([{"name": "a", "vcpus": 1}], {}, "memory_mb is required"),
-    ([tenant("a", vcpus=0)], {}, "vcpus must be at least 1"),
+    ([{"name": "a", "memory_mb": 1}], {}, r"vcpus: required"),
+    ([{"name": "a", "vcpus": 1}], {}, r"memory_mb: required"),
+    ([tenant("a", vcpus=0)], {}, "vcpus: must be at least 1"),
     ([tenant("a", gpus=["0000:ff:00.0"])], {}, "not GPUs this host gives"),
     ([tenant("a", hugepage_size="3M")], {}, "hugepage_size"),
     ([tenant("a", vfs="many")], {}, "vfs must be a whole number"),
     ([{"vcpus": 1}], {}, "name is required"),
     ("a", {}, "tenants: expected a list"),
+    # the tenant's own inputs as tenant_domain checks them (tenant_request)
+    ([tenant("a", mac="00:00:00:00:00:00")], {}, r"tenants\[0\] \(a\): mac: 00:00:00:00:00:00 is the all-zero address"),
+    ([tenant("a", mac="01:00:5e:00:00:01")], {}, "multicast"),
+    ([tenant("a", mac=["52:54:00:00:00:01", "52:54:00:00:00:01"])], {}, r"mac: 52:54:00:00:00:01 is listed 2 times"),
+    ([tenant("a", vlan=4095)], {}, r"tenants\[0\] \(a\): vlan: 4095 is not a VLAN id"),
+    ([tenant("a", vlan=0)], {}, "vlan: 0 is not a VLAN id"),
+    ([tenant("a", firmware="coreboot")], {}, "firmware: 'coreboot' is not one of efi, bios"),
+    ([tenant("a", machine="q35\n")], {}, "machine: "),
+    ([tenant("a", vcpus=True)], {}, "vcpus: True is not a whole number"),
+    ([tenant("a", mac="52:54:00:00:00:01"), tenant("b", mac=["52:54:00:00:00:01"])], {},
+     r"tenants\[1\] \(b\): mac 52:54:00:00:00:01 is also the MAC of tenants\[0\] \(a\)"),
 ])
 def test_bad_input_names_the_input(tenants, policy, message):
     with pytest.raises(PlacementInputError, match=message):
@@ -605,3 +616,15 @@ def test_absent_tenant_needs_only_its_name():
     first = plan_tenants(topo, LAB_TENANTS, LAB_POLICY)
     plan = plan_tenants(topo, [{"name": "tenant-a", "state": "absent"}, LAB_TENANTS[1]], dict(LAB_POLICY, existing=first["placements"]))
     assert plan["removed"] == ["tenant-a"] and "tenant-a" not in plan["placements"]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"vcpus": 100000}, "vcpus: 100000 is more than the %d CPUs of this host"),
+    ({"max_vcpus": 100000}, "max_vcpus: 100000 is more than the %d CPUs of this host"),
+    ({"memory_mb": 1024 ** 3}, "memory_mb: 1073741824 MiB is more than the"),
+])
+def test_a_size_beyond_the_host_is_not_placed_and_names_the_input(change, words):
+    cpus = len([c for c in DGX["cpus"] if c.get("online", True)])
+    plan = plan_tenants(DGX, [tenant("big", **change), tenant("ok")], {})
+    assert sorted(plan["placements"]) == ["ok"]
+    assert plan["unplaced"]["big"].startswith(words % cpus if "%d" in words else words), plan["unplaced"]

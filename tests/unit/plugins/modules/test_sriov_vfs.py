@@ -270,3 +270,52 @@ def test_vf_settings_for_a_pf_without_netdev_are_skipped_with_the_reason(lab):
     result = run({"pfs": [{"pf": PF, "num_vfs": 4, "autoprobe": False}], "vf_settings": [{"address": "0000:81:00.2", "vlan": 3}]})
     assert result["changed"] and result["pfs"][0]["num_vfs"] == 4
     assert result["vf_settings_skipped"] == [{"address": "0000:81:00.2", "reason": "PF %s has no netdev: VF MAC/VLAN go through it" % PF}]
+
+
+# --------------------------------------------------------------------------- one MAC per VF, VLAN 1-4094, weak settings warned
+@pytest.mark.parametrize("vfs, words", [
+    ([{"index": 0, "mac": "52:54:00:e0:00:01"}, {"index": 1, "mac": "52:54:00:E0:00:01"}],
+     "vfs: MAC 52:54:00:e0:00:01 is given to vfs index 0 and vfs index 1 of PF 0000:01:00.0"),
+    ([{"index": 0, "mac": "00:00:00:00:00:00"}], "vfs[0].mac: 00:00:00:00:00:00 is the all-zero address"),
+    ([{"index": 0, "vlan": 4095}], "vfs[0].vlan: 4095 is not a VLAN id"),
+])
+def test_bad_vf_settings_are_refused_before_any_change(cx4, vfs, words):
+    _host, kernel, run = cx4
+    result = run({"pf": "0000:01:00.0", "num_vfs": 4, "persist": False, "vfs": vfs})
+    assert result["failed"] and words in result["msg"] and not result["changed"], result
+    assert not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
+    assert not kernel.writes
+
+
+def test_a_mac_another_vf_keeps_is_refused_in_a_later_call(cx4):
+    _host, _kernel, run = cx4
+    first = {"pf": "0000:01:00.0", "num_vfs": 4, "persist": False, "vfs": [{"index": 0, "mac": "52:54:00:e1:00:01"}]}
+    assert run(first)["changed"]
+    again = run({"pf": "0000:01:00.0", "persist": False, "vfs": [{"index": 1, "mac": "52:54:00:e1:00:01"}]})
+    assert again["failed"] and "already the MAC of VF 0 of PF 0000:01:00.0" in again["msg"] and not again["changed"]
+    # moved in one call: VF 0 cleared, VF 1 takes the MAC
+    moved = run({"pf": "0000:01:00.0", "persist": False,
+                 "vfs": [{"index": 0, "clear": True}, {"index": 1, "mac": "52:54:00:e1:00:01"}]})
+    assert moved["changed"] and not moved.get("failed"), moved
+    settings = dict((v["index"], v["settings"]) for v in moved["vfs"] if v["settings"])
+    assert (settings[0]["mac"], settings[0]["vlan"], settings[1]["mac"]) == ("00:00:00:00:00:00", 0, "52:54:00:e1:00:01")
+
+
+def test_the_same_mac_on_two_pfs_of_one_call_is_refused(cx4):
+    _host, kernel, run = cx4
+    pfs = [{"pf": "0000:01:00.0", "num_vfs": 4, "persist": False, "vfs": [{"index": 0, "mac": "52:54:00:e2:00:01"}]},
+           {"pf": "0000:01:00.1", "num_vfs": 2, "persist": False, "vfs": [{"index": 0, "mac": "52:54:00:E2:00:01"}]}]
+    result = run({"pfs": pfs})
+    assert result["failed"] and not result["changed"], result
+    assert "pfs: MAC 52:54:00:e2:00:01 is given to pfs[0] (0000:01:00.0) VF 0 and pfs[1] (0000:01:00.1) VF 0" in result["msg"]
+    assert not kernel.writes and not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
+
+
+def test_spoof_check_off_or_trust_on_is_warned(cx4):
+    _host, _kernel, run = cx4
+    result = run({"pf": "0000:01:00.0", "num_vfs": 4, "persist": False,
+                  "vfs": [{"index": 0, "spoofchk": False}, {"index": 1, "trust": True}, {"index": 2}]})
+    assert result["changed"] and not result.get("failed"), result
+    warned = [w for w in result["warnings"] if "its guest can send with another MAC" in w]
+    assert len(warned) == 2 and "VF 0 of PF 0000:01:00.0 has spoof checking off" in warned[0]
+    assert "VF 1 of PF 0000:01:00.0 has trust on" in warned[1]

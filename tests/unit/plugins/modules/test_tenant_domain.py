@@ -20,7 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenan
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host_with_vfs, v100_pairs_host  # pylint: disable=import-error
 from fakes.paths import STANDINS  # pylint: disable=import-error
 from fakes.host_tree import BAR_MEM32, BAR_MEM64_PREFETCH, FakeHost, write_resource  # pylint: disable=import-error
 EDU = "0000:82:00.0"
@@ -664,18 +664,26 @@ def test_domains_form_errors(conn, module_args, message):
     del conn
 
 
-def test_a_domain_that_fails_late_reports_those_done_before(conn, args):
+def test_a_device_another_domain_holds_is_refused_before_the_first_entry_is_defined(conn, args):
     other = "other-" + uuid.uuid4().hex[:6]
     conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
                    "<os><type arch='i686'>hvm</type></os><devices><hostdev mode='subsystem' type='pci'><source>"
                    "<address domain='0x0000' bus='0x81' slot='0x00' function='0x2'/></source></hostdev></devices></domain>" % other)
     late = args["name"] + "-late"
     domains = [entry(args), entry(args, name=late, gpus=[], vfs=[VF2])]
-    result = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
-    assert result.get("failed") and "0000:81:00.2 held by domain %s" % other in result["msg"]
-    # the first tenant is defined, and said so
-    assert result["changed"] and list(result["domains"]) == [args["name"]] and result["domains"][args["name"]]["created"]
-    assert hostdevs(xml_of(conn, args["name"])) == sorted([EDU, VF1])
+    try:
+        result = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
+        assert result.get("failed") and "0000:81:00.2 held by domain %s" % other in result["msg"], result
+        assert result["msg"].startswith("domains[1] (%s): " % late) and result["held_by"] == {other: [VF2]}
+        assert not result["changed"]
+        with pytest.raises(libvirt.libvirtError):
+            conn.lookupByName(args["name"])
+        # listed for removal first, the other domain frees the VF for the later entry
+        freed = run_module(tenant_domain.main, {"uri": URI, "domains": [{"name": other, "state": "absent"}] + domains})
+        assert not freed.get("failed") and freed["created"] == [args["name"], late], freed
+    finally:
+        for name in (other, args["name"], late):
+            run_module(tenant_domain.main, {"name": name, "uri": URI, "state": "absent", "force_off": True, "shutdown_timeout": 0})
 
 
 # --------------------------------------------------------------------------- the tenants' VF settings in the same call
@@ -737,3 +745,146 @@ def test_bad_vf_settings_fail_before_any_domain_or_vf_changes(conn, cx4_host, tm
     assert result["failed"] and words in result["msg"] and not result["changed"], result
     assert vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
     assert name not in [d.name() for d in conn.listAllDomains(0)]
+
+
+# --------------------------------------------------------------------------- isolation rules wherever devices are assigned
+def cleanup(*names):
+    for name in names:
+        run_module(tenant_domain.main, {"name": name, "uri": URI, "state": "absent", "force_off": True, "shutdown_timeout": 0})
+
+
+def defined(conn, name):
+    return name in [d.name() for d in conn.listAllDomains(0)]
+
+
+@pytest.fixture
+def v100(tmp_path):
+    """The 6x V100 tree: GPUs in IOMMU groups of two (no ACS between the two of a switch)."""
+    tree, _kernel = v100_pairs_host(tmp_path / "root")
+
+    def vendor(address):
+        with open(tree.p(tree.pci_paths[address] + "/vendor"), encoding="utf-8") as handle:
+            return handle.read().strip()
+    gpus = sorted(a for a in tree.pci_paths if vendor(a) == "0x10de")
+    return Host(tree.root, commands=RecordedCommands()), gpus
+
+
+def tenant(name, **options):
+    return dict({"name": name, "domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1, "memory_mb": 64}, **options)
+
+
+def test_two_gpus_of_one_iommu_group_never_go_to_two_tenants(conn, v100):
+    host, gpus = v100
+    a, b = "grp-a-" + uuid.uuid4().hex[:6], "grp-b-" + uuid.uuid4().hex[:6]
+    try:
+        both = run_module(tenant_domain.main, {"uri": URI, "domains": [tenant(a, gpus=[gpus[0]]), tenant(b, gpus=[gpus[1]])]},
+                          host=host)
+        assert both["failed"] and not both["changed"], both
+        assert both["msg"].startswith("domains[1] (%s): " % b) and "share IOMMU group 20" in both["msg"]
+        assert not defined(conn, a) and not defined(conn, b)
+        # in separate calls: the first tenant holds the group, the second is refused (a warning in check mode)
+        assert run_module(tenant_domain.main, dict(tenant(a, gpus=[gpus[0]]), uri=URI), host=host)["created"]
+        later = run_module(tenant_domain.main, dict(tenant(b, gpus=[gpus[1]]), uri=URI), host=host)
+        assert later["failed"] and "share IOMMU group 20" in later["msg"] and "domain %s" % a in later["msg"], later
+        assert not defined(conn, b)
+        check = run_module(tenant_domain.main, dict(tenant(b, gpus=[gpus[1]]), uri=URI), host=host, check_mode=True)
+        assert check["changed"] and any("share IOMMU group 20" in w for w in check["warnings"])
+        # the whole group to one tenant is fine
+        whole = run_module(tenant_domain.main, dict(tenant(a, gpus=gpus[:2]), uri=URI), host=host)
+        assert whole["changed"] and not whole.get("failed"), whole
+    finally:
+        cleanup(a, b)
+
+
+@pytest.fixture
+def lab_vfs(tmp_path):
+    tree, _kernel = lab_host_with_vfs(tmp_path / "root", num_vfs=2)
+    return Host(tree.root, commands=RecordedCommands())
+
+
+def test_a_pf_and_its_vfs_are_never_split(conn, lab_vfs):
+    a, b = "pf-a-" + uuid.uuid4().hex[:6], "pf-b-" + uuid.uuid4().hex[:6]
+    pf, vf1, vf2 = "0000:81:00.0", "0000:81:00.1", "0000:81:00.2"
+    try:
+        split = run_module(tenant_domain.main, {"uri": URI, "domains": [tenant(a, gpus=[pf]), tenant(b, vfs=[vf1])]},
+                           host=lab_vfs)
+        assert split["failed"] and not split["changed"] and split["msg"].startswith("domains[0] (%s): " % a), split
+        # the PF's VFs stay with the host (and one goes to b): never split
+        assert "PF 0000:81:00.0 (%s) has VFs 0000:81:00.1, 0000:81:00.2 that stay with" % a in split["msg"]
+        alone = run_module(tenant_domain.main, dict(tenant(a, gpus=[pf]), uri=URI), host=lab_vfs)
+        assert alone["failed"] and "stay with the host" in alone["msg"] and not alone["changed"]
+        vf_first = run_module(tenant_domain.main, {"uri": URI, "domains": [tenant(b, vfs=[vf1]), tenant(a, gpus=[pf, vf1, vf2])]},
+                              host=lab_vfs)
+        assert vf_first["failed"] and "0000:81:00.1 is also given to %s" % b in vf_first["msg"], vf_first
+        assert not defined(conn, a) and not defined(conn, b)
+        # the PF with all its VFs to one tenant is one unit
+        assert run_module(tenant_domain.main, dict(tenant(a, gpus=[pf], vfs=[vf1, vf2]), uri=URI), host=lab_vfs)["created"]
+    finally:
+        cleanup(a, b)
+
+
+def test_a_mac_goes_to_one_vf_across_tenants_and_calls(conn, lab_vfs):
+    a, b = "mac-a-" + uuid.uuid4().hex[:6], "mac-b-" + uuid.uuid4().hex[:6]
+    vf1, vf2 = "0000:81:00.1", "0000:81:00.2"
+    mac = "52:54:00:3c:00:01"
+    try:
+        one_call = run_module(tenant_domain.main, {"uri": URI, "domains": [
+            tenant(a, vfs=[vf1], network_vfs=[vf1], mac=mac), tenant(b, vfs=[vf2], network_vfs=[vf2], mac=mac.upper())]},
+            host=lab_vfs)
+        assert one_call["failed"] and not one_call["changed"], one_call
+        assert "MAC %s of VF %s is also the MAC of VF %s (%s)" % (mac, vf2, vf1, a) in one_call["msg"]
+        assert run_module(tenant_domain.main, dict(tenant(a, vfs=[vf1], network_vfs=[vf1], mac=mac), uri=URI), host=lab_vfs)["created"]
+        later = run_module(tenant_domain.main, dict(tenant(b, vfs=[vf2], network_vfs=[vf2], mac=mac), uri=URI), host=lab_vfs)
+        assert later["failed"] and "already the MAC of an interface of domain %s" % a in later["msg"] and not later["changed"]
+        assert not defined(conn, b)
+    finally:
+        cleanup(a, b)
+
+
+def test_the_same_gpu_in_two_entries_is_refused_before_the_first_is_defined(conn, args):
+    other = args["name"] + "-2"
+    result = run_module(tenant_domain.main, {"uri": URI, "domains": [entry(args), entry(args, name=other, vfs=[])]})
+    assert result["failed"] and not result["changed"], result
+    assert result["msg"] == ("domains[1] (%s): 0000:82:00.0 is also given to %s; a PCI device goes to one tenant only: give it "
+                             "to one of them" % (other, args["name"]))
+    assert not defined(conn, args["name"]) and not defined(conn, other)
+
+
+@pytest.mark.parametrize("settings, relax, words", [
+    ({"spoofchk": False}, False, "spoof checking off for VF 0000:01:00.2 of tenant"),
+    ({"trust": True}, False, "trust on for VF 0000:01:00.2 of tenant"),
+    ({"spoofchk": False, "trust": True}, True, None),
+])
+def test_spoof_check_off_or_trust_on_only_with_the_tenants_opt_in(conn, cx4_host, tmp_path, settings, relax, words):
+    name = "spoof-" + uuid.uuid4().hex[:6]
+    vf = dict({"address": "0000:01:00.2", "mac": "52:54:00:d0:00:07"}, **settings)
+    call = {"uri": URI, "sriov_vfs": {"pfs": [{"pf": "0000:01:00.0", "persist": False, "vfs": [vf]}]},
+            "domains": [dict(small(name), state="defined", vfs=["0000:01:00.2"], relax_vf_isolation=relax)]}
+    try:
+        result = run_module(tenant_domain.main, call, host=cx4_host)
+        if words:
+            assert result["failed"] and not result["changed"] and words in result["msg"], result
+            assert "set relax_vf_isolation: true on that tenant" in result["msg"]
+            assert vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0) and not defined(conn, name)
+        else:
+            assert result["changed"] and not result.get("failed"), result
+            assert any("has spoof checking off and trust on" in w for w in result["warnings"])
+    finally:
+        cleanup(name)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"vcpus": 100000}, "vcpus: 100000 is more than the 16 CPUs of this host"),
+    ({"vcpus": 2, "max_vcpus": 64}, "max_vcpus: 64 is more than the 16 CPUs of this host"),
+    ({"memory_mb": 1024 ** 3}, "memory_mb: 1073741824 MiB is more than the 6144 MiB of memory this host has"),
+    ({"machine": "pc\x01"}, "machine: 'pc\\x01' is not a name"),
+    ({"machine": "q35 <x>"}, "machine: "),
+    ({"arch": "x86_64\n"}, "arch: "),
+    ({"mac": "00:00:00:00:00:00", "network_vfs": [VF1]}, "mac: 00:00:00:00:00:00 is the all-zero address"),
+    ({"vlan": 4095}, "vlan: 4095 is not a VLAN id"),
+])
+def test_sizes_bound_by_the_host_and_names_refused(conn, args, change, message):
+    args.update(change)
+    result = run_module(tenant_domain.main, args)
+    assert result.get("failed") and message in result["msg"] and not result["changed"], result
+    assert not defined(conn, args["name"])

@@ -179,3 +179,19 @@ def test_bad_input_creates_no_vf(bare, args, words):
 def test_sriov_alone_binds_nothing(bare):
     result = run(bare, {"sriov": {"pf": PF, "num_vfs": 2, "autoprobe": False}})
     assert result["changed"] and result["devices"] == [] and result["sriov"]["num_vfs"] == 2
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_gpu_with_no_iommu_group_is_refused_before_any_unbind(lab, check_mode):
+    """Without a group vfio-pci cannot take the device: the unbind would leave it driverless.
+    Refused in check mode too (the plan is the run's), naming the device and the fix."""
+    tree, kernel = lab
+    tree.add_pci("0000:84:00.0", "0x10de", "0x2330", "0x030200", parent="0000:80:02.0", numa_node=1, driver="nvidia")
+    result = run(lab, {"devices": ["0000:84:00.0", "0000:82:00.0"]}, check_mode=check_mode)
+    assert result["failed"] and not result["changed"], result
+    assert result["msg"].startswith("0000:84:00.0: no IOMMU group") and "pci-stub" in result["msg"]
+    assert not kernel.writes and kernel.driver("0000:82:00.0") == "pci-stub"
+    assert os.readlink(tree.p(tree.pci_paths["0000:84:00.0"] + "/driver")).endswith("/nvidia")
+    # pci-stub needs no group
+    stub = run(lab, {"devices": ["0000:84:00.0"], "driver": "pci-stub", "persist": False}, check_mode=True)
+    assert stub["changed"] and not stub.get("failed"), stub
