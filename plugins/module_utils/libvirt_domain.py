@@ -24,6 +24,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import 
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
     cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
     read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import (
+    GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, NotAnswering, connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
@@ -79,7 +81,7 @@ TENANT_DOMAIN_OPTIONS = dict(
     autostart=dict(type="bool"),
     shutdown_timeout=dict(type="int", default=120),
     force_off=dict(type="bool", default=False),
-    **PIN_OPTIONS
+    **dict(PIN_OPTIONS, **GUEST_OPTIONS)
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's
 # default must not demand a size when the domains come as a list).
@@ -571,21 +573,49 @@ class DomainRequest:
     (with the warnings that go with it). ``label``: how an error names it (``domains[1]
     (tenant-b)``), None for the module's single domain."""
 
-    def __init__(self, options, host, label=None):
+    def __init__(self, options, host, label=None, check_mode=False):
         self.options = options
         self.label = label
         self.warnings = []
+        self.guest = self.removal = None
         with labelled(label):
             if options["shutdown_timeout"] < 0:
                 raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
                                  % options["shutdown_timeout"])
             if options["state"] == "absent":
                 self.spec, self.pins = TenantSpec.named(options["name"]), None
+                self.removal = GuestRemoval(host, options["name"], options.get("guest_dir"))
                 return
+            if options.get("image"):
+                # the tenant's own disk comes first: the guest boots from it
+                disk = {"path": tenant_paths(options["guest_dir"], options["name"])["disk"], "format": "qcow2", "target": None}
+                options = dict(options, disks=[disk] + list(options["disks"] or []))
             self.spec = TenantSpec(options)
+            if options.get("image") or options.get("management"):
+                self._plan_guest(host, options, check_mode)
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
             if options["mmio_window_mb"] is None:
                 self.spec.mmio_window_mb, self.warnings = mmio_window(self.spec, host.fs)
+
+    def _plan_guest(self, host, options, check_mode):
+        """The guest's disk, seed and management NIC (guest_image), checked and read now."""
+        spec = self.spec
+        rdma_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
+        self.guest = plan_guest(host, spec.name, options, rdma_mac=rdma_mac, check_mode=check_mode)
+        self.warnings.extend(self.guest.notes)
+        spec.seed_cdrom = self.guest.seed_cdrom()
+        spec.management = self.guest.management
+        if options.get("image"):
+            spec.console_log = console_log_path(spec.name)
+
+    def guest_fields(self):
+        """What the result says of the guest: its files, console log and management NIC."""
+        if self.guest is None:
+            return None
+        management = self.guest.management
+        return {"disk": self.guest.paths["disk"] if self.guest.image else None, "seed": self.guest.seed_cdrom(),
+                "console_log": self.spec.console_log, "made": self.guest.changed,
+                "management": dict((k, management.get(k)) for k in ("network", "bridge", "mac", "address")) if management else None}
 
     @property
     def pins_anything(self):
@@ -660,6 +690,33 @@ def apply_vf_settings(options, host, run):
         raise error
 
 
+def make_guest_files(requests, host, run):
+    """Every tenant's guest files, after every entry is checked and before any VF or domain
+    changes: first the downloads of all (a checksum or size that is wrong stops the call before
+    any disk is made), then each tenant's disk and seed."""
+    guests = [r.guest for r in requests if r.guest is not None]
+    for guest in guests:
+        run.diff.extend(guest.diff())
+    if run.check_mode:
+        return
+    for kinds in (("fetch", "checksum"), ("overlay", "copy", "seed")):
+        for request in requests:
+            if request.guest is not None:
+                with labelled(request.label):
+                    request.guest.apply(host, run, kinds)
+
+
+def remove_guest_files(request, host, run, result):
+    """After a tenant's domain is removed: the files the collection made for its guest."""
+    removal = request.removal
+    run.diff.extend(removal.diff())
+    if removal.changed:
+        result["changed"] = True
+        if not run.check_mode:
+            removal.apply(host, run)
+    result["guest_files_removed"] = list(removal.files)
+
+
 def tenant_domain(params, host, run):
     """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
     one connection. Every domain's options are checked (pins against the host too) before any
@@ -676,7 +733,7 @@ def tenant_domain(params, host, run):
         except TypeError as exc:
             raise InputError(str(exc))
         entries = [(params, None)]
-    requests = [DomainRequest(options, host, label) for options, label in entries]
+    requests = [DomainRequest(options, host, label, check_mode=run.check_mode) for options, label in entries]
     vf_options = vf_settings_options(params)
     for request in requests:
         for warning in request.warnings:
@@ -687,6 +744,7 @@ def tenant_domain(params, host, run):
             for request in requests:
                 if request.pins_anything:
                     request.check_pins(model)
+        make_guest_files(requests, host, run)
         vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
         results = []
         for request in requests:
@@ -700,6 +758,11 @@ def tenant_domain(params, host, run):
                     exc.details = dict(getattr(exc, "details", None) or {}, sriov_vfs=vf_result)
                 raise
             result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
+            result["guest"] = request.guest_fields()
+            if request.guest is not None and request.guest.changed:
+                result["changed"] = True
+            if request.removal is not None:
+                remove_guest_files(request, host, run, result)
             results.append(dict(result, name=request.spec.name) if batch else result)
     result = batch_result(results) if batch else results[0]
     if vf_result is not None:
