@@ -89,14 +89,15 @@ def _jump(host):
     return jump
 
 
-def guest_hosts(tenants, access=None, host=None, plan=None):
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None):
     """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
     management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
-    address without its prefix), ``ansible_user`` (the access's user), with ``jump`` (default
+    address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
     true: the management network is behind the GPU host) an ``ansible_ssh_common_args`` with
     ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
     name, the console log, and the MAC of the tenant's first VF (from ``plan``, the tenants
-    stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF."""
+    stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
+    to the inventory already (a static guest inventory) are left to it."""
     name = "guest_hosts"
     access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
     host = _dict(host, "host", name)
@@ -104,12 +105,15 @@ def guest_hosts(tenants, access=None, host=None, plan=None):
     out = []
     for tenant_name, tenant in _tenants(tenants, name).items():
         guest = _dict(tenant.get("guest"), "tenant %s: guest" % tenant_name, name)
-        if tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address"):
+        if (tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address")
+                or tenant_name in (known or [])):
             continue
         entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": _address(guest["address"]),
                  "gpuvirt_tenant_host": host.get("name"), "gpuvirt_guest_console_log": console_log_path(tenant_name)}
         if access.get("user"):
             entry["ansible_user"] = access["user"]
+        if access.get("port"):
+            entry["ansible_port"] = int(access["port"])
         if access.get("jump", True) and host:
             entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % _jump(host)
         placement = placements.get(tenant_name) or {}
@@ -131,11 +135,12 @@ def guest_wait_failures(results, host_name=None):
                                  % type(results).__name__)
     out = []
     for result in results:
-        if not isinstance(result, dict) or not result.get("failed"):
+        # a wait run with failed_when false keeps no failed flag: an answer has its port
+        if not isinstance(result, dict) or result.get("skipped") or (not result.get("failed") and result.get("port")):
             continue
         item = result.get("item") or {}
-        out.append("tenant %s did not answer SSH on %s:22 within %ss (%s); read its console log %s on %s"
-                   % (item.get("name"), item.get("ansible_host"), result.get("elapsed", "?"),
+        out.append("tenant %s did not answer SSH on %s:%s within %ss (%s); read its console log %s on %s"
+                   % (item.get("name"), item.get("ansible_host"), item.get("ansible_port", 22), result.get("elapsed", "?"),
                       (result.get("msg") or "no answer").strip(), item.get("gpuvirt_guest_console_log"),
                       host_name or item.get("gpuvirt_tenant_host") or "its GPU host"))
     return out

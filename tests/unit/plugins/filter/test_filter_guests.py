@@ -58,6 +58,8 @@ def test_guest_hosts_are_the_running_guests_with_a_jump():
     assert b["gpuvirt_guest_vf_mac"] == "52:54:00:00:00:0b"
     direct = FILTERS["guest_hosts"](TENANTS, dict(ACCESS, jump=False), {"name": "dgx01"})
     assert all("ansible_ssh_common_args" not in h for h in direct)
+    # a static guest inventory that lists tenant-a keeps it as it says
+    assert [h["name"] for h in FILTERS["guest_hosts"](TENANTS, ACCESS, {}, None, ["dgx01", "tenant-a"])] == ["tenant-b"]
 
 
 def test_guest_hosts_refuses_what_is_not_a_tenant_list():
@@ -70,11 +72,15 @@ def test_guest_hosts_refuses_what_is_not_a_tenant_list():
 def test_wait_failures_name_the_tenant_and_its_console_log():
     hosts = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01", "address": "192.0.2.11"})
     results = [{"item": hosts[0], "failed": True, "elapsed": 300, "msg": "Timeout when waiting for search string OpenSSH in 192.168.150.11:22"},
-               {"item": hosts[1], "failed": False, "elapsed": 12}]
+               {"item": hosts[1], "failed": False, "elapsed": 12, "port": 22}]
     assert FILTERS["guest_wait_failures"](results) == [
         "tenant tenant-a did not answer SSH on 192.168.150.11:22 within 300s (Timeout when waiting for search string OpenSSH in "
         "192.168.150.11:22); read its console log /var/log/libvirt/qemu/tenant-a-console.log on dgx01"]
     assert FILTERS["guest_wait_failures"](results[1:]) == []
+    # with failed_when false the timeout has no failed flag, only no port
+    quiet = [dict(results[0], failed=False, failed_when_result=False)]
+    assert len(FILTERS["guest_wait_failures"](quiet)) == 1
+    assert FILTERS["guest_wait_failures"]([{"item": hosts[0], "skipped": True}]) == []
 
 
 def test_report_lines():
