@@ -105,3 +105,12 @@ def test_report_lines():
     ]
     with pytest.raises(AnsibleFilterError, match="each row needs a name"):
         FILTERS["guest_report_lines"]([{"ssh": True}])
+
+
+def test_netdev_by_mac_from_gathered_facts():
+    facts = {"interfaces": ["lo", "mgmt0", "enp7s0", "enp7s0.101"], "lo": {"macaddress": "00:00:00:00:00:00"},
+             "mgmt0": {"macaddress": "56:2f:1c:aa:03:9e"}, "enp7s0": {"macaddress": "52:54:00:00:00:0a"},
+             "enp7s0.101": {"macaddress": "52:54:00:00:00:0a"}}
+    assert FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0A") == "enp7s0"
+    with pytest.raises(AnsibleFilterError, match="no netdev carries 52:54:00:00:00:0b .*mgmt0 56:2f:1c:aa:03:9e"):
+        FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0b")
