@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import (
     GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, NotAnswering, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
@@ -744,7 +745,12 @@ def tenant_domain(params, host, run):
             for request in requests:
                 if request.pins_anything:
                     request.check_pins(model)
+        network = NetworkPlan(conn, params["management_network"]) if params.get("management_network") else None
         make_guest_files(requests, host, run)
+        if network is not None:
+            run.diff.extend(network.diff())
+            if network.changed and not run.check_mode:
+                network.apply(run)
         vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
         results = []
         for request in requests:
@@ -765,6 +771,9 @@ def tenant_domain(params, host, run):
                 remove_guest_files(request, host, run, result)
             results.append(dict(result, name=request.spec.name) if batch else result)
     result = batch_result(results) if batch else results[0]
+    if network is not None:
+        result["management_network"] = network.result()
+        result["changed"] = result["changed"] or network.changed
     if vf_result is not None:
         result["sriov_vfs"] = vf_result
         result["changed"] = result["changed"] or vf_result["changed"]
@@ -844,7 +853,8 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
 # can check a recorded call inside its own (stage_checks).
 TENANT_DOMAIN_ARGS = dict(
     argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
-                       record=RECORD_OPTION, **TENANT_DOMAIN_OPTIONS),
+                       management_network=dict(type="dict", options=NETWORK_OPTIONS), record=RECORD_OPTION,
+                       **TENANT_DOMAIN_OPTIONS),
     required_one_of=[("name", "domains")],
     mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
 )

@@ -298,6 +298,29 @@ options:
         type: list
         elements: str
         default: []
+  management_network:
+    description:
+      - The tenants' management network as a libvirt network this call defines (when missing), starts and sets to start at
+        boot, before any domain is defined or started; no DHCP (each guest's address is in its seed, O(management.address)).
+      - A network of that name with other settings is refused, never redefined. Its result is RV(management_network).
+    type: dict
+    suboptions:
+      name:
+        description: The network's name (the tenants' O(management.network)).
+        type: str
+        required: true
+      address:
+        description: The host's address on it with the prefix (C(192.168.150.1/24)), the guests' gateway.
+        type: str
+        required: true
+      forward:
+        description: V(nat) to the host's uplink, V(route), or V(none) (isolated; the host still reaches the guests).
+        type: str
+        choices: [nat, route, none]
+        default: nat
+      bridge:
+        description: The bridge's name on the host; default libvirt's (C(virbrN)).
+        type: str
   guest_dir:
     description: Where the guest files go (see O(image)); with O(state=absent), where they are removed from.
     type: path
@@ -428,6 +451,9 @@ EXAMPLES = r"""
       network: gpuvirt-mgmt
       address: 192.168.150.11/24
       gateway: 192.168.150.1
+    management_network:
+      name: gpuvirt-mgmt
+      address: 192.168.150.1/24
 
 - name: Say which tenants a restart would finish
   ansible.builtin.debug:
@@ -553,6 +579,11 @@ guest:
     console_log: /var/log/libvirt/qemu/tenant-a-console.log
     made: true
     management: {network: gpuvirt-mgmt, bridge: null, mac: "56:2f:1c:aa:03:9e", address: 192.168.150.11/24}
+management_network:
+  description: With O(management_network), what was (or would be) done to it.
+  returned: with O(management_network)
+  type: dict
+  sample: {name: gpuvirt-mgmt, address: 192.168.150.1/24, forward: nat, defined: true, started: true, autostart_set: true, changed: true}
 guest_files_removed:
   description: With O(state=absent), the files made for the tenant's guest that were (or would be) deleted.
   returned: with O(state=absent); without O(domains)

@@ -806,3 +806,29 @@ def test_removing_the_tenant_deletes_its_guest_files(conn, args, guest_host):
     assert removed["removed"] and made["seed"] in removed["guest_files_removed"]
     assert not os.path.exists(guest_host.path(os.path.dirname(made["disk"])))
     assert os.path.isfile(guest_host.path("/srv/base.qcow2"))
+
+
+def test_the_management_network_is_defined_started_and_set_to_autostart(conn, args, guest_host):
+    network = "gpuvirt-" + uuid.uuid4().hex[:6]
+    call = guest_args(args, management={"network": network, "address": "192.168.150.11/24", "gateway": "192.168.150.1"},
+                      management_network={"name": network, "address": "192.168.150.1/24"})
+    check = run_module(tenant_domain.main, call, host=guest_host, check_mode=True)
+    assert check["changed"] and check["management_network"]["defined"] and network not in conn.listNetworks()
+    result = run_module(tenant_domain.main, call, host=guest_host)
+    assert result["management_network"] == {"name": network, "address": "192.168.150.1/24", "forward": "nat", "defined": True,
+                                            "started": True, "autostart_set": True, "changed": True}
+    handle = conn.networkLookupByName(network)
+    assert handle.isActive() and handle.autostart()
+    root = ET.fromstring(handle.XMLDesc(0))
+    assert root.find("forward").get("mode") == "nat" and root.find("ip").get("address") == "192.168.150.1"
+    assert root.find("dhcp") is None
+    assert not run_module(tenant_domain.main, call, host=guest_host)["changed"]
+
+
+def test_a_network_of_that_name_with_other_settings_is_refused(conn, args, guest_host):
+    # the test driver's own network "default" is 192.168.122.1/24
+    call = guest_args(args, management_network={"name": "default", "address": "192.168.150.1/24"})
+    result = run_module(tenant_domain.main, call, host=guest_host)
+    assert result.get("failed") and "libvirt network default exists with forward nat, address 192.168.122.1/24" in result["msg"]
+    assert args["name"] not in conn.listDefinedDomains()
+    assert not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
