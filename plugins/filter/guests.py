@@ -45,12 +45,14 @@ def _address(value):
     return str(value).split("/", 1)[0] if value else None
 
 
-def tenant_guest_domains(domains, tenants, access=None):
+def tenant_guest_domains(domains, tenants, access=None, images=True):
     """``tenant_domain`` entries (filter tenant_domains or tenant_removals) with each tenant's
     guest options: its ``image``, a ``cloud_init`` (the access's user and SSH keys, the guest
     stage's packages and the tenant's, its ``guest.rdma_address``) and a ``management`` NIC (the
     access's network or bridge, the tenant's ``guest.address``); ``guest_dir`` from the access,
-    for removals too. A tenant without ``image`` or ``guest.address`` gets nothing of that part."""
+    for removals too. A tenant without ``image`` or ``guest.address`` gets nothing of that part.
+    ``images`` false (a preview, whose root is a capture without the images) leaves the image and
+    seed out and keeps the management NIC."""
     name = "tenant_guest_domains"
     if not isinstance(domains, list):
         raise AnsibleFilterError("gpuvirt.tenancy.%s: expected the tenant_domain entries (a list), got %s"
@@ -68,7 +70,7 @@ def tenant_guest_domains(domains, tenants, access=None):
         if entry.get("state") == "absent":
             out.append(entry)
             continue
-        if tenant.get("image"):
+        if tenant.get("image") and images:
             entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"], name))
             packages = list(access.get("packages", GUEST_PACKAGES)) + [p for p in guest.get("packages") or []]
             entry["cloud_init"] = _set({"user": access.get("user"), "ssh_authorized_keys": list(access.get("ssh_authorized_keys") or []),

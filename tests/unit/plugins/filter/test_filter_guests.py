@@ -43,6 +43,9 @@ def test_guest_options_reach_the_entries_and_pass_the_module_spec():
         assert not validator.validate(entry).error_messages, entry
     # the inputs are not changed
     assert "image" not in entries[0]
+    # a preview: no image nor seed (not in the capture), the NIC as planned
+    preview = FILTERS["tenant_guest_domains"](entries, TENANTS, ACCESS, False)[0]
+    assert "image" not in preview and "cloud_init" not in preview and preview["management"]["address"] == "192.168.150.11/24"
 
 
 def test_guest_hosts_are_the_running_guests_with_a_jump():
