@@ -187,6 +187,17 @@ def disk_targets(root):
                 if d.find("source") is not None and d.find("target") is not None and d.find("source").get("file"))
 
 
+def network_nics(root):
+    """The (type, source, MAC) of a definition's NICs on a libvirt network or a bridge."""
+    out = []
+    for nic in root.findall("devices/interface"):
+        kind = nic.get("type")
+        if kind in ("network", "bridge"):
+            source, mac = nic.find("source"), nic.find("mac")
+            out.append((kind, source.get(kind) if source is not None else None, mac.get("address") if mac is not None else None))
+    return sorted(out, key=lambda nic: tuple(str(part) for part in nic))
+
+
 def _cpuset(value, what="cpuset"):
     return parse_cpulist(value, what)
 

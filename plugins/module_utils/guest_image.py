@@ -416,7 +416,7 @@ class GuestPlan:
     def _make_disk(self, host, kind, disk, run):
         base, info = self.base["path"], self.base["info"]
         size_gb = self.image.get("size_gb")
-        self._record(host, [disk])
+        self._record(host, [disk, disk + ".part"])
         tool = qemu_img(host)
         # made under another name, then renamed: a disk stopped half-way is never taken for made
         partial = host.path(disk + ".part")
@@ -437,7 +437,7 @@ class GuestPlan:
         seed_dir = self.paths["seed_dir"]
         host.files.makedirs(host.path(seed_dir))
         files = [os.path.join(seed_dir, n) for n in SEED_FILES]
-        self._record(host, files + [self.paths["seed"]])
+        self._record(host, files + [self.paths["seed"], self.paths["seed"] + ".part"])
         for path in files:
             host.files.write(host.path(path), self.documents[os.path.basename(path)], mode=0o600)
         tool = iso_tool(host)

@@ -22,8 +22,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
-    cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
-    read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+    cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, network_nics, parse_xml,
+    pinning_fields, read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import (
     GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, NotAnswering, connection
@@ -381,7 +381,8 @@ class TenantDomain:
         later = []
         if to_kib(before.find("memory").text, before.find("memory").get("unit")) != self.spec.memory_kib:
             later.append("memory")
-        if device_addresses(before) != device_addresses(after) or disk_targets(before) != disk_targets(after):
+        if (device_addresses(before) != device_addresses(after) or disk_targets(before) != disk_targets(after)
+                or network_nics(before) != network_nics(after)):
             later.append("devices")
         if before.get("type") != after.get("type"):
             later.append("domain type")

@@ -832,3 +832,13 @@ def test_a_network_of_that_name_with_other_settings_is_refused(conn, args, guest
     assert result.get("failed") and "libvirt network default exists with forward nat, address 192.168.122.1/24" in result["msg"]
     assert args["name"] not in conn.listDefinedDomains()
     assert not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
+
+
+def test_a_running_tenant_given_a_management_nic_keeps_it_for_its_restart(conn, args):
+    running = dict(args, state="running", gpus=[], vfs=[])
+    run_module(tenant_domain.main, running)
+    result = run_module(tenant_domain.main, dict(running, management={"network": "default"}))
+    assert result["changed"] and result["restart_required"]
+    assert any("keeps its devices until it is restarted" in reason for reason in result["restart_reasons"]), result
+    nic = xml_of(conn, args["name"]).find("devices/interface")
+    assert nic.get("type") == "network" and nic.find("source").get("network") == "default"
