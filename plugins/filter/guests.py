@@ -72,7 +72,7 @@ def tenant_guest_domains(domains, tenants, access=None, images=True):
             continue
         if tenant.get("image") and images:
             entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"], name))
-            packages = list(access.get("packages", GUEST_PACKAGES)) + [p for p in guest.get("packages") or []]
+            packages = list(access.get("packages", GUEST_PACKAGES)) + list(guest.get("packages") or [])
             entry["cloud_init"] = _set({"user": access.get("user"), "ssh_authorized_keys": list(access.get("ssh_authorized_keys") or []),
                                         "packages": packages, "rdma_address": guest.get("rdma_address"),
                                         "hostname": guest.get("hostname")})

@@ -53,7 +53,8 @@ IMAGE_OPTIONS = dict(
 )
 CLOUD_INIT_OPTIONS = dict(
     user=dict(type="str", default="gpuvirt"),
-    ssh_authorized_keys=dict(type="list", elements="str", default=[]),
+    # public keys: nothing secret
+    ssh_authorized_keys=dict(type="list", elements="str", default=[], no_log=False),
     packages=dict(type="list", elements="str", default=[]),
     hostname=dict(type="str"),
     rdma_address=dict(type="str"),
@@ -319,8 +320,8 @@ class GuestPlan:
                                   "built; remove the tenant to make it again" % (self.name, disk, _gib(have["virtual_size"]), size_gb))
             backing = have.get("backing")
             if not self.image["copy"] and backing and os.path.normpath(backing) != os.path.normpath(host.path(self.base["path"])):
-                self.notes.append("%s: disk %s is an overlay on %s, not on %s: the disk is kept" % (self.name, disk, backing,
-                                                                                                      self.base["path"]))
+                self.notes.append("%s: disk %s is an overlay on %s, not on %s: the disk is kept"
+                                  % (self.name, disk, backing, self.base["path"]))
             return
         self.steps.append(("copy" if self.image["copy"] else "overlay", disk))
 

@@ -48,7 +48,7 @@ def banner_server(address):
     def serve():
         while True:
             try:
-                client, _ = server.accept()
+                client = server.accept()[0]
             except OSError:
                 return
             client.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n")

@@ -76,7 +76,7 @@ def test_image_info_reads_real_qemu_img_output():
 def test_overlay_and_seed_are_made_and_read_back(host):
     base = make_base(host)
     plan = plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC)
-    assert [kind for kind, _ in plan.steps] == ["overlay", "seed"]
+    assert [step[0] for step in plan.steps] == ["overlay", "seed"]
     run = Run()
     plan.apply(host, run)
     assert run.changed
@@ -119,7 +119,7 @@ def test_a_changed_seed_is_rebuilt_with_a_diff(host):
     changed = options(base)
     changed["cloud_init"]["rdma_address"] = "10.20.0.12/24"
     plan = plan_guest(host, "tenant-a", changed, rdma_mac=VF_MAC)
-    assert [kind for kind, _ in plan.steps] == ["seed"]
+    assert [step[0] for step in plan.steps] == ["seed"]
     diffs = dict((d["after_header"], d) for d in plan.diff())
     entry = diffs[tenant_paths(GUEST_DIR, "tenant-a")["seed_dir"] + "/network-config"]
     assert "10.20.0.11/24" in entry["before"] and "10.20.0.12/24" in entry["after"]
