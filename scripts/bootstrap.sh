@@ -17,7 +17,7 @@ BUILD="$REPO_ROOT/.build"
 APT_PACKAGES=(
   python3 python3-venv python3-dev gcc pkg-config libvirt-dev
   qemu-system-x86 qemu-utils debootstrap e2fsprogs fdisk dosfstools
-  openssh-client rsync libxml2-utils libvirt-clients git systemd
+  openssh-client rsync libxml2-utils libvirt-clients git systemd genisoimage
 )
 
 missing=()

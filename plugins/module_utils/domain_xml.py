@@ -188,6 +188,17 @@ def disk_targets(root):
                 if d.find("source") is not None and d.find("target") is not None and d.find("source").get("file"))
 
 
+def network_nics(root):
+    """The (type, source, MAC) of a definition's NICs on a libvirt network or a bridge."""
+    out = []
+    for nic in root.findall("devices/interface"):
+        kind = nic.get("type")
+        if kind in ("network", "bridge"):
+            source, mac = nic.find("source"), nic.find("mac")
+            out.append((kind, source.get(kind) if source is not None else None, mac.get("address") if mac is not None else None))
+    return sorted(out, key=lambda nic: tuple(str(part) for part in nic))
+
+
 def _cpuset(value, what="cpuset"):
     return parse_cpulist(value, what)
 
@@ -458,6 +469,11 @@ class TenantSpec:
             self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
         self.machine = check_machine(params.get("machine"))
         self.arch = check_arch(params.get("arch")) or "x86_64"
+        # set by tenant_domain from the guest options (guest_image): the cloud-init seed ISO, the
+        # management NIC ({network or bridge, mac}) and the serial console's log file
+        self.seed_cdrom = None
+        self.management = None
+        self.console_log = None
 
     @classmethod
     def named(cls, name):
@@ -587,7 +603,9 @@ class TenantSpec:
         ET.SubElement(root, "on_crash").text = "destroy"
         devices = ET.SubElement(root, "devices")
         self._sync_devices(devices)
-        ET.SubElement(devices, "serial", {"type": "pty"})
+        serial = ET.SubElement(devices, "serial", {"type": "pty"})
+        if self.console_log:
+            ET.SubElement(serial, "log", {"file": self.console_log, "append": "on"})
         ET.SubElement(devices, "console", {"type": "pty"})
         ET.SubElement(devices, "memballoon", {"model": "none"})
         return root
@@ -762,6 +780,45 @@ class TenantSpec:
                 devices.remove(element)
             devices.insert(0, self._disk(disk))
             changed = True
+        if self._sync_guest_devices(devices):
+            changed = True
+        return changed
+
+    def _sync_guest_devices(self, devices):
+        """The seed as a read-only cdrom (SATA on q35, IDE otherwise) and the management NIC
+        (virtio, on a libvirt network or a host bridge, with its MAC), when the guest options
+        ask for them; other cdroms and interfaces are left as they are. -> True when changed."""
+        changed = False
+        if self.seed_cdrom:
+            cdroms = [d for d in devices.findall("disk") if d.get("device") == "cdrom"
+                      and d.find("source") is not None and d.find("source").get("file") == self.seed_cdrom]
+            if not any(d.find("readonly") is not None for d in cdroms):
+                for element in cdroms:
+                    devices.remove(element)
+                q35 = "q35" in (self.machine or "")
+                element = ET.Element("disk", {"type": "file", "device": "cdrom"})
+                ET.SubElement(element, "driver", {"name": "qemu", "type": "raw"})
+                ET.SubElement(element, "source", {"file": self.seed_cdrom})
+                ET.SubElement(element, "target", {"dev": "sda" if q35 else "hdc", "bus": "sata" if q35 else "ide"})
+                ET.SubElement(element, "readonly")
+                devices.insert(len(devices.findall("disk")), element)
+                changed = True
+        if self.management:
+            kind = "network" if self.management.get("network") else "bridge"
+            name = self.management.get(kind)
+            found = [i for i in devices.findall("interface") if i.get("type") in ("network", "bridge")
+                     and i.find("mac") is not None and i.find("mac").get("address", "").lower() == self.management["mac"]]
+            right = [i for i in found if i.get("type") == kind and i.find("source") is not None
+                     and i.find("source").get(kind) == name and i.find("model") is not None
+                     and i.find("model").get("type") == "virtio"]
+            if not right:
+                for element in found:
+                    devices.remove(element)
+                element = ET.SubElement(devices, "interface", {"type": kind})
+                ET.SubElement(element, "mac", {"address": self.management["mac"]})
+                ET.SubElement(element, "source", {kind: name})
+                ET.SubElement(element, "model", {"type": "virtio"})
+                changed = True
         return changed
 
     def _interface_matches(self, element):

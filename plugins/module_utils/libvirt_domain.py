@@ -24,9 +24,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
     CPU_QOS, IOTUNE_KEYS, MEMORY_MODES, UNLIMITED_QUOTA, PinRequest, TenantSpec, apply_pinning, check_page_size, copy_tree,
-    cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, parse_xml, pinning_fields,
-    read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+    cputune_qos, disk_targets, firmware_of, held_resources, host_cpus, host_cpus_from_topology, mmio_window_of, network_nics, parse_xml,
+    pinning_fields, read_assignment, read_pinning, to_kib, to_text, vcpu_counts)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import (
+    GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, NotAnswering, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
@@ -83,7 +86,7 @@ TENANT_DOMAIN_OPTIONS = dict(
     shutdown_timeout=dict(type="int", default=120),
     force_off=dict(type="bool", default=False),
     relax_vf_isolation=dict(type="bool", default=False),
-    **PIN_OPTIONS
+    **dict(PIN_OPTIONS, **GUEST_OPTIONS)
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's
 # default must not demand a size when the domains come as a list).
@@ -382,7 +385,8 @@ class TenantDomain:
         later = []
         if to_kib(before.find("memory").text, before.find("memory").get("unit")) != self.spec.memory_kib:
             later.append("memory")
-        if device_addresses(before) != device_addresses(after) or disk_targets(before) != disk_targets(after):
+        if (device_addresses(before) != device_addresses(after) or disk_targets(before) != disk_targets(after)
+                or network_nics(before) != network_nics(after)):
             later.append("devices")
         if before.get("type") != after.get("type"):
             later.append("domain type")
@@ -575,18 +579,26 @@ class DomainRequest:
     (with the warnings that go with it). ``label``: how an error names it (``domains[1]
     (tenant-b)``), None for the module's single domain."""
 
-    def __init__(self, options, host, label=None):
+    def __init__(self, options, host, label=None, check_mode=False):
         self.options = options
         self.label = label
         self.warnings = []
+        self.guest = self.removal = None
         with labelled(label):
             if options["shutdown_timeout"] < 0:
                 raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
                                  % options["shutdown_timeout"])
             if options["state"] == "absent":
                 self.spec, self.pins = TenantSpec.named(options["name"]), None
+                self.removal = GuestRemoval(host, options["name"], options.get("guest_dir"))
                 return
+            if options.get("image"):
+                # the tenant's own disk comes first: the guest boots from it
+                disk = {"path": tenant_paths(options["guest_dir"], options["name"])["disk"], "format": "qcow2", "target": None}
+                options = dict(options, disks=[disk] + list(options["disks"] or []))
             self.spec = TenantSpec(options)
+            if options.get("image") or options.get("management"):
+                self._plan_guest(host, options, check_mode)
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
             if options["mmio_window_mb"] is None:
                 self.spec.mmio_window_mb, self.warnings = mmio_window(self.spec, host.fs)
@@ -605,6 +617,26 @@ class DomainRequest:
     @property
     def devices(self):
         return list(self.spec.gpus) + list(self.spec.vfs) if self.present else []
+
+    def _plan_guest(self, host, options, check_mode):
+        """The guest's disk, seed and management NIC (guest_image), checked and read now."""
+        spec = self.spec
+        rdma_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
+        self.guest = plan_guest(host, spec.name, options, rdma_mac=rdma_mac, check_mode=check_mode)
+        self.warnings.extend(self.guest.notes)
+        spec.seed_cdrom = self.guest.seed_cdrom()
+        spec.management = self.guest.management
+        if options.get("image"):
+            spec.console_log = console_log_path(spec.name)
+
+    def guest_fields(self):
+        """What the result says of the guest: its files, console log and management NIC."""
+        if self.guest is None:
+            return None
+        management = self.guest.management
+        return {"disk": self.guest.paths["disk"] if self.guest.image else None, "seed": self.guest.seed_cdrom(),
+                "console_log": self.spec.console_log, "made": self.guest.changed,
+                "management": dict((k, management.get(k)) for k in ("network", "bridge", "mac", "address")) if management else None}
 
     @property
     def pins_anything(self):
@@ -769,6 +801,33 @@ def check_vf_security(requests, vf_options, topology):
     vf_security(vf_settings_addresses(vf_options, topology), owners, relaxed)
 
 
+def make_guest_files(requests, host, run):
+    """Every tenant's guest files, after every entry is checked and before any VF or domain
+    changes: first the downloads of all (a checksum or size that is wrong stops the call before
+    any disk is made), then each tenant's disk and seed."""
+    guests = [r.guest for r in requests if r.guest is not None]
+    for guest in guests:
+        run.diff.extend(guest.diff())
+    if run.check_mode:
+        return
+    for kinds in (("fetch", "checksum"), ("overlay", "copy", "seed")):
+        for request in requests:
+            if request.guest is not None:
+                with labelled(request.label):
+                    request.guest.apply(host, run, kinds)
+
+
+def remove_guest_files(request, host, run, result):
+    """After a tenant's domain is removed: the files the collection made for its guest."""
+    removal = request.removal
+    run.diff.extend(removal.diff())
+    if removal.changed:
+        result["changed"] = True
+        if not run.check_mode:
+            removal.apply(host, run)
+    result["guest_files_removed"] = list(removal.files)
+
+
 def tenant_domain(params, host, run):
     """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
     one connection. Every domain's options are checked (size, pins and devices against the host,
@@ -786,7 +845,7 @@ def tenant_domain(params, host, run):
         except TypeError as exc:
             raise InputError(str(exc))
         entries = [(params, None)]
-    requests = [DomainRequest(options, host, label) for options, label in entries]
+    requests = [DomainRequest(options, host, label, check_mode=run.check_mode) for options, label in entries]
     vf_options = vf_settings_options(params)
     for request in requests:
         for warning in request.warnings:
@@ -806,6 +865,12 @@ def tenant_domain(params, host, run):
                     request.check_pins(model)
         for note in check_assignments(requests, domain_holdings(conn), topology, run.check_mode):
             run.warn(note)
+        network = NetworkPlan(conn, params["management_network"]) if params.get("management_network") else None
+        make_guest_files(requests, host, run)
+        if network is not None:
+            run.diff.extend(network.diff())
+            if network.changed and not run.check_mode:
+                network.apply(run)
         vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
         results = []
         for request in requests:
@@ -819,8 +884,16 @@ def tenant_domain(params, host, run):
                     exc.details = dict(getattr(exc, "details", None) or {}, sriov_vfs=vf_result)
                 raise
             result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
+            result["guest"] = request.guest_fields()
+            if request.guest is not None and request.guest.changed:
+                result["changed"] = True
+            if request.removal is not None:
+                remove_guest_files(request, host, run, result)
             results.append(dict(result, name=request.spec.name) if batch else result)
     result = batch_result(results) if batch else results[0]
+    if network is not None:
+        result["management_network"] = network.result()
+        result["changed"] = result["changed"] or network.changed
     if vf_result is not None:
         result["sriov_vfs"] = vf_result
         result["changed"] = result["changed"] or vf_result["changed"]
@@ -900,6 +973,7 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
 # can check this stage's call inside its own (stage_checks).
 TENANT_DOMAIN_ARGS = dict(
     argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
+                       management_network=dict(type="dict", options=NETWORK_OPTIONS),
                        **TENANT_DOMAIN_OPTIONS),
     required_one_of=[("name", "domains")],
     mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],

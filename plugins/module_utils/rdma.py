@@ -100,6 +100,26 @@ class RdmaReader:
                     break
         return found
 
+    def netdevs_with_mac(self, mac):
+        """Netdevs whose address is ``mac`` (/sys/class/net/<name>/address), sorted. A VLAN or
+        bridge on top of the VF shares its MAC: the ones that are not a PCI function's come after."""
+        mac = str(mac).lower()
+        found = [name for name in self.sysfs.listdir("/sys/class/net")
+                 if (self.sysfs.read("/sys/class/net/%s/address" % name) or "").lower() == mac]
+        return sorted(found, key=lambda name: (self.sysfs.readlink_name("/sys/class/net/%s/device" % name) is None, name))
+
+    def device_for_netdev_mac(self, mac):
+        """-> (netdev, RDMA device or None) of the netdev that carries ``mac`` (the VF the host
+        gave the tenant): the RDMA device of its PCI function (mlx5 VF), else the one whose GID
+        table names the netdev (soft-RoCE on it); None when no netdev has the MAC."""
+        netdevs = self.netdevs_with_mac(mac)
+        if not netdevs:
+            return None
+        netdev = netdevs[0]
+        address = self.sysfs.readlink_name("/sys/class/net/%s/device" % netdev)
+        found = (self.device_for_pci(address) if address else []) or self.device_for_netdev(netdev)
+        return netdev, (found[0] if found else None)
+
     def link_layer(self, device, port):
         return self.sysfs.read("%s/%s/ports/%d/link_layer" % (IB_CLASS, device, port))
 

@@ -19,15 +19,16 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import MAC_RE as VF_MAC_RE
 
 __metaclass__ = type
 
 
 def mlx_rocev2(params, host, run):
     """The mlx_rocev2 module's result fields."""
-    if not params["device"] and not params["rdma_device"]:
+    if not params["device"] and not params["rdma_device"] and not params.get("netdev_mac"):
         raise InputError("device or rdma_device: give the ConnectX PF's PCI address (device) and/or the RDMA "
-                         "device name (rdma_device, e.g. mlx5_0 or rxe0)")
+                         "device name (rdma_device, e.g. mlx5_0 or rxe0), or the MAC of its netdev (netdev_mac)")
     nccl_options = None
     if params["nccl_env"] is not None:
         nccl_options = nested_params("nccl_env", "gpuvirt.tenancy.nccl_env", nccl_conf.MODULE_ARGS, params["nccl_env"])
@@ -36,6 +37,12 @@ def mlx_rocev2(params, host, run):
     reader = RdmaReader(host.fs)
     planned_fw = plan_firmware(params, host, result, diff)
     mode = None if params["default_roce_mode"] == "unchanged" else params["default_roce_mode"]
+    by_mac = found_by_mac(params, reader) if params.get("netdev_mac") and not params["rdma_device"] else None
+    if by_mac is not None:
+        result["netdev"], params = by_mac[0], dict(params, rdma_device=by_mac[1])
+        if nccl_options is not None and not nccl_options["ib_hca"]:
+            # the device found is the one NCCL uses
+            nccl_options = dict(nccl_options, ib_hca=["%s:%d" % (by_mac[1], params["port"])])
     dev = rdma_device(params, reader) if (params["rdma_device"] or mode) else None
     plan = plan_mode(params, host, reader, dev, diff) if dev and mode else None
     # the RDMA-CM default mode does not change the GID table, so NCCL is decided before any step
@@ -130,6 +137,21 @@ def apply_firmware(params, planned, run, result):
             pending.append(key)
     result["pending_parameters"] = sorted(pending)
     result["reboot_required"] = bool(pending)
+
+
+def found_by_mac(params, reader):
+    """-> (netdev, RDMA device) that carries ``netdev_mac``, or InputError saying what is there."""
+    mac = str(params["netdev_mac"]).lower()
+    if not VF_MAC_RE.match(mac):
+        raise InputError("netdev_mac: %r is not a MAC address like 52:54:00:12:34:56" % params["netdev_mac"])
+    found = reader.device_for_netdev_mac(mac)
+    if found is None:
+        raise InputError("netdev_mac: no netdev carries %s (is the VF passed through and its driver, mlx5_core or igbvf, "
+                         "loaded? 'ip -br link' lists the netdevs and their MACs)" % mac)
+    if found[1] is None:
+        raise InputError("netdev_mac: netdev %s (%s) has no RDMA device: load mlx5_ib, or create a soft-RoCE device on it "
+                         "(rdma link add rxe0 type rxe netdev %s)" % (found[0], mac, found[0]))
+    return found
 
 
 # -- RDMA-CM default RoCE mode -------------------------------------------------------------

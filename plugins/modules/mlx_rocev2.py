@@ -61,7 +61,13 @@ options:
     default: auto
   rdma_device:
     description:
-      - RDMA device name (C(mlx5_0), C(rxe0)). Derived from O(device) when not given.
+      - RDMA device name (C(mlx5_0), C(rxe0)). Derived from O(device) or O(netdev_mac) when not given.
+    type: str
+  netdev_mac:
+    description:
+      - Inside a tenant, the MAC the GPU host set on the tenant's VF; without O(rdma_device), the RDMA device is the one on
+        the netdev that carries it (its PCI function's, for a ConnectX VF; else the one whose GID table names the netdev, for
+        soft-RoCE on it), returned with RV(netdev). A nested O(nccl_env) with no C(ib_hca) then gets that device and O(port).
     type: str
   port:
     description: Port of the RDMA device.
@@ -198,6 +204,11 @@ rdma_device:
   returned: when an RDMA device is handled
   type: str
   sample: mlx5_0
+netdev:
+  description: With O(netdev_mac), the netdev that carries the MAC.
+  returned: with O(netdev_mac)
+  type: str
+  sample: enp7s0
 port:
   description: The port handled.
   returned: when an RDMA device is handled
@@ -282,6 +293,7 @@ MODULE_ARGS = dict(
         firmware=dict(type="dict", default={}),
         tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig"], default="auto"),
         rdma_device=dict(type="str"),
+        netdev_mac=dict(type="str"),
         port=dict(type="int", default=1),
         default_roce_mode=dict(type="str", choices=["v1", "v2", "unchanged"], default="v2"),
         persist=dict(type="bool", default=True),

@@ -42,6 +42,11 @@ description:
     definition it writes (so one call defines, pins and starts a tenant; the pins are checked against the host's CPUs and the vCPUs
     of the new definition), and with O(live=true) on the running domain too, after a live vCPU change. Left out, the domain's
     pins are left as they are.
+  - With O(image), the tenant boots a cloud image - its disk, made on the host as a copy-on-write qcow2 overlay on the base image
+    (or a full copy), is the first disk (virtio, C(io=threads)); with O(cloud_init) it also gets a NoCloud seed (an ISO labelled
+    C(cidata)) as a read-only cdrom; with O(management) a virtio NIC on a libvirt network or a host bridge. Every tenant's
+    image is checked (the base exists, its checksum, the disk not smaller than its virtual size) before any file, VF or domain
+    changes; O(state=absent) deletes the files this module made for the tenant (and nothing else) after undefining it.
   - With O(sriov_vfs), the same call first gives the tenants' network VFs their settings (MAC, VLAN, spoof check, trust) as
     M(gpuvirt.tenancy.sriov_vfs) does, before any domain is defined or started, so that the VFs and the domains of a host are
     one round trip.
@@ -55,7 +60,7 @@ options:
         level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
         O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
         O(live), O(autostart), O(shutdown_timeout), O(force_off), O(relax_vf_isolation), O(vcpu_pins), O(emulator_cpus),
-        O(memory_mode), O(nodeset)),
+        O(memory_mode), O(nodeset), O(image), O(cloud_init), O(management), O(guest_dir)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
         Mutually exclusive with O(name) and with every other option of one domain. A bad entry fails the call with an error
@@ -234,6 +239,108 @@ options:
         off or trust on for a VF this tenant holds are refused; with it they are applied, with a warning.
     type: bool
     default: false
+  image:
+    description:
+      - The tenant's disk from a base image. Its files go under O(guest_dir)C(/tenants/<name>/) (C(disk.qcow2), C(seed.iso),
+        C(seed/), C(made.json), the list of what was made); an image fetched from O(image.url) goes to O(guest_dir)C(/base/).
+      - The disk is made once; a later run keeps it (a larger O(image.size_gb) is reported, not applied).
+    type: dict
+    suboptions:
+      base:
+        description: A base image on the host (a qcow2 cloud image, read with C(qemu-img info)). One of O(image.base) and O(image.url).
+        type: path
+      url:
+        description: Where to download the base image (C(curl) or C(wget) on the host); needs O(image.checksum).
+        type: str
+      checksum:
+        description: C(ALGORITHM:HEX) (C(sha256:...)) of the base image; a mismatch fails before the disk is made.
+        type: str
+      size_gb:
+        description: Disk size in GiB, at least the image's virtual size; default that size.
+        type: int
+      copy:
+        description: Make the disk a full copy of the base (C(qemu-img convert)) instead of an overlay on it.
+        type: bool
+        default: false
+  cloud_init:
+    description:
+      - The NoCloud seed of the guest (needs O(image)), built with C(genisoimage), C(xorrisofs) or C(mkisofs) on the host.
+      - C(user-data) makes O(cloud_init.user) with passwordless sudo and the SSH keys, without password login, and installs
+        O(cloud_init.packages); C(network-config) (version 2) gives the management NIC and the tenant's first network VF,
+        each matched by its MAC, their static addresses.
+    type: dict
+    suboptions:
+      user:
+        description: The guest user.
+        type: str
+        default: gpuvirt
+      ssh_authorized_keys:
+        description: OpenSSH public key lines for the user.
+        type: list
+        elements: str
+        default: []
+      packages:
+        description: Packages the guest installs on its first boot (what the guest stage needs, for example C(rdma-core)).
+        type: list
+        elements: str
+        default: []
+      hostname:
+        description: The guest's host name; default O(name).
+        type: str
+      rdma_address:
+        description: IPv4 address with prefix of the tenant's first network VF (C(10.20.0.11/24)), its address on the RDMA network.
+        type: str
+  management:
+    description: The management NIC (virtio), on a libvirt network or a host bridge.
+    type: dict
+    suboptions:
+      network:
+        description: A libvirt network (it must exist when the tenant starts). One of O(management.network) and O(management.bridge).
+        type: str
+      bridge:
+        description: A bridge on the host.
+        type: str
+      mac:
+        description: Its MAC; default one derived from O(name) (locally administered, the same on every run).
+        type: str
+      address:
+        description: Its static IPv4 address with prefix, written into the seed's C(network-config); left out, DHCP.
+        type: str
+      gateway:
+        description: The default route's gateway.
+        type: str
+      dns:
+        description: Name servers.
+        type: list
+        elements: str
+        default: []
+  management_network:
+    description:
+      - The tenants' management network as a libvirt network this call defines (when missing), starts and sets to start at
+        boot, before any domain is defined or started; no DHCP (each guest's address is in its seed, O(management.address)).
+      - A network of that name with other settings is refused, never redefined. Its result is RV(management_network).
+    type: dict
+    suboptions:
+      name:
+        description: The network's name (the tenants' O(management.network)).
+        type: str
+        required: true
+      address:
+        description: The host's address on it with the prefix (C(192.168.150.1/24)), the guests' gateway.
+        type: str
+        required: true
+      forward:
+        description: V(nat) to the host's uplink, V(route), or V(none) (isolated; the host still reaches the guests).
+        type: str
+        choices: [nat, route, none]
+        default: nat
+      bridge:
+        description: The bridge's name on the host; default libvirt's (C(virbrN)).
+        type: str
+  guest_dir:
+    description: Where the guest files go (see O(image)); with O(state=absent), where they are removed from.
+    type: path
+    default: /var/lib/libvirt/images/gpuvirt
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -336,6 +443,32 @@ EXAMPLES = r"""
     domains:
       - {name: tenant-a, state: running, vcpus: 2, memory_mb: 16384, vfs: ["0000:81:00.2"], network_vfs: ["0000:81:00.2"],
          mac: "52:54:00:00:00:0a", vlan: 100}
+
+- name: Start a tenant that boots a Debian cloud image (overlay, NoCloud seed, management NIC on a libvirt network)
+  gpuvirt.tenancy.tenant_domain:
+    name: tenant-a
+    state: running
+    machine: q35
+    vcpus: 8
+    memory_mb: 32768
+    vfs: ["0000:81:00.2"]
+    network_vfs: ["0000:81:00.2"]
+    mac: "52:54:00:00:00:0a"
+    vlan: 100
+    image:
+      base: /var/lib/libvirt/images/debian-12-genericcloud-amd64.qcow2
+      size_gb: 40
+    cloud_init:
+      ssh_authorized_keys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly ops@example"]
+      packages: [rdma-core, ibverbs-utils]
+      rdma_address: 10.20.0.11/24
+    management:
+      network: gpuvirt-mgmt
+      address: 192.168.150.11/24
+      gateway: 192.168.150.1
+    management_network:
+      name: gpuvirt-mgmt
+      address: 192.168.150.1/24
 
 - name: Say which tenants a restart would finish
   ansible.builtin.debug:
@@ -450,6 +583,28 @@ sriov_vfs:
   returned: with O(sriov_vfs)
   type: dict
   sample: {changed: false, pfs: [{pf: "0000:81:00.0", netdev: ens1f0np0, num_vfs: 4, vfs: []}]}
+guest:
+  description:
+    - With O(image) or O(management), the guest's files and NIC (null otherwise); with O(domains), in each domain's result.
+  returned: unless O(state=absent); without O(domains)
+  type: dict
+  sample:
+    disk: /var/lib/libvirt/images/gpuvirt/tenants/tenant-a/disk.qcow2
+    seed: /var/lib/libvirt/images/gpuvirt/tenants/tenant-a/seed.iso
+    console_log: /var/log/libvirt/qemu/tenant-a-console.log
+    made: true
+    management: {network: gpuvirt-mgmt, bridge: null, mac: "56:2f:1c:aa:03:9e", address: 192.168.150.11/24}
+management_network:
+  description: With O(management_network), what was (or would be) done to it.
+  returned: with O(management_network)
+  type: dict
+  sample: {name: gpuvirt-mgmt, address: 192.168.150.1/24, forward: nat, defined: true, started: true, autostart_set: true, changed: true}
+guest_files_removed:
+  description: With O(state=absent), the files made for the tenant's guest that were (or would be) deleted.
+  returned: with O(state=absent); without O(domains)
+  type: list
+  elements: str
+  sample: ["/var/lib/libvirt/images/gpuvirt/tenants/tenant-b/disk.qcow2"]
 mmio_window_mb:
   description: The 64-bit MMIO window (MiB) the definition asks OVMF for; null when OVMF's default is enough or O(firmware=bios).
   returned: unless O(state=absent); without O(domains)

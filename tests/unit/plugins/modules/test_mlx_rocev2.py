@@ -7,6 +7,7 @@ JSON file the way the firmware does."""
 from __future__ import annotations
 
 import json
+import re
 import os
 
 import pytest
@@ -339,3 +340,50 @@ def test_a_planned_nccl_env_that_would_fail_is_reported_and_the_rest_done(guest,
     assert list(result["nccl_env"]) == ["error"] and message in result["nccl_env"]["error"]
     assert result["changed"] is True and guest["fake"].modes[("mlx5_0", 1)] == "RoCE v2"
     assert text(guest, CONF) is None
+
+
+# ---- inside a tenant: the VF found by the MAC the host set
+VF_MAC = "52:54:00:00:00:0a"
+
+
+def add_netdev(host, name, mac, pci=None):
+    base = under_root(host, "/sys/class/net/%s" % name)
+    os.makedirs(base)
+    with open(os.path.join(base, "address"), "w", encoding="utf-8") as handle:
+        handle.write(mac + "\n")
+    if pci:
+        os.symlink("../../../devices/pci0000:00/0000:00:02.0/%s" % pci, os.path.join(base, "device"))
+
+
+def test_the_rdma_device_is_found_by_the_vf_mac(host):
+    # the ConnectX VF's netdev ens3np0 carries the MAC; a VLAN on it shares it (no PCI function)
+    add_netdev(host, "ens3np0", VF_MAC.upper(), pci=PF)
+    add_netdev(host, "ens3np0.101", VF_MAC)
+    add_netdev(host, "mgmt0", "56:2f:1c:aa:03:9e")
+    nccl = {"path": "/etc/nccl.conf", "gid_index": "discover"}
+    result = mlx(host, dict(host["args"], netdev_mac=VF_MAC, persist=False, nccl_env=nccl, nccl_env_write=False))
+    assert not result.get("failed"), result
+    assert result["netdev"] == "ens3np0" and result["rdma_device"] == "mlx5_0"
+    assert result["roce_v2_ipv4_index"] == {"mlx5_0": {"1": 3}} and result["nccl_env"]["gid_index"] == 3
+    assert result["nccl_env"]["settings"]["NCCL_IB_HCA"] == "mlx5_0:1", result["nccl_env"]
+
+
+def test_soft_roce_on_the_vf_is_found_by_its_gid_table(host):
+    add_netdev(host, "vB", VF_MAC)
+    add_port(host["root"], "rxeB", 1, [(0, "0000:0000:0000:0000:0000:ffff:c0a8:540a", "v2", "vB")])
+    host["fake"].modes[("rxeB", 1)] = "RoCE v2"
+    result = mlx(host, dict(host["args"], netdev_mac=VF_MAC, persist=False))
+    assert result["netdev"] == "vB" and result["rdma_device"] == "rxeB"
+
+
+@pytest.mark.parametrize("mac, netdev, match", [
+    ("52:54:00:00:00:0a", None, "no netdev carries 52:54:00:00:00:0a"),
+    ("52:54:00:00:00:0a", "enp8s0", "netdev enp8s0 .* has no RDMA device"),
+    ("52-54-00", None, "netdev_mac: '52-54-00' is not a MAC address"),
+])
+def test_a_vf_mac_that_finds_nothing_is_refused(host, mac, netdev, match):
+    if netdev:
+        add_netdev(host, netdev, mac)
+    result = mlx(host, dict(host["args"], netdev_mac=mac))
+    assert result["failed"] and re.search(match, result["msg"]), result["msg"]
+    assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"

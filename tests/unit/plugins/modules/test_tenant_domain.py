@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -888,3 +889,107 @@ def test_sizes_bound_by_the_host_and_names_refused(conn, args, change, message):
     result = run_module(tenant_domain.main, args)
     assert result.get("failed") and message in result["msg"] and not result["changed"], result
     assert not defined(conn, args["name"])
+
+
+# --------------------------------------------------------------------------- guest image, seed, management NIC
+GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+
+
+@pytest.fixture
+def guest_host(tmp_path):
+    from fakes.system_commands import SystemCommands  # pylint: disable=import-error,import-outside-toplevel
+    base = tmp_path / "srv" / "base.qcow2"
+    base.parent.mkdir()
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(base), "1G"], check=True)
+    return Host(str(tmp_path), commands=SystemCommands())
+
+
+def guest_args(args, **extra):
+    out = dict(args, vfs=[VF1], gpus=[], network_vfs=[VF1], mac="52:54:00:00:00:0a", vlan=100, machine=None,
+               image={"base": "/srv/base.qcow2", "size_gb": 2},
+               cloud_init={"ssh_authorized_keys": [GUEST_KEY], "rdma_address": "10.20.0.11/24"},
+               management={"network": "default", "address": "192.168.150.11/24", "gateway": "192.168.150.1"})
+    out.update(extra)
+    return out
+
+
+def test_a_tenant_with_an_image_gets_its_disk_seed_and_management_nic(conn, args, guest_host):
+    result = run_module(tenant_domain.main, guest_args(args), host=guest_host)
+    assert result["changed"] and result["created"], result
+    name = args["name"]
+    guest = result["guest"]
+    assert guest["disk"] == "/var/lib/libvirt/images/gpuvirt/tenants/%s/disk.qcow2" % name
+    assert guest["console_log"] == "/var/log/libvirt/qemu/%s-console.log" % name
+    assert os.path.isfile(guest_host.path(guest["disk"])) and os.path.isfile(guest_host.path(guest["seed"]))
+    root = xml_of(conn, name)
+    disk = [d for d in root.findall("devices/disk") if d.get("device") == "disk"]
+    assert [d.find("source").get("file") for d in disk] == [guest["disk"]]
+    assert disk[0].find("driver").get("io") == "threads" and disk[0].find("target").attrib == {"dev": "vda", "bus": "virtio"}
+    cdrom = [d for d in root.findall("devices/disk") if d.get("device") == "cdrom"]
+    assert [d.find("source").get("file") for d in cdrom] == [guest["seed"]] and cdrom[0].find("readonly") is not None
+    nic = [i for i in root.findall("devices/interface") if i.get("type") == "network"]
+    assert [(i.find("source").get("network"), i.find("mac").get("address"), i.find("model").get("type")) for i in nic] == [
+        ("default", guest["management"]["mac"], "virtio")]
+    assert root.find("devices/serial/log").get("file") == guest["console_log"]
+    again = run_module(tenant_domain.main, guest_args(args), host=guest_host)
+    assert not again["changed"], again
+
+
+def test_a_bad_image_fails_before_any_domain_or_file(conn, args, guest_host):
+    result = run_module(tenant_domain.main, guest_args(args, image={"base": "/srv/base.qcow2", "size_gb": 0}), host=guest_host)
+    assert result.get("failed") and "image.size_gb: 0" in result["msg"]
+    entry = dict((k, v) for k, v in guest_args(args).items() if k != "uri")
+    missing = run_module(tenant_domain.main, {"uri": URI, "domains": [
+        dict(entry, name=args["name"] + "-b", vfs=[VF2], network_vfs=[VF2], mac="52:54:00:00:00:0b"),
+        dict(entry, image={"base": "/srv/missing.qcow2"})]}, host=guest_host)
+    assert missing.get("failed") and "domains[1] (%s): image.base: /srv/missing.qcow2 is not a file" % args["name"] in missing["msg"]
+    assert args["name"] not in conn.listDefinedDomains() and args["name"] + "-b" not in conn.listDefinedDomains()
+    assert not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
+
+
+def test_removing_the_tenant_deletes_its_guest_files(conn, args, guest_host):
+    made = run_module(tenant_domain.main, guest_args(args), host=guest_host)["guest"]
+    check = run_module(tenant_domain.main, {"name": args["name"], "uri": URI, "state": "absent"}, host=guest_host,
+                       check_mode=True)
+    assert check["changed"] and made["disk"] in check["guest_files_removed"]
+    assert os.path.isfile(guest_host.path(made["disk"]))
+    removed = run_module(tenant_domain.main, {"name": args["name"], "uri": URI, "state": "absent"}, host=guest_host)
+    assert removed["removed"] and made["seed"] in removed["guest_files_removed"]
+    assert not os.path.exists(guest_host.path(os.path.dirname(made["disk"])))
+    assert os.path.isfile(guest_host.path("/srv/base.qcow2"))
+
+
+def test_the_management_network_is_defined_started_and_set_to_autostart(conn, args, guest_host):
+    network = "gpuvirt-" + uuid.uuid4().hex[:6]
+    call = guest_args(args, management={"network": network, "address": "192.168.150.11/24", "gateway": "192.168.150.1"},
+                      management_network={"name": network, "address": "192.168.150.1/24"})
+    check = run_module(tenant_domain.main, call, host=guest_host, check_mode=True)
+    assert check["changed"] and check["management_network"]["defined"] and network not in conn.listNetworks()
+    result = run_module(tenant_domain.main, call, host=guest_host)
+    assert result["management_network"] == {"name": network, "address": "192.168.150.1/24", "forward": "nat", "defined": True,
+                                            "started": True, "autostart_set": True, "changed": True}
+    handle = conn.networkLookupByName(network)
+    assert handle.isActive() and handle.autostart()
+    root = ET.fromstring(handle.XMLDesc(0))
+    assert root.find("forward").get("mode") == "nat" and root.find("ip").get("address") == "192.168.150.1"
+    assert root.find("dhcp") is None
+    assert not run_module(tenant_domain.main, call, host=guest_host)["changed"]
+
+
+def test_a_network_of_that_name_with_other_settings_is_refused(conn, args, guest_host):
+    # the test driver's own network "default" is 192.168.122.1/24
+    call = guest_args(args, management_network={"name": "default", "address": "192.168.150.1/24"})
+    result = run_module(tenant_domain.main, call, host=guest_host)
+    assert result.get("failed") and "libvirt network default exists with forward nat, address 192.168.122.1/24" in result["msg"]
+    assert args["name"] not in conn.listDefinedDomains()
+    assert not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
+
+
+def test_a_running_tenant_given_a_management_nic_keeps_it_for_its_restart(conn, args):
+    running = dict(args, state="running", gpus=[], vfs=[])
+    run_module(tenant_domain.main, running)
+    result = run_module(tenant_domain.main, dict(running, management={"network": "default"}))
+    assert result["changed"] and result["restart_required"]
+    assert any("keeps its devices until it is restarted" in reason for reason in result["restart_reasons"]), result
+    nic = xml_of(conn, args["name"]).find("devices/interface")
+    assert nic.get("type") == "network" and nic.find("source").get("network") == "default"

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tenants' guests on the controller: ``tenant_guest_domains`` (a tenant's image, seed and
+management NIC into its ``tenant_domain`` entry), ``guest_hosts`` (the running guests as
+``add_host`` entries, with an SSH jump through their GPU host), ``guest_wait_failures`` (the
+guests that did not answer SSH, named with their console logs) and ``guest_report_lines`` (one
+line per tenant for the main command's report). Pure functions of their inputs."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
+
+__metaclass__ = type
+
+GUEST_GROUP = "gpuvirt_guests"
+# What the guest stage installs where it is missing, and cloud-init installs on first boot.
+GUEST_PACKAGES = ["rdma-core", "ibverbs-utils", "python3"]
+
+
+def _dict(value, what, name):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.%s: %s must be a dict, got %s" % (name, what, type(value).__name__))
+    return value
+
+
+def _tenants(tenants, name):
+    if not isinstance(tenants, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.%s: expected the tenant list (gpuvirt_tenants), got %s"
+                                 % (name, type(tenants).__name__))
+    return dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
+
+
+def _set(values):
+    """The entries that are set (ansible-core 2.16 templates a null left in an option as '')."""
+    return dict((k, v) for k, v in values.items() if v is not None and v != "" and v != [])
+
+
+def _address(value):
+    return str(value).split("/", 1)[0] if value else None
+
+
+def tenant_guest_domains(domains, tenants, access=None, images=True):
+    """``tenant_domain`` entries (filter tenant_domains or tenant_removals) with each tenant's
+    guest options: its ``image``, a ``cloud_init`` (the access's user and SSH keys, the guest
+    stage's packages and the tenant's, its ``guest.rdma_address``) and a ``management`` NIC (the
+    access's network or bridge, the tenant's ``guest.address``); ``guest_dir`` from the access,
+    for removals too. A tenant without ``image`` or ``guest.address`` gets nothing of that part.
+    ``images`` false (a preview, whose root is a capture without the images) leaves the image and
+    seed out and keeps the management NIC."""
+    name = "tenant_guest_domains"
+    if not isinstance(domains, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.%s: expected the tenant_domain entries (a list), got %s"
+                                 % (name, type(domains).__name__))
+    by_name = _tenants(tenants, name)
+    access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
+    management = _dict(access.get("management"), "gpuvirt_guest_access.management", name)
+    out = []
+    for entry in domains:
+        entry = dict(entry)
+        tenant = by_name.get(entry.get("name")) or {}
+        guest = _dict(tenant.get("guest"), "tenant %s: guest" % entry.get("name"), name)
+        if access.get("guest_dir"):
+            entry["guest_dir"] = access["guest_dir"]
+        if entry.get("state") == "absent":
+            out.append(entry)
+            continue
+        if tenant.get("image") and images:
+            entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"], name))
+            packages = list(access.get("packages", GUEST_PACKAGES)) + list(guest.get("packages") or [])
+            entry["cloud_init"] = _set({"user": access.get("user"), "ssh_authorized_keys": list(access.get("ssh_authorized_keys") or []),
+                                        "packages": packages, "rdma_address": guest.get("rdma_address"),
+                                        "hostname": guest.get("hostname")})
+        if management and guest.get("address"):
+            entry["management"] = _set(dict(management, address=guest["address"], mac=guest.get("management_mac")))
+        out.append(entry)
+    return out
+
+
+def _jump(host):
+    user = host.get("user")
+    target = host.get("address") or host.get("name")
+    jump = ("%s@%s" % (user, target)) if user else target
+    if host.get("port") and int(host["port"]) != 22:
+        jump += ":%s" % host["port"]
+    return jump
+
+
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None):
+    """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
+    management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
+    address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
+    true: the management network is behind the GPU host) an ``ansible_ssh_common_args`` with
+    ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
+    name, the console log, and the MAC of the tenant's first VF (from ``plan``, the tenants
+    stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
+    to the inventory already (a static guest inventory) are left to it."""
+    name = "guest_hosts"
+    access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
+    host = _dict(host, "host", name)
+    placements = _dict(_dict(plan, "plan", name).get("placements"), "plan.placements", name)
+    out = []
+    for tenant_name, tenant in _tenants(tenants, name).items():
+        guest = _dict(tenant.get("guest"), "tenant %s: guest" % tenant_name, name)
+        if (tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address")
+                or tenant_name in (known or [])):
+            continue
+        entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": _address(guest["address"]),
+                 "gpuvirt_tenant_host": host.get("name"), "gpuvirt_guest_console_log": console_log_path(tenant_name)}
+        if access.get("user"):
+            entry["ansible_user"] = access["user"]
+        if access.get("port"):
+            entry["ansible_port"] = int(access["port"])
+        if access.get("jump", True) and host:
+            entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % _jump(host)
+        placement = placements.get(tenant_name) or {}
+        vfs = placement.get("vfs") or []
+        mac = tenant_vf_macs(tenant_name, vfs, mac=placement.get("mac") or tenant.get("mac")) if vfs else {}
+        first = sorted(mac.items())[0][1] if mac else (str(tenant["mac"]).lower() if tenant.get("mac") else None)
+        if first:
+            entry["gpuvirt_guest_vf_mac"] = first
+        out.append(entry)
+    return out
+
+
+def guest_wait_failures(results, host_name=None):
+    """The guests that did not answer SSH: one message each, naming the tenant, its address, how
+    long it was waited for and its console log on the GPU host. ``results``: the ``results`` of
+    a looped ``wait_for`` over guest_hosts entries (each with its ``item``)."""
+    if not isinstance(results, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.guest_wait_failures: expected the results of the looped wait, got %s"
+                                 % type(results).__name__)
+    out = []
+    for result in results:
+        # a wait run with failed_when false keeps no failed flag: an answer has its port
+        if not isinstance(result, dict) or result.get("skipped") or (not result.get("failed") and result.get("port")):
+            continue
+        item = result.get("item") or {}
+        out.append("tenant %s did not answer SSH on %s:%s within %ss (%s); read its console log %s on %s"
+                   % (item.get("name"), item.get("ansible_host"), item.get("ansible_port", 22), result.get("elapsed", "?"),
+                      (result.get("msg") or "no answer").strip(), item.get("gpuvirt_guest_console_log"),
+                      host_name or item.get("gpuvirt_tenant_host") or "its GPU host"))
+    return out
+
+
+def _exchange_words(exchanges, same):
+    peers = [e for e in exchanges if bool(e.get("same_vlan")) == same]
+    if not peers:
+        return "not checked"
+    words = []
+    for exchange in peers:
+        ok = exchange.get("ok")
+        if ok is None:
+            state = "not checked"
+        elif same:
+            state = "ok" if ok else "FAILED"
+        else:
+            state = "NOT BLOCKED" if ok else "blocked"
+        words.append("%s %s" % (exchange.get("peer"), state))
+    return ", ".join(words)
+
+
+def guest_report_lines(rows):
+    """One report line per tenant: whether its guest answers over SSH (with its kernel), its VF
+    (netdev, MAC), its RDMA device and GID index, and the RDMA exchange with the tenants of its
+    VLAN (ok / FAILED) and across VLANs (blocked / NOT BLOCKED). ``rows``: [{name, ssh, kernel,
+    console_log, vf: {netdev, mac}, rdma_device, gid_index, vlan, exchanges: [{peer, same_vlan,
+    ok}]}]; what a row lacks reads "not checked"."""
+    if not isinstance(rows, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.guest_report_lines: expected a list of tenant rows, got %s" % type(rows).__name__)
+    lines = []
+    for row in rows:
+        if not isinstance(row, dict) or not row.get("name"):
+            raise AnsibleFilterError("gpuvirt.tenancy.guest_report_lines: each row needs a name, got %r" % (row,))
+        if not row.get("ssh"):
+            where = " (console log %s)" % row["console_log"] if row.get("console_log") else ""
+            lines.append("%s: guest does NOT answer over SSH%s" % (row["name"], where))
+            continue
+        vf = row.get("vf") or {}
+        parts = ["guest answers over SSH (kernel %s)" % (row.get("kernel") or "unknown"),
+                 "VF %s %s" % (vf.get("netdev") or "not found", vf.get("mac") or "") if vf else "VF not found",
+                 "RDMA %s GID index %s" % (row.get("rdma_device") or "none", row["gid_index"] if row.get("gid_index") is not None
+                                           else "unknown")]
+        exchanges = [e for e in row.get("exchanges") or [] if isinstance(e, dict)]
+        vlan = " %s" % row["vlan"] if row.get("vlan") is not None else ""
+        parts.append("RDMA within VLAN%s: %s" % (vlan, _exchange_words(exchanges, True)))
+        parts.append("across VLANs: %s" % _exchange_words(exchanges, False))
+        lines.append("%s: %s" % (row["name"], "; ".join(p.strip() for p in parts)))
+    return lines
+
+
+def netdev_by_mac(facts, mac):
+    """The netdev whose MAC is ``mac`` in gathered facts (the ``network`` subset: ``interfaces``
+    and each ``<name>.macaddress``); a VLAN on the VF shares its MAC, so a name with a dot comes
+    last. An error naming the MACs there when none carries it."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.netdev_by_mac: expected ansible_facts (gathered with the network subset)")
+    want = str(mac or "").lower()
+    seen = {}
+    for name in facts.get("interfaces") or []:
+        entry = facts.get(name) or {}
+        seen[name] = str(entry.get("macaddress") or "").lower()
+    found = sorted((n for n, m in seen.items() if m == want), key=lambda n: ("." in n, n))
+    if not found:
+        raise AnsibleFilterError("gpuvirt.tenancy.netdev_by_mac: no netdev carries %s (%s); is the VF passed through and its "
+                                 "driver loaded?" % (want, ", ".join("%s %s" % i for i in sorted(seen.items())) or "no netdevs"))
+    return found[0]
+
+
+class FilterModule:
+    """Guest filters."""
+
+    def filters(self):
+        return {"tenant_guest_domains": tenant_guest_domains, "guest_hosts": guest_hosts,
+                "guest_wait_failures": guest_wait_failures, "guest_report_lines": guest_report_lines,
+                "netdev_by_mac": netdev_by_mac}
