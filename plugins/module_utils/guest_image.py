@@ -28,7 +28,7 @@ import re
 from collections import OrderedDict
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import MAC_RE
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import check_mac
 
 __metaclass__ = type
 
@@ -192,10 +192,7 @@ def validate_guest(options, name):
             raise InputError("management: give network (a libvirt network) or bridge (a host bridge), one of them")
         management = dict(management)
         if management.get("mac"):
-            mac = str(management["mac"]).lower()
-            if not MAC_RE.match(mac) or int(mac[:2], 16) & 1:
-                raise InputError("management.mac: %r is not a unicast MAC address like 52:54:00:12:34:56" % management["mac"])
-            management["mac"] = mac
+            management["mac"] = check_mac(str(management["mac"]), "management.mac")
         else:
             management["mac"] = management_mac(name)
         if management.get("address"):

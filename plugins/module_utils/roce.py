@@ -19,7 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import MAC_RE as VF_MAC_RE
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import is_mac
 
 __metaclass__ = type
 
@@ -142,7 +142,7 @@ def apply_firmware(params, planned, run, result):
 def found_by_mac(params, reader):
     """-> (netdev, RDMA device) that carries ``netdev_mac``, or InputError saying what is there."""
     mac = str(params["netdev_mac"]).lower()
-    if not VF_MAC_RE.match(mac):
+    if not is_mac(mac):
         raise InputError("netdev_mac: %r is not a MAC address like 52:54:00:12:34:56" % params["netdev_mac"])
     found = reader.device_for_netdev_mac(mac)
     if found is None:
