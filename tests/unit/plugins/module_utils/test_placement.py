@@ -567,8 +567,10 @@ def test_a_spent_budget_is_reported_and_keeps_the_best_found():
     tenants = [tenant("t%d" % i, vcpus=v, gpus=g, vfs=f, memory_mb=m) for i, (v, g, f, m) in enumerate(specs)]
     plan = plan_tenants(DGX, tenants, {"search_budget": 1})
     full = plan_tenants(DGX, tenants, {})
-    assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True}
-    assert not full["search"]["exhausted"] and len(full["placements"]) >= len(plan["placements"]) > 0
+    assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True, "proven": False, "kept": "search",
+                              "not_proven": ["the search stopped at its budget of 1 nodes and kept the best plan found"]}
+    assert not full["search"]["exhausted"] and full["search"]["proven"] and full["search"]["not_proven"] == []
+    assert len(full["placements"]) >= len(plan["placements"]) > 0
     assert (len(plan["placements"]), len(full["placements"])) == (6, 7)
     assert_exclusive(DGX, plan)
 
