@@ -45,7 +45,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts import search_nodes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts import search_nodes, switch_devices
 
 __metaclass__ = type
 
@@ -868,9 +868,9 @@ class Planner:
             return None
         return max(self.host.nearest_ranks(gpus, vfs))
 
-    def _candidate(self, state, tenant, node, local_only, prefer, scored=True):
-        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score or None
-        without ``scored``) or shortage."""
+    def _candidate(self, state, tenant, node, local_only, prefer, scored=True, devices=None):
+        """Place ``tenant`` with CPUs and memory on ``node`` (with the GPUs and VFs of ``devices``
+        when given); -> (placement, score or None without ``scored``) or shortage."""
         shortages = []
         reason = self._memory_check(state, node, tenant)
         if reason:
@@ -882,10 +882,13 @@ class Planner:
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
-        gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
-        if isinstance(gpus, str):
-            shortages.append(gpus)
-        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
+        if devices is not None:
+            gpus, vfs = devices
+        else:
+            gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
+            if isinstance(gpus, str):
+                shortages.append(gpus)
+            vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
@@ -1163,16 +1166,24 @@ class Planner:
         made too and kept if it is better. -> (placements, unplaced, state)"""
         base = state
         state = base.copy()
-        assignment, search, gaps = search_nodes(self, state, tenants, prefer)
+        assignment, ways, search, gaps = search_nodes(self, state, tenants, prefer)
         exhausted = bool(search and search.exhausted)
         placements = {}
         short = []
-        # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave
-        for index in sorted(range(len(tenants)), key=lambda i: tenants[i]["gpu_addresses"] is None):
+        # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave; those
+        # with GPUs and VFs before the others, which take what they leave (placement_counts)
+        for index in sorted(range(len(tenants)), key=lambda i: (tenants[i]["gpu_addresses"] is None,
+                                                                not (tenants[i]["gpu_count"] and tenants[i]["vf_count"]))):
             tenant, node = tenants[index], assignment[index]
             if node is None:
                 continue
-            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False)
+            devices = None
+            if ways[index]:
+                devices = switch_devices(state, node, tenant, ways[index])
+                if devices is None:
+                    short.append(tenant["name"])
+                    continue
+            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False, devices=devices)
             if isinstance(result, str):
                 short.append(tenant["name"])
                 continue

@@ -15,9 +15,11 @@ node's capacity vector, for these resources:
   tenant of ``k`` devices takes ``k mod s(j+1)`` of them in groups of size up to ``s(j)``, for each
   ``j``, and ``k`` in all; tenants fit together exactly when each of these sums fits (the devices
   left in small groups always make up whole larger units);
-- under ``pcie_affinity: require`` the VFs of a tenant with GPUs must lie within the level of its
-  GPUs: counted per node as the VFs near all of the node's GPUs, exact when each node has its GPUs
-  and their near VFs under one switch (the DGX class);
+- under ``pcie_affinity: require`` the VFs of a tenant with GPUs must lie within the level of one
+  of its GPUs: on a node whose GPUs sit under more than one switch, the GPUs and the near VFs of
+  each switch are counted apart, and a tenant with both has one option per way to take them
+  (its VFs only from switches it has a GPU under); the tenants with GPUs or VFs only take what the
+  others leave, in the node's totals (the concrete pass places them after the tenants with both);
 - 2M and 1G pages, memory outside the pools.
 
 Where a node falls outside these cases the counts are a relaxation (no set that fits is refused)
@@ -26,6 +28,7 @@ and ``gaps`` says what is then not proven.
 
 from __future__ import absolute_import, division, print_function
 
+from itertools import product
 from operator import le
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
@@ -71,18 +74,10 @@ def search_nodes(planner, state, tenants, prefer):
     odd = sorted(node for node, found in core_sizes.items() if len(found) > 1 and not found <= {1, 2})
     if odd:
         gaps.append("cores of more than two thread counts on node %s" % ", ".join(map(str, odd)))
-    near = {}
-    if require:
-        for node in host.nodes:
-            gpus, vfs = state.free_gpus[node], state.free_vfs[node]
-            if not gpus or not vfs:
-                continue
-            rows = [host.nearest_ranks([gpu], vfs) for gpu in gpus]
-            # VFs near every free GPU of the node: a tenant's GPUs reach them wherever they are
-            near[node] = sum(1 for ranks in zip(*rows) if all(rank <= planner.threshold for rank in ranks))
-            if any((rank <= planner.threshold) != (column[0] <= planner.threshold) for column in zip(*rows) for rank in column):
-                gaps.append("node %d under pcie_affinity require: its GPUs are not all within %s of the same VFs"
-                            % (node, policy["pcie_affinity_level"]))
+    switches = _switches(planner, state, gaps) if require else {}
+    width = max([len(found) for found in switches.values()] or [0])
+    if width and any(len(sizes) > 1 for sizes in (gpu_sizes, vf_sizes)):
+        gaps.append("IOMMU groups of more than one device on nodes with GPUs under more than one switch (pcie_affinity require)")
     caps, peak = [], []
     for node in host.nodes:
         used = state.hugepages_used.get(node, {})
@@ -99,8 +94,9 @@ def search_nodes(planner, state, tenants, prefer):
             cap += _level_counts(gpu_sizes, state.free_gpus[node], unit_size)
         if len(vf_sizes) > 1:
             cap += _level_counts(vf_sizes, state.free_vfs[node], unit_size)
-        if require:
-            cap += (near.get(node, 0),)
+        for gpus, vfs in switches.get(node, ()):
+            cap += (len(gpus), len(vfs))
+        cap += (0, 0) * (width - len(switches.get(node, ())))
         caps.append(cap)
     rank_lists = node_ranks(planner, state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
     claim_bits = {}
@@ -127,8 +123,9 @@ def search_nodes(planner, state, tenants, prefer):
             rest += _level_demand(gpu_sizes, tenant["gpu_count"], explicit, unit_size)
         if len(vf_sizes) > 1:
             rest += _level_demand(vf_sizes, tenant["vf_count"], None, unit_size)
-        if require:
-            rest += (tenant["vf_count"] if tenant["gpu_count"] else 0,)
+        pairs = width and tenant["gpu_count"] and tenant["vf_count"]
+        if width and not pairs:
+            rest += (0, 0) * width
         ranked = tenant["vf_count"] and tenant["gpu_count"] and policy["pcie_affinity"] != "ignore"
         # the demand differs between nodes only by their threads per core
         demands = {}
@@ -139,9 +136,14 @@ def search_nodes(planner, state, tenants, prefer):
             demand = demands.get(per_core)
             if demand is None:
                 demand = demands[per_core] = (-(-threads // per_core),) + rest
-            if all(map(le, demand, caps[slot])):
-                options.append((slot, demand, rank_estimate(planner, tenant, node, rank_lists) if ranked else 0,
-                                0 if sticky_node in (None, node) else 1))
+            rank = rank_estimate(planner, tenant, node, rank_lists) if ranked else 0
+            sticky = 0 if sticky_node in (None, node) else 1
+            if pairs:
+                for way in _switch_ways(switches.get(node, ()), width, len(state.free_gpus[node]), tenant, explicit):
+                    if all(map(le, demand + way, caps[slot])):
+                        options.append((slot, demand + way, rank, sticky))
+            elif all(map(le, demand, caps[slot])):
+                options.append((slot, demand, rank, sticky))
         if not options:
             continue
         claims = 0
@@ -150,8 +152,9 @@ def search_nodes(planner, state, tenants, prefer):
         candidates.append(Candidate(options, tenant["priority"] == "online", claims))
         index_of.append(index)
     assignment = [None] * len(tenants)
+    ways = [None] * len(tenants)
     if not candidates:
-        return assignment, None, gaps
+        return assignment, ways, None, gaps
     # nodes are interchangeable when every candidate would take and score the same on them
     signatures = dict((slot, []) for slot in range(len(host.nodes)))
     for number, candidate in enumerate(candidates):
@@ -162,8 +165,64 @@ def search_nodes(planner, state, tenants, prefer):
     search = Search(caps, classes, candidates, planner.budget)
     for number, slot in enumerate(search.run()):
         if slot is not None:
-            assignment[index_of[number]] = host.nodes[slot]
-    return assignment, search, gaps
+            node = host.nodes[slot]
+            assignment[index_of[number]] = node
+            tenant = tenants[index_of[number]]
+            if width and switches.get(node) and not host.units and tenant["gpu_count"] and tenant["vf_count"]:
+                demand = search.best_choice[number]
+                ways[index_of[number]] = [(gpus, vfs, demand[len(demand) - 2 * width + 2 * d], demand[len(demand) - 2 * width + 2 * d + 1])
+                                          for d, (gpus, vfs) in enumerate(switches[node])]
+    return assignment, ways, search, gaps
+
+
+def _switches(planner, state, gaps):
+    """Per node with GPUs under more than one switch (under pcie_affinity require): [(GPUs, the
+    VFs within the level of them)], one entry per set of GPUs near the same VFs (a switch). A
+    tenant with GPUs and VFs takes its VFs from the switches it has a GPU under."""
+    host, threshold = planner.host, planner.threshold
+    found, plain = {}, True
+    for node in host.nodes:
+        gpus, vfs = state.free_gpus[node], state.free_vfs[node]
+        if not gpus or not vfs:
+            found[node] = []
+            continue
+        by_near = {}
+        for gpu in gpus:
+            near = tuple(vf for vf, rank in zip(vfs, host.nearest_ranks([gpu], vfs)) if rank <= threshold)
+            by_near.setdefault(near, []).append(gpu)
+        near_sets = [near for near in by_near if near]
+        # all GPUs near all VFs (one switch): the node's totals say it all
+        plain = plain and len(by_near) == 1 and len(near_sets[0] if near_sets else ()) == len(vfs)
+        if len(set().union(*near_sets)) < sum(map(len, near_sets)) if near_sets else False:
+            # switches sharing VFs: counted as one switch, a relaxation
+            gaps.append("node %d under pcie_affinity require: VFs near GPUs of different switches" % node)
+            union = sorted(set().union(*near_sets), key=host.vf_order.__getitem__)
+            found[node] = [(sorted(g for near in near_sets for g in by_near[near]), union)]
+            continue
+        found[node] = [(by_near[near], list(near)) for near in sorted(near_sets)]
+    return {} if plain else found
+
+
+def _switch_ways(switches, width, free_gpus, tenant, explicit):
+    """The ways a tenant with GPUs and VFs can take them on a node with ``switches``: per switch
+    (GPUs, VFs) taken, flattened to ``width`` switches; VFs only from switches it has a GPU under."""
+    count, vf_count = tenant["gpu_count"], tenant["vf_count"]
+    if explicit is not None:
+        gpu_ways = [tuple(sum(1 for a in explicit if a in gpus) for gpus, _vfs in switches)]
+    else:
+        elsewhere = free_gpus - sum(len(gpus) for gpus, _vfs in switches)
+        gpu_ways = [way for way in product(*[range(min(len(gpus), count) + 1) for gpus, _vfs in switches])
+                    if count - elsewhere <= sum(way) <= count]
+    ways = []
+    for gpu_way in gpu_ways:
+        rooms = [min(len(vfs), vf_count) if taken else 0 for taken, (_gpus, vfs) in zip(gpu_way, switches)]
+        for vf_way in product(*[range(room + 1) for room in rooms]):
+            if sum(vf_way) == vf_count:
+                flat = ()
+                for pair in zip(gpu_way, vf_way):
+                    flat += pair
+                ways.append(flat + (0, 0) * (width - len(switches)))
+    return ways
 
 
 def node_ranks(planner, state):
@@ -186,3 +245,29 @@ def rank_estimate(planner, tenant, node, rank_lists):
     else:
         nearest = rank_lists.get(node) or []
     return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else len(affinity.LEVELS)
+
+
+def switch_devices(state, node, tenant, ways):
+    """The GPUs and VFs the search's way (per switch: its GPUs and near VFs, how many of each)
+    gives ``tenant`` on ``node``, from what is free now; None when they are not there."""
+    taken_gpus, vfs = [], []
+    in_switches = set()
+    free_gpus, free_vfs = set(state.free_gpus[node]), set(state.free_vfs[node])
+    for gpus, near, gpu_count, vf_count in ways:
+        in_switches.update(gpus)
+        if tenant["gpu_addresses"] is None:
+            mine = [gpu for gpu in gpus if gpu in free_gpus][:gpu_count]
+            if len(mine) < gpu_count:
+                return None
+            taken_gpus += mine
+        mine = [vf for vf in near if vf in free_vfs][:vf_count]
+        if len(mine) < vf_count:
+            return None
+        vfs += mine
+    if tenant["gpu_addresses"] is not None:
+        return list(tenant["gpu_addresses"]), vfs
+    rest = tenant["gpu_count"] - len(taken_gpus)
+    others = [gpu for gpu in state.free_gpus[node] if gpu not in in_switches][:rest]
+    if len(others) < rest:
+        return None
+    return taken_gpus + others, vfs

@@ -59,7 +59,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need", "fits")
+    __slots__ = ("options", "online", "claims", "need", "fits", "multi")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -72,10 +72,13 @@ class Candidate:
         # the least it takes of each resource on any node (for the aggregate bound)
         self.need = tuple(map(min, zip(*map(itemgetter(1), options))))
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
+        # more than one way to take a node (which switch its devices come from, say)
+        self.multi = len(set(map(itemgetter(0), self.fits))) < len(self.fits)
 
 
 class Search:
-    """``Search(capacities, classes, candidates, budget).run()`` -> list of node slot or None per candidate."""
+    """``Search(capacities, classes, candidates, budget).run()`` -> list of node slot or None per
+    candidate; ``best_choice`` then has the demand each placed candidate takes there."""
 
     def __init__(self, capacities, classes, candidates, budget):
         self.caps = [list(cap) for cap in capacities]
@@ -98,7 +101,9 @@ class Search:
         self.dominated = self.dominators = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
-        self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.choice = [None] * len(candidates)
+        self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
         self.together = {}
         self.bits = [1 << number for number in range(len(self.queue))]
@@ -115,7 +120,7 @@ class Search:
         self.forced = 0
 
     def run(self):
-        self.best, self.best_assignment = self._greedy()
+        self.best, self.best_assignment, self.best_choice = self._greedy()
         # the greedy is often provably the best: by the quick bound, else by the exact one
         fitting = self._fitting(0)
         self.ceiling = self._bound(0, 0, 0, 0, fitting=fitting)
@@ -125,16 +130,19 @@ class Search:
             # a second guess for the count, the smallest tenants first: one descent, as many
             # search nodes as tenants
             self.nodes += len(self.items)
-            value, assignment = self._greedy(self.order[::-1])
+            value, assignment, choice = self._greedy(self.order[::-1])
             if value > self.best:
-                self.best, self.best_assignment = value, assignment
+                self.best, self.best_assignment, self.best_choice = value, assignment, choice
         if self.best < self.ceiling:
             self.dominated, self.dominators = _dominance(self.queue)
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
             for number, item in enumerate(self.queue):
+                per_slot = {}
                 for slot, demand in item.fits:
-                    self.takers[slot].append((number, demand))
+                    per_slot.setdefault(slot, []).append(demand)
+                for slot, needs in per_slot.items():
+                    self.takers[slot].append((number, needs))
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
@@ -148,7 +156,7 @@ class Search:
         if not item.claims & self.claimed:
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if mask >> slot & 1:
+                if mask >> slot & 1 and (not item.multi or all(map(ge, cap, demand))):
                     fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
                                     slot, demand, item_rank))
         fitting.sort()
@@ -156,10 +164,11 @@ class Search:
 
     def _greedy(self, order=None):
         """The first guess, kept unless the search finds better: each tenant in list order (or
-        ``order``) on its best-fit node. -> (value, assignment)"""
+        ``order``) on its best-fit node. -> (value, assignment, demand taken per tenant)"""
         caps = [list(cap) for cap in self.caps]
         claimed = count = online = rank = 0
         assignment = [None] * len(self.items)
+        choice = [None] * len(self.items)
         for number in order or range(len(self.items)):
             item = self.items[number]
             if item.claims & claimed:
@@ -177,8 +186,9 @@ class Search:
             caps[slot] = list(map(sub, caps[slot], demand))
             claimed |= item.claims
             assignment[number] = slot
+            choice[number] = demand
             count, online, rank = count + 1, online + item.online, rank + item_rank
-        return (count, online, -rank), assignment
+        return (count, online, -rank), assignment, choice
 
     def _dfs(self, index, count, online, rank):
         if self.nodes >= self.budget:
@@ -192,6 +202,7 @@ class Search:
                 self.best = value
                 for number, position in enumerate(self.order):
                     self.best_assignment[position] = self.assignment[number]
+                    self.best_choice[position] = self.choice[number]
             return
         left = len(queue) - index
         if (count + left, online + left, -rank) <= self.best:
@@ -209,7 +220,7 @@ class Search:
             masks = self.masks
             for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
-                state = (self.classes[slot], tuple(cap))
+                state = (self.classes[slot], tuple(cap), demand)
                 if state in tried:
                     continue
                 tried.add(state)
@@ -221,11 +232,12 @@ class Search:
                     self.masks = after = list(masks)
                     on = 1 << slot
                     off = ~on
-                    for number, need in self.takers[slot]:
-                        if number > index and after[number] & on and not all(map(ge, cap, need)):
+                    for number, needs in self.takers[slot]:
+                        if number > index and after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
                             after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
+                    self.choice[index] = demand
                     self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
                     self.assignment[index] = None
                     self.masks = masks
@@ -351,7 +363,13 @@ class Search:
         return self.together[key]
 
     def _count_together(self, members, slot):
-        demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
+        # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
+        demands = []
+        for number in members:
+            found = [option[1] for option in self.queue[number].options if option[0] == slot]
+            if found:
+                demands.append(tuple(map(min, zip(*found))))
+        demands.sort()
         size = len(demands)
         limit = self.together_left
         best = steps = 0
@@ -374,6 +392,14 @@ class Search:
             return best
         self.together_left = 0
         return self._count(members, self.caps[slot])
+
+
+def _bits(slots):
+    """The bit mask of node slots (each once)."""
+    mask = 0
+    for slot in slots:
+        mask |= 1 << slot
+    return mask
 
 
 def _dominance(items):
@@ -400,7 +426,7 @@ def _dominance(items):
     # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
     uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
     # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
-    rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
+    rows = [None if item.claims or item.multi else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
     covers, covered = [0] * count, [0] * count
     others = [number for number in range(count) if rows[number] is not None]
     for a in others:
