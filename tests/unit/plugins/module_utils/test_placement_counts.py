@@ -18,7 +18,7 @@ import placement_families as families  # pylint: disable=import-error
 from placement_checks import assert_exclusive  # pylint: disable=import-error
 
 # instances per family: each takes the planner milliseconds and CP-SAT a fraction of a second
-INSTANCES = {"acs_groups": 10, "smt_offline": 4, "mixed_groups": 10, "two_switches": 10}
+INSTANCES = {"acs_groups": 10, "smt_offline": 8, "mixed_groups": 10, "two_switches": 10}
 
 
 def value(plan):
