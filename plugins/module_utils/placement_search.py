@@ -51,6 +51,8 @@ TOGETHER_STEPS = 1000
 
 # subgradient steps for the prices of the Lagrangian bound
 DUAL_STEPS = 40
+# the fewest tenants still to decide for which the prices pay for their steps (fewer: the search is quick)
+DUALS_FROM = 20
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
 SCALE = 1 << 20
@@ -151,10 +153,10 @@ class Search:
                 self.blocked |= out
                 fitting = self._fitting(0)
                 self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, exact=True, fitting=fitting))
-            if self.best < self.ceiling:
+            if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
                 self._duals()
                 self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, fitting=self._fitting(0)))
-            if self.best < self.ceiling and self.budget - self.nodes > 2 * len(self.items):
+            if self.best < self.ceiling and self.suffix is not None and self.budget - self.nodes > 2 * len(self.items):
                 # a third guess: the tenants that cost least at the prices first, each where it costs least
                 self.nodes += len(self.items)
                 value, assignment, choice = self._greedy(self._priced_order(), priced=True)
