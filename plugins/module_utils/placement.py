@@ -139,7 +139,7 @@ def _level_rank(level):
     return rank
 
 
-class Host:
+class HostModel:
     """The parts of the host model the planner needs, indexed once per plan: per node its
     cores, GPUs and VFs; per CPU its node and core; GPU/VF ranks as they are asked for."""
 
@@ -367,7 +367,7 @@ class Host:
 
 
 class _RankRow(dict):
-    """One GPU's PCIe ranks to VFs (Host.rank_row): a plain lookup once a rank is known, so the
+    """One GPU's PCIe ranks to VFs (HostModel.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""
 
     __slots__ = ("host", "gpu", "levels")
@@ -574,7 +574,7 @@ class Planner:
                 raise PlacementInputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
         merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
         self.policy = merged
-        self.host = Host(topology, merged["gpus"], merged["vf_pfs"], _host_devices(merged["host_devices"]))
+        self.host = HostModel(topology, merged["gpus"], merged["vf_pfs"], _host_devices(merged["host_devices"]))
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
