@@ -15,7 +15,7 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   (new) tenants, as many are placed NUMA-locally as any assignment could place (then the most
   ``online`` ones, then the nearest GPU/VF pairs the nodes offer), found by a bounded search
   (placement_search.py) that starts from the best fit in list order and is never worse than it;
-  ``search`` in the plan says when its budget cut it short;
+  ``search`` in the plan says when its budget cut it short and what is then not proven;
 - stable across runs: a plan's placements given back as ``existing`` are all kept, in any
   tenant order, whatever tenants are added;
 - NUMA-local first: a tenant is split over nodes (``numa: preferred``) only when no node can
@@ -29,7 +29,7 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   group go to one tenant or to none, with the group's other functions (``companions``: a card's
   audio or USB function); a group holding a function the host keeps leaves them out, with the
   reason (``groups.left_out``); bridges do not count. The counts of the search are exact with
-  groups of one and two devices (checked against the brute-force oracle).
+  group sizes that divide each other (placement_counts.py; checked against the CP-SAT oracle).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -1257,7 +1257,9 @@ def plan_tenants(topology, tenants, policy=None):
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, mac, vlan}] clearing
     the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
-    search for the most tenants placed stopped at its budget and kept the best found}, "groups":
+    search for the most tenants placed stopped at its budget and kept the best found, proven: no
+    assignment places more (placement_counts), not_proven: [why not], kept: search, greedy or
+    first_fit}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.
