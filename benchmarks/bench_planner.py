@@ -113,8 +113,9 @@ def scaling_table(hosts):
     lines = ["| tenants | " + " | ".join("%d nodes: median / most ms (budget spent)" % nodes for nodes in SCALE_NODES) + " |",
              "| ---: |" + " ---: |" * len(SCALE_NODES)]
     for count in SCALE_TENANTS:
-        lines.append("| %d | " % count + " | ".join("%.1f / %.0f (%d)" % (rows[(nodes, count)][0] * 1000, rows[(nodes, count)][1] * 1000,
-                                                                      rows[(nodes, count)][2]) for nodes in SCALE_NODES) + " |")
+        cells = ["%.1f / %.0f (%d)" % (rows[(nodes, count)][0] * 1000, rows[(nodes, count)][1] * 1000, rows[(nodes, count)][2])
+                 for nodes in SCALE_NODES]
+        lines.append("| %d | %s |" % (count, " | ".join(cells)))
     return lines
 
 
