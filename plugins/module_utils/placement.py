@@ -36,7 +36,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import contains, eq, itemgetter, le, lt
+from operator import contains, eq, itemgetter, lt
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import (
     PlacementInputError, format_cpuset, parse_cpuset, plan_tenants)
 
