@@ -5,11 +5,12 @@
 - planning time for one 8-GPU host (the DGX A100-class model of tests/unit/placement_topologies.py,
   built from real captures) with 1 to 16 tenants, and for 1,000 such hosts with 8 and with 16
   tenants each (median of 5 passes in one run, one process, so one core);
+- the scaling table: 4 to 64 tenants on hosts of 2 to 16 NUMA nodes, 100 mixes per cell;
 - tenants placed by the planner against the greedy in list order (the planner's first guess, what
   it did before the search) and first fit on that host, and against a brute-force optimum
   (tests/unit/placement_oracle.py) on small random hosts: instances below the optimum must be 0.
 
-Usage: benchmarks/bench_planner.py [--write docs/benchmarks.md] [--hosts 1000] [--small 400] [--passes 5]
+Usage: benchmarks/bench_planner.py [--write docs/benchmarks.md] [--hosts 1000] [--small 400] [--passes 5] [--scale-hosts 100]
 (or scripts/bench.sh planner ...). Writes (or replaces) the section "## Placement" of the given
 Markdown file.
 """
@@ -33,9 +34,12 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants  # noqa: E402
 import placement_oracle as oracle  # noqa: E402
 from markdown_section import write_section  # noqa: E402
+from placement_families import switched_host  # noqa: E402
 from placement_topologies import dgx_a100, synthetic  # noqa: E402
 
 POLICY = {"reserved_cpus": "0-1,128-129"}
+SCALE_TENANTS = (4, 8, 16, 32, 64)
+SCALE_NODES = (2, 4, 8, 16)
 
 
 def tenant_mix(rng, count):
@@ -83,7 +87,39 @@ def machine():
     return "%s, %d CPUs visible, Python %s, %s" % (cpu, os.cpu_count() or 0, platform.python_version(), platform.platform())
 
 
-def run(hosts, small, passes):
+def dgx_like(nodes):
+    """A DGX-class host of ``nodes`` NUMA nodes: 16 cores in SMT pairs and 32 GiB of 2M pages
+    each, and on every other node a PCIe switch with 2 GPUs and 2 NICs of 4 VFs."""
+    return switched_host([{"cores": 16, "switches": [{"groups": [1, 1], "nics": 2}] if node % 2 else []} for node in range(nodes)],
+                         pages=16384)
+
+
+def scaling_table(hosts):
+    """Per tenant count and NUMA node count: the median and the most CPU time of a plan over
+    ``hosts`` mixes, and how many plans spent the search budget (then not proven)."""
+    rows = {}
+    for nodes in SCALE_NODES:
+        topology = dgx_a100() if nodes == 8 else dgx_like(nodes)
+        policy = POLICY if nodes == 8 else {}
+        for count in SCALE_TENANTS:
+            cpu, exhausted = [], 0
+            for index in range(hosts):
+                tenants = tenant_mix(random.Random(100000 * count + index), count)
+                start = time.process_time()
+                plan = plan_tenants(topology, tenants, policy)
+                cpu.append(time.process_time() - start)
+                exhausted += plan["search"]["exhausted"]
+            rows[(nodes, count)] = (statistics.median(cpu), max(cpu), exhausted)
+    lines = ["| tenants | " + " | ".join("%d nodes: median / most ms (budget spent)" % nodes for nodes in SCALE_NODES) + " |",
+             "| ---: |" + " ---: |" * len(SCALE_NODES)]
+    for count in SCALE_TENANTS:
+        cells = ["%.1f / %.0f (%d)" % (rows[(nodes, count)][0] * 1000, rows[(nodes, count)][1] * 1000, rows[(nodes, count)][2])
+                 for nodes in SCALE_NODES]
+        lines.append("| %d | %s |" % (count, " | ".join(cells)))
+    return lines
+
+
+def run(hosts, small, passes, scale_hosts=100):
     host = dgx_a100()
     rng = random.Random(7)
     lines = []
@@ -114,6 +150,8 @@ def run(hosts, small, passes):
                             "searched": sum(1 for p in plans if p["search"]["nodes"]),
                             "most_nodes": max(p["search"]["nodes"] for p in plans)}
 
+    scaling = scaling_table(scale_hosts)
+
     # small random hosts against the brute-force optimum
     best_sum = greedy_sum = first_sum = opt_sum = best_short = greedy_short = first_short = 0
     for index in range(small):
@@ -134,7 +172,7 @@ def run(hosts, small, passes):
         first_short += first < opt
     return {"table": lines, "hosts": hosts, "passes": passes, "fleets": fleets, "small": small, "best_sum": best_sum,
             "greedy_sum": greedy_sum, "first_sum": first_sum, "opt_sum": opt_sum, "best_short": best_short,
-            "greedy_short": greedy_short, "first_short": first_short}
+            "greedy_short": greedy_short, "first_short": first_short, "scaling": scaling, "scale_hosts": scale_hosts}
 
 
 def render(result, command):
@@ -169,6 +207,16 @@ def render(result, command):
             fleet["placed"], fleet["total"],
             fleet["greedy"], fleet["first"], fleet["searched"], fleet["nodes"], fleet["most_nodes"], fleet["exhausted"]))
     out.append("")
+    out.append("### Scaling: 4 to 64 tenants, 2 to 16 NUMA nodes")
+    out.append("")
+    out.append("CPU time of one plan (time.process_time, one process), median and most over %d tenant mixes per cell "
+               "(the mix above); in brackets the plans whose search spent its budget (20,000 nodes; the plan then "
+               "keeps the best found, never below the greedy, and says it is not proven). 8 nodes: the DGX A100-class "
+               "model with reserved CPUs `0-1,128-129`; 2, 4 and 16 nodes: a DGX-class model (16 cores in SMT pairs and "
+               "32 GiB of 2M pages per node, on every other node a switch with 2 GPUs and 2 NICs of 4 VFs)." % result["scale_hosts"])
+    out.append("")
+    out.extend(result["scaling"])
+    out.append("")
     out.append("### Against the brute-force optimum (small hosts)")
     out.append("")
     out.append("%d random hosts of 2-3 nodes with 3-7 tenants each (pcie_affinity ignore; the optimum may pick any subset "
@@ -190,12 +238,14 @@ def main():
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--small", type=int, default=400)
     parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--scale-hosts", type=int, default=100, help="tenant mixes per cell of the scaling table")
     args = parser.parse_args()
     command = "scripts/bench.sh planner" + "".join(
-        " --%s %s" % (k, v) for k, v in (("hosts", args.hosts), ("small", args.small), ("passes", args.passes)) if v is not None)
+        " --%s %s" % (k, v) for k, v in (("hosts", args.hosts), ("small", args.small), ("passes", args.passes),
+                                         ("scale-hosts", args.scale_hosts)) if v is not None)
     if args.write:
         command += " --write %s" % args.write
-    result = run(args.hosts, args.small, args.passes)
+    result = run(args.hosts, args.small, args.passes, args.scale_hosts)
     section = render(result, command)
     print(section)
     if args.write:

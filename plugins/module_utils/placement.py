@@ -15,7 +15,7 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   (new) tenants, as many are placed NUMA-locally as any assignment could place (then the most
   ``online`` ones, then the nearest GPU/VF pairs the nodes offer), found by a bounded search
   (placement_search.py) that starts from the best fit in list order and is never worse than it;
-  ``search`` in the plan says when its budget cut it short;
+  ``search`` in the plan says when its budget cut it short and what is then not proven;
 - stable across runs: a plan's placements given back as ``existing`` are all kept, in any
   tenant order, whatever tenants are added;
 - NUMA-local first: a tenant is split over nodes (``numa: preferred``) only when no node can
@@ -29,14 +29,14 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   group go to one tenant or to none, with the group's other functions (``companions``: a card's
   audio or USB function); a group holding a function the host keeps leaves them out, with the
   reason (``groups.left_out``); bridges do not count. The counts of the search are exact with
-  groups of one and two devices (checked against the brute-force oracle).
+  group sizes that divide each other (placement_counts.py; checked against the CP-SAT oracle).
 """
 
 from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_left
 from itertools import accumulate, chain, compress, filterfalse, repeat
-from operator import contains, eq, itemgetter, le, lt
+from operator import contains, eq, itemgetter, lt
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
@@ -46,6 +46,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes imp
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts import search_nodes, switch_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
     check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, over_host)
@@ -142,7 +143,7 @@ def _level_rank(level):
     return rank
 
 
-class Host:
+class HostModel:
     """The parts of the host model the planner needs, indexed once per plan: per node its
     cores, GPUs and VFs; per CPU its node and core; GPU/VF ranks as they are asked for."""
 
@@ -339,15 +340,20 @@ class Host:
             if companions:
                 for member in placed:
                     self.companions[member] = tuple(companions)
-        sizes = dict((kind, set(len(unit) for address, unit in self.units.items() if (address in self.gpu_node) == (kind == "free_gpus")))
-                     for kind in ("free_gpus", "free_vfs"))
-        self.even_units = dict((kind, bool(found) and all(size % 2 == 0 for size in found)) for kind, found in sizes.items())
         if self.left_out:
             self.gpu_node_all = dict(self.gpu_node)
             for address in self.left_out:
                 self.gpu_node.pop(address, None)
             self.gpus = sorted(self.gpu_node)
             self.vfs = [vf for vf in self.vfs if vf not in self.left_out]
+        # per pool, the sizes of its groups (ascending) and whether each divides the next: then the
+        # counts of devices in groups up to each size make the search's counts exact (placement_counts)
+        self.unit_size = dict((address, len(unit)) for address, unit in self.units.items())
+        self.group_sizes = {}
+        for kind, pool_list, node_of in (("gpus", self.gpus, self.gpu_node), ("vfs", self.vfs, self.vf_node)):
+            sizes = sorted(set(self.unit_size.get(address, 1) for address in pool_list))
+            one_node = all(len(set(map(node_of.get, self.units[address]))) == 1 for address in pool_list if address in self.units)
+            self.group_sizes[kind] = (sizes, one_node and all(larger % smaller == 0 for smaller, larger in zip(sizes, sizes[1:])))
 
     def rank_row(self, gpu):
         """The PCIe distance ranks of one GPU to the VFs (through their PFs), 0 PIX .. 4 SYS,
@@ -365,7 +371,7 @@ class Host:
 
 
 class _RankRow(dict):
-    """One GPU's PCIe ranks to VFs (Host.rank_row): a plain lookup once a rank is known, so the
+    """One GPU's PCIe ranks to VFs (HostModel.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""
 
     __slots__ = ("host", "gpu", "levels")
@@ -463,6 +469,35 @@ def _pick_units(ordered, count, units):
     return [address for unit in chosen for address in unit]
 
 
+def _choose_cores(free, needed):
+    """The cores of ``free`` a tenant of ``needed`` threads takes, or None: the fewest in order
+    that give them; with cores of one and of two online threads (SMT threads offline) an odd
+    tenant's last thread on a one-thread core where there is one, then two-thread cores, so no
+    thread is left idle that another tenant could use (what placement_counts counts)."""
+    sizes = set(map(len, free))
+    if len(sizes) > 1 and sizes <= {1, 2}:
+        ones = [core for core in free if len(core) == 1]
+        twos = [core for core in free if len(core) == 2]
+        chosen = []
+        if needed % 2 and ones:
+            chosen.append(ones.pop(0))
+            needed -= 1
+        pairs = min(needed // 2, len(twos))
+        chosen += twos[:pairs]
+        needed -= 2 * pairs
+        singles = min(needed, len(ones))
+        chosen += ones[:singles]
+        needed -= singles
+        if needed > 0 and len(twos) > pairs:
+            chosen.append(twos[pairs])
+            needed -= 2
+        return sorted(chosen) if needed <= 0 else None
+    running = list(accumulate(map(len, free)))
+    if not running or running[-1] < needed:
+        return None
+    return free[:bisect_left(running, needed) + 1]
+
+
 class _State:
     """What is taken, and by whom; per node what is still free (kept up to date by ``take``)."""
 
@@ -543,7 +578,7 @@ class Planner:
                 raise PlacementInputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
         merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
         self.policy = merged
-        self.host = Host(topology, merged["gpus"], merged["vf_pfs"], _host_devices(merged["host_devices"]))
+        self.host = HostModel(topology, merged["gpus"], merged["vf_pfs"], _host_devices(merged["host_devices"]))
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
@@ -676,18 +711,14 @@ class Planner:
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            free = state.free_cores[node]
-            free_threads = sum(map(len, free))
-            if free_threads < needed:
+            free = self._free_cores(state, node, prefer) if prefer and build else state.free_cores[node]
+            chosen = _choose_cores(free, needed)
+            if chosen is None:
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
-                    node, free_threads, needed, vcpus, " + 1 emulator" if extra else "")
+                    node, sum(map(len, free)), needed, vcpus, " + 1 emulator" if extra else "")
             if not build:
                 return None
-            # the fewest cores in order that give the threads needed
-            if prefer:
-                free = self._free_cores(state, node, prefer)
-            running = list(accumulate(map(len, free)))
-            threads = list(chain.from_iterable(free[:bisect_left(running, needed) + 1]))
+            threads = list(chain.from_iterable(chosen))
         else:
             free = state.free_threads[node]
             if len(free) < needed:
@@ -780,6 +811,9 @@ class Planner:
             return free[:count]
         order = self.host.vf_order
         rank_of = dict(zip(free, self.host.nearest_ranks(gpus, free))) if use_affinity else {}
+        if not gpus and self.policy["pcie_affinity"] == "require" and state.free_gpus.get(node) and not self.first_fit:
+            # a tenant without GPUs leaves the VFs near the node's GPUs to the tenants that need them near
+            rank_of = dict((vf, rank <= self.threshold) for vf, rank in zip(free, self.host.nearest_ranks(state.free_gpus[node], free)))
 
         def key(vf):
             return (self.host.vf_node.get(vf) != node, rank_of.get(vf, 0), order[vf])
@@ -844,9 +878,9 @@ class Planner:
             return None
         return max(self.host.nearest_ranks(gpus, vfs))
 
-    def _candidate(self, state, tenant, node, local_only, prefer, scored=True):
-        """Place ``tenant`` with CPUs and memory on ``node``; -> (placement, score or None
-        without ``scored``) or shortage."""
+    def _candidate(self, state, tenant, node, local_only, prefer, scored=True, devices=None):
+        """Place ``tenant`` with CPUs and memory on ``node`` (with the GPUs and VFs of ``devices``
+        when given); -> (placement, score or None without ``scored``) or shortage."""
         shortages = []
         reason = self._memory_check(state, node, tenant)
         if reason:
@@ -858,10 +892,13 @@ class Planner:
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
-        gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
-        if isinstance(gpus, str):
-            shortages.append(gpus)
-        vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
+        if devices is not None:
+            gpus, vfs = devices
+        else:
+            gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
+            if isinstance(gpus, str):
+                shortages.append(gpus)
+            vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
@@ -1070,9 +1107,11 @@ class Planner:
         # 2. place the others: the most of them (best fit), or each in turn (first fit)
         new = [t for t in active if t["name"] not in placements]
         prefer = dict((t["name"], self._prefer(existing.get(t["name"]))) for t in new)
-        search = {"nodes": 0, "budget": self.budget, "exhausted": False}
+        search = {"nodes": 0, "budget": self.budget, "exhausted": False, "proven": True, "not_proven": [], "kept": "search"}
         if self.first_fit:
             placed, unplaced = self._in_turn(state, new, prefer)
+            search.update({"proven": False, "not_proven": ["strategy first_fit places each tenant in turn, without a search"],
+                           "kept": "first_fit"})
         else:
             placed, unplaced, state = self._most(state, new, prefer, search)
         placements.update(placed)
@@ -1131,140 +1170,60 @@ class Planner:
         return placements, unplaced
 
     def _most(self, state, tenants, prefer, report):
-        """The most ``tenants`` placed NUMA-locally (placement_search), made concrete node by node;
-        the rest in turn (a split under numa preferred, or the reason). Never fewer than the
-        greedy: when the search was cut short, a node could not give what its counts promised, or
-        splits are allowed, the greedy plan is kept if it places more. -> (placements, unplaced, state)"""
+        """The most ``tenants`` placed NUMA-locally (placement_counts, placement_search), made
+        concrete node by node; the rest in turn (a split under numa preferred, or the reason).
+        Never fewer than the greedy: unless the counts were exact, the search finished and every
+        node gave what its counts promised (then the plan is the optimum), the greedy plan is
+        made too and kept if it is better. -> (placements, unplaced, state)"""
         base = state
         state = base.copy()
-        assignment, search = self._search(state, tenants, prefer)
-        report.update({"nodes": search.nodes if search else 0, "exhausted": bool(search and search.exhausted)})
+        assignment, ways, search, gaps = search_nodes(self, state, tenants, prefer)
+        exhausted = bool(search and search.exhausted)
         placements = {}
-        short = False
-        # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave
-        for index in sorted(range(len(tenants)), key=lambda i: tenants[i]["gpu_addresses"] is None):
+        short = []
+        # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave; those
+        # with GPUs and VFs before the others, which take what they leave (placement_counts)
+        for index in sorted(range(len(tenants)), key=lambda i: (tenants[i]["gpu_addresses"] is None,
+                                                                not (tenants[i]["gpu_count"] and tenants[i]["vf_count"]))):
             tenant, node = tenants[index], assignment[index]
             if node is None:
                 continue
-            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False)
+            devices = None
+            if ways[index]:
+                devices = switch_devices(state, node, tenant, ways[index])
+                if devices is None:
+                    short.append(tenant["name"])
+                    continue
+            result = self._candidate(state, tenant, node, True, prefer.get(tenant["name"]) or {}, scored=False, devices=devices)
             if isinstance(result, str):
-                short = True
+                short.append(tenant["name"])
                 continue
             state.take(tenant["name"], result[0])
             placements[tenant["name"]] = result[0]
         placements, unplaced = self._in_turn(state, tenants, prefer, placements)
+        not_proven = []
+        if exhausted:
+            not_proven.append("the search stopped at its budget of %d nodes and kept the best plan found" % self.budget)
+        if gaps:
+            not_proven.append("the counts are a relaxation for %s" % "; ".join(gaps))
+        if short:
+            not_proven.append("the nodes could not give %s what the counts promised" % ", ".join(sorted(short)))
+        kept = "search"
         # the search counts local placements only: under numa preferred the greedy, which splits
         # a tenant at its turn, may place more
-        if short or report["exhausted"] or self.policy["numa"] == "preferred":
+        if not_proven or self.policy["numa"] == "preferred":
             greedy_state = base.copy()
             greedy, greedy_unplaced = self._in_turn(greedy_state, tenants, prefer)
             if self._value(greedy) > self._value(placements):
-                return greedy, greedy_unplaced, greedy_state
+                placements, unplaced, state, kept = greedy, greedy_unplaced, greedy_state, "greedy"
+        report.update({"nodes": search.nodes if search else 0, "exhausted": exhausted, "proven": not not_proven,
+                       "not_proven": not_proven, "kept": kept})
         return placements, unplaced, state
 
     @staticmethod
     def _value(placements):
         return (len(placements), sum(1 for p in placements.values() if p["priority"] == "online"),
                 sum(1 for p in placements.values() if p["local"]))
-
-    def _search(self, state, tenants, prefer):
-        """-> (node or None per tenant, the Search or None): the counts model of each node
-        (placement_search) with what ``state`` left free."""
-        host = self.host
-        isolate_extra = dict((t["name"], 1 if t["emulator"] == "isolate" else 0) for t in tenants)
-        caps, threads_per_core = [], []
-        # IOMMU groups of two devices (or of any even number): an odd count takes at least one device
-        # that is alone in its group, and with groups of two exactly this makes the counts exact
-        # (a count takes as many pairs as there are, then single devices)
-        singles = dict((free, count) for free, count in (("free_gpus", "gpu_count"), ("free_vfs", "vf_count")) if host.even_units.get(free))
-        for node in host.nodes:
-            used = state.hugepages_used.get(node, {})
-            pools = host.hugepages.get(node, {})
-            mem = host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
-            cores = state.free_cores[node]
-            # the smallest free core: a count of cores that many threads each is always there
-            threads_per_core.append(min(map(len, cores)) if cores and self.whole_cores else 1)
-            cpu = len(cores) if self.whole_cores else len(state.free_threads[node])
-            cap = (cpu, len(state.free_gpus[node]), len(state.free_vfs[node]),
-                   pools.get("2M", 0) - used.get("2M", 0), pools.get("1G", 0) - used.get("1G", 0), mem)
-            if singles:
-                cap += tuple(sum(1 for a in getattr(state, free)[node] if a not in host.units) for free in singles)
-            caps.append(cap)
-        rank_lists = self._node_ranks(state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
-        claim_bits = {}
-        candidates, index_of = [], []
-        slots = list(enumerate(host.nodes))
-        for index, tenant in enumerate(tenants):
-            options = []
-            explicit = tenant["gpu_addresses"]
-            gpu_nodes = set(host.gpu_node.get(a) for a in explicit) if explicit is not None else None
-            if explicit is not None and any(a in state.gpu_owner for a in explicit):
-                gpu_nodes = set()
-            sticky_node = (prefer.get(tenant["name"]) or {}).get("node")
-            pages = self._needed_pages(tenant)
-            size = tenant["hugepage_size"]
-            threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
-            rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
-                    0 if size else tenant["memory_mb"])
-            if singles:
-                # named GPUs take exactly those of them that are alone in their groups
-                rest += tuple(sum(1 for a in explicit if a not in host.units) if count == "gpu_count" and explicit is not None
-                              else tenant[count] % 2 for count in singles.values())
-            ranked = tenant["vf_count"] and tenant["gpu_count"] and self.policy["pcie_affinity"] != "ignore"
-            # the demand differs between nodes only by their threads per core
-            demands = {}
-            for slot, node in slots:
-                if gpu_nodes is not None and gpu_nodes - {node}:
-                    continue
-                per_core = threads_per_core[slot]
-                demand = demands.get(per_core)
-                if demand is None:
-                    demand = demands[per_core] = (-(-threads // per_core),) + rest
-                if all(map(le, demand, caps[slot])):
-                    options.append((slot, demand, self._rank_estimate(tenant, node, rank_lists) if ranked else 0,
-                                    0 if sticky_node in (None, node) else 1))
-            if not options:
-                continue
-            claims = 0
-            for addr in explicit or ():
-                claims |= claim_bits.setdefault(addr, 1 << len(claim_bits))
-            candidates.append(Candidate(options, tenant["priority"] == "online", claims))
-            index_of.append(index)
-        assignment = [None] * len(tenants)
-        if not candidates:
-            return assignment, None
-        # nodes are interchangeable when every candidate would take and score the same on them
-        signatures = dict((slot, []) for slot in range(len(host.nodes)))
-        for number, candidate in enumerate(candidates):
-            for slot, demand, rank, _sticky in candidate.options:
-                signatures[slot].append((number, demand, rank))
-        class_ids = {}
-        classes = [class_ids.setdefault(tuple(signatures[slot]), len(class_ids)) for slot in range(len(host.nodes))]
-        search = Search(caps, classes, candidates, self.budget)
-        for number, slot in enumerate(search.run()):
-            if slot is not None:
-                assignment[index_of[number]] = host.nodes[slot]
-        return assignment, search
-
-    def _node_ranks(self, state):
-        """Per node, its free VFs' ranks to the nearest free GPU of the node, nearest first."""
-        ranks = {}
-        if self.policy["pcie_affinity"] == "ignore":
-            return ranks
-        for node in self.host.nodes:
-            gpus = state.free_gpus[node]
-            ranks[node] = sorted(self.host.nearest_ranks(gpus, state.free_vfs[node])) if gpus else []
-        return ranks
-
-    def _rank_estimate(self, tenant, node, rank_lists):
-        """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
-        if not tenant["vf_count"] or not tenant["gpu_count"] or self.policy["pcie_affinity"] == "ignore":
-            return 0
-        if tenant["gpu_addresses"] is not None:
-            nearest = sorted(self.host.nearest_ranks(tenant["gpu_addresses"], self.host.node_vfs[node]))
-        else:
-            nearest = rank_lists.get(node) or []
-        return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else UNKNOWN_RANK
 
     def _released(self, raw):
         """What a removed tenant's domain held, as the pools know it: its GPUs (they stay on
@@ -1321,7 +1280,9 @@ def plan_tenants(topology, tenants, policy=None):
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, clear: true}], the
     sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
-    search for the most tenants placed stopped at its budget and kept the best found}, "groups":
+    search for the most tenants placed stopped at its budget and kept the best found, proven: no
+    assignment places more (placement_counts), not_proven: [why not], kept: search, greedy or
+    first_fit}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.

@@ -42,12 +42,17 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
 from itertools import accumulate, compress
-from operator import ge, itemgetter, le, sub
+from operator import ge, itemgetter, le, mul, sub
 
 __metaclass__ = type
 
 # the most steps spent finding how many tenants fit on each node together, for the ceiling
 TOGETHER_STEPS = 1000
+
+# subgradient steps for the prices of the Lagrangian bound
+DUAL_STEPS = 40
+# the fewest tenants still to decide for which the prices pay for their steps (fewer: the search is quick)
+DUALS_FROM = 20
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
 SCALE = 1 << 20
@@ -59,7 +64,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need", "fits")
+    __slots__ = ("options", "online", "claims", "need", "fits", "multi")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -72,10 +77,13 @@ class Candidate:
         # the least it takes of each resource on any node (for the aggregate bound)
         self.need = tuple(map(min, zip(*map(itemgetter(1), options))))
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
+        # more than one way to take a node (which switch its devices come from, say)
+        self.multi = len(set(map(itemgetter(0), self.fits))) < len(self.fits)
 
 
 class Search:
-    """``Search(capacities, classes, candidates, budget).run()`` -> list of node slot or None per candidate."""
+    """``Search(capacities, classes, candidates, budget).run()`` -> list of node slot or None per
+    candidate; ``best_choice`` then has the demand each placed candidate takes there."""
 
     def __init__(self, capacities, classes, candidates, budget):
         self.caps = [list(cap) for cap in capacities]
@@ -98,7 +106,9 @@ class Search:
         self.dominated = self.dominators = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
-        self.masks = [sum(1 << slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        self.choice = [None] * len(candidates)
+        self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
         self.together = {}
         self.bits = [1 << number for number in range(len(self.queue))]
@@ -113,9 +123,13 @@ class Search:
         # tenants (bits by position in the queue) that may no longer be placed / left out
         self.blocked = 0
         self.forced = 0
+        # the Lagrangian bound (see _duals): prices per node and resource, what the capacity left
+        # is worth at them, and per queue position what the tenants from there on can add
+        self.prices = self.suffix = None
+        self.dual_cap = 0.0
 
     def run(self):
-        self.best, self.best_assignment = self._greedy()
+        self.best, self.best_assignment, self.best_choice = self._greedy()
         # the greedy is often provably the best: by the quick bound, else by the exact one
         fitting = self._fitting(0)
         self.ceiling = self._bound(0, 0, 0, 0, fitting=fitting)
@@ -125,16 +139,37 @@ class Search:
             # a second guess for the count, the smallest tenants first: one descent, as many
             # search nodes as tenants
             self.nodes += len(self.items)
-            value, assignment = self._greedy(self.order[::-1])
+            value, assignment, choice = self._greedy(self.order[::-1])
             if value > self.best:
-                self.best, self.best_assignment = value, assignment
+                self.best, self.best_assignment, self.best_choice = value, assignment, choice
         if self.best < self.ceiling:
-            self.dominated, self.dominators = _dominance(self.queue)
+            self.dominated, self.dominators, above = _dominance(self.queue)
+            # some optimum places, with each tenant, every tenant that dominates it: a tenant that
+            # more tenants dominate than the most that can be placed is in none of those
+            for _round in range(2):
+                out = _bits(number for number, count in enumerate(above) if count >= self.ceiling[0])
+                if out & ~self.blocked == 0:
+                    break
+                self.blocked |= out
+                fitting = self._fitting(0)
+                self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, exact=True, fitting=fitting))
+            if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
+                self._duals()
+                self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, fitting=self._fitting(0)))
+            if self.best < self.ceiling and self.suffix is not None and self.budget - self.nodes > 2 * len(self.items):
+                # a third guess: the tenants that cost least at the prices first, each where it costs least
+                self.nodes += len(self.items)
+                value, assignment, choice = self._greedy(self._priced_order(), priced=True)
+                if value > self.best:
+                    self.best, self.best_assignment, self.best_choice = value, assignment, choice
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
             for number, item in enumerate(self.queue):
+                per_slot = {}
                 for slot, demand in item.fits:
-                    self.takers[slot].append((number, demand))
+                    per_slot.setdefault(slot, []).append(demand)
+                for slot, needs in per_slot.items():
+                    self.takers[slot].append((number, needs))
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
@@ -148,18 +183,27 @@ class Search:
         if not item.claims & self.claimed:
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if mask >> slot & 1:
+                if mask >> slot & 1 and (not item.multi or all(map(ge, cap, demand))):
                     fitting.append(((sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot),
                                     slot, demand, item_rank))
         fitting.sort()
         return fitting
 
-    def _greedy(self, order=None):
+    def _priced_order(self):
+        """The tenants (list numbers) by what they cost at the prices of _duals, least first."""
+        cost = []
+        for position, number in enumerate(self.order):
+            fits = self.queue[position].fits
+            cost.append((min(sum(map(mul, self.prices[slot], demand)) for slot, demand in fits) if fits else 1.0, number))
+        return [number for _cost, number in sorted(cost)]
+
+    def _greedy(self, order=None, priced=False):
         """The first guess, kept unless the search finds better: each tenant in list order (or
-        ``order``) on its best-fit node. -> (value, assignment)"""
+        ``order``) on its best-fit node. -> (value, assignment, demand taken per tenant)"""
         caps = [list(cap) for cap in self.caps]
         claimed = count = online = rank = 0
         assignment = [None] * len(self.items)
+        choice = [None] * len(self.items)
         for number in order or range(len(self.items)):
             item = self.items[number]
             if item.claims & claimed:
@@ -169,6 +213,8 @@ class Search:
                 cap = caps[slot]
                 if all(map(ge, cap, demand)):
                     score = (sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot)
+                    if priced:
+                        score = (sum(map(mul, self.prices[slot], demand)),) + score
                     if best is None or score < best[0]:
                         best = (score, slot, demand, item_rank)
             if best is None:
@@ -177,8 +223,9 @@ class Search:
             caps[slot] = list(map(sub, caps[slot], demand))
             claimed |= item.claims
             assignment[number] = slot
+            choice[number] = demand
             count, online, rank = count + 1, online + item.online, rank + item_rank
-        return (count, online, -rank), assignment
+        return (count, online, -rank), assignment, choice
 
     def _dfs(self, index, count, online, rank):
         if self.nodes >= self.budget:
@@ -192,6 +239,7 @@ class Search:
                 self.best = value
                 for number, position in enumerate(self.order):
                     self.best_assignment[position] = self.assignment[number]
+                    self.best_choice[position] = self.choice[number]
             return
         left = len(queue) - index
         if (count + left, online + left, -rank) <= self.best:
@@ -209,7 +257,7 @@ class Search:
             masks = self.masks
             for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
-                state = (self.classes[slot], tuple(cap))
+                state = (self.classes[slot], tuple(cap), demand)
                 if state in tried:
                     continue
                 tried.add(state)
@@ -221,12 +269,18 @@ class Search:
                     self.masks = after = list(masks)
                     on = 1 << slot
                     off = ~on
-                    for number, need in self.takers[slot]:
-                        if number > index and after[number] & on and not all(map(ge, cap, need)):
+                    for number, needs in self.takers[slot]:
+                        if number > index and after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
                             after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
+                    self.choice[index] = demand
+                    if self.suffix is not None:
+                        cost = sum(map(mul, self.prices[slot], demand))
+                        self.dual_cap -= cost
                     self._dfs(index + 1, count + 1, online + item.online, rank + item_rank)
+                    if self.suffix is not None:
+                        self.dual_cap += cost
                     self.assignment[index] = None
                     self.masks = masks
                     self.claimed &= ~item.claims
@@ -243,6 +297,61 @@ class Search:
             self.blocked = blocked
 
     # ------------------------------------------------------------------ bound
+    def _duals(self):
+        """Prices for the node capacities (Lagrange multipliers, by subgradient steps at the root).
+
+        At any prices ``p >= 0`` the tenants still to decide add at most ``p . capacity left +
+        sum over them of max(0, max over options of 1 - p . demand)``: a placement uses no more
+        than the capacity, so each placed tenant's 1 is covered by what it pays plus its margin.
+        The prices closest to the fractional optimum make this the linear-programming bound; any
+        prices make it a bound, so the search keeps the best found and reads it at every node."""
+        width, queue = self.width, self.queue
+        scale = [max([cap[r] for cap in self.caps] + [1]) for r in range(width)]
+        live = [number for number in range(len(queue)) if not self.blocked >> number & 1 and self.masks[number]]
+        options = [[(slot, [(r, demand[r] / scale[r]) for r in range(width) if demand[r]]) for slot, demand in queue[number].fits]
+                   for number in live]
+        caps = [[cap[r] / scale[r] for r in range(width)] for cap in self.caps]
+        prices = [[0.0] * width for _cap in caps]
+        best, best_prices = None, None
+        target = self.best[0]
+        step_size, stalled = 2.0, 0
+        for _step in range(DUAL_STEPS):
+            value = sum(map(sum, (map(mul, row, cap) for row, cap in zip(prices, caps))))
+            used = [[0.0] * width for _cap in caps]
+            for fits in options:
+                top, pick = 0.0, None
+                for slot, pairs in fits:
+                    row = prices[slot]
+                    margin = 1.0 - sum(row[r] * need for r, need in pairs)
+                    if margin > top:
+                        top, pick = margin, (slot, pairs)
+                value += top
+                if pick is not None:
+                    row = used[pick[0]]
+                    for r, need in pick[1]:
+                        row[r] += need
+            if best is None or value < best - 1e-9:
+                best, best_prices, stalled = value, [list(row) for row in prices], 0
+            else:
+                stalled += 1
+                if stalled == 3:
+                    step_size, stalled = step_size / 2, 0
+            if value < target + 1 - 1e-6:
+                break  # proves the best found: no step makes it better
+            slopes = [[cap[r] - use[r] for r in range(width)] for cap, use in zip(caps, used)]
+            norm = sum(g * g for row in slopes for g in row)
+            if not norm:
+                break
+            step = step_size * (value - target) / norm
+            prices = [[max(0.0, price - step * g) for price, g in zip(row, slope)] for row, slope in zip(prices, slopes)]
+        # back to the search's units, and what each tenant can add at these prices
+        self.prices = [[price / scale[r] for r, price in enumerate(row)] for row in best_prices]
+        self.dual_cap = sum(sum(map(mul, row, cap)) for row, cap in zip(self.prices, self.caps))
+        gains = [0.0] * (len(queue) + 1)
+        for number in live:
+            gains[number] = max([0.0] + [1.0 - sum(map(mul, self.prices[slot], demand)) for slot, demand in queue[number].fits])
+        self.suffix = list(accumulate(gains[::-1]))[::-1]
+
     def _fitting(self, index):
         """(queue positions, node bit masks): the tenants from ``index`` on that may still be
         placed and where each fits now; None when one that must be placed fits nowhere."""
@@ -276,10 +385,14 @@ class Search:
             return ceiling
         caps = self.caps
         forced = self.forced & bits
+        total = list(map(sum, zip(*caps)))
         # the tenants that must be placed (dominance) take their part first
-        most = self._most_after(members, forced, list(map(sum, zip(*caps))))
+        most = self._most_after(members, forced, total)
         if most is None:
             return None
+        if self.suffix is not None:
+            # the Lagrangian bound of the root's multipliers (placement_search._duals)
+            most = min(most, int(self.dual_cap + self.suffix[index] + 1e-7))
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
         # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
@@ -307,9 +420,30 @@ class Search:
                 return None
             held = min(per_node, together)
             most = min(most, len(members) - len(group) + held)
+            if held and (exact or index == 0 or not forced):
+                most = min(most, self._with_rest(members, group, held, total))
         online_most = min(most, online_left)
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
+
+    def _with_rest(self, members, group, held, total):
+        """The most tenants placed when at most ``held`` of ``group`` (confined to some nodes) are:
+        ``k`` of them take at least the ``k`` least of each resource, and the others get no more
+        than what is left of ``total``, for the best ``k``."""
+        inside = set(group)
+        rest = [number for number in members if number not in inside]
+        if not rest:
+            return held
+        sums = [(r, list(accumulate(sorted(map(column.__getitem__, group))))) for r, column in self.columns]
+        best = self._count(rest, total)
+        for k in range(1, held + 1):
+            left = list(total)
+            for r, running in sums:
+                left[r] -= running[k - 1]
+            best = max(best, k + self._count(rest, left))
+            if best >= held + len(rest):
+                break
+        return best
 
     def _most_after(self, members, forced, total):
         """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
@@ -336,10 +470,17 @@ class Search:
         """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
         resource by resource (the smallest needs first)."""
         most = len(members)
+        binding = []
         for r, column in self.columns:
             if sum(map(column.__getitem__, members)) > cap[r]:
                 needs = sorted(map(column.__getitem__, members))
                 most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
+                if cap[r] > 0:
+                    binding.append((column, cap[r]))
+        if len(binding) > 1 and most > 1:
+            # the resources together: each tenant's shares of them, added up, fit in as many shares
+            shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
+            most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
         return most
 
     def _most_together(self, members, slot):
@@ -351,7 +492,13 @@ class Search:
         return self.together[key]
 
     def _count_together(self, members, slot):
-        demands = sorted(option[1] for number in members for option in self.queue[number].options if option[0] == slot)
+        # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
+        demands = []
+        for number in members:
+            found = [option[1] for option in self.queue[number].options if option[0] == slot]
+            if found:
+                demands.append(tuple(map(min, zip(*found))))
+        demands.sort()
         size = len(demands)
         limit = self.together_left
         best = steps = 0
@@ -376,9 +523,17 @@ class Search:
         return self._count(members, self.caps[slot])
 
 
+def _bits(slots):
+    """The bit mask of node slots (each once)."""
+    mask = 0
+    for slot in slots:
+        mask |= 1 << slot
+    return mask
+
+
 def _dominance(items):
-    """(dominated, dominators): per tenant, bit masks of the later tenants it dominates / of the
-    later tenants that dominate it.
+    """(dominated, dominators, above): per tenant, bit masks of the later tenants it dominates / of
+    the later tenants that dominate it, and how many tenants dominate it.
 
     Tenant a dominates b when a takes no more than b of every resource on every node b may go to,
     is worth at least as much there (priority, rank) and neither asks for explicit GPUs: a left
@@ -400,7 +555,7 @@ def _dominance(items):
     # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
     uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
     # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
-    rows = [None if item.claims else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
+    rows = [None if item.claims or item.multi else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
     covers, covered = [0] * count, [0] * count
     others = [number for number in range(count) if rows[number] is not None]
     for a in others:
@@ -412,4 +567,6 @@ def _dominance(items):
     # of two equal tenants the earlier one dominates
     dominated = [covers[a] >> (a + 1) << (a + 1) for a in range(count)]
     dominators = [covered[b] >> (b + 1) << (b + 1) & ~covers[b] for b in range(count)]
-    return dominated, dominators
+    # how many tenants dominate each, earlier or later
+    above = [bin(covered[b] & ~covers[b]).count("1") + bin(covered[b] & covers[b] & ((1 << b) - 1)).count("1") for b in range(count)]
+    return dominated, dominators, above

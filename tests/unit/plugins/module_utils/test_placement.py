@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import (
     PlacementInputError, format_cpuset, parse_cpuset, plan_tenants)
 
 import placement_oracle as oracle  # pylint: disable=import-error
+from placement_checks import assert_exclusive  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab, synthetic  # pylint: disable=import-error
 
 DGX = dgx_a100()
@@ -30,52 +30,6 @@ def tenant(name, vcpus=4, memory_mb=4096, gpus=0, vfs=0, **extra):
     spec = {"name": name, "vcpus": vcpus, "memory_mb": memory_mb, "gpus": gpus, "vfs": vfs}
     spec.update(extra)
     return spec
-
-
-def assert_exclusive(topology, plan, policy=None):
-    """No GPU, VF or CPU twice; hugepages within each node's pool; reserved CPUs untouched;
-    whole cores not shared; vCPUs on the tenant's node under numa required."""
-    policy = policy or {}
-    reserved = set(parse_cpulist(policy.get("reserved_cpus")))
-    cpu_node = dict((c["id"], c["numa_node"]) for c in topology["cpus"])
-    core = dict((c["id"], tuple(sorted(c["siblings"]))) for c in topology["cpus"])
-    seen_gpus, seen_vfs, seen_cpus, core_owner = {}, {}, {}, {}
-    pages = {}
-    for name, place in plan["placements"].items():
-        for gpu in place["gpus"]:
-            assert gpu not in seen_gpus, "GPU %s given to %s and %s" % (gpu, seen_gpus[gpu], name)
-            seen_gpus[gpu] = name
-        for vf in place["vfs"]:
-            assert vf not in seen_vfs, "VF %s given twice" % vf
-            seen_vfs[vf] = name
-        pins = [place["vcpu_pins"][str(i)] for i in range(place["vcpus"])]
-        assert len(place["vcpu_pins"]) == place["vcpus"]
-        assert len(set(pins)) == len(pins)
-        used = set(pins) | set(place["emulator_cpus"] if policy.get("emulator", "isolate") == "isolate" else ())
-        assert used <= set(place["cpus"])
-        for cpu in place["cpus"]:
-            assert cpu not in seen_cpus, "CPU %d given to %s and %s" % (cpu, seen_cpus[cpu], name)
-            seen_cpus[cpu] = name
-            assert cpu not in reserved
-            assert cpu_node[cpu] == place["numa_node"]
-            if policy.get("smt", "whole_cores") == "whole_cores":
-                assert not set(core[cpu]) & reserved
-                owner = core_owner.setdefault(core[cpu], name)
-                assert owner == name, "core %s shared by %s and %s" % (core[cpu], owner, name)
-        if policy.get("emulator", "isolate") == "isolate":
-            assert not set(place["emulator_cpus"]) & set(pins)
-            assert all(cpu_node[c] == place["numa_node"] for c in place["emulator_cpus"])
-        if place["hugepages"]:
-            key = (place["hugepages"]["node"], place["hugepages"]["size"])
-            pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
-            assert place["hugepages"]["count"] * place["hugepages"]["size_kb"] >= place["memory_mb"] * 1024
-        if policy.get("numa", "required") == "required":
-            assert place["local"]
-            assert all(g["numa_node"] == place["numa_node"] for g in topology["gpus"] if g["address"] in place["gpus"])
-    for (node, size), count in pages.items():
-        key = "2048kB" if size == "2M" else "1048576kB"
-        total = [n for n in topology["numa_nodes"] if n["id"] == node][0]["hugepages"][key]["total"]
-        assert count <= total
 
 
 # --------------------------------------------------------------------------- cpusets (cpulist's, under the names libvirt_domain imports)
@@ -578,8 +532,10 @@ def test_a_spent_budget_is_reported_and_keeps_the_best_found():
     tenants = [tenant("t%d" % i, vcpus=v, gpus=g, vfs=f, memory_mb=m) for i, (v, g, f, m) in enumerate(specs)]
     plan = plan_tenants(DGX, tenants, {"search_budget": 1})
     full = plan_tenants(DGX, tenants, {})
-    assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True}
-    assert not full["search"]["exhausted"] and len(full["placements"]) >= len(plan["placements"]) > 0
+    assert plan["search"] == {"nodes": 1, "budget": 1, "exhausted": True, "proven": False, "kept": "search",
+                              "not_proven": ["the search stopped at its budget of 1 nodes and kept the best plan found"]}
+    assert not full["search"]["exhausted"] and full["search"]["proven"] and full["search"]["not_proven"] == []
+    assert len(full["placements"]) >= len(plan["placements"]) > 0
     assert (len(plan["placements"]), len(full["placements"])) == (6, 7)
     assert_exclusive(DGX, plan)
 

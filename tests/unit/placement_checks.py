@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+"""Checks of a placement plan that every planner test makes: the rules no plan may break."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+
+
+def assert_exclusive(topology, plan, policy=None):
+    """No GPU, VF or CPU twice; hugepages within each node's pool; reserved CPUs untouched;
+    whole cores not shared; vCPUs on the tenant's node under numa required."""
+    policy = policy or {}
+    reserved = set(parse_cpulist(policy.get("reserved_cpus")))
+    cpu_node = dict((c["id"], c["numa_node"]) for c in topology["cpus"])
+    core = dict((c["id"], tuple(sorted(c["siblings"]))) for c in topology["cpus"])
+    seen_gpus, seen_vfs, seen_cpus, core_owner = {}, {}, {}, {}
+    pages = {}
+    for name, place in plan["placements"].items():
+        for gpu in place["gpus"]:
+            assert gpu not in seen_gpus, "GPU %s given to %s and %s" % (gpu, seen_gpus[gpu], name)
+            seen_gpus[gpu] = name
+        for vf in place["vfs"]:
+            assert vf not in seen_vfs, "VF %s given twice" % vf
+            seen_vfs[vf] = name
+        pins = [place["vcpu_pins"][str(i)] for i in range(place["vcpus"])]
+        assert len(place["vcpu_pins"]) == place["vcpus"]
+        assert len(set(pins)) == len(pins)
+        used = set(pins) | set(place["emulator_cpus"] if policy.get("emulator", "isolate") == "isolate" else ())
+        assert used <= set(place["cpus"])
+        for cpu in place["cpus"]:
+            assert cpu not in seen_cpus, "CPU %d given to %s and %s" % (cpu, seen_cpus[cpu], name)
+            seen_cpus[cpu] = name
+            assert cpu not in reserved
+            assert cpu_node[cpu] == place["numa_node"]
+            if policy.get("smt", "whole_cores") == "whole_cores":
+                assert not set(core[cpu]) & reserved
+                owner = core_owner.setdefault(core[cpu], name)
+                assert owner == name, "core %s shared by %s and %s" % (core[cpu], owner, name)
+        if policy.get("emulator", "isolate") == "isolate":
+            assert not set(place["emulator_cpus"]) & set(pins)
+            assert all(cpu_node[c] == place["numa_node"] for c in place["emulator_cpus"])
+        if place["hugepages"]:
+            key = (place["hugepages"]["node"], place["hugepages"]["size"])
+            pages[key] = pages.get(key, 0) + place["hugepages"]["count"]
+            assert place["hugepages"]["count"] * place["hugepages"]["size_kb"] >= place["memory_mb"] * 1024
+        if policy.get("numa", "required") == "required":
+            assert place["local"]
+            assert all(g["numa_node"] == place["numa_node"] for g in topology["gpus"] if g["address"] in place["gpus"])
+    for (node, size), count in pages.items():
+        key = "2048kB" if size == "2M" else "1048576kB"
+        total = [n for n in topology["numa_nodes"] if n["id"] == node][0]["hugepages"][key]["total"]
+        assert count <= total

@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+"""Generated host families for the placement planner's exact oracle (placement_cpsat.py): the
+cases that once left the planner below the optimum.
+
+- ``acs_groups``: GPUs behind switches without ACS, four to an IOMMU group;
+- ``smt_offline``: the DGX A100-class model with some SMT threads offline;
+- ``mixed_groups``: 8-GPU nodes whose GPUs are in IOMMU groups of 4, 2 and 1;
+- ``two_switches``: nodes with two PCIe switches, each with GPUs and NICs, under
+  ``pcie_affinity: require``.
+
+Each returns (topology, tenants, policy) from a ``random.Random``. The host model is the one
+``host_topology_info`` reads: CPUs with their online flag (an offline CPU has no siblings of its
+own; its online sibling lists only itself, as sysfs does), IOMMU groups on the PCI devices.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+from placement_topologies import _hugepages, dgx_a100, grouped
+
+
+def switched_host(nodes, vfs_per_nic=4, pages=8192, offline=()):
+    """A host of ``nodes``: each {"cores": n, "switches": [{"groups": [GPU group sizes], "nics": n}]}.
+    Within a switch GPU/NIC level PXB, on one node NODE, else SYS. ``offline``: CPU ids offline."""
+    total_cores = sum(node["cores"] for node in nodes)
+    cpus, numa_nodes, pci, gpus, affinity, groups = [], [], {}, [], {}, {}
+    core_base = 0
+    bus = 0x10
+    group_number = 1
+    switch_members = []  # (node, switch, [gpu addresses], [pf addresses])
+    offline = set(offline)
+    for node_id, node in enumerate(nodes):
+        ids = []
+        for core in range(core_base, core_base + node["cores"]):
+            pair = [core, core + total_cores]
+            up = [cpu for cpu in pair if cpu not in offline]
+            for cpu in pair:
+                cpus.append({"id": cpu, "core_id": core, "package_id": 0, "numa_node": node_id,
+                             "siblings": up if cpu in up else [cpu], "online": cpu in up})
+            ids.extend(up)
+        core_base += node["cores"]
+        numa_nodes.append({"id": node_id, "cpus": sorted(ids), "memory_mb": 262144, "hugepages": _hugepages(pages, 0), "distances": []})
+        for switch_index, switch in enumerate(node.get("switches", ())):
+            gpu_addresses, pfs = [], []
+            for size in switch.get("groups", ()):
+                members = []
+                for _gpu in range(size):
+                    address = "0000:%02x:00.0" % bus
+                    bus += 1
+                    pci[address] = {"address": address, "class": "0x030200", "numa_node": node_id, "virtfns": []}
+                    gpus.append({"address": address, "numa_node": node_id})
+                    members.append(address)
+                groups[group_number] = members
+                group_number += 1
+                gpu_addresses.extend(members)
+            for _nic in range(switch.get("nics", 0)):
+                pf = "0000:%02x:00.0" % bus
+                bus += 1
+                virtfns = ["0000:%02x:00.%d" % (bus - 1, i + 1) for i in range(vfs_per_nic)]
+                pci[pf] = {"address": pf, "class": "0x020000", "numa_node": node_id, "virtfns": virtfns}
+                for vf in virtfns:
+                    pci[vf] = {"address": vf, "class": "0x020000", "numa_node": node_id, "physfn": pf, "virtfns": []}
+                pfs.append(pf)
+            switch_members.append((node_id, switch_index, gpu_addresses, pfs))
+    for node_id, switch_index, gpu_addresses, _pfs in switch_members:
+        for gpu in gpu_addresses:
+            row = affinity[gpu] = {}
+            for other_node, other_switch, _gpus, pfs in switch_members:
+                level = "PXB" if (other_node, other_switch) == (node_id, switch_index) else "NODE" if other_node == node_id else "SYS"
+                for pf in pfs:
+                    row[pf] = level
+    topology = {"numa_nodes": numa_nodes, "cpus": sorted(cpus, key=lambda c: c["id"]), "pci_devices": pci, "gpus": gpus,
+                "nics": [], "gpu_nic_affinity": affinity}
+    return grouped(topology, groups)
+
+
+def tenants_mix(rng, count, gpus=(0, 1, 1, 2), vfs=(0, 1, 2), vcpus=(2, 4, 6, 8, 12), memory=(4096, 8192, 16384)):
+    return [{"name": "t%02d" % index, "gpus": rng.choice(gpus), "vfs": rng.choice(vfs), "vcpus": rng.choice(vcpus),
+             "memory_mb": rng.choice(memory), "priority": rng.choice(("online", "online", "batch"))} for index in range(count)]
+
+
+def acs_groups(rng):
+    nodes = []
+    for node in range(4):
+        switches = [{"groups": [4] * rng.choice([1, 2]), "nics": rng.randint(0, 2)}] if node % 2 == 0 else []
+        nodes.append({"cores": rng.choice([12, 16, 24]), "switches": switches})
+    topology = switched_host(nodes)
+    return topology, tenants_mix(rng, rng.randint(12, 20), gpus=(0, 1, 2, 2, 4)), {}
+
+
+def smt_offline(rng):
+    topology = dgx_a100()
+    siblings = [cpu for cpu in topology["cpus"] if cpu["siblings"][0] != cpu["id"] and cpu["id"] not in (128, 129)]
+    down = set(cpu["id"] for cpu in rng.sample(siblings, rng.randint(8, 64)))
+    cpus = []
+    for cpu in topology["cpus"]:
+        cpu = dict(cpu)
+        if cpu["id"] in down:
+            cpu.update(online=False, siblings=[cpu["id"]])
+        else:
+            cpu["siblings"] = [c for c in cpu["siblings"] if c not in down]
+        cpus.append(cpu)
+    nodes = [dict(node, cpus=[c for c in node["cpus"] if c not in down]) for node in topology["numa_nodes"]]
+    topology = dict(topology, cpus=cpus, numa_nodes=nodes)
+    tenants = tenants_mix(rng, rng.randint(16, 32), gpus=(0, 0, 1, 1, 2), vcpus=(3, 4, 7, 8, 11, 15), memory=(8192, 16384, 32768))
+    return topology, tenants, {"reserved_cpus": "0-1,128-129", "reserved_cpus_set": [0, 1, 128, 129]}
+
+
+def mixed_groups(rng):
+    nodes = []
+    for _node in range(2):
+        sizes = rng.choice([[4, 2, 1, 1], [4, 4], [2, 2, 2, 1, 1], [4, 1, 1, 1, 1], [2, 2, 4]])
+        nodes.append({"cores": rng.choice([24, 32]), "switches": [{"groups": sizes, "nics": 2}]})
+    nodes.append({"cores": 16, "switches": []})
+    topology = switched_host(nodes)
+    return topology, tenants_mix(rng, rng.randint(10, 18), gpus=(0, 1, 1, 2, 2, 3, 4), vcpus=(2, 4, 6, 8)), {}
+
+
+def two_switches(rng):
+    nodes = []
+    for _node in range(rng.choice([2, 3])):
+        switches = [{"groups": [1] * rng.randint(1, 3), "nics": rng.randint(0, 2)} for _switch in range(2)]
+        nodes.append({"cores": rng.choice([16, 24]), "switches": switches})
+    topology = switched_host(nodes, vfs_per_nic=rng.choice([1, 2]))
+    tenants = tenants_mix(rng, rng.randint(10, 18), gpus=(0, 1, 1, 2), vfs=(0, 1, 1, 2), vcpus=(2, 4, 6))
+    return topology, tenants, {"pcie_affinity": "require"}
+
+
+FAMILIES = {"acs_groups": acs_groups, "smt_offline": smt_offline, "mixed_groups": mixed_groups, "two_switches": two_switches}
