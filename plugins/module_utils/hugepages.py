@@ -129,6 +129,9 @@ class Hugepages:
         self.nodes = {}
         self.wanted = {}         # (size, node) -> count
         self.runtime_changes = []  # (size, node, before, after)
+        # boot sizes this kernel cannot reserve per node on its command line (before 5.16): the
+        # boot-time unit reserves them per node at the next boot instead, nothing more
+        self.boot_unit_sizes = set()
         self.boot_args = []
         self.grub_edit = None
         self.unit_text = None
@@ -209,10 +212,10 @@ class Hugepages:
             else:
                 every = [counts.get(node, 0) for node in sorted(self.nodes)]
                 if len(set(every)) != 1:
-                    raise InputError("pages: per-node %s boot counts (%s) need hugepages=N:COUNT, which Linux %s "
-                                     "does not read (5.16 and later do); give every node the same count, which the "
-                                     "kernel splits evenly" % (size, ", ".join("node %d: %d" % (n, c) for n, c in sorted(counts.items())),
-                                                               release))
+                    # hugepages=N spreads N over every node: reserving per node by that would take
+                    # pages nobody asked for, so the boot-time unit reserves them per node instead
+                    self.boot_unit_sizes.add(size)
+                    continue
                 value = str(sum(every))
             items.append({"name": "hugepagesz", "value": size, "state": "present"})
             items.append({"name": "hugepages", "value": value, "state": "present"})
@@ -224,13 +227,19 @@ class Hugepages:
                  "Before=libvirtd.service virtqemud.service\n",
                  "\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"]
         # Larger pages first: they need contiguous memory, which only gets scarcer.
-        for (size, node), count in sorted(self.runtime_wanted().items(), key=lambda i: (-SIZES_KB[i[0][0]], i[0][1])):
+        for (size, node), count in sorted(self.unit_wanted().items(), key=lambda i: (-SIZES_KB[i[0][0]], i[0][1])):
             lines.append("ExecStart=/bin/sh -c 'echo %d > %s'\n" % (count, self.count_path(size, node)))
         lines.append("\n[Install]\nWantedBy=multi-user.target\n")
         return "".join(lines)
 
     def runtime_wanted(self):
         return {key: count for key, count in self.wanted.items() if key[0] not in self.at_boot}
+
+    def unit_wanted(self):
+        """What the boot-time unit reserves: the runtime sizes, and the boot sizes this kernel cannot
+        reserve per node on its command line."""
+        return {key: count for key, count in self.wanted.items()
+                if key[0] not in self.at_boot or key[0] in self.boot_unit_sizes}
 
     def plan(self):
         self.topology = read_topology(self.host.root)
@@ -245,10 +254,16 @@ class Hugepages:
                     self.runtime_changes.append((size, node, before, count))
         # Shrink first: it frees memory the growing pools may need.
         self.runtime_changes.sort(key=lambda c: (c[3] > c[2], -SIZES_KB[c[0]], c[1]))
-        if self.persist and (self.runtime_wanted() or self.mounts):
+        if self.boot_unit_sizes and not self.persist:
+            raise InputError("pages: Linux %s reads no per-node hugepages=N:COUNT (5.16 and later do), so the %s pages "
+                             "per node (%s) are reserved at boot by the boot-time unit; set persist: true (or give every "
+                             "node the same count)" % (self.topology.get("kernel_release"), ", ".join(sorted(self.boot_unit_sizes)),
+                                                       ", ".join("node %d: %d" % (n, c) for (sz, n), c in sorted(self.wanted.items())
+                                                                 if sz in self.boot_unit_sizes)))
+        if self.persist and (self.unit_wanted() or self.mounts):
             file_target(self.host.path(self.persist_unit, "persist_unit"), "persist_unit", self.persist_unit)
             check_unit_name(os.path.basename(self.persist_unit), "persist_unit")
-        if self.persist and self.runtime_wanted():
+        if self.persist and self.unit_wanted():
             self.unit_before = read_text(self.host.path(self.persist_unit, "persist_unit"), option="persist_unit", shown=self.persist_unit)
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
@@ -260,6 +275,10 @@ class Hugepages:
             running = kernel_part(self.topology.get("cmdline") or [])
             missing, unwanted = kernel_args.pending_changes(ops, running)
             reboot = bool(missing or unwanted)
+        # pools the boot-time unit fills at the next boot: a reboot is due while they fall short
+        short = [(size, node) for (size, node), count in sorted(self.wanted.items())
+                 if size in self.boot_unit_sizes and (self.read_count(size, node) or 0) < count]
+        reboot = reboot or bool(short)
         self._plan_mounts()
         self._plan_enable()
         unit_changed = self.unit_text is not None and self.unit_text != self.unit_before
@@ -271,6 +290,8 @@ class Hugepages:
             "args_unwanted": unwanted,
             "persist_unit": self.persist_unit if self.unit_text is not None else None,
             "persist_unit_changed": unit_changed,
+            # sizes reserved per node by the boot-time unit because this kernel's command line cannot
+            "boot_unit_sizes": sorted(self.boot_unit_sizes),
             "mounts": [{"size": size, "path": path, "mounted": (size, path) not in self.mount_actions}
                        for size, path in self._wanted_mounts()],
             "mount_units": [unit for unit, _text, _before in self.mount_units],

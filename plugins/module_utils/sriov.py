@@ -20,7 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import isolation, pci_function_of, usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import ZERO_MAC, check_mac, duplicates
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import address_parts, format_address, normalize_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address, vf_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import vf_security
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
@@ -57,16 +57,6 @@ def parse_ip_link_vfs(text):
             "link_state": state.group(1) if state else None,
         }
     return vfs
-
-
-def vf_address(pf, offset, stride, index):
-    """Address of VF ``index`` from the PF's ``sriov_offset``/``sriov_stride`` (routing
-    IDs, PCIe SR-IOV spec), or None when they are unknown."""
-    if offset is None or stride is None:
-        return None
-    domain, bus, slot, function = address_parts(pf)
-    rid = (bus << 8 | slot << 3 | function) + offset + index * stride
-    return format_address(domain, (rid >> 8) & 0xff, (rid >> 3) & 0x1f, rid & 0x7)
 
 
 def normalize_vf_settings(entries, num_vfs, vf_addresses=None):

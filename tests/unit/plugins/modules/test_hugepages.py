@@ -138,10 +138,29 @@ def test_boot_args(tmp_path, release, pages, boot_value):
     assert run(host, pages=pages)["reboot_required"] is False
 
 
-def test_boot_per_node_needs_5_16(tmp_path):
+def test_per_node_boot_pages_before_5_16_are_reserved_by_the_boot_unit_and_no_more(tmp_path):
+    """Ubuntu 22.04's 5.15 reads no hugepages=N:COUNT: 1G pages wanted on node 1 only are not spread
+    over every node by hugepages=N (pages nobody asked for); the boot-time unit reserves them on
+    node 1 at the next boot, and the pool's shortfall says a reboot is due."""
+    host = lab_host(tmp_path, "5.15.0-43-generic")
+    pages = [{"size": "1G", "count": 1, "node": 1}]
+    result = run(host, pages=pages, persist=True)
+    assert not result.get("failed"), result.get("msg")
+    assert result["boot_args"] == [] and result["boot_unit_sizes"] == ["1G"]
+    assert result["reboot_required"] is True
+    unit = open(host.p("/etc/systemd/system/gpuvirt-hugepages.service"), encoding="utf-8").read()
+    assert "echo 1 > /sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages" in unit
+    assert "node0/hugepages/hugepages-1048576kB" not in unit
+    # nothing allocated now: the pool is the unit's at the next boot
+    assert open(host.p("/sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages")).read().strip() == "0"
+    host.write("/sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages", "1")
+    assert run(host, pages=pages, persist=True)["reboot_required"] is False
+
+
+def test_per_node_boot_pages_before_5_16_need_the_boot_unit(tmp_path):
     host = lab_host(tmp_path, "5.10.0-13-amd64")
-    result = run(host, pages=[{"size": "1G", "count": 1, "node": 1}])
-    assert result["failed"] and "need hugepages=N:COUNT, which Linux 5.10.0-13-amd64 does not read" in result["msg"]
+    result = run(host, pages=[{"size": "1G", "count": 1, "node": 1}], persist=False)
+    assert result["failed"] and "reads no per-node hugepages=N:COUNT" in result["msg"] and "persist: true" in result["msg"]
 
 
 def test_boot_zero_removes_reservation(tmp_path):
