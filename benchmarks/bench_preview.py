@@ -81,7 +81,7 @@ def ping(env):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=10, help="hosts of the fleet preview (default 10)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement (median; default 3)")
     parser.add_argument("--write", help="write the section into this Markdown file (docs/benchmarks.md)")
@@ -93,7 +93,7 @@ def main(argv=None):
     one, fleet = inventory_with(1, workdir), inventory_with(args.hosts, workdir)
     pings, singles, fleets = [], [], []
     calls = trips = fleet_trips = None
-    for _ in range(args.runs):
+    for _run in range(args.runs):
         pings.append(ping(env))
         cpu, trips, calls = preview(one, capture, env, workdir)
         singles.append(cpu)

@@ -76,8 +76,9 @@ def daemons_to_stop(units, wanted):
     found = []
     for name in wanted:
         unit = units.get(name + ".service") or units.get(name) or {}
-        if unit.get("LoadState") == "loaded" and (unit.get("UnitFileState") in ("enabled", "enabled-runtime")
-                                                 or unit.get("ActiveState") in ("active", "activating", "reloading")):
+        enabled = unit.get("UnitFileState") in ("enabled", "enabled-runtime")
+        running = unit.get("ActiveState") in ("active", "activating", "reloading")
+        if unit.get("LoadState") == "loaded" and (enabled or running):
             found.append(unit.get("Id") or name + ".service")
     return found
 

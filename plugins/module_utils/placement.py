@@ -47,7 +47,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups impor
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts import search_nodes, switch_devices
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
     check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, over_host)
 

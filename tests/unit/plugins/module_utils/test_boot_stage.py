@@ -129,8 +129,8 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert "/etc/modprobe.d/gpuvirt-nvidia-host.conf" in headers and "/etc/default/grub" in headers
     # the daemons are now off; the initramfs holds the new file
     commands = commands_for(dgx)
-    commands.replies[0] = Reply(["systemctl", "show", "..."], 0, SYSTEMCTL_SHOW.replace("ActiveState=active\nUnitFileState=enabled",
-                                                                                         "ActiveState=inactive\nUnitFileState=disabled"))
+    stopped = SYSTEMCTL_SHOW.replace("ActiveState=active\nUnitFileState=enabled", "ActiveState=inactive\nUnitFileState=disabled")
+    commands.replies[0] = Reply(["systemctl", "show", "..."], 0, stopped)
     commands.replies[3] = Reply(["lsinitramfs", "/boot/initrd.img-%s" % RELEASE], 0,
                                 LISTING + "etc/modprobe.d/gpuvirt-nvidia-host.conf\n")
     second = run(dgx, options(dgx), commands)
