@@ -21,6 +21,7 @@ if __name__ == "__main__":  # run as a script to write the table
 
 from conftest import REPO_ROOT, run_module  # pylint: disable=import-error,wrong-import-position
 from fakes.commands import RecordedCommands  # pylint: disable=import-error,wrong-import-position
+from fakes.doc_table import documented_block, write_block  # pylint: disable=import-error,wrong-import-position
 from fakes.host_tree import FakeHost  # pylint: disable=import-error,wrong-import-position
 from fakes.interrupt import tree_state  # pylint: disable=import-error,wrong-import-position
 from fakes.kernel import lab_host  # pylint: disable=import-error,wrong-import-position
@@ -350,13 +351,8 @@ def render_table():
 
 
 def test_the_documented_table_is_this_list():
-    with open(DOC, encoding="utf-8") as handle:
-        text = handle.read()
-    assert text[text.index(BEGIN):text.index(END) + len(END)] == render_table()
+    assert documented_block(DOC, BEGIN, END) == render_table()
 
 
 if __name__ == "__main__":
-    with open(DOC, encoding="utf-8") as handle:
-        current = handle.read()
-    with open(DOC, "w", encoding="utf-8") as handle:
-        handle.write(current[:current.index(BEGIN)] + render_table() + current[current.index(END) + len(END):])
+    write_block(DOC, BEGIN, END, render_table())
