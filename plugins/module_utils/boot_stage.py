@@ -22,7 +22,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig a
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
 
 __metaclass__ = type
 
@@ -50,7 +49,7 @@ def os_family(fs):
 
 def read_model(host, gpu_ids=(), nic_ids=()):
     try:
-        return TopologyReader(host.root, gpu_ids=gpu_ids or (), nic_ids=nic_ids or ()).read()
+        return host.topology(gpu_ids or (), nic_ids or ())
     except ValueError as exc:
         raise InputError("gpu_stack.gpu_ids / firmware.nic_ids: %s" % exc)
 

@@ -14,10 +14,12 @@ a temporary directory with a fake kernel and recorded commands, and nothing else
 
 from __future__ import absolute_import, division, print_function
 
+import copy
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, atomic_write
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
 
 __metaclass__ = type
 
@@ -113,6 +115,18 @@ class Host:
         self.kernel = kernel if kernel is not None else KernelWriter(self.fs)
         self.commands = commands
         self.files = files if files is not None else FileWriter()
+        self._host_model = None
+
+    def topology(self, gpu_ids=(), nic_ids=(), fresh=False):
+        """The host model (:class:`topology.TopologyReader`), read once per module run: every
+        feature of one call (and every stage the gate checks) decides from the same read, which
+        on an 8-GPU host is most of a call's time. ``fresh`` reads the host again: a call that
+        changed what the model shows (VFs made, drivers bound) asks for it before deciding on.
+        Each caller gets its own copy, classified by its ``gpu_ids``/``nic_ids``."""
+        reader = TopologyReader(self.root, gpu_ids=gpu_ids, nic_ids=nic_ids, fs=self.fs)
+        if fresh or self._host_model is None:
+            self._host_model = reader.read_unclassified()
+        return reader.classified(copy.deepcopy(self._host_model))
 
     @property
     def live(self):

@@ -29,7 +29,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
     InputError, StateError, check_line_value, file_target, read_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import (
     GLOBAL_DIR, SIZE_NAMES, SIZES_KB, SYSFS_NAMES)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
@@ -242,7 +241,7 @@ class Hugepages:
                 if key[0] not in self.at_boot or key[0] in self.boot_unit_sizes}
 
     def plan(self):
-        self.topology = read_topology(self.host.root)
+        self.topology = self.host.topology()
         self.nodes = {node["id"]: node for node in self.topology["numa_nodes"]}
         self.wanted = self._expand()
         self.boot_args = self._boot_args()

@@ -35,7 +35,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
     FIRMWARES, RELAX_OPTION, Claims, limits_of_capabilities, limits_of_topology, over_host, vf_security)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
@@ -142,7 +141,7 @@ def host_model(conn, host):
     model read under ``root`` when that is a captured host tree (a preview, where ``uri`` is
     libvirt's test driver, not that host), else libvirt's capabilities."""
     if not host.live and host.fs.isdir("/sys/devices/system/node"):
-        model = host_cpus_from_topology(read_topology(host.root))
+        model = host_cpus_from_topology(host.topology())
         if model["cpus"]:
             return model
     return host_cpus(conn.capabilities(), conn.cpu_map_length())
@@ -704,7 +703,7 @@ def host_limits(conn, host, topology=None):
     """What bounds a tenant's size: the host model under ``root`` when that is a captured tree (a
     preview against libvirt's test driver), else libvirt's capabilities of the host it runs."""
     if not host.live and host.fs.isdir("/sys/devices/system/node"):
-        limits = limits_of_topology(topology or read_topology(host.root))
+        limits = limits_of_topology(topology or host.topology())
         if limits["cpus"]:
             return limits
     return limits_of_capabilities(conn.capabilities())
@@ -851,7 +850,7 @@ def tenant_domain(params, host, run):
         for warning in request.warnings:
             run.warn(warning)
     devices = any(request.devices for request in requests) or vf_options is not None
-    topology = read_topology(host.root) if devices or not host.live else None
+    topology = host.topology() if devices or not host.live else None
     if vf_options is not None:
         check_vf_security(requests, vf_options, topology)
     with connection(params["uri"]) as conn:

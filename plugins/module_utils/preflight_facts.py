@@ -15,7 +15,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import NotAnswering
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_nested
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import TopologyReader
 
 __metaclass__ = type
 
@@ -25,10 +24,9 @@ FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS
 def preflight_info(params, host, run):
     """The preflight_info module's result fields."""
     try:
-        reader = TopologyReader(host.root, gpu_ids=params["gpu_ids"], nic_ids=params["nic_ids"])
+        topology = host.topology(params["gpu_ids"], params["nic_ids"])
     except (InputError, ValueError) as exc:
         raise InputError("gpu_ids/nic_ids: %s" % exc)
-    topology = reader.read()
     return {"topology": topology, "firmware": query_firmware(topology, host, params["firmware_tool"]),
             "libvirt": libvirt_read(params.get("libvirt"), host, run),
             "stage_checks": stage_checks(params.get("stage_checks"), host, run)}

@@ -23,7 +23,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address, vf_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import vf_security
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vlan_id import check_vlan
 
 __metaclass__ = type
@@ -412,7 +411,7 @@ def sriov_vfs(params, host, run, topology=None):
             raise InputError("%s: pf %s is also pfs[%d]; list each PF once" % (label, options["pf"], seen[options["pf"]]))
         seen[options["pf"]] = index
         entries.append((label, options))
-    topology = topology or read_topology(host.root)
+    topology = topology or host.topology()
     skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [], topology)
     check_macs_across_pfs(entries)
     results = []
@@ -474,7 +473,7 @@ def assign_vf_settings(host, entries, vf_settings, topology):
 def one_pf(params, host, run, topology=None):
     """One PF: decide, then act unless in check mode. -> (the module's result, whether the
     VFs changed: the host model read before is then out of date)."""
-    topology = topology or read_topology(host.root)
+    topology = topology or host.topology()
     manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
                         vfs=params["vfs"], force=params["force"], pf_link_up=params["pf_link_up"])
@@ -491,7 +490,7 @@ def one_pf(params, host, run, topology=None):
             run.changed = True
             reload_units(host)
         if changed:
-            topology = read_topology(host.root)
+            topology = host.topology(fresh=True)
     settings = None
     if not run.check_mode and plan["desired_settings"]:
         # what ip showed while deciding is still true when nothing was applied

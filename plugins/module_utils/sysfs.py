@@ -29,6 +29,10 @@ class Sysfs:
     def __init__(self, root="/"):
         self.root = os.path.abspath(root or "/")
         self.real_root = os.path.realpath(self.root)
+        # resolved directories (joined path -> real path): a reader resolves the same device
+        # directories thousands of times. Only existing directories are kept; a directory that
+        # goes away (a VF removed) resolves to a path that no longer exists, and reads as missing.
+        self._real_dirs = {}
 
     def path(self, host_path):
         """Return the real filesystem path of a host path under the root, as joined (not
@@ -50,11 +54,21 @@ class Sysfs:
             return None
         joined = self.path(host_path)
         parent, name = os.path.split(joined)
-        if follow or name in ("", ".", ".."):
+        if name in ("", ".", ".."):
             real = os.path.realpath(joined)
         else:
-            real = os.path.join(os.path.realpath(parent), name)
+            real = os.path.join(self._real_dir(parent), name)
+            if follow and os.path.islink(real):
+                real = os.path.realpath(real)
         return None if self.contains(real) else real
+
+    def _real_dir(self, joined):
+        real = self._real_dirs.get(joined)
+        if real is None:
+            real = os.path.realpath(joined)
+            if os.path.isdir(real):
+                self._real_dirs[joined] = real
+        return real
 
     def inside(self, host_path, option=None, follow=True):
         """The real path of ``host_path`` under the root, refused with an :class:`InputError`

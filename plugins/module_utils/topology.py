@@ -36,16 +36,27 @@ class TopologyReader:
     """Reads the host model under ``root``. ``gpu_ids``/``nic_ids`` are extra
     ``vendor:device`` pairs to classify as GPUs or NICs (stand-ins, new models)."""
 
-    def __init__(self, root="/", gpu_ids=(), nic_ids=()):
-        self.fs = Sysfs(root)
+    def __init__(self, root="/", gpu_ids=(), nic_ids=(), fs=None):
+        self.fs = fs if fs is not None else Sysfs(root)
         self.extra_gpu_ids = {pci_ids.parse_vendor_device(pair) for pair in gpu_ids or ()}
         self.extra_nic_ids = {pci_ids.parse_vendor_device(pair) for pair in nic_ids or ()}
 
     # ------------------------------------------------------------------ whole model
     def read(self):
+        return self.classified(self.read_unclassified())
+
+    def classified(self, model):
+        """``model`` (from :meth:`read_unclassified`, changed in place) with its GPUs, NICs and
+        their affinity, as this reader's ``gpu_ids``/``nic_ids`` classify them."""
+        gpus, nics = self.classify(model["pci_devices"])
+        model.update(gpus=gpus, nics=nics, gpu_nic_affinity=self.affinity_matrix(model["pci_devices"], gpus, nics))
+        return model
+
+    def read_unclassified(self):
+        """The host model but its ``gpus``, ``nics`` and ``gpu_nic_affinity``: what the host
+        shows whatever ids a caller classifies by (:meth:`Host.topology` keeps it per run)."""
         pci = self.read_pci_devices()
         groups = self.read_iommu_groups()
-        gpus, nics = self.classify(pci)
         cpus = self.read_cpus()
         nodes = self.read_numa_nodes(cpus)
         node_of_cpu = {cpu: node["id"] for node in nodes for cpu in node["cpus"]}
@@ -60,9 +71,9 @@ class TopologyReader:
             "numa_nodes": nodes,
             "cpus": cpus,
             "pci_devices": pci,
-            "gpus": gpus,
-            "nics": nics,
-            "gpu_nic_affinity": self.affinity_matrix(pci, gpus, nics),
+            "gpus": None,
+            "nics": None,
+            "gpu_nic_affinity": None,
             "iommu": {
                 "enabled": bool(groups),
                 "units": self.fs.listdir("/sys/class/iommu"),
@@ -304,7 +315,6 @@ def read_topology(root="/", gpu_ids=(), nic_ids=()):
 def topology_info(params, host, run):  # pylint: disable=unused-argument
     """The host_topology_info module: the host model under the host's root."""
     try:
-        reader = TopologyReader(host.root, gpu_ids=params["gpu_ids"], nic_ids=params["nic_ids"])
+        return {"topology": host.topology(params["gpu_ids"], params["nic_ids"])}
     except ValueError as exc:
         raise InputError("gpu_ids/nic_ids: %s" % exc)
-    return {"topology": reader.read()}

@@ -26,7 +26,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host_usage import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_ids import parse_vendor_device
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 __metaclass__ = type
 
@@ -332,11 +331,11 @@ def vfio_bind(params, host, run):
     """The vfio_bind module: decide, then act unless in check mode; with ``sriov``, the VFs
     first, in the same call. The host model and what the host needs are read once, and again
     only after the VFs changed."""
-    topology = read_topology(host.root)
+    topology = host.topology()
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     sriov_result, vfs_to_come = sriov_first(params, host, run, topology, needed)
     if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
-        topology = read_topology(host.root)
+        topology = host.topology(fresh=True)
         needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     binder = VfioBinder(host, topology, needed)
     vfs_of = [text for text in params["vfs_of"] or [] if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
