@@ -59,7 +59,8 @@ strict_pytest() {
   local python=$1; shift
   local report rc skipped
   report="$(mktemp)"
-  "$python" -m pytest tests/unit -q -rfEs --junitxml="$report" "$@"
+  # -n auto: one worker per core (pytest-xdist); the suite is CPU-bound
+  "$python" -m pytest tests/unit -q -rfEs -n auto --junitxml="$report" "$@"
   rc=$?
   if [[ $rc -eq 5 ]]; then echo "unit: no tests collected" >&2; rm -f "$report"; return 1; fi
   skipped="$(python3 - "$report" <<'PY'
