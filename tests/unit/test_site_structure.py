@@ -62,9 +62,17 @@ def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
     assert deferred["hosts"] == "localhost"
     task = deferred["tasks"][0]
     assert "ansible.builtin.fail" in task and "deferred_hosts" in task["vars"]["__fleet_deferred"]
-    with open(os.path.join(REPO, "roles", "host_stages", "tasks", "boot.yml"), encoding="utf-8") as handle:
-        text = handle.read()
-    assert "gpuvirt.tenancy.reboot_share" in text and "gpuvirt_reboot_deferred: true" in text and "meta: end_host" in text
+    tasks_dir = os.path.join(REPO, "roles", "host_stages", "tasks")
+    with open(os.path.join(tasks_dir, "boot.yml"), encoding="utf-8") as handle:
+        boot = yaml.safe_load(handle)
+    assert "gpuvirt.tenancy.reboot_share" in str(boot)
+    # the deferred host's tasks, included by the boot stage only for a host over the budget
+    include = next(t for t in boot if t["name"] == "Boot | Defer a host over the budget to the next run")
+    assert "not __host_stages_boot_reboot_now | bool" in include["when"]
+    with open(os.path.join(tasks_dir, include["ansible.builtin.include_tasks"]["file"]), encoding="utf-8") as handle:
+        deferred = yaml.safe_load(handle)
+    assert {"ansible.builtin.set_fact": {"gpuvirt_reboot_deferred": True}}.items() <= deferred[0].items()
+    assert deferred[-1]["ansible.builtin.meta"] == "end_host"
 
 
 def test_site_imports_the_guest_stage_playbooks_with_their_tags():
