@@ -32,7 +32,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run, nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import (
     FIRMWARES, RELAX_OPTION, Claims, limits_of_capabilities, limits_of_topology, over_host, vf_security)
 
@@ -829,11 +829,15 @@ def remove_guest_files(request, host, run, result):
 
 def tenant_domain(params, host, run):
     """The tenant_domain module: one domain (``name``) or each of ``domains`` in list order, over
-    one connection. Every domain's options are checked (size, pins and devices against the host,
-    the isolation rules against each other and the other domains) before any domain changes;
-    then, with ``sriov_vfs``, the tenants' VFs get their settings; then each domain is decided
-    and acted on in turn, so that a removal or move earlier in the list frees what a later
-    domain takes."""
+    one connection; with ``tenants``, the tenants stage decided on the host (tenant_stage: the
+    domains read, the plan, then the same steps for the entries the plan gives). Every domain's
+    options are checked (size, pins and devices against the host, the isolation rules against each
+    other and the other domains) before any domain changes; then, with ``sriov_vfs``, the
+    tenants' VFs get their settings; then each domain is decided and acted on in turn, so that a
+    removal or move earlier in the list frees what a later domain takes."""
+    if params.get("tenants") is not None:
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_stage  # only the tenants stage needs it
+        return tenant_stage.tenant_stage(params, host, run)
     batch = params["domains"] is not None
     if batch:
         entries = domain_options(params["domains"])
@@ -844,8 +848,27 @@ def tenant_domain(params, host, run):
         except TypeError as exc:
             raise InputError(str(exc))
         entries = [(params, None)]
+    prepared = prepare_domains(entries, params.get("sriov_vfs"), host, run)
+    with connection(params["uri"]) as conn:
+        return act_on_domains(conn, prepared, batch, params.get("management_network"), host, run)
+
+
+class PreparedDomains:
+    """The entries of one call checked without libvirt: their requests, the ``sriov_vfs``
+    options validated, and the host model their devices are checked against."""
+
+    def __init__(self, requests, vf_options, topology):
+        self.requests = requests
+        self.vf_options = vf_options
+        self.topology = topology
+
+
+def prepare_domains(entries, sriov_vfs, host, run):
+    """[(options, label)] (each entry validated as the module's options) -> PreparedDomains:
+    each entry's request (spec, pins, guest, MMIO window), the VF settings validated as sriov_vfs
+    validates them and checked against the tenants' opt-ins; nothing is read of libvirt."""
     requests = [DomainRequest(options, host, label, check_mode=run.check_mode) for options, label in entries]
-    vf_options = vf_settings_options(params)
+    vf_options = vf_settings_options({"sriov_vfs": sriov_vfs})
     for request in requests:
         for warning in request.warnings:
             run.warn(warning)
@@ -853,42 +876,56 @@ def tenant_domain(params, host, run):
     topology = host.topology() if devices or not host.live else None
     if vf_options is not None:
         check_vf_security(requests, vf_options, topology)
-    with connection(params["uri"]) as conn:
-        limits = host_limits(conn, host, topology) if any(r.present for r in requests) else None
+    return PreparedDomains(requests, vf_options, topology)
+
+
+def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
+    """The prepared entries checked against libvirt (sizes, pins, the other domains) and then
+    acted on in order: guest files, the management network, the VF settings, each domain. With
+    ``first``, the first entries (the removals of the tenants stage) are acted on before the VF
+    settings, whose VFs they may hold; the VF settings are then checked before any change."""
+    requests, vf_options, topology = prepared.requests, prepared.vf_options, prepared.topology
+    limits = host_limits(conn, host, topology) if any(r.present for r in requests) else None
+    for request in requests:
+        request.check_size(limits)
+    model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
+    if batch:
         for request in requests:
-            request.check_size(limits)
-        model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
-        if batch:
-            for request in requests:
-                if request.pins_anything:
-                    request.check_pins(model)
-        for note in check_assignments(requests, domain_holdings(conn), topology, run.check_mode):
-            run.warn(note)
-        network = NetworkPlan(conn, params["management_network"]) if params.get("management_network") else None
-        make_guest_files(requests, host, run)
-        if network is not None:
-            run.diff.extend(network.diff())
-            if network.changed and not run.check_mode:
-                network.apply(run)
-        vf_result = apply_vf_settings(vf_options, host, run) if vf_options is not None else None
-        results = []
-        for request in requests:
-            try:
-                result = decide_then_act(request.decide(conn, model, run.check_mode), run)
-            except (InputError, StateError) as exc:
-                if batch:
-                    # what the domains before this one did is part of the answer
-                    exc.details = dict(getattr(exc, "details", None) or {}, domains=OrderedDict((r["name"], r) for r in results))
-                if vf_result is not None:
-                    exc.details = dict(getattr(exc, "details", None) or {}, sriov_vfs=vf_result)
-                raise
-            result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
-            result["guest"] = request.guest_fields()
-            if request.guest is not None and request.guest.changed:
-                result["changed"] = True
-            if request.removal is not None:
-                remove_guest_files(request, host, run, result)
-            results.append(dict(result, name=request.spec.name) if batch else result)
+            if request.pins_anything:
+                request.check_pins(model)
+    for note in check_assignments(requests, domain_holdings(conn), topology, run.check_mode):
+        run.warn(note)
+    network = NetworkPlan(conn, network_options) if network_options else None
+    if first and vf_options is not None and not run.check_mode:
+        # the VF settings come after the removals: checked now, before anything changes
+        apply_vf_settings(vf_options, host, Run(check_mode=True, diff=False))
+    make_guest_files(requests, host, run)
+    if network is not None:
+        run.diff.extend(network.diff())
+        if network.changed and not run.check_mode:
+            network.apply(run)
+    results, vf_result = [], None
+    for index, request in enumerate(requests):
+        if index == first and vf_options is not None:
+            vf_result = apply_vf_settings(vf_options, host, run)
+        try:
+            result = decide_then_act(request.decide(conn, model, run.check_mode), run)
+        except (InputError, StateError) as exc:
+            if batch:
+                # what the domains before this one did is part of the answer
+                exc.details = dict(getattr(exc, "details", None) or {}, domains=OrderedDict((r["name"], r) for r in results))
+            if vf_result is not None:
+                exc.details = dict(getattr(exc, "details", None) or {}, sriov_vfs=vf_result)
+            raise
+        result["mmio_window_mb"] = getattr(request.spec, "mmio_window_mb", None)
+        result["guest"] = request.guest_fields()
+        if request.guest is not None and request.guest.changed:
+            result["changed"] = True
+        if request.removal is not None:
+            remove_guest_files(request, host, run, result)
+        results.append(dict(result, name=request.spec.name) if batch else result)
+    if vf_result is None and vf_options is not None:
+        vf_result = apply_vf_settings(vf_options, host, run)
     result = batch_result(results) if batch else results[0]
     if network is not None:
         result["management_network"] = network.result()
@@ -970,10 +1007,31 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
 
 # tenant_domain's argument spec (plugins/modules/tenant_domain.py), here so that the preflight gate
 # can check this stage's call inside its own (stage_checks).
+# With ``tenants`` (the tenants stage's desired state, decided on the host: tenant_stage), these
+# options of one domain are every tenant's settings; the others are refused with it.
+TENANT_STAGE_SETTINGS = ("domain_type", "machine", "firmware", "memory_mode", "live", "shutdown_timeout", "force_off")
+TENANT_STAGE_OPTIONS = dict(
+    tenants=dict(type="list", elements="dict"),
+    policy=dict(type="dict"),
+    priorities=dict(type="dict"),
+    guest_access=dict(type="dict"),
+    vf_persist=dict(type="bool"),
+    gpu_ids=dict(type="list", elements="str"),
+    nic_ids=dict(type="list", elements="str"),
+    preview=dict(type="dict", options=dict(
+        sriov_pfs=dict(type="list", elements="dict", default=[]),
+        hugepages=dict(type="list", elements="dict", default=[]),
+        gpus=dict(type="list", elements="str", default=[]),
+        vf_addresses=dict(type="dict", default={}),
+    )),
+)
 TENANT_DOMAIN_ARGS = dict(
     argument_spec=dict(LIBVIRT_OPTIONS, domains=dict(type="list", elements="dict"), sriov_vfs=dict(type="dict"),
                        management_network=dict(type="dict", options=NETWORK_OPTIONS),
-                       **TENANT_DOMAIN_OPTIONS),
-    required_one_of=[("name", "domains")],
-    mutually_exclusive=[("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)],
+                       **dict(TENANT_DOMAIN_OPTIONS, **TENANT_STAGE_OPTIONS)),
+    required_one_of=[("name", "domains", "tenants")],
+    mutually_exclusive=([("domains", option) for option in sorted(TENANT_DOMAIN_OPTIONS)]
+                        + [("tenants", option) for option in ["domains", "sriov_vfs"] + sorted(TENANT_DOMAIN_OPTIONS)
+                           if option not in TENANT_STAGE_SETTINGS]),
+    required_by=dict((option, "tenants") for option in sorted(TENANT_STAGE_OPTIONS) if option != "tenants"),
 )
