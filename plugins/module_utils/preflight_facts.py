@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import NotAnswering
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_nested
 
 __metaclass__ = type

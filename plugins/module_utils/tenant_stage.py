@@ -17,7 +17,7 @@ was done."""
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain, tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import domain_info, tenant_domain_call, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_network import NETWORK_OPTIONS
@@ -125,16 +125,16 @@ def tenant_stage(params, host, run):
     topology, preview_notes = stage_topology(params, host)
     names = [tenant["name"] for tenant in tenants]
     with connection(params["uri"]) as conn:
-        existing = libvirt_domain.domain_assignments(conn, names)
-        foreign = libvirt_domain.foreign_domains(conn, names)
+        existing = domain_info.domain_assignments(conn, names)
+        foreign = domain_info.foreign_domains(conn, names)
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
-        entries = libvirt_domain.domain_options(removals + placed)
+        entries = tenant_domain_call.domain_options(removals + placed)
         # a preview reads a captured tree: the PFs' VF settings are not asked there, they are shown as planned
-        prepared = libvirt_domain.prepare_domains(entries, None if preview else sriov, host, run)
+        prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run)
         network = management_network(params, access)
-        result = libvirt_domain.act_on_domains(conn, prepared, True, network, host, run, first=len(removals))
+        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals))
     result["plan"] = found
     for key in ("placements", "unplaced", "notes", "foreign"):
         result[key] = found[key]

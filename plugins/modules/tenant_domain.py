@@ -754,8 +754,8 @@ mmio_window_mb:
   sample: 262144
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_ARGS, tenant_domain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import TENANT_DOMAIN_ARGS, tenant_domain
 
 MODULE_ARGS = TENANT_DOMAIN_ARGS
 
