@@ -179,5 +179,3 @@ def pin_restart_reasons(name, before_root, after_root, live):
     if live and old["memory_mode"] not in (None, new["memory_mode"]):
         reasons.append("numatune mode of running domain %s applies at its next start" % name)
     return reasons
-
-

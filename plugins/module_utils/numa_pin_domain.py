@@ -79,5 +79,3 @@ def numa_pin(params, host, run):  # pylint: disable=unused-argument
     with connection(params["uri"]) as conn:
         return decide_then_act(NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode,
                                        host=host_model(conn, host)), run)
-
-

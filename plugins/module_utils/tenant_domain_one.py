@@ -429,5 +429,3 @@ class DomainRequest:
             return TenantDomain(conn, self.spec, options["state"], live=options["live"], shutdown_timeout=options["shutdown_timeout"],
                                 force_off=options["force_off"], pins=self.pins, host=model if self.pins_anything else None,
                                 check_mode=check_mode, autostart=options["autostart"])
-
-
