@@ -13,6 +13,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service im
 
 __metaclass__ = type
 
+
 # --------------------------------------------------------------------------- what tenants hold
 def domain_assignments(conn, names):
     """name -> read_assignment(...) plus ``active``, for the names that are defined."""

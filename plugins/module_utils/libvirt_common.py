@@ -22,6 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import re
 
 __metaclass__ = type
 
+
 # The options every libvirt module has: the host seam's root (where host files are read) and
 # the libvirt connection.
 LIBVIRT_OPTIONS = dict(
@@ -35,6 +36,8 @@ PIN_OPTIONS = dict(
     memory_mode=dict(type="str", default="strict", choices=list(MEMORY_MODES)),
     nodeset=dict(type="str"),
 )
+
+
 def _stored_xml(name, text, which="stored definition"):
     """A domain's XML as libvirt returned it, parsed; a definition that does not parse (libvirt
     keeps what it was given) is a StateError naming the domain, not a traceback."""

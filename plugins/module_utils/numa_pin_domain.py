@@ -16,6 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection
 
 __metaclass__ = type
 
+
 class NumaPin:
     """Decide, then apply, the pinning of one domain (persistent definition, optionally live)."""
 

@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request imp
 
 __metaclass__ = type
 
+
 def domain_options(entries):
     """Each entry of ``domains`` as the module validates its top-level options (types, choices,
     defaults, the size unless removed); -> [(options, label)]. A bad entry is an InputError that
@@ -295,7 +296,6 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
         result["sriov_vfs"] = vf_result
         result["changed"] = result["changed"] or vf_result["changed"]
     return result
-
 
 
 # With ``tenants`` (the tenants stage's desired state, decided on the host: tenant_stage), these

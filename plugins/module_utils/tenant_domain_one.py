@@ -26,6 +26,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request imp
 
 __metaclass__ = type
 
+
 # What tenant_domain takes for one domain: its top-level options, or each entry of ``domains``.
 TENANT_DOMAIN_OPTIONS = dict(
     name=dict(type="str"),
@@ -68,7 +69,6 @@ TENANT_DOMAIN_REQUIRED_IF = [("state", "defined", ("vcpus", "memory_mb")), ("sta
 # The result fields of one domain that are flags; with ``domains``, each names the domains where it is true.
 TENANT_DOMAIN_FLAGS = ("created", "defined", "started", "removed", "stopped", "forced_off", "live_changed", "restart_required",
                        "autostart")
-
 
 
 # --------------------------------------------------------------------------- tenant domains
