@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The tenants' guests on the controller: ``tenant_guest_domains`` (a tenant's image, seed and
-management NIC into its ``tenant_domain`` entry), ``guest_hosts`` (the running guests as
+"""The tenants' guests on the controller: ``guest_hosts`` (the running guests as
 ``add_host`` entries, with an SSH jump through their GPU host), ``guest_wait_failures`` (the
 guests that did not answer SSH, named with their console logs) and ``guest_report_lines`` (one
 line per tenant for the main command's report). Pure functions of their inputs."""
@@ -17,8 +16,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tena
 __metaclass__ = type
 
 GUEST_GROUP = "gpuvirt_guests"
-# What the guest stage installs where it is missing, and cloud-init installs on first boot.
-GUEST_PACKAGES = ["rdma-core", "ibverbs-utils", "python3"]
 
 
 def _dict(value, what, name):
@@ -36,50 +33,8 @@ def _tenants(tenants, name):
     return dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
 
 
-def _set(values):
-    """The entries that are set (ansible-core 2.16 templates a null left in an option as '')."""
-    return dict((k, v) for k, v in values.items() if v is not None and v != "" and v != [])
-
-
 def _address(value):
     return str(value).split("/", 1)[0] if value else None
-
-
-def tenant_guest_domains(domains, tenants, access=None, images=True):
-    """``tenant_domain`` entries (filter tenant_domains or tenant_removals) with each tenant's
-    guest options: its ``image``, a ``cloud_init`` (the access's user and SSH keys, the guest
-    stage's packages and the tenant's, its ``guest.rdma_address``) and a ``management`` NIC (the
-    access's network or bridge, the tenant's ``guest.address``); ``guest_dir`` from the access,
-    for removals too. A tenant without ``image`` or ``guest.address`` gets nothing of that part.
-    ``images`` false (a preview, whose root is a capture without the images) leaves the image and
-    seed out and keeps the management NIC."""
-    name = "tenant_guest_domains"
-    if not isinstance(domains, list):
-        raise AnsibleFilterError("gpuvirt.tenancy.%s: expected the tenant_domain entries (a list), got %s"
-                                 % (name, type(domains).__name__))
-    by_name = _tenants(tenants, name)
-    access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
-    management = _dict(access.get("management"), "gpuvirt_guest_access.management", name)
-    out = []
-    for entry in domains:
-        entry = dict(entry)
-        tenant = by_name.get(entry.get("name")) or {}
-        guest = _dict(tenant.get("guest"), "tenant %s: guest" % entry.get("name"), name)
-        if access.get("guest_dir"):
-            entry["guest_dir"] = access["guest_dir"]
-        if entry.get("state") == "absent":
-            out.append(entry)
-            continue
-        if tenant.get("image") and images:
-            entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"], name))
-            packages = list(access.get("packages", GUEST_PACKAGES)) + list(guest.get("packages") or [])
-            entry["cloud_init"] = _set({"user": access.get("user"), "ssh_authorized_keys": list(access.get("ssh_authorized_keys") or []),
-                                        "packages": packages, "rdma_address": guest.get("rdma_address"),
-                                        "hostname": guest.get("hostname")})
-        if management and guest.get("address"):
-            entry["management"] = _set(dict(management, address=guest["address"], mac=guest.get("management_mac")))
-        out.append(entry)
-    return out
 
 
 def _jump(host):
@@ -216,6 +171,6 @@ class FilterModule:
     """Guest filters."""
 
     def filters(self):
-        return {"tenant_guest_domains": tenant_guest_domains, "guest_hosts": guest_hosts,
+        return {"guest_hosts": guest_hosts,
                 "guest_wait_failures": guest_wait_failures, "guest_report_lines": guest_report_lines,
                 "netdev_by_mac": netdev_by_mac}

@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.tenant_vf_settings``, ``gpuvirt.tenancy.plan_vf_settings`` and
-``gpuvirt.tenancy.sriov_request``: the
+"""Filters ``gpuvirt.tenancy.tenant_vf_settings`` and ``gpuvirt.tenancy.sriov_request``: the
 per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
 the tenant name and the VF's index: module_utils/vf_mac.py), spoof checking on and trust off:
@@ -12,11 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_network_vfs, tenant_vf_macs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_plan import ISOLATION
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
-
-ISOLATION = {"spoofchk": True, "trust": False}
 
 
 def tenant_vf_settings(tenants, vfs=None):
@@ -24,7 +22,7 @@ def tenant_vf_settings(tenants, vfs=None):
     A tenant's ``mac`` is one address (its first VF's) or a list (one per VF, in PCI address
     order); a VF given as a dict may carry its own ``mac`` and ``vlan``; every other VF gets the
     MAC derived from the tenant name and its index. A tenant whose ``vfs`` is a count (VFs not
-    placed yet: ``plan_vf_settings`` gives theirs) names no VF. ``vfs``: VFs of a PF (dicts
+    placed yet: the tenants stage gives theirs from its plan) names no VF. ``vfs``: VFs of a PF (dicts
     with ``address``, as sriov_vfs returns them, or addresses): only the settings of these."""
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_vf_settings: expected the tenant list (gpuvirt_tenants), got %s"
@@ -64,32 +62,8 @@ def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
             "vf_settings": tenant_vf_settings(tenants)}
 
 
-def plan_vf_settings(plan, tenants, topology):
-    """``[{pf, vfs: [{address, mac, vlan, spoofchk, trust}]}]``: the settings of the network VFs
-    (an Ethernet VF of a PF with a netdev) of each placed tenant of ``plan`` (the
-    ``plan_tenants`` filter), one entry per PF, PFs in address order. A tenant without a
-    ``vlan`` gets VLAN 0 (none): a VF given back by an earlier tenant keeps no VLAN of it."""
-    if not isinstance(plan, dict) or "placements" not in plan:
-        raise AnsibleFilterError("gpuvirt.tenancy.plan_vf_settings: expected a plan (gpuvirt.tenancy.plan_tenants), got %s"
-                                 % type(plan).__name__)
-    specs = {}
-    for tenant in tenants or []:
-        if isinstance(tenant, dict):
-            specs.setdefault(tenant.get("name"), tenant)
-    per_pf = {}
-    for name, placement in sorted(plan["placements"].items()):
-        spec = specs.get(name, {})
-        for vf in tenant_network_vfs(topology, name, placement["vfs"], placement.get("vf_pfs"),
-                                     mac=spec.get("mac"), vlan=spec.get("vlan")):
-            settings = {"address": vf["address"], "mac": vf["mac"], "vlan": vf["vlan"] or 0}
-            settings.update(ISOLATION)
-            per_pf.setdefault(vf["pf"], []).append(settings)
-    return [{"pf": pf, "vfs": sorted(vfs, key=lambda vf: vf["address"])} for pf, vfs in sorted(per_pf.items())]
-
-
 class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "plan_vf_settings": plan_vf_settings,
-                "sriov_request": sriov_request}
+        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request}

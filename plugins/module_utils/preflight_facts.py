@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import NotAnswering
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_nested
 
 __metaclass__ = type
@@ -29,16 +29,19 @@ def preflight_info(params, host, run):
         raise InputError("gpu_ids/nic_ids: %s" % exc)
     return {"topology": topology, "firmware": query_firmware(topology, host, params["firmware_tool"]),
             "libvirt": libvirt_read(params.get("libvirt"), host, run),
-            "stage_checks": stage_checks(params.get("stage_checks"), host, run)}
+            "stage_checks": stage_checks(params.get("stage_checks"), host, run, params.get("libvirt"))}
 
 
-def stage_checks(requested, host, run):
-    """The stages' calls checked in this call; {} when none are asked for."""
+def stage_checks(requested, host, run, libvirt=None):
+    """The stages' calls checked in this call; {} when none are asked for. The tenants stage's
+    call leaves its libvirt ``uri`` to the play's module_defaults: checked here on the ``uri``
+    of ``libvirt`` (the gate's own libvirt read) unless the call gives one."""
     if not requested:
         return {}
     # imported here: it imports the stage modules' features, which only a gate with stage_checks runs
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks import check_stages
-    return check_stages(host, requested, run)
+    uri = (libvirt or {}).get("uri") if isinstance(libvirt, dict) else None
+    return check_stages(host, requested, run, {"tenants": {"uri": uri}} if uri else None)
 
 
 def libvirt_read(options, host, run):

@@ -51,12 +51,14 @@ def validate_request(requested):
     return requested
 
 
-def check_stage(host, stage, options, run):
+def check_stage(host, stage, options, run, defaults=None):
     """One stage's call in check mode on ``host``, its options validated as its module validates
-    them; its warnings go to ``run`` under the stage's name."""
+    them (``defaults``: options the call leaves to the play, such as the tenants stage's libvirt
+    ``uri``, which the gate takes from its own libvirt read); its warnings go to ``run`` under
+    the stage's name."""
     module_args, feature = stage_feature(stage)
     validated = nested_params("stage_checks.%s" % stage, "gpuvirt.tenancy." + STAGE_MODULES[stage], module_args,
-                              dict(options))
+                              dict(defaults or {}, **options))
     check_run = Run(check_mode=True, diff=False)
     result = dict(feature(validated, host, check_run) or {})
     result["changed"] = bool(result.get("changed")) or check_run.changed
@@ -65,9 +67,10 @@ def check_stage(host, stage, options, run):
     return result
 
 
-def check_stages(host, requested, run):
-    """stage -> {module, options, changed, result, error} for each stage of ``requested``. A check
-    that fails is reported (``error``), not raised: the stage then runs its own call, which
+def check_stages(host, requested, run, defaults=None):
+    """stage -> {module, options, changed, result, error} for each stage of ``requested``
+    (``defaults``: stage -> the options its call leaves to the play, see :func:`check_stage`). A
+    check that fails is reported (``error``), not raised: the stage then runs its own call, which
     fails, if it does, in its own words."""
     checks = {}
     for stage in sorted(validate_request(requested)):
@@ -75,7 +78,7 @@ def check_stages(host, requested, run):
                  "error": None}
         checks[stage] = check
         try:
-            result = check_stage(host, stage, requested[stage], run)
+            result = check_stage(host, stage, requested[stage], run, (defaults or {}).get(stage))
             check.update(changed=result["changed"], result=result)
         # Any failure of a check only means the stage runs its own call.
         except Exception as exc:  # pylint: disable=broad-except

@@ -50,10 +50,91 @@ description:
   - With O(sriov_vfs), the same call first gives the tenants' network VFs their settings (MAC, VLAN, spoof check, trust) as
     M(gpuvirt.tenancy.sriov_vfs) does, before any domain is defined or started, so that the VFs and the domains of a host are
     one round trip.
+  - With O(tenants), the call is the tenants stage decided on the host from its desired state as the inventory gives it - it
+    reads the host model (O(gpu_ids), O(nic_ids); with O(preview), as the earlier stages will leave it) and every domain on
+    the connection, plans the tenants with the planner the C(gpuvirt.tenancy.plan_tenants) filter runs (defined tenants keep
+    their place, the domains that are not listed tenants keep what they hold and are never reused nor removed), then removes
+    the tenants the plan released, clears the VFs they held and sets the placed tenants' network VFs (MAC, VLAN, spoof
+    checking on, trust off) as O(sriov_vfs) does, and defines, pins, sets to autostart and starts each placed tenant as
+    O(domains) does. Every entry and VF setting is checked before anything changes. It returns the plan (RV(plan),
+    RV(placements), RV(notes), RV(foreign), RV(unplaced)) with what was done; a tenant that does not fit is in RV(unplaced),
+    not a failure.
 options:
   name:
-    description: The domain name (for a tenant, the tenant name). Required unless O(domains) is given.
+    description: The domain name (for a tenant, the tenant name). Required unless O(domains) or O(tenants) is given.
     type: str
+  tenants:
+    description:
+      - The tenants as the inventory gives them (C(gpuvirt_tenants), docs/tenants.md) - each a dict with C(name) (required,
+        unique), C(vcpus), C(max_vcpus), C(memory_mb), C(gpus) (a count or addresses), C(vfs), C(hugepage_size), C(mac),
+        C(vlan), C(state) (V(defined), V(running) or V(absent)), C(autostart), C(priority), C(qos), C(disks), C(domain_type),
+        C(machine), C(firmware), C(emulator), C(shutdown_timeout), C(force_off), C(image) and C(guest). The call plans them on
+        the host and acts on the plan (see the description).
+      - >-
+        Mutually exclusive with O(domains), O(sriov_vfs), O(name) and every option of one domain except O(domain_type),
+        O(machine), O(firmware), O(memory_mode), O(live), O(shutdown_timeout) and O(force_off), which are then every
+        tenant's settings (a tenant's own C(domain_type), C(machine), C(firmware), C(shutdown_timeout) and C(force_off)
+        win). A tenant without a name, or a name listed twice, is refused naming its index; the planner refuses a bad
+        tenant naming it; nothing changes then.
+    type: list
+    elements: dict
+  policy:
+    description:
+      - With O(tenants), the planner policy - C(numa), C(reserved_cpus), C(smt), C(emulator), C(pcie_affinity),
+        C(hugepage_size), C(host_devices), C(strategy), C(gpus) (the GPUs given to tenants; left out, every GPU of the host
+        model) and C(vf_pfs) (the PFs whose VFs are; left out, every PF with VFs). C(existing) is not given - the domains
+        are read on the host.
+    type: dict
+  priorities:
+    description:
+      - With O(tenants), each priority class's QoS (O(qos)), merged under a tenant's own C(qos). Default C(online) with
+        CPU shares 1024 and C(batch) with shares 256 and a 50% quota per vCPU.
+    type: dict
+  guest_access:
+    description:
+      - With O(tenants), how the tenants' guests boot and are reached (C(gpuvirt_guest_access), docs/tenants.md) - C(user),
+        C(ssh_authorized_keys), C(packages), C(management) (the NIC's C(network) or C(bridge), C(gateway), C(dns)),
+        C(guest_dir), and C(management_network) (as O(management_network), which wins when given). A tenant with an
+        C(image) gets O(image), O(cloud_init) and, with a C(guest.address), O(management).
+    type: dict
+  vf_persist:
+    description: With O(tenants), keep the VF settings (and the cleared ones) in the boot-time SR-IOV configuration. Default V(true).
+    type: bool
+  gpu_ids:
+    description: With O(tenants), the PCI IDs (C(vendor:device)) that classify the host model's GPUs, as M(gpuvirt.tenancy.host_topology_info) takes them.
+    type: list
+    elements: str
+  nic_ids:
+    description: With O(tenants), the PCI IDs that classify the host model's NICs.
+    type: list
+    elements: str
+  preview:
+    description:
+      - With O(tenants), a preview (O(root) a captured host tree, O(uri) libvirt's test driver, check mode, docs/preview.md) -
+        the plan is made on the host as the boot and SR-IOV/VFIO stages will leave it (the wanted VFs and hugepages, the
+        tenants' GPUs on vfio-pci; said in RV(preview_notes)); the tenants' images and seeds are left out (not in the
+        capture) and the VF settings are not asked of the PFs, only returned (RV(vf_settings)).
+    type: dict
+    suboptions:
+      sriov_pfs:
+        description: The PFs' wanted VFs (C(gpuvirt_sriov_pfs), C([{pf, num_vfs}])).
+        type: list
+        elements: dict
+        default: []
+      hugepages:
+        description: The wanted hugepages (C(gpuvirt_hugepages), C([{size, count, node}])).
+        type: list
+        elements: dict
+        default: []
+      gpus:
+        description: The tenants' GPUs (C(gpuvirt_gpus)), on vfio-pci after the VFIO stage.
+        type: list
+        elements: str
+        default: []
+      vf_addresses:
+        description: The VFs the SR-IOV stage reported, per PF (C(host_sriov_vfs)).
+        type: dict
+        default: {}
   domains:
     description:
       - The domains to handle in one call, in order; each a dict of the options of one domain, the same as this module's top
@@ -63,7 +144,7 @@ options:
         O(memory_mode), O(nodeset), O(image), O(cloud_init), O(management), O(guest_dir)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
-        Mutually exclusive with O(name) and with every other option of one domain. A bad entry fails the call with an error
+        Mutually exclusive with O(name), O(tenants) and with every other option of one domain. A bad entry fails the call with an error
         naming its index, its name and the option (C(domains[1] (tenant-b): vcpus: must be at least 1)); a name listed twice
         is refused.
       - The results are in RV(domains), by name.
@@ -470,6 +551,22 @@ EXAMPLES = r"""
       name: gpuvirt-mgmt
       address: 192.168.150.1/24
 
+- name: The tenants stage in one call - read the domains, plan, remove, set the VFs, define, pin and start on the host
+  gpuvirt.tenancy.tenant_domain:
+    tenants:
+      - {name: tenant-a, vcpus: 16, memory_mb: 65536, gpus: 1, vfs: 1, vlan: 100, state: running}
+      - {name: tenant-b, vcpus: 8, memory_mb: 32768, gpus: 1, priority: batch, state: running}
+      - {name: tenant-old, state: absent}
+    policy: {numa: strict, reserved_cpus: "0-1", smt: whole_cores, emulator: housekeeping, hugepage_size: 1G}
+    machine: q35
+    live: true
+  register: tenants_stage
+
+- name: Refuse the tenants that do not fit
+  ansible.builtin.fail:
+    msg: "{{ tenants_stage.unplaced }}"
+  when: tenants_stage.unplaced | length > 0
+
 - name: Say which tenants a restart would finish
   ansible.builtin.debug:
     msg: "restart to apply: {{ tenants.restart_required | join(', ') }}"
@@ -484,14 +581,56 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+plan:
+  description:
+    - With O(tenants), the plan made on the host (as the C(gpuvirt.tenancy.plan_tenants) filter returns it) - C(placements),
+      C(unplaced), C(notes), C(free), C(removed), C(released), C(vf_resets), C(search), C(groups) and C(foreign).
+  returned: with O(tenants)
+  type: dict
+  sample: {placements: {}, unplaced: {}, notes: {}, removed: [], released: {}, foreign: {}}
+placements:
+  description: With O(tenants), each placed tenant's placement (its node, GPUs, VFs, pins, hugepages), by name.
+  returned: with O(tenants)
+  type: dict
+  sample: {tenant-a: {numa_node: 1, gpus: ["0000:82:00.0"], vfs: ["0000:81:00.1"], vcpu_pins: {"0": "2"}, kept: true}}
+unplaced:
+  description: With O(tenants), the tenants that do not fit, with the reason; nothing of theirs is changed.
+  returned: with O(tenants)
+  type: dict
+  sample: {tenant-c: "no NUMA node has 2 free GPUs"}
+notes:
+  description: With O(tenants), how defined tenants were kept, resized or re-planned.
+  returned: with O(tenants)
+  type: dict
+  sample: {tenant-a: "resized from 2 to 4 vCPUs where it is"}
+foreign:
+  description:
+    - With O(tenants), the domains that are not listed tenants and what they hold (C(gpus), C(vfs), C(other_devices),
+      C(cpus), C(numa_node), C(hugepages), C(memory_mb), C(active), C(notes)); kept out of the plan, never reused nor
+      removed.
+  returned: with O(tenants)
+  type: dict
+  sample: {legacy-vm: {active: true, gpus: ["0000:30:00.0"], vfs: [], other_devices: [], cpus: "16-17", numa_node: 1}}
+vf_settings:
+  description: With O(tenants), the placed tenants' network VF settings, per PF (C([{pf, vfs - [{address, mac, vlan, spoofchk, trust}]}])).
+  returned: with O(tenants)
+  type: list
+  elements: dict
+  sample: [{pf: "0000:81:00.0", vfs: [{address: "0000:81:00.2", mac: "52:54:00:00:00:0a", vlan: 100, spoofchk: true, trust: false}]}]
+preview_notes:
+  description: With O(tenants) and O(preview), what the plan assumes of the earlier stages; empty otherwise.
+  returned: with O(tenants)
+  type: list
+  elements: str
+  sample: ["PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages will leave it, not as captured:"]
 domains:
   description:
-    - With O(domains), the result of each domain by name, in the order given; each has C(name) and the fields one domain's
+    - With O(domains) or O(tenants), the result of each domain by name, in the order given; each has C(name) and the fields one domain's
       call returns (RV(xml), RV(created), RV(defined), RV(started), RV(removed), RV(stopped), RV(forced_off),
       RV(released_devices), RV(live_changed), RV(restart_required), RV(restart_reasons), RV(autostart), RV(mmio_window_mb)) as
       booleans and lists, and C(changed).
     - When a domain fails, the call fails with the results of the domains before it (they were acted on).
-  returned: with O(domains)
+  returned: with O(domains) or O(tenants)
   type: dict
   sample:
     tenant-a:
@@ -512,13 +651,13 @@ domains:
       mmio_window_mb: null
 xml:
   description: The persistent domain XML after the change (as it would be, in check mode).
-  returned: without O(domains)
+  returned: without O(domains) or O(tenants)
   type: str
   sample: "<domain type='kvm'><name>tenant-a</name>...</domain>"
 created:
   description:
     - Whether the domain was (or would be) newly defined.
-    - With O(domains), the names of the domains that were (a list; true when not empty), as for each flag below.
+    - With O(domains) or O(tenants), the names of the domains that were (a list; true when not empty), as for each flag below.
   returned: success
   type: raw
   sample: true
@@ -579,14 +718,17 @@ autostart:
   type: raw
   sample: true
 sriov_vfs:
-  description: With O(sriov_vfs), the result of M(gpuvirt.tenancy.sriov_vfs) run in this call (with O(gpuvirt.tenancy.sriov_vfs#module:pfs), its C(pfs)).
-  returned: with O(sriov_vfs)
+  description:
+    - With O(sriov_vfs), the result of M(gpuvirt.tenancy.sriov_vfs) run in this call (with O(gpuvirt.tenancy.sriov_vfs#module:pfs), its C(pfs)).
+    - With O(tenants), that of the VF settings the plan gives (the released VFs cleared, the placed tenants' set), when there
+      are any and it is not a preview.
+  returned: with O(sriov_vfs), or with O(tenants) when VFs are set
   type: dict
   sample: {changed: false, pfs: [{pf: "0000:81:00.0", netdev: ens1f0np0, num_vfs: 4, vfs: []}]}
 guest:
   description:
     - With O(image) or O(management), the guest's files and NIC (null otherwise); with O(domains), in each domain's result.
-  returned: unless O(state=absent); without O(domains)
+  returned: unless O(state=absent); without O(domains) or O(tenants)
   type: dict
   sample:
     disk: /var/lib/libvirt/images/gpuvirt/tenants/tenant-a/disk.qcow2
@@ -601,19 +743,19 @@ management_network:
   sample: {name: gpuvirt-mgmt, address: 192.168.150.1/24, forward: nat, defined: true, started: true, autostart_set: true, changed: true}
 guest_files_removed:
   description: With O(state=absent), the files made for the tenant's guest that were (or would be) deleted.
-  returned: with O(state=absent); without O(domains)
+  returned: with O(state=absent); without O(domains) or O(tenants)
   type: list
   elements: str
   sample: ["/var/lib/libvirt/images/gpuvirt/tenants/tenant-b/disk.qcow2"]
 mmio_window_mb:
   description: The 64-bit MMIO window (MiB) the definition asks OVMF for; null when OVMF's default is enough or O(firmware=bios).
-  returned: unless O(state=absent); without O(domains)
+  returned: unless O(state=absent); without O(domains) or O(tenants)
   type: int
   sample: 262144
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_ARGS, tenant_domain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import TENANT_DOMAIN_ARGS, tenant_domain
 
 MODULE_ARGS = TENANT_DOMAIN_ARGS
 

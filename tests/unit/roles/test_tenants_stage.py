@@ -6,8 +6,10 @@ __host_stages_libvirt_read). The domains are libvirt's test driver's (test:///de
 real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
 libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
 
-Converged, the stage costs one module round trip, the tenant_domain call; a read that does not
-answer the stage's question (other tenants, libvirt changed by libvirt_host) is read again."""
+The stage is one module round trip, the tenant_domain call that reads the host model and the
+domains, plans and acts on the host; with the gate's check of exactly that call (site.yml's
+preflight_stage_checks, the call built before the gate by tenant_vms tasks_from options) a
+converged host's stage makes no call of its own."""
 
 from __future__ import annotations
 
@@ -34,18 +36,26 @@ PLAY = """
     group/gpuvirt.tenancy.all: {root: "%(root)s"}
     group/gpuvirt.tenancy.libvirt: {uri: "%(uri)s"}
   tasks:
-    - name: Test | The gate's read of the host model and libvirt (the domains of the test driver)
+    - name: Test | The tenants stage's call, for the gate
+      ansible.builtin.import_role:
+        name: gpuvirt.tenancy.tenant_vms
+        tasks_from: options
+      tags: [always]
+
+    - name: Test | The gate's read of the host model and libvirt (the domains of the test driver), and its stage checks
       gpuvirt.tenancy.preflight_info:
         gpu_ids: ["1234:11e8"]
         nic_ids: ["1b36:0010"]
         firmware_tool: none
-        libvirt: {names: "{{ read_names }}", foreign: true, uri: "%(uri)s"}
+        libvirt: {names: "{{ gpuvirt_tenants | map(attribute='name') | list }}", foreign: true, uri: "%(uri)s"}
+        stage_checks: "{{ {'tenants': tenant_vms_call | combine(gate_changes)} if gate_checks else {} }}"
       register: test_gate
       tags: [always]
 
     - name: Test | Share it as site.yml does; the service as a converged host's
       ansible.builtin.set_fact:
         __host_stages_host_model: "{{ test_gate.topology }}"
+        __host_stages_checks: "{{ test_gate.stage_checks }}"
         __host_stages_libvirt_read: >-
           {{ test_gate.libvirt | combine({'service': converged, 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
       vars:
@@ -62,18 +72,19 @@ PLAY = """
 """
 
 
-def run_stage(tmp_path, read_names):
+def run_stage(tmp_path, gate_checks=False, gate_changes=None, name="runner", tenants=None):
     """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, each task result's
     {task, action, status, result})."""
     import ansible_runner  # pylint: disable=import-outside-toplevel
-    (tmp_path / "runner").mkdir()
+    (tmp_path / name).mkdir()
     (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI})
     # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
-    extra = {"gpuvirt_tenants": TENANTS, "read_names": read_names, "gpuvirt_tenant_domain_type": "test",
-             "libvirt_host_uri": URI, "libvirt_host_packages": [], "gpuvirt_tenant_firmware": "efi",
+    extra = {"gpuvirt_tenants": TENANTS if tenants is None else tenants, "gate_checks": gate_checks, "gate_changes": gate_changes or {},
+             "gpuvirt_tenant_domain_type": "test", "gpuvirt_gpu_pci_ids": ["1234:11e8"], "gpuvirt_nic_pci_ids": ["1b36:0010"],
+             "libvirt_host_uri": URI, "libvirt_host_packages": [], "libvirt_host_uefi": True, "gpuvirt_tenant_firmware": "efi",
              "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable}
     done = ansible_runner.run(
-        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
+        private_data_dir=str(tmp_path / name), playbook=str(tmp_path / "play.yml"),
         inventory="localhost ansible_connection=local", extravars=extra, cmdline="--check --diff", quiet=True, timeout=300,
         envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
     outcomes = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
@@ -90,17 +101,31 @@ def round_trips(records):
 
 
 @pytest.mark.usefixtures("libvirt_conn")
-@pytest.mark.parametrize("read_names, expected", [
-    # the gate read these tenants: the stage is the tenant_domain call alone
-    ([t["name"] for t in TENANTS], ["gpuvirt.tenancy.tenant_domain"]),
-    # the gate read other names: tenant_vms reads the domains again
-    (["someone-else"], ["gpuvirt.tenancy.tenant_domain_info", "gpuvirt.tenancy.tenant_domain"]),
-])
-def test_converged_tenants_stage_is_one_round_trip(tmp_path, read_names, expected):
-    rc, out, records = run_stage(tmp_path, read_names)
+def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path):
+    # no check by the gate: the stage is the tenant_domain call alone (it reads, plans and defines on the host)
+    rc, out, records = run_stage(tmp_path)
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in round_trips(records)] == expected, (round_trips(records), out[-4000:])
+    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"], (round_trips(records), out[-4000:])
     [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
     assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["started"] == ["stage-a"]
+    assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
     # libvirt_host decided from the gate's read: nothing to install, start or check
     assert not any(r["task"].startswith("Install libvirt") and r["status"] != "skipped" for r in records)
+    # the gate checked exactly this call and it would change nothing (no tenant listed, the test driver's own
+    # domain kept as foreign): the stage takes the gate's result and makes no call of its own
+    rc, out, records = run_stage(tmp_path, gate_checks=True, name="converged", tenants=[])
+    assert rc == 0, out[-6000:]
+    [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
+    assert gate["stage_checks"]["tenants"]["error"] is None and gate["stage_checks"]["tenants"]["changed"] is False, gate
+    assert round_trips(records) == [], out[-4000:]
+    # the gate checked other options (another setting): the stage makes its own call
+    rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="other", tenants=[])
+    assert rc == 0, out[-6000:]
+    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"]
+    # a check that would change something (the tenants are not defined yet) is not taken either
+    rc, out, records = run_stage(tmp_path, gate_checks=True, name="changing")
+    assert rc == 0, out[-6000:]
+    [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
+    assert gate["stage_checks"]["tenants"]["error"] is None, gate["stage_checks"]
+    assert gate["stage_checks"]["tenants"]["changed"] is True
+    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"]

@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
@@ -29,7 +30,7 @@ ACCESS = {"user": "ops", "ssh_authorized_keys": [KEY],
 def test_guest_options_reach_the_entries_and_pass_the_module_spec():
     entries = [{"name": t["name"], "state": "running", "vcpus": 2, "memory_mb": 1024} for t in TENANTS]
     entries.append({"name": "tenant-old", "state": "absent"})
-    out = FILTERS["tenant_guest_domains"](entries, TENANTS, dict(ACCESS, guest_dir="/srv/guests"))
+    out = tenant_plan.guest_domains(entries, TENANTS, dict(ACCESS, guest_dir="/srv/guests"))
     a = out[0]
     assert a["image"] == {"base": "/srv/debian-12.qcow2", "size_gb": 40}
     assert a["cloud_init"] == {"user": "ops", "ssh_authorized_keys": [KEY], "rdma_address": "10.20.0.11/24",
@@ -44,7 +45,7 @@ def test_guest_options_reach_the_entries_and_pass_the_module_spec():
     # the inputs are not changed
     assert "image" not in entries[0]
     # a preview: no image nor seed (not in the capture), the NIC as planned
-    preview = FILTERS["tenant_guest_domains"](entries, TENANTS, ACCESS, False)[0]
+    preview = tenant_plan.guest_domains(entries, TENANTS, ACCESS, False)[0]
     assert "image" not in preview and "cloud_init" not in preview and preview["management"]["address"] == "192.168.150.11/24"
 
 

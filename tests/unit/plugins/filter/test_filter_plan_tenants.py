@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """The placement filters: plan_tenants (the planner behind a Jinja filter, bad input as a filter
-error), and tenant_domains / tenant_removals (a plan as tenant_domain arguments, built once per
-tenant, the entries of its ``domains``)."""
+error), and the plan as tenant_domain arguments (module_utils tenant_plan: tenant_domains /
+tenant_removals, built once per tenant, the entries of its ``domains``), which tenant_domain's
+``tenants`` builds on the host from the same plan."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
@@ -16,8 +19,9 @@ from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synth
 
 FILTERS = FilterModule().filters()
 PLAN = FILTERS["plan_tenants"]
-DOMAINS = FILTERS["tenant_domains"]
-REMOVALS = FILTERS["tenant_removals"]
+# the plan as tenant_domain entries: shared by the plan_tenants filter and tenant_domain's tenants (module_utils tenant_plan)
+DOMAINS = tenant_plan.tenant_domains
+REMOVALS = tenant_plan.tenant_removals
 GROUP_DEVICES = FILTERS["tenant_group_devices"]
 PRIORITIES = {"online": {"cpu_shares": 1024},
               "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000, "iotune": {"total_iops_sec": 200}}}
@@ -86,7 +90,7 @@ def test_tenant_domains_are_the_entries_of_one_tenant_domain_call():
 
 def test_tenant_domains_need_each_priority_class():
     plan = PLAN(lab(pages_2m=(0, 64)), TENANTS, {"reserved_cpus": [0], "numa": "preferred"})
-    with pytest.raises(AnsibleFilterError, match="tenant b has priority batch, which the priorities \\(online\\) do not define"):
+    with pytest.raises(InputError, match="tenant b has priority batch, which the priorities \\(online\\) do not define"):
         DOMAINS(plan, TENANTS, dict(SETTINGS, priorities={"online": {}}))
 
 
@@ -202,7 +206,7 @@ def test_tenant_domains_with_the_host_model_give_each_network_vf_its_mac():
     own = [dict(tenants[0], firmware="efi", machine="pc-q35-7.2")]
     assert (DOMAINS(plan, own, dict(SETTINGS, firmware="bios"))[0]["firmware"],
             DOMAINS(plan, own, SETTINGS)[0]["machine"]) == ("efi", "pc-q35-7.2")
-    with pytest.raises(AnsibleFilterError, match="tenant t: firmware: 'coreboot' is not one of efi, bios"):
+    with pytest.raises(InputError, match="tenant t: firmware: 'coreboot' is not one of efi, bios"):
         DOMAINS(plan, [dict(tenants[0], firmware="coreboot")], SETTINGS)
 
 

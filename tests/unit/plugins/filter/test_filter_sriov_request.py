@@ -8,6 +8,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 SETTINGS = FilterModule().filters()["tenant_vf_settings"]
@@ -60,7 +62,8 @@ def test_not_a_list_names_the_input():
 
 
 # --------------------------------------------------------------------------- the VFs the planner picked
-PLAN_SETTINGS = FilterModule().filters()["plan_vf_settings"]
+# the tenants stage's VF settings from its plan (module_utils tenant_plan, run by tenant_domain's tenants)
+PLAN_SETTINGS = tenant_plan.plan_vf_settings
 PF_ETH, PF_NVME = "0000:0c:00.0", "0000:81:00.0"
 TOPOLOGY = {"pci_devices": {
     PF_ETH: {"class": "0x020000", "netdevs": ["enp12s0f0np0"], "virtfns": ["0000:0c:00.2", "0000:0c:00.3", "0000:0c:00.4"]},
@@ -95,7 +98,7 @@ def test_plan_vf_settings(placements, tenants, expected):
 
 
 def test_plan_vf_settings_needs_a_plan():
-    with pytest.raises(AnsibleFilterError, match="expected a plan"):
+    with pytest.raises(InputError, match="expected a plan"):
         PLAN_SETTINGS([], [], TOPOLOGY)
 
 

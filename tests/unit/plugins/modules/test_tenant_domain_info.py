@@ -12,6 +12,7 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info
@@ -96,7 +97,7 @@ def converge(topology, tenants, check_mode=False):
     existing = run_module(tenant_domain_info.main, {"names": names, "uri": URI})["domains"]
     plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=existing))
     assert not plan["unplaced"], plan["unplaced"]
-    entries = [dict(args, arch="i686") for args in filters["tenant_domains"](plan, tenants, dict(SETTINGS, live=True))]
+    entries = [dict(args, arch="i686") for args in tenant_plan.tenant_domains(plan, tenants, dict(SETTINGS, live=True))]
     result = run_module(tenant_domain.main, {"uri": URI, "domains": entries}, check_mode=check_mode, diff=check_mode)
     assert not result.get("failed"), result
     return list(result["domains"].values()), result
@@ -196,10 +197,10 @@ def test_role_path_never_gives_what_a_foreign_domain_holds(libvirt_conn, running
     # node 1's 2M pool lost the foreign domain's 32 pages: 32 left for d
     assert plan["placements"]["d-" + suffix]["hugepages"]["count"] == 32
     assert plan["free"]["1"]["hugepages"]["2M"] == 0
-    assert other not in plan["released"] and filters["tenant_removals"](plan, tenants, {}) == []
-    assert other not in [a["name"] for a in filters["tenant_domains"](plan, tenants, SETTINGS)]
+    assert other not in plan["released"] and tenant_plan.tenant_removals(plan, tenants, {}) == []
+    assert other not in [a["name"] for a in tenant_plan.tenant_domains(plan, tenants, SETTINGS)]
     results = [run_module(tenant_domain.main, dict(args, uri=URI, arch="i686"))
-               for args in filters["tenant_domains"](plan, tenants, SETTINGS)]
+               for args in tenant_plan.tenant_domains(plan, tenants, SETTINGS)]
     assert not any(r.get("failed") for r in results), results
     assert libvirt_conn.lookupByName(other).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
     assert libvirt_conn.lookupByName(other).isActive() == running

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+"""tenant_domain with ``tenants``: the tenants stage decided on the host in one call (the domains
+read, the plan made with the planner the plan_tenants filter runs, the removals, the VF settings
+and the definitions), against libvirt's test driver (conftest ``libvirt_conn``) and the lab host
+tree with a ConnectX PF (netdev, 2 VFs, each in its own IOMMU group) added on node 1; ``ip`` is
+the stand-in of tests/unit/fakes/standins, its VF settings kept in a state file."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_checks
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info
+
+from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.paths import STANDINS  # pylint: disable=import-error
+
+EDU = "0000:82:00.0"
+PF = "0000:84:00.0"
+VFS = ["0000:84:00.1", "0000:84:00.2"]
+GPU_IDS, NIC_IDS = ["1234:11e8"], ["15b3:1017"]
+PLAN = FilterModule().filters()["plan_tenants"]
+
+
+@pytest.fixture
+def stage_host(tmp_path, monkeypatch):
+    tree, kernel = lab_host(tmp_path / "root")
+    tree.add_pci("0000:80:03.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:80", numa_node=1, driver="pcieport",
+                 iommu_group=9)
+    tree.add_pci(PF, "0x15b3", "0x1017", "0x020000", parent="0000:80:03.0", numa_node=1, driver="mlx5_core", iommu_group=10,
+                 sriov_totalvfs=8, netdevs=("enp132s0f0np0",))
+    tree.add_vfs(PF, VFS, "0x15b3", "0x1018", "0x020000", numa_node=1, groups=[11, 12])
+    for vf in VFS:
+        tree.bind(vf, "vfio-pci")
+    monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
+    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
+    monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
+    return Host(tree.root, kernel=kernel)
+
+
+def vf_state(tmp_path, index):
+    with open(str(tmp_path / "ip.json"), encoding="utf-8") as handle:
+        vf = json.load(handle)["enp132s0f0np0"]["vfs"][index]
+    return vf["mac"], vf["vlan"]
+
+
+def tenant(name, **options):
+    return dict({"name": name, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "firmware": "bios"}, **options)
+
+
+def call(tenants, **options):
+    return dict({"uri": URI, "tenants": tenants, "domain_type": "test", "policy": {"emulator": "vcpus"},
+                 "gpu_ids": GPU_IDS, "nic_ids": NIC_IDS, "vf_persist": False, "live": True}, **options)
+
+
+def names(conn):
+    return sorted(d.name() for d in conn.listAllDomains(0) if d.name() != "test")
+
+
+def test_the_plan_made_on_the_host_is_the_filters_plan(libvirt_conn, stage_host, tmp_path):
+    tenants = [tenant("st-a", gpus=1, vfs=1, vlan=100, state="running"), tenant("st-b", vfs=1)]
+    done = run_module(tenant_domain.main, call(tenants), check_mode=True, host=stage_host)
+    assert not done.get("failed") and done["changed"], done
+    read = run_module(tenant_domain_info.main, {"uri": URI, "names": ["st-a", "st-b"], "foreign": True}, host=stage_host)
+    policy = {"emulator": "vcpus", "existing": read["domains"]}
+    expected = PLAN(stage_host.topology(GPU_IDS, NIC_IDS), tenants, policy, read["foreign"])
+    assert json.loads(json.dumps(done["plan"])) == json.loads(json.dumps(expected))
+    assert done["placements"]["st-a"]["gpus"] == [EDU] and sorted(done["placements"]) == ["st-a", "st-b"]
+    assert done["unplaced"] == {} and "test" in done["foreign"]
+    # the planned VF settings: each network VF its MAC, the tenant's VLAN, spoof checking on, trust off
+    [settings] = done["vf_settings"]
+    vlans = dict((v["address"], v["vlan"]) for v in settings["vfs"])
+    assert settings["pf"] == PF and vlans == {done["placements"]["st-a"]["vfs"][0]: 100, done["placements"]["st-b"]["vfs"][0]: 0}
+    assert all(v["spoofchk"] is True and v["trust"] is False for v in settings["vfs"])
+    # check mode: nothing defined, no VF set
+    assert names(libvirt_conn) == [] and [vf_state(tmp_path, i) for i in (0, 1)] == [("00:00:00:00:00:00", 0)] * 2
+
+
+def test_one_call_defines_sets_the_vfs_then_removes_and_resets(libvirt_conn, stage_host, tmp_path):
+    tenants = [tenant("st-a", gpus=1, vfs=1, vlan=100, mac="52:54:00:aa:00:01", state="running"), tenant("st-b")]
+    done = run_module(tenant_domain.main, call(tenants), host=stage_host)
+    assert not done.get("failed") and done["changed"], done
+    assert names(libvirt_conn) == ["st-a", "st-b"] and done["started"] == ["st-a"] and done["created"] == ["st-a", "st-b"]
+    vf = done["placements"]["st-a"]["vfs"][0]
+    assert vf_state(tmp_path, VFS.index(vf)) == ("52:54:00:aa:00:01", 100)
+    # a re-run of the converged host changes nothing
+    again = run_module(tenant_domain.main, call(tenants), host=stage_host)
+    assert again["changed"] is False and again["placements"]["st-a"]["kept"], again
+    # st-a marked absent: removed first, then its VF cleared on the PF, in the same call
+    gone = [dict(tenants[0], state="absent", force_off=True, shutdown_timeout=0), tenants[1]]
+    removed = run_module(tenant_domain.main, call(gone), host=stage_host)
+    assert not removed.get("failed") and removed["removed"] == ["st-a"], removed
+    assert names(libvirt_conn) == ["st-b"] and EDU in removed["released_devices"]
+    assert vf_state(tmp_path, VFS.index(vf)) == ("00:00:00:00:00:00", 0)
+    assert removed["sriov_vfs"]["changed"]
+
+
+def test_check_mode_changes_nothing(libvirt_conn, stage_host, tmp_path):
+    tenants = [tenant("st-a", gpus=1, vfs=1, vlan=100, state="running")]
+    done = run_module(tenant_domain.main, call(tenants), check_mode=True, diff=True, host=stage_host)
+    assert done["changed"] and done["created"] == ["st-a"] and done["sriov_vfs"]["changed"], done
+    assert "+++" not in json.dumps(done.get("warnings") or [])
+    assert names(libvirt_conn) == [] and vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
+
+
+def test_a_foreign_domains_devices_are_kept_out(libvirt_conn, stage_host):
+    other = {"name": "legacy", "uri": URI, "domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1,
+             "memory_mb": 64, "gpus": [EDU], "mmio_window_mb": 0}
+    assert not run_module(tenant_domain.main, other, host=stage_host).get("failed")
+    done = run_module(tenant_domain.main, call([tenant("st-a", gpus=1)]), host=stage_host)
+    assert not done.get("failed"), done
+    assert "st-a" in done["unplaced"] and done["placements"] == {}
+    assert done["foreign"]["legacy"]["gpus"] == [EDU]
+    # never reused nor removed
+    assert names(libvirt_conn) == ["legacy"] and done["removed"] == []
+
+
+@pytest.mark.parametrize("args, words", [
+    (call([{"vcpus": 1, "memory_mb": 64}]), "tenants[0]: name: required"),
+    (call([tenant("st-a"), tenant("st-a")]), "tenants[1] (st-a): name st-a is also tenants[0]"),
+    (call([tenant("st-a")], domains=[{"name": "st-a", "state": "absent"}]), "tenants|domains"),
+    (call([tenant("st-a")], vcpus=2), "mutually exclusive: tenants|vcpus"),
+    ({"uri": URI, "name": "st-a", "vcpus": 1, "memory_mb": 64, "policy": {}}, "missing parameter(s) required by 'policy': tenants"),
+    (call([tenant("st-a")], policy={"existing": {}}), "policy.existing"),
+    (call([tenant("st-a", vcpus=0)]), "st-a"),
+])
+def test_bad_inputs_are_refused_naming_the_input(libvirt_conn, stage_host, args, words):
+    done = run_module(tenant_domain.main, args, host=stage_host)
+    assert done["failed"] and words in done["msg"] and not done.get("changed"), done
+    assert names(libvirt_conn) == []
+
+
+def test_the_gate_answers_the_tenants_stage_only_for_these_options(libvirt_conn, stage_host):
+    options = call([tenant("st-a", state="running")])
+    defined = run_module(tenant_domain.main, options, host=stage_host)
+    assert defined["created"] == ["st-a"], defined
+    checks = stage_checks.check_stages(stage_host, {"tenants": options}, Run(check_mode=True))
+    check = checks["tenants"]
+    assert check["module"] == "tenant_domain" and check["error"] is None and check["changed"] is False, check
+    assert stage_checks.check_result(check, options)["placements"]["st-a"]["kept"]
+    # other options (another tenant list, another setting): the stage makes its own call
+    assert stage_checks.check_result(check, call([tenant("st-a", state="running"), tenant("st-b")])) == {}
+    assert stage_checks.check_result(check, dict(options, live=False)) == {}
+    # a check that would change something, or failed, is never taken
+    changing = stage_checks.check_stages(stage_host, {"tenants": call([tenant("st-a"), tenant("st-b")])}, Run(check_mode=True))
+    assert changing["tenants"]["changed"] is True
+    assert stage_checks.check_result(changing["tenants"], call([tenant("st-a"), tenant("st-b")])) == {}
+    failing = stage_checks.check_stages(stage_host, {"tenants": call([{"vcpus": 1}])}, Run(check_mode=True))
+    assert "tenants[0]: name" in failing["tenants"]["error"]
+    assert stage_checks.check_result(failing["tenants"], call([{"vcpus": 1}])) == {}
+    assert names(libvirt_conn) == ["st-a"]
