@@ -222,3 +222,22 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
         path.write_text(xml, encoding="utf-8")
         check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
         assert check.returncode == 0, "%s: %s\n%s" % (tenant, check.stdout + check.stderr, xml)
+
+
+def test_preview_plans_runtime_2m_pages_and_refuses_a_grub_dropin_as_a_real_run(tmp_path):
+    """What the hugepages module reads under /etc/systemd/system is in the capture: 2M pages, set at
+    runtime and kept by the boot-time unit, are planned (the unit's diff), not refused for a
+    missing directory. A GRUB drop-in that sets GRUB_CMDLINE_LINUX again (read after
+    /etc/default/grub, so the edit would not count) is refused by the preview as by a real run."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    pages = [{"size": "1G", "count": 100, "node": n} for n in (1, 3, 5, 7)] + [{"size": "2M", "count": 512, "node": 0}]
+    rc, out = preview(tmp_path, "-e", json.dumps({"gpuvirt_hugepages": pages}), "--tags", "preflight,boot")
+    assert rc == 0, out[-4000:]
+    assert ("ExecStart=/bin/sh -c 'echo 512 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages'"
+            in out)
+    assert "hugepagesz=1G hugepages=1:100,3:100,5:100,7:100" in out
+    dropin = tmp_path / "dgx" / "etc" / "default" / "grub.d" / "50-cloudimg-settings.cfg"
+    dropin.write_text('GRUB_CMDLINE_LINUX="console=ttyS0"\n', encoding="utf-8")
+    rc, out = preview(tmp_path, "--tags", "preflight,boot")
+    assert rc != 0
+    assert "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again after /etc/default/grub" in " ".join(out.split())
