@@ -21,11 +21,21 @@ What is copied:
   /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
                               osrelease, mounts, self/mountinfo, swaps, net/route,
                               net/if_inet6, net/ipv6_route (the devices the host needs)
-  files the collection edits  /etc/default/grub, /etc/os-release, /usr/lib/os-release,
+  files the collection edits  /etc/default/grub and its drop-ins /etc/default/grub.d/*.cfg,
+                              /etc/os-release, /usr/lib/os-release,
                               /etc/modprobe.d, /etc/modules-load.d, /etc/initramfs-tools/modules,
                               /etc/dracut.conf.d, /etc/libvirt/qemu/*.xml (defined domains),
                               /run/libvirt/qemu/*.xml (running ones), /etc/gpuvirt, the
-                              collection's udev rule and systemd units
+                              collection's udev rule
+  /etc/systemd/system         the directory itself (the hugepages unit is written there), the
+                              collection's units (gpuvirt-*, and the hugetlbfs .mount units it
+                              wrote) and their links in multi-user.target.wants
+  .capture/                   what programs of the host answered (captured from root / only),
+                              stdout as printed, one file each: libvirtd-version.txt
+                              (libvirtd --version), qemu-version.txt (qemu-system-x86_64 or
+                              /usr/libexec/qemu-kvm --version), systemctl-show-nvidia.txt
+                              (systemctl show -p Id,LoadState,UnitFileState,ActiveState of the
+                              NVIDIA services); plugins/module_utils/captured_programs.py reads them
 Symlinks are kept as links (made relative to the capture root); links are never
 followed while walking, so sysfs loops cannot recurse. Unreadable files are skipped.
 Standard library only, and Python 3.6 syntax, so it runs with any python3 on the host being
@@ -35,6 +45,7 @@ import argparse
 import datetime
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -62,10 +73,23 @@ EDITED_FILES = (
 )
 EDITED_DIRS = (
     "/etc/modprobe.d", "/etc/modules-load.d", "/etc/dracut.conf.d", "/etc/libvirt/qemu",
-    "/run/libvirt/qemu", "/etc/gpuvirt",
+    "/run/libvirt/qemu", "/etc/gpuvirt", "/etc/default/grub.d",
 )
-# The collection's own systemd units (hugepages, SR-IOV, VFIO), by name prefix.
+# The collection's own systemd units (hugepages, SR-IOV, VFIO), by name prefix, and the ones it
+# names otherwise (the hugetlbfs .mount units), by their first line.
 UNIT_DIR, UNIT_PREFIX = "/etc/systemd/system", "gpuvirt-"
+UNIT_HEADER = b"# Written by gpuvirt.tenancy"
+WANTS_DIR = UNIT_DIR + "/multi-user.target.wants"
+# Programs' answers (file under .capture -> the argv candidates, first found runs), as
+# plugins/module_utils/captured_programs.py reads them.
+OUTPUT_DIR = ".capture"
+NVIDIA_UNITS = ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "nvidia-dcgm.service", "dcgm.service")
+PROGRAMS = (
+    ("libvirtd-version.txt", (["libvirtd", "--version"],)),
+    ("qemu-version.txt", (["qemu-system-x86_64", "--version"], ["/usr/libexec/qemu-kvm", "--version"])),
+    ("systemctl-show-nvidia.txt", (["systemctl", "show", "-p", "Id,LoadState,UnitFileState,ActiveState"] + list(NVIDIA_UNITS),)),
+)
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_FILE = 256 * 1024
 
 
@@ -229,9 +253,52 @@ class Capture:
             for name in self.listdir(base):
                 if not self.copy_file(f"{base}/{name}"):
                     self.copy_link(f"{base}/{name}")
+        if os.path.isdir(self.host(UNIT_DIR)):
+            self.make_dir(UNIT_DIR)
+        units = []
         for name in self.listdir(UNIT_DIR):
-            if name.startswith(UNIT_PREFIX):
-                self.copy_file(f"{UNIT_DIR}/{name}")
+            if name.startswith(UNIT_PREFIX) or self.written_by_collection(f"{UNIT_DIR}/{name}"):
+                if self.copy_file(f"{UNIT_DIR}/{name}"):
+                    units.append(name)
+        for name in units:
+            self.copy_link(f"{WANTS_DIR}/{name}")
+
+    def written_by_collection(self, path: str) -> bool:
+        src = self.host(path)
+        if os.path.islink(src) or not os.path.isfile(src):
+            return False
+        try:
+            with open(src, "rb") as handle:
+                return handle.read(len(UNIT_HEADER)) == UNIT_HEADER
+        except OSError:
+            return False
+
+    def programs(self) -> None:
+        """What the host's programs answer (only when capturing the running host: another
+        root's programs cannot be run); a missing program leaves no file."""
+        if self.src != "/":
+            return
+        for name, candidates in PROGRAMS:
+            for argv in candidates:
+                program = shutil.which(argv[0], path=os.environ.get("PATH", "") + ":" + SEARCH_PATH)
+                if not program:
+                    continue
+                try:
+                    done = subprocess.run([program] + argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          universal_newlines=True, timeout=30, check=False,
+                                          env=dict(os.environ, LC_ALL="C", LANG="C"))
+                except (OSError, subprocess.SubprocessError):
+                    self.skipped.append(" ".join(argv))
+                    break
+                if done.returncode == 0 or (argv[0] == "systemctl" and done.stdout.strip()):
+                    path = os.path.join(self.out, OUTPUT_DIR, name)
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    with open(path, "w", encoding="utf-8") as handle:
+                        handle.write(done.stdout)
+                    self.files += 1
+                else:
+                    self.skipped.append(" ".join(argv))
+                break
 
     def run(self) -> None:
         self.pci()
@@ -242,6 +309,7 @@ class Capture:
         self.net()
         self.proc()
         self.edited()
+        self.programs()
 
 
 def size_of(tree: str) -> int:

@@ -4,7 +4,12 @@
 """The files under the root that bring VFs and driver bindings back at boot (a config file
 each, the restore script of boot_script.py, a systemd unit each), shared by sriov_vfs and
 vfio_bind. A change is a tuple ``(host_path, before_text, after_text)``; an ``after`` of
-None removes the file."""
+None removes the file.
+
+Within one module call (one :class:`Host`), a file planned by an earlier step (an earlier PF
+of sriov_vfs' ``pfs``) is read as planned, not as it is on disk: a real run writes it after each
+step, and check mode, which writes nothing, must show the same end state (every PF in
+``/etc/gpuvirt/sriov.json``, not only the last)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,8 +29,16 @@ class BootFiles:
     def __init__(self, host):
         self.host = host
 
+    def read(self, host_path):
+        """The text of a boot file as this call leaves it so far: as planned by an earlier step
+        of the call, else as it is under the root (None: missing)."""
+        planned = getattr(self.host, "planned_files", None)
+        if planned is not None and host_path in planned:
+            return planned[host_path]
+        return read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
+
     def load_json(self, host_path, default):
-        text = read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
+        text = self.read(host_path)
         if not text:
             return default
         try:
@@ -35,9 +48,12 @@ class BootFiles:
         return value if isinstance(value, dict) else default
 
     def change(self, host_path, after):
-        before = read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
+        before = self.read(host_path)
         if before == after:
             return []
+        planned = getattr(self.host, "planned_files", None)
+        if planned is not None:
+            planned[host_path] = after
         return [(host_path, before, after)]
 
     def service_changes(self, unit, unit_text):

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import host_stack
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import captured_programs, host_stack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, read_text
@@ -95,6 +95,7 @@ class GpuStack:
         self.change = None
         self.daemons = []
         self.daemons_read = False
+        self.daemons_source = None
 
     @property
     def pre_bind_ids(self):
@@ -120,13 +121,21 @@ class GpuStack:
                         + ["%s.service" % name for name in plan["services"]], check=False)
                     self.daemons = daemons_to_stop(parse_systemctl_show(out), plan["services"])
                     self.daemons_read = True
+            elif plan["services"]:
+                # under a capture: the units' state as systemctl showed it on the host when captured
+                out = captured_programs.read_output(self.host.fs, captured_programs.NVIDIA_UNITS)
+                if out is not None:
+                    self.daemons = daemons_to_stop(parse_systemctl_show(out), plan["services"])
+                    self.daemons_read = True
+                    self.daemons_source = captured_programs.path_of(captured_programs.NVIDIA_UNITS)
         return {"active": plan["active"], "tenant_gpus": plan["tenant_gpus"], "host_gpus": plan["host_gpus"],
                 "pre_bind_ids": plan["pre_bind_ids"], "address_prebind": plan["address_prebind"],
                 "blacklist": plan["blacklist"], "kernel_args": plan["kernel_args"], "os_family": self.family,
                 "modprobe_file": host_stack.MODPROBE_FILE if plan["active"] else None,
                 "modprobe_changed": self.change is not None,
                 "daemons_stopped": list(self.daemons),
-                "daemons_read": self.daemons_read, "notes": list(plan["notes"]),
+                "daemons_read": self.daemons_read, "daemons_source": self.daemons_source,
+                "notes": list(plan["notes"]),
                 "changed": self.change is not None or bool(self.daemons)}
 
     def apply(self, run):
@@ -135,7 +144,8 @@ class GpuStack:
             self.host.files.makedirs(real.rsplit("/", 1)[0])
             self.host.files.write(real, self.change[2], mode=0o644)
             run.changed = True
-        if self.daemons:
+        if self.daemons and self.host.live:
+            # under a captured root the units are the captured host's record: nothing to stop here
             systemctl = self.host.commands.which("systemctl", required=True)
             self.host.commands.run([systemctl, "disable", "--now"] + self.daemons)
             run.changed = True

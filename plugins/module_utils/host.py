@@ -116,6 +116,11 @@ class Host:
         self.commands = commands
         self.files = files if files is not None else FileWriter()
         self._host_model = None
+        # Boot-time files (host path -> text) a step of this call has planned to write: a later
+        # step of the same call builds on them (boot_files.BootFiles), so that in check mode,
+        # where nothing is written, each PF's plan keeps the PFs planned before it, as the real
+        # run, which writes after each, does.
+        self.planned_files = {}
 
     def topology(self, gpu_ids=(), nic_ids=(), fresh=False):
         """The host model (:class:`topology.TopologyReader`), read once per module run: every

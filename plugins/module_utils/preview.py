@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 import copy
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.captured_programs import hypervisor_note
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address, vf_address
 
@@ -109,6 +110,9 @@ def finish(before, projected, gpus=(), vf_addresses=None):
             gpu["driver"] = "vfio-pci"
     if moved:
         notes.append("on vfio-pci after the VFIO stage: %s" % ", ".join(moved))
+    hypervisor = hypervisor_note(topo.get("hypervisor"))
+    if hypervisor:
+        notes.append(hypervisor)
     if notes:
         notes.insert(0, "PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages will leave it, not as captured:")
     return topo, notes

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.captured_programs import hypervisor_versions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
@@ -82,6 +83,9 @@ class TopologyReader:
                 "groups": groups,
             },
             "netdevs": self.read_netdevs(),
+            # libvirt's and QEMU's versions as a capture holds them (captured_programs; all None
+            # on the running host, whose programs a caller asks itself)
+            "hypervisor": hypervisor_versions(self.fs),
         }
 
     # ------------------------------------------------------------------ CPUs / NUMA

@@ -154,6 +154,13 @@ topology:
       description: V(intel), V(amd), or the raw vendor id.
       type: str
       sample: "intel"
+    hypervisor:
+      description:
+        - libvirt's and QEMU's versions as a captured O(root) holds them (C(.capture/libvirtd-version.txt),
+          C(.capture/qemu-version.txt), written by tools/capture_host.py), and whether it held any (C(captured)).
+        - All null on the running host (O(root) V(/)), whose programs are not run here.
+      type: dict
+      sample: {"libvirt": "8.0.0", "qemu": "6.2.0", "captured": true}
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module

@@ -160,7 +160,10 @@ options:
         (nvidia-persistenced, nvidia-fabricmanager, DCGM) stopped and disabled, ids of host GPUs dropped from
         O(pre_bind_ids), the early stub driver (as O(early_driver)) when devices are pre-bound, and the running kernel's
         initramfs rebuilt when the module configuration it carries changed.
-      - Daemons and the initramfs are read only on the running host (O(root) V(/)); RV(gpu_stack) and RV(initramfs) say so.
+      - The initramfs is read only on the running host (O(root) V(/)); RV(initramfs) says so. The daemons' state is asked
+        of systemctl on the running host; under a captured O(root) it is read from the capture's
+        C(.capture/systemctl-show-nvidia.txt) (tools/capture_host.py writes it) and nothing is stopped there
+        (RV(gpu_stack.daemons_read), RV(gpu_stack.daemons_source)).
     type: dict
     suboptions:
       tenant_gpus:
@@ -306,7 +309,14 @@ gpu_stack:
   sample: {active: true, tenant_gpus: ["0000:07:00.0"], host_gpus: [], pre_bind_ids: ["10de:20b0"], address_prebind: [],
            blacklist: [nouveau, nvidia], kernel_args: [{name: modprobe.blacklist, value: "nouveau,nvidia", state: present}],
            os_family: Debian, modprobe_file: /etc/modprobe.d/gpuvirt-nvidia-host.conf, modprobe_changed: true,
-           daemons_stopped: [nvidia-persistenced.service], daemons_read: true, notes: [], changed: true}
+           daemons_stopped: [nvidia-persistenced.service], daemons_read: true, daemons_source: null, notes: [], changed: true}
+  contains:
+    daemons_read:
+      description: Whether the NVIDIA daemons' state was read (on the running host, or from a capture).
+      type: bool
+    daemons_source:
+      description: The capture's file the daemons' state came from (null on the running host, or when not read).
+      type: str
 initramfs:
   description: Whether the running kernel's initramfs was (in check mode, would be) rebuilt, and why (null when not asked).
   returned: always

@@ -14,7 +14,8 @@ tools/capture_host.py also holds, each part filled in as stated:
                       as the ConnectX lspci capture after sriov_numvfs shows)
   resource (GPUs)     the A100 40GB's BARs (DESIGN.md field facts): 16 MiB BAR0, 64 GiB BAR1
                       (64-bit prefetchable), 32 MiB BAR3, in sysfs's 13-line form
-  /etc/modprobe.d, /etc/libvirt/qemu   present and empty (a bare host)
+  /etc/modprobe.d, /etc/libvirt/qemu, /etc/default/grub.d, /etc/systemd/system
+                      present and empty (a bare host: none of the collection's files yet)
 Needs the collection on the Python path (source scripts/env.sh).
 """
 
@@ -62,7 +63,7 @@ def write_tree(out):
     host, gpus, nics = build_dgx_a100_class(out)
     host.write("/etc/default/grub", rendered_grub())
     host.write("/etc/os-release", OS_RELEASE)
-    for path in ("/etc/modprobe.d", "/etc/libvirt/qemu"):
+    for path in ("/etc/modprobe.d", "/etc/libvirt/qemu", "/etc/default/grub.d", "/etc/systemd/system"):
         os.makedirs(host.p(path), exist_ok=True)
     for address in nics.values():
         if os.path.exists(host.p(host.pci_paths[address] + "/sriov_totalvfs")):

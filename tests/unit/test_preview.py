@@ -10,7 +10,11 @@ machine through the inventory's preview alias (connection local). One test, two 
   libvirt), UEFI and an OVMF 64-bit MMIO window that holds its GPUs' BARs (the tree's A100 40GB
   has a 64 GiB BAR1), its vCPUs pinned to the node of its GPU, each network VF an interface with
   its own MAC and VLAN;
-- a tenant that cannot be placed stops the run at the preflight gate, with a non-zero exit.
+- a tenant that cannot be placed stops the run at the preflight gate, with a non-zero exit;
+- bare hosts built from the tree (an Intel host with the IOMMU off, SR-IOV off in the ConnectX
+  firmware, a Rocky 9 host, Ubuntu 22.04 on kernel 5.15 from tests/tools/bare_trees.py, two
+  ConnectX PFs used for VFs): each preview exits 0, shows each stage's change and a domain XML
+  per tenant that virt-xml-validate accepts.
 """
 
 from __future__ import annotations
@@ -139,8 +143,47 @@ def rhel_family(root):
         handle.write('NAME="Rocky Linux"\nVERSION_ID="9.4"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
 
 
-BARE_HOSTS = {"bare_intel_iommu_off": bare_intel_iommu_off, "sriov_off_in_firmware": sriov_off_in_firmware,
-              "rhel_family": rhel_family}
+def ubuntu2204_kernel515(root):
+    """Ubuntu 22.04 on its GA kernel 5.15 (tests/tools/bare_trees.py), whose capture holds
+    libvirt 8.0.0 and QEMU 6.2.0."""
+    load_tool("bare_trees").ubuntu2204_kernel515(root)
+
+
+def two_connectx_pfs(_root):
+    """The DGX tree with two ConnectX PFs used for VFs (the inventory's other six left alone) and
+    a tenant on each one's node."""
+
+
+# name -> (the capture's change, the run's extra vars)
+TWO_PFS = {"gpuvirt_sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}, {"pf": "0000:39:00.0", "num_vfs": 4}],
+           "gpuvirt_survey_tenants": "[{name: tenant-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, "
+                                     "vlan: 101, state: running}, {name: tenant-b, gpus: 1, vfs: 1, vcpus: 16, "
+                                     "memory_mb: 65536, hugepage_size: 1G, vlan: 101, state: running}]"}
+BARE_HOSTS = {"bare_intel_iommu_off": (bare_intel_iommu_off, {}), "sriov_off_in_firmware": (sriov_off_in_firmware, {}),
+              "rhel_family": (rhel_family, {}), "ubuntu2204_kernel515": (ubuntu2204_kernel515, {}),
+              "two_connectx_pfs": (two_connectx_pfs, TWO_PFS)}
+
+
+def load_tool(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "tests", "tools", name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_kernel515(out, grub):
+    """Before 5.16 no per-node hugepages=N:COUNT: nothing on the command line, the boot-time unit
+    reserves each node's 1G pages (the nodes asked, what they are asked, no other), and the plan
+    counts the same pages; the capture's libvirt 8.0.0 leaves <maxphysaddr> out."""
+    assert not [a for a in grub if a.startswith(("hugepages=", "hugepagesz="))], grub
+    unit = re.search(r"\+\+\+ after: /etc/systemd/system/gpuvirt-hugepages.service\n@@[^\n]*\n((?:\+[^\n]*\n)+)", out).group(1)
+    reserved = dict((int(n), int(c)) for c, n in re.findall(
+        r"echo (\d+) > /sys/devices/system/node/node(\d+)/hugepages/hugepages-1048576kB/nr_hugepages", unit))
+    assert reserved == {1: 100, 3: 100, 5: 100, 7: 100}
+    assert "+++ after: /etc/systemd/system/multi-user.target.wants/gpuvirt-hugepages.service" in out
+    for node in (1, 3, 5, 7):
+        assert "node %d: 100 x 1G hugepages (now 0), reserved by the boot stage" % node in out
+    assert "libvirt 8.0.0, QEMU 6.2.0; <maxphysaddr> (libvirt 8.7.0 and later) not available" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("name", sorted(BARE_HOSTS))
@@ -149,21 +192,52 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
     SR-IOV/VFIO stage's change (or that it waits for the boot stage's reboot), and a domain XML per
     tenant that libvirt's own schema check (virt-xml-validate) accepts."""
     load_dgx_tree().write_tree(str(tmp_path / "dgx"))
-    BARE_HOSTS[name](str(tmp_path / "dgx"))
-    rc, out = preview(tmp_path)
+    change, extra_vars = BARE_HOSTS[name]
+    change(str(tmp_path / "dgx"))
+    rc, out = preview(tmp_path, *(["-e", json.dumps(extra_vars)] if extra_vars else []))
     assert rc == 0, out[-4000:]
     grub = re.search(r'\+GRUB_CMDLINE_LINUX="([^"]*)"', out).group(1).split()
     assert "iommu=pt" in grub
     assert ("intel_iommu=on" in grub) == (name == "bare_intel_iommu_off")
     assert any(a.startswith("rd.driver.blacklist=") for a in grub) == (name == "rhel_family")
-    if name == "rhel_family":
+    # the initramfs tool of the capture's family: dracut on the RHEL family, initramfs-tools otherwise
+    assert ("+++ after: /etc/dracut.conf.d/gpuvirt-prebind.conf" in out) == (name == "rhel_family")
+    if name in ("rhel_family", "ubuntu2204_kernel515", "two_connectx_pfs"):
         assert "+++ after: PF 0000:19:00.0" in out
     else:
         assert "PLANNED AFTER THE BOOT STAGE on dgx01-preview" in out
+    if name == "ubuntu2204_kernel515":
+        check_kernel515(out, grub)
+    tenants = ["tenant-a", "tenant-b"] if name == "two_connectx_pfs" else ["tenant-a", "tenant-b", "tenant-c", "tenant-d"]
+    if name == "two_connectx_pfs":
+        # one call, two PFs: the last diff of /etc/gpuvirt/sriov.json ends with both, as the real run writes it
+        configs = re.findall(r"\+\+\+ after: /etc/gpuvirt/sriov.json\n@@[^\n]*\n((?:[ +-][^\n]*\n)+)", out)
+        assert len(configs) == 2 and out.count("+++ after: /usr/local/libexec/gpuvirt/gpuvirt-sriov-vfio") == 1
+        last = "".join(line[1:] + "\n" for line in configs[-1].splitlines() if not line.startswith("-"))
+        assert '"0000:19:00.0": {' in last and '"0000:39:00.0": {' in last
     xmls = domain_xmls(out)
-    assert sorted(xmls) == ["tenant-a", "tenant-b", "tenant-c", "tenant-d"], out[-3000:]
+    assert sorted(xmls) == tenants, out[-3000:]
     for tenant, xml in sorted(xmls.items()):
         path = tmp_path / ("%s.xml" % tenant)
         path.write_text(xml, encoding="utf-8")
         check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
         assert check.returncode == 0, "%s: %s\n%s" % (tenant, check.stdout + check.stderr, xml)
+
+
+def test_preview_plans_runtime_2m_pages_and_refuses_a_grub_dropin_as_a_real_run(tmp_path):
+    """What the hugepages module reads under /etc/systemd/system is in the capture: 2M pages, set at
+    runtime and kept by the boot-time unit, are planned (the unit's diff), not refused for a
+    missing directory. A GRUB drop-in that sets GRUB_CMDLINE_LINUX again (read after
+    /etc/default/grub, so the edit would not count) is refused by the preview as by a real run."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    pages = [{"size": "1G", "count": 100, "node": n} for n in (1, 3, 5, 7)] + [{"size": "2M", "count": 512, "node": 0}]
+    rc, out = preview(tmp_path, "-e", json.dumps({"gpuvirt_hugepages": pages}), "--tags", "preflight,boot")
+    assert rc == 0, out[-4000:]
+    assert ("ExecStart=/bin/sh -c 'echo 512 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages'"
+            in out)
+    assert "hugepagesz=1G hugepages=1:100,3:100,5:100,7:100" in out
+    dropin = tmp_path / "dgx" / "etc" / "default" / "grub.d" / "50-cloudimg-settings.cfg"
+    dropin.write_text('GRUB_CMDLINE_LINUX="console=ttyS0"\n', encoding="utf-8")
+    rc, out = preview(tmp_path, "--tags", "preflight,boot")
+    assert rc != 0
+    assert "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again after /etc/default/grub" in " ".join(out.split())

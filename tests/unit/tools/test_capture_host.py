@@ -137,3 +137,49 @@ def test_capture_of_the_dgx_tree_holds_the_edited_files(tmp_path):
     assert len(bars) == 13 and int(bars[1][1], 16) - int(bars[1][0], 16) + 1 == 64 << 30
     nic = out / "sys" / "bus" / "pci" / "devices" / nics["NIC0"]
     assert (nic / "sriov_offset").read_text(encoding="utf-8").strip() == "1"
+
+
+def test_capture_takes_grub_dropins_the_collections_units_and_their_links(host, tmp_path):
+    """What the boot stage reads beyond the files it edits: the GRUB drop-ins (a drop-in that sets
+    the edited variable is refused), /etc/systemd/system itself (the hugepages unit is written
+    there), the collection's units (by name, or by their header: the hugetlbfs .mount units) and
+    their wants links; other units stay behind."""
+    unit_dir = host / "etc" / "systemd" / "system"
+    wants = unit_dir / "multi-user.target.wants"
+    os.makedirs(str(wants))
+    (host / "etc" / "default" / "grub.d").mkdir(parents=True)
+    (host / "etc" / "default" / "grub.d" / "50-cloudimg-settings.cfg").write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=tty1"\n')
+    (unit_dir / "gpuvirt-hugepages.service").write_text("[Unit]\n")
+    (unit_dir / "dev-hugepages1G.mount").write_text("# Written by gpuvirt.tenancy (hugepages module): hugetlbfs\n[Mount]\n")
+    (unit_dir / "other.service").write_text("[Unit]\n")
+    for name in ("gpuvirt-hugepages.service", "dev-hugepages1G.mount", "other.service"):
+        os.symlink("/etc/systemd/system/" + name, str(wants / name))
+    out = tmp_path / "capture"
+    assert capture_host.main(["--root", str(host), str(out)]) == 0
+    assert (out / "etc/default/grub.d/50-cloudimg-settings.cfg").read_text() == 'GRUB_CMDLINE_LINUX_DEFAULT="console=tty1"\n'
+    kept = ["dev-hugepages1G.mount", "gpuvirt-hugepages.service", "multi-user.target.wants"]
+    assert sorted(os.listdir(str(out / "etc/systemd/system"))) == kept
+    links = out / "etc/systemd/system/multi-user.target.wants"
+    assert sorted(os.listdir(str(links))) == ["dev-hugepages1G.mount", "gpuvirt-hugepages.service"]
+    assert os.path.realpath(str(links / "gpuvirt-hugepages.service")) == str(out / "etc/systemd/system/gpuvirt-hugepages.service")
+    # another root's programs are not run: no answers captured
+    assert not (out / ".capture").exists()
+
+
+def test_capture_runs_the_programs_the_preview_reads_from_root_slash_only(tmp_path, monkeypatch):
+    """The programs and file names agree with what captured_programs reads, and a capture of /
+    writes each found program's stdout (a stand-in on PATH here) and skips a missing one."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import captured_programs
+    assert dict((name, candidates[0]) for name, candidates in capture_host.PROGRAMS) == captured_programs.PROGRAMS
+    assert capture_host.OUTPUT_DIR == captured_programs.CAPTURE_DIR.lstrip("/")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fixture = os.path.join(REPO_ROOT, "tests", "fixtures", "hypervisor", "libvirtd-version_ubuntu-22.04_libvirt-8.0.0.txt")
+    (bin_dir / "libvirtd").write_text("#!/bin/sh\nexec /bin/cat %s\n" % fixture)
+    os.chmod(str(bin_dir / "libvirtd"), 0o755)
+    monkeypatch.setattr(capture_host, "SEARCH_PATH", str(bin_dir))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    cap = capture_host.Capture("/", str(tmp_path / "out"))
+    cap.programs()
+    assert (tmp_path / "out" / ".capture" / "libvirtd-version.txt").read_text() == open(fixture, encoding="utf-8").read()
+    assert not (tmp_path / "out" / ".capture" / "qemu-version.txt").exists()

@@ -42,3 +42,19 @@ def test_diffs_recorded_only_in_diff_mode():
     add_diffs(hidden, changes)
     assert shown.entries == [{"before_header": boot.VFIO_CONFIG, "after_header": boot.VFIO_CONFIG, "before": "", "after": "{}\n"}]
     assert hidden.entries == []
+
+
+def test_a_file_planned_earlier_in_the_call_is_the_base_of_the_next_plan(tmp_path):
+    """Check mode writes nothing: the second PF's plan must build on the first one's planned
+    sriov.json (what the real run, which writes after each PF, reads), and a new call reads the disk."""
+    host = Host(str(tmp_path))
+    first = BootFiles(host).change(boot.SRIOV_CONFIG, '{"pfs": {"a": 1}}\n')
+    assert first == [(boot.SRIOV_CONFIG, None, '{"pfs": {"a": 1}}\n')]
+    files = BootFiles(host)
+    assert files.load_json(boot.SRIOV_CONFIG, {}) == {"pfs": {"a": 1}}
+    assert files.change(boot.SRIOV_CONFIG, '{"pfs": {"a": 1, "b": 2}}\n') == [
+        (boot.SRIOV_CONFIG, '{"pfs": {"a": 1}}\n', '{"pfs": {"a": 1, "b": 2}}\n')]
+    # the same text planned again is no change
+    assert files.change(boot.SRIOV_CONFIG, '{"pfs": {"a": 1, "b": 2}}\n') == []
+    assert not os.path.exists(str(tmp_path) + boot.SRIOV_CONFIG)
+    assert BootFiles(Host(str(tmp_path))).load_json(boot.SRIOV_CONFIG, {}) == {}

@@ -192,6 +192,23 @@ def test_a_capture_reads_no_program(dgx):
     assert result["initramfs"]["read"] is False and commands.calls == []
 
 
+def test_a_capture_gives_the_nvidia_services_state_and_nothing_is_stopped(dgx):
+    """Under a capture the NVIDIA units' state is the one systemctl showed on the host when it was
+    captured (.capture/systemctl-show-nvidia.txt): the enabled and running one is reported as to be
+    stopped, no program runs, and a run under the capture stops nothing on this machine."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+    dgx["host"].write("/.capture/systemctl-show-nvidia.txt", SYSTEMCTL_SHOW)
+    for check_mode in (True, False):
+        commands = RecordedCommands()
+        result = run_module(iommu_grub.main, dict(options(dgx), bootloader_update="none"), check_mode=check_mode,
+                            host=Host(dgx["root"], commands=commands))
+        assert not result.get("failed"), result.get("msg")
+        stack = result["gpu_stack"]
+        assert stack["daemons_read"] is True and stack["daemons_source"] == "/.capture/systemctl-show-nvidia.txt"
+        assert stack["daemons_stopped"] == ["nvidia-persistenced.service"]
+        assert not commands.ran("systemctl")
+
+
 def test_systemctl_show_is_parsed_per_unit():
     units = boot_stage.parse_systemctl_show(SYSTEMCTL_SHOW)
     assert sorted(units) == ["dcgm.service", "nvidia-dcgm.service", "nvidia-fabricmanager.service", "nvidia-persistenced.service"]

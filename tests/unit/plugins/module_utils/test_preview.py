@@ -97,3 +97,15 @@ def test_a_pf_that_is_not_connectx_without_sriov_is_not_given_vfs(tmp_path):
     before = bare_lab()
     before["pci_devices"][LAB_PF]["sriov_totalvfs"] = None
     assert project(before, [{"pf": LAB_PF, "num_vfs": 2}], [])["pci_devices"][LAB_PF].get("sriov_from_firmware") is None
+
+
+def test_the_captured_hypervisor_versions_are_said_with_the_maxphysaddr_gate():
+    """A capture holding libvirt's and QEMU's versions: the notes say them and whether <maxphysaddr>
+    (libvirt 8.7.0) is available; a capture without them adds no note."""
+    before = bare_lab()
+    assert before["hypervisor"] == {"libvirt": None, "qemu": None, "captured": False}
+    for libvirt, word in (("8.0.0", "not available"), ("10.0.0", "available")):
+        host = dict(before, hypervisor={"libvirt": libvirt, "qemu": "6.2.0", "captured": True})
+        _topo, notes = finish(host, host, [], {})
+        assert [n for n in notes if n.startswith("hypervisor on the capture: libvirt %s, QEMU 6.2.0;" % libvirt)
+                and n.endswith(" " + word)], notes
