@@ -117,7 +117,7 @@ class Search:
         self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
-        self.takers = None
+        self.takers = self.taker_positions = None
         # per resource some tenant needs: what each tenant in the queue needs of it at least
         self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
                         if any(item.need[r] for item in self.queue)]
@@ -175,6 +175,8 @@ class Search:
                     per_slot.setdefault(slot, []).append(demand)
                 for slot, needs in per_slot.items():
                     self.takers[slot].append((number, needs))
+            # per node, the queue position of each of its takers (in order: those after a position start at bisect_right)
+            self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
@@ -281,8 +283,10 @@ class Search:
                     self.masks = after = list(masks)
                     on = 1 << slot
                     off = ~on
-                    for number, needs in self.takers[slot]:
-                        if number > index and after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
+                    takers = self.takers[slot]
+                    for position in range(bisect_right(self.taker_positions[slot], index), len(takers)):
+                        number, needs = takers[position]
+                        if after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
                             after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
