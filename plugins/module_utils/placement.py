@@ -53,8 +53,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_report import PlanReport
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request import (  # noqa: F401 (names kept for importers)
-    POLICY_CHOICES, POLICY_DEFAULTS, SEARCH_BUDGET, TENANT_KEYS, TenantRequests, hugepage_size_name, read_policy)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request import TenantRequests, read_policy
 
 __metaclass__ = type
 
