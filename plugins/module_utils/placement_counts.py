@@ -10,7 +10,7 @@ node's capacity vector, for these resources:
 - CPUs: whole free cores (``smt: whole_cores``) or free threads. With cores of one and two online
   threads on one node (SMT threads offline) a tenant of ``t`` threads takes ``ceil(t / 2)`` cores and
   ``t`` threads: the tenants fit together exactly when both sums fit, taking a one-thread core for an
-  odd tenant's last thread where there is one (Planner._choose_cores does);
+  odd tenant's last thread where there is one (placement_allocation.choose_cores does);
 - GPUs and VFs in whole IOMMU groups: with group sizes ``s1 < s2 < ...`` each dividing the next, a
   tenant of ``k`` devices takes ``k mod s(j+1)`` of them in groups of size up to ``s(j)``, for each
   ``j``, and ``k`` in all; tenants fit together exactly when each of these sums fits (the devices

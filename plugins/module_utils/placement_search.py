@@ -32,7 +32,10 @@ leave out), keeping the first strictly better assignment found. It is exact and 
 - bounds: a branch ends when the tenants that must be placed cannot all fit (in total, or on the
   one or two nodes they are confined to) or when even the most that could still fit (those that
   must be placed first) cannot beat the best found;
-- symmetry: nodes with the same capacity left and the same static class are tried once.
+- symmetry: nodes with the same capacity left and the same static class are tried once;
+- transpositions: a search state (the tenants decided, the capacity left per node, the tenants
+  ruled out, forced and the GPUs claimed) reached again at no better value is not searched again:
+  its completions were all looked at the first time.
 
 Where each tenant fits is kept per node as the search takes and gives back. After ``budget``
 search nodes it stops and keeps the best found (``exhausted``).
@@ -114,7 +117,7 @@ class Search:
         self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
-        self.takers = None
+        self.takers = self.taker_positions = None
         # per resource some tenant needs: what each tenant in the queue needs of it at least
         self.columns = [(r, [item.need[r] for item in self.queue]) for r in range(self.width)
                         if any(item.need[r] for item in self.queue)]
@@ -127,6 +130,8 @@ class Search:
         # is worth at them, and per queue position what the tenants from there on can add
         self.prices = self.suffix = None
         self.dual_cap = 0.0
+        # per search state (_dfs), the best value it was reached at
+        self.seen = {}
 
     def run(self):
         self.best, self.best_assignment, self.best_choice = self._greedy()
@@ -170,6 +175,8 @@ class Search:
                     per_slot.setdefault(slot, []).append(demand)
                 for slot, needs in per_slot.items():
                     self.takers[slot].append((number, needs))
+            # per node, the queue position of each of its takers (in order: those after a position start at bisect_right)
+            self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
 
@@ -244,7 +251,14 @@ class Search:
         left = len(queue) - index
         if (count + left, online + left, -rank) <= self.best:
             return
-        bound = self._bound(index, count, online, rank)
+        # the same tenants decided with the same room left, reached before at no lower value: its
+        # completions were all looked at then
+        key = (index, tuple(map(tuple, self.caps)), self.blocked, self.forced, self.claimed)
+        seen = self.seen.get(key)
+        if seen is not None and seen >= value:
+            return
+        self.seen[key] = value
+        bound = self._bound(index, count, online, rank, cut=True)
         if bound is None or bound <= self.best:
             return
         caps = self.caps
@@ -269,8 +283,10 @@ class Search:
                     self.masks = after = list(masks)
                     on = 1 << slot
                     off = ~on
-                    for number, needs in self.takers[slot]:
-                        if number > index and after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
+                    takers = self.takers[slot]
+                    for position in range(bisect_right(self.taker_positions[slot], index), len(takers)):
+                        number, needs = takers[position]
+                        if after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
                             after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
@@ -367,13 +383,14 @@ class Search:
             return None
         return members, list(map(masks.__getitem__, members)), bits
 
-    def _bound(self, index, count, online, rank, exact=False, fitting=None):
+    def _bound(self, index, count, online, rank, exact=False, fitting=None, cut=False):
         """The best value any completion from ``index`` could reach (an upper bound), or None
         when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
         some node, no more than each resource's total holds; and for each set of nodes that some
         tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
         total, and node by node: resource by resource, or with ``exact`` the most that fit
-        together)."""
+        together). With ``cut`` (the search's question: does this branch end?) None as soon as
+        the bound is known to end it: each part only lowers it, so the answer is the same."""
         if fitting is None:
             fitting = self._fitting(index)
             if fitting is None:
@@ -385,14 +402,21 @@ class Search:
             return ceiling
         caps = self.caps
         forced = self.forced & bits
-        total = list(map(sum, zip(*caps)))
-        # the tenants that must be placed (dominance) take their part first
-        most = self._most_after(members, forced, total)
-        if most is None:
-            return None
+        best = self.best
+        most = len(members)
         if self.suffix is not None:
             # the Lagrangian bound of the root's multipliers (placement_search._duals)
             most = min(most, int(self.dual_cap + self.suffix[index] + 1e-7))
+            if cut and (count + most, online + min(most, online_left), -rank) <= best:
+                return None
+        total = list(map(sum, zip(*caps)))
+        # the tenants that must be placed (dominance) take their part first
+        after = self._most_after(members, forced, total)
+        if after is None:
+            return None
+        most = min(most, after)
+        if cut and (count + most, online + min(most, online_left), -rank) <= best:
+            return None
         # enough to cut the branch: fewer tenants than the best found
         enough = self.best[0] - count
         # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
@@ -422,6 +446,8 @@ class Search:
             most = min(most, len(members) - len(group) + held)
             if held and (exact or index == 0 or not forced):
                 most = min(most, self._with_rest(members, group, held, total))
+            if cut and (count + most, online + min(most, online_left), -rank) <= best:
+                return None
         online_most = min(most, online_left)
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+"""HostIndex, the planner's index of the host model (placement_index.py), over the DGX
+A100-class model built from real captures and small synthetic hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex, node_of, read_host_devices
+
+from placement_topologies import dgx_a100, grouped, synthetic  # pylint: disable=import-error
+
+DGX = dgx_a100()
+
+
+def test_dgx_nodes_cores_and_devices():
+    index = HostIndex(DGX)
+    assert index.nodes == sorted(node["id"] for node in DGX["numa_nodes"])
+    online = [cpu["id"] for cpu in DGX["cpus"] if cpu.get("online", True)]
+    assert index.online == set(online)
+    for cpu in DGX["cpus"]:
+        assert index.cpu_node[cpu["id"]] == cpu["numa_node"]
+        assert index.core_of[cpu["id"]] == tuple(sorted(cpu["siblings"]))
+    # every online CPU on exactly one node, every core on the node of its threads
+    assert sorted(cpu for cpus in index.node_cpus.values() for cpu in cpus) == sorted(online)
+    for node, cores in index.node_cores.items():
+        assert all(index.cpu_node[cpu] == node for core in cores for cpu in core)
+    assert index.gpus == sorted(gpu["address"] for gpu in DGX["gpus"])
+    assert all(index.gpu_node[gpu["address"]] == gpu["numa_node"] for gpu in DGX["gpus"])
+    assert sorted(index.vfs) == sorted(index.vf_pf)
+    # a VF of unknown node (none read from sysfs nor from its PF) is kept apart, for split placements only
+    assert all(vf in index.node_vfs[index.vf_node[vf]] for vf in index.vfs)
+    assert set(index.node_vfs) == set(index.nodes) | {None}
+
+
+def test_gpu_pool_and_vf_pfs_limit_the_pools():
+    gpu = DGX["gpus"][0]["address"]
+    pf = sorted(set(HostIndex(DGX).vf_pf.values()))[0]
+    index = HostIndex(DGX, gpu_pool=[gpu], vf_pfs=[pf])
+    assert index.gpus == [gpu]
+    assert set(index.vf_pf.values()) == {pf}
+    with pytest.raises(InputError, match="policy.gpus: 0000:ff:00.0 not GPUs of this host"):
+        HostIndex(DGX, gpu_pool=["0000:ff:00.0"])
+    with pytest.raises(InputError, match="policy.vf_pfs: 0000:ff:00.0 has no VFs"):
+        HostIndex(DGX, vf_pfs=["0000:ff:00.0"])
+
+
+def test_offline_thread_leaves_its_core():
+    topology = synthetic(1, [2], 2, [0], [0], [0])
+    cpus = [dict(cpu, online=cpu["id"] != 2) for cpu in topology["cpus"]]
+    index = HostIndex(dict(topology, cpus=cpus))
+    assert 2 not in index.online
+    assert index.core_of[0] == (0,)
+    assert index.node_cores[0] == [(0,), (1, 3)]
+
+
+def test_ranks_same_switch_and_other_node():
+    topology = synthetic(2, [1, 1], 1, [1, 0], [1, 1], [0, 0])
+    index = HostIndex(topology)
+    gpu = index.gpus[0]
+    near = [vf for vf in index.vfs if index.vf_node[vf] == 0]
+    far = [vf for vf in index.vfs if index.vf_node[vf] == 1]
+    assert index.nearest_ranks([gpu], near + far) == [1, 4]  # PXB, SYS
+
+
+def test_group_with_host_function_is_left_out():
+    topology = synthetic(1, [2], 1, [2], [0], [0])
+    gpu_a, gpu_b = sorted(gpu["address"] for gpu in topology["gpus"])
+    host_nic = "0000:30:00.0"
+    topology = grouped(topology, {1: [gpu_a, host_nic], 2: [gpu_b, "0000:10:00.1"]},
+                       extra={host_nic: {"class": "0x020000"}, "0000:10:00.1": {"class": "0x040300"}})
+    index = HostIndex(topology)
+    assert index.gpus == [gpu_b]
+    assert "its IOMMU group 1 also holds 0000:30:00.0" in index.left_out[gpu_a]
+    assert index.companions == {gpu_b: ("0000:10:00.1",)}
+
+
+@pytest.mark.parametrize("value, expected", [(None, None), (True, None), (-1, None), ("2", 2), (0, 0), ("x", None)])
+def test_node_of(value, expected):
+    assert node_of(value) == expected
+
+
+def test_read_host_devices():
+    assert read_host_devices(None) == {}
+    assert read_host_devices(["0000:30:00.0"]) == {"0000:30:00.0": "the host needs it"}
+    assert read_host_devices({"0000:30:00.0": "boot NIC"}) == {"0000:30:00.0": "boot NIC"}
+    with pytest.raises(InputError, match="not a PCI address"):
+        read_host_devices(["eth0"])
+    with pytest.raises(InputError, match="expected a list of PCI addresses"):
+        read_host_devices("0000:30:00.0")
