@@ -128,7 +128,7 @@ options:
   gpus:
     description:
       - The tenant GPU pool (C(gpuvirt_gpus)), bound with the functions that share their IOMMU groups and go along to the
-        tenants with them (a GPU's audio function: RV(companions)). These are the functions the placement planner gives
+        tenants with them (a GPU's audio function, see RV(companions)). These are the functions the placement planner gives
         the tenants with their GPUs (filter P(gpuvirt.tenancy.tenant_group_devices#filter)). Each must be a GPU of the host
         model (see O(gpu_ids)).
     type: list
