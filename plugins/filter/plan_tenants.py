@@ -13,8 +13,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError, Planner
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_groups, tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError
 
 __metaclass__ = type
 
@@ -37,13 +37,12 @@ def _group_devices(topology, policy=None):
     """The functions that go along with the tenants' GPUs and VFs to their tenants (they share
     their IOMMU groups), to bind to vfio-pci with them, and the pool devices their groups keep
     out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
-    [the pool devices of its group]}}``."""
+    [the pool devices of its group]}}`` (module_utils tenant_groups, which vfio_bind's ``gpus``
+    works out on the host)."""
     try:
-        report = Planner(topology, policy or {}).plan([])["groups"]
+        return tenant_groups.group_devices(topology, policy)
     except (PlacementInputError, InputError) as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
-    return {"companions": sorted(set(a for along in report["companions"].values() for a in along)),
-            "left_out": report["left_out"], "shared": report["shared"]}
 
 
 def _tenant_host_needs(tenants, policy=None, firmware="efi"):

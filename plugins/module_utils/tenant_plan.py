@@ -21,13 +21,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import check_firmware
+# what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_vfs import ISOLATION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_network_vfs
 
 __metaclass__ = type
 
-# What every tenant's network VF gets on its PF: the guest cannot send with another MAC or VLAN,
-# nor ask the PF for promiscuous mode.
-ISOLATION = {"spoofchk": True, "trust": False}
 # What a tenant's guest gets installed where it is missing (cloud-init, at its first boot).
 GUEST_PACKAGES = ["rdma-core", "ibverbs-utils", "python3"]
 

@@ -16,7 +16,7 @@ import errno
 import json
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import sriov, vfio_stage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot_files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import (
@@ -306,40 +306,65 @@ def driver_states(plans):
     return json.dumps(before, indent=2, sort_keys=True) + "\n", json.dumps(after, indent=2, sort_keys=True) + "\n"
 
 
-def sriov_first(params, host, run, topology, needed):
-    """With ``sriov``: check this module's own selectors (and decide the devices named
-    outright) on the host as it is, then run sriov_vfs in this call (VFs and their settings
-    before they are bound). -> (its result or None, the PFs of ``vfs_of`` whose VFs it creates
-    only outside check mode)."""
-    if params.get("sriov") is None:
+def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, needed):
+    """With an SR-IOV part (``sriov_params``: the options of sriov_vfs, from ``sriov`` or built
+    from ``sriov_pfs`` and ``tenants``): check the devices named outright (``named``, and
+    ``ids``) on the host as it is, then run sriov_vfs in this call (VFs and their settings before
+    they are bound). -> (its result or None, the PFs of ``wanted_pfs`` whose VFs it creates only
+    outside check mode)."""
+    if sriov_params is None:
         return None, []
-    sriov_params = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov"])
     before = VfioBinder(host, topology, needed)
     # the devices named outright are decided now, so that a refusal comes before any VF changes
-    named = before.select(params["devices"], params["ids"], None, allow_empty=True)
-    before.plan(named, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
-    wanted_pfs = [before.resolve_pf(text, "vfs_of") for text in params["vfs_of"] or []]
+    selected = before.select(named, params["ids"], None, allow_empty=True)
+    before.plan(selected, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
+    wanted = [before.resolve_pf(text, "vfs_of") for text in wanted_pfs]
     result = sriov.sriov_vfs(sriov_params, host, run, topology=topology)
     to_come = []
     if run.check_mode:
         planned = dict((r["pf"], r) for r in (result["pfs"] if "pfs" in result else [result]))
-        to_come = sorted(pf for pf in wanted_pfs if pf in planned and (planned[pf]["recreated"] or not before.pci[pf]["virtfns"]))
+        to_come = sorted(set(pf for pf in wanted if pf in planned and (planned[pf]["recreated"] or not before.pci[pf]["virtfns"])))
     return result, to_come
 
 
+def read_model(host, params, fresh=False):
+    """The host model, the devices of ``gpu_ids`` read as GPUs (again with ``fresh``)."""
+    try:
+        return host.topology(params.get("gpu_ids") or (), fresh=fresh)
+    except ValueError as exc:
+        raise InputError("gpu_ids: %s" % exc)
+
+
+def stage_sriov(params, host, topology):
+    """The SR-IOV part of the call: the options of sriov_vfs (``sriov`` as given, or the stage's
+    request from ``sriov_pfs`` and ``tenants``: vfio_stage.py), or None; and the PFs whose VFs go
+    to vfio-pci (``vfs_of`` and the PFs of ``sriov_pfs`` with VFs)."""
+    if params.get("sriov") is not None:
+        options = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov"])
+        return options, list(params["vfs_of"] or [])
+    options, pfs = vfio_stage.sriov_request(params, host, topology)
+    return options, list(params["vfs_of"] or []) + pfs
+
+
 def vfio_bind(params, host, run):
-    """The vfio_bind module: decide, then act unless in check mode; with ``sriov``, the VFs
-    first, in the same call. The host model and what the host needs are read once, and again
-    only after the VFs changed."""
-    topology = host.topology()
+    """The vfio_bind module: decide, then act unless in check mode; with ``sriov`` or
+    ``sriov_pfs``, the VFs first, in the same call; with ``gpus``, the tenant GPUs and the
+    functions of their IOMMU groups. The host model and what the host needs are read once, and
+    again only after the VFs changed."""
+    topology = read_model(host, params)
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
-    sriov_result, vfs_to_come = sriov_first(params, host, run, topology, needed)
+    sriov_params, wanted_pfs = stage_sriov(params, host, topology)
+    gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
+    sriov_result, vfs_to_come = sriov_first(sriov_params, list(params["devices"] or []) + gpus + companions, wanted_pfs,
+                                            params, host, run, topology, needed)
     if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
-        topology = host.topology(fresh=True)
+        topology = read_model(host, params, fresh=True)
         needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
+        gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
     binder = VfioBinder(host, topology, needed)
-    vfs_of = [text for text in params["vfs_of"] or [] if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
-    addresses = binder.select(params["devices"], params["ids"], vfs_of, allow_empty=sriov_result is not None)
+    vfs_of = [text for text in wanted_pfs if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
+    addresses = binder.select(list(params["devices"] or []) + gpus + companions, params["ids"], vfs_of,
+                              allow_empty=sriov_params is not None or params.get("gpus") is not None)
     driver = params["driver"]
     plans = binder.plan(addresses, driver=driver, group_policy=params["group_policy"], force=params["force"])
     changed = binder.changed(plans)
@@ -365,6 +390,7 @@ def vfio_bind(params, host, run):
         "changed": changed or bool(changes) or bool(enable) or bool(sriov_result and sriov_result["changed"]),
         "devices": [dict((k, p[k]) for k in ("address", "driver_before", "driver_after", "iommu_group", "vfio_device", "group_added"))
                     for p in plans],
+        "companions": companions,
         "isolation": isolation(topology, [p["address"] for p in plans if not p["group_added"]], needed),
         "persisted_files": [path for path, _b, _a in changes],
         "sriov": sriov_result,
@@ -385,6 +411,14 @@ VFIO_BIND_ARGS = dict(
         persist=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
         sriov=dict(type="dict"),
+        # the SR-IOV/VFIO stage's desired state, decided on the host (vfio_stage.py)
+        sriov_pfs=dict(type="list", elements="dict", options=vfio_stage.SRIOV_PF_OPTIONS),
+        tenants=dict(type="list", elements="dict"),
+        gpus=dict(type="list", elements="str"),
+        gpu_ids=dict(type="list", elements="str", default=[]),
+        autoprobe=dict(type="bool", default=False),
     ),
-    required_one_of=[("devices", "ids", "vfs_of", "sriov")],
+    required_one_of=[("devices", "ids", "vfs_of", "sriov", "sriov_pfs", "gpus")],
+    mutually_exclusive=[("sriov", "sriov_pfs"), ("sriov", "tenants")],
+    required_by={"tenants": "sriov_pfs"},
 )

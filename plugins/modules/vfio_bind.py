@@ -28,6 +28,11 @@ description:
     the device is added, before any host driver module loads, and C(vfio-pci) is loaded early
     (C(/etc/modules-load.d)). C(gpuvirt-vfio.service), ordered before libvirtd, rebinds devices
     that a built-in driver (pci-stub pre-binding) or a VF re-creation left elsewhere.
+  - The SR-IOV/VFIO stage in one call. Given the stage's desired state as the inventory says it (O(sriov_pfs),
+    O(tenants), O(gpus), O(devices)), the module works the rest out on the host from the host model it reads. It makes
+    the VFs of every PF with their tenants' MAC and VLAN (as M(gpuvirt.tenancy.sriov_vfs) does, with the options that
+    module takes), reads the host again, and binds the VFs of the PFs with VFs, the tenant GPUs and the functions that
+    share their IOMMU groups (RV(companions)). Every input is checked before the first write.
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
@@ -60,14 +65,16 @@ options:
     default: strict
   persist:
     description:
-      - Restore the binding at boot (C(/etc/gpuvirt/vfio.json), C(/etc/udev/rules.d/61-gpuvirt-vfio.rules),
+      - Restore the binding at boot (with O(sriov_pfs), the VFs and their settings too) (C(/etc/gpuvirt/vfio.json), C(/etc/udev/rules.d/61-gpuvirt-vfio.rules),
         C(/etc/modules-load.d/gpuvirt-vfio.conf), C(gpuvirt-vfio.service)). With O(driver=host) the
         devices are removed from those files.
       - V(false) leaves existing boot files untouched.
     type: bool
     default: true
   force:
-    description: Take devices the host needs, or unbind devices in use by tenants.
+    description:
+      - Take devices the host needs, or unbind devices in use by tenants.
+      - With O(sriov_pfs), also change VF counts while tenants hold VFs.
     type: bool
     default: false
   sriov:
@@ -79,7 +86,62 @@ options:
         as the SR-IOV part left them. In check mode the VFs that part would create do not exist yet - their PFs are
         listed in RV(vfs_to_come) and not bound.
       - With it, naming no device to bind is allowed (the call then only sets the VFs).
+      - The options of M(gpuvirt.tenancy.sriov_vfs) worked out on the controller. O(sriov_pfs) and O(tenants) give the
+        same call from the inventory's desired state instead. Mutually exclusive with them.
     type: dict
+  sriov_pfs:
+    description:
+      - The PFs and their VF counts as the inventory gives them (C(gpuvirt_sriov_pfs)). Every PF gets its VFs first, in
+        this call, as M(gpuvirt.tenancy.sriov_vfs) makes them (through 0 when a count changes; O(autoprobe), O(persist)
+        and O(force) apply to them). Then every VF of each PF with O(sriov_pfs[].num_vfs) above 0 is bound (the
+        PF is added to O(vfs_of)).
+      - In check mode the VFs a PF does not have yet cannot be bound. Their PFs are listed in RV(vfs_to_come).
+      - An empty list makes no VF. With it, naming no device to bind is allowed.
+    type: list
+    elements: dict
+    suboptions:
+      pf:
+        description: The PF, by PCI address or netdev name.
+        type: str
+        required: true
+      num_vfs:
+        description: Its VF count; V(0) removes its VFs.
+        type: int
+        required: true
+      autoprobe:
+        description: Whether host drivers probe its new VFs; unset, O(autoprobe).
+        type: bool
+      link_type:
+        description: For the boot stage's ConnectX firmware (M(gpuvirt.tenancy.iommu_grub)); not used here.
+        type: str
+  tenants:
+    description:
+      - The tenants as the inventory gives them (C(gpuvirt_tenants)). Each VF a present tenant names by address (a VF
+        address, or C({address, mac, vlan})) gets its MAC and the tenant's VLAN on its PF, with spoof checking on and
+        trust off. The MAC is the VF's own C(mac), else the tenant's C(mac) (one for its first VF, or a list, one per VF in
+        PCI address order), else one derived from the tenant name and the VF's index.
+      - A VF named here must be a VF of a PF of O(sriov_pfs) once its count is set, and named by one tenant. The VF of a PF
+        without a netdev gets no settings (listed in C(vf_settings_skipped) of RV(sriov)).
+      - Tenants that give a VF count instead, and absent ones, name no VF (the tenants stage sets theirs).
+    type: list
+    elements: dict
+  gpus:
+    description:
+      - The tenant GPU pool (C(gpuvirt_gpus)), bound with the functions that share their IOMMU groups and go along to the
+        tenants with them (a GPU's audio function, see RV(companions)). These are the functions the placement planner gives
+        the tenants with their GPUs (filter P(gpuvirt.tenancy.tenant_group_devices#filter)). Each must be a GPU of the host
+        model (see O(gpu_ids)).
+    type: list
+    elements: str
+  gpu_ids:
+    description: Extra C(vendor:device) PCI ids read as GPUs in the host model (C(gpuvirt_gpu_pci_ids)), for O(gpus).
+    type: list
+    elements: str
+    default: []
+  autoprobe:
+    description: With O(sriov_pfs), whether host drivers probe new VFs (a PF's own C(autoprobe) wins).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CHANGES_HOST
   - gpuvirt.tenancy.host
@@ -106,6 +168,14 @@ EXAMPLES = r"""
         - {pf: "0000:41:00.0", num_vfs: 4, autoprobe: false}
       vf_settings:
         - {address: "0000:41:00.2", mac: "52:54:00:a0:00:01", vlan: 101}
+
+- name: The SR-IOV/VFIO stage from the inventory's desired state, decided on the host
+  gpuvirt.tenancy.vfio_bind:
+    sriov_pfs: "{{ gpuvirt_sriov_pfs }}"
+    tenants: "{{ gpuvirt_tenants }}"
+    gpus: "{{ gpuvirt_gpus }}"
+    gpu_ids: "{{ gpuvirt_gpu_pci_ids }}"
+    devices: []
 
 - name: Every VF of the ConnectX PF to vfio-pci
   gpuvirt.tenancy.vfio_bind:
@@ -167,13 +237,23 @@ persisted_files:
   type: list
   elements: str
   sample: [/etc/gpuvirt/vfio.json, /etc/udev/rules.d/61-gpuvirt-vfio.rules]
+companions:
+  description: With O(gpus), the functions that share the IOMMU groups of the tenant GPUs (and VFs) and are bound with them.
+  returned: always
+  type: list
+  elements: str
+  sample: ["0000:01:00.1"]
 sriov:
-  description: With O(sriov), the result of M(gpuvirt.tenancy.sriov_vfs) for it; null without it.
+  description:
+    - With O(sriov) or O(sriov_pfs), the result of M(gpuvirt.tenancy.sriov_vfs) for it (C(pfs), one entry per PF with its
+      C(vfs), and C(vf_settings_skipped)); null without them.
   returned: always
   type: dict
   sample: {changed: false, pfs: [{pf: "0000:41:00.0", num_vfs: 4}], vf_settings_skipped: []}
 vfs_to_come:
-  description: PFs of O(vfs_of) whose VFs O(sriov) creates, so not bound in check mode.
+  description:
+    - PFs whose VFs the SR-IOV part of this call creates (O(sriov), O(sriov_pfs)), so not bound in check mode; a run binds
+      them.
   returned: always
   type: list
   elements: str

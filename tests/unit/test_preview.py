@@ -5,7 +5,8 @@ machine through the inventory's preview alias (connection local). One test, two 
 
 - the host stages: the preflight plan fits, and each stage prints its planned change (the GRUB
   line with IOMMU, pre-binding and 1G hugepages; the VF counts; the GPUs' move to vfio-pci),
-  while the tree is left as it was;
+  while the tree is left as it was, in four module calls on the host (the gate's read and one call
+  per host stage, each deciding on the host from the inventory's desired state);
 - the tenants stage: a domain XML per tenant (libvirt's test driver stands for the host's
   libvirt), UEFI and an OVMF 64-bit MMIO window that holds its GPUs' BARs (the tree's A100 40GB
   has a 64 GiB BAR1), its vCPUs pinned to the node of its GPU, each network VF an interface with
@@ -51,13 +52,54 @@ def digest(tree):
     return sha.hexdigest()
 
 
+# Test helper: the action of every task that ran, on which host and whether delegated, one JSON
+# object a line into $GPUVIRT_PREVIEW_TASKS.
+RECORDER = """
+from ansible.plugins.callback import CallbackBase
+import json, os
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "record_tasks"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_runner_on_ok(self, result):
+        with open(os.environ["GPUVIRT_PREVIEW_TASKS"], "a") as handle:
+            handle.write(json.dumps({"task": result.task_name, "action": result._task.action, "host": result._host.get_name(),
+                                     "delegated": bool(result._task.delegate_to)}) + "\\n")
+
+    v2_runner_on_failed = v2_runner_on_ok
+"""
+# What runs on the controller only (no round trip to the host).
+CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
+                      "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats"}
+
+
 def preview(tmp_path, *extra):
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, "inventories", "example"),
             os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff",
             "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx"), "-e", "gpuvirt_preflight_report_dir=%s" % (tmp_path / "reports")]
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    plugins = tmp_path / "callbacks"
+    plugins.mkdir(exist_ok=True)
+    (plugins / "record_tasks.py").write_text(RECORDER)
+    tasks = tmp_path / "tasks.jsonl"
+    if tasks.exists():
+        tasks.unlink()
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_CALLBACK_PLUGINS=str(plugins), ANSIBLE_CALLBACKS_ENABLED="record_tasks", GPUVIRT_PREVIEW_TASKS=str(tasks))
     done = subprocess.run(argv + list(extra), cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
     return done.returncode, done.stdout + done.stderr
+
+
+def host_calls(tmp_path):
+    """The module calls the last preview made on the previewed host: its tasks that ran, less what runs
+    on the controller alone (set_fact, debug, ...) and what was delegated to it (the report file)."""
+    with open(tmp_path / "tasks.jsonl", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    return [r["action"] for r in records if r["host"] == "dgx01-preview" and not r["delegated"]
+            and r["action"] not in CONTROLLER_ACTIONS]
 
 
 def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
@@ -92,6 +134,9 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert windows == sorted({1: 131072, 2: 262144}[gpus] for gpus in tenants.values())
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
+    # one module call per host stage, each decided on the host, and the gate's read: no stage reads the host again
+    assert host_calls(tmp_path) == ["gpuvirt.tenancy.preflight_info", "gpuvirt.tenancy.iommu_grub", "gpuvirt.tenancy.vfio_bind",
+                                    "gpuvirt.tenancy.tenant_domain"], host_calls(tmp_path)
 
     survey = json.dumps({"gpuvirt_survey_tenants": "[{name: huge, gpus: 9, vfs: 1, vcpus: 4, memory_mb: 4096}]"})
     rc, out = preview(tmp_path, "-e", survey)

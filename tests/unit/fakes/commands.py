@@ -5,9 +5,13 @@ recorded, so a test states the commands it expects as a list and asserts on ``ca
 from __future__ import annotations
 
 import fnmatch
+import os
+import subprocess
+import sys
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError
+from fakes.paths import STANDINS  # pylint: disable=import-error
 
 
 class Reply:
@@ -65,3 +69,16 @@ class RecordedCommands:
     def ran(self, *prefix):
         """The recorded calls that start with ``prefix``."""
         return [c for c in self.calls if c[:len(prefix)] == list(prefix)]
+
+
+def standin_reply(name):
+    """A reply to every call of ``name`` that the stand-in executable of fakes/standins gives
+    (its state in the files its environment names, as the stand-in says)."""
+    reply = Reply([name, "..."])
+
+    def answer(argv):
+        done = subprocess.run([sys.executable, os.path.join(STANDINS, name)] + argv[1:],
+                              capture_output=True, text=True, check=False)
+        reply.rc, reply.out, reply.err = done.returncode, done.stdout, done.stderr
+    reply.effect = answer
+    return reply

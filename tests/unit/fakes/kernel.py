@@ -253,6 +253,32 @@ def lab_host_with_vfs(root, num_vfs=4, autoprobe=False, ssh_local="192.0.2.2"):
     return host, kernel
 
 
+NIC_PF = "0000:84:00.0"
+GPU_AUDIO = "0000:82:00.1"
+
+
+def lab_host_with_nic(root, ssh_local="192.0.2.2"):
+    """lab_host (with the SSH session of ``ssh_local``) and what the SR-IOV/VFIO stage of the
+    current lab meets besides: an igb SR-IOV PF (8086:10c9, netdev ens12, up, 7 VFs offered at
+    routing offset 128 and stride 2, so its VFs land at 0000:84:10.0, .2, .4 ... as on the lab VM,
+    each in an IOMMU group of its own, igbvf their driver), and an audio function of the edu
+    GPU (0000:82:00.1, class 0x0403, on snd_hda_intel) in the GPU's IOMMU group 7, which goes to
+    the tenant with the GPU. The ``ip`` stand-in sets VF settings through the netdev."""
+    host, kernel = lab_host(root, ssh_local)
+    host.add_pci("0000:80:03.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:80", numa_node=1,
+                 driver="pcieport", iommu_group=9)
+    path = host.add_pci(NIC_PF, "0x8086", "0x10c9", "0x020000", parent="0000:80:03.0", numa_node=1, driver="igb",
+                        iommu_group=10, sriov_totalvfs=7, netdevs=("ens12",))
+    host.write(path + "/sriov_offset", "128")
+    host.write(path + "/sriov_stride", "2")
+    host.write("/sys/class/net/ens12/flags", "0x1003")
+    host.add_pci(GPU_AUDIO, "0x1234", "0x11e9", "0x040300", parent="0000:80:01.0", numa_node=1, driver="snd_hda_intel",
+                 iommu_group=7)
+    kernel.default_drivers[GPU_AUDIO] = "snd_hda_intel"
+    kernel.vf_spec[NIC_PF] = {"vendor": "0x8086", "device": "0x10ca", "class": "0x020000", "numa_node": 1, "vf_driver": "igbvf"}
+    return host, kernel
+
+
 LSPCI_LINE = re.compile(r"^(?:IOMMU Group (\d+)\s+)?([0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) [^\[]*\[([0-9a-f]{4})\]: .*"
                         r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 

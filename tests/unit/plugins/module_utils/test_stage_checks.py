@@ -16,8 +16,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks import check_result, check_stages
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info, vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import lab_host_with_vfs  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 GPU = "0000:82:00.0"
@@ -108,3 +108,76 @@ def test_preflight_info_checks_the_stages_in_its_call(lab):
 def test_preflight_info_refuses_bad_stage_checks(lab, stage_checks, message):
     result = run_module(preflight_info.main, {"firmware_tool": "none", "stage_checks": stage_checks}, host=host_of(lab))
     assert result["failed"] and message in result["msg"]
+
+
+# ---- the SR-IOV/VFIO stage's call as site.yml hands it to the gate: the inventory's desired state
+# (host_vfio tasks_from options), decided on the host by the check as by the call
+
+STAGE = {"sriov_pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2}],
+         "tenants": [{"name": "tenant-a", "gpus": 1, "vfs": ["0000:84:10.0"], "vlan": 101}, {"name": "tenant-b", "vfs": 1}],
+         "gpus": [GPU], "gpu_ids": ["1234:11e8"], "devices": [], "group_policy": "strict", "autoprobe": False,
+         "persist": True, "force": False}
+
+
+@pytest.fixture
+def nic(tmp_path, monkeypatch):
+    """The bare lab layout with the igb PF and the GPU's audio function, ``ip`` the stand-in."""
+    monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
+    tree, kernel = lab_host_with_nic(tmp_path / "root")
+    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
+    return tree, kernel
+
+
+def nic_host(nic):
+    tree, kernel = nic
+    return Host(tree.root, commands=RecordedCommands(replies=[standin_reply("ip")]), kernel=kernel)
+
+
+def without_vf_settings(result):
+    """A vfio_bind result less its invocation and the settings sriov_vfs reports per VF."""
+    out = dict((k, v) for k, v in result.items() if k != "invocation")
+    out["sriov"] = dict(out["sriov"], pfs=[dict(p, vfs=[dict(vf, settings=None) for vf in p["vfs"]]) for p in out["sriov"]["pfs"]])
+    return out
+
+
+def test_the_stage_converged_is_answered_by_the_gate_for_exactly_its_call(nic):
+    _tree, kernel = nic
+    first = run_module(vfio_bind.main, dict(STAGE), host=nic_host(nic))
+    assert first["changed"] and not first.get("failed"), first
+    assert first["companions"] == [GPU_AUDIO]
+    kernel.writes.clear()
+    check = check_stages(nic_host(nic), {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
+    assert check["error"] is None and check["changed"] is False, check
+    assert not kernel.writes
+    second = run_module(vfio_bind.main, dict(STAGE), host=nic_host(nic))
+    assert second["changed"] is False
+    # the same answer, but that check mode reports the VF settings it wants where a run reads them from ip
+    assert without_vf_settings(dict(check["result"], changed=False)) == without_vf_settings(second)
+    [checked, ran] = [[(vf["address"], (vf["settings"] or {}).get("vlan")) for vf in r["sriov"]["pfs"][1]["vfs"]][:1]
+                      for r in (check["result"], second)]
+    assert checked == ran == [("0000:84:10.0", 101)]
+    # what host_vfio publishes from it: the VFs of both PFs, the GPU with its audio function on vfio-pci
+    assert [(p["pf"], len(p["vfs"])) for p in check["result"]["sriov"]["pfs"]] == [(PF, 4), (NIC_PF, 2)]
+    assert {d["address"] for d in check["result"]["devices"]} >= {GPU, GPU_AUDIO, "0000:84:10.0", "0000:84:10.2"}
+    assert check_result(check, dict(STAGE)) == check["result"] != {}
+
+
+@pytest.mark.parametrize("change", [
+    {"tenants": [{"name": "tenant-a", "gpus": 1, "vfs": ["0000:84:10.0"], "vlan": 102}, {"name": "tenant-b", "vfs": 1}]},
+    {"sriov_pfs": [{"pf": PF, "num_vfs": 2}, {"pf": "ens12", "num_vfs": 2}]},
+    {"gpus": []},
+    {"force": True},
+])
+def test_the_gate_answers_the_stage_only_for_the_inputs_it_checked(nic, change):
+    run_module(vfio_bind.main, dict(STAGE), host=nic_host(nic))
+    check = check_stages(nic_host(nic), {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
+    assert check_result(check, dict(STAGE)) != {}
+    assert check_result(check, dict(STAGE, **change)) == {}
+
+
+def test_a_bare_host_checked_by_the_gate_has_the_stage_to_run(nic):
+    _tree, kernel = nic
+    check = check_stages(nic_host(nic), {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
+    assert check["error"] is None and check["changed"] is True
+    assert check["result"]["vfs_to_come"] == [PF, NIC_PF]
+    assert check_result(check, dict(STAGE)) == {} and not kernel.writes

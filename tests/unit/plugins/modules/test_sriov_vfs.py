@@ -10,32 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from fakes.paths import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
-
-
-def standin_reply(name):
-    """A reply to every call of ``name`` that the stand-in executable gives."""
-    reply = Reply([name, "..."])
-
-    def answer(argv):
-        done = subprocess.run([sys.executable, os.path.join(STANDINS, name)] + argv[1:],
-                              capture_output=True, text=True, check=False)
-        reply.rc, reply.out, reply.err = done.returncode, done.stdout, done.stderr
-    reply.effect = answer
-    return reply
 
 
 def runner(tree, kernel, replies=()):

@@ -5,6 +5,7 @@ RecordedCommands (none is run off the live machine)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -13,8 +14,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import domain_xml, lab_host, lab_host_with_vfs  # pylint: disable=import-error
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
+from fakes.interrupt import tree_state  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, NIC_PF, domain_xml, lab_host, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
@@ -195,3 +198,135 @@ def test_a_gpu_with_no_iommu_group_is_refused_before_any_unbind(lab, check_mode)
     # pci-stub needs no group
     stub = run(lab, {"devices": ["0000:84:00.0"], "driver": "pci-stub", "persist": False}, check_mode=True)
     assert stub["changed"] and not stub.get("failed"), stub
+
+
+# ---- the stage's desired state (sriov_pfs, tenants, gpus): the SR-IOV/VFIO stage decided on the host
+
+NIC_VFS = ["0000:84:10.0", "0000:84:10.2"]
+# as the inventory gives them: gpuvirt_sriov_pfs (a netdev name for the igb PF; link_type is the
+# boot stage's), gpuvirt_tenants (a VF named by address with its own MAC, one by address only, a
+# count), gpuvirt_gpus, gpuvirt_gpu_pci_ids
+INPUTS = {
+    "sriov_pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2, "link_type": "eth"}],
+    "tenants": [{"name": "tenant-a", "gpus": 1, "vfs": [{"address": NIC_VFS[0], "mac": "52:54:00:a0:00:01"}], "vlan": 101},
+                {"name": "tenant-b", "vfs": [NIC_VFS[1]], "vlan": 102, "image": {"size_gb": 10}},
+                {"name": "tenant-c", "vfs": 1}],
+    "gpus": ["0000:82:00.0"],
+    "gpu_ids": ["1234:11e8"],
+    "devices": [],
+}
+
+
+@pytest.fixture
+def nic(tmp_path, monkeypatch):
+    """The bare lab layout with the igb PF and the GPU's audio function (fakes.kernel.lab_host_with_nic),
+    ``ip`` the stand-in (VF settings kept in a state file)."""
+    tree, kernel = lab_host_with_nic(tmp_path / "root")
+    monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
+    monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
+    return tree, kernel
+
+
+def stage(nic, args, **kwargs):
+    """vfio_bind on the tree, ``ip`` answered by its stand-in; -> (result, the ip calls)."""
+    tree, kernel = nic
+    commands = RecordedCommands(replies=[standin_reply("ip")])
+    result = run_module(vfio_bind.main, args, host=Host(tree.root, commands=commands, kernel=kernel), **kwargs)
+    return result, commands.calls
+
+
+def test_the_stage_from_its_desired_state_then_nothing_to_do(nic):
+    tree, kernel = nic
+    first, calls = stage(nic, INPUTS)
+    assert first["changed"] and not first.get("failed"), first
+    # VFs made on both PFs, the tenants' VF settings on the igb PF's netdev
+    assert [(p["pf"], p["num_vfs"]) for p in first["sriov"]["pfs"]] == [(PF, 4), (NIC_PF, 2)]
+    assert ["ip", "link", "set", "dev", "ens12", "vf", "0", "mac", "52:54:00:a0:00:01", "vlan", "101",
+            "spoofchk", "on", "trust", "off"] in calls
+    assert ["ip", "link", "set", "dev", "ens12", "vf", "1", "mac", derived_mac("tenant-b", 0), "vlan", "102",
+            "spoofchk", "on", "trust", "off"] in calls
+    # read again after the VFs: every VF, the GPU and its audio function (its IOMMU group's) on vfio-pci
+    assert first["companions"] == [GPU_AUDIO] and first["vfs_to_come"] == []
+    bound = ["0000:81:00.%d" % i for i in range(1, 5)] + ["0000:82:00.0", GPU_AUDIO] + NIC_VFS
+    assert sorted(d["address"] for d in first["devices"]) == sorted(bound)
+    assert all(kernel.driver(address) == "vfio-pci" for address in bound)
+    assert kernel.driver(NIC_PF) == "igb" and kernel.driver("0000:00:05.0") == "e1000e"
+    config = json.load(open(tree.p(boot.SRIOV_CONFIG), encoding="utf-8"))["pfs"]
+    assert [vf["vlan"] for vf in config[NIC_PF]["vfs"]] == [101, 102] and config[PF] == {"num_vfs": 4, "autoprobe": False}
+    kernel.writes.clear()
+    second, calls = stage(nic, INPUTS)
+    assert second["changed"] is False and not kernel.writes, second
+    assert all(call[:3] == ["ip", "link", "show"] for call in calls)
+
+
+def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):
+    tree, kernel = nic
+    result, calls = stage(nic, INPUTS, check_mode=True, diff=True)
+    assert result["changed"] and not result.get("failed"), result
+    assert result["vfs_to_come"] == [PF, NIC_PF]
+    assert sorted(d["address"] for d in result["devices"]) == ["0000:82:00.0", GPU_AUDIO]
+    assert [p["recreated"] for p in result["sriov"]["pfs"]] == [True, True]
+    assert [vf["address"] for vf in result["sriov"]["pfs"][1]["vfs"]] == NIC_VFS
+    assert not kernel.writes and not [c for c in calls if c[:3] == ["ip", "link", "set"]]
+    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG)) and not os.path.exists(tree.p(boot.VFIO_CONFIG))
+
+
+def test_a_pf_without_vfs_is_not_bound_and_its_vfs_are_removed(nic):
+    _tree, kernel = nic
+    stage(nic, dict(INPUTS, tenants=[]))
+    result, _calls = stage(nic, dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": 0}, {"pf": "ens12", "num_vfs": 2}]))
+    assert result["changed"] and [p["num_vfs"] for p in result["sriov"]["pfs"]] == [0, 2]
+    assert not [d for d in result["devices"] if d["address"].startswith("0000:81:")]
+    assert kernel.read("/sys/bus/pci/devices/%s/sriov_numvfs" % PF) == "0"
+
+
+def test_the_autoprobe_of_a_pf_wins_over_the_calls(nic):
+    result, _calls = stage(nic, dict(INPUTS, tenants=[], autoprobe=True,
+                                     sriov_pfs=[{"pf": PF, "num_vfs": 2, "autoprobe": False}, {"pf": "ens12", "num_vfs": 1}]))
+    assert [p["autoprobe"] for p in result["sriov"]["pfs"]] == [False, True]
+
+
+@pytest.mark.parametrize("args, words", [
+    # a PF entry without its count, a VF count that is not a number
+    (dict(INPUTS, sriov_pfs=[{"pf": PF}]), ["missing required arguments: num_vfs", "sriov_pfs"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": "four"}]), ["sriov_pfs", "num_vfs"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4, "colour": "red"}]), ["colour", "sriov_pfs"]),
+    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": -1}]), ["sriov_pfs[0] (0000:81:00.0): num_vfs: -1 is outside 0-4"]),
+    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "ens12", "num_vfs": 9}]), ["sriov_pfs[0] (ens12): num_vfs: 9 is outside 0-7"]),
+    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": 4}, {"pf": "81:00.0", "num_vfs": 2}]),
+     ["sriov_pfs[1] (81:00.0): PF 0000:81:00.0 is also sriov_pfs[0]"]),
+    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "0000:82:00.0", "num_vfs": 4}]),
+     ["sriov_pfs[0] (0000:82:00.0): pf: 0000:82:00.0 is not SR-IOV capable"]),
+    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "eth9", "num_vfs": 4}]), ["sriov_pfs[0] (eth9): pf: 'eth9' is neither"]),
+    # a tenant VF that is not a VF of a listed PF (no such PF listed; more VFs than the count makes), named twice
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4}]),
+     ["tenants[0] (tenant-a).vfs[0]: 0000:84:10.0 is not a VF of the PFs of sriov_pfs", "0000:81:00.0"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 1}]),
+     ["tenants[1] (tenant-b).vfs[0]: 0000:84:10.2 is not a VF of the PFs of sriov_pfs"]),
+    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]]}, {"name": "b", "vfs": ["0000:84:10.0"]}]),
+     ["tenants[1] (b).vfs[0]: VF 0000:84:10.0 is also tenants[0] (a)'s"]),
+    (dict(INPUTS, tenants=[{"name": "a", "vfs": ["84:10"]}]), ["tenants[0] (a).vfs[0]: '84:10' is not a PCI address"]),
+    (dict(INPUTS, tenants=[{"name": "a", "vfs": NIC_VFS, "mac": ["52:54:00:a0:00:01", "52:54:00:A0:00:01"]}]),
+     ["tenants: MAC 52:54:00:a0:00:01 is given to tenants[0] (a).vfs[0] (0000:84:10.0) and tenants[0] (a).vfs[1]"]),
+    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]], "vlan": 4095}]), ["tenants[0] (a).vfs[0].vlan: 4095 is not a VLAN id"]),
+    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]], "mac": "01:00:5e:00:00:01"}]),
+     ["tenants[0] (a).vfs[0].mac: 01:00:5e:00:00:01 is a multicast address"]),
+    # tenant GPUs: a GPU of the host model only
+    (dict(INPUTS, gpu_ids=[]), ["gpus: 0000:82:00.0 (1234:11e8) is not a GPU of the host model", "gpu_ids"]),
+    (dict(INPUTS, gpus=["0000:99:00.0"]), ["gpus: no PCI device 0000:99:00.0"]),
+    (dict(INPUTS, gpus=["gpu0"]), ["gpus: 'gpu0' is not a PCI address"]),
+    (dict(INPUTS, gpu_ids=["1234"]), ["gpu_ids:"]),
+    # the stage's options or the controller's sriov, not both; tenants only with the PFs
+    (dict(INPUTS, sriov={"pf": PF, "num_vfs": 4}), ["mutually exclusive", "sriov", "sriov_pfs"]),
+    ({"tenants": INPUTS["tenants"], "gpus": INPUTS["gpus"], "gpu_ids": INPUTS["gpu_ids"]}, ["tenants", "sriov_pfs"]),
+])
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_bad_stage_input_is_refused_naming_it_and_changes_nothing(nic, args, words, check_mode):
+    tree, kernel = nic
+    before = tree_state(tree.root)
+    result, calls = stage(nic, args, check_mode=check_mode)
+    assert result["failed"] and not result.get("changed"), result
+    for word in words:
+        assert word in result["msg"], result["msg"]
+    assert not kernel.writes and not [c for c in calls if c[:3] == ["ip", "link", "set"]]
+    assert tree_state(tree.root) == before
