@@ -144,7 +144,6 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
                 "unplaced": unplaced, "notes": notes, "free": self._free(state), "removed": removed,
                 "released": released, "vf_resets": vf_resets, "search": search, "groups": self._group_report()}
 
-
     def _in_turn(self, state, tenants, prefer, placements=None):
         """Each tenant in list order on its best node given those before it (the greedy); the
         reason for each that fits nowhere. Mutates ``state``."""
@@ -216,7 +215,6 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
     def _value(placements):
         return (len(placements), sum(1 for p in placements.values() if p["priority"] == "online"),
                 sum(1 for p in placements.values() if p["local"]))
-
 
 
 def plan_tenants(topology, tenants, policy=None):

@@ -50,7 +50,6 @@ def pick_units(ordered, count, units):
     return [address for unit in chosen for address in unit]
 
 
-
 def choose_cores(free, needed):
     """The cores of ``free`` a tenant of ``needed`` threads takes, or None: the fewest in order
     that give them; with cores of one and of two online threads (SMT threads offline) an odd
@@ -78,7 +77,6 @@ def choose_cores(free, needed):
     if not running or running[-1] < needed:
         return None
     return free[:bisect_left(running, needed) + 1]
-
 
 
 class State:
@@ -140,7 +138,6 @@ class State:
         elif placement.get("numa_node") is not None:
             node = placement["numa_node"]
             self.memory_used[node] = self.memory_used.get(node, 0) + placement["memory_mb"]
-
 
 
 class Allocation:
@@ -395,4 +392,3 @@ class Allocation:
                 return best[0], None
         why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
         return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], self.policy["numa"], why)
-

@@ -31,8 +31,6 @@ def pinned_cpus(assignment, bound):
     return parse_cpulist(list((pins or {}).values()) if isinstance(pins, dict) else pins, "existing vcpu_pins", bound)
 
 
-
-
 class ExistingAssignments:
     """The Planner's reading of ``policy.existing`` (a mixin: it needs ``policy``, ``host``,
     ``reserved``, ``whole_cores``, ``_memory_check`` and ``_record``)."""
@@ -155,7 +153,6 @@ class ExistingAssignments:
             return "CPUs short on node %d: %d free, %d more needed" % (node, len(spare) + len(free), extra)
         return found
 
-
     def _prefer(self, old):
         """A re-planned tenant's previous node and CPUs: kept where they still fit."""
         if not isinstance(old, dict):
@@ -173,4 +170,3 @@ class ExistingAssignments:
                 placement["resized_from"], tenant["vcpus"], placement["numa_node"])
         state.take(tenant["name"], placement)
         placements[tenant["name"]] = placement
-

@@ -47,9 +47,6 @@ def node_of(value):
     return value if value >= 0 else None
 
 
-
-
-
 _RANK_OF = dict((level, rank) for rank, level in enumerate(LEVELS))
 
 
@@ -58,7 +55,6 @@ def _level_rank(level):
     if rank is None:
         rank = affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
     return rank
-
 
 
 class HostIndex:
@@ -288,7 +284,6 @@ class HostIndex:
         return list(map(min, *[map(self.rank_row(gpu).__getitem__, vfs) for gpu in gpus]))
 
 
-
 class _RankRow(dict):
     """One GPU's PCIe ranks to VFs (HostIndex.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""
@@ -316,7 +311,6 @@ class _RankRow(dict):
         return rank
 
 
-
 def _kept_by_host(address, device, host_devices, host_gpus):
     """Why the host keeps a function that shares a pool device's IOMMU group (it cannot go along
     to the tenant), or None when it goes along."""
@@ -338,7 +332,6 @@ def _kept_by_host(address, device, host_devices, host_gpus):
     return None
 
 
-
 def read_host_devices(value):
     """policy.host_devices: a list of PCI addresses, or a dict address -> why the host keeps it."""
     if not value:
@@ -356,4 +349,3 @@ def read_host_devices(value):
             raise PlacementInputError("policy.host_devices: %r is not a PCI address (use the form 0000:82:00.0)" % (address,))
         out[normal] = str(why) if why else "the host needs it"
     return out
-

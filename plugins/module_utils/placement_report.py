@@ -51,7 +51,6 @@ class PlanReport:
             }
         return free
 
-
     def _group_report(self):
         """The IOMMU groups that constrain the plan: pool devices left out (with why), those that
         go to one tenant together, and the functions each takes along."""
@@ -59,4 +58,3 @@ class PlanReport:
         return {"left_out": dict(sorted(host.left_out.items())),
                 "shared": dict((a, list(unit)) for a, unit in sorted(host.units.items())),
                 "companions": dict((a, list(c)) for a, c in sorted(host.companions.items()))}
-

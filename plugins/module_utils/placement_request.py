@@ -60,7 +60,6 @@ def hugepage_size_name(value, what="hugepage_size"):
     return size_name(value, what, allow_none=True)
 
 
-
 def read_policy(policy):
     """The planner's policy: ``policy`` (a dict, or None) over POLICY_DEFAULTS, each choice checked."""
     policy = dict(policy or {})
@@ -90,7 +89,6 @@ def check_tenant_macs(tenants):
     for mac, whos in duplicates(owners):
         raise PlacementInputError("%s: mac %s is also the MAC of %s; a MAC belongs to one VF: give each tenant its own"
                                   % (whos[-1], mac, ", ".join(whos[:-1])))
-
 
 
 class TenantRequests:
@@ -209,4 +207,3 @@ class TenantRequests:
             return 0
         size_kb = SIZES_KB[size]
         return -(-tenant["memory_mb"] * 1024 // size_kb)
-
