@@ -195,7 +195,8 @@ class Initramfs:
     def apply(self, run):
         if self.reasons:
             tool = self.host.commands.which(self.build[0], required=True)
-            self.host.commands.run([tool] + self.build[1:])
+            with run.timed("initramfs"):
+                self.host.commands.run([tool] + self.build[1:])
             run.changed = True
 
 
@@ -331,9 +332,10 @@ class Firmware:
             return
         reset_rc, after = {}, {}
         for device in outcome["reset_devices"]:
-            rc, _out, _err = self.host.commands.run(
-                [self.tools["reset"], "-d", device, "--level", str(self.spec.get("reset_level", 3)), "-y", "reset"],
-                check=False)
+            with run.timed("firmware_reset"):
+                rc, _out, _err = self.host.commands.run(
+                    [self.tools["reset"], "-d", device, "--level", str(self.spec.get("reset_level", 3)), "-y", "reset"],
+                    check=False)
             reset_rc[device] = rc
             run.changed = True
         for pf in outcome["pending"]:
@@ -345,7 +347,8 @@ class Firmware:
                               ("dnf", ["install", "-y", FIRMWARE_PACKAGE]), ("yum", ["install", "-y", FIRMWARE_PACKAGE])):
             path = self.host.commands.which(manager)
             if path:
-                self.host.commands.run([path] + argv)
+                with run.timed("firmware_install"):
+                    self.host.commands.run([path] + argv)
                 run.changed = True
                 return
         raise StateError("firmware: neither mlxconfig nor mstconfig is installed and no apt-get/dnf/yum to install "

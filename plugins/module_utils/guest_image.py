@@ -42,6 +42,8 @@ ISO_TOOLS = ("genisoimage", "xorrisofs", "mkisofs")
 ISO_HINT = "install genisoimage (Debian/Ubuntu) or xorriso (RHEL 9)"
 QEMU_IMG_HINT = "install qemu-utils (Debian/Ubuntu) or qemu-img (RHEL)"
 GIB = 1024 ** 3
+# the steps that can take minutes (a download, a full copy): their seconds go to the result's elapsed_s
+LONG_STEPS = ("fetch", "copy")
 CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
 
 IMAGE_OPTIONS = dict(
@@ -372,14 +374,15 @@ class GuestPlan:
             if kinds is not None and kind not in kinds:
                 continue
             host.files.makedirs(host.path(os.path.dirname(path)))
-            if kind == "fetch":
-                self._fetch(host, path)
-            elif kind == "checksum":
-                host.files.write(host.path(path + ".checksum"), self.image["checksum"] + "\n")
-            elif kind in ("overlay", "copy"):
-                self._make_disk(host, kind, path, run)
-            elif kind == "seed":
-                self._make_seed(host, run)
+            with run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
+                if kind == "fetch":
+                    self._fetch(host, path)
+                elif kind == "checksum":
+                    host.files.write(host.path(path + ".checksum"), self.image["checksum"] + "\n")
+                elif kind in ("overlay", "copy"):
+                    self._make_disk(host, kind, path, run)
+                elif kind == "seed":
+                    self._make_seed(host, run)
             run.changed = True
 
     def _record(self, host, paths):

@@ -8,7 +8,8 @@
 
 ``feature_function(params, host, run)`` decides first, acts only when ``run.check_mode`` is
 false, records each finished step with ``run.changed = True``, adds what differs through
-``run.diff.add(...)`` and returns the module's result fields. The collection's errors become
+``run.diff.add(...)``, times each long step with ``with run.timed(step):`` (the seconds come back
+in the result's ``elapsed_s``) and returns the module's result fields. The collection's errors become
 ``fail_json`` here, with ``changed`` true when a step was already done, so no feature calls
 ``exit_json`` or ``fail_json`` itself.
 
@@ -19,6 +20,9 @@ why such a module keeps its ``MODULE_ARGS`` in ``module_utils`` and its module f
 """
 
 from __future__ import absolute_import, division, print_function
+
+import time
+from contextlib import contextmanager
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -49,17 +53,32 @@ class Diff:
 
 
 class Run:
-    """What one module run knows about itself: check mode, the diff, warnings, and whether
-    a step has changed the host yet (reported even when a later step fails)."""
+    """What one module run knows about itself: check mode, the diff, warnings, whether a step
+    has changed the host yet (reported even when a later step fails) and the seconds each long
+    step took (``elapsed_s``: a module call shows no progress while it runs, so the result says)."""
 
-    def __init__(self, check_mode=False, diff=False):
+    def __init__(self, check_mode=False, diff=False, clock=time.monotonic):
         self.check_mode = check_mode
         self.diff = Diff(diff)
         self.warnings = []
         self.changed = False
+        self.elapsed_s = {}
+        self._clock = clock
 
     def warn(self, message):
         self.warnings.append(message)
+
+    @contextmanager
+    def timed(self, step):
+        """Adds the seconds the block takes (failed or not) to ``elapsed_s[step]`` (None: not timed)."""
+        if step is None:
+            yield
+            return
+        start = self._clock()
+        try:
+            yield
+        finally:
+            self.elapsed_s[step] = round(self.elapsed_s.get(step, 0) + self._clock() - start, 1)
 
 
 def nested_params(option, module_name, module_args, params):
@@ -104,6 +123,8 @@ def run_module(module_args, feature, host=None):
             module.warn(message)
         details = dict(getattr(exc, "details", None) or {})
         details["changed"] = run.changed or bool(details.get("changed"))
+        if run.elapsed_s:
+            details["elapsed_s"] = dict(run.elapsed_s)
         module.fail_json(msg=str(exc), **details)
     for message in run.warnings:
         module.warn(message)
@@ -111,4 +132,6 @@ def run_module(module_args, feature, host=None):
     result["changed"] = bool(result.get("changed")) or run.changed
     if run.diff.entries:
         result["diff"] = run.diff.entries
+    if run.elapsed_s:
+        result["elapsed_s"] = dict(run.elapsed_s)
     module.exit_json(**result)

@@ -351,6 +351,14 @@ pending:
   type: list
   elements: str
   sample: ["the kernel command line (+intel_iommu=on +iommu=pt)"]
+elapsed_s:
+  description:
+    - Seconds each long step of this call took, for those that ran (never in check mode) - C(initramfs) (the rebuild),
+      C(firmware_install) (the package), C(firmware_reset) (the resets of all cards together).
+    - The call shows no progress while it runs; the boot stage prints these after it (docs/boot.md).
+  returned: when a long step ran
+  type: dict
+  sample: {initramfs: 48.3, firmware_reset: 95.1}
 cmdline:
   description: The value the variable has after the edit (the args it wants).
   returned: always

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -89,9 +90,10 @@ def commands_for(dgx, reset_loads=True):
         Reply(["systemctl", "disable", "--now", "..."]),
         Reply(["update-grub"]),
         Reply(["lsinitramfs", "/boot/initrd.img-%s" % RELEASE], 0, LISTING),
-        Reply(["update-initramfs", "-u", "-k", RELEASE]),
+        # each long step takes a while, so that the seconds the result gives can be checked
+        Reply(["update-initramfs", "-u", "-k", RELEASE], effect=lambda _argv: time.sleep(0.2)),
         Reply(["mlxfwreset", "-d", "*", "--level", "3", "-y", "reset"],
-              effect=(lambda _argv: power_cycle(dgx["state"])) if reset_loads else None),
+              effect=lambda _argv: (time.sleep(0.3), power_cycle(dgx["state"]) if reset_loads else None)),
     ]
     commands = RecordedWithMlxconfig(dgx["state"], replies)
     commands.programs.add("mlxfwreset")
@@ -125,6 +127,9 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert fw["link_type_changes"][dgx["pf"]] == {"LINK_TYPE_P1": "IB(1) -> ETH", "LINK_TYPE_P2": "IB(1) -> ETH"}
     assert fw["reset_ran"] == [dgx["pf"]] and fw["pending"] == [] and fw["reset"] == [dgx["pf"]]
     assert first["firmware_pending"] == [] and first["pending"] and "kernel command line" in first["pending"][0]
+    # the seconds the long steps took (measured around the commands), for the stage's report line
+    assert sorted(first["elapsed_s"]) == ["firmware_reset", "initramfs"]
+    assert 0.2 <= first["elapsed_s"]["initramfs"] < 1 and 0.3 <= first["elapsed_s"]["firmware_reset"] < 2
     headers = [d["before_header"] for d in first["diff"]]
     assert "/etc/modprobe.d/gpuvirt-nvidia-host.conf" in headers and "/etc/default/grub" in headers
     # the daemons are now off; the initramfs holds the new file
@@ -137,6 +142,7 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert not second.get("failed"), second.get("msg")
     assert second["changed"] is False and second["firmware"]["changes"] == {}
     assert not commands.ran("update-initramfs") and not commands.ran("mlxfwreset") and not commands.ran("update-grub")
+    assert "elapsed_s" not in second
 
 
 def test_check_mode_plans_everything_and_changes_nothing(dgx):
@@ -149,6 +155,7 @@ def test_check_mode_plans_everything_and_changes_nothing(dgx):
     assert open(dgx["state"], encoding="utf-8").read() == before
     assert not os.path.exists(dgx["host"].p("/etc/modprobe.d/gpuvirt-nvidia-host.conf"))
     assert not commands.ran("systemctl", "disable") and not commands.ran("update-initramfs") and not commands.ran("mlxfwreset")
+    assert "elapsed_s" not in result
 
 
 def test_without_reset_the_firmware_waits_for_the_reset_and_says_so(dgx):

@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff, run_module as runner_run_module, run_nested
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff, Run, run_module as runner_run_module, run_nested
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -20,7 +20,8 @@ def feature(params, host, run):
     run.diff.add("/etc/x", "a\n", "b\n")
     run.warn("a warning")
     if not run.check_mode:
-        host.commands.run(["true"])
+        with run.timed("true"):
+            host.commands.run(["true"])
         run.changed = True
     if params["fail"]:
         error = InputError("it failed")
@@ -51,6 +52,25 @@ def test_check_mode_and_no_diff(tmp_path):
 def test_error_after_a_step_says_changed(tmp_path):
     result = run_module(main, {"fail": True}, host=host_of(tmp_path))
     assert result["failed"] and result["msg"] == "it failed" and result["changed"] is True and result["extra"] == 1
+
+
+def test_the_long_steps_seconds_in_the_result_also_on_failure(tmp_path):
+    done = run_module(main, {}, host=host_of(tmp_path))
+    failed = run_module(main, {"fail": True}, host=host_of(tmp_path))
+    assert set(done["elapsed_s"]) == set(failed["elapsed_s"]) == {"true"}
+    assert "elapsed_s" not in run_module(main, {}, check_mode=True, host=host_of(tmp_path))
+
+
+def test_timed_adds_up_each_steps_seconds_even_when_it_fails():
+    ticks = iter([10.0, 12.5, 20.0, 21.04, 30.0, 30.3])
+    run = Run(clock=lambda: next(ticks))
+    with run.timed("reset"):
+        pass
+    with run.timed("reset"):
+        pass
+    with pytest.raises(RuntimeError), run.timed("rebuild"):
+        raise RuntimeError("the command failed")
+    assert run.elapsed_s == {"reset": 3.5, "rebuild": 0.3}
 
 
 def test_diff_records_nothing_when_off():
