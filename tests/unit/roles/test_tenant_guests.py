@@ -58,7 +58,7 @@ def banner_server(address):
     return server
 
 
-def run_role(tmp_path, tenants, extra=None):
+def run_role(tmp_path, tenants, extra=None, tasks=("Test | Say", "Fail naming")):
     import ansible_runner  # pylint: disable=import-outside-toplevel
     (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY)
@@ -73,7 +73,7 @@ def run_role(tmp_path, tenants, extra=None):
         envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
     messages = [e["event_data"]["res"].get("msg") for e in done.events
                 if e.get("event") in ("runner_on_ok", "runner_on_failed") and "res" in e.get("event_data", {})
-                and e["event_data"].get("task", "").startswith(("Test | Say", "Fail naming"))]
+                and e["event_data"].get("task", "").startswith(tasks)]
     return done.rc, done.stdout.read(), messages
 
 
@@ -98,8 +98,12 @@ def test_running_guests_join_the_inventory_once_ssh_answers(tmp_path):
 
 def test_a_guest_that_does_not_answer_fails_naming_its_console_log(tmp_path):
     # nothing listens on 127.0.0.2's port 9
-    rc, out, messages = run_role(tmp_path, [tenant("tenant-b", "127.0.0.2")], {"port": 9})
+    rc, out, messages = run_role(tmp_path, [tenant("tenant-b", "127.0.0.2")], {"port": 9},
+                                 tasks=("Say which guests", "Say how long", "Fail naming"))
     assert rc != 0
-    [failure] = messages
+    # the wait said before with its bound, and how long it waited after
+    start, waited, failure = messages
+    assert start == "waiting up to 3 s for the SSH server of each of tenant-b", messages
+    assert waited == [["tenant-b", 3]], messages
     assert len(failure) == 1 and failure[0].startswith("tenant tenant-b did not answer SSH on 127.0.0.2:9 within 3s")
     assert failure[0].endswith("read its console log /var/log/libvirt/qemu/tenant-b-console.log on dgx01"), failure
