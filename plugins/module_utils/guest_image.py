@@ -387,8 +387,8 @@ class GuestPlan:
             if path not in self.made:
                 self.made.append(path)
         host.files.makedirs(host.path(self.paths["dir"], "guest_dir"))
-        host.files.write(host.path(self.paths["manifest"], "guest_dir"), json.dumps({"made": self.made + [self.paths["manifest"]]},
-                                                                       indent=2) + "\n")
+        made = json.dumps({"made": self.made + [self.paths["manifest"]]}, indent=2) + "\n"
+        host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
 
     def _fetch(self, host, base):
         part = host.path(base + ".part", "guest_dir")
