@@ -27,7 +27,7 @@ import os
 import re
 from collections import OrderedDict
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import check_mac
 
 __metaclass__ = type
@@ -99,7 +99,10 @@ def check_ipv4(value, option, prefix_required):
 
 
 def tenant_paths(guest_dir, name):
-    """Host paths of what tenant ``name`` gets."""
+    """Host paths of what tenant ``name`` gets; ``guest_dir`` an absolute normalised path (the
+    directories made for it are the ones meant, and removal finds what was made)."""
+    if not normalised_path(guest_dir, "guest_dir").startswith("/"):
+        raise InputError("guest_dir: %s is not an absolute path; give one such as %s" % (guest_dir, GUEST_DIR))
     tenant_dir = os.path.join(guest_dir, "tenants", name)
     return {"dir": tenant_dir, "disk": os.path.join(tenant_dir, "disk.qcow2"), "seed": os.path.join(tenant_dir, "seed.iso"),
             "seed_dir": os.path.join(tenant_dir, "seed"), "manifest": os.path.join(tenant_dir, MANIFEST)}
