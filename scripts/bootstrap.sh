@@ -44,6 +44,27 @@ elif ! bash "$REPO_ROOT/lab/install-qemu.sh" --check >/dev/null 2>&1; then
   echo "bootstrap: the lab needs QEMU 10.0 from bookworm-backports: run lab/install-qemu.sh as root" >&2
 fi
 
+# udevadm verify (systemd 254 or later), with which the unit tests check the udev rules the
+# collection writes: Debian 12's udev 252 has no verify. bookworm-backports' udev is downloaded,
+# not installed, and extracted into .build/udev-verify; its udevadm needs only libraries Debian 12
+# has (readelf -d: no libsystemd-shared, no RUNPATH), so the machine's systemd stays as it is.
+UDEV_VERIFY="$BUILD/udev-verify"
+if ! "$UDEV_VERIFY/bin/udevadm" verify --help >/dev/null 2>&1; then
+  echo "bootstrap: extracting udevadm $UDEV_VERIFY/bin/udevadm from bookworm-backports' udev"
+  udev_tmp="$(mktemp -d)"
+  if ! (cd "$udev_tmp" && apt-get download -qq -o APT::Sandbox::User="$(id -un)" udev/bookworm-backports); then
+    rm -rf "$udev_tmp"
+    echo "bootstrap: cannot download udev from bookworm-backports: enable the suite (lab/install-qemu.sh does, as root)" >&2
+    exit 2
+  fi
+  rm -rf "$UDEV_VERIFY"
+  dpkg-deb -x "$udev_tmp"/udev_*.deb "$udev_tmp/root"
+  mkdir -p "$BUILD"
+  mv "$udev_tmp/root" "$UDEV_VERIFY"
+  rm -rf "$udev_tmp"
+  "$UDEV_VERIFY/bin/udevadm" verify --help >/dev/null
+fi
+
 stamp="$VENV/.requirements.sha256"
 want="$(sha256sum "$REPO_ROOT/requirements.txt" | cut -d' ' -f1)"
 if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then

@@ -61,12 +61,9 @@ def check_line_value(value, option, allow_tab=False):
     return text
 
 
-def file_target(real_path, option, shown=None, create_parent=False):
-    """Refuse, before anything changes, a file path that cannot be written: one that names a
-    directory, or whose parent is not a directory (missing, unless ``create_parent``: then
-    the nearest existing ancestor must be a directory). ``shown`` is the path as the user
-    gave it (under the root)."""
-    shown = shown or real_path
+def normalised_path(shown, option):
+    """``shown`` (a path as the user gave it) when it has no '.', '..', '//' or trailing '/'
+    component and no control character, else an :class:`InputError` giving the normalised one."""
     check_line_value(shown, option)
     normal = "/" + posixpath.normpath(shown).lstrip("/") if shown.startswith("/") else posixpath.normpath(shown)
     if shown != normal:
@@ -74,6 +71,15 @@ def file_target(real_path, option, shown=None, create_parent=False):
         # them would not be the ones meant
         raise InputError("%s: %s is not a normalised path (no '.', '..', '//' or trailing '/'); give %s"
                          % (option, shown, normal))
+    return shown
+
+
+def file_target(real_path, option, shown=None, create_parent=False):
+    """Refuse, before anything changes, a file path that cannot be written: one that names a
+    directory, or whose parent is not a directory (missing, unless ``create_parent``: then
+    the nearest existing ancestor must be a directory). ``shown`` is the path as the user
+    gave it (under the root)."""
+    shown = normalised_path(shown or real_path, option)
     if os.path.isdir(real_path) or os.path.isdir(os.path.realpath(real_path)):
         # the resolved path too: 'missing/..' names the directory above, which isdir() of the path as given misses
         raise InputError("%s: %s is a directory; give the path of a file in it" % (option, shown))

@@ -27,7 +27,7 @@ import os
 import re
 from collections import OrderedDict
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mac_address import check_mac
 
 __metaclass__ = type
@@ -101,7 +101,10 @@ def check_ipv4(value, option, prefix_required):
 
 
 def tenant_paths(guest_dir, name):
-    """Host paths of what tenant ``name`` gets."""
+    """Host paths of what tenant ``name`` gets; ``guest_dir`` an absolute normalised path (the
+    directories made for it are the ones meant, and removal finds what was made)."""
+    if not normalised_path(guest_dir, "guest_dir").startswith("/"):
+        raise InputError("guest_dir: %s is not an absolute path; give one such as %s" % (guest_dir, GUEST_DIR))
     tenant_dir = os.path.join(guest_dir, "tenants", name)
     return {"dir": tenant_dir, "disk": os.path.join(tenant_dir, "disk.qcow2"), "seed": os.path.join(tenant_dir, "seed.iso"),
             "seed_dir": os.path.join(tenant_dir, "seed"), "manifest": os.path.join(tenant_dir, MANIFEST)}
@@ -207,13 +210,13 @@ def validate_guest(options, name):
 
 
 # --------------------------------------------------------------------------- reads
-def _exists(host, host_path):
-    return os.path.lexists(host.path(host_path))
+def _exists(host, host_path, option="guest_dir"):
+    return os.path.lexists(host.path(host_path, option))
 
 
-def _read(host, host_path):
+def _read(host, host_path, option="guest_dir"):
     try:
-        with open(host.path(host_path), "r", encoding="utf-8") as handle:
+        with open(host.path(host_path, option), "r", encoding="utf-8") as handle:
             return handle.read()
     except (IOError, OSError, UnicodeDecodeError):
         return None
@@ -231,8 +234,8 @@ def qemu_img(host):
     return host.commands.which("qemu-img", required=True, hint=QEMU_IMG_HINT)
 
 
-def read_image_info(host, host_path):
-    _rc, out, _err = host.commands.run([qemu_img(host), "info", "--output=json", "--force-share", host.path(host_path)])
+def read_image_info(host, host_path, option="guest_dir"):
+    _rc, out, _err = host.commands.run([qemu_img(host), "info", "--output=json", "--force-share", host.path(host_path, option)])
     return image_info(out, host_path)
 
 
@@ -275,25 +278,25 @@ class GuestPlan:
         image = self.image
         if image.get("base"):
             base = image["base"]
-            if not os.path.isfile(host.path(base)):
+            if not os.path.isfile(host.path(base, "image.base")):
                 raise InputError("image.base: %s is not a file on the host; download the cloud image there first, or give "
                                  "image.url and image.checksum" % base)
             if image.get("checksum"):
-                self._verify(host.path(base), image["checksum"], "image.base %s" % base)
-            return {"path": base, "info": read_image_info(host, base), "fetch": None}
+                self._verify(host.path(base, "image.base"), image["checksum"], "image.base %s" % base)
+            return {"path": base, "option": "image.base", "info": read_image_info(host, base, "image.base"), "fetch": None}
         url = image["url"]
         base = os.path.join(self.guest_dir, "base", url.rsplit("/", 1)[-1])
         verified = base + ".checksum"
-        if os.path.isfile(host.path(base)):
+        if os.path.isfile(host.path(base, "guest_dir")):
             if (_read(host, verified) or "").strip() != image["checksum"]:
-                self._verify(host.path(base), image["checksum"], "image %s (downloaded from %s)" % (base, url))
+                self._verify(host.path(base, "guest_dir"), image["checksum"], "image %s (downloaded from %s)" % (base, url))
                 self.steps.append(("checksum", base))
-            return {"path": base, "info": read_image_info(host, base), "fetch": None}
+            return {"path": base, "option": "guest_dir", "info": read_image_info(host, base), "fetch": None}
         self.steps.append(("fetch", base))
         if check_mode:
             self.notes.append("%s: the image %s is not downloaded yet; its size and checksum are checked when it is"
                               % (self.name, url))
-        return {"path": base, "info": None, "fetch": url}
+        return {"path": base, "option": "guest_dir", "info": None, "fetch": url}
 
     @staticmethod
     def _verify(real_path, checksum, what):
@@ -318,7 +321,7 @@ class GuestPlan:
                 self.notes.append("%s: disk %s stays at %s (image.size_gb %d is larger): growing an existing disk is not "
                                   "built; remove the tenant to make it again" % (self.name, disk, _gib(have["virtual_size"]), size_gb))
             backing = have.get("backing")
-            if not self.image["copy"] and backing and os.path.normpath(backing) != os.path.normpath(host.path(self.base["path"])):
+            if not self.image["copy"] and backing and os.path.normpath(backing) != os.path.normpath(host.path(self.base["path"], self.base["option"])):
                 self.notes.append("%s: disk %s is an overlay on %s, not on %s: the disk is kept"
                                   % (self.name, disk, backing, self.base["path"]))
             return
@@ -373,12 +376,12 @@ class GuestPlan:
         for kind, path in self.steps:
             if kinds is not None and kind not in kinds:
                 continue
-            host.files.makedirs(host.path(os.path.dirname(path)))
+            host.files.makedirs(host.path(os.path.dirname(path), "guest_dir"))
             with run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
                 if kind == "fetch":
                     self._fetch(host, path)
                 elif kind == "checksum":
-                    host.files.write(host.path(path + ".checksum"), self.image["checksum"] + "\n")
+                    host.files.write(host.path(path + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
                 elif kind in ("overlay", "copy"):
                     self._make_disk(host, kind, path, run)
                 elif kind == "seed":
@@ -389,12 +392,12 @@ class GuestPlan:
         for path in paths:
             if path not in self.made:
                 self.made.append(path)
-        host.files.makedirs(host.path(self.paths["dir"]))
-        host.files.write(host.path(self.paths["manifest"]), json.dumps({"made": self.made + [self.paths["manifest"]]},
-                                                                       indent=2) + "\n")
+        host.files.makedirs(host.path(self.paths["dir"], "guest_dir"))
+        made = json.dumps({"made": self.made + [self.paths["manifest"]]}, indent=2) + "\n"
+        host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
 
     def _fetch(self, host, base):
-        part = host.path(base + ".part")
+        part = host.path(base + ".part", "guest_dir")
         url = self.image["url"]
         if host.commands.which("curl"):
             argv = [host.commands.which("curl"), "-fsSL", "--retry", "3", "-o", part, url]
@@ -409,43 +412,43 @@ class GuestPlan:
         except (InputError, StateError):
             host.files.remove(part)
             raise
-        os.rename(part, host.path(base))
-        host.files.write(host.path(base + ".checksum"), self.image["checksum"] + "\n")
+        os.rename(part, host.path(base, "guest_dir"))
+        host.files.write(host.path(base + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
         self.base["info"] = read_image_info(host, base)
         self.check_size(self.base["info"])
 
     def _make_disk(self, host, kind, disk, run):
-        base, info = self.base["path"], self.base["info"]
+        base, base_option, info = self.base["path"], self.base["option"], self.base["info"]
         size_gb = self.image.get("size_gb")
         self._record(host, [disk, disk + ".part"])
         tool = qemu_img(host)
         # made under another name, then renamed: a disk stopped half-way is never taken for made
-        partial = host.path(disk + ".part")
+        partial = host.path(disk + ".part", "guest_dir")
         host.files.remove(partial)
         if kind == "overlay":
-            argv = [tool, "create", "-q", "-f", "qcow2", "-F", info["format"], "-b", host.path(base), partial]
+            argv = [tool, "create", "-q", "-f", "qcow2", "-F", info["format"], "-b", host.path(base, base_option), partial]
             if size_gb is not None:
                 argv.append("%dG" % size_gb)
             host.commands.run(argv)
         else:
-            host.commands.run([tool, "convert", "-f", info["format"], "-O", "qcow2", host.path(base), partial])
+            host.commands.run([tool, "convert", "-f", info["format"], "-O", "qcow2", host.path(base, base_option), partial])
             if size_gb is not None and size_gb * GIB > info["virtual_size"]:
                 host.commands.run([tool, "resize", "-q", partial, "%dG" % size_gb])
-        os.rename(partial, host.path(disk))
+        os.rename(partial, host.path(disk, "guest_dir"))
         run.changed = True
 
     def _make_seed(self, host, run):
         seed_dir = self.paths["seed_dir"]
-        host.files.makedirs(host.path(seed_dir))
+        host.files.makedirs(host.path(seed_dir, "guest_dir"))
         files = [os.path.join(seed_dir, n) for n in SEED_FILES]
         self._record(host, files + [self.paths["seed"], self.paths["seed"] + ".part"])
         for path in files:
-            host.files.write(host.path(path), self.documents[os.path.basename(path)], mode=0o600)
+            host.files.write(host.path(path, "guest_dir"), self.documents[os.path.basename(path)], mode=0o600)
         tool = iso_tool(host)
-        partial = host.path(self.paths["seed"] + ".part")
+        partial = host.path(self.paths["seed"] + ".part", "guest_dir")
         host.commands.run([tool, "-quiet", "-output", partial, "-volid", "cidata", "-joliet", "-rock"]
-                          + [host.path(p) for p in files])
-        os.rename(partial, host.path(self.paths["seed"]))
+                          + [host.path(p, "guest_dir") for p in files])
+        os.rename(partial, host.path(self.paths["seed"], "guest_dir"))
         run.changed = True
 
 
@@ -472,7 +475,7 @@ class GuestRemoval:
         self.name = name
         self.paths = tenant_paths(guest_dir or GUEST_DIR, name)
         made = read_manifest(host, self.paths)
-        self.files = [p for p in made if os.path.isfile(host.path(p)) or os.path.islink(host.path(p))]
+        self.files = [p for p in made if os.path.isfile(host.path(p, "guest_dir")) or os.path.islink(host.path(p, "guest_dir"))]
 
     @property
     def changed(self):
@@ -488,10 +491,10 @@ class GuestRemoval:
     def apply(self, host, run):
         for path in self.files:
             if path != self.paths["manifest"]:
-                host.files.remove(host.path(path))
+                host.files.remove(host.path(path, "guest_dir"))
                 run.changed = True
-        host.files.remove(host.path(self.paths["manifest"]))
+        host.files.remove(host.path(self.paths["manifest"], "guest_dir"))
         for directory in (self.paths["seed_dir"], self.paths["dir"]):
-            real = host.path(directory)
+            real = host.path(directory, "guest_dir")
             if os.path.isdir(real) and not os.listdir(real):
                 os.rmdir(real)

@@ -104,8 +104,9 @@ def mmio_window(spec, fs):
             sizes.extend(found)
     warnings = []
     if unknown:
-        warnings.append("no sysfs resource file for %s: the 64-bit MMIO window of %s leaves their BARs out (give "
-                        "mmio_window_mb to size it)" % (", ".join(unknown), spec.name))
+        warnings.append("no whole sysfs resource file for %s (missing, empty, truncated or not the kernel's format): "
+                        "the 64-bit MMIO window of %s leaves their BARs out (give mmio_window_mb to size it, or "
+                        "capture the host again)" % (", ".join(unknown), spec.name))
     return window_setting_mb(sizes), warnings
 
 

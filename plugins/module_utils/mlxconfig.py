@@ -27,7 +27,7 @@ TOOLS = ("mlxconfig", "mstconfig")
 
 class MlxconfigError(StateError):
     """The tool failed; ``kind`` is one of tool_missing, device_not_found, unknown_parameter,
-    lockdown, failed."""
+    above_maximum, lockdown, failed."""
 
     def __init__(self, kind, msg, output=""):
         super().__init__(msg)
@@ -128,6 +128,8 @@ def classify_failure(output, lockdown_mode):
     first = errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "no output"
     if "Failed to find Param" in first or "was not found" in first:
         return "unknown_parameter", first
+    if "value is larger than maximum allowed" in first:
+        return "above_maximum", first
     if "Failed to open the device" in first or "Failed to identify the device" in first or "Cannot open Device" in first:
         if lockdown_mode in ("integrity", "confidentiality"):
             return "lockdown", first
@@ -162,11 +164,15 @@ def find_tool(host, tool):
     return None
 
 
-# A VF count above what the PCIe SR-IOV capability can hold (TotalVFs is a 16-bit field, PCIe
-# Base Specification, SR-IOV Extended Capability) is no card's. The query output (Default,
-# Current, Next Boot) does not print a card's own maximum; the firmware refuses a count above it
-# at the set.
+# NUM_OF_VFS is a 16-bit field of the firmware's nv_global_pci_conf (mstflint,
+# mlxconfig/mlxconfig_dbs/mlxconfig_host.db, param total_vfs), as the PCIe SR-IOV TotalVFs is.
+# The card's own maximum (nv_global_pci_cap.max_vfs_per_pf) is not in the query output, nor in
+# sysfs (sriov_totalvfs is the NUM_OF_VFS set, not what the card allows:
+# sriov-network-device-plugin#536): mlxconfig checks it
+# before it writes anything (TLVConf::checkRules, mlxcfg_tlv.cpp) and the set fails with
+# "Parameter NUM_OF_VFS' value is larger than maximum allowed N", which above_maximum reports.
 MAX_VFS = 0xFFFF
+MAX_ALLOWED_RE = re.compile(r"Parameter (\w+)'? value is larger than maximum allowed (\d+)")
 SET_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:-]+\Z")
 
 
@@ -182,9 +188,9 @@ def check_values(wanted):
         value = wanted["NUM_OF_VFS"]
         text = render_value(value)
         if isinstance(value, bool) or not re.match(r"^[0-9]+\Z", text) or int(text) > MAX_VFS:
-            raise InputError("firmware.NUM_OF_VFS: %r is not a VF count: give a whole number from 0 to %d (the most "
-                             "a PCIe SR-IOV capability holds; the card's firmware refuses more than its own maximum)"
-                             % (value, MAX_VFS))
+            raise InputError("firmware.NUM_OF_VFS: %r is not a VF count: give a whole number from 0 to %d (the width "
+                             "of the firmware's NUM_OF_VFS field; the card's own maximum, which the query does not "
+                             "print, is checked by mlxconfig at the set)" % (value, MAX_VFS))
 
 
 class FirmwareConfig:
@@ -216,6 +222,11 @@ class FirmwareConfig:
                                  "against '%s -d %s -e q'" % (self.device, detail, self.tool, self.device),
             "failed": "%s failed (rc=%s): %s" % (" ".join(argv), rc, detail),
         }
+        if kind == "above_maximum":
+            found = MAX_ALLOWED_RE.search(detail)
+            name, most = found.groups() if found else ("a parameter", "its maximum")
+            messages[kind] = ("firmware.%s: the firmware of %s allows at most %s (%s refused the set before writing "
+                              "anything: %s): give at most %s" % (name, self.device, most, self.tool, detail, most))
         raise MlxconfigError(kind, messages[kind], output)
 
     def query(self):

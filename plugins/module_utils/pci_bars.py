@@ -70,10 +70,11 @@ def mmio64_sizes(text):
 def is_resource_file(text):
     """Whether ``text`` is a whole ``resource`` file as the kernel writes it: at least the six
     BARs and the ROM (7 lines; 13 with the SR-IOV BARs, more for a bridge), each line three
-    ``0x%016llx`` fields. An empty, truncated or garbled copy (a capture cut short) is not: it
-    would read as "no 64-bit BARs"."""
+    ``0x%016llx`` fields, none ending before it starts. An empty, truncated or garbled copy (a
+    capture cut short) is not: it would read as "no 64-bit BARs"."""
     lines = (text or "").strip().split("\n")
-    return len(lines) >= STANDARD_BARS + 1 and all(RESOURCE_LINE.match(line) for line in lines)
+    return (len(lines) >= STANDARD_BARS + 1 and all(RESOURCE_LINE.match(line) for line in lines)
+            and all(int(line[19:37], 16) >= int(line[:18], 16) for line in lines))
 
 
 def read_mmio64_sizes(fs, address):

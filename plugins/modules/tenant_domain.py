@@ -419,7 +419,9 @@ options:
         description: The bridge's name on the host; default libvirt's (C(virbrN)).
         type: str
   guest_dir:
-    description: Where the guest files go (see O(image)); with O(state=absent), where they are removed from.
+    description:
+      - Where the guest files go (see O(image)); with O(state=absent), where they are removed from.
+      - An absolute path without C(.), C(..) or C(//) components, under O(root).
     type: path
     default: /var/lib/libvirt/images/gpuvirt
 extends_documentation_fragment:

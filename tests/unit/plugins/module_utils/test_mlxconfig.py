@@ -87,6 +87,12 @@ def test_unknown_parameter_message_is_classified():
     assert mlx.classify_failure(out, None) == ("unknown_parameter", out[4:].strip())
 
 
+def test_above_maximum_is_classified():
+    """The set's refusal as mstflint prints it (mlxcfg_ui.cpp setDevCfg, mlxcfg_tlv.cpp checkRules)."""
+    out = "Applying... Failed!\n-E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127\n"
+    assert mlx.classify_failure(out, None) == ("above_maximum", "Parameter NUM_OF_VFS' value is larger than maximum allowed 127")
+
+
 # -- the stand-in ---------------------------------------------------------------------
 
 

@@ -104,6 +104,7 @@ def test_parse_resource(text, bars):
     lambda text: text[:len(text) // 2],                        # cut in the middle of a line
     lambda text: "garbage\n" * 13,                             # garbage
     lambda text: text.replace("0x", "0X", 1),                  # not the kernel's format
+    lambda text: "0x0000000000000002 0x0000000000000001 0x0000000000040200" + text[text.index("\n"):],  # ends first
 ])
 def test_a_resource_file_that_is_not_whole_reads_as_unknown_not_as_no_bars(tmp_path, damage):
     """None, as for a missing file, so that the tenant's MMIO window warns instead of staying at

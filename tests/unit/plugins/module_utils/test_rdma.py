@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
 from fakes.rdma import FakeConfigfs, add_port, parse_show_gids, read_fixture, tree_from_show_gids  # pylint: disable=import-error
-from fakes.unit_checks import UdevSyntaxError, udev_rules  # pylint: disable=import-error
+from fakes.unit_checks import udevadm_verify  # pylint: disable=import-error
 
 SHOW_GIDS = [
     "show_gids_h100-host_bare-metal_gid0-3_mlx5_0-1_partial.txt",
@@ -157,20 +157,23 @@ def test_persist_rule_names_device_and_mode():
     assert 'RUN+="/usr/local/sbin/gpuvirt-roce-mode rxeA 1 RoCE v2"' in rule
 
 
-def test_persist_rule_reads_as_one_rule_with_one_run():
+def test_persist_rule_passes_udevadm_verify():
     rule = rdma.persist_rule("mlx5_0", 1, "v2", "/usr/local/sbin/gpuvirt-roce-mode")
-    assert udev_rules(rule) == [[("ACTION", None, "==", "add"), ("SUBSYSTEM", None, "==", "infiniband"),
-                                 ("KERNEL", None, "==", "mlx5_0"),
-                                 ("RUN", None, "+=", "/usr/local/sbin/gpuvirt-roce-mode mlx5_0 1 RoCE v2")]]
+    rc, output = udevadm_verify(rule)
+    assert rc == 0, output
+    assert rule.splitlines()[1] == ('ACTION=="add", SUBSYSTEM=="infiniband", KERNEL=="mlx5_0", '
+                                    'RUN+="/usr/local/sbin/gpuvirt-roce-mode mlx5_0 1 RoCE v2"')
 
 
-def test_a_quote_in_a_name_would_add_a_run_to_the_rule():
-    """Why roce refuses such a name (roce.udev_device_name): udev would run a second program."""
-    rule = rdma.persist_rule('mlx5_0",RUN+="/bin/x', 1, "v2", "/usr/local/sbin/gpuvirt-roce-mode")
-    [tokens] = udev_rules(rule)
-    assert ("RUN", None, "+=", "/bin/x") in tokens
+def test_udevadm_verify_refuses_the_rule_a_quote_in_a_name_breaks():
+    rc, output = udevadm_verify(rdma.persist_rule('mlx5_0"', 1, "v2", "/usr/local/sbin/gpuvirt-roce-mode"))
+    assert rc != 0 and "Invalid key/value pair" in output
 
 
-def test_the_strict_parser_refuses_what_udev_ignores():
-    with pytest.raises(UdevSyntaxError):
-        udev_rules('KERNEL=="a", RUN+="x" y\n')
+def test_udevadm_verify_takes_a_second_run_a_quoted_name_adds():
+    """Why roce refuses such a name (roce.udev_device_name) before any rule is written: the
+    injected rule is valid udev syntax, so no verify would catch it."""
+    rule = rdma.persist_rule('mlx5_0", RUN+="/bin/x', 1, "v2", "/usr/local/sbin/gpuvirt-roce-mode")
+    rc, output = udevadm_verify(rule)
+    assert rc == 0, output
+    assert rule.splitlines()[1].count('RUN+=') == 3  # the script's and one from each place the name goes

@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
 
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
-from fakes.unit_checks import udev_rules  # pylint: disable=import-error
+from fakes.unit_checks import udevadm_verify  # pylint: disable=import-error
 
 ROWS = [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "ens3"),
         (1, "0000:0000:0000:0000:0000:ffff:c0a8:530a", "v2", "ens3")]
@@ -51,10 +51,11 @@ def test_check_mode_plans_mode_and_persistence_and_changes_nothing(tmp_path):
 @given(st.from_regex(roce.UDEV_NAME, fullmatch=True), st.integers(1, 255), st.sampled_from(["v1", "v2"]))
 def test_every_name_roce_accepts_gives_one_rule_for_that_device(name, port, mode):
     roce.udev_device_name(name)
-    [tokens] = udev_rules(rdma.persist_rule(name, port, mode, "/usr/local/sbin/gpuvirt-roce-mode"))
-    assert [t for t in tokens if t[0] == "KERNEL"] == [("KERNEL", None, "==", name)]
-    runs = [t[3] for t in tokens if t[0] == "RUN"]
-    assert runs == ["/usr/local/sbin/gpuvirt-roce-mode %s %d %s" % (name, port, rdma.ROCE_MODES[mode])]
+    rule = rdma.persist_rule(name, port, mode, "/usr/local/sbin/gpuvirt-roce-mode")
+    rc, output = udevadm_verify(rule)
+    assert rc == 0, output
+    assert rule.splitlines()[1] == ('ACTION=="add", SUBSYSTEM=="infiniband", KERNEL=="%s", '
+                                    'RUN+="/usr/local/sbin/gpuvirt-roce-mode %s %d %s"' % (name, name, port, rdma.ROCE_MODES[mode]))
     assert not set(name) & set("*?[]%$\"\\ ")  # no glob in KERNEL==, no substitution in RUN+=
 
 

@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.unit_checks import udevadm_verify  # pylint: disable=import-error
 
 SSH = "192.0.2.1 51000 192.0.2.2 22"
 
@@ -181,6 +182,8 @@ def test_persist_files_and_boot_script_restore(tmp_path):
     rules = open(host.p(boot.UDEV_RULES), encoding="utf-8").read()
     assert 'ACTION=="add", SUBSYSTEM=="pci", KERNEL=="0000:82:00.0", ATTR{driver_override}="vfio-pci"' in rules
     assert rules.count("ATTR{driver_override}") == 5
+    rc, output = udevadm_verify(rules)
+    assert rc == 0, output
     assert open(host.p(boot.MODULES_LOAD), encoding="utf-8").read().splitlines()[-1] == "vfio-pci"
     assert os.readlink(host.p(boot.WANTS_DIR + "/" + boot.VFIO_UNIT)) == boot.UNIT_DIR + "/" + boot.VFIO_UNIT
     assert "Before=libvirtd.service" in open(host.p(boot.UNIT_DIR + "/" + boot.VFIO_UNIT), encoding="utf-8").read()

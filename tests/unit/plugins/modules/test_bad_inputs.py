@@ -7,9 +7,12 @@ test_bad_inputs.py`` writes it, and ``test_the_documented_table_is_this_list`` k
 from __future__ import annotations
 
 import os
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,13 +22,14 @@ if __name__ == "__main__":  # run as a script to write the table
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
-from conftest import REPO_ROOT, run_module  # pylint: disable=import-error,wrong-import-position
+from conftest import LIBVIRT_TEST_URI, REPO_ROOT, run_module  # pylint: disable=import-error,wrong-import-position
 from fakes.commands import RecordedCommands  # pylint: disable=import-error,wrong-import-position
 from fakes.doc_table import documented_block, write_block  # pylint: disable=import-error,wrong-import-position
 from fakes.host_tree import FakeHost  # pylint: disable=import-error,wrong-import-position
 from fakes.interrupt import tree_state  # pylint: disable=import-error,wrong-import-position
 from fakes.kernel import lab_host  # pylint: disable=import-error,wrong-import-position
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error,wrong-import-position
+from fakes.system_commands import SystemCommands  # pylint: disable=import-error,wrong-import-position
 
 DOC = os.path.join(REPO_ROOT, "docs", "reliability.md")
 BEGIN, END = "<!-- bad-inputs table: generated from tests/unit/plugins/modules/test_bad_inputs.py -->", "<!-- end -->"
@@ -339,6 +343,97 @@ def test_no_file_outside_the_root_changes(name):
             assert "exception" not in result and "Traceback" not in result.get("msg", ""), result
             assert tree_state(outside) == before, (options, links, result)
     check()
+
+
+# The modules that also change libvirt, with their own worlds: tenant_domain makes and removes a
+# tenant's guest files (disk, seed, manifest) under guest_dir, from a base image, with the real
+# qemu-img and genisoimage; numa_pin changes pins only, reading the host model under the root.
+GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+LIBVIRT_LINKABLE = {
+    "tenant_domain": ["/var", "/var/lib/libvirt/images", "/var/lib/libvirt/images/gpuvirt",
+                      "/var/lib/libvirt/images/gpuvirt/tenants", "/srv", "/srv/base.qcow2", "/etc"],
+    "numa_pin": ["/etc", "/sys", "/sys/devices/system"],
+}
+GUEST_PATHS = st.lists(st.sampled_from(["..", ".", "var", "lib", "libvirt", "images", "outside", "srv", "tenants"]),
+                       min_size=1, max_size=6).map(lambda parts: "/" + "/".join(parts))
+
+
+def libvirt_world(root):
+    os.makedirs(os.path.join(root, "srv"))
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", os.path.join(root, "srv", "base.qcow2"), "64M"], check=True)
+
+
+def libvirt_options(name):
+    if name == "numa_pin":
+        return st.just({"vcpu_pins": {"0": "1"}, "emulator_cpus": "2", "nodeset": "0"})
+    tenant = {"domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1, "memory_mb": 64,
+              "cloud_init": {"ssh_authorized_keys": [GUEST_KEY]}}
+    # each left at what works or generated, half and half
+    image = st.fixed_dictionaries({"base": st.one_of(st.just("/srv/base.qcow2"), GUEST_PATHS), "size_gb": st.just(1),
+                                   "copy": st.booleans()})
+    guest_dir = st.one_of(st.just("/var/lib/libvirt/images/gpuvirt"), GUEST_PATHS)
+    return st.fixed_dictionaries({"image": image, "guest_dir": guest_dir,
+                                  "remove": st.booleans(), "manifest_out": st.booleans()}).map(lambda o: dict(tenant, **o))
+
+
+@pytest.mark.parametrize("name", sorted(LIBVIRT_LINKABLE))
+def test_no_file_outside_the_root_changes_libvirt_modules(libvirt_conn, name):
+    """As above, with libvirt's test driver as the host's libvirt; tenant_domain's guest files made
+    and then, with ``remove``, removed again (a manifest that names a file next to the root, with
+    ``manifest_out``, included)."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host  # pylint: disable=import-outside-toplevel
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(options=libvirt_options(name),
+           links=st.lists(st.tuples(st.sampled_from(LIBVIRT_LINKABLE[name]), st.booleans()), max_size=2,
+                          unique_by=lambda link: link[0]))
+    def check(options, links):
+        with tempfile.TemporaryDirectory() as top:
+            root, outside = os.path.join(top, "root"), os.path.join(top, "outside")
+            os.makedirs(outside)
+            libvirt_world(root)
+            with open(os.path.join(outside, "keep"), "w", encoding="utf-8") as handle:
+                handle.write("outside the root\n")
+            options = dict(options, name="prop-" + uuid.uuid4().hex[:8], uri=LIBVIRT_TEST_URI)
+            remove, manifest_out = options.pop("remove", False), options.pop("manifest_out", False)
+            if name == "numa_pin":
+                libvirt_conn.defineXML("<domain type='test'><name>%s</name><memory>65536</memory><vcpu>2</vcpu>"
+                                       "<os><type arch='i686'>hvm</type></os></domain>" % options["name"])
+            else:
+                guest_dir = os.path.normpath(options["guest_dir"])
+                if manifest_out and not guest_dir.startswith("/.."):
+                    made = os.path.join(root, guest_dir.lstrip("/"), "tenants", options["name"])
+                    os.makedirs(made)
+                    with open(os.path.join(made, "made.json"), "w", encoding="utf-8") as handle:
+                        json.dump({"made": ["/../outside/keep", "/../../outside/keep"]}, handle)
+            for host_path, absolute in links:
+                link_out(root, outside, host_path, absolute)
+            before = tree_state(outside)
+            host = Host(root, commands=SystemCommands())
+            results = [run_module(module_of(name).main, options, host=host)]
+            if remove:
+                results.append(run_module(module_of(name).main, {"name": options["name"], "uri": LIBVIRT_TEST_URI,
+                                                                 "guest_dir": options["guest_dir"], "state": "absent"},
+                                          host=Host(root, commands=SystemCommands())))
+            for result in results:
+                assert "exception" not in result and "Traceback" not in result.get("msg", ""), result
+            assert tree_state(outside) == before, (options, links, results)
+    check()
+
+
+def host_changing_modules_with_a_root():
+    """Every module with a root option but the read-only ``*_info`` ones."""
+    names = []
+    for entry in sorted(os.listdir(os.path.join(REPO_ROOT, "plugins", "modules"))):
+        name = entry[:-3]
+        if entry.endswith(".py") and not entry.startswith("_") and not name.endswith("_info"):
+            if "root" in module_of(name).MODULE_ARGS["argument_spec"]:
+                names.append(name)
+    return names
+
+
+def test_the_property_covers_every_host_changing_module_with_a_root():
+    assert sorted(MODULES + sorted(LIBVIRT_LINKABLE)) == host_changing_modules_with_a_root()
 
 
 def render_table():

@@ -168,6 +168,11 @@ BAD_INPUTS = [
      "domains[1] (bad-b): 0000:27:00.0 is also given to bad-a"),
     ("tenant_domain", "machine with a control character", "lab", one(machine="pc-q35\x01"), "machine: 'pc-q35\\x01' is not a name"),
     ("tenant_domain", "arch with a newline", "lab", one(arch="x86_64\n"), "arch: "),
+    # 29.1: under a root, guest files go where guest_dir says, or nowhere
+    ("tenant_domain", "guest_dir with '..'", "lab", one(image={"base": "/srv/base.qcow2"}, guest_dir="/var/lib/../.."),
+     "guest_dir: /var/lib/../.. is not a normalised path (no '.', '..', '//' or trailing '/'); give /"),
+    ("tenant_domain", "guest_dir with '..' (removal)", "lab", one(state="absent", guest_dir="/var/.."),
+     "guest_dir: /var/.. is not a normalised path"),
 ]
 # A conflict with a domain defined apart is a warning in check mode (a removal earlier in the run may free it).
 RUN_ONLY = [("tenant_domain", "a GPU whose group mate another domain holds")]

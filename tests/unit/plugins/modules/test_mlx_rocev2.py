@@ -107,6 +107,23 @@ def test_firmware_and_roce_mode_then_idempotent(host):
     assert third["changed"] is False and third["reboot_required"] is False
 
 
+def test_num_of_vfs_above_the_cards_maximum_is_refused_by_the_set_and_nothing_changes(host):
+    """The card's maximum is not in the query output; mlxconfig checks it before writing
+    (the stand-in's "max", as mstflint's TLVConf::checkRules) and the module names it."""
+    data = json.loads(open(host["state"], encoding="utf-8").read())
+    dict(data["devices"][PF]["params"])["NUM_OF_VFS"]["max"] = 127
+    with open(host["state"], "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    before = open(host["state"], encoding="utf-8").read()
+    result = mlx(host, dict(host["args"], device=PF, firmware=dict(FIRMWARE, NUM_OF_VFS=128)))
+    assert result["failed"] and result["error_kind"] == "above_maximum"
+    assert result["msg"].startswith("firmware.NUM_OF_VFS: the firmware of %s allows at most 127 (" % PF)
+    assert result["msg"].endswith("): give at most 127")
+    assert open(host["state"], encoding="utf-8").read() == before
+    assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
+    assert not os.path.exists(under_root(host, host["args"]["persist_rules_dir"]))
+
+
 def test_check_mode_changes_nothing(host):
     args = dict(host["args"], device=PF, firmware=FIRMWARE)
     result = mlx(host, args, check_mode=True, diff=True)

@@ -403,6 +403,28 @@ def test_uefi_tenant_gets_a_window_for_its_bars(conn, args, a100_tree, gpus, win
     assert not run_module(tenant_domain.main, args, host=a100_tree)["changed"]
 
 
+@pytest.mark.parametrize("damage", [
+    lambda text: "",                                           # empty
+    lambda text: "\n".join(text.split("\n")[:3]),              # truncated to three lines
+    lambda text: text[:len(text) // 2],                        # cut in the middle of a line
+    lambda text: "garbage\n" * 13,                             # garbage
+])
+def test_a_damaged_resource_file_warns_like_a_missing_one(conn, args, a100_tree, damage):
+    """The tenants stage (and the preview, which runs it over a capture): a GPU whose resource
+    file is not whole is named in a warning, not taken as a GPU without 64-bit BARs."""
+    del args["mmio_window_mb"]
+    args.update(gpus=[EDU], vfs=[], machine="pc")
+    path = os.path.join(a100_tree.root, "sys/bus/pci/devices/%s/resource" % EDU)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(damage(text))
+    result = run_module(tenant_domain.main, args, host=a100_tree)
+    assert result["mmio_window_mb"] is None
+    assert any(w.startswith("no whole sysfs resource file for %s (" % EDU) and "give mmio_window_mb" in w
+               for w in result["warnings"]), result["warnings"]
+
+
 def test_on_a_driver_without_qemu_arguments_the_window_does_not_flap(conn, args, a100_tree):
     del args["mmio_window_mb"]
     run_module(tenant_domain.main, args, host=a100_tree)
@@ -418,7 +440,7 @@ def test_a_window_given_wins_and_unknown_bars_are_named(conn, args):
     del args["mmio_window_mb"]
     result = run_module(tenant_domain.main, args)
     # this machine has no such devices: their BARs are unknown, and said so
-    assert any("no sysfs resource file for 0000:82:00.0, 0000:81:00.1" in w for w in result["warnings"])
+    assert any("no whole sysfs resource file for 0000:82:00.0, 0000:81:00.1" in w for w in result["warnings"])
     conn.lookupByName(args["name"]).undefine()
     result = run_module(tenant_domain.main, dict(args, mmio_window_mb=65536))
     assert fwcfg(ET.fromstring(result["xml"])) == {"opt/ovmf/X-PciMmio64Mb": "65536"}
