@@ -398,11 +398,11 @@ def check_port_modes(model):
     findings = []
     for entry in pfs:
         name = "link type %s" % entry["pf"]
-        read = "ports' modes read from the %s" % ("firmware" if entry["source"] == "firmware" else "netdevs (sysfs)")
+        read = "modes read from the %s" % ("firmware" if entry["source"] == "firmware" else "netdevs (sysfs)")
         if entry["refusal"]:
-            findings.append(_check(name, FAIL, "ports not Ethernet (%s)" % read, entry["refusal"]))
+            findings.append(_check(name, FAIL, "ports not Ethernet; %s" % read, entry["refusal"]))
         elif entry["changes"]:
-            findings.append(_check(name, BOOT, "%s (%s)" % ("; ".join(port_change(c) for c in entry["changes"]), read),
+            findings.append(_check(name, BOOT, "%s; %s" % ("; ".join(port_change(c) for c in entry["changes"]), read),
                                    "the boot stage %s; the ports switch at the next firmware load" % (
                                        "sets LINK_TYPE ETH in the firmware (link_type: eth)" if entry["link_type"] == "eth"
                                        else "loads the link type the firmware holds for the next boot")))

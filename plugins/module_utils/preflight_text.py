@@ -43,7 +43,7 @@ def shorten(text, limit=LINE_CHARS):
 def stop_lines(report, batch, earlier, later, report_path=None):
     """What stops a rollout at a batch, a few lines for a person: each failed check on its line,
     each tenant that does not fit on its own (reasons cut to a line: the report has them whole),
-    what to fix, the batches done and not started, and where the report is."""
+    what to fix (whole), the batches done and not started, and where the report is."""
     host = report.get("host") or "host"
     lines = ["ROLLOUT STOPPED at the batch %s: preflight failed on %s" % (", ".join(batch), host)]
     plan = report.get("plan") or {}
@@ -55,7 +55,7 @@ def stop_lines(report, batch, earlier, later, report_path=None):
                       for name, reason in sorted(plan["unplaced"].items())]
         else:
             lines.append(shorten("  - %s: %s" % (check["name"], check["detail"])))
-    lines += [shorten("  fix: " + fix) for fix in report.get("fixes") or []]
+    lines += ["  fix: " + fix for fix in report.get("fixes") or []]
     lines.append("  earlier batches, done: %s; later batches, not started: %s" % (", ".join(earlier) or "none",
                                                                                    ", ".join(later) or "none"))
     if report_path:

@@ -419,6 +419,7 @@ def test_stop_lines_name_the_tenants_variable_one_line_each():
     assert lines[2].endswith("... (whole in the report)")
     assert lines[3] == "  - tenant small (gpuvirt_survey_tenants) does not fit: CPUs short"
     assert lines[-2:] == ["  earlier batches, done: h0; later batches, not started: h2, h3", "  report: /r/h1.json"]
+    assert lines[4:6] == ["  fix: " + fix for fix in report["fixes"]]
     assert len(lines) == 8 and all(len(line) <= preflight_text.LINE_CHARS + len(" ... (whole in the report)") for line in lines)
 
 
