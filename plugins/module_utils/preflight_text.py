@@ -56,8 +56,8 @@ def stop_lines(report, batch, earlier, later, report_path=None):
         else:
             lines.append(shorten("  - %s: %s" % (check["name"], check["detail"])))
     lines += ["  fix: " + fix for fix in report.get("fixes") or []]
-    lines.append("  earlier batches, done: %s; later batches, not started: %s" % (", ".join(earlier) or "none",
-                                                                                   ", ".join(later) or "none"))
+    lines.append("  earlier batches, done: %s; later batches, not started: %s"
+                 % (", ".join(earlier) or "none", ", ".join(later) or "none"))
     if report_path:
         lines.append("  report: %s" % report_path)
     return lines

@@ -247,7 +247,7 @@ def two_connectx_pfs(_root):
 
 # name -> (the capture's change, the run's extra vars)
 TWO_PFS = {"gpuvirt_sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"},
-                                  {"pf": "0000:39:00.0", "num_vfs": 4, "link_type": "eth"}],
+                                 {"pf": "0000:39:00.0", "num_vfs": 4, "link_type": "eth"}],
            "gpuvirt_survey_tenants": "[{name: tenant-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, "
                                      "vlan: 101, state: running}, {name: tenant-b, gpus: 1, vfs: 1, vcpus: 16, "
                                      "memory_mb: 65536, hugepage_size: 1G, vlan: 101, state: running}]"}
