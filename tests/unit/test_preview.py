@@ -293,6 +293,11 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
     change(str(tmp_path / "dgx"))
     rc, out = preview(tmp_path, *(["-e", json.dumps(extra_vars)] if extra_vars else []))
     assert rc == 0, out[-4000:]
+    # the gate agrees with the stages: not a failure, what the boot stage does listed for it (the
+    # VPI ports' switch to Ethernet among it), and no stage refused after it (exit 0)
+    report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
+    assert report["status"] in ("boot", "warn") and report["boot_stage"], report["checks"]
+    assert len(report["port_modes"]) == len(extra_vars.get("gpuvirt_sriov_pfs") or [None] * 8)
     grub = re.search(r'\+GRUB_CMDLINE_LINUX="([^"]*)"', out).group(1).split()
     assert "iommu=pt" in grub
     assert ("intel_iommu=on" in grub) == (name == "bare_intel_iommu_off")
