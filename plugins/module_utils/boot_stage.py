@@ -214,6 +214,7 @@ class Firmware:
         self.host = host
         self.spec = spec
         pfs = spec.get("sriov_pfs") or []
+        self.model = model
         self.link_types = port_modes.link_types(model, pfs)
         self.targets = mlx.firmware_targets(model, pfs)
         self.tools = {"config": None, "reset": None}
@@ -256,8 +257,8 @@ class Firmware:
             wanted = mlx.sriov_firmware(shown, target["num_vfs"])
             for port in mlx.LINK_TYPE_PARAMS:
                 wanted.pop(port, None)
-            ports, switching, refusal = port_modes.decide(target["pf"], port_modes.firmware_ports(shown),
-                                                          self.link_types.get(target["pf"]))
+            found, _source = port_modes.ports_of(self.model, target["pf"], {"status": "ok", "params": shown})
+            ports, switching, refusal = port_modes.decide(target["pf"], found, self.link_types.get(target["pf"]))
             if refusal:
                 raise InputError(refusal)
             wanted.update(ports)

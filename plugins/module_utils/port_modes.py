@@ -9,7 +9,8 @@ entry) and which ports change mode. One decision, taken by the boot stage
 Where a port's mode is read: the firmware query (``LINK_TYPE_P1``/``P2`` of mlxconfig or
 mstconfig, on the host), else the PF's netdev in sysfs (``/sys/class/net/<dev>/type``:
 ARPHRD_INFINIBAND 32 for an IPoIB netdev, ARPHRD_ETHER 1; include/uapi/linux/if_arp.h), which a
-capture holds. An mlx5 PF drives one port: function N is port N+1 of its card."""
+capture holds. An mlx5 PF drives one port: function N is port N+1 of its card. A card whose
+firmware has no LINK_TYPE setting (not VPI) keeps its ports' mode: an InfiniBand one is refused."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -63,6 +64,20 @@ def sysfs_ports(topology, pf):
     return [{"port": "%s (%s)" % (port, label), "current": modes[0], "next": modes[0], "param": None}]
 
 
+def ports_of(topology, pf, entry):
+    """``(ports, source)`` of a PF: from its firmware query ``entry`` (preflight_info's shape) when
+    read and the card has LINK_TYPE settings; a card read without them is not VPI, its ports
+    (from sysfs) ``fixed``; not read (a capture), from sysfs, assumed settable as a VPI card's."""
+    if (entry or {}).get("status") == "ok":
+        ports = firmware_ports(entry.get("params") or {})
+        if ports:
+            return ports, "firmware"
+        ports = [dict(p, fixed=True) for p in sysfs_ports(topology, pf)]
+    else:
+        ports = sysfs_ports(topology, pf)
+    return ports, "sysfs" if ports else None
+
+
 def decide(pf, ports, link_type):
     """What the boot stage does to ``ports`` ([{port, current, next, param}]) for ``link_type``:
     ``(wanted {param: ETH}, changes [{pf, port, from, to}], refusal or None)``. ``eth`` sets
@@ -70,8 +85,13 @@ def decide(pf, ports, link_type):
     next firmware load needs ``link_type`` said, and stays refused with ``ib`` or ``keep``: IB
     SR-IOV VFs need a node and port GUID per VF, which this collection does not set."""
     not_eth = [p for p in ports if p["next"] != ETH]
+    fixed_ib = [p for p in not_eth if p.get("fixed")]
     refusal = None
-    if link_type is None and not_eth:
+    if fixed_ib:
+        refusal = ("gpuvirt_sriov_pfs %s: %s InfiniBand and the card has no LINK_TYPE setting (not a VPI card): IB SR-IOV "
+                   "VFs need a node and port GUID per VF, which this collection does not set (not built); leave this PF out "
+                   "of gpuvirt_sriov_pfs" % (pf, ", ".join(p["port"] for p in fixed_ib)))
+    elif link_type is None and not_eth:
         refusal = ("gpuvirt_sriov_pfs %s: a VPI card whose ports %s are not Ethernet (%s): set link_type: eth "
                    "(RoCE v2 for the tenants; the ports switch to Ethernet at the next firmware load) or "
                    "link_type: keep (no change; its VFs then carry no VLAN, MAC or spoof check)"
@@ -98,12 +118,7 @@ def plan(topology, sriov_pfs, firmware):
     result = []
     for target in mlx.firmware_targets(topology, sriov_pfs):
         pf = target["pf"]
-        entry = (firmware or {}).get(pf) or {}
-        ports = firmware_ports(entry.get("params") or {}) if entry.get("status") == "ok" else []
-        source = "firmware" if ports else None
-        if not ports:
-            ports = sysfs_ports(topology, pf)
-            source = "sysfs" if ports else None
+        ports, source = ports_of(topology, pf, (firmware or {}).get(pf))
         _wanted, changes, refusal = decide(pf, ports, types.get(pf))
         result.append({"pf": pf, "link_type": types.get(pf), "source": source, "changes": changes, "refusal": refusal})
     return result

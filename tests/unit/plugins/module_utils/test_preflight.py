@@ -428,3 +428,18 @@ def test_the_plan_names_the_variable_the_tenants_came_from():
     assert check(report, "plan")["detail"] == "no tenants in gpuvirt_survey_tenants"
     _topo, report = lab_report(tenants=[dict(LAB_DESIRED["tenants"][0], gpus=2)], tenants_from="gpuvirt_survey_tenants")
     assert "(gpuvirt_survey_tenants)" in check(report, "plan")["fix"] and report["plan"]["tenants_from"] == "gpuvirt_survey_tenants"
+
+
+def test_an_infiniband_port_of_a_card_without_a_link_type_setting_is_refused(tmp_path):
+    """A card whose firmware query (read on the host) has no LINK_TYPE setting is not VPI: its
+    InfiniBand port (IPoIB netdev) cannot be switched, so its VFs are refused with the reason,
+    whatever link_type says; its Ethernet ports need nothing."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    topo = read_topology(str(tmp_path / "dgx"))
+    params = {"SRIOV_EN": {"default": "False(0)", "current": "True(1)", "next": "True(1)"},
+              "NUM_OF_VFS": {"default": "0", "current": "8", "next": "8"}}
+    firmware = {"0000:19:00.0": {"status": "ok", "tool": "/usr/bin/mstconfig", "message": None, "params": params}}
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"}]}, firmware)
+    finding = check(report, "link type 0000:19:00.0")
+    assert finding["status"] == "fail" and report["port_modes"] == []
+    assert "no LINK_TYPE setting (not a VPI card)" in finding["fix"] and "GUID per VF" in finding["fix"]
