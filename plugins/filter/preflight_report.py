@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.preflight_projection`` and ``gpuvirt.tenancy.preflight_report``."""
+"""Filters ``gpuvirt.tenancy.preflight_projection``, ``preflight_report``, ``preflight_summary`` and ``preflight_stop_lines``."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project, summary_line
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import stop_lines, summary_line
 
 __metaclass__ = type
 
@@ -40,8 +41,16 @@ def _summary(report, report_path=None):
     return summary_line(report, report_path)
 
 
+def _stop_lines(report, batch, earlier=None, later=None, report_path=None):
+    if not isinstance(report, dict) or "checks" not in report:
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (preflight_report), "
+                                 "got %s" % type(report).__name__)
+    return stop_lines(report, list(batch or []), list(earlier or []), list(later or []), report_path)
+
+
 class FilterModule:
     """Preflight filters."""
 
     def filters(self):
-        return {"preflight_projection": _projection, "preflight_report": _report, "preflight_summary": _summary}
+        return {"preflight_projection": _projection, "preflight_report": _report, "preflight_summary": _summary,
+                "preflight_stop_lines": _stop_lines}

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import captured_programs, host_stack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Diff
@@ -33,7 +34,6 @@ INITRAMFS_TOOLS = {
 # The early driver's files that the initramfs carries or is built from (early_driver.py).
 EARLY_FILES = (("/etc/modprobe.d/gpuvirt-prebind.conf", True), ("/etc/initramfs-tools/modules", False),
                ("/etc/dracut.conf.d/gpuvirt-prebind.conf", False))
-LINK_TYPES = ("eth", "ib", "keep")
 FIRMWARE_PACKAGE = "mstflint"
 
 
@@ -206,33 +206,6 @@ def driver_file_pattern(driver):
 
 
 # -- the ConnectX firmware ------------------------------------------------------------------
-def link_type_wanted(pf_spec, params, link_type):
-    """The LINK_TYPE_P1/P2 settings for ``link_type`` on a card whose query shows ``params``:
-    ``eth`` sets Ethernet on every port of a VPI card (RoCE needs it), ``keep`` leaves the ports
-    as they are, ``ib`` keeps InfiniBand. A VPI card whose ports are not all Ethernet needs the
-    choice said explicitly (``link_type``): IB SR-IOV VFs need per-VF node and port GUIDs, which
-    this collection does not set."""
-    ports = [p for p in mlx.LINK_TYPE_PARAMS if p in params]
-    if not ports:
-        return {}, []
-    shown = dict((p, str(params[p].get("next") or params[p].get("current") or "")) for p in ports)
-    not_eth = [p for p in ports if not mlx.value_matches(mlx.LINK_TYPE_ETH, shown[p])]
-    if link_type is None:
-        if not_eth:
-            raise InputError("gpuvirt_sriov_pfs %s: a VPI card whose ports %s are not Ethernet (%s): set link_type: eth "
-                             "(RoCE v2 for the tenants; the ports switch to Ethernet at the next firmware load) or "
-                             "link_type: keep (no change; its VFs then carry no VLAN, MAC or spoof check)"
-                             % (pf_spec["pf"], ", ".join(not_eth), ", ".join("%s=%s" % (p, shown[p]) for p in not_eth)))
-        return {}, []
-    if link_type == "eth":
-        return dict((p, mlx.LINK_TYPE_ETH) for p in ports), not_eth
-    if link_type == "ib" or (link_type == "keep" and not_eth):
-        raise InputError("gpuvirt_sriov_pfs %s: link_type %s leaves ports %s in InfiniBand mode: IB SR-IOV VFs need a node "
-                         "and port GUID per VF, which this collection does not set (not built); use link_type: eth for "
-                         "RoCE VFs, or leave this PF out of gpuvirt_sriov_pfs" % (pf_spec["pf"], link_type, ", ".join(not_eth)))
-    return {}, []
-
-
 class Firmware:
     """``spec``: the iommu_grub option ``firmware`` ({sriov_pfs, tool, install, reset, reset_level,
     reset_ok}). Sets SR-IOV on the ConnectX PFs that want VFs for the next firmware load, and
@@ -242,10 +215,8 @@ class Firmware:
         self.host = host
         self.spec = spec
         pfs = spec.get("sriov_pfs") or []
-        self.link_types = dict((p.get("pf"), p.get("link_type")) for p in pfs if isinstance(p, dict))
-        for pf, value in self.link_types.items():
-            if value is not None and value not in LINK_TYPES:
-                raise InputError("gpuvirt_sriov_pfs %s: link_type %r; give one of %s" % (pf, value, ", ".join(LINK_TYPES)))
+        self.model = model
+        self.link_types = port_modes.link_types(model, pfs)
         self.targets = mlx.firmware_targets(model, pfs)
         self.tools = {"config": None, "reset": None}
         self.sets = {}
@@ -287,11 +258,14 @@ class Firmware:
             wanted = mlx.sriov_firmware(shown, target["num_vfs"])
             for port in mlx.LINK_TYPE_PARAMS:
                 wanted.pop(port, None)
-            ports, switching = link_type_wanted(target, shown, self.link_types.get(target["pf"]))
+            found, _source = port_modes.ports_of(self.model, target["pf"], {"status": "ok", "params": shown})
+            ports, switching, refusal = port_modes.decide(target["pf"], found, self.link_types.get(target["pf"]))
+            if refusal:
+                raise InputError(refusal)
             wanted.update(ports)
             changes = fw.plan(parsed, wanted)
             if switching:
-                result["link_type_changes"][target["pf"]] = dict((p, "%s -> ETH" % shown[p]["next"]) for p in switching)
+                result["link_type_changes"][target["pf"]] = dict((c["port"], "%s -> %s" % (c["from"], c["to"])) for c in switching)
             before = dict((k, shown[k]["next"]) for k in wanted)
             after = dict(before, **dict((k, mlx.render_value(v)) for k, v in changes.items()))
             diff.add("firmware %s (%s, next boot)" % (target["pf"], self.tools["config"].rsplit("/", 1)[-1]),

@@ -18,11 +18,14 @@ Checks and their verdicts:
 - Isolation (ACS): each GPU and VF must be alone in its IOMMU group, bridges aside and
   other functions of the same multi-function device aside (they go along); a group shared
   with another endpoint means no ACS isolation between them: not isolated.
-- ConnectX firmware: ``SRIOV_EN`` on, ``NUM_OF_VFS`` large enough and (VPI cards) the Ethernet
-  link type, where mlxconfig or mstconfig is installed. What is missing there is a third kind
+- ConnectX firmware: ``SRIOV_EN`` on and ``NUM_OF_VFS`` large enough, where mlxconfig or
+  mstconfig is installed. What is missing there is a third kind
   of finding, ``boot``: the boot stage (role host_boot) sets and loads it, so it is listed under
   "will be fixed by the boot stage", not among the fixes by hand, and does not fail the host.
   "Fix by hand" stays for what the collection cannot do (BIOS settings, a failed query).
+- Link type (VPI cards): each port whose mode the boot stage changes (``link_type`` of
+  ``gpuvirt_sriov_pfs``), or a refusal the boot stage would give, decided by :mod:`port_modes`
+  from the firmware query, else from the PF's netdev type in sysfs (a capture).
 - Hugepage headroom per NUMA node: the node's memory against the wanted pools plus a
   reserve for the host.
 - The tenant plan (``plan_tenants`` over the host as it will be: wanted VFs and hugepages
@@ -35,12 +38,12 @@ import copy
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mlxconfig as mlx
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import pci_ids, port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pf_lookup import resolve_pf, wanted_vfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import port_change, render_table
 
 __metaclass__ = type
 
@@ -231,8 +234,8 @@ def _fw_value(params, name, column):
 
 def firmware_verdict(pf, entry, num_vfs):
     """Status, detail and fix of one ConnectX PF's firmware for ``num_vfs`` wanted VFs. What the
-    boot stage sets (SRIOV_EN, NUM_OF_VFS, LINK_TYPE ETH) and loads (firmware reset, else a cold
-    boot it reports) is :data:`BOOT`, with what it will do as the fix."""
+    boot stage sets (SRIOV_EN, NUM_OF_VFS; the link type: :func:`check_port_modes`) and loads
+    (firmware reset, else a cold boot it reports) is :data:`BOOT`, with what it will do as the fix."""
     if entry is None:
         return INFO, "not queried", None
     setting = "SRIOV_EN=1 NUM_OF_VFS=%d" % num_vfs
@@ -248,7 +251,6 @@ def firmware_verdict(pf, entry, num_vfs):
     if (next_en, next_n) != (cur_en, cur_n):
         detail += " (next boot: SRIOV_EN=%s NUM_OF_VFS=%s)" % (next_en, next_n)
     links = [(name, params[name]) for name in mlx.LINK_TYPE_PARAMS if name in params]
-    not_eth = [name for name, shown in links if not mlx.value_matches(mlx.LINK_TYPE_ETH, shown.get("current") or "")]
     if links:
         detail += " " + " ".join("%s=%s" % (name, shown.get("current")) for name, shown in links)
     if not num_vfs:
@@ -257,16 +259,13 @@ def firmware_verdict(pf, entry, num_vfs):
     next_ok = next_en == 1 and (next_n or 0) >= num_vfs
     load = ("then loads it with a firmware reset (mlxfwreset/mstfwreset) before its reboot, or reports that the host "
             "needs a cold boot (power-cycle)")
-    if current_ok and not not_eth:
-        return PASS, detail, None
     if current_ok:
-        return BOOT, detail, "the boot stage sets %s=ETH (RoCE needs Ethernet), %s" % ("/".join(not_eth), load)
+        return PASS, detail, None
     if next_ok:
         return BOOT, detail, ("the boot stage loads the settings made for the next boot only: it %s"
                               % load.replace("then ", ""))
-    return BOOT, detail, ("the boot stage sets %s%s in the firmware (gpuvirt.tenancy.mlx_rocev2, like mlxconfig -d %s set "
-                          "SRIOV_EN=1 NUM_OF_VFS=%d), %s" % (setting, " and %s=ETH" % "/".join(not_eth) if not_eth else "",
-                                                             pf, num_vfs, load))
+    return BOOT, detail, ("the boot stage sets %s in the firmware (gpuvirt.tenancy.mlx_rocev2, like mlxconfig -d %s set "
+                          "SRIOV_EN=1 NUM_OF_VFS=%d), %s" % (setting, pf, num_vfs, load))
 
 
 def firmware_sriov_on(entry):
@@ -388,6 +387,28 @@ def check_sriov(model):
     return {"sriov_pfs": sriov, "firmware": firmware}, findings
 
 
+def check_port_modes(model):
+    """The ports of the ConnectX PFs that want VFs whose link type the boot stage changes (BOOT),
+    or that it refuses to leave as they are (FAIL), decided as the boot stage decides
+    (:mod:`port_modes`); nothing when no port changes."""
+    try:
+        pfs = port_modes.plan(model.topology, model.desired.get("sriov_pfs"), model.firmware)
+    except InputError as exc:
+        return {"port_modes": []}, [_check("link type", FAIL, str(exc), "inventory: fix gpuvirt_sriov_pfs")]
+    findings = []
+    for entry in pfs:
+        name = "link type %s" % entry["pf"]
+        read = "modes read from the %s" % ("firmware" if entry["source"] == "firmware" else "netdevs (sysfs)")
+        if entry["refusal"]:
+            findings.append(_check(name, FAIL, "ports not Ethernet; %s" % read, entry["refusal"]))
+        elif entry["changes"]:
+            findings.append(_check(name, BOOT, "%s; %s" % ("; ".join(port_change(c) for c in entry["changes"]), read),
+                                   "the boot stage %s; the ports switch at the next firmware load" % (
+                                       "sets LINK_TYPE ETH in the firmware (link_type: eth)" if entry["link_type"] == "eth"
+                                       else "loads the link type the firmware holds for the next boot")))
+    return {"port_modes": [c for e in pfs for c in e["changes"]]}, findings
+
+
 def check_isolation(model):
     """The tenant GPUs and the VFs of the wanted PFs, each alone in its IOMMU group."""
     pci = model.pci
@@ -461,14 +482,16 @@ def check_plan(model):
     """The tenant plan over the host as the host stages will leave it."""
     tenants = [t for t in model.desired.get("tenants") or [] if (t or {}).get("state", "present") != "absent"]
     plan = model.plan
+    # the variable the tenants came from: gpuvirt_tenants, or the survey's gpuvirt_survey_tenants
+    source = model.desired.get("tenants_from") or "gpuvirt_tenants"
     if model.plan_error:
-        return ({"plan": {"fits": False, "error": model.plan_error, "placements": {}, "unplaced": {}}},
-                [_check("plan", FAIL, model.plan_error, "inventory: fix gpuvirt_tenants / gpuvirt_tenant_policy")])
+        return ({"plan": {"fits": False, "error": model.plan_error, "placements": {}, "unplaced": {}, "tenants_from": source}},
+                [_check("plan", FAIL, model.plan_error, "inventory: fix %s / gpuvirt_tenant_policy" % source)])
     if not tenants:
-        return ({"plan": {"fits": True, "placements": {}, "unplaced": {}, "tenants": 0}},
-                [_check("plan", INFO, "no tenants in gpuvirt_tenants", None)])
+        return ({"plan": {"fits": True, "placements": {}, "unplaced": {}, "tenants": 0, "tenants_from": source}},
+                [_check("plan", INFO, "no tenants in %s" % source, None)])
     if plan is None:
-        return ({"plan": {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants)}},
+        return ({"plan": {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants), "tenants_from": source}},
                 [_check("plan", WARN, "not planned (the planner gpuvirt.tenancy.plan_tenants is not available)", None)])
     unplaced = plan.get("unplaced") or {}
     placements = dict((name, {"numa_node": p.get("numa_node"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
@@ -476,10 +499,10 @@ def check_plan(model):
                               "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
                       for name, p in (plan.get("placements") or {}).items())
     section = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
-               "notes": plan.get("notes") or []}
+               "notes": plan.get("notes") or [], "tenants_from": source}
     if unplaced:
         finding = _check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
-                         "inventory: shrink or move those tenants (gpuvirt_tenants), or free resources")
+                         "inventory: shrink or move those tenants (%s), or free resources" % source)
     else:
         finding = _check("plan", PASS, "fits: %s" % ", ".join("%s on node %s" % (n, p["numa_node"]) for n, p in sorted(placements.items())),
                          None)
@@ -488,12 +511,12 @@ def check_plan(model):
 
 # The preflight, in report order: each check reads the HostModel and returns
 # ({report section: value}, [findings]).
-CHECKS = (check_iommu, check_gpus, check_nics, check_sriov, check_isolation, check_hugepages, check_plan)
+CHECKS = (check_iommu, check_gpus, check_nics, check_sriov, check_port_modes, check_isolation, check_hugepages, check_plan)
 
 
 def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
     """The preflight report of one host (a dict, JSON-ready). ``desired`` holds gpus,
-    sriov_pfs, hugepages, tenants, require_iommu_enabled, host_reserved_mb."""
+    sriov_pfs, hugepages, tenants, tenants_from, require_iommu_enabled, host_reserved_mb."""
     model = HostModel(topology, desired, firmware, plan, plan_error)
     checks = []
     report = {"host": model.desired.get("host"), "kernel_release": topology.get("kernel_release"),
@@ -509,81 +532,3 @@ def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
     report["boot_stage"] = ["%s: %s" % (c["name"], c["fix"]) for c in checks if c["fix"] and c["status"] == BOOT]
     report["table"] = render_table(report)
     return report
-
-
-# ---------------------------------------------------------------------------- the table
-def _table(headers, rows):
-    rows = [[("-" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
-    return lines
-
-
-def _yes_no(value):
-    return "unknown" if value is None else ("yes" if value else "NO")
-
-
-def summary_line(report, report_path=None):
-    """One line per host for a fleet summary: the verdict, what failed or warns, how many items
-    wait for the boot stage, and where the JSON report is; None (no report) says so."""
-    if not report:
-        return "NO REPORT (unreachable, or failed before its report)"
-    parts = list(report.get("failures") or []) + list(report.get("warnings") or [])
-    booted = len(report.get("boot_stage") or [])
-    if booted:
-        parts.append("%d item(s) the boot stage fixes (role host_boot)" % booted)
-    line = "%s - %s" % (report["status"].upper(), "; ".join(parts) or "every check passed")
-    return line + (" (report: %s)" % report_path if report_path else "")
-
-
-def render_table(report):
-    """The report as text for a person: a header, the checks, then one table per area."""
-    failed = len(report.get("failures") or [])
-    warned = len(report.get("warnings") or [])
-    booted = len(report.get("boot_stage") or [])
-    lines = ["Preflight %s: %s (%d failed, %d warnings%s)" % (
-        report.get("host") or "host", report["status"].upper(), failed, warned,
-        ", %d for the boot stage" % booted if booted else ""), ""]
-    lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]])
-    iommu = report["iommu"]
-    lines += ["", "IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s" % (
-        _yes_no(iommu["present"]), _yes_no(iommu["enabled"]), iommu["firmware_table"] or "none", len(iommu["units"]),
-        iommu["groups"], " ".join(iommu["cmdline_args"]) or "-")]
-    lines += [""] + _table(["GPU", "MODEL", "NODE", "GROUP", "DRIVER", "ISOLATED"],
-                           [[g["address"], g["model"], g["numa_node"], g["iommu_group"], g["driver"], _yes_no(g["isolated"])]
-                            for g in report["gpus"]] or [["none"] + [""] * 5])
-    lines += [""] + _table(["NIC PF", "MODEL", "NODE", "NETDEVS", "TOTALVFS", "NUMVFS"],
-                           [[n["address"], n["model"], n["numa_node"], ",".join(n["netdevs"]) or None, n["sriov_totalvfs"],
-                             n["sriov_numvfs"]] for n in report["nics"]] or [["none"] + [""] * 5])
-    lines += [""] + _table(["SR-IOV PF", "NODE", "TOTALVFS", "NUMVFS", "WANTED", "FIRMWARE", "STATUS"],
-                           [[s["address"], s["numa_node"], s["sriov_totalvfs"], s["sriov_numvfs"], s["wanted_vfs"],
-                             (s.get("firmware") or {}).get("detail") if s["connectx"] else "n/a (not ConnectX)", s["status"].upper()]
-                            for s in report["sriov_pfs"]] or [["none"] + [""] * 6])
-    if report["vfs"]:
-        lines += [""] + _table(["VF", "PF", "NODE", "GROUP", "DRIVER", "ISOLATED"],
-                               [[v["address"], v["pf"], v["numa_node"], v["iommu_group"], v["driver"], _yes_no(v["isolated"])]
-                                for v in report["vfs"]])
-    lines += [""] + _table(["NODE", "MEMORY_MB", "2M TOTAL/FREE", "1G TOTAL/FREE", "WANTED", "HUGEPAGES_MB", "HEADROOM_MB"],
-                           [[n["node"], n["memory_mb"], "%s/%s" % (n["hugepages"]["2M"]["total"], n["hugepages"]["2M"]["free"]),
-                             "%s/%s" % (n["hugepages"]["1G"]["total"], n["hugepages"]["1G"]["free"]),
-                             " ".join("%sx%s" % (c, s) for s, c in sorted(n["wanted"].items()) if c) or None,
-                             n["hugepages_mb_after"], n["headroom_mb"]] for n in report["numa_nodes"]])
-    plan = report["plan"]
-    rows = [[name, p["numa_node"], ",".join(p["gpus"]) or None, ",".join(p["vfs"]) or None,
-             format_cpulist(p["cpus"]) or None,
-             "%sx%s" % (p["hugepages"]["count"], p["hugepages"]["size"]) if p.get("hugepages") else None, "placed"]
-            for name, p in sorted(plan.get("placements", {}).items())]
-    rows += [[name, None, None, None, None, None, "DOES NOT FIT: %s" % reason] for name, reason in sorted(plan.get("unplaced", {}).items())]
-    verdict = "fits" if plan.get("fits") else ("unknown" if plan.get("fits") is None else "DOES NOT FIT")
-    lines += ["", "Tenant plan: %s" % verdict]
-    if rows:
-        lines += _table(["TENANT", "NODE", "GPUS", "VFS", "CPUS", "HUGEPAGES", "RESULT"], rows)
-    if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
-        lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
-    if report["boot_stage"]:
-        lines += ["", "Will be fixed by the boot stage (role host_boot):"] + ["  - " + item for item in report["boot_stage"]]
-    if report["fixes"]:
-        lines += ["", "What to fix (by hand):"] + ["  - " + fix for fix in report["fixes"]]
-    return "\n".join(lines)

@@ -307,6 +307,8 @@ class TopologyReader:
                 "pci_address": address if is_address(address) else None,
                 "mac": self.fs.read(base + "/address"),
                 "operstate": self.fs.read(base + "/operstate"),
+                # ARPHRD_*: 1 Ethernet, 32 InfiniBand (IPoIB): a VPI port's link type (port_modes)
+                "type": self.fs.read_int(base + "/type"),
             }
         return netdevs
 

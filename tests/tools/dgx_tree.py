@@ -14,6 +14,8 @@ tools/capture_host.py also holds, each part filled in as stated:
                       as the ConnectX lspci capture after sriov_numvfs shows)
   resource (GPUs)     the A100 40GB's BARs (DESIGN.md field facts): 16 MiB BAR0, 64 GiB BAR1
                       (64-bit prefetchable), 32 MiB BAR3, in sysfs's 13-line form
+  net/<dev>/type      the netdevs' ARPHRD type: 32 (InfiniBand) on the compute NICs' IPoIB netdevs
+                      ibpN (VPI ports in IB mode, as a DGX A100 ships them), 1 on the storage pair
   /etc/modprobe.d, /etc/libvirt/qemu, /etc/default/grub.d, /etc/systemd/system
                       present and empty (a bare host: none of the collection's files yet)
 Needs the collection on the Python path (source scripts/env.sh).
@@ -32,6 +34,10 @@ from fakes.servers import build_dgx_a100_class  # noqa: E402  pylint: disable=im
 
 GRUB_TEMPLATE = os.path.join(HERE, "..", "fixtures", "boot", "etc-default-grub_TEMPLATE_ubuntu-22.04-jammy_grub2-2.06-2ubuntu7.2.txt")
 OS_RELEASE = 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\n'
+# /sys/class/net/<dev>/type (ARPHRD_*, include/uapi/linux/if_arp.h): the compute NICs' IPoIB
+# netdevs (ibpN: VPI ports in InfiniBand mode, as a DGX A100 ships them) 32, the storage pair's
+# Ethernet netdevs 1.
+NETDEV_TYPES = {"ibp": 32, "ens": 1}
 # start end flags per resource line; flags: 0x40200 memory, 0x14220c memory 64-bit prefetchable.
 A100_40GB_BARS = ((16 << 20, 0x40200), (64 << 30, 0x14220c), (0, 0), (32 << 20, 0x14220c))
 
@@ -71,6 +77,9 @@ def write_tree(out):
             host.write(host.pci_paths[address] + "/sriov_stride", "1")
     for index, address in enumerate(sorted(gpus.values())):
         host.write(host.pci_paths[address] + "/resource", resource_lines(index))
+    for address in nics.values():
+        for name in os.listdir(host.p(host.pci_paths[address] + "/net")):
+            host.write(host.pci_paths[address] + "/net/%s/type" % name, "%d\n" % NETDEV_TYPES[name[:3]])
     return host, gpus, nics
 
 

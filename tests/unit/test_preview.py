@@ -77,9 +77,9 @@ CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansi
                       "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats"}
 
 
-def preview(tmp_path, *extra):
+def preview(tmp_path, *extra, playbook="site.yml"):
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, "inventories", "example"),
-            os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff",
+            os.path.join(REPO, "playbooks", playbook), "--check", "--diff",
             "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx"), "-e", "gpuvirt_preflight_report_dir=%s" % (tmp_path / "reports")]
     plugins = tmp_path / "callbacks"
     plugins.mkdir(exist_ok=True)
@@ -108,7 +108,7 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
 
     rc, out = preview(tmp_path)
     assert rc == 0, out[-4000:]
-    assert "plan                   PASS    fits: tenant-a on node" in out
+    assert re.search(r"'plan +PASS +fits: tenant-a on node", out)
     # boot: one GRUB edit with the IOMMU in passthrough, the GPUs pre-bound, 1G pages at boot
     assert ('+GRUB_CMDLINE_LINUX="iommu=pt pci-stub.ids=10de:20b0 modprobe.blacklist=nouveau,nvidia,nvidia_drm,nvidia_modeset,'
             'nvidia_uvm,nvidiafb hugepagesz=1G hugepages=1:100,3:100,5:100,7:100"') in out
@@ -138,10 +138,61 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert host_calls(tmp_path) == ["gpuvirt.tenancy.preflight_info", "gpuvirt.tenancy.iommu_grub", "gpuvirt.tenancy.vfio_bind",
                                     "gpuvirt.tenancy.tenant_domain"], host_calls(tmp_path)
 
+    # libvirt's built-in test domain is not there to be reported as a domain that is not a tenant
+    with open(tmp_path / "tasks.jsonl", encoding="utf-8") as handle:
+        ran = [json.loads(line)["task"] for line in handle]
+    assert "Report the domains that are not tenants (kept, never reused nor removed; what they hold is out of the plan)" not in ran
+    assert any("every placed tenant's domain (one call)" in task for task in ran), ran
+    # the VPI cards' ports in InfiniBand mode (IPoIB netdevs): each port that link_type eth switches listed
+    for index, pf in enumerate(("19", "21", "39", "41", "59", "61", "79", "81")):
+        assert "  - 0000:%s:00.0 port 1 (mlx5_%d, ibp%d): IB -> ETH" % (pf, index, index) in out
+
     survey = json.dumps({"gpuvirt_survey_tenants": "[{name: huge, gpus: 9, vfs: 1, vcpus: 4, memory_mb: 4096}]"})
     rc, out = preview(tmp_path, "-e", survey)
     assert rc != 0
-    assert "ROLLOUT STOPPED" in out and "huge" in out
+    check_rollout_stopped(out)
+
+
+def check_rollout_stopped(out):
+    """The stop at the gate: a few lines printed once (the tenant on its own line, named by the
+    variable it came from), then a failure of one short line."""
+    why = out.split("TASK [Fleet | Say why the rollout stops here]", 1)[1].split("TASK [", 1)[0]
+    lines = re.findall(r"^    - '(.*?)'?$", why, flags=re.M)
+    assert lines[0] == "ROLLOUT STOPPED at the batch dgx01-preview: preflight failed on dgx01-preview", why
+    flat = " ".join(why.split())
+    assert "- tenant huge (gpuvirt_survey_tenants) does not fit: no NUMA node can hold tenant huge" in flat
+    assert "(whole in the report)" in flat and "gpuvirt_tenants " not in flat
+    assert len(flat) < 1000 and why.count("ROLLOUT STOPPED") == 1
+    failure = out.split("TASK [Fleet | Stop the rollout]", 1)[1]
+    assert re.search(r"ROLLOUT STOPPED at the batch dgx01-preview: preflight failed on dgx01-preview \(why: above\)\n", failure)
+    assert "no NUMA node can hold" not in failure
+
+
+def test_a_preview_that_matches_no_host_fails(tmp_path):
+    """A preview whose host pattern names no host of the inventory exits non-zero, saying so."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    rc, out = preview(tmp_path, "-e", "gpuvirt_hosts_limit=no-such-host")
+    assert rc != 0
+    assert "matches no host" in " ".join(out.split())
+
+
+def test_preflight_playbook_reads_a_capture(tmp_path):
+    """playbooks/preflight.yml -e gpuvirt_host_root=DIR: the report of the capture, its JSON report's
+    path on success, what waits for the boot stage counted (not "every check passed"), each port
+    whose link type changes, the tenants' CPUs as ranges."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    rc, out = preview(tmp_path, playbook="preflight.yml")
+    assert rc == 0, out[-4000:]
+    flat = " ".join(out.split())
+    report = tmp_path / "reports" / "dgx01-preview.json"
+    summary = re.search(r"dgx01-preview: (BOOT - .*?\(report: (\S+)\))", flat)
+    assert summary and summary.group(2) == str(report) and report.exists(), flat[-3000:]
+    assert "every check passed" not in flat
+    assert re.search(r"BOOT - .*\d+ item\(s\) the boot stage fixes", summary.group(1))
+    assert "link type changes: 0000:19:00.0 port 1 (mlx5_0, ibp0): IB -> ETH" in summary.group(1)
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert len(data["port_modes"]) == 8 and data["plan"]["fits"]
+    assert re.search(r"tenant-a +1 +\S+ +\S+ +\d+-\d+(,\d+-\d+)* ", out), "CPU lists not as ranges"
 
 
 def domain_xmls(out):
@@ -200,7 +251,8 @@ def two_connectx_pfs(_root):
 
 
 # name -> (the capture's change, the run's extra vars)
-TWO_PFS = {"gpuvirt_sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}, {"pf": "0000:39:00.0", "num_vfs": 4}],
+TWO_PFS = {"gpuvirt_sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"},
+                                 {"pf": "0000:39:00.0", "num_vfs": 4, "link_type": "eth"}],
            "gpuvirt_survey_tenants": "[{name: tenant-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, "
                                      "vlan: 101, state: running}, {name: tenant-b, gpus: 1, vfs: 1, vcpus: 16, "
                                      "memory_mb: 65536, hugepage_size: 1G, vlan: 101, state: running}]"}
@@ -241,6 +293,11 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
     change(str(tmp_path / "dgx"))
     rc, out = preview(tmp_path, *(["-e", json.dumps(extra_vars)] if extra_vars else []))
     assert rc == 0, out[-4000:]
+    # the gate agrees with the stages: not a failure, what the boot stage does listed for it (the
+    # VPI ports' switch to Ethernet among it), and no stage refused after it (exit 0)
+    report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
+    assert report["status"] in ("boot", "warn") and report["boot_stage"], report["checks"]
+    assert len(report["port_modes"]) == len(extra_vars.get("gpuvirt_sriov_pfs") or [None] * 8)
     grub = re.search(r'\+GRUB_CMDLINE_LINUX="([^"]*)"', out).group(1).split()
     assert "iommu=pt" in grub
     assert ("intel_iommu=on" in grub) == (name == "bare_intel_iommu_off")

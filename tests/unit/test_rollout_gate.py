@@ -71,11 +71,14 @@ def test_a_host_failing_preflight_stops_the_rollout_at_its_batch(fleet):
     assert problems == [], json.dumps(summary, indent=1, default=str)
     assert summary["hosts_with_tasks"] == ["fake-bare", "fake-noiommu"]
     [failure] = summary["failed"]
-    assert failure["task"] == "Fleet | Stop the rollout at this batch when a host fails preflight"
-    for words in ("ROLLOUT STOPPED at the batch fake-noiommu", "iommu: absent", "Enable VT-d", "BIOS",
-                  "Earlier batches, done: fake-bare", "Later batches, not started: never-reached",
-                  str(fleet["reports"] / "fake-noiommu.json")):
-        assert words in failure["msg"]
+    assert failure["task"] == "Fleet | Stop the rollout"
+    assert failure["msg"] == "ROLLOUT STOPPED at the batch fake-noiommu: preflight failed on fake-noiommu (why: above)"
+    # why, printed once, a few lines
+    [why] = [m["msg"] for m in summary["messages"] if m["task"] == "Fleet | Say why the rollout stops here"]
+    assert why[0] == "ROLLOUT STOPPED at the batch fake-noiommu: preflight failed on fake-noiommu"
+    assert why[1].startswith("  - iommu: absent") and any("Enable VT-d" in line and "BIOS" in line for line in why)
+    assert why[-2:] == ["  earlier batches, done: fake-bare; later batches, not started: never-reached",
+                        "  report: %s" % (fleet["reports"] / "fake-noiommu.json")]
     assert sorted(os.listdir(fleet["reports"])) == ["fake-bare.json", "fake-noiommu.json"]
     report = json.loads((fleet["reports"] / "fake-noiommu.json").read_text())
     assert report["status"] == "fail" and report["iommu"]["present"] is False
@@ -96,7 +99,8 @@ def test_max_fail_percentage_of_a_batch(fleet, max_fail, goes_on):
         assert [e["host"] for e in summary["unreachable"]] == ["never-reached"]  # batch 2 was started
     else:
         assert summary["unreachable"] == [] and "never-reached" not in summary["hosts_with_tasks"]
-        assert "Later batches, not started: never-reached" in summary["failed"][0]["msg"]
+        [why] = [m["msg"] for m in summary["messages"] if m["task"] == "Fleet | Say why the rollout stops here"]
+        assert "later batches, not started: never-reached" in why[-2]
 
 
 def test_preflight_playbook_in_check_mode_reports_every_host(fleet):

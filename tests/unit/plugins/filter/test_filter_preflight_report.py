@@ -28,7 +28,17 @@ def test_report_and_projection_over_the_bare_lab():
     ("preflight_projection", ("text",), "expected the topology dict"),
     ("preflight_projection", ({"numa_nodes": [{"id": 0}]}, [], [{"size": "4K", "count": 1, "node": 0}]), "size '4K'"),
     ("preflight_report", ({"numa_nodes": [{"id": 0}]}, {"sriov_pfs": ["0000:81:00.0"]}), r"gpuvirt_sriov_pfs\[0\]"),
+    ("preflight_stop_lines", ("PREFLIGHT FAILED", ["h1"]), "expected a preflight report"),
 ])
 def test_bad_input_names_it(name, args, match):
     with pytest.raises(AnsibleFilterError, match=match):
         FILTERS[name](*args)
+
+
+def test_stop_lines_of_a_failed_report():
+    topo = read_topology(BARE, gpu_ids=["1234:11e8"], nic_ids=["1b36:0010"])
+    report = FILTERS["preflight_report"](topo, {"host": "lab", "require_iommu_enabled": True}, None, None, "")
+    lines = FILTERS["preflight_stop_lines"](report, ["lab"], [], ["h2"], "/r/lab.json")
+    assert lines[0] == "ROLLOUT STOPPED at the batch lab: preflight failed on lab"
+    assert lines[1].startswith("  - iommu: present") and lines[-1] == "  report: /r/lab.json"
+    assert "later batches, not started: h2" in lines[-2]

@@ -124,7 +124,7 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert commands.ran("update-initramfs") and commands.ran("update-grub")
     fw = first["firmware"]
     assert fw["changes"][dgx["pf"]] == {"SRIOV_EN": "True", "NUM_OF_VFS": "8", "LINK_TYPE_P1": "ETH", "LINK_TYPE_P2": "ETH"}
-    assert fw["link_type_changes"][dgx["pf"]] == {"LINK_TYPE_P1": "IB(1) -> ETH", "LINK_TYPE_P2": "IB(1) -> ETH"}
+    assert fw["link_type_changes"][dgx["pf"]] == {"port 1": "IB -> ETH", "port 2": "IB -> ETH"}
     assert fw["reset_ran"] == [dgx["pf"]] and fw["pending"] == [] and fw["reset"] == [dgx["pf"]]
     assert first["firmware_pending"] == [] and first["pending"] and "kernel command line" in first["pending"][0]
     # the seconds the long steps took (measured around the commands), for the stage's report line

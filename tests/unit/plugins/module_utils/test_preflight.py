@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import shutil
 import pytest
 
 from fakes.paths import STANDINS  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight, preflight_facts
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import preflight, preflight_facts, preflight_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
@@ -209,8 +210,17 @@ def test_connectx_firmware_read_through_the_standin(tmp_path, current, nxt, stat
         assert all(json.loads(line)[-1] == "q" for line in log)  # only queries, never a set
 
 
-@pytest.mark.parametrize("link, status", [("ETH(2)", "pass"), ("IB(1)", "boot"), ("VPI(3)", "boot")])
-def test_vpi_link_type_not_ethernet_is_for_the_boot_stage(tmp_path, link, status):
+@pytest.mark.parametrize("link, link_type, status, words", [
+    ("ETH(2)", None, None, []),
+    ("ETH(2)", "keep", None, []),
+    ("IB(1)", None, "fail", ["are not Ethernet", "set link_type: eth", "link_type: keep"]),
+    ("IB(1)", "eth", "boot", ["0000:01:00.0 port 1: IB -> ETH", "sets LINK_TYPE ETH in the firmware (link_type: eth)"]),
+    ("VPI(3)", "keep", "fail", ["InfiniBand mode", "GUID per VF"]),
+    ("IB(1)", "roce", "fail", ["link_type 'roce'", "eth, ib, keep"]),
+])
+def test_vpi_link_type_agrees_with_the_boot_stage(tmp_path, link, link_type, status, words):
+    """The link type decided as the boot stage decides it (port_modes): each port whose mode changes
+    listed (report, table, summary line), a refusal of the boot stage a failure, nothing said otherwise."""
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     topo = read_topology(host.root)
     state = fw_state(tmp_path, True, 8)
@@ -222,10 +232,52 @@ def test_vpi_link_type_not_ethernet_is_for_the_boot_stage(tmp_path, link, status
         json.dump(data, handle)
     firmware = preflight_facts.query_firmware(topo, standin_host(tmp_path, state))
     assert set(firmware["0000:01:00.0"]["params"]) == {"SRIOV_EN", "NUM_OF_VFS", "LINK_TYPE_P1"}
-    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
+    entry = {"pf": "0000:01:00.0", "num_vfs": 4}
+    if link_type:
+        entry["link_type"] = link_type
+    report = preflight.evaluate(topo, {"sriov_pfs": [entry]}, firmware)
     fw = check(report, "firmware 0000:01:00.0")
-    assert fw["status"] == status and "LINK_TYPE_P1=%s" % link in fw["detail"]
-    assert ("LINK_TYPE_P1=ETH" in (fw["fix"] or "")) is (status == "boot")
+    assert fw["status"] == "pass" and "LINK_TYPE_P1=%s" % link in fw["detail"]
+    found = [c for c in report["checks"] if c["name"].startswith("link type")]
+    summary = preflight_text.summary_line(report)
+    if status is None:
+        assert found == [] and report["port_modes"] == []
+        assert "link type" not in report["table"] and "link type" not in summary
+        return
+    [finding] = found
+    assert finding["status"] == status
+    for word in words:
+        assert word in finding["detail"] + " " + finding["fix"]
+    if status == "boot":
+        assert report["port_modes"] == [{"pf": "0000:01:00.0", "port": "port 1", "from": "IB", "to": "ETH"}]
+        assert "  - 0000:01:00.0 port 1: IB -> ETH" in report["table"].splitlines()
+        assert "link type changes: 0000:01:00.0 port 1: IB -> ETH" in summary
+    else:
+        assert report["status"] == "fail" and report["port_modes"] == []
+
+
+def load_dgx_tree():
+    spec = importlib.util.spec_from_file_location("dgx_tree", os.path.join(HERE, "..", "..", "..", "tools", "dgx_tree.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vpi_ports_in_ib_mode_of_a_capture_are_listed_from_their_netdevs(tmp_path):
+    """On a capture (no firmware read) the DGX A100-class host's VPI ports show their mode by their
+    IPoIB netdevs (type 32): each wanted PF's port is listed IB -> ETH with link_type eth, the PFs not
+    wanted are not, and without link_type the gate fails as the boot stage would refuse."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    topo = read_topology(str(tmp_path / "dgx"))
+    pfs = [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"}, {"pf": "ibp2", "num_vfs": 4, "link_type": "eth"}]
+    report = preflight.evaluate(topo, {"sriov_pfs": pfs})
+    assert [preflight_text.port_change(c) for c in report["port_modes"]] == [
+        "0000:19:00.0 port 1 (mlx5_0, ibp0): IB -> ETH", "0000:39:00.0 port 1 (mlx5_2, ibp2): IB -> ETH"]
+    assert check(report, "link type 0000:39:00.0")["status"] == "boot"
+    assert "netdevs (sysfs)" in check(report, "link type 0000:39:00.0")["detail"]
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}]})
+    assert check(report, "link type 0000:19:00.0")["status"] == "fail" and report["status"] == "fail"
+    assert "set link_type: eth" in check(report, "link type 0000:19:00.0")["fix"]
 
 
 def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
@@ -348,4 +400,46 @@ def test_projection_keeps_existing_vfs(tmp_path):
      "BOOT - iommu: off; 2 item(s) the boot stage fixes (role host_boot)"),
 ])
 def test_summary_line_says_what_waits_for_the_boot_stage_and_where_the_report_is(report, path, line):
-    assert preflight.summary_line(report, path) == line
+    assert preflight_text.summary_line(report, path) == line
+
+
+def test_stop_lines_name_the_tenants_variable_one_line_each():
+    """What stops a rollout: a few lines, a tenant that does not fit on its own line with the
+    variable the tenants came from, a long reason cut at a clause, no line over the limit."""
+    long_reason = "no NUMA node can hold tenant huge (numa: required): " + ", ".join(
+        "GPUs short on node %d: 0 free of 0, 9 needed" % n for n in range(8))
+    report = {"host": "h1", "checks": [{"name": "iommu", "status": "fail", "detail": "absent", "fix": "BIOS: enable VT-d"},
+                                       {"name": "plan", "status": "fail", "detail": "...", "fix": "shrink"}],
+              "plan": {"unplaced": {"huge": long_reason, "small": "CPUs short"}, "tenants_from": "gpuvirt_survey_tenants"},
+              "fixes": ["iommu: BIOS: enable VT-d", "plan: inventory: shrink or move those tenants (gpuvirt_survey_tenants)"]}
+    lines = preflight_text.stop_lines(report, ["h1"], ["h0"], ["h2", "h3"], "/r/h1.json")
+    assert lines[0] == "ROLLOUT STOPPED at the batch h1: preflight failed on h1"
+    assert lines[1] == "  - iommu: absent"
+    assert lines[2].startswith("  - tenant huge (gpuvirt_survey_tenants) does not fit: no NUMA node can hold tenant huge")
+    assert lines[2].endswith("... (whole in the report)")
+    assert lines[3] == "  - tenant small (gpuvirt_survey_tenants) does not fit: CPUs short"
+    assert lines[-2:] == ["  earlier batches, done: h0; later batches, not started: h2, h3", "  report: /r/h1.json"]
+    assert lines[4:6] == ["  fix: " + fix for fix in report["fixes"]]
+    assert len(lines) == 8 and all(len(line) <= preflight_text.LINE_CHARS + len(" ... (whole in the report)") for line in lines)
+
+
+def test_the_plan_names_the_variable_the_tenants_came_from():
+    _topo, report = lab_report(tenants=[], tenants_from="gpuvirt_survey_tenants")
+    assert check(report, "plan")["detail"] == "no tenants in gpuvirt_survey_tenants"
+    _topo, report = lab_report(tenants=[dict(LAB_DESIRED["tenants"][0], gpus=2)], tenants_from="gpuvirt_survey_tenants")
+    assert "(gpuvirt_survey_tenants)" in check(report, "plan")["fix"] and report["plan"]["tenants_from"] == "gpuvirt_survey_tenants"
+
+
+def test_an_infiniband_port_of_a_card_without_a_link_type_setting_is_refused(tmp_path):
+    """A card whose firmware query (read on the host) has no LINK_TYPE setting is not VPI: its
+    InfiniBand port (IPoIB netdev) cannot be switched, so its VFs are refused with the reason,
+    whatever link_type says; its Ethernet ports need nothing."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    topo = read_topology(str(tmp_path / "dgx"))
+    params = {"SRIOV_EN": {"default": "False(0)", "current": "True(1)", "next": "True(1)"},
+              "NUM_OF_VFS": {"default": "0", "current": "8", "next": "8"}}
+    firmware = {"0000:19:00.0": {"status": "ok", "tool": "/usr/bin/mstconfig", "message": None, "params": params}}
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"}]}, firmware)
+    finding = check(report, "link type 0000:19:00.0")
+    assert finding["status"] == "fail" and report["port_modes"] == []
+    assert "no LINK_TYPE setting (not a VPI card)" in finding["fix"] and "GUID per VF" in finding["fix"]

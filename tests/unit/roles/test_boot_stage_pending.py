@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+"""The boot stage (role host_stages, tasks_from boot) in a real run (not check mode) with
+gpuvirt_reboot_ok false, run by ansible-runner on this machine against the DGX A100-class tree
+(tests/tools/dgx_tree.py) as the host's root: the stage writes its GRUB edit under the tree, its
+reboot is pending, and the host stops there with one line that says what is pending and how to
+continue; the next task of the play (standing for the SR-IOV/VFIO stage) does not run.
+
+Under a tree as root the boot stage asks no program of this machine (the firmware and the
+initramfs are said not read) and the boot menu is not regenerated (bootloader_update none)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+from conftest import COLLECTIONS, REPO_ROOT  # pylint: disable=import-error
+
+pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
+
+PLAY = """
+- name: The boot stage in a real run whose reboot is not allowed
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/gpuvirt.tenancy.all: {root: "%(root)s"}
+  tasks:
+    - name: Test | The boot stage
+      ansible.builtin.import_role:
+        name: gpuvirt.tenancy.host_stages
+        tasks_from: boot
+
+    - name: Test | After the boot stage (the SR-IOV/VFIO stage would run here)
+      ansible.builtin.debug:
+        msg: the later stages ran
+"""
+
+
+def load_dgx_tree():
+    path = os.path.join(REPO_ROOT, "tests", "tools", "dgx_tree.py")
+    spec = importlib.util.spec_from_file_location("dgx_tree", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_pending_reboot_stops_the_host_after_the_boot_stage_said_once(tmp_path):
+    import ansible_runner  # pylint: disable=import-outside-toplevel
+    root = tmp_path / "dgx"
+    _host, gpus, _nics = load_dgx_tree().write_tree(str(root))
+    grub_before = (root / "etc" / "default" / "grub").read_text(encoding="utf-8")
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "play.yml").write_text(PLAY % {"root": root})
+    extra = {"gpuvirt_reboot_ok": False, "gpuvirt_gpus": sorted(gpus.values()), "gpuvirt_gpu_pci_ids": ["10de:20b0"],
+             "host_boot_bootloader_update": "none", "host_boot_firmware_install": False,
+             "ansible_python_interpreter": sys.executable}
+    done = ansible_runner.run(
+        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
+        inventory="localhost ansible_connection=local", extravars=extra, quiet=True, timeout=300,
+        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
+    out = done.stdout.read()
+    assert done.rc == 0, out[-6000:]
+    ran = [e["event_data"].get("task") for e in done.events if e.get("event") == "runner_on_ok"]
+    assert "Test | After the boot stage (the SR-IOV/VFIO stage would run here)" not in ran, ran
+    # the edit was made under the tree, its reboot is pending
+    assert (root / "etc" / "default" / "grub").read_text(encoding="utf-8") != grub_before
+    pending = [e["event_data"]["res"]["msg"] for e in done.events
+               if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Boot | Say what is pending and how to continue"]
+    assert len(pending) == 1, pending
+    line = pending[0]
+    assert line.startswith("REBOOT PENDING on localhost: ") and "kernel command line" in line
+    assert "run again with -e gpuvirt_reboot_ok=true, or reboot it and run again" in line
+    assert " ".join(out.split()).count("REBOOT PENDING on localhost") == 1
