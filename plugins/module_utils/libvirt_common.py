@@ -15,8 +15,10 @@ from collections import OrderedDict
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    MEMORY_MODES, host_cpus, host_cpus_from_topology, parse_xml, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import MEMORY_MODES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
+    host_cpus, host_cpus_from_topology, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 

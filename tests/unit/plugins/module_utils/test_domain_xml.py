@@ -8,10 +8,12 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import usage_of
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    QEMU_NS, PinRequest, TenantSpec, apply_pinning, firmware_of, held_resources, host_cpus, mmio_window_of, parse_xml, read_assignment,
-    read_pinning, to_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
+    firmware_of, held_resources, host_cpus, mmio_window_of, read_assignment, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS, parse_xml, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from fakes.host_tree import FakeHost  # pylint: disable=import-error

@@ -8,10 +8,11 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import TenantSpec, to_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import Connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TenantDomain, domain_holdings, foreign_domains
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 

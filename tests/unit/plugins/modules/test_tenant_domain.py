@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import QEMU_NS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenant_domain
