@@ -27,7 +27,6 @@ def check_page_size(host, size_kb, what):
                          % (what, size_kb, ", ".join(map(str, host["page_sizes_kb"]))))
 
 
-
 class PinRequest:
     """The normalised pinning options (``numa_pin``; ``tenant_domain``'s pins), validated against
     the host and the domain."""
@@ -169,4 +168,3 @@ def apply_pinning(root, request):
             attrs["nodeset"] = format_cpulist(request.hugepages["nodeset"])
         hugepages.append(ET.Element("page", attrs))
     return True
-

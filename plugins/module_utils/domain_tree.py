@@ -63,7 +63,6 @@ def find_or_add(parent, tag, after=()):
     return element
 
 
-
 def to_kib(value, unit):
     """A libvirt memory size in ``unit`` as KiB."""
     value = int(value)
