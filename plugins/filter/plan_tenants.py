@@ -14,7 +14,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_groups, tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError
 
 __metaclass__ = type
 
@@ -29,7 +28,7 @@ def _plan_tenants(topology, tenants, policy=None, foreign=None):
     tenant_domain's ``tenants`` plans with on the host (module_utils tenant_plan)."""
     try:
         return tenant_plan.plan(topology, tenants, policy, foreign)
-    except (PlacementInputError, InputError) as exc:
+    except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.plan_tenants: %s" % exc)
 
 
@@ -41,7 +40,7 @@ def _group_devices(topology, policy=None):
     works out on the host)."""
     try:
         return tenant_groups.group_devices(topology, policy)
-    except (PlacementInputError, InputError) as exc:
+    except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
 
 

@@ -10,7 +10,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_one import TENANT_DOMAIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 FILTERS = FilterModule().filters()

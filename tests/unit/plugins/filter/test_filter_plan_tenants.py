@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error

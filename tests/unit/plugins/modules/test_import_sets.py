@@ -42,7 +42,7 @@ def test_module_loads_what_every_call_needs_only(module, needed, not_loaded):
 
 def test_tenant_domain_imports_sriov_when_given_vf_settings():
     # the lazy import still works where it is needed: the options are checked by sriov_vfs's spec
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain
-    options = libvirt_domain.vf_settings_options({"sriov_vfs": {"pfs": []}})
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_domain_call
+    options = tenant_domain_call.vf_settings_options({"sriov_vfs": {"pfs": []}})
     assert options["pfs"] == []
-    assert libvirt_domain.vf_settings_options({"sriov_vfs": None}) is None
+    assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None
