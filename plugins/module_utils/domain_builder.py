@@ -27,6 +27,7 @@ class DomainBuilder:
 
     def build(self):
         """A new domain definition."""
+        self.phys_bits = None
         root = ET.Element("domain", {"type": self.domain_type})
         ET.SubElement(root, "name").text = self.name
         ET.SubElement(root, "memory", {"unit": "KiB"}).text = str(self.memory_kib)
@@ -62,7 +63,7 @@ class DomainBuilder:
             cpu = ET.SubElement(root, "cpu", {"mode": "host-passthrough", "check": "none"})
             # the host's physical address width (QEMU host-phys-bits=on): OVMF places the 64-bit
             # aperture above guest RAM, which must stay addressable by the guest and by EPT/NPT
-            ET.SubElement(cpu, "maxphysaddr", {"mode": "passthrough"})
+            self._add_phys_bits(cpu)
         ET.SubElement(root, "clock", {"offset": "utc"})
         ET.SubElement(root, "on_poweroff").text = "destroy"
         ET.SubElement(root, "on_reboot").text = "restart"
@@ -130,7 +131,17 @@ class DomainBuilder:
         cpu = root.find("cpu")
         if self.mmio_window_mb is None or cpu is None or cpu.get("mode") != "host-passthrough" or cpu.find("maxphysaddr") is not None:
             return False
+        return self._add_phys_bits(cpu)
+
+    def _add_phys_bits(self, cpu):
+        """``<maxphysaddr mode='passthrough'/>`` into ``cpu`` unless the host's libvirt predates it
+        (``maxphysaddr`` False); ``phys_bits`` says which, for the call's one warning (-> True
+        when written)."""
+        if self.maxphysaddr is False:
+            self.phys_bits = "left out"
+            return False
         ET.SubElement(cpu, "maxphysaddr", {"mode": "passthrough"})
+        self.phys_bits = "written"
         return True
 
     def _disk(self, disk):
@@ -297,6 +308,7 @@ class DomainBuilder:
 
     def update(self, root):
         """Bring an existing definition to the spec; -> True when anything changed."""
+        self.phys_bits = None
         changed = False
         if root.get("type") != self.domain_type:
             root.set("type", self.domain_type)

@@ -75,6 +75,10 @@ class TenantSpec(DomainBuilder):
         # False on a libvirt driver that drops <qemu:commandline> (the test driver of a preview):
         # an existing definition is then not brought to the window it can never keep.
         self.qemu_args_kept = True
+        # whether the host's libvirt takes <maxphysaddr> (captured_programs.maxphysaddr_supported;
+        # None: unknown, written as before); phys_bits: what the last build or update did with it
+        self.maxphysaddr = None
+        self.phys_bits = None
         self.notes = []
         self.disks = []
         targets = set()

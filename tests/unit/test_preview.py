@@ -262,6 +262,13 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
         assert '"0000:19:00.0": {' in last and '"0000:39:00.0": {' in last
     xmls = domain_xmls(out)
     assert sorted(xmls) == tenants, out[-3000:]
+    # <maxphysaddr> as the capture's libvirt takes it: Ubuntu 22.04's 8.0.0 does not (left out, said once);
+    # the other captures hold no version (written as before, and said)
+    gated = name == "ubuntu2204_kernel515"
+    assert all(("<maxphysaddr" in xml) != gated for xml in xmls.values()), name
+    flat = " ".join(out.split())
+    assert flat.count("predates <maxphysaddr> (libvirt 8.7.0)") == int(gated)
+    assert flat.count("the libvirt version of this host is unknown") == int(not gated)
     for tenant, xml in sorted(xmls.items()):
         path = tmp_path / ("%s.xml" % tenant)
         path.write_text(xml, encoding="utf-8")

@@ -151,6 +151,24 @@ def test_firmware_window_and_cpu(firmware, window, domain_type, expected):
     assert (root.find("cpu/maxphysaddr") is not None) == expected["maxphysaddr"]
 
 
+@pytest.mark.parametrize("supported, written, said", [
+    (True, True, "written"),        # libvirt 8.7.0 or later
+    (None, True, "written"),        # unknown: written as before (the call says the version is unknown)
+    (False, False, "left out"),     # older libvirt (Ubuntu 22.04's 8.0.0) does not know <maxphysaddr>
+])
+def test_maxphysaddr_follows_the_hosts_libvirt(supported, written, said):
+    spec = TenantSpec(dict(SPEC))
+    spec.maxphysaddr = supported
+    root = spec.build()
+    assert (root.find("cpu/maxphysaddr") is not None) == written and spec.phys_bits == said
+    assert root.find("cpu").get("mode") == "host-passthrough"
+    # an existing definition without it: added where the host takes it, else left alone (no change each run)
+    root.find("cpu").clear()
+    root.find("cpu").set("mode", "host-passthrough")
+    assert spec.update(root) == written and (root.find("cpu/maxphysaddr") is not None) == written
+    assert not spec.update(root)
+
+
 def qemu_args(root):
     return [arg.get("value") for arg in root.findall("{%s}commandline/{%s}arg" % (QEMU_NS, QEMU_NS))]
 
