@@ -26,9 +26,10 @@ import json
 import re
 import os
 import subprocess
-import sys
 
 import pytest
+
+from fakes.playbook_run import host_calls, run_playbook  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -52,61 +53,18 @@ def digest(tree):
     return sha.hexdigest()
 
 
-# Test helper: the action of every task that ran, on which host and whether delegated, one JSON
-# object a line into $GPUVIRT_PREVIEW_TASKS.
-RECORDER = """
-from ansible.plugins.callback import CallbackBase
-import json, os
-
-
-class CallbackModule(CallbackBase):
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "record_tasks"
-    CALLBACK_NEEDS_ENABLED = True
-
-    def v2_runner_on_ok(self, result):
-        with open(os.environ["GPUVIRT_PREVIEW_TASKS"], "a") as handle:
-            handle.write(json.dumps({"task": result.task_name, "action": result._task.action, "host": result._host.get_name(),
-                                     "delegated": bool(result._task.delegate_to)}) + "\\n")
-
-    v2_runner_on_failed = v2_runner_on_ok
-"""
-# What runs on the controller only (no round trip to the host).
-CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
-                      "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats"}
-
-
 def preview(tmp_path, *extra):
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", os.path.join(REPO, "inventories", "example"),
-            os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff",
+    """site.yml against the capture at tmp_path/dgx in check mode; -> (rc, output, records: fakes.playbook_run)."""
+    argv = ["-i", os.path.join(REPO, "inventories", "example"), os.path.join(REPO, "playbooks", "site.yml"), "--check", "--diff",
             "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx"), "-e", "gpuvirt_preflight_report_dir=%s" % (tmp_path / "reports")]
-    plugins = tmp_path / "callbacks"
-    plugins.mkdir(exist_ok=True)
-    (plugins / "record_tasks.py").write_text(RECORDER)
-    tasks = tmp_path / "tasks.jsonl"
-    if tasks.exists():
-        tasks.unlink()
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_CALLBACK_PLUGINS=str(plugins), ANSIBLE_CALLBACKS_ENABLED="record_tasks", GPUVIRT_PREVIEW_TASKS=str(tasks))
-    done = subprocess.run(argv + list(extra), cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
-    return done.returncode, done.stdout + done.stderr
-
-
-def host_calls(tmp_path):
-    """The module calls the last preview made on the previewed host: its tasks that ran, less what runs
-    on the controller alone (set_fact, debug, ...) and what was delegated to it (the report file)."""
-    with open(tmp_path / "tasks.jsonl", encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle]
-    return [r["action"] for r in records if r["host"] == "dgx01-preview" and not r["delegated"]
-            and r["action"] not in CONTROLLER_ACTIONS]
+    return run_playbook(argv + list(extra), tmp_path, timeout=600)
 
 
 def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     load_dgx_tree().write_tree(str(tmp_path / "dgx"))
     before = digest(tmp_path / "dgx")
 
-    rc, out = preview(tmp_path)
+    rc, out, records = preview(tmp_path)
     assert rc == 0, out[-4000:]
     assert "plan                   PASS    fits: tenant-a on node" in out
     # boot: one GRUB edit with the IOMMU in passthrough, the GPUs pre-bound, 1G pages at boot
@@ -135,11 +93,12 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
     # one module call per host stage, each decided on the host, and the gate's read: no stage reads the host again
-    assert host_calls(tmp_path) == ["gpuvirt.tenancy.preflight_info", "gpuvirt.tenancy.iommu_grub", "gpuvirt.tenancy.vfio_bind",
-                                    "gpuvirt.tenancy.tenant_domain"], host_calls(tmp_path)
+    calls = [action for _task, action in host_calls(records, "dgx01-preview")]
+    assert calls == ["gpuvirt.tenancy.preflight_info", "gpuvirt.tenancy.iommu_grub", "gpuvirt.tenancy.vfio_bind",
+                     "gpuvirt.tenancy.tenant_domain"], calls
 
     survey = json.dumps({"gpuvirt_survey_tenants": "[{name: huge, gpus: 9, vfs: 1, vcpus: 4, memory_mb: 4096}]"})
-    rc, out = preview(tmp_path, "-e", survey)
+    rc, out, _records = preview(tmp_path, "-e", survey)
     assert rc != 0
     assert "ROLLOUT STOPPED" in out and "huge" in out
 
@@ -239,7 +198,7 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
     load_dgx_tree().write_tree(str(tmp_path / "dgx"))
     change, extra_vars = BARE_HOSTS[name]
     change(str(tmp_path / "dgx"))
-    rc, out = preview(tmp_path, *(["-e", json.dumps(extra_vars)] if extra_vars else []))
+    rc, out, _records = preview(tmp_path, *(["-e", json.dumps(extra_vars)] if extra_vars else []))
     assert rc == 0, out[-4000:]
     grub = re.search(r'\+GRUB_CMDLINE_LINUX="([^"]*)"', out).group(1).split()
     assert "iommu=pt" in grub
@@ -283,13 +242,13 @@ def test_preview_plans_runtime_2m_pages_and_refuses_a_grub_dropin_as_a_real_run(
     /etc/default/grub, so the edit would not count) is refused by the preview as by a real run."""
     load_dgx_tree().write_tree(str(tmp_path / "dgx"))
     pages = [{"size": "1G", "count": 100, "node": n} for n in (1, 3, 5, 7)] + [{"size": "2M", "count": 512, "node": 0}]
-    rc, out = preview(tmp_path, "-e", json.dumps({"gpuvirt_hugepages": pages}), "--tags", "preflight,boot")
+    rc, out, _records = preview(tmp_path, "-e", json.dumps({"gpuvirt_hugepages": pages}), "--tags", "preflight,boot")
     assert rc == 0, out[-4000:]
     assert ("ExecStart=/bin/sh -c 'echo 512 > /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages'"
             in out)
     assert "hugepagesz=1G hugepages=1:100,3:100,5:100,7:100" in out
     dropin = tmp_path / "dgx" / "etc" / "default" / "grub.d" / "50-cloudimg-settings.cfg"
     dropin.write_text('GRUB_CMDLINE_LINUX="console=ttyS0"\n', encoding="utf-8")
-    rc, out = preview(tmp_path, "--tags", "preflight,boot")
+    rc, out, _records = preview(tmp_path, "--tags", "preflight,boot")
     assert rc != 0
     assert "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again after /etc/default/grub" in " ".join(out.split())
