@@ -38,3 +38,22 @@ def test_a_check_that_changes_or_failed_answers_nothing(override):
 def test_bad_inputs_are_named(args, message):
     with pytest.raises(AnsibleFilterError, match=message.replace("(", r"\(").replace(")", r"\)")):
         FILTERS["stage_check_result"](*args)
+
+
+# --------------------------------------------------------------------------- the calls the gate checks
+CALLS = {"boot": {"kernel_args": []}, "sriov_vfio": {}, "tenants": {"tenants": []}}
+
+
+def test_the_gate_checks_each_stage_that_has_a_call():
+    # the SR-IOV/VFIO stage asks nothing of this inventory: no check of it
+    assert FILTERS["preflight_stage_calls"](CALLS) == {"boot": {"kernel_args": []}, "tenants": {"tenants": []}}
+    assert FILTERS["preflight_stage_calls"](dict(CALLS, sriov_vfio=OPTIONS), False) == dict(CALLS, sriov_vfio=OPTIONS)
+
+
+def test_a_preview_checks_no_stage():
+    assert FILTERS["preflight_stage_calls"](dict(CALLS, sriov_vfio=OPTIONS), True) == {}
+
+
+def test_the_calls_must_be_a_dict():
+    with pytest.raises(AnsibleFilterError, match="expected a dict stage -> the options of its call, got list"):
+        FILTERS["preflight_stage_calls"]([OPTIONS])
