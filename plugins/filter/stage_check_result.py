@@ -37,8 +37,18 @@ def preflight_stage_calls(calls, preview=False):
     return dict((stage, call) for stage, call in calls.items() if call)
 
 
+def vfio_stage_call(options):
+    """The SR-IOV/VFIO stage's vfio_bind call: its options, or {} when they name no PF, GPU or
+    device (the inventory asks nothing of the stage)."""
+    if not isinstance(options, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.vfio_stage_call: expected the dict of vfio_bind's options, got %s"
+                                 % type(options).__name__)
+    return options if any(options.get(key) for key in ("sriov_pfs", "gpus", "devices")) else {}
+
+
 class FilterModule:
     """Stage check filters."""
 
     def filters(self):
-        return {"stage_check_result": stage_check_result, "preflight_stage_calls": preflight_stage_calls}
+        return {"stage_check_result": stage_check_result, "preflight_stage_calls": preflight_stage_calls,
+                "vfio_stage_call": vfio_stage_call}
