@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 # pylint: disable=wrong-import-position
 import yaml  # noqa: E402
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError, plan_tenants  # noqa: E402
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError  # noqa: E402
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants  # noqa: E402
 
 
 def load(path, key):
@@ -46,7 +47,7 @@ def main():
     policy = load(args.policy, "gpuvirt_tenant_policy") if args.policy else {}
     try:
         plan = plan_tenants(topology, tenants, policy)
-    except PlacementInputError as exc:
+    except InputError as exc:
         print("plan: %s" % exc, file=sys.stderr)
         return 2
     json.dump(plan, sys.stdout, indent=2, sort_keys=True)

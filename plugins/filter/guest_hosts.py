@@ -9,6 +9,7 @@ line per tenant for the main command's report). Pure functions of their inputs."
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
@@ -46,7 +47,7 @@ def _jump(host):
     return jump
 
 
-def guest_hosts(tenants, access=None, host=None, plan=None, known=None):
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True):
     """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
     management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
     address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
@@ -54,8 +55,11 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None):
     ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
     name, the console log, and the MAC of the tenant's first VF (from ``plan``, the tenants
     stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
-    to the inventory already (a static guest inventory) are left to it."""
+    to the inventory already (a static guest inventory) are left to it. ``add`` false: none
+    (the inventory lists the guests itself)."""
     name = "guest_hosts"
+    if not boolean(add, strict=False):
+        return []
     access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
     host = _dict(host, "host", name)
     placements = _dict(_dict(plan, "plan", name).get("placements"), "plan.placements", name)

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for placing tenants on the controller: ``gpuvirt.tenancy.plan_tenants`` (the placement
 planner, for the preflight and fleet reports; the tenants stage plans on the host, in
-tenant_domain's ``tenants``, with the same code: module_utils tenant_plan), and what the present
-tenants need of the libvirt host and of the SR-IOV/VFIO stage."""
+tenant_domain's ``tenants``, with the same code: module_utils tenant_plan), what the present
+tenants need of the libvirt host and of the SR-IOV/VFIO stage, and the libvirt questions the
+preflight gate and the role libvirt_host ask (one question, so that the role takes the gate's read)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +15,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_groups, tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import PlacementInputError
 
 __metaclass__ = type
 
@@ -29,7 +29,7 @@ def _plan_tenants(topology, tenants, policy=None, foreign=None):
     tenant_domain's ``tenants`` plans with on the host (module_utils tenant_plan)."""
     try:
         return tenant_plan.plan(topology, tenants, policy, foreign)
-    except (PlacementInputError, InputError) as exc:
+    except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.plan_tenants: %s" % exc)
 
 
@@ -41,7 +41,7 @@ def _group_devices(topology, policy=None):
     works out on the host)."""
     try:
         return tenant_groups.group_devices(topology, policy)
-    except (PlacementInputError, InputError) as exc:
+    except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
 
 
@@ -84,10 +84,36 @@ def _libvirt_service_query(name, uefi, packages=None):
     return query
 
 
+def _libvirt_gate_query(tenants, uri, preview=False, service="libvirtd", uefi=None, packages=None, policy=None, firmware="efi"):
+    """What the preflight gate asks of libvirt (preflight_info's ``libvirt``): the listed tenants'
+    domains and the foreign ones on ``uri`` and, unless in a preview (no host to ask), the libvirt
+    service as libvirt_host asks it (``libvirt_service_query``), with OVMF when ``uefi`` says so
+    or, left unset, when a present tenant boots UEFI (``tenant_host_needs``)."""
+    if not isinstance(tenants, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.libvirt_gate_query: expected the tenant list (gpuvirt_tenants), got %s"
+                                 % type(tenants).__name__)
+    query = {"names": [tenant.get("name") for tenant in tenants if isinstance(tenant, dict)], "foreign": True, "uri": uri}
+    if not boolean(preview, strict=False):
+        if uefi is None:
+            uefi = _tenant_host_needs(tenants, policy, firmware)["uefi"]
+        query["service"] = _libvirt_service_query(service, uefi, packages)
+    return query
+
+
+def _libvirt_read_answers(read, query, uri):
+    """Whether a libvirt read (tenant_domain_info's result: the gate's ``preflight_libvirt_read``)
+    answers libvirt_host's question: asked for the same service ``query`` on the same ``uri``, and
+    with the service read."""
+    read = read if isinstance(read, dict) else {}
+    asked = read.get("query") if isinstance(read.get("query"), dict) else {}
+    return asked.get("service") == query and asked.get("uri") == uri and isinstance(read.get("service"), dict)
+
+
 class FilterModule:
     """Placement planner filters."""
 
     def filters(self):
         return {"plan_tenants": _plan_tenants,
                 "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices,
-                "libvirt_service_query": _libvirt_service_query}
+                "libvirt_service_query": _libvirt_service_query, "libvirt_gate_query": _libvirt_gate_query,
+                "libvirt_read_answers": _libvirt_read_answers}

@@ -6,7 +6,7 @@ hold, and with ``service`` whether libvirt is installed, enabled and running."""
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import held_resources, read_assignment
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import held_resources, read_assignment
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common import LIBVIRT_OPTIONS, _live_xml, _persistent_xml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import NotAnswering, connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_service import SERVICE_OPTIONS, read_service

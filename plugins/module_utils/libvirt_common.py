@@ -12,11 +12,14 @@ from __future__ import absolute_import, division, print_function
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.captured_programs import MAXPHYSADDR_LIBVIRT, maxphysaddr_supported
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    MEMORY_MODES, host_cpus, host_cpus_from_topology, parse_xml, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import MEMORY_MODES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
+    host_cpus, host_cpus_from_topology, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_bars import read_mmio64_sizes, window_setting_mb
 
@@ -88,6 +91,35 @@ def host_model(conn, host):
         if model["cpus"]:
             return model
     return host_cpus(conn.capabilities(), conn.cpu_map_length())
+
+
+def maxphysaddr_gate(conn, host, topology=None):
+    """-> (whether the host's libvirt takes ``<maxphysaddr>``: True, False or None when unknown,
+    the versions it was decided on): a captured tree's from the capture (the host model's
+    ``hypervisor``; the ``uri`` of a preview is libvirt's test driver, not that host's), the
+    running host's from the connection."""
+    if host.live:
+        versions = conn.hypervisor_versions()
+    else:
+        versions = (topology if topology is not None else host.topology()).get("hypervisor") or {}
+    return maxphysaddr_supported(versions), versions
+
+
+def maxphysaddr_note(specs, supported, versions):
+    """The one line a call says when the gate decided a definition's ``<maxphysaddr>`` (left out
+    on an older libvirt, written with the version unknown), naming the domains; else None."""
+    wanted = "libvirt %s" % ".".join(str(part) for part in MAXPHYSADDR_LIBVIRT)
+    left_out = sorted(spec.name for spec in specs if getattr(spec, "phys_bits", None) == "left out")
+    if left_out:
+        return ("libvirt %s on this host predates <maxphysaddr> (%s): left out of the definition of %s; a GPU with large "
+                "BARs may then need a host CPU with enough physical address bits for guest RAM and its 64-bit MMIO "
+                "window (or a newer libvirt)" % (versions.get("libvirt"), wanted, ", ".join(left_out)))
+    written = sorted(spec.name for spec in specs if getattr(spec, "phys_bits", None) == "written")
+    if written and supported is None:
+        return ("the libvirt version of this host is unknown (the capture holds no .capture/libvirtd-version.txt): "
+                "<maxphysaddr mode='passthrough'/> is written into the definition of %s, which needs %s or later"
+                % (", ".join(written), wanted))
+    return None
 
 
 def mmio_window(spec, fs):

@@ -52,6 +52,11 @@ def _call(method, *args):
         raise LibvirtError(str(exc))
 
 
+def _version_text(number):
+    """libvirt's version number (major * 1,000,000 + minor * 1,000 + release) as ``8.0.0``."""
+    return "%d.%d.%d" % (number // 1000000, number // 1000 % 1000, number % 1000)
+
+
 def _cpumap(cpus, length):
     wanted = set(cpus)
     return tuple(cpu in wanted for cpu in range(length))
@@ -127,6 +132,13 @@ class Connection:
     def cpu_map_length(self):
         """How many host CPUs a CPU map names."""
         return _call(self.handle.getCPUMap)[0]
+
+    def hypervisor_versions(self):
+        """``{libvirt, qemu}`` as ``major.minor.release`` text, the shape of the host model's
+        ``hypervisor``: the libvirt the connection reaches, and QEMU's where the driver is QEMU's
+        (None on another driver, whose version is not QEMU's)."""
+        qemu = _version_text(_call(self.handle.getVersion)) if _call(self.handle.getType) == "QEMU" else None
+        return {"libvirt": _version_text(_call(self.handle.getLibVersion)), "qemu": qemu}
 
 
 class Network:

@@ -5,7 +5,7 @@
 the host's family (dpkg or rpm) that are missing, and what ``systemctl`` says of the service.
 Read through the host seam's commands (argument lists); reads only, and never fails for a host
 where nothing is installed yet (a bare host): that is what the read is for. Whether libvirt
-answers is the connection's to tell (``libvirt_domain.tenant_domain_info``)."""
+answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
 
 from __future__ import absolute_import, division, print_function
 

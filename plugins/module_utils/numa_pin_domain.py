@@ -7,8 +7,9 @@ definition, optionally live) over one libvirt connection."""
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    PinRequest, apply_pinning, copy_tree, host_cpus, pinning_fields, read_pinning, to_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import host_cpus, pinning_fields, read_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import copy_tree, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common import (
     _definition_diff, _persistent_xml, _running_diff, apply_live_pins, decide_then_act, host_model, live_pin_changes,
     pin_diff_lines, pin_restart_reasons)

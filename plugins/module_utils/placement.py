@@ -47,7 +47,6 @@ from __future__ import absolute_import, division, print_function
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_allocation import Allocation, State
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_counts import search_nodes, switch_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_existing import GROW_LATER, ExistingAssignments
@@ -56,15 +55,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_report i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request import TenantRequests, read_policy
 
 __metaclass__ = type
-
-# The planner's input errors are the collection's: the runner and the filter report them alike.
-PlacementInputError = InputError
-
-# Names kept for the modules that import them from here; the vocabulary lives in cpulist.py
-# and hugepage_sizes.py.
-HUGEPAGE_SIZES = SIZES_KB
-parse_cpuset = parse_cpulist
-format_cpuset = format_cpulist
 
 
 class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
@@ -76,22 +66,22 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
-            raise PlacementInputError("policy.reserved_cpus: CPU(s) %s do not exist on this host (CPUs %s)"
-                                      % (format_cpulist(outside), format_cpulist(self.host.cpu_node)))
+            raise InputError("policy.reserved_cpus: CPU(s) %s do not exist on this host (CPUs %s)"
+                             % (format_cpulist(outside), format_cpulist(self.host.cpu_node)))
         self.reserved = set(reserved)
         try:
             self.reserved_memory_mb = int(merged["reserved_memory_mb"])
             self.budget = int(merged["search_budget"])
         except (TypeError, ValueError):
-            raise PlacementInputError("policy.reserved_memory_mb and policy.search_budget must be whole numbers (%r, %r)"
-                                      % (merged["reserved_memory_mb"], merged["search_budget"]))
+            raise InputError("policy.reserved_memory_mb and policy.search_budget must be whole numbers (%r, %r)"
+                             % (merged["reserved_memory_mb"], merged["search_budget"]))
         # what bounds one tenant's size: the host's online CPUs and its memory
         self.limits = {"cpus": len(self.host.online) or None, "memory_mb": sum(self.host.memory_mb.values()) or None}
         self.threshold = affinity.rank(merged["pcie_affinity_level"])
         self.first_fit = merged["strategy"] == "first_fit"
         self.whole_cores = merged["smt"] == "whole_cores"
         if not isinstance(merged["existing"] or {}, dict):
-            raise PlacementInputError("policy.existing: expected a dict tenant name -> assignment (a previous plan's placements)")
+            raise InputError("policy.existing: expected a dict tenant name -> assignment (a previous plan's placements)")
 
     # ------------------------------------------------------------------ plan
     def plan(self, tenants):
@@ -234,6 +224,6 @@ def plan_tenants(topology, tenants, policy=None):
     first_fit}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
-    The inputs are read, never modified. Raises PlacementInputError (common.InputError) on bad input.
+    The inputs are read, never modified. Raises common.InputError on bad input.
     """
     return Planner(topology, policy).plan(tenants)

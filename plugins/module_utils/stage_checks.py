@@ -31,8 +31,8 @@ def stage_feature(stage):
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils import vfio
         return vfio.VFIO_BIND_ARGS, vfio.vfio_bind
     if stage == "tenants":
-        from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain
-        return libvirt_domain.TENANT_DOMAIN_ARGS, libvirt_domain.tenant_domain
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_domain_call
+        return tenant_domain_call.TENANT_DOMAIN_ARGS, tenant_domain_call.tenant_domain
     raise InputError("stage_checks: %r is not a host stage; give some of %s" % (stage, ", ".join(sorted(STAGE_MODULES))))
 
 

@@ -16,7 +16,7 @@ from ansible.module_utils.common.validation import check_required_if
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import pci_function_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common import (
-    LIBVIRT_OPTIONS, decide_then_act, domain_holdings, host_model)
+    LIBVIRT_OPTIONS, decide_then_act, domain_holdings, host_model, maxphysaddr_gate, maxphysaddr_note)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run, nested_params
@@ -251,6 +251,11 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
     for request in requests:
         request.check_size(limits)
     model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
+    present = [request.spec for request in requests if request.present]
+    if present:
+        supported, versions = maxphysaddr_gate(conn, host, topology)
+        for spec in present:
+            spec.maxphysaddr = supported
     if batch:
         for request in requests:
             if request.pins_anything:
@@ -286,6 +291,10 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
         if request.removal is not None:
             remove_guest_files(request, host, run, result)
         results.append(dict(result, name=request.spec.name) if batch else result)
+    if present:
+        note = maxphysaddr_note(present, supported, versions)
+        if note:
+            run.warn(note)
     if vf_result is None and vf_options is not None:
         vf_result = apply_vf_settings(vf_options, host, run)
     result = batch_result(results) if batch else results[0]

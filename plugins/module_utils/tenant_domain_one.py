@@ -13,9 +13,10 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    CPU_QOS, IOTUNE_KEYS, PinRequest, TenantSpec, UNLIMITED_QUOTA, apply_pinning, check_page_size, copy_tree, cputune_qos,
-    disk_targets, firmware_of, host_cpus, mmio_window_of, network_nics, read_pinning, to_kib, to_text, vcpu_counts)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning, check_page_size
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
+    cputune_qos, disk_targets, firmware_of, host_cpus, mmio_window_of, network_nics, read_pinning, vcpu_counts)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import CPU_QOS, IOTUNE_KEYS, copy_tree, to_kib, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import (
     GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common import (
@@ -23,6 +24,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common imp
     pin_diff_lines, pin_restart_reasons)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import FIRMWARES, over_host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec, UNLIMITED_QUOTA
 
 __metaclass__ = type
 

@@ -18,7 +18,7 @@ def group_devices(topology, policy=None):
     """``{companions: [addresses], left_out: {address: reason}, shared: {address: [the pool
     devices of its group]}}`` on the host model ``topology`` for the pools of ``policy`` (the
     planner's: ``gpus``, the tenant GPU pool, null for every GPU; ``vf_pfs``; ``host_devices``).
-    A bad policy or host model raises the planner's ``PlacementInputError`` (an InputError)."""
+    A bad policy or host model raises common.InputError."""
     report = Planner(topology, policy or {}).plan([])["groups"]
     return {"companions": sorted(set(a for along in report["companions"].values() for a in along)),
             "left_out": report["left_out"], "shared": report["shared"]}

@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A tenant's request checked once, the same way wherever it arrives: the planner
-(``placement``), ``tenant_domain`` (``domain_xml``, ``libvirt_domain``) and the filters.
+(``placement``), ``tenant_domain`` (``tenant_spec``, ``tenant_domain_one``) and the filters.
 
 Two halves, both pure:
 

@@ -435,6 +435,10 @@ attributes:
 notes:
   - The live diff (a second diff entry) lists the running domain's vCPU count, scheduler parameters, I/O limits, pins and NUMA nodeset
     before and after; a further entry shows the autostart flag before and after when it changes.
+  - A KVM domain's host-passthrough CPU gets C(<maxphysaddr mode='passthrough'/>) where the host's libvirt is 8.7.0 or later (the
+    version from the connection; under a captured O(root), from the capture). On an older libvirt it is left out and the call warns
+    once (a GPU with large BARs may then need a host CPU with enough physical address bits); with the version unknown it is
+    written, and the call says so.
 seealso:
   - module: gpuvirt.tenancy.numa_pin
 author:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO_ROOT  # pylint: disable=import-error
 from fakes.mig import STANDIN, gpu, h100_fixture_layout  # pylint: disable=import-error
+from fakes.playbook_run import run_playbook  # pylint: disable=import-error
 
 PLAY = """
 - name: Run gpu_mps
@@ -26,66 +26,17 @@ PLAY = """
 """
 
 
-CALLBACK = '''
-from ansible.plugins.callback import CallbackBase
-import json, os
-
-
-class CallbackModule(CallbackBase):
-    """Test helper: every task result, one JSON object a line, into $GPU_MPS_TEST_RESULTS."""
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "record_results"
-    CALLBACK_NEEDS_ENABLED = False
-
-    def _record(self, result, status):
-        with open(os.environ["GPU_MPS_TEST_RESULTS"], "a") as handle:
-            # the task's own name: ansible-core 2.21's task_name adds the role ("gpuvirt.tenancy.gpu_mps : ...")
-            handle.write(json.dumps({"task": result._task.name, "host": result._host.get_name(), "status": status,
-                                     "result": result._result}, default=str) + "\\n")
-
-    def v2_runner_on_ok(self, result):
-        self._record(result, "ok")
-
-    def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._record(result, "failed")
-
-    def v2_runner_on_skipped(self, result):
-        self._record(result, "skipped")
-
-    def v2_runner_on_unreachable(self, result):
-        self._record(result, "unreachable")
-'''
-
-
 def playbook(tmp_path, gpus, extra_vars, play=PLAY, inventory=None, check=True):
     state = tmp_path / "state.json"
     state.write_text(json.dumps({"gpus": gpus}))
     (tmp_path / "play.yml").write_text(play)
-    plugins = tmp_path / "callbacks"
-    plugins.mkdir(exist_ok=True)
-    (plugins / "record_results.py").write_text(CALLBACK)
-    records = tmp_path / "results.jsonl"
-    if records.exists():
-        records.unlink()
-    env = dict(os.environ)
-    env.update({
-        "NVIDIA_SMI_STANDIN_STATE": str(state),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO_ROOT, ".build", "collections"),
-        "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
-        "ANSIBLE_CALLBACK_PLUGINS": str(plugins),
-        "ANSIBLE_CALLBACKS_ENABLED": "record_results",
-        "GPU_MPS_TEST_RESULTS": str(records),
-        "ANSIBLE_NOCOLOR": "1",
-    })
-    argv = ["ansible-playbook", str(tmp_path / "play.yml"), "-e", json.dumps(extra_vars)]
+    argv = [str(tmp_path / "play.yml"), "-e", json.dumps(extra_vars)]
     argv += ["-i", inventory] if inventory else ["-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable]
     if check:
         argv += ["--check", "--diff"]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=str(tmp_path), timeout=300)
+    rc, out, records = run_playbook(argv, tmp_path, env={"NVIDIA_SMI_STANDIN_STATE": str(state)})
     calls = json.loads(state.read_text()).get("calls", []) if state.exists() else []
-    lines = records.read_text().splitlines() if records.exists() else []
-    return proc.returncode, Run(proc.stdout + proc.stderr, [json.loads(line) for line in lines]), calls
+    return rc, Run(out, records), calls
 
 
 class Run:

@@ -12,23 +12,20 @@ boot stage that changed the host, leaves the stage its own call."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
-from conftest import COLLECTIONS, REPO_ROOT, run_module  # pylint: disable=import-error
+from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import lab_host  # pylint: disable=import-error
+from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 PF, GPU = "0000:81:00.0", "0000:82:00.0"
 # the inventory's desired state of the stage
 INVENTORY = {"gpuvirt_sriov_pfs": [{"pf": PF, "num_vfs": 4}], "gpuvirt_gpus": [GPU], "gpuvirt_gpu_pci_ids": ["1234:11e8"],
              "gpuvirt_tenants": [{"name": "tenant-a", "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64}]}
-# What runs on the controller only (no round trip to the host).
-CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
-                      "ansible.builtin.validate_argument_spec"}
 
 PLAY = """
 - name: The SR-IOV/VFIO stage after the preflight gate
@@ -79,27 +76,16 @@ def converged(tmp_path):
 
 
 def run_stage(tmp_path, gate_change, boot_changed):
-    """The play above through ansible-runner; -> (rc, stdout, each task result's {task, action, status, result})."""
-    import ansible_runner  # pylint: disable=import-outside-toplevel
+    """The play above through ansible-runner; -> (rc, stdout, records: fakes.playbook_run)."""
     tree = converged(tmp_path)
-    (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY % {"root": tree.root})
     extra = dict(INVENTORY, gate_change=gate_change, boot_changed=boot_changed, ansible_python_interpreter=sys.executable)
-    done = ansible_runner.run(
-        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
-        inventory="localhost ansible_connection=local", extravars=extra, cmdline="--check --diff", quiet=True, timeout=300,
-        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
-    outcomes = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
-    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"),
-                "status": outcomes[e["event"]], "result": e["event_data"].get("res") or {}}
-               for e in done.events if e.get("event") in outcomes]
-    return done.rc, done.stdout.read(), records
+    return run_with_runner(tmp_path / "runner", tmp_path / "play.yml", "localhost ansible_connection=local", extra, "--check --diff")
 
 
 def round_trips(records):
-    """The stage's tasks that ran a module on the host (the test's own tasks, the gate's read among them, left out)."""
-    return [r["action"] for r in records
-            if r["status"] != "skipped" and r["action"] not in CONTROLLER_ACTIONS and not r["task"].startswith("Test |")]
+    """The stage's module calls on the host (the test's own tasks, the gate's read among them, left out)."""
+    return [action for _task, action in host_calls(records)]
 
 
 @pytest.mark.parametrize("gate_change, boot_changed, expected", [

@@ -6,14 +6,13 @@ listening, so the wait and its failure message are real."""
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import threading
 
 import pytest
 
-from conftest import COLLECTIONS, REPO_ROOT  # pylint: disable=import-error
+from fakes.playbook_run import run_with_runner  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -59,22 +58,16 @@ def banner_server(address):
 
 
 def run_role(tmp_path, tenants, extra=None, tasks=("Test | Say", "Fail naming")):
-    import ansible_runner  # pylint: disable=import-outside-toplevel
-    (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY)
     inventory = ("dgx01 ansible_connection=local ansible_host=192.0.2.11 ansible_user=ops ansible_python_interpreter=%s\n"
                  "[gpuvirt_guests]\nstatic-guest ansible_connection=local ansible_python_interpreter=%s\n"
                  % (sys.executable, sys.executable))
     variables = {"gpuvirt_tenants": tenants, "gpuvirt_guest_access": dict({"user": "gpuvirt"}, **(extra or {})),
                  "tenant_guests_wait_timeout": 3}
-    done = ansible_runner.run(
-        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"), inventory=inventory,
-        extravars=variables, quiet=True, timeout=300,
-        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
-    messages = [e["event_data"]["res"].get("msg") for e in done.events
-                if e.get("event") in ("runner_on_ok", "runner_on_failed") and "res" in e.get("event_data", {})
-                and e["event_data"].get("task", "").startswith(tasks)]
-    return done.rc, done.stdout.read(), messages
+    rc, out, records = run_with_runner(tmp_path / "runner", tmp_path / "play.yml", inventory, variables)
+    messages = [r["result"].get("msg") for r in records
+                if r["status"] in ("ok", "failed") and (r["task"] or "").startswith(tasks)]
+    return rc, out, messages
 
 
 def tenant(name, address, state="running"):

@@ -18,15 +18,13 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS, LIBVIRT_TEST_URI as URI, REPO_ROOT  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI, REPO_ROOT  # pylint: disable=import-error
+from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
 
 BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 TENANTS = [{"name": "stage-a", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "state": "running"},
            {"name": "stage-b", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}]
-# What runs on the controller only (no round trip to the host).
-CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
-                      "ansible.builtin.validate_argument_spec"}
 
 PLAY = """
 - name: The tenants stage after the preflight gate
@@ -73,31 +71,14 @@ PLAY = """
 
 
 def run_stage(tmp_path, gate_checks=False, gate_changes=None, name="runner", tenants=None):
-    """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, each task result's
-    {task, action, status, result})."""
-    import ansible_runner  # pylint: disable=import-outside-toplevel
-    (tmp_path / name).mkdir()
+    """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, records: fakes.playbook_run)."""
     (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI})
     # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
     extra = {"gpuvirt_tenants": TENANTS if tenants is None else tenants, "gate_checks": gate_checks, "gate_changes": gate_changes or {},
              "gpuvirt_tenant_domain_type": "test", "gpuvirt_gpu_pci_ids": ["1234:11e8"], "gpuvirt_nic_pci_ids": ["1b36:0010"],
              "libvirt_host_uri": URI, "libvirt_host_packages": [], "libvirt_host_uefi": True, "gpuvirt_tenant_firmware": "efi",
              "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable}
-    done = ansible_runner.run(
-        private_data_dir=str(tmp_path / name), playbook=str(tmp_path / "play.yml"),
-        inventory="localhost ansible_connection=local", extravars=extra, cmdline="--check --diff", quiet=True, timeout=300,
-        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
-    outcomes = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
-    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"),
-                "status": outcomes[e["event"]], "result": e["event_data"].get("res") or {}}
-               for e in done.events if e.get("event") in outcomes]
-    return done.rc, done.stdout.read(), records
-
-
-def round_trips(records):
-    """The stage's tasks that ran a module on the host (the gate's own read left out)."""
-    return [(r["task"], r["action"]) for r in records
-            if r["status"] != "skipped" and r["action"] not in CONTROLLER_ACTIONS and not r["task"].startswith("Test |")]
+    return run_with_runner(tmp_path / name, tmp_path / "play.yml", "localhost ansible_connection=local", extra, "--check --diff")
 
 
 @pytest.mark.usefixtures("libvirt_conn")
@@ -105,7 +86,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     # no check by the gate: the stage is the tenant_domain call alone (it reads, plans and defines on the host)
     rc, out, records = run_stage(tmp_path)
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"], (round_trips(records), out[-4000:])
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"], (host_calls(records), out[-4000:])
     [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
     assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["started"] == ["stage-a"]
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
@@ -117,15 +98,15 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     assert rc == 0, out[-6000:]
     [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
     assert gate["stage_checks"]["tenants"]["error"] is None and gate["stage_checks"]["tenants"]["changed"] is False, gate
-    assert round_trips(records) == [], out[-4000:]
+    assert host_calls(records) == [], out[-4000:]
     # the gate checked other options (another setting): the stage makes its own call
     rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="other", tenants=[])
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"]
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
     # a check that would change something (the tenants are not defined yet) is not taken either
     rc, out, records = run_stage(tmp_path, gate_checks=True, name="changing")
     assert rc == 0, out[-6000:]
     [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
     assert gate["stage_checks"]["tenants"]["error"] is None, gate["stage_checks"]
     assert gate["stage_checks"]["tenants"]["changed"] is True
-    assert [action for _task, action in round_trips(records)] == ["gpuvirt.tenancy.tenant_domain"]
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]

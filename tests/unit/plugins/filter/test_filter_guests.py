@@ -10,7 +10,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TENANT_DOMAIN_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_one import TENANT_DOMAIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 FILTERS = FilterModule().filters()
@@ -64,6 +64,9 @@ def test_guest_hosts_are_the_running_guests_with_a_jump():
     assert all("ansible_ssh_common_args" not in h for h in direct)
     # a static guest inventory that lists tenant-a keeps it as it says
     assert [h["name"] for h in FILTERS["guest_hosts"](TENANTS, ACCESS, {}, None, ["dgx01", "tenant-a"])] == ["tenant-b"]
+    # tenant_guests_add_hosts false: the inventory lists the guests itself
+    assert FILTERS["guest_hosts"](TENANTS, ACCESS, {}, None, [], False) == []
+    assert len(FILTERS["guest_hosts"](TENANTS, ACCESS, {}, None, [], "true")) == 2
 
 
 def test_guest_hosts_refuses_what_is_not_a_tenant_list():

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import domain_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
@@ -253,6 +253,54 @@ def test_libvirt_service_query_leaves_unset_packages_out(args, expected):
 def test_libvirt_service_query_errors(args, message):
     with pytest.raises(AnsibleFilterError, match=message):
         SERVICE_QUERY(*args)
+
+
+GATE_QUERY = FILTERS["libvirt_gate_query"]
+URI = "qemu:///system"
+
+
+@pytest.mark.parametrize("tenants, args, service", [
+    # OVMF decided from the tenants: one boots UEFI (the default firmware)
+    ([{"name": "a"}, {"name": "b", "firmware": "bios"}], (False, "libvirtd", None, None, {}, "efi"), {"name": "libvirtd", "uefi": True}),
+    ([{"name": "a"}], (False, "libvirtd", None, None, {}, "bios"), {"name": "libvirtd", "uefi": False}),
+    # libvirt_host_uefi given wins; packages given go with the question
+    ([{"name": "a"}], (False, "virtqemud", False, ["libvirt-daemon-system"], {}, "efi"),
+     {"name": "virtqemud", "uefi": False, "packages": ["libvirt-daemon-system"]}),
+    # a preview asks no service question (no host to ask)
+    ([{"name": "a"}], (True, "libvirtd", None, None, {}, "efi"), None),
+    ([], (), {"name": "libvirtd", "uefi": False}),
+])
+def test_libvirt_gate_query_asks_what_libvirt_host_asks(tenants, args, service):
+    query = GATE_QUERY(tenants, URI, *args)
+    expected = {"names": [t["name"] for t in tenants], "foreign": True, "uri": URI}
+    if service is not None:
+        expected["service"] = service
+        # the same question libvirt_host builds with libvirt_service_query
+        assert service == SERVICE_QUERY(service["name"], service["uefi"], service.get("packages"))
+    assert query == expected
+
+
+def test_libvirt_gate_query_errors():
+    with pytest.raises(AnsibleFilterError, match="libvirt_gate_query: expected the tenant list"):
+        GATE_QUERY({"name": "a"}, URI)
+    with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
+        GATE_QUERY([{"name": "a", "hugepage_size": "3G"}], URI)
+
+
+READ_ANSWERS = FILTERS["libvirt_read_answers"]
+QUESTION = {"name": "libvirtd", "uefi": True}
+READ = {"query": {"service": QUESTION, "uri": URI}, "service": {"active": "active"}, "domains": {}}
+
+
+@pytest.mark.parametrize("read, answers", [
+    (READ, True),
+    (dict(READ, query={"service": dict(QUESTION, uefi=False), "uri": URI}), False),   # another question
+    (dict(READ, query={"service": QUESTION, "uri": "qemu:///session"}), False),        # another libvirt
+    (dict(READ, service=None), False),                                                  # the service not read
+    ({}, False), (None, False),                                                         # no read
+])
+def test_libvirt_read_answers_only_the_same_question(read, answers):
+    assert READ_ANSWERS(read, QUESTION, URI) is answers
 
 
 # --------------------------------------------------------------------------- IOMMU groups

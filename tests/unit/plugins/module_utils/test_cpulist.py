@@ -11,7 +11,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import for
 
 @pytest.mark.parametrize("value, expected", [
     ("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("5", [5]), (5, [5]), ([3, 1, 1], [1, 3]), ("", []), (None, []),
-    (" 0 - 1 , 4", [0, 1, 4]),
+    (" 0 - 1 , 4", [0, 1, 4]), ([2, "4-5"], [2, 4, 5]),
 ])
 def test_parse_cpulist(value, expected):
     assert parse_cpulist(value) == expected

@@ -8,8 +8,8 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import virtio_disk_target
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import virtio_disk_target
 
 
 @pytest.mark.parametrize("name", ["tenant-a", "t1", "a.b_c-d", "tenant-é", "x" * 255])

@@ -8,10 +8,12 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.device_use import usage_of
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import (
-    QEMU_NS, PinRequest, TenantSpec, apply_pinning, firmware_of, held_resources, host_cpus, mmio_window_of, parse_xml, read_assignment,
-    read_pinning, to_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
+    firmware_of, held_resources, host_cpus, mmio_window_of, read_assignment, read_pinning)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS, parse_xml, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
@@ -147,6 +149,24 @@ def test_firmware_window_and_cpu(firmware, window, domain_type, expected):
     assert root.find("os").get("firmware") == expected["firmware"]
     assert qemu_args(root) == expected["qemu_args"]
     assert (root.find("cpu/maxphysaddr") is not None) == expected["maxphysaddr"]
+
+
+@pytest.mark.parametrize("supported, written, said", [
+    (True, True, "written"),        # libvirt 8.7.0 or later
+    (None, True, "written"),        # unknown: written as before (the call says the version is unknown)
+    (False, False, "left out"),     # older libvirt (Ubuntu 22.04's 8.0.0) does not know <maxphysaddr>
+])
+def test_maxphysaddr_follows_the_hosts_libvirt(supported, written, said):
+    spec = TenantSpec(dict(SPEC))
+    spec.maxphysaddr = supported
+    root = spec.build()
+    assert (root.find("cpu/maxphysaddr") is not None) == written and spec.phys_bits == said
+    assert root.find("cpu").get("mode") == "host-passthrough"
+    # an existing definition without it: added where the host takes it, else left alone (no change each run)
+    root.find("cpu").clear()
+    root.find("cpu").set("mode", "host-passthrough")
+    assert spec.update(root) == written and (root.find("cpu/maxphysaddr") is not None) == written
+    assert not spec.update(root)
 
 
 def qemu_args(root):

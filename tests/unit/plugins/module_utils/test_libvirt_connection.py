@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import uuid
 
+import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import LibvirtError, _version_text, connection
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 
@@ -58,3 +59,14 @@ def test_a_refused_call_is_a_libvirt_error_with_libvirts_message(libvirt_conn):
         assert isinstance(LibvirtError("x"), StateError)
         domain.destroy()
         domain.undefine()
+
+
+def test_hypervisor_versions_from_the_connection(libvirt_conn):
+    """libvirt's version as the host model's ``hypervisor`` holds it; the test driver is not
+    QEMU, so no QEMU version."""
+    del libvirt_conn
+    number = libvirt.getVersion()
+    with connection(URI) as conn:
+        versions = conn.hypervisor_versions()
+    assert versions == {"libvirt": "%d.%d.%d" % (number // 1000000, number // 1000 % 1000, number % 1000), "qemu": None}
+    assert _version_text(8000000) == "8.0.0" and _version_text(8007001) == "8.7.1" and _version_text(10010000) == "10.10.0"

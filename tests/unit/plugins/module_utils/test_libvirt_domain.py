@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The libvirt features (libvirt_domain) on libvirt's test driver, where a module run cannot
+"""The libvirt features (tenant_domain_one, domain_info, libvirt_common) on libvirt's test driver, where a module run cannot
 reach: the removal of a guest that ignores the power button."""
 
 from __future__ import annotations
@@ -8,10 +8,13 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import TenantSpec, to_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_info import foreign_domains
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import to_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_common import domain_holdings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_connection import Connection
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt_domain import TenantDomain, domain_holdings, foreign_domains
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_one import TenantDomain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 

@@ -27,10 +27,10 @@ def loaded_utils(module):
 
 @pytest.mark.parametrize("module, needed, not_loaded", [
     # the gate's read and the domain reader: libvirt and the domain XML, not the VF settings
-    ("preflight_info", {"topology", "domain_info", "domain_xml", "mlxconfig"}, {"sriov", "tenant_domain_call"}),
-    ("tenant_domain_info", {"domain_info", "domain_xml"}, {"sriov", "tenant_domain_call", "numa_pin_domain"}),
+    ("preflight_info", {"topology", "domain_info", "domain_readers", "mlxconfig"}, {"sriov", "tenant_domain_call", "tenant_spec"}),
+    ("tenant_domain_info", {"domain_info", "domain_readers"}, {"sriov", "tenant_domain_call", "numa_pin_domain", "tenant_spec"}),
     # the tenants stage on the host (the planner, its plan's entries) only with ``tenants``
-    ("tenant_domain", {"tenant_domain_call", "tenant_domain_one", "domain_xml"}, {"sriov", "tenant_stage", "tenant_plan"}),
+    ("tenant_domain", {"tenant_domain_call", "tenant_domain_one", "tenant_spec"}, {"sriov", "tenant_stage", "tenant_plan"}),
     # inside a guest there is no ConnectX PF: the firmware tools' parser is left out
     ("mlx_rocev2", {"roce", "nccl_conf", "rdma"}, {"mlxconfig"}),
 ])
@@ -42,7 +42,7 @@ def test_module_loads_what_every_call_needs_only(module, needed, not_loaded):
 
 def test_tenant_domain_imports_sriov_when_given_vf_settings():
     # the lazy import still works where it is needed: the options are checked by sriov_vfs's spec
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import libvirt_domain
-    options = libvirt_domain.vf_settings_options({"sriov_vfs": {"pfs": []}})
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_domain_call
+    options = tenant_domain_call.vf_settings_options({"sriov_vfs": {"pfs": []}})
     assert options["pfs"] == []
-    assert libvirt_domain.vf_settings_options({"sriov_vfs": None}) is None
+    assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None

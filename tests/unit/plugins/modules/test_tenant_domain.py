@@ -14,12 +14,12 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_xml import QEMU_NS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenant_domain
 
-from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from conftest import FIXTURES, LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host_with_vfs, v100_pairs_host  # pylint: disable=import-error
 from fakes.paths import STANDINS  # pylint: disable=import-error
@@ -452,6 +452,43 @@ def test_bios_tenant_has_no_window(conn, args, a100_tree):
     assert run_module(tenant_domain.main, args, host=a100_tree)["mmio_window_mb"] is None
     root = xml_of(conn, args["name"])
     assert root.find("os").get("firmware") is None and fwcfg(root) == {}
+
+
+# --------------------------------------------------------------------------- <maxphysaddr> gated on the host's libvirt
+LIBVIRTD_2204 = os.path.join(FIXTURES, "hypervisor", "libvirtd-version_ubuntu-22.04_libvirt-8.0.0.txt")
+
+
+def maxphysaddr_run(args, host):
+    """A KVM tenant in check mode (libvirt's test driver defines only its own domain type): the
+    definition it would write, and the call's warnings about <maxphysaddr>."""
+    result = run_module(tenant_domain.main, dict(args, domain_type="kvm", arch="x86_64"), check_mode=True, host=host)
+    assert result["changed"] and not result.get("failed"), result
+    said = [w for w in result.get("warnings", []) if "maxphysaddr" in w]
+    return ET.fromstring(result["xml"]).find("cpu/maxphysaddr") is not None, said
+
+
+def test_a_capture_of_libvirt_8_0_leaves_maxphysaddr_out_and_says_so(args, tmp_path):
+    with open(LIBVIRTD_2204, encoding="utf-8") as handle:
+        (tmp_path / ".capture").mkdir()
+        (tmp_path / ".capture" / "libvirtd-version.txt").write_text(handle.read(), encoding="utf-8")
+    written, said = maxphysaddr_run(args, Host(str(tmp_path), commands=RecordedCommands()))
+    assert not written
+    assert len(said) == 1 and "libvirt 8.0.0 on this host predates <maxphysaddr> (libvirt 8.7.0)" in said[0]
+    assert args["name"] in said[0] and "physical address bits" in said[0]
+
+
+def test_a_capture_without_versions_writes_maxphysaddr_and_says_the_version_is_unknown(args, tmp_path):
+    written, said = maxphysaddr_run(args, Host(str(tmp_path), commands=RecordedCommands()))
+    assert written
+    assert len(said) == 1 and "the libvirt version of this host is unknown" in said[0] and args["name"] in said[0]
+
+
+def test_on_the_running_host_libvirt_answers_for_its_version(args):
+    """The running host (root /): the version comes from the connection (getLibVersion)."""
+    written, said = maxphysaddr_run(args, None)
+    supported = libvirt.getVersion() >= 8007000
+    assert written == supported
+    assert bool(said) == (not supported)
 
 
 def test_firmware_is_kept_on_an_existing_domain(conn, args):
