@@ -99,9 +99,8 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
                      "gpuvirt.tenancy.tenant_domain"], calls
 
     # libvirt's built-in test domain is not there to be reported as a domain that is not a tenant
-    with open(tmp_path / "tasks.jsonl", encoding="utf-8") as handle:
-        ran = [json.loads(line)["task"] for line in handle]
-    assert "Report the domains that are not tenants (kept, never reused nor removed; what they hold is out of the plan)" not in ran
+    ran = [record["task"] or "" for record in records if record["status"] != "skipped"]
+    assert not any("Report the domains that are not tenants" in task for task in ran), ran
     assert any("every placed tenant's domain (one call)" in task for task in ran), ran
     # the VPI cards' ports in InfiniBand mode (IPoIB netdevs): each port that link_type eth switches listed
     for index, pf in enumerate(("19", "21", "39", "41", "59", "61", "79", "81")):
