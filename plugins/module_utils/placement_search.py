@@ -59,7 +59,8 @@ __metaclass__ = type
 # the most steps spent finding how many tenants fit on each node together, for the ceiling
 TOGETHER_STEPS = 1000
 
-# the fewest tenants still to decide for which the prices pay for their steps (fewer: the search is quick)
+# the fewest tenants still to decide for which the Lagrangian bounds pay for their steps (fewer:
+# the depth-first search is quicker)
 DUALS_FROM = 20
 
 # the configuration bound (placement_lagrange): rounds of subgradient steps, each then a guess
@@ -170,7 +171,7 @@ class Search:
                 self.blocked |= out
                 fitting = self._fitting(0)
                 self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, exact=True, fitting=fitting))
-            if self.best < self.ceiling:
+            if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
                 self._configurations()
             if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
                 self._duals()

@@ -10,9 +10,10 @@ import random
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import placement_lagrange
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import placement_lagrange, placement_search
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, _knapsack, capacity_prices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
+from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils import test_placement_search as search_tests
 
 
 def most_fitting(caps, fits):
@@ -94,7 +95,9 @@ def test_the_configuration_bound_knows_whole_tenants():
     assert worth + gains >= 3 - 1e-6
 
 
-def test_the_search_proves_whole_tenants_without_searching():
+def test_the_search_proves_whole_tenants_without_searching(monkeypatch):
+    # the bound runs from DUALS_FROM tenants on (below it the depth-first search is quicker)
+    monkeypatch.setattr(placement_search, "DUALS_FROM", 2)
     caps, candidates = whole_tenants()
     search = Search(caps, [0, 0], candidates, 20000)
     assignment = search.run()
@@ -107,3 +110,18 @@ def test_a_knapsack_past_its_steps_says_nothing(monkeypatch):
     assert _knapsack([16], [(1.0, 0, (3,), 2), (0.5, 1, (5,), 2)]) is None
     caps, candidates = whole_tenants()
     assert Configurations(caps, [c.fits for c in candidates], [3] * 4).most(2, 5) is None
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_the_search_with_the_bounds_finds_the_best_assignment(monkeypatch, seed):
+    # the random instances of test_placement_search, with the Lagrangian bounds and their guesses
+    # on from two tenants (the planner runs them from DUALS_FROM)
+    monkeypatch.setattr(placement_search, "DUALS_FROM", 2)
+    caps, candidates = search_tests.instance(random.Random(seed))
+    if not candidates:
+        return
+    search = Search(caps, list(range(len(caps))), candidates, 100000)
+    assignment = search.run()
+    assert not search.exhausted
+    best = search_tests.brute_force(caps, candidates)
+    assert search_tests.value_of(caps, candidates, assignment, search.best_choice) == search.best == best
