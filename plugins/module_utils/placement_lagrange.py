@@ -122,7 +122,7 @@ class Configurations:
         self.prices = [min(1.0, min(max([need / cap[r] for r, need in enumerate(demand[slot]) if cap[r]] or [0.0])
                                     for slot, cap in enumerate(caps) if slot in demand))
                        for demand in kind_demands]
-        self.step_size = 1.0
+        self.step_size = 2.0
         self.best = None
 
     def most(self, target, steps):
