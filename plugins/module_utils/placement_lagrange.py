@@ -31,6 +31,10 @@ __metaclass__ = type
 DUAL_STEPS = 40
 # the most search steps one node's knapsack may take (past it the bound says nothing new)
 KNAPSACK_STEPS = 4000
+# the first step size of the configuration prices (halved after three steps that find no lower
+# bound), and the one to go on with from the best prices when they stalled close to a proof
+STEP_SIZE = 1.0
+RESTART_STEP_SIZE = 2.0
 
 
 def capacity_prices(capacities, fits, target, steps=DUAL_STEPS):
@@ -122,8 +126,9 @@ class Configurations:
         self.prices = [min(1.0, min(max([need / cap[r] for r, need in enumerate(demand[slot]) if cap[r]] or [0.0])
                                     for slot, cap in enumerate(caps) if slot in demand))
                        for demand in kind_demands]
-        self.step_size = 2.0
+        self.step_size = STEP_SIZE
         self.best = None
+        self.best_prices = self.prices
 
     def most(self, target, steps):
         """The least bound found (None: none yet), after at most ``steps`` more subgradient steps,
@@ -144,7 +149,7 @@ class Configurations:
                 for kind, number in taken:
                     used[kind] += many * number
             if self.best is None or value < self.best - 1e-9:
-                self.best, stalled = value, 0
+                self.best, self.best_prices, stalled = value, prices, 0
             else:
                 stalled += 1
                 if stalled == 3:
@@ -158,14 +163,19 @@ class Configurations:
             prices = self.prices = [min(1.0, max(0.0, price - step * slope)) for price, slope in zip(prices, slopes)]
         return self.best
 
-    def guess(self):
+    def restart(self):
+        """Go on from the best prices with larger steps (they may have shrunk too soon)."""
+        self.prices, self.step_size = self.best_prices, RESTART_STEP_SIZE
+
+    def guess(self, bonus=0.0):
         """A placement by kinds, node by node, each node the best set of what is left at the
-        prices (a little for any tenant, so room is not left empty): [(slot, kind)], or None."""
+        prices, each tenant worth ``bonus`` more (and a little, so room is not left empty):
+        [(slot, kind)], or None."""
         left = list(self.counts)
         picks = []
         for _many, cap, fitting, slots in self.nodes:
             for slot in slots:
-                found = _knapsack(cap, [(1.001 - self.prices[kind], kind, need, left[kind]) for kind, need in fitting if left[kind]])
+                found = _knapsack(cap, [(bonus + 1.001 - self.prices[kind], kind, need, left[kind]) for kind, need in fitting if left[kind]])
                 if found is None:
                     return None
                 for kind, number in found[1]:

@@ -66,6 +66,11 @@ DUALS_FROM = 20
 # the configuration bound (placement_lagrange): rounds of subgradient steps, each then a guess
 CONFIG_ROUNDS = 4
 CONFIG_STEPS = 15
+# the guesses' weights of a tenant over its price (0: by the prices alone; more: more tenants)
+CONFIG_BONUSES = (0.0, 0.3)
+# more steps when the bound is this close to proving the best found
+CONFIG_CLOSE = 0.5
+CONFIG_MORE = 30
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
 SCALE = 1 << 20
@@ -120,6 +125,7 @@ class Search:
         # the configuration bound (placement_lagrange), once the root needs it, and how many online tenants it may count
         self.configs = None
         self.config_online = 0
+        self.config_members = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
         self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
@@ -205,25 +211,36 @@ class Search:
         members, where, bits = fitting
         configs = self.configs = Configurations(self.caps, [self.queue[number].fits for number in members], where)
         self.config_online = bin(self.online_bits & bits).count("1")
-        tried = None
+        # the tenants of a kind: online ones first, then in the search's order
+        self.config_members = {}
+        for number, kind in sorted(zip(members, configs.kind_of), key=lambda pair: (-self.queue[pair[0]].online, pair[0])):
+            self.config_members.setdefault(kind, []).append(number)
+        tried = []
         for _round in range(CONFIG_ROUNDS):
-            if not self._config_ceiling(CONFIG_STEPS) or self.best >= self.ceiling or self.budget - self.nodes <= 2 * len(self.items):
+            if not self._config_ceiling(CONFIG_STEPS) or self.best >= self.ceiling:
                 return
-            picks = configs.guess()
-            if picks == tried:
-                continue
-            tried = picks
-            if picks is None:
-                return
-            self.nodes += len(self.items)
-            # the tenants of a kind: online ones first, then in the search's order
-            of_kind = {}
-            for number, kind in sorted(zip(members, configs.kind_of), key=lambda pair: (-self.queue[pair[0]].online, pair[0])):
-                of_kind.setdefault(kind, []).append(number)
-            value, assignment, choice = self._greedy([self.order[of_kind[kind].pop(0)] for _slot, kind in picks],
-                                                     slots=[slot for slot, _kind in picks])
-            if value > self.best:
-                self.best, self.best_assignment, self.best_choice = value, assignment, choice
+            for bonus in CONFIG_BONUSES:
+                picks = configs.guess(bonus)
+                if picks is None or picks in tried or self.budget - self.nodes <= 2 * len(self.items):
+                    continue
+                tried.append(picks)
+                self._config_guess(picks)
+        # a bound this close to proving the best found is worth more steps than a search
+        if self.best < self.ceiling and configs.best < self.best[0] + 1 + CONFIG_CLOSE:
+            configs.restart()
+            self._config_ceiling(CONFIG_MORE)
+
+    def _config_guess(self, picks):
+        """Place the tenants of ``picks`` [(slot, kind)] there, then the others where they fit,
+        the smallest first; kept when strictly better."""
+        self.nodes += len(self.items)
+        left = dict((kind, list(numbers)) for kind, numbers in self.config_members.items())
+        chosen = [self.order[left[kind].pop(0)] for _slot, kind in picks]
+        placed = set(chosen)
+        rest = [number for number in self.order[::-1] if number not in placed]
+        value, assignment, choice = self._greedy(chosen + rest, slots=[slot for slot, _kind in picks] + [None] * len(rest))
+        if value > self.best:
+            self.best, self.best_assignment, self.best_choice = value, assignment, choice
 
     def _config_ceiling(self, steps):
         """Lower the ceiling by up to ``steps`` more steps of the configuration bound; False when it has none."""
@@ -260,7 +277,7 @@ class Search:
 
     def _greedy(self, order=None, priced=False, slots=None):
         """The first guess, kept unless the search finds better: each tenant in list order (or
-        ``order``) on its best-fit node (or the node of ``slots``, in step with ``order``).
+        ``order``) on its best-fit node (or the node of ``slots``, in step with ``order``, where not None).
         -> (value, assignment, demand taken per tenant)"""
         caps = [list(cap) for cap in self.caps]
         claimed = count = online = rank = 0
@@ -273,7 +290,7 @@ class Search:
             best = None
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if (slots is None or slot == slots[step]) and all(map(ge, cap, demand)):
+                if (slots is None or slots[step] in (None, slot)) and all(map(ge, cap, demand)):
                     score = (sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot)
                     if priced:
                         score = (sum(map(mul, self.prices[slot], demand)),) + score
