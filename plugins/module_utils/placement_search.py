@@ -66,8 +66,9 @@ DUALS_FROM = 20
 # the configuration bound (placement_lagrange): rounds of subgradient steps, each then a guess
 CONFIG_ROUNDS = 4
 CONFIG_STEPS = 15
-# the guesses' weights of a tenant over its price (0: by the prices alone; more: more tenants)
-CONFIG_BONUSES = (0.0, 0.3)
+# the guesses' weights of a tenant over its price (0: by the prices alone; more: more tenants),
+# the next only while the best found is not proven
+CONFIG_BONUSES = (0.3, 0.0)
 # more steps when the bound is this close to proving the best found
 CONFIG_CLOSE = 0.5
 CONFIG_MORE = 30
@@ -220,6 +221,8 @@ class Search:
             if not self._config_ceiling(CONFIG_STEPS) or self.best >= self.ceiling:
                 return
             for bonus in CONFIG_BONUSES:
+                if self.best >= self.ceiling:
+                    return
                 picks = configs.guess(bonus)
                 if picks is None or picks in tried or self.budget - self.nodes <= 2 * len(self.items):
                     continue
