@@ -397,7 +397,10 @@ class Search:
         can add; the search reads this bound at every node."""
         queue = self.queue
         live = [number for number in range(len(queue)) if not self.blocked >> number & 1 and self.masks[number]]
-        self.prices = capacity_prices(self.caps, [queue[number].fits for number in live], self.best[0])
+        # the count proven (the search is after online tenants or ranks): all the steps, for prices
+        # that cut deeper, rather than the first that prove the count
+        target = self.best[0] - 1 if self.best[0] >= self.ceiling[0] else self.best[0]
+        self.prices = capacity_prices(self.caps, [queue[number].fits for number in live], target)
         self.dual_cap = sum(sum(map(mul, row, cap)) for row, cap in zip(self.prices, self.caps))
         gains = [0.0] * (len(queue) + 1)
         for number in live:
