@@ -169,11 +169,12 @@ class Configurations:
 
     def guess(self, bonus=0.0):
         """A placement by kinds, node by node, each node the best set of what is left at the
-        prices, each tenant worth ``bonus`` more (and a little, so room is not left empty):
-        [(slot, kind)], or None."""
+        prices, each tenant worth ``bonus`` more (and a little, so room is not left empty), the
+        nodes that fewest kinds fit on first (CPU-only nodes before GPU nodes take the CPU-only
+        tenants the GPU nodes would waste room on): [(slot, kind)], or None."""
         left = list(self.counts)
         picks = []
-        for _many, cap, fitting, slots in self.nodes:
+        for _many, cap, fitting, slots in sorted(self.nodes, key=lambda node: len(node[2])):
             for slot in slots:
                 found = _knapsack(cap, [(bonus + 1.001 - self.prices[kind], kind, need, left[kind]) for kind, need in fitting if left[kind]])
                 if found is None:
