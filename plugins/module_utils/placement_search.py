@@ -20,9 +20,13 @@ without any search when a bound proves it best (most hosts): the count of tenant
 somewhere, no more than each resource's total holds, and no more than the nodes a group of
 tenants is confined to hold (in total, and node by node, at the root exactly).
 
-Otherwise a second guess places the smallest tenants first (kept when strictly better), and a
-depth-first search decides the tenants largest first (place on a node, in best-fit order, or
-leave out), keeping the first strictly better assignment found. It is exact and cuts by:
+Otherwise a second guess places the smallest tenants first (kept when strictly better); then the
+configuration bound (placement_lagrange: what each node holds in whole tenants, one price per
+tenant) lowers the ceiling, and its prices suggest more guesses, node by node. With the most
+tenants proven so (most plans that get this far) there is no depth-first search. Otherwise it
+decides the tenants largest first (place on a node, in best-fit order, or leave out), keeping
+the first strictly better assignment found, and asks the configuration bound again whenever it
+finds one. It is exact and cuts by:
 
 - dominance: tenant a dominates b when a takes no more than b of every resource on every node b
   may go to and is worth at least as much there (neither asks for explicit GPUs). Some optimum
@@ -45,17 +49,29 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
 from itertools import accumulate, compress
-from operator import ge, itemgetter, le, mul, sub
+from operator import ge, itemgetter, mul, sub
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, capacity_prices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_dominance import dominance
 
 __metaclass__ = type
 
 # the most steps spent finding how many tenants fit on each node together, for the ceiling
 TOGETHER_STEPS = 1000
 
-# subgradient steps for the prices of the Lagrangian bound
-DUAL_STEPS = 40
-# the fewest tenants still to decide for which the prices pay for their steps (fewer: the search is quick)
+# the fewest tenants still to decide for which the Lagrangian bounds pay for their steps (fewer:
+# the depth-first search is quicker)
 DUALS_FROM = 20
+
+# the configuration bound (placement_lagrange): rounds of subgradient steps, each then a guess
+CONFIG_ROUNDS = 4
+CONFIG_STEPS = 15
+# the guesses' weights of a tenant over its price (0: by the prices alone; more: more tenants),
+# the next only while the best found is not proven
+CONFIG_BONUSES = (0.3, 0.0)
+# more steps when the bound is this close to proving the best found
+CONFIG_CLOSE = 0.5
+CONFIG_MORE = 30
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
 SCALE = 1 << 20
@@ -101,12 +117,16 @@ class Search:
         self.best_assignment = [None] * len(candidates)
         self.ceiling = None
         # the search's own order: the largest tenants first (a small tenant left out then rules out
-        # every larger one still to come, see _dominance), equal ones in list order
+        # every larger one still to come, see placement_dominance), equal ones in list order
         totals = list(map(sum, zip(*self.caps)))
         size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
         self.dominated = self.dominators = None
+        # the configuration bound (placement_lagrange), once the root needs it, and how many online tenants it may count
+        self.configs = None
+        self.config_online = 0
+        self.config_members = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
         self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
@@ -148,7 +168,7 @@ class Search:
             if value > self.best:
                 self.best, self.best_assignment, self.best_choice = value, assignment, choice
         if self.best < self.ceiling:
-            self.dominated, self.dominators, above = _dominance(self.queue)
+            self.dominated, self.dominators, above = dominance(self.queue)
             # some optimum places, with each tenant, every tenant that dominates it: a tenant that
             # more tenants dominate than the most that can be placed is in none of those
             for _round in range(2):
@@ -159,6 +179,8 @@ class Search:
                 fitting = self._fitting(0)
                 self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, exact=True, fitting=fitting))
             if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
+                self._configurations()
+            if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
                 self._duals()
                 self.ceiling = min(self.ceiling, self._bound(0, 0, 0, 0, fitting=self._fitting(0)))
             if self.best < self.ceiling and self.suffix is not None and self.budget - self.nodes > 2 * len(self.items):
@@ -167,6 +189,7 @@ class Search:
                 value, assignment, choice = self._greedy(self._priced_order(), priced=True)
                 if value > self.best:
                     self.best, self.best_assignment, self.best_choice = value, assignment, choice
+        if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
             for number, item in enumerate(self.queue):
@@ -179,6 +202,57 @@ class Search:
             self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
+
+    def _configurations(self):
+        """Lower the ceiling by the bound of what each node holds whole (placement_lagrange), and
+        try its prices' placement as a fourth guess."""
+        fitting = self._fitting(0)
+        if fitting is None:
+            return
+        members, where, bits = fitting
+        configs = self.configs = Configurations(self.caps, [self.queue[number].fits for number in members], where)
+        self.config_online = bin(self.online_bits & bits).count("1")
+        # the tenants of a kind: online ones first, then in the search's order
+        self.config_members = {}
+        for number, kind in sorted(zip(members, configs.kind_of), key=lambda pair: (-self.queue[pair[0]].online, pair[0])):
+            self.config_members.setdefault(kind, []).append(number)
+        tried = []
+        for _round in range(CONFIG_ROUNDS):
+            if not self._config_ceiling(CONFIG_STEPS) or self.best >= self.ceiling:
+                return
+            for bonus in CONFIG_BONUSES:
+                if self.best >= self.ceiling:
+                    return
+                picks = configs.guess(bonus)
+                if picks is None or picks in tried or self.budget - self.nodes <= 2 * len(self.items):
+                    continue
+                tried.append(picks)
+                self._config_guess(picks)
+        # a bound this close to proving the best found is worth more steps than a search
+        if self.best < self.ceiling and configs.best < self.best[0] + 1 + CONFIG_CLOSE:
+            configs.restart()
+            self._config_ceiling(CONFIG_MORE)
+
+    def _config_guess(self, picks):
+        """Place the tenants of ``picks`` [(slot, kind)] there, then the others where they fit,
+        the smallest first; kept when strictly better."""
+        self.nodes += len(self.items)
+        left = dict((kind, list(numbers)) for kind, numbers in self.config_members.items())
+        chosen = [self.order[left[kind].pop(0)] for _slot, kind in picks]
+        placed = set(chosen)
+        rest = [number for number in self.order[::-1] if number not in placed]
+        value, assignment, choice = self._greedy(chosen + rest, slots=[slot for slot, _kind in picks] + [None] * len(rest))
+        if value > self.best:
+            self.best, self.best_assignment, self.best_choice = value, assignment, choice
+
+    def _config_ceiling(self, steps):
+        """Lower the ceiling by up to ``steps`` more steps of the configuration bound; False when it has none."""
+        bound = self.configs.most(self.best[0], steps)
+        if bound is None:
+            return False
+        most = int(bound + 1e-7)
+        self.ceiling = min(self.ceiling, (most, min(most, self.config_online), 0))
+        return True
 
     # ------------------------------------------------------------------ search
     def _order(self, index):
@@ -204,21 +278,22 @@ class Search:
             cost.append((min(sum(map(mul, self.prices[slot], demand)) for slot, demand in fits) if fits else 1.0, number))
         return [number for _cost, number in sorted(cost)]
 
-    def _greedy(self, order=None, priced=False):
+    def _greedy(self, order=None, priced=False, slots=None):
         """The first guess, kept unless the search finds better: each tenant in list order (or
-        ``order``) on its best-fit node. -> (value, assignment, demand taken per tenant)"""
+        ``order``) on its best-fit node (or the node of ``slots``, in step with ``order``, where not None).
+        -> (value, assignment, demand taken per tenant)"""
         caps = [list(cap) for cap in self.caps]
         claimed = count = online = rank = 0
         assignment = [None] * len(self.items)
         choice = [None] * len(self.items)
-        for number in order or range(len(self.items)):
+        for step, number in enumerate(order or range(len(self.items))):
             item = self.items[number]
             if item.claims & claimed:
                 continue
             best = None
             for slot, demand, item_rank, sticky in item.options:
                 cap = caps[slot]
-                if all(map(ge, cap, demand)):
+                if (slots is None or slots[step] in (None, slot)) and all(map(ge, cap, demand)):
                     score = (sticky, item_rank, cap[GPU] - demand[GPU], cap[VF] - demand[VF], cap[CPU] - demand[CPU], slot)
                     if priced:
                         score = (sum(map(mul, self.prices[slot], demand)),) + score
@@ -247,6 +322,9 @@ class Search:
                 for number, position in enumerate(self.order):
                     self.best_assignment[position] = self.assignment[number]
                     self.best_choice[position] = self.choice[number]
+                if self.configs is not None and self.best < self.ceiling:
+                    # more tenants found: the configuration bound may now prove them the most
+                    self._config_ceiling(CONFIG_STEPS)
             return
         left = len(queue) - index
         if (count + left, online + left, -rank) <= self.best:
@@ -314,54 +392,15 @@ class Search:
 
     # ------------------------------------------------------------------ bound
     def _duals(self):
-        """Prices for the node capacities (Lagrange multipliers, by subgradient steps at the root).
-
-        At any prices ``p >= 0`` the tenants still to decide add at most ``p . capacity left +
-        sum over them of max(0, max over options of 1 - p . demand)``: a placement uses no more
-        than the capacity, so each placed tenant's 1 is covered by what it pays plus its margin.
-        The prices closest to the fractional optimum make this the linear-programming bound; any
-        prices make it a bound, so the search keeps the best found and reads it at every node."""
-        width, queue = self.width, self.queue
-        scale = [max([cap[r] for cap in self.caps] + [1]) for r in range(width)]
+        """Prices for the node capacities at the root (placement_lagrange.capacity_prices): what
+        the capacity left is worth at them, and per queue position what the tenants from there on
+        can add; the search reads this bound at every node."""
+        queue = self.queue
         live = [number for number in range(len(queue)) if not self.blocked >> number & 1 and self.masks[number]]
-        options = [[(slot, [(r, demand[r] / scale[r]) for r in range(width) if demand[r]]) for slot, demand in queue[number].fits]
-                   for number in live]
-        caps = [[cap[r] / scale[r] for r in range(width)] for cap in self.caps]
-        prices = [[0.0] * width for _cap in caps]
-        best, best_prices = None, None
-        target = self.best[0]
-        step_size, stalled = 2.0, 0
-        for _step in range(DUAL_STEPS):
-            value = sum(map(sum, (map(mul, row, cap) for row, cap in zip(prices, caps))))
-            used = [[0.0] * width for _cap in caps]
-            for fits in options:
-                top, pick = 0.0, None
-                for slot, pairs in fits:
-                    row = prices[slot]
-                    margin = 1.0 - sum(row[r] * need for r, need in pairs)
-                    if margin > top:
-                        top, pick = margin, (slot, pairs)
-                value += top
-                if pick is not None:
-                    row = used[pick[0]]
-                    for r, need in pick[1]:
-                        row[r] += need
-            if best is None or value < best - 1e-9:
-                best, best_prices, stalled = value, [list(row) for row in prices], 0
-            else:
-                stalled += 1
-                if stalled == 3:
-                    step_size, stalled = step_size / 2, 0
-            if value < target + 1 - 1e-6:
-                break  # proves the best found: no step makes it better
-            slopes = [[cap[r] - use[r] for r in range(width)] for cap, use in zip(caps, used)]
-            norm = sum(g * g for row in slopes for g in row)
-            if not norm:
-                break
-            step = step_size * (value - target) / norm
-            prices = [[max(0.0, price - step * g) for price, g in zip(row, slope)] for row, slope in zip(prices, slopes)]
-        # back to the search's units, and what each tenant can add at these prices
-        self.prices = [[price / scale[r] for r, price in enumerate(row)] for row in best_prices]
+        # the count proven (the search is after online tenants or ranks): all the steps, for prices
+        # that cut deeper, rather than the first that prove the count
+        target = self.best[0] - 1 if self.best[0] >= self.ceiling[0] else self.best[0]
+        self.prices = capacity_prices(self.caps, [queue[number].fits for number in live], target)
         self.dual_cap = sum(sum(map(mul, row, cap)) for row, cap in zip(self.prices, self.caps))
         gains = [0.0] * (len(queue) + 1)
         for number in live:
@@ -555,44 +594,3 @@ def _bits(slots):
     for slot in slots:
         mask |= 1 << slot
     return mask
-
-
-def _dominance(items):
-    """(dominated, dominators, above): per tenant, bit masks of the later tenants it dominates / of
-    the later tenants that dominate it, and how many tenants dominate it.
-
-    Tenant a dominates b when a takes no more than b of every resource on every node b may go to,
-    is worth at least as much there (priority, rank) and neither asks for explicit GPUs: a left
-    out while b is placed can take b's place and the plan is no worse. So an optimum is among
-    the assignments that leave out a only with every tenant a dominates, and place b only with
-    every tenant that dominates it (of two equal tenants, the earlier one dominates)."""
-    count = len(items)
-    tables = [{slot: (demand, rank) for slot, demand, rank, _sticky in item.options} for item in items]
-    slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
-    # per tenant its rank on each node, above any rank where it may not go: comparing these
-    # compares the ranks and that a may go wherever b may
-    away = max([rank for item in items for _s, _d, rank, _st in item.options] or [0]) + 1
-    ranks = []
-    for table in tables:
-        row = [away] * slots
-        for slot, (_demand, rank) in table.items():
-            row[slot] = rank
-        ranks.append(row)
-    # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
-    uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
-    # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
-    rows = [None if item.claims or item.multi else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
-    covers, covered = [0] * count, [0] * count
-    others = [number for number in range(count) if rows[number] is not None]
-    for a in others:
-        mine = rows[a]
-        for b in [b for b in others if all(map(le, mine, rows[b]))]:
-            if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
-                covers[a] |= 1 << b
-                covered[b] |= 1 << a
-    # of two equal tenants the earlier one dominates
-    dominated = [covers[a] >> (a + 1) << (a + 1) for a in range(count)]
-    dominators = [covered[b] >> (b + 1) << (b + 1) & ~covers[b] for b in range(count)]
-    # how many tenants dominate each, earlier or later
-    above = [bin(covered[b] & ~covers[b]).count("1") + bin(covered[b] & covers[b] & ((1 << b) - 1)).count("1") for b in range(count)]
-    return dominated, dominators, above
