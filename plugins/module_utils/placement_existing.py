@@ -18,8 +18,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request 
 
 __metaclass__ = type
 
-PlacementInputError = InputError
-
 # The existing assignment of a tenant that grows: checked, then given its extra CPUs once
 # every tenant kept as it is holds its own (an existing tenant's growth never moves another).
 GROW_LATER = "grow later"
@@ -65,7 +63,7 @@ class ExistingAssignments:
                     return None, "existing vCPU %s is pinned to %s, not one CPU" % (vcpu, cpuset)
                 pins[int(vcpu)] = cpus[0]
             emulator = parse_cpulist(raw.get("emulator_cpus"), "existing emulator_cpus", self.host.cpu_bound)
-        except (PlacementInputError, TypeError, ValueError) as exc:
+        except (InputError, TypeError, ValueError) as exc:
             return None, "existing assignment unreadable: %s" % exc
         node = node_of(raw.get("numa_node"))
         if node is None or node not in self.host.nodes:

@@ -33,9 +33,6 @@ COMPANION_CLASSES = (0x04, 0x0C)
 GROUP_FIX = ("enable ACS on the PCIe ports above it (BIOS: ACS/PCIe ACS enable), move the card to a slot "
              "with its own IOMMU group, or keep the device for the host (gpuvirt_host_gpus)")
 
-# The planner's input errors are the collection's (placement.PlacementInputError is this).
-PlacementInputError = InputError
-
 
 def node_of(value):
     if value is None or isinstance(value, bool):
@@ -63,11 +60,11 @@ class HostIndex:
 
     def __init__(self, topology, gpu_pool=None, vf_pfs=None, host_devices=None):
         if not isinstance(topology, dict):
-            raise PlacementInputError("topology: expected the dict returned by gpuvirt.tenancy.host_topology_info (topology), got %s"
+            raise InputError("topology: expected the dict returned by gpuvirt.tenancy.host_topology_info (topology), got %s"
                                       % type(topology).__name__)
         nodes = topology.get("numa_nodes") or []
         if not nodes:
-            raise PlacementInputError("topology: numa_nodes is empty; pass the topology read by gpuvirt.tenancy.host_topology_info")
+            raise InputError("topology: numa_nodes is empty; pass the topology read by gpuvirt.tenancy.host_topology_info")
         self.nodes = sorted(int(node["id"]) for node in nodes)
         self.memory_mb = {}
         self.hugepages = {}
@@ -168,7 +165,7 @@ class HostIndex:
             pool = list(gpu_pool)
             unknown = [addr for addr in pool if addr not in self.gpu_node]
             if unknown:
-                raise PlacementInputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
+                raise InputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
                                           % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
             self.gpu_node = dict((addr, self.gpu_node[addr]) for addr in pool)
         self.gpus = sorted(self.gpu_node)
@@ -179,7 +176,7 @@ class HostIndex:
             wanted = list(vf_pfs)
             unknown = [addr for addr in wanted if addr not in pci or not pci[addr].get("virtfns")]
             if unknown:
-                raise PlacementInputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
+                raise InputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
                                           "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
             pfs = wanted
         self.vf_node = {}
@@ -341,11 +338,11 @@ def read_host_devices(value):
     elif isinstance(value, (list, tuple)):
         items = ((address, None) for address in value)
     else:
-        raise PlacementInputError("policy.host_devices: expected a list of PCI addresses or a dict address -> reason, got %r" % (value,))
+        raise InputError("policy.host_devices: expected a list of PCI addresses or a dict address -> reason, got %r" % (value,))
     out = {}
     for address, why in items:
         normal = normalize_address(str(address))
         if normal is None:
-            raise PlacementInputError("policy.host_devices: %r is not a PCI address (use the form 0000:82:00.0)" % (address,))
+            raise InputError("policy.host_devices: %r is not a PCI address (use the form 0000:82:00.0)" % (address,))
         out[normal] = str(why) if why else "the host needs it"
     return out

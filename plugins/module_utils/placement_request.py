@@ -19,8 +19,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request imp
 
 __metaclass__ = type
 
-PlacementInputError = InputError
-
 # Search nodes the planner may visit per plan before it keeps the best assignment found.
 SEARCH_BUDGET = 20000
 
@@ -65,7 +63,7 @@ def read_policy(policy):
     policy = dict(policy or {})
     unknown = sorted(set(policy) - set(POLICY_DEFAULTS))
     if unknown:
-        raise PlacementInputError("policy: unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(POLICY_DEFAULTS))))
+        raise InputError("policy: unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(POLICY_DEFAULTS))))
     merged = dict(POLICY_DEFAULTS)
     merged.update(dict((k, v) for k, v in policy.items() if v is not None or k in ("gpus", "vf_pfs")))
     for key, choices in POLICY_CHOICES.items():
@@ -74,7 +72,7 @@ def read_policy(policy):
             value = str(value).upper()
             merged[key] = value
         if value not in choices:
-            raise PlacementInputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
+            raise InputError("policy.%s: %r is not one of %s" % (key, value, ", ".join(choices)))
     merged["hugepage_size"] = hugepage_size_name(merged["hugepage_size"], "policy.hugepage_size")
     return merged
 
@@ -87,7 +85,7 @@ def check_tenant_macs(tenants):
         for mac in [given] if isinstance(given, str) else (given or []):
             owners.append((mac, "tenants[%d] (%s)" % (index, tenant["name"])))
     for mac, whos in duplicates(owners):
-        raise PlacementInputError("%s: mac %s is also the MAC of %s; a MAC belongs to one VF: give each tenant its own"
+        raise InputError("%s: mac %s is also the MAC of %s; a MAC belongs to one VF: give each tenant its own"
                                   % (whos[-1], mac, ", ".join(whos[:-1])))
 
 
@@ -98,13 +96,13 @@ class TenantRequests:
     def _tenants(self, tenants):
         """The tenants read and checked, in list order; names unique, MACs each one VF's."""
         if not isinstance(tenants, (list, tuple)):
-            raise PlacementInputError("tenants: expected a list of tenant dicts (gpuvirt_tenants)")
+            raise InputError("tenants: expected a list of tenant dicts (gpuvirt_tenants)")
         parsed = []
         names = set()
         for index, raw in enumerate(tenants):
             tenant = self._tenant(raw, index)
             if tenant["name"] in names:
-                raise PlacementInputError("tenants[%d]: name %s appears twice; tenant names are domain names and must be unique"
+                raise InputError("tenants[%d]: name %s appears twice; tenant names are domain names and must be unique"
                                           % (index, tenant["name"]))
             names.add(tenant["name"])
             parsed.append(tenant)
@@ -113,10 +111,10 @@ class TenantRequests:
 
     def _tenant(self, raw, index):
         if not isinstance(raw, dict):
-            raise PlacementInputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
+            raise InputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
         name = raw.get("name")
         if not name or not isinstance(name, str):
-            raise PlacementInputError("tenants[%d]: name is required (a string, the libvirt domain name)" % index)
+            raise InputError("tenants[%d]: name is required (a string, the libvirt domain name)" % index)
         check_domain_name(name, "tenants[%d].name" % index)
         where = "tenants[%d] (%s)" % (index, name)
         if str(raw.get("state") or "present") == "absent":
@@ -128,13 +126,13 @@ class TenantRequests:
             if value is None:
                 value = default
             if isinstance(value, bool) or not isinstance(value, (int, str)):
-                raise PlacementInputError("%s: %s must be a whole number, got %r" % (where, key, value))
+                raise InputError("%s: %s must be a whole number, got %r" % (where, key, value))
             try:
                 value = int(value)
             except ValueError:
-                raise PlacementInputError("%s: %s must be a whole number, got %r" % (where, key, value)) from None
+                raise InputError("%s: %s must be a whole number, got %r" % (where, key, value)) from None
             if value < minimum:
-                raise PlacementInputError("%s: %s must be at least %d, got %d" % (where, key, minimum, value))
+                raise InputError("%s: %s must be at least %d, got %d" % (where, key, minimum, value))
             return value
 
         tenant = dict(raw)
@@ -146,10 +144,10 @@ class TenantRequests:
                 return {"name": name, "state": raw.get("state"), "refused": grouped}
             unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
             if unknown:
-                raise PlacementInputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
+                raise InputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
                                           % (where, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
             if len(set(gpus)) != len(gpus):
-                raise PlacementInputError("%s: gpus lists an address twice" % where)
+                raise InputError("%s: gpus lists an address twice" % where)
             tenant["gpu_addresses"] = list(gpus)
             tenant["gpu_count"] = len(gpus)
         else:
@@ -172,17 +170,17 @@ class TenantRequests:
             tenant["machine"] = check_machine(raw["machine"], prefix + "machine")
         priority = raw.get("priority") or "online"
         if priority not in PRIORITIES:
-            raise PlacementInputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
+            raise InputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
         tenant["priority"] = priority
         if str(raw.get("state") or "present") not in TENANT_STATES:
-            raise PlacementInputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))
+            raise InputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))
         size = raw.get("hugepage_size", self.policy["hugepage_size"]) if "hugepage_size" in raw else self.policy["hugepage_size"]
         tenant["hugepage_size"] = hugepage_size_name(size, "%s: hugepage_size" % where)
         emulator = raw.get("emulator") or self.policy["emulator"]
         if emulator not in POLICY_CHOICES["emulator"]:
-            raise PlacementInputError("%s: emulator %r is not one of %s" % (where, emulator, ", ".join(POLICY_CHOICES["emulator"])))
+            raise InputError("%s: emulator %r is not one of %s" % (where, emulator, ", ".join(POLICY_CHOICES["emulator"])))
         if emulator == "housekeeping" and not self.reserved:
-            raise PlacementInputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
+            raise InputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
                                       "set reserved_cpus or use emulator isolate" % where)
         tenant["emulator"] = emulator
         return tenant
