@@ -61,7 +61,7 @@ class HostIndex:
     def __init__(self, topology, gpu_pool=None, vf_pfs=None, host_devices=None):
         if not isinstance(topology, dict):
             raise InputError("topology: expected the dict returned by gpuvirt.tenancy.host_topology_info (topology), got %s"
-                                      % type(topology).__name__)
+                             % type(topology).__name__)
         nodes = topology.get("numa_nodes") or []
         if not nodes:
             raise InputError("topology: numa_nodes is empty; pass the topology read by gpuvirt.tenancy.host_topology_info")
@@ -166,7 +166,7 @@ class HostIndex:
             unknown = [addr for addr in pool if addr not in self.gpu_node]
             if unknown:
                 raise InputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
-                                          % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
+                                 % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
             self.gpu_node = dict((addr, self.gpu_node[addr]) for addr in pool)
         self.gpus = sorted(self.gpu_node)
 
@@ -177,7 +177,7 @@ class HostIndex:
             unknown = [addr for addr in wanted if addr not in pci or not pci[addr].get("virtfns")]
             if unknown:
                 raise InputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
-                                          "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
+                                 "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
             pfs = wanted
         self.vf_node = {}
         self.vf_pf = {}

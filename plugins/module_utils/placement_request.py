@@ -86,7 +86,7 @@ def check_tenant_macs(tenants):
             owners.append((mac, "tenants[%d] (%s)" % (index, tenant["name"])))
     for mac, whos in duplicates(owners):
         raise InputError("%s: mac %s is also the MAC of %s; a MAC belongs to one VF: give each tenant its own"
-                                  % (whos[-1], mac, ", ".join(whos[:-1])))
+                         % (whos[-1], mac, ", ".join(whos[:-1])))
 
 
 class TenantRequests:
@@ -103,7 +103,7 @@ class TenantRequests:
             tenant = self._tenant(raw, index)
             if tenant["name"] in names:
                 raise InputError("tenants[%d]: name %s appears twice; tenant names are domain names and must be unique"
-                                          % (index, tenant["name"]))
+                                 % (index, tenant["name"]))
             names.add(tenant["name"])
             parsed.append(tenant)
         check_tenant_macs(parsed)
@@ -145,7 +145,7 @@ class TenantRequests:
             unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
             if unknown:
                 raise InputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
-                                          % (where, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
+                                 % (where, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
             if len(set(gpus)) != len(gpus):
                 raise InputError("%s: gpus lists an address twice" % where)
             tenant["gpu_addresses"] = list(gpus)
@@ -181,7 +181,7 @@ class TenantRequests:
             raise InputError("%s: emulator %r is not one of %s" % (where, emulator, ", ".join(POLICY_CHOICES["emulator"])))
         if emulator == "housekeeping" and not self.reserved:
             raise InputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
-                                      "set reserved_cpus or use emulator isolate" % where)
+                             "set reserved_cpus or use emulator isolate" % where)
         tenant["emulator"] = emulator
         return tenant
 
