@@ -99,3 +99,42 @@ def test_plays_on_hosts_and_guests_become_root(name):
             assert "become" not in play, "%s: %s" % (name, play.get("name"))
         else:
             assert play.get("become") is True, "%s: %s needs become: true" % (name, play.get("name"))
+
+
+# What async_status reads in a job's result file: a module result holding one of these keys is taken
+# for a job still running (``started``) or misread, so a task that runs such a module async polls
+# until its bound (the tenants stage's ``started``, the domains it started, did so in the lab).
+ASYNC_STATUS_KEYS = {"started", "finished", "ansible_job_id", "results_file"}
+
+
+def tasks_in(node):
+    if isinstance(node, list):
+        for item in node:
+            yield from tasks_in(item)
+    elif isinstance(node, dict):
+        yield node
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            yield from tasks_in(node.get(key))
+
+
+def module_returns(fqcn):
+    """The top-level keys the collection's module documents in RETURN."""
+    name = fqcn.split(".")[-1]
+    with open(os.path.join(REPO, "plugins", "modules", name + ".py"), encoding="utf-8") as handle:
+        source = handle.read()
+    start = source.index('RETURN = r"""') + len('RETURN = r"""')
+    return set(yaml.safe_load(source[start:source.index('"""', start)]) or {})
+
+
+def test_modules_run_async_return_no_key_async_status_reads():
+    found = []
+    for path in sorted(glob.glob(os.path.join(REPO, "roles", "*", "tasks", "*.yml")) + glob.glob(os.path.join(REPO, "playbooks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            for task in tasks_in(yaml.safe_load(handle)):
+                module = next((key for key in task if key.startswith("gpuvirt.tenancy.")), None)
+                if module and "async" in task:
+                    found.append(module)
+                    clash = module_returns(module) & ASYNC_STATUS_KEYS
+                    assert not clash, "%s: %s runs async but returns %s, which async_status reads" % (path, module, sorted(clash))
+    assert "gpuvirt.tenancy.iommu_grub" in found, found
+    assert "started" in module_returns("gpuvirt.tenancy.tenant_domain")
