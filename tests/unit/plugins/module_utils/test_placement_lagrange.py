@@ -17,17 +17,10 @@ from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils import 
 
 
 def most_fitting(caps, fits):
-    """The most tenants placed at once, over every assignment (each tenant on one of its slots or out)."""
-    best = 0
-    for choice in itertools.product(*[[None] + list(range(len(options))) for options in fits]):
-        room = [list(cap) for cap in caps]
-        for options, option in zip(fits, choice):
-            if option is not None:
-                slot, demand = options[option]
-                room[slot] = [left - need for left, need in zip(room[slot], demand)]
-        if all(left >= 0 for cap in room for left in cap):
-            best = max(best, sum(option is not None for option in choice))
-    return best
+    """The most tenants placed at once, over every assignment (each tenant on one of its slots or
+    out): the search tests' brute force, on tenants with no rank, claim or priority."""
+    candidates = [Candidate([(slot, demand, 0, 0) for slot, demand in options], False) for options in fits]
+    return search_tests.brute_force(caps, candidates)[0]
 
 
 def instance(rng):
