@@ -69,7 +69,7 @@ TENANT_DOMAIN_OPTIONS = dict(
 # default must not demand a size when the domains come as a list).
 TENANT_DOMAIN_REQUIRED_IF = [("state", "defined", ("vcpus", "memory_mb")), ("state", "running", ("vcpus", "memory_mb"))]
 # The result fields of one domain that are flags; with ``domains``, each names the domains where it is true.
-TENANT_DOMAIN_FLAGS = ("created", "defined", "started", "removed", "stopped", "forced_off", "live_changed", "restart_required",
+TENANT_DOMAIN_FLAGS = ("created", "defined", "powered_on", "removed", "stopped", "forced_off", "live_changed", "restart_required",
                        "autostart")
 
 
@@ -331,7 +331,7 @@ class TenantDomain:
 
     def result(self):
         return {"changed": self.changed, "xml": self.after_text, "created": self.created, "defined": self.define,
-                "started": self.start, "removed": self.remove, "stopped": self.stopped, "forced_off": self.forced,
+                "powered_on": self.start, "removed": self.remove, "stopped": self.stopped, "forced_off": self.forced,
                 "released_devices": self.released, "live_changed": bool(self.live_changes) or bool(self.pin_changes),
                 "restart_required": self.restart_required, "restart_reasons": list(self.warnings), "autostart": self.autostart}
 

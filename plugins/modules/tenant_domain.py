@@ -632,7 +632,7 @@ preview_notes:
 domains:
   description:
     - With O(domains) or O(tenants), the result of each domain by name, in the order given; each has C(name) and the fields one domain's
-      call returns (RV(xml), RV(created), RV(defined), RV(started), RV(removed), RV(stopped), RV(forced_off),
+      call returns (RV(xml), RV(created), RV(defined), RV(powered_on), RV(removed), RV(stopped), RV(forced_off),
       RV(released_devices), RV(live_changed), RV(restart_required), RV(restart_reasons), RV(autostart), RV(mmio_window_mb)) as
       booleans and lists, and C(changed).
     - When a domain fails, the call fails with the results of the domains before it (they were acted on).
@@ -645,7 +645,7 @@ domains:
       xml: "<domain type='kvm'><name>tenant-a</name>...</domain>"
       created: true
       defined: true
-      started: true
+      powered_on: true
       removed: false
       stopped: false
       forced_off: false
@@ -672,8 +672,11 @@ defined:
   returned: success
   type: raw
   sample: true
-started:
-  description: Whether the domain was (or would be) started.
+powered_on:
+  description:
+    - Whether the domain was (or would be) started (powered on).
+    - Named so, not C(started), because Ansible's C(async_status) reads a C(started) key of a module's result as the job's own
+      state; so the call can run with C(async).
   returned: success
   type: raw
   sample: ["tenant-a"]

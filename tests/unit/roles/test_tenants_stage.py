@@ -88,7 +88,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     assert rc == 0, out[-6000:]
     assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"], (host_calls(records), out[-4000:])
     [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
-    assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["started"] == ["stage-a"]
+    assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["powered_on"] == ["stage-a"]
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
     # libvirt_host decided from the gate's read: nothing to install, start or check
     assert not any(r["task"].startswith("Install libvirt") and r["status"] != "skipped" for r in records)
@@ -110,3 +110,22 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     assert gate["stage_checks"]["tenants"]["error"] is None, gate["stage_checks"]
     assert gate["stage_checks"]["tenants"]["changed"] is True
     assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
+
+
+@pytest.mark.usefixtures("libvirt_conn")
+def test_the_stages_call_runs_async_with_a_status_line_and_its_result_comes_back(tmp_path):
+    # Outside check mode the call runs as an async task (a status line every tenant_vms_poll_interval
+    # seconds); its result must read as finished to async_status: a top-level ``started`` (the domains it
+    # started) made async_status poll until the bound, so the domains it started are ``powered_on``.
+    (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI})
+    extra = {"gpuvirt_tenants": TENANTS, "gate_checks": False, "gate_changes": {}, "gpuvirt_tenant_domain_type": "test",
+             "gpuvirt_gpu_pci_ids": ["1234:11e8"], "gpuvirt_nic_pci_ids": ["1b36:0010"], "libvirt_host_uri": URI,
+             "libvirt_host_packages": [], "libvirt_host_uefi": True, "gpuvirt_tenant_firmware": "efi",
+             "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable,
+             "tenant_vms_poll_interval": 1, "tenant_vms_call_timeout": 120}
+    rc, out, records = run_with_runner(tmp_path / "real", tmp_path / "play.yml", "localhost ansible_connection=local", extra)
+    assert rc == 0, out[-6000:]
+    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
+    assert call.get("ansible_job_id") and call.get("finished") == 1, call
+    assert call["powered_on"] == ["stage-a"] and sorted(call["created"]) == ["stage-a", "stage-b"], call
+    assert "a status line every 1 s, stopped after 120 s" in out, out[-4000:]

@@ -56,7 +56,7 @@ def hostdevs(root):
 
 def test_defines_the_tenant(conn, args):
     result = run_module(tenant_domain.main, args)
-    assert result["changed"] and result["created"] and not result["started"]
+    assert result["changed"] and result["created"] and not result["powered_on"]
     root = xml_of(conn, args["name"])
     assert root.get("type") == "test"
     assert hostdevs(root) == sorted([EDU, VF1])
@@ -124,7 +124,7 @@ def test_update_changes_only_what_differs(conn, args):
 def test_running_starts_once(conn, args):
     args["state"] = "running"
     result = run_module(tenant_domain.main, args)
-    assert result["changed"] and result["started"]
+    assert result["changed"] and result["powered_on"]
     assert conn.lookupByName(args["name"]).isActive()
     assert not run_module(tenant_domain.main, args)["changed"]
 
@@ -334,7 +334,7 @@ def test_check_mode_resize_shows_the_new_vcpu_pinned(conn, args):
 
 def test_running_tenant_grows_and_pins_the_new_vcpu_live(conn, args):
     args.update(PINS, vcpu_pins={"0": "2"}, vcpus=1, max_vcpus=2, state="running", live=True)
-    assert run_module(tenant_domain.main, args)["started"]
+    assert run_module(tenant_domain.main, args)["powered_on"]
     domain = conn.lookupByName(args["name"])
     assert live_pins(domain) == [[2]]
     args.update(vcpus=2, vcpu_pins={"0": "2", "1": "6"})
@@ -653,9 +653,9 @@ def test_domains_define_and_start_each_in_one_call(conn, args):
     assert result["changed"]
     assert list(result["domains"]) == [args["name"], second]
     first = result["domains"][args["name"]]
-    assert first["name"] == args["name"] and first["created"] and first["started"] and first["autostart"]
-    assert result["domains"][second]["created"] and not result["domains"][second]["started"]
-    assert result["created"] == [args["name"], second] and result["started"] == [args["name"]]
+    assert first["name"] == args["name"] and first["created"] and first["powered_on"] and first["autostart"]
+    assert result["domains"][second]["created"] and not result["domains"][second]["powered_on"]
+    assert result["created"] == [args["name"], second] and result["powered_on"] == [args["name"]]
     assert result["autostart"] == [args["name"]] and result["restart_required"] == [] and result["removed"] == []
     assert pins_of(xml_of(conn, args["name"]))[:2] == ([("0", "2"), ("1", "3")], "4")
     assert hostdevs(xml_of(conn, second)) == [VF2]
@@ -663,13 +663,13 @@ def test_domains_define_and_start_each_in_one_call(conn, args):
     assert [entry["before_header"] for entry in result["diff"]] == [
         "%s (persistent XML)" % args["name"], "%s (autostart)" % args["name"], "%s (persistent XML)" % second]
     again = run_module(tenant_domain.main, {"uri": URI, "domains": domains})
-    assert not again["changed"] and again["created"] == [] and again["started"] == []
+    assert not again["changed"] and again["created"] == [] and again["powered_on"] == []
     assert all(not r["changed"] for r in again["domains"].values())
 
 
 def test_domains_in_check_mode_change_nothing(conn, args):
     result = run_module(tenant_domain.main, {"uri": URI, "domains": [entry(args, state="running")]}, check_mode=True)
-    assert result["changed"] and result["created"] == [args["name"]] and result["started"] == [args["name"]]
+    assert result["changed"] and result["created"] == [args["name"]] and result["powered_on"] == [args["name"]]
     with pytest.raises(libvirt.libvirtError):
         conn.lookupByName(args["name"])
 
@@ -786,7 +786,7 @@ def test_vf_settings_and_domains_in_one_call(conn, cx4_host, tmp_path):
     assert vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
     assert name not in [d.name() for d in conn.listAllDomains(0)]
     done = run_module(tenant_domain.main, call, host=cx4_host)
-    assert done["changed"] and done["started"] == [name] and done["sriov_vfs"]["changed"]
+    assert done["changed"] and done["powered_on"] == [name] and done["sriov_vfs"]["changed"]
     assert vf_state(tmp_path, 0) == ("52:54:00:d0:00:01", 100)
     vf = [v for v in done["sriov_vfs"]["pfs"][0]["vfs"] if v["address"] == "0000:01:00.2"][0]
     assert (vf["settings"]["mac"], vf["settings"]["vlan"], vf["settings"]["spoofchk"]) == ("52:54:00:d0:00:01", 100, True)

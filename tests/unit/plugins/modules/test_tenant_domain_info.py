@@ -115,7 +115,7 @@ def test_role_path_defines_pins_and_starts_each_tenant_in_one_call(libvirt_conn)
                {"name": b, "vfs": 1, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "emulator": "housekeeping"}]
     topology = lab(pages_2m=(0, 64), cpus_per_node=4)
     first, call = converge(topology, tenants)
-    assert [r["changed"] for r in first] == [True, True] and [r["started"] for r in first] == [True, False]
+    assert [r["changed"] for r in first] == [True, True] and [r["powered_on"] for r in first] == [True, False]
     # the running tenant comes back when the host boots, the defined one does not
     assert call["autostart"] == [a] and libvirt_conn.lookupByName(a).autostart() and not libvirt_conn.lookupByName(b).autostart()
     info = run_module(tenant_domain_info.main, {"names": [a, b], "uri": URI})["domains"]

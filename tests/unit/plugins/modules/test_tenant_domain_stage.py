@@ -87,7 +87,7 @@ def test_one_call_defines_sets_the_vfs_then_removes_and_resets(libvirt_conn, sta
     tenants = [tenant("st-a", gpus=1, vfs=1, vlan=100, mac="52:54:00:aa:00:01", state="running"), tenant("st-b")]
     done = run_module(tenant_domain.main, call(tenants), host=stage_host)
     assert not done.get("failed") and done["changed"], done
-    assert names(libvirt_conn) == ["st-a", "st-b"] and done["started"] == ["st-a"] and done["created"] == ["st-a", "st-b"]
+    assert names(libvirt_conn) == ["st-a", "st-b"] and done["powered_on"] == ["st-a"] and done["created"] == ["st-a", "st-b"]
     vf = done["placements"]["st-a"]["vfs"][0]
     assert vf_state(tmp_path, VFS.index(vf)) == ("52:54:00:aa:00:01", 100)
     # a re-run of the converged host changes nothing
