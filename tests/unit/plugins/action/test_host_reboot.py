@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+"""The host_reboot action: ansible.builtin.reboot's own wait loop (of the ansible-core under test:
+the oldest and newest stages run this too), with a status line after failed attempts."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from ansible.plugins.action import reboot as builtin_reboot
+
+from ansible_collections.gpuvirt.tenancy.plugins.action import host_reboot
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def action(args=None):
+    task = mock.MagicMock()
+    task.args = dict(args or {})
+    task.action = "gpuvirt.tenancy.host_reboot"
+    task.check_mode = False
+    return host_reboot.ActionModule(task, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+
+
+@pytest.fixture(name="printed")
+def fixture_printed(monkeypatch):
+    lines = []
+    monkeypatch.setattr(host_reboot.display, "display", lambda msg, *a, **k: lines.append(msg))
+    return lines
+
+
+def test_the_builtins_wait_prints_a_status_line_while_the_host_is_not_back(monkeypatch, printed):
+    clock = Clock()
+    # the builtin's pauses between attempts (1, 2, 4, 8, 12, 12 ... s and a fraction) advance the clock, not the test
+    monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
+    plugin = action()
+    plugin._clock = clock
+    plugin._status_interval = 20
+    plugin._status_host = "gpu-07"
+    attempts = []
+
+    def boot_time_check(distribution, previous_boot_time):
+        attempts.append((distribution, previous_boot_time))
+        if len(attempts) < 9:
+            raise ConnectionError("ssh: connect to host gpu-07 port 22: Connection refused")
+
+    plugin.do_until_success_or_timeout(action=boot_time_check, reboot_timeout=900, action_desc="last boot time check",
+                                       distribution="debian", action_kwargs={"previous_boot_time": "b1"})
+    assert attempts == [("debian", "b1")] * 9
+    # 8 failed attempts over about 1+2+4+8+12+12+12 s: lines at least 20 s apart, each with the seconds so far
+    assert len(printed) >= 2, printed
+    assert all(line.startswith("REBOOT WAIT gpu-07: ") and " s of 900 s, not back yet (last boot time check: ssh: connect to host"
+               in line for line in printed), printed
+    seconds = [int(line.split(": ")[1].split(" s of")[0]) for line in printed]
+    assert seconds[0] >= 20 and all(b - a >= 20 for a, b in zip(seconds, seconds[1:])), seconds
+
+
+def test_the_test_command_wait_goes_on_counting_from_the_first_wait(monkeypatch, printed):
+    clock = Clock()
+    monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
+    plugin = action()
+    plugin._clock = clock
+    plugin._status_interval = 5
+    plugin._status_host = "h"
+    plugin.do_until_success_or_timeout(action=lambda distribution: None, reboot_timeout=60, action_desc="last boot time check",
+                                       distribution="debian")
+    clock.now = 100.0
+    calls = []
+
+    def test_command(distribution):
+        calls.append(distribution)
+        if len(calls) == 1:
+            raise RuntimeError("Test command failed: whoami: not found")
+
+    plugin.do_until_success_or_timeout(action=test_command, reboot_timeout=60, action_desc="post-reboot test command", distribution="debian")
+    assert printed == ["REBOOT WAIT h: 100 s of 60 s, not back yet (post-reboot test command: Test command failed: whoami: not found)"]
+
+
+def test_status_interval_0_prints_nothing_and_a_bad_one_fails_before_any_reboot(monkeypatch, printed):
+    clock = Clock()
+    monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
+    plugin = action()
+    plugin._clock = clock
+    plugin._status_interval = 0
+    failures = iter([True] * 6 + [False])
+
+    def flaky(distribution):
+        if next(failures):
+            raise ConnectionError("refused")
+
+    plugin.do_until_success_or_timeout(action=flaky, reboot_timeout=900, action_desc="last boot time check", distribution="debian")
+    assert printed == []
+    for bad in (-1, "soon", None):
+        bad_plugin = action({"status_interval": bad})
+        with mock.patch.object(builtin_reboot.ActionModule, "run") as builtin_run:
+            result = bad_plugin.run(task_vars={"inventory_hostname": "h"})
+        assert result["failed"] and "status_interval" in result["msg"] and not builtin_run.called
+
+
+def test_the_option_is_taken_out_before_the_builtin_checks_its_own():
+    plugin = action({"status_interval": 15, "reboot_timeout": 900, "msg": "new kernel"})
+    seen = {}
+
+    def builtin_run(self, tmp=None, task_vars=None):
+        seen.update(self._task.args)
+        return {"rebooted": True, "elapsed": 3, "changed": True}
+
+    with mock.patch.object(builtin_reboot.ActionModule, "run", builtin_run):
+        result = plugin.run(task_vars={"inventory_hostname": "gpu-07"})
+    assert result["rebooted"] and seen == {"reboot_timeout": 900, "msg": "new kernel"}
+    assert plugin._status_interval == 15 and plugin._status_host == "gpu-07"
+    assert "status_interval" in host_reboot.ActionModule._VALID_ARGS and builtin_reboot.ActionModule._VALID_ARGS <= host_reboot.ActionModule._VALID_ARGS
