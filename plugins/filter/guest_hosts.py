@@ -11,8 +11,6 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
 
@@ -57,6 +55,9 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"
     if not boolean(add, strict=False):
         return []

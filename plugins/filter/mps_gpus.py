@@ -7,12 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mps import mps_gpus
 
 __metaclass__ = type
 
 
 def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mps import mps_gpus  # pylint: disable=import-outside-toplevel
     try:
         return mps_gpus(query_text, apps_text, wanted, state)
     except ValueError as exc:

@@ -8,13 +8,13 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate, project
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import stop_lines, summary_line
 
 __metaclass__ = type
 
 
 def _projection(topology, sriov_pfs=None, hugepages=None):
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: expected the topology dict of "
                                  "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
@@ -25,6 +25,8 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
 
 
 def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
                                  "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
@@ -35,6 +37,8 @@ def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
 
 
 def _summary(report, report_path=None):
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import summary_line  # pylint: disable=import-outside-toplevel
     if report is not None and not isinstance(report, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (preflight_report) or "
                                  "null, got %s" % type(report).__name__)
@@ -42,6 +46,8 @@ def _summary(report, report_path=None):
 
 
 def _stop_lines(report, batch, earlier=None, later=None, report_path=None):
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import stop_lines  # pylint: disable=import-outside-toplevel
     if not isinstance(report, dict) or "checks" not in report:
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (preflight_report), "
                                  "got %s" % type(report).__name__)

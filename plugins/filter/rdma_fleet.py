@@ -12,7 +12,6 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines
 
 __metaclass__ = type
 
@@ -122,6 +121,8 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix):
 def _lines(entries):
     """The block's lines nccl_env writes for ``entries``; None for entries it refuses (the call
     that writes them says why)."""
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines  # pylint: disable=import-outside-toplevel
     try:
         return block_lines(entries)
     except InputError:

@@ -9,7 +9,6 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_checks
 
 __metaclass__ = type
 
@@ -17,6 +16,8 @@ __metaclass__ = type
 def stage_check_result(check, options):
     """The gate's check result for ``options`` ({} when it does not answer them: no check, other
     options, an error, or something to change)."""
+    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_checks  # pylint: disable=import-outside-toplevel
     if check is not None and not isinstance(check, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.stage_check_result: expected one stage of preflight_info's stage_checks "
                                  "(or {}), got %s" % type(check).__name__)
