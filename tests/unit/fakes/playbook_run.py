@@ -20,7 +20,8 @@ ANSIBLE_CFG = os.path.join(REPO_ROOT, "ansible.cfg")
 CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callbacks")
 # What runs on the controller only (no round trip to the host).
 CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
-                      "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats"}
+                      "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats",
+                      "ansible.builtin.include_role", "ansible.builtin.include_tasks"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
 
