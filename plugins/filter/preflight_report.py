@@ -45,13 +45,16 @@ def _summary(report, report_path=None):
     return summary_line(report, report_path)
 
 
-def _stop_lines(report, batch, earlier=None, later=None, report_path=None):
+def _stop_lines(report, batch, play_hosts=None, report_path=None):
     # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import stop_lines  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import (  # pylint: disable=import-outside-toplevel
+        batches_around, stop_lines)
     if not isinstance(report, dict) or "checks" not in report:
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (preflight_report), "
                                  "got %s" % type(report).__name__)
-    return stop_lines(report, list(batch or []), list(earlier or []), list(later or []), report_path)
+    batch = list(batch or [])
+    earlier, later = batches_around(batch, list(play_hosts or []))
+    return stop_lines(report, batch, earlier, later, report_path)
 
 
 class FilterModule:

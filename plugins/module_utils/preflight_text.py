@@ -40,6 +40,14 @@ def shorten(text, limit=LINE_CHARS):
     return text[:cut if cut > 0 else limit] + " ... (whole in the report)"
 
 
+def batches_around(batch, play_hosts):
+    """(hosts of the batches before ``batch``, hosts of those after it) in ``play_hosts``, the play's
+    hosts in rollout order; ([], []) when the batch is not among them."""
+    if not batch or batch[0] not in play_hosts or batch[-1] not in play_hosts:
+        return [], []
+    return play_hosts[:play_hosts.index(batch[0])], play_hosts[play_hosts.index(batch[-1]) + 1:]
+
+
 def stop_lines(report, batch, earlier, later, report_path=None):
     """What stops a rollout at a batch, a few lines for a person: each failed check on its line,
     each tenant that does not fit on its own (reasons cut to a line: the report has them whole),

@@ -38,7 +38,7 @@ def test_bad_input_names_it(name, args, match):
 def test_stop_lines_of_a_failed_report():
     topo = read_topology(BARE, gpu_ids=["1234:11e8"], nic_ids=["1b36:0010"])
     report = FILTERS["preflight_report"](topo, {"host": "lab", "require_iommu_enabled": True}, None, None, "")
-    lines = FILTERS["preflight_stop_lines"](report, ["lab"], [], ["h2"], "/r/lab.json")
+    lines = FILTERS["preflight_stop_lines"](report, ["lab"], ["h0", "lab", "h2"], "/r/lab.json")
     assert lines[0] == "ROLLOUT STOPPED at the batch lab: preflight failed on lab"
     assert lines[1].startswith("  - iommu: present") and lines[-1] == "  report: /r/lab.json"
-    assert "later batches, not started: h2" in lines[-2]
+    assert "earlier batches, done: h0; later batches, not started: h2" in lines[-2]
