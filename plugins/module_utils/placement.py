@@ -53,11 +53,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_existing
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_spread import SpreadPlacement
 
 __metaclass__ = type
 
 
-class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
+class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, PlanReport):
     """Plans tenants on one host. ``plan()`` returns the plan dict (see ``plan_tenants``)."""
 
     def __init__(self, topology, policy=None):
@@ -121,6 +122,13 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
                            "kept": "first_fit"})
         else:
             placed, unplaced, state = self._most(state, new, prefer, search)
+        # 3. the numa: spread tenants no node holds, over the fewest nodes, on what is left
+        spread = self._spread_all(state, new, placed, unplaced)
+        if spread:
+            search["spread"] = spread
+            search["proven"] = False
+            search["not_proven"].append("tenants spanning NUMA nodes (%s) are placed after the search, in list order, on what it "
+                                        "left: the most tenants placed is proven for one-node placements only" % ", ".join(spread))
         placements.update(placed)
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
