@@ -157,8 +157,9 @@ class ExistingAssignments:
         if len(pins) != tenant["vcpus"] or sorted(pins) != list(range(len(pins))):
             return None, "existing assignment spans NUMA nodes with %d vCPUs, the tenant asks for %d" % (len(pins), tenant["vcpus"])
         try:
-            cells = [{"node": int(cell["node"]), "vcpus": [int(v) for v in cell["vcpus"]], "memory_kib": int(cell["memory_kib"])}
-                     for cell in raw["cells"]]
+            # the vCPUs above the current count (max_vcpus, in the last cell) are not placed
+            cells = [{"node": int(cell["node"]), "vcpus": [int(v) for v in cell["vcpus"] if int(v) < len(pins)],
+                      "memory_kib": int(cell["memory_kib"])} for cell in raw["cells"]]
         except (KeyError, TypeError, ValueError) as exc:
             return None, "existing cells unreadable: %s" % exc
         nodes = [cell["node"] for cell in cells]

@@ -63,6 +63,12 @@ TENANT_DOMAIN_OPTIONS = dict(
     shutdown_timeout=dict(type="int", default=120),
     force_off=dict(type="bool", default=False),
     relax_vf_isolation=dict(type="bool", default=False),
+    numa_cells=dict(type="list", elements="dict", default=[], options=dict(
+        node=dict(type="int", required=True),
+        vcpus=dict(type="str", required=True),
+        memory_kib=dict(type="int", required=True),
+        devices=dict(type="list", elements="str", default=[]),
+    )),
     **dict(PIN_OPTIONS, **GUEST_OPTIONS)
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's

@@ -213,6 +213,10 @@ def tenant_domains(found, tenants, settings):
             "memory_mode": settings.get("memory_mode"),
             "nodeset": str(placement["numa_node"]),
         }
+        if placement.get("cells"):
+            # a tenant spanning nodes: its memory from all of them, each cell's from its own (domain_cells)
+            args["nodeset"] = ",".join(str(cell["node"]) for cell in placement["cells"])
+            args["numa_cells"] = numa_cells(placement)
         try:
             args["firmware"] = check_firmware(spec.get("firmware") or settings.get("firmware"))
         except InputError as exc:
@@ -231,6 +235,27 @@ def tenant_domains(found, tenants, settings):
             if value is not None:
                 args[key] = value
         out.append(args)
+    return out
+
+
+def numa_cells(placement):
+    """A spanning placement's cells as ``tenant_domain``'s ``numa_cells``: per cell its host node,
+    vCPUs (the last cell also takes the vCPUs above the current count, up to ``max_vcpus``), memory
+    and devices; a companion function (a GPU's audio) in the cell of the device whose slot it
+    shares, else in the first cell with devices."""
+    cells = placement["cells"]
+    out = []
+    for cell in cells:
+        vcpus = list(cell["vcpus"])
+        if cell is cells[-1]:
+            vcpus += list(range(placement["vcpus"], placement["max_vcpus"]))
+        out.append({"node": cell["node"], "vcpus": format_cpulist(vcpus), "memory_kib": cell["memory_kib"],
+                    "devices": list(cell["gpus"]) + list(cell["vfs"])})
+    for companion in placement.get("companions") or []:
+        slot = companion.rsplit(".", 1)[0]
+        home = next((entry for entry in out if any(address.rsplit(".", 1)[0] == slot for address in entry["devices"])), None)
+        home = home or next((entry for entry in out if entry["devices"]), out[0])
+        home["devices"].append(companion)
     return out
 
 

@@ -1052,3 +1052,32 @@ def test_a_running_tenant_given_a_management_nic_keeps_it_for_its_restart(conn, 
     assert any("keeps its devices until it is restarted" in reason for reason in result["restart_reasons"]), result
     nic = xml_of(conn, args["name"]).find("devices/interface")
     assert nic.get("type") == "network" and nic.find("source").get("network") == "default"
+
+
+def test_multi_cell_tenant_defined_then_unchanged(conn, args):
+    """A tenant spanning two host nodes (numa_cells, as the tenants stage passes a numa: spread
+    placement): libvirt takes the definition with two guest cells, a memnode per cell, hugepages in
+    both and each device on a root port of its cell's pcie-expander-bus; the same call again,
+    against what libvirt stored, changes nothing."""
+    cells = [{"node": 0, "vcpus": "0", "memory_kib": 51200, "devices": [EDU]},
+             {"node": 1, "vcpus": "1", "memory_kib": 51200, "devices": [VF1]}]
+    args = dict(args, machine="q35", numa_cells=cells, nodeset="0-1", vcpu_pins={"0": "0", "1": "4"}, emulator_cpus="1")
+    first = run_module(tenant_domain.main, args)
+    assert first["changed"] and first["created"]
+    root = xml_of(conn, args["name"])
+    assert [(c.get("id"), c.get("cpus"), c.get("memory")) for c in root.findall("cpu/numa/cell")] == [
+        ("0", "0", "51200"), ("1", "1", "51200")]
+    assert [(m.get("cellid"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [("0", "0"), ("1", "1")]
+    assert root.find("memoryBacking/hugepages/page").get("nodeset") == "0-1"
+    controllers = dict((c.get("index"), c) for c in root.findall("devices/controller[@type='pci']"))
+    for element, cell in ((root.find("devices/hostdev"), "0"), (root.find("devices/interface[@type='hostdev']"), None)):
+        if element is None:
+            continue
+        port = controllers[str(int(element.find("address").get("bus"), 16))]
+        expander = controllers[str(int(port.find("address").get("bus"), 16))]
+        assert (port.get("model"), expander.get("model")) == ("pcie-root-port", "pcie-expander-bus")
+        assert cell is None or expander.find("target/node").text == cell
+    before = conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    again = run_module(tenant_domain.main, args)
+    assert not again["changed"], again
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
