@@ -322,14 +322,14 @@ options:
     default: false
   numa_cells:
     description:
-      - The guest NUMA cells of a tenant that spans host NUMA nodes (the planner's C(numa: spread)), one per host node, in
+      - The guest NUMA cells of a tenant that spans host NUMA nodes (a placement of the planner under C(numa=spread)), one per host node, in
         order (cell 0 first). Each becomes a C(<cpu><numa><cell>) with its vCPUs and memory and a C(<numatune><memnode>) binding
         its memory to its host node (C(strict)); hugepages back every cell; each device of a cell sits on a C(pcie-root-port)
         under a C(pcie-expander-bus) whose C(<node>) is the cell, so the guest sees it on that cell's PCIe root bus.
       - The cells together hold every vCPU (up to O(max_vcpus)) once, the memory of the domain (O(memory_mb), in whole
         hugepages), and every address of O(gpus) and O(vfs) once. Devices in cells need a q35 O(machine).
-      - Give O(nodeset) the cells' host nodes and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) on one
-        node: cells bound to host nodes and their expanders are then removed from the definition.
+      - Give O(nodeset) the cells' host nodes and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) for a tenant
+        on one node, whose definition then loses the cells bound to host nodes and their expanders.
     type: list
     elements: dict
     default: []
