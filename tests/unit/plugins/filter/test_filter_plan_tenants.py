@@ -6,6 +6,7 @@ tenant_removals, built once per tenant, the entries of its ``domains``), which t
 
 from __future__ import annotations
 
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -14,7 +15,12 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import read_assignment
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
@@ -349,10 +355,6 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
     per host node (vCPUs, memory, memnode strict on the node, hugepages in both cells, vCPUs pinned
     on the cell's node) and each GPU and VF on a root port of its cell's pcie-expander-bus; libvirt's
     schema (virt-xml-validate) accepts it, and bringing it to the same entry again changes nothing."""
-    import subprocess  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml, to_text  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec  # pylint: disable=import-outside-toplevel
     topology = dgx_a100()
     tenants = [{"name": "wide", "vcpus": 32, "memory_mb": 131072, "gpus": 4, "vfs": 2, "hugepage_size": "1G", "numa": "spread"}]
     plan = PLAN(topology, tenants)
@@ -370,7 +372,6 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
         ("0", "strict", str(placed["numa_nodes"][0])), ("1", "strict", str(placed["numa_nodes"][1]))]
     assert root.find("memoryBacking/hugepages/page").get("nodeset") == "0-1"
     # pins, as tenant_domain writes them with the definition
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning  # pylint: disable=import-outside-toplevel
     apply_pinning(root, PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"]))
     for pin in root.findall("cputune/vcpupin"):
         cell = 0 if int(pin.get("vcpu")) < 16 else 1
@@ -410,7 +411,6 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
             controller.insert(1, ET.Element("target", {"chassis": controller.get("index"), "port": "0x0"}))
     assert not TenantSpec(options).update(stored)
     # the domain read back is the planner's existing: the tenant is kept as it is
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import read_assignment  # pylint: disable=import-outside-toplevel
     kept = PLAN(topology, tenants, {"existing": {"wide": read_assignment(root)}})["placements"]["wide"]
     assert kept["kept"] and kept["cells"] == placed["cells"] and kept["vcpu_pins"] == placed["vcpu_pins"]
     # back on one node: the cells, memnodes and expanders leave, the devices' guest addresses with them
