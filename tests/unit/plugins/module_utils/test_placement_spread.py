@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
@@ -150,3 +152,35 @@ def test_spread_reason_when_no_set_holds_it():
     """More GPUs than the host has: the one-node reasons and the spread's, together."""
     plan = plan_tenants(DGX, [tenant("huge", vcpus=8, gpus=9, numa="spread")])
     assert "across NUMA nodes (numa: spread): no 2 of the 8 nodes together hold" in plan["unplaced"]["huge"]
+
+
+@st.composite
+def spread_instances(draw):
+    """Small random hosts (2-4 nodes) and tenants, some larger than any node."""
+    nodes = draw(st.integers(2, 4))
+    threads = draw(st.sampled_from([1, 2]))
+    cores = draw(st.lists(st.integers(1, 4), min_size=nodes, max_size=nodes))
+    gpus = draw(st.lists(st.integers(0, 2), min_size=nodes, max_size=nodes))
+    vfs = draw(st.lists(st.integers(0, 3), min_size=nodes, max_size=nodes))
+    pages = draw(st.lists(st.sampled_from([0, 32, 64, 128]), min_size=nodes, max_size=nodes))
+    host = synthetic(nodes, cores, threads, gpus, vfs, pages)
+    tenants = [tenant("t%d" % i, vcpus=draw(st.integers(1, 8)), memory_mb=draw(st.sampled_from([32, 64, 128, 256])),
+                      gpus=draw(st.integers(0, 4)), vfs=draw(st.integers(0, 3))) for i in range(draw(st.integers(1, 5)))]
+    return host, tenants, {"emulator": draw(st.sampled_from(["isolate", "vcpus"])), "smt": draw(st.sampled_from(["whole_cores", "threads"]))}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spread_instances())
+def test_spread_keeps_the_one_node_plan_and_every_rule(instance):
+    """Under spread the rules hold for every tenant (cells included), the tenants placed on one node
+    are placed exactly as under required (the search and its proof unchanged), and spread only adds
+    tenants: those that no node held, each on two nodes or more."""
+    host, tenants, policy = instance
+    required = plan_tenants(host, tenants, policy)
+    spread = plan_tenants(host, tenants, dict(policy, numa="spread"))
+    assert_exclusive(host, spread, dict(policy, numa="spread"))
+    one_node = dict((name, place) for name, place in spread["placements"].items() if not place["cells"])
+    assert one_node == required["placements"]
+    assert set(spread["placements"]) - set(one_node) == set(spread["search"].get("spread", []))
+    assert all(len(spread["placements"][name]["cells"]) > 1 for name in spread["search"].get("spread", []))
+    assert set(spread["unplaced"]) <= set(required["unplaced"])

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
-from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, sriov_vfs, tenant_domain
 
 from conftest import FIXTURES, LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -1080,4 +1080,9 @@ def test_multi_cell_tenant_defined_then_unchanged(conn, args):
     before = conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
     again = run_module(tenant_domain.main, args)
     assert not again["changed"], again
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+    # numa_pin with the same pins, and hugepages in both cells, keeps the memnodes and changes nothing
+    pins = {"name": args["name"], "uri": URI, "vcpu_pins": args["vcpu_pins"], "emulator_cpus": "1", "nodeset": "0-1",
+            "hugepages": {"size": "2M", "nodeset": "0-1"}}
+    assert not run_module(numa_pin.main, pins)["changed"]
     assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
