@@ -18,8 +18,10 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   ``search`` in the plan says when its budget cut it short and what is then not proven;
 - stable across runs: a plan's placements given back as ``existing`` are all kept, in any
   tenant order, whatever tenants are added;
-- NUMA-local first: a tenant is split over nodes (``numa: preferred``) only when no node can
-  hold it whole next to the tenants placed locally;
+- NUMA-local first: a tenant is split over nodes (``numa: preferred``), or spans nodes with guest
+  cells (``numa: spread``, placed after the search, greedily: ``search.spread`` names them and the
+  plan is then not proven the most), only when no node can hold it whole next to the tenants placed
+  locally;
 - a tenant that cannot be placed gets a reason naming the short resource on each node;
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
@@ -39,6 +41,7 @@ The planner's files, one concept each (placement.py composes them):
 - placement_existing.py: previous assignments kept, resized in place, or re-planned;
 - placement_allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement_counts.py and placement_search.py: which tenants go on which node, by counts;
+- placement_spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
 - placement_report.py: what removed tenants release, what is left free, the groups' report.
 """
 
