@@ -221,7 +221,9 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
 def plan_tenants(topology, tenants, policy=None):
     """Plan ``tenants`` on the host described by ``topology`` under ``policy``.
 
-    Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
+    Returns ``{"placements": {name: {numa_node (None for a tenant spanning nodes), numa_nodes,
+    cells (None on one node; else per guest cell {id, node, vcpus, cpus, memory_kib, hugepages,
+    gpus, vfs}), gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
     kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
     functions sharing its devices' IOMMU groups, given to it with them}},
@@ -232,7 +234,7 @@ def plan_tenants(topology, tenants, policy=None):
     sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found, proven: no
     assignment places more (placement_counts), not_proven: [why not], kept: search, greedy or
-    first_fit}, "groups":
+    first_fit, spread: [the tenants spanning nodes, placed after the search], only when there are}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises common.InputError on bad input.
