@@ -99,18 +99,23 @@ class SpreadPlacement:
         memory_room = dict((node, self._memory_room(state, node, tenant)) for node in host.nodes)
         gpus = dict((node, len(state.free_gpus[node])) for node in host.nodes)
         vfs = dict((node, len(state.free_vfs[node])) for node in host.nodes)
-        why = "no %d of the %d nodes together hold %d vCPUs%s, %d %s, %d GPUs and %d VFs" % (
-            2, len(host.nodes), tenant["vcpus"], " + 1 emulator" if extra else "", memory,
-            "%s hugepages" % tenant["hugepage_size"] if tenant["hugepage_size"] else "MiB", gpus_needed, tenant["vf_count"])
         # only nodes that can hold a cell (a vCPU and some memory)
         usable = [node for node in host.nodes if cpus[node] >= 1 and memory_room[node] >= 1]
+        why = "the %d of %d nodes with CPUs and memory free do not hold %d vCPUs%s, %d %s, %d GPUs and %d VFs together%s" % (
+            len(usable), len(host.nodes), tenant["vcpus"], " + 1 emulator" if extra else "", memory,
+            "%s hugepages" % tenant["hugepage_size"] if tenant["hugepage_size"] else "MiB", gpus_needed, tenant["vf_count"],
+            "" if must.issubset(usable) else " (its GPUs' nodes %s among them)" % ",".join(map(str, sorted(must))))
+
+        def short(nodes):
+            return (sum(cpus[n] for n in nodes) < tenant["vcpus"] + extra or sum(memory_room[n] for n in nodes) < memory
+                    or sum(gpus[n] for n in nodes) < gpus_needed or sum(vfs[n] for n in nodes) < tenant["vf_count"])
+        if short(usable) or not must.issubset(usable):
+            # all the nodes with room together do not hold it: no set of them does
+            return None, why
         for size in range(2, len(usable) + 1):
             found = []
             for nodes in combinations(usable, size):
-                if not must.issubset(nodes):
-                    continue
-                if (sum(cpus[n] for n in nodes) < tenant["vcpus"] + extra or sum(memory_room[n] for n in nodes) < memory
-                        or sum(gpus[n] for n in nodes) < gpus_needed or sum(vfs[n] for n in nodes) < tenant["vf_count"]):
+                if not must.issubset(nodes) or short(nodes):
                     continue
                 # the closest set first: the smallest sum of distances between its nodes
                 found.append((sum(host.distance[pair] for pair in combinations(nodes, 2)), nodes))

@@ -151,7 +151,8 @@ def test_spread_existing_replanned_with_reason(change, why):
 def test_spread_reason_when_no_set_holds_it():
     """More GPUs than the host has: the one-node reasons and the spread's, together."""
     plan = plan_tenants(DGX, [tenant("huge", vcpus=8, gpus=9, numa="spread")])
-    assert "across NUMA nodes (numa: spread): no 2 of the 8 nodes together hold" in plan["unplaced"]["huge"]
+    assert ("across NUMA nodes (numa: spread): the 8 of 8 nodes with CPUs and memory free do not hold 8 vCPUs + 1 emulator, "
+            "2048 2M hugepages, 9 GPUs and 0 VFs together") in plan["unplaced"]["huge"]
 
 
 @st.composite
