@@ -168,6 +168,18 @@ def test_foreign_hugepages_leave_their_node_pool():
     assert plan["free"]["1"]["hugepages"]["1G"] == 4
 
 
+def test_foreign_domain_with_cells_takes_each_cells_pages_from_its_node():
+    """A domain that is not a tenant, with two guest cells bound to nodes 1 and 3 (30 x 1G each):
+    each node's pool loses its cell's pages, no other node's (a domain without cells and without a
+    node takes its count out of every pool)."""
+    topology = dgx()
+    cells = [{"id": 0, "node": 1, "vcpus": [0], "memory_kib": 30 << 20}, {"id": 1, "node": 3, "vcpus": [1], "memory_kib": 30 << 20}]
+    legacy = dict(LEGACY, numa_node=None, hugepages={"size": "1G", "node": None, "count": 60}, cells=cells)
+    plan = PLAN(topology, [], {}, {"legacy": legacy})
+    assert [plan["free"][node]["hugepages"]["1G"] for node in ("1", "3", "5")] == [34, 34, 64]
+    assert plan["foreign"]["legacy"]["hugepages"]["nodes"] == [1, 3]
+
+
 def test_foreign_plain_memory_leaves_its_node():
     topology = dgx()
     legacy = dict(LEGACY, hugepages=None, memory_mb=120000, hostdevs=[], cpus="")
