@@ -288,3 +288,15 @@ def read_cells(root):
             return []
         out.append({"id": int(cell_id), "node": memnodes[cell_id], "vcpus": vcpus, "memory_kib": memory})
     return out
+
+
+def expander_layout(root):
+    """Per guest device (host address), the guest cell of the expander its root port is on (None
+    when it is on none): what a running domain keeps until it is restarted."""
+    by_index = dict((_index(c), c) for c in root.findall("devices/controller[@type='pci']"))
+    out = {}
+    for address, element in sorted(guest_elements(root).items()):
+        port = by_index.get(_bus(element))
+        expander = by_index.get(_bus(port)) if port is not None and port.get("model") == ROOT_PORT else None
+        out[address] = _expander_node(expander) if expander is not None and expander.get("model") == EXPANDER else None
+    return out

@@ -12,6 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import expander_layout, read_cells
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning, check_page_size
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
@@ -164,6 +165,8 @@ class TenantDomain:
             later.append("domain type")
         if read_pinning(before)["hugepages"] != read_pinning(after)["hugepages"]:
             later.append("hugepage backing")
+        if read_cells(before) != read_cells(after) or expander_layout(before) != expander_layout(after):
+            later.append("guest NUMA cells")
         if mmio_window_of(before) != mmio_window_of(after):
             later.append("64-bit MMIO window")
         want_count = self.spec.vcpus

@@ -1086,3 +1086,10 @@ def test_multi_cell_tenant_defined_then_unchanged(conn, args):
             "hugepages": {"size": "2M", "nodeset": "0-1"}}
     assert not run_module(numa_pin.main, pins)["changed"]
     assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+    # running, its cells moved (the devices swap cells): the definition changes, the running domain
+    # keeps its cells until it is restarted
+    conn.lookupByName(args["name"]).create()
+    swapped = [dict(cells[0], devices=[VF1]), dict(cells[1], devices=[EDU])]
+    moved = run_module(tenant_domain.main, dict(args, numa_cells=swapped, state="running"))
+    assert moved["changed"] and moved["restart_required"]
+    assert any("guest NUMA cells" in warning for warning in moved.get("warnings", [])), moved
