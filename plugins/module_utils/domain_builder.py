@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import guest_elements, sync_cells
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import source_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
@@ -75,6 +76,8 @@ class DomainBuilder:
             ET.SubElement(serial, "log", {"file": self.console_log, "append": "on"})
         ET.SubElement(devices, "console", {"type": "pty"})
         ET.SubElement(devices, "memballoon", {"model": "none"})
+        if self.cells:
+            sync_cells(root, self.cells, self.hugepage_kib, guest_elements(root))
         return root
 
     @staticmethod
@@ -348,6 +351,8 @@ class DomainBuilder:
         if self._sync_mmio_window(root):
             changed = True
         if self._sync_phys_bits(root):
+            changed = True
+        if sync_cells(root, self.cells, self.hugepage_kib, guest_elements(root)):
             changed = True
         current = firmware_of(root)
         if current != self.firmware:

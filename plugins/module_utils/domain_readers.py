@@ -12,6 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import read_cells
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import CPU_QOS, QEMU_ARG, QEMU_COMMANDLINE, to_kib
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, name_of_kb
@@ -170,6 +171,7 @@ def read_assignment(root):
     pages = pinning["hugepages"]
     node = nodeset[0] if nodeset is not None and len(nodeset) == 1 else None
     fields = pinning_fields(pinning)
+    cells = read_cells(root)
     return {
         "hostdevs": device_addresses(root),
         "vcpu_pins": fields["vcpu_pins"],
@@ -177,6 +179,8 @@ def read_assignment(root):
         "memory_mode": fields["memory_mode"],
         "nodeset": fields["nodeset"],
         "numa_node": node,
+        # a tenant spanning nodes: its guest cells, each bound to its host node (domain_cells)
+        "cells": cells if len(cells) > 1 else None,
         "hugepages": {"size": name_of_kb(pages[0]["size_kb"]), "node": node} if pages else None,
         "vcpus": int(vcpu.text) if vcpu is not None and (vcpu.text or "").strip() else None,
         "memory_mb": to_kib(memory.text, memory.get("unit", "KiB")) // 1024 if memory is not None else None,

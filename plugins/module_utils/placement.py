@@ -18,8 +18,10 @@ Guarantees (tested in tests/unit/plugins/module_utils/test_placement.py):
   ``search`` in the plan says when its budget cut it short and what is then not proven;
 - stable across runs: a plan's placements given back as ``existing`` are all kept, in any
   tenant order, whatever tenants are added;
-- NUMA-local first: a tenant is split over nodes (``numa: preferred``) only when no node can
-  hold it whole next to the tenants placed locally;
+- NUMA-local first: a tenant is split over nodes (``numa: preferred``), or spans nodes with guest
+  cells (``numa: spread``, placed after the search, greedily: ``search.spread`` names them and the
+  plan is then not proven the most), only when no node can hold it whole next to the tenants placed
+  locally;
 - a tenant that cannot be placed gets a reason naming the short resource on each node;
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
@@ -39,6 +41,7 @@ The planner's files, one concept each (placement.py composes them):
 - placement_existing.py: previous assignments kept, resized in place, or re-planned;
 - placement_allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement_counts.py and placement_search.py: which tenants go on which node, by counts;
+- placement_spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
 - placement_report.py: what removed tenants release, what is left free, the groups' report.
 """
 
@@ -53,11 +56,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_existing
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_spread import SpreadPlacement
 
 __metaclass__ = type
 
 
-class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
+class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, PlanReport):
     """Plans tenants on one host. ``plan()`` returns the plan dict (see ``plan_tenants``)."""
 
     def __init__(self, topology, policy=None):
@@ -121,6 +125,13 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
                            "kept": "first_fit"})
         else:
             placed, unplaced, state = self._most(state, new, prefer, search)
+        # 3. the numa: spread tenants no node holds, over the fewest nodes, on what is left
+        spread = self._spread_all(state, new, placed, unplaced)
+        if spread:
+            search["spread"] = spread
+            search["proven"] = False
+            search["not_proven"].append("tenants spanning NUMA nodes (%s) are placed after the search, in list order, on what it "
+                                        "left: the most tenants placed is proven for one-node placements only" % ", ".join(spread))
         placements.update(placed)
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
@@ -210,7 +221,9 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, PlanReport):
 def plan_tenants(topology, tenants, policy=None):
     """Plan ``tenants`` on the host described by ``topology`` under ``policy``.
 
-    Returns ``{"placements": {name: {numa_node, gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
+    Returns ``{"placements": {name: {numa_node (None for a tenant spanning nodes), numa_nodes,
+    cells (None on one node; else per guest cell {id, node, vcpus, cpus, memory_kib, hugepages,
+    gpus, vfs}), gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
     kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
     functions sharing its devices' IOMMU groups, given to it with them}},
@@ -221,7 +234,7 @@ def plan_tenants(topology, tenants, policy=None):
     sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found, proven: no
     assignment places more (placement_counts), not_proven: [why not], kept: search, greedy or
-    first_fit}, "groups":
+    first_fit, spread: [the tenants spanning nodes, placed after the search], only when there are}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises common.InputError on bad input.

@@ -132,7 +132,15 @@ class State:
             node = host.vf_node.get(vf)
             self.free_vfs[node] = [addr for addr in self.free_vfs[node] if addr != vf]
         pages = placement.get("hugepages")
-        if pages:
+        if placement.get("cells"):
+            # a tenant spanning nodes: each cell's memory from its own node
+            for cell in placement["cells"]:
+                if pages:
+                    used = self.hugepages_used.setdefault(cell["node"], {})
+                    used[pages["size"]] = used.get(pages["size"], 0) + cell["hugepages"]
+                else:
+                    self.memory_used[cell["node"]] = self.memory_used.get(cell["node"], 0) + cell["memory_kib"] // 1024
+        elif pages:
             used = self.hugepages_used.setdefault(pages["node"], {})
             used[pages["size"]] = used.get(pages["size"], 0) + pages["count"]
         elif placement.get("numa_node") is not None:
@@ -298,6 +306,9 @@ class Allocation:
         return {
             "name": tenant["name"],
             "numa_node": node,
+            "numa_nodes": [node],
+            # the guest NUMA cells of a tenant spanning nodes (placement_spread); None on one node
+            "cells": None,
             "gpus": list(gpus),
             "vfs": list(vfs),
             "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
@@ -369,12 +380,15 @@ class Allocation:
     def _place(self, state, tenant, prefer=None):
         """Best placement for ``tenant`` given ``state``, or the reason it does not fit."""
         prefer = prefer or {}
-        modes = [True] if self.policy["numa"] == "required" else [True, False]
-        if tenant["gpu_addresses"] is not None and self.policy["numa"] == "required":
+        numa = tenant.get("numa", self.policy["numa"])
+        # a split without guest cells only under numa preferred; spread tenants span nodes with
+        # cells instead (placement_spread), once no node holds them whole
+        modes = [True, False] if numa == "preferred" else [True]
+        if tenant["gpu_addresses"] is not None and numa != "preferred":
             nodes = sorted(set(self.host.gpu_node.get(a) for a in tenant["gpu_addresses"]), key=lambda n: (n is None, n))
             if len(nodes) > 1:
-                return None, "gpus %s sit on different NUMA nodes (%s) and policy numa is required" % (
-                    ", ".join(tenant["gpu_addresses"]), ", ".join(str(n) for n in nodes))
+                return None, "gpus %s sit on different NUMA nodes (%s) and numa is %s" % (
+                    ", ".join(tenant["gpu_addresses"]), ", ".join(str(n) for n in nodes), numa)
         reasons = []
         for local_only in modes:
             best = None
@@ -391,4 +405,4 @@ class Allocation:
             if best is not None:
                 return best[0], None
         why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
-        return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], self.policy["numa"], why)
+        return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], numa, why)

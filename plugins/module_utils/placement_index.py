@@ -66,6 +66,7 @@ class HostIndex:
         if not nodes:
             raise InputError("topology: numa_nodes is empty; pass the topology read by gpuvirt.tenancy.host_topology_info")
         self.nodes = sorted(int(node["id"]) for node in nodes)
+        self.distance = node_distances(nodes, self.nodes)
         self.memory_mb = {}
         self.hugepages = {}
         node_cpus = {}
@@ -327,6 +328,23 @@ def _kept_by_host(address, device, host_devices, host_gpus):
         return "class %s%s, not a function given along with a GPU" % (
             device.get("class"), ", driver %s" % device["driver"] if device.get("driver") else "")
     return None
+
+
+def node_distances(nodes, ids):
+    """(node, node) -> the host's NUMA distance (sysfs ``nodeN/distance``: one number per node,
+    in node order, as the topology reader reads it); where a node lists none, or not one per
+    node, the kernel's defaults: 10 to itself, 20 to any other (LOCAL_DISTANCE and
+    REMOTE_DISTANCE, include/linux/topology.h)."""
+    listed = dict((int(node["id"]), list(node.get("distances") or [])) for node in nodes)
+    out = {}
+    for first in ids:
+        row = listed.get(first) or []
+        for position, second in enumerate(ids):
+            if len(row) == len(ids):
+                out[(first, second)] = int(row[position])
+            else:
+                out[(first, second)] = 10 if first == second else 20
+    return out
 
 
 def read_host_devices(value):

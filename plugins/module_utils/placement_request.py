@@ -39,14 +39,14 @@ POLICY_DEFAULTS = {
     "host_devices": {},
 }
 POLICY_CHOICES = {
-    "numa": ("required", "preferred"),
+    "numa": ("required", "preferred", "spread"),
     "smt": ("whole_cores", "threads"),
     "emulator": ("isolate", "housekeeping", "vcpus"),
     "pcie_affinity": ("prefer", "require", "ignore"),
     "pcie_affinity_level": LEVELS,
     "strategy": ("best_fit", "first_fit"),
 }
-TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "max_vcpus", "memory_mb", "hugepage_size", "vlan", "mac", "state",
+TENANT_KEYS = ("name", "gpus", "vfs", "vcpus", "max_vcpus", "memory_mb", "hugepage_size", "numa", "vlan", "mac", "state",
                "priority", "qos", "emulator", "disks", "domain_type", "start", "shutdown_timeout", "force_off")
 
 PRIORITIES = ("online", "batch")
@@ -183,6 +183,12 @@ class TenantRequests:
             raise InputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
                              "set reserved_cpus or use emulator isolate" % where)
         tenant["emulator"] = emulator
+        numa = raw.get("numa") or self.policy["numa"]
+        if numa not in POLICY_CHOICES["numa"]:
+            raise InputError("%s: numa %r is not one of %s (leave it out for policy.numa, %s)"
+                             % (where, numa, ", ".join(POLICY_CHOICES["numa"]), self.policy["numa"]))
+        # spread: on one node when one holds it, else on as few nodes as can, one guest cell each
+        tenant["numa"] = numa
         return tenant
 
     def _explicit_groups(self, gpus):

@@ -494,7 +494,8 @@ def check_plan(model):
         return ({"plan": {"fits": None, "placements": {}, "unplaced": {}, "tenants": len(tenants), "tenants_from": source}},
                 [_check("plan", WARN, "not planned (the planner gpuvirt.tenancy.plan_tenants is not available)", None)])
     unplaced = plan.get("unplaced") or {}
-    placements = dict((name, {"numa_node": p.get("numa_node"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
+    placements = dict((name, {"numa_node": p.get("numa_node"), "numa_nodes": p.get("numa_nodes") or [p.get("numa_node")],
+                              "cells": p.get("cells"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
                               "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
                               "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
                       for name, p in (plan.get("placements") or {}).items())
@@ -504,8 +505,9 @@ def check_plan(model):
         finding = _check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
                          "inventory: shrink or move those tenants (%s), or free resources" % source)
     else:
-        finding = _check("plan", PASS, "fits: %s" % ", ".join("%s on node %s" % (n, p["numa_node"]) for n, p in sorted(placements.items())),
-                         None)
+        finding = _check("plan", PASS, "fits: %s" % ", ".join(
+            "%s on node%s %s" % (n, "s" if len(p["numa_nodes"]) > 1 else "", ",".join(map(str, p["numa_nodes"])))
+            for n, p in sorted(placements.items())), None)
     return {"plan": section}, [finding]
 
 

@@ -119,7 +119,7 @@ def render_table(report):
                              " ".join("%sx%s" % (c, s) for s, c in sorted(n["wanted"].items()) if c) or None,
                              n["hugepages_mb_after"], n["headroom_mb"]] for n in report["numa_nodes"]])
     plan = report["plan"]
-    rows = [[name, p["numa_node"], ",".join(p["gpus"]) or None, ",".join(p["vfs"]) or None,
+    rows = [[name, ",".join(map(str, p.get("numa_nodes") or [p["numa_node"]])), ",".join(p["gpus"]) or None, ",".join(p["vfs"]) or None,
              format_cpulist(p["cpus"]) or None,
              "%sx%s" % (p["hugepages"]["count"], p["hugepages"]["size"]) if p.get("hugepages") else None, "placed"]
             for name, p in sorted(plan.get("placements", {}).items())]
@@ -128,6 +128,12 @@ def render_table(report):
     lines += ["", "Tenant plan: %s" % verdict]
     if rows:
         lines += _table(["TENANT", "NODE", "GPUS", "VFS", "CPUS", "HUGEPAGES", "RESULT"], rows)
+    for name, p in sorted(plan.get("placements", {}).items()):
+        # a tenant spanning nodes: its guest cells, each on its host node
+        for cell in p.get("cells") or []:
+            lines.append("%s cell %d on node %d: vCPUs %s, %d MiB, CPUs %s%s" % (
+                name, cell["id"], cell["node"], format_cpulist(cell["vcpus"]), cell["memory_kib"] // 1024, format_cpulist(cell["cpus"]),
+                "".join(", %s %s" % (kind, ",".join(cell[kind])) for kind in ("gpus", "vfs") if cell[kind])))
     if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
         lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
     if report.get("port_modes"):

@@ -12,6 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError, StateError, labelled
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import expander_layout, read_cells
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning, check_page_size
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
@@ -63,6 +64,12 @@ TENANT_DOMAIN_OPTIONS = dict(
     shutdown_timeout=dict(type="int", default=120),
     force_off=dict(type="bool", default=False),
     relax_vf_isolation=dict(type="bool", default=False),
+    numa_cells=dict(type="list", elements="dict", default=[], options=dict(
+        node=dict(type="int", required=True),
+        vcpus=dict(type="str", required=True),
+        memory_kib=dict(type="int", required=True),
+        devices=dict(type="list", elements="str", default=[]),
+    )),
     **dict(PIN_OPTIONS, **GUEST_OPTIONS)
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's
@@ -158,6 +165,8 @@ class TenantDomain:
             later.append("domain type")
         if read_pinning(before)["hugepages"] != read_pinning(after)["hugepages"]:
             later.append("hugepage backing")
+        if read_cells(before) != read_cells(after) or expander_layout(before) != expander_layout(after):
+            later.append("guest NUMA cells")
         if mmio_window_of(before) != mmio_window_of(after):
             later.append("64-bit MMIO window")
         want_count = self.spec.vcpus

@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_request import check_firmware
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
@@ -88,7 +88,18 @@ def reserve(topology, tenants, policy, foreign):
                  "cpus": format_cpulist(cpus), "numa_node": node, "hugepages": None, "memory_mb": held.get("memory_mb")}
         if not held.get("cpus"):
             notes.append("no CPU pins: its vCPUs may run on any host CPU; pin it (or list it as a tenant) to keep them apart")
-        if hugepages and hugepages.get("size") and hugepages.get("count"):
+        cells = [cell for cell in held.get("cells") or [] if isinstance(cell, dict) and cell.get("node") in node_ids]
+        if cells and hugepages and hugepages.get("size") in SIZES_KB:
+            # guest cells, each bound to its host node: each cell's pages from its own node's pool
+            for cell in cells:
+                key = (cell["node"], hugepages["size"])
+                pages[key] = pages.get(key, 0) + -(-int(cell.get("memory_kib") or 0) // SIZES_KB[hugepages["size"]])
+            entry["hugepages"] = {"size": hugepages["size"], "count": int(hugepages.get("count") or 0),
+                                  "nodes": [cell["node"] for cell in cells]}
+        elif cells:
+            for cell in cells:
+                memory[cell["node"]] = memory.get(cell["node"], 0) + int(cell.get("memory_kib") or 0) // 1024
+        elif hugepages and hugepages.get("size") and hugepages.get("count"):
             nodes = [node] if node is not None else node_ids
             for target in nodes:
                 key = (target, hugepages["size"])
@@ -213,6 +224,10 @@ def tenant_domains(found, tenants, settings):
             "memory_mode": settings.get("memory_mode"),
             "nodeset": str(placement["numa_node"]),
         }
+        if placement.get("cells"):
+            # a tenant spanning nodes: its memory from all of them, each cell's from its own (domain_cells)
+            args["nodeset"] = ",".join(str(cell["node"]) for cell in placement["cells"])
+            args["numa_cells"] = numa_cells(placement)
         try:
             args["firmware"] = check_firmware(spec.get("firmware") or settings.get("firmware"))
         except InputError as exc:
@@ -231,6 +246,27 @@ def tenant_domains(found, tenants, settings):
             if value is not None:
                 args[key] = value
         out.append(args)
+    return out
+
+
+def numa_cells(placement):
+    """A spanning placement's cells as ``tenant_domain``'s ``numa_cells``: per cell its host node,
+    vCPUs (the last cell also takes the vCPUs above the current count, up to ``max_vcpus``), memory
+    and devices; a companion function (a GPU's audio) in the cell of the device whose slot it
+    shares, else in the first cell with devices."""
+    cells = placement["cells"]
+    out = []
+    for cell in cells:
+        vcpus = list(cell["vcpus"])
+        if cell is cells[-1]:
+            vcpus += list(range(placement["vcpus"], placement["max_vcpus"]))
+        out.append({"node": cell["node"], "vcpus": format_cpulist(vcpus), "memory_kib": cell["memory_kib"],
+                    "devices": list(cell["gpus"]) + list(cell["vfs"])})
+    for companion in placement.get("companions") or []:
+        slot = companion.rsplit(".", 1)[0]
+        home = next((entry for entry in out if any(address.rsplit(".", 1)[0] == slot for address in entry["devices"])), None)
+        home = home or next((entry for entry in out if entry["devices"]), out[0])
+        home["devices"].append(companion)
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_builder import DomainBuilder
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import check_cells
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import IOTUNE_KEYS, address_attributes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import SIZES_KB, size_name
@@ -92,6 +93,8 @@ class TenantSpec(DomainBuilder):
             targets.add(target)
             self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
         self.machine = check_machine(params.get("machine"))
+        # guest NUMA cells of a tenant spanning host nodes (domain_cells); [] on one node
+        self.cells = check_cells(params.get("numa_cells"), self.max_vcpus, self.memory_kib, self.gpus + self.vfs, self.machine)
         self.arch = check_arch(params.get("arch")) or "x86_64"
         # set by tenant_domain from the guest options (guest_image): the cloud-init seed ISO, the
         # management NIC ({network or bridge, mac}) and the serial console's log file

@@ -141,7 +141,7 @@ options:
         level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
         O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
         O(live), O(autostart), O(shutdown_timeout), O(force_off), O(relax_vf_isolation), O(vcpu_pins), O(emulator_cpus),
-        O(memory_mode), O(nodeset), O(image), O(cloud_init), O(management), O(guest_dir)),
+        O(memory_mode), O(nodeset), O(numa_cells), O(image), O(cloud_init), O(management), O(guest_dir)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
         Mutually exclusive with O(name), O(tenants) and with every other option of one domain. A bad entry fails the call with an error
@@ -320,6 +320,37 @@ options:
         off or trust on for a VF this tenant holds are refused; with it they are applied, with a warning.
     type: bool
     default: false
+  numa_cells:
+    description:
+      - The guest NUMA cells of a tenant that spans host NUMA nodes (a placement of the planner under C(numa=spread)), one per host node, in
+        order (cell 0 first). Each becomes a C(<cpu><numa><cell>) with its vCPUs and memory and a C(<numatune><memnode>) binding
+        its memory to its host node (C(strict)); hugepages back every cell; each device of a cell sits on a C(pcie-root-port)
+        under a C(pcie-expander-bus) whose C(<node>) is the cell, so the guest sees it on that cell's PCIe root bus.
+      - The cells together hold every vCPU (up to O(max_vcpus)) once, the memory of the domain (O(memory_mb), in whole
+        hugepages), and every address of O(gpus) and O(vfs) once. Devices in cells need a q35 O(machine).
+      - Give O(nodeset) the cells' host nodes and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) for a tenant
+        on one node, whose definition then loses the cells bound to host nodes and their expanders.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      node:
+        description: The host NUMA node of the cell.
+        type: int
+        required: true
+      vcpus:
+        description: The cell's vCPUs, a cpulist (C(0-15)).
+        type: str
+        required: true
+      memory_kib:
+        description: The cell's memory in KiB.
+        type: int
+        required: true
+      devices:
+        description: The PCI addresses of the cell's GPUs, VFs and their companion functions (each on its node).
+        type: list
+        elements: str
+        default: []
   image:
     description:
       - The tenant's disk from a base image. Its files go under O(guest_dir)C(/tenants/<name>/) (C(disk.qcow2), C(seed.iso),

@@ -294,6 +294,28 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
         assert check.returncode == 0, "%s: %s\n%s" % (tenant, check.stdout + check.stderr, xml)
 
 
+def test_preview_shows_a_tenant_spanning_two_nodes(tmp_path):
+    """numa: spread on the DGX A100-class capture (NPS4: 2 GPUs a node): a 4-GPU tenant fits, on two
+    GPU nodes; the preview lists its two guest cells and prints a domain with two cells, a memnode
+    per cell and each GPU and VF on its cell's pcie-expander-bus, which virt-xml-validate accepts."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    wide = {"name": "wide", "gpus": 4, "vfs": 2, "vcpus": 32, "memory_mb": 65536, "hugepage_size": "1G", "numa": "spread",
+            "state": "running"}
+    rc, out, _records = preview(tmp_path, "-e", json.dumps({"gpuvirt_tenants": [wide]}))
+    assert rc == 0, out[-4000:]
+    assert re.search(r"'plan +PASS +fits: wide on nodes [1357],[1357]'", out), out[-4000:]
+    flat = " ".join(out.split())
+    cells = re.findall(r"wide cell ([01]) on node ([1357]): vCPUs (0-15|16-31), 32768 MiB, CPUs [0-9,-]+, gpus \S+,\S+, vfs \S+'", flat)
+    assert [cell[0] for cell in cells] == ["0", "1"] and len(set(cell[1] for cell in cells)) == 2, out[-4000:]
+    xml = domain_xmls(out)["wide"]
+    assert xml.count("<cell ") == 2 and xml.count("<memnode ") == 2 and xml.count('model="pcie-expander-bus"') == 2
+    assert xml.count('model="pcie-root-port"') == 6
+    path = tmp_path / "wide.xml"
+    path.write_text(xml, encoding="utf-8")
+    check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr + xml
+
+
 def test_preview_plans_runtime_2m_pages_and_refuses_a_grub_dropin_as_a_real_run(tmp_path):
     """What the hugepages module reads under /etc/systemd/system is in the capture: 2M pages, set at
     runtime and kept by the boot-time unit, are planned (the unit's diff), not refused for a

@@ -6,13 +6,21 @@ tenant_removals, built once per tenant, the entries of its ``domains``), which t
 
 from __future__ import annotations
 
+import subprocess
+import xml.etree.ElementTree as ET
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import read_assignment
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
@@ -158,6 +166,18 @@ def test_foreign_hugepages_leave_their_node_pool():
     plan = PLAN(topology, tenants, {}, {"legacy": LEGACY})
     assert "hugepages 1G short on node 1: 4 free of 4, 8 needed" in plan["unplaced"]["big"]
     assert plan["free"]["1"]["hugepages"]["1G"] == 4
+
+
+def test_foreign_domain_with_cells_takes_each_cells_pages_from_its_node():
+    """A domain that is not a tenant, with two guest cells bound to nodes 1 and 3 (30 x 1G each):
+    each node's pool loses its cell's pages, no other node's (a domain without cells and without a
+    node takes its count out of every pool)."""
+    topology = dgx()
+    cells = [{"id": 0, "node": 1, "vcpus": [0], "memory_kib": 30 << 20}, {"id": 1, "node": 3, "vcpus": [1], "memory_kib": 30 << 20}]
+    legacy = dict(LEGACY, numa_node=None, hugepages={"size": "1G", "node": None, "count": 60}, cells=cells)
+    plan = PLAN(topology, [], {}, {"legacy": legacy})
+    assert [plan["free"][node]["hugepages"]["1G"] for node in ("1", "3", "5")] == [34, 34, 64]
+    assert plan["foreign"]["legacy"]["hugepages"]["nodes"] == [1, 3]
 
 
 def test_foreign_plain_memory_leaves_its_node():
@@ -339,3 +359,75 @@ def test_a_function_a_foreign_domain_holds_leaves_the_gpu_of_its_group_out():
 def test_group_filter_errors(policy, message):
     with pytest.raises(AnsibleFilterError, match="gpuvirt.tenancy.tenant_group_devices: " + message):
         GROUP_DEVICES(audio_host(), policy)
+
+
+def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
+    """A 4-GPU tenant on the DGX A100-class host (NPS4: 2 GPUs a node) under numa: spread: its
+    tenant_domain entry, checked as the module checks it, builds a definition with one guest cell
+    per host node (vCPUs, memory, memnode strict on the node, hugepages in both cells, vCPUs pinned
+    on the cell's node) and each GPU and VF on a root port of its cell's pcie-expander-bus; libvirt's
+    schema (virt-xml-validate) accepts it, and bringing it to the same entry again changes nothing."""
+    topology = dgx_a100()
+    tenants = [{"name": "wide", "vcpus": 32, "memory_mb": 131072, "gpus": 4, "vfs": 2, "hugepage_size": "1G", "numa": "spread"}]
+    plan = PLAN(topology, tenants)
+    placed = plan["placements"]["wide"]
+    entries = DOMAINS(plan, tenants, dict(SETTINGS, machine="q35", topology=topology))
+    (options, _label), = domain_options(entries)
+    assert options["nodeset"] == ",".join(map(str, placed["numa_nodes"]))
+    spec = TenantSpec(options)
+    root = spec.build()
+    cpu_node = dict((c["id"], c["numa_node"]) for c in topology["cpus"])
+    cells = root.findall("cpu/numa/cell")
+    assert [(c.get("id"), c.get("cpus"), c.get("memory"), c.get("unit")) for c in cells] == [
+        ("0", "0-15", str(64 << 20), "KiB"), ("1", "16-31", str(64 << 20), "KiB")]
+    assert [(m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [
+        ("0", "strict", str(placed["numa_nodes"][0])), ("1", "strict", str(placed["numa_nodes"][1]))]
+    assert root.find("memoryBacking/hugepages/page").get("nodeset") == "0-1"
+    # pins, as tenant_domain writes them with the definition
+    apply_pinning(root, PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"]))
+    for pin in root.findall("cputune/vcpupin"):
+        cell = 0 if int(pin.get("vcpu")) < 16 else 1
+        assert [cpu_node[c] for c in parse_cpulist(pin.get("cpuset"))] == [placed["numa_nodes"][cell]]
+    controllers = dict((c.get("index"), c) for c in root.findall("devices/controller[@type='pci']"))
+    expanders = [c for c in controllers.values() if c.get("model") == "pcie-expander-bus"]
+    assert sorted(e.find("target/node").text for e in expanders) == ["0", "1"]
+    gpu_cell = dict((a, cell["id"]) for cell in placed["cells"] for a in cell["gpus"] + cell["vfs"])
+    elements = root.findall("devices/hostdev") + root.findall("devices/interface[@type='hostdev']")
+    assert len(elements) == 6
+    for element in elements:
+        source = element.find("source/address")
+        host = "%04x:%02x:%02x.%x" % tuple(int(source.get(k), 16) for k in ("domain", "bus", "slot", "function"))
+        port = controllers[str(int(element.find("address").get("bus"), 16))]
+        assert port.get("model") == "pcie-root-port"
+        expander = controllers[str(int(port.find("address").get("bus"), 16))]
+        assert expander.find("target/node").text == str(gpu_cell[host])
+    path = tmp_path / "wide.xml"
+    path.write_text(to_text(root), encoding="utf-8")
+    check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    again = parse_xml(to_text(root))
+    assert not TenantSpec(options).update(again)
+    # libvirt's own additions as its qemu driver stores such a definition (libvirt
+    # tests/qemuxml2xmloutdata/pcie-expander-bus.x86_64-latest.xml: model names, the expander's
+    # slot on pcie-root, the root ports' chassis and port, pcie-root itself) are no change
+    stored = parse_xml(to_text(root))
+    devices = stored.find("devices")
+    devices.insert(0, ET.Element("controller", {"type": "pci", "index": "0", "model": "pcie-root"}))
+    for number, controller in enumerate(stored.findall("devices/controller[@type='pci']")):
+        if controller.get("model") == "pcie-expander-bus":
+            controller.insert(0, ET.Element("model", {"name": "pxb-pcie"}))
+            ET.SubElement(controller, "address", {"type": "pci", "domain": "0x0000", "bus": "0x00", "slot": "0x%02x" % (4 + number),
+                                                  "function": "0x0"})
+        elif controller.get("model") == "pcie-root-port":
+            controller.insert(0, ET.Element("model", {"name": "pcie-root-port"}))
+            controller.insert(1, ET.Element("target", {"chassis": controller.get("index"), "port": "0x0"}))
+    assert not TenantSpec(options).update(stored)
+    # the domain read back is the planner's existing: the tenant is kept as it is
+    kept = PLAN(topology, tenants, {"existing": {"wide": read_assignment(root)}})["placements"]["wide"]
+    assert kept["kept"] and kept["cells"] == placed["cells"] and kept["vcpu_pins"] == placed["vcpu_pins"]
+    # back on one node: the cells, memnodes and expanders leave, the devices' guest addresses with them
+    one = dict(options, numa_cells=[], nodeset=str(placed["numa_nodes"][0]))
+    assert TenantSpec(one).update(again)
+    assert again.find("cpu/numa") is None and again.find("numatune/memnode") is None
+    assert again.find("devices/controller[@model='pcie-expander-bus']") is None
+    assert all(e.find("address") is None for e in again.findall("devices/hostdev"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
 
 CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare")
@@ -22,6 +23,14 @@ def test_bare_lab_numa_and_cpus():
     assert all(n["hugepages"]["2048kB"]["total"] == 0 for n in topo["numa_nodes"])
     assert [c["numa_node"] for c in topo["cpus"]] == [0, 0, 1, 1]
     assert topo["cpu_vendor"] == "intel"
+
+
+def test_bare_lab_numa_distances_reach_the_planner():
+    """nodeN/distance as captured (10 20 / 20 10), read by the one topology reader and indexed by
+    the planner per pair of nodes (the spread tenants' closest nodes first)."""
+    topo = lab_topology()
+    assert [n["distances"] for n in topo["numa_nodes"]] == [[10, 20], [20, 10]]
+    assert HostIndex(topo).distance == {(0, 0): 10, (0, 1): 20, (1, 0): 20, (1, 1): 10}
 
 
 def test_bare_lab_devices_on_node_1_behind_the_expander():

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
-from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, sriov_vfs, tenant_domain
 
 from conftest import FIXTURES, LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -1052,3 +1052,44 @@ def test_a_running_tenant_given_a_management_nic_keeps_it_for_its_restart(conn, 
     assert any("keeps its devices until it is restarted" in reason for reason in result["restart_reasons"]), result
     nic = xml_of(conn, args["name"]).find("devices/interface")
     assert nic.get("type") == "network" and nic.find("source").get("network") == "default"
+
+
+def test_multi_cell_tenant_defined_then_unchanged(conn, args):
+    """A tenant spanning two host nodes (numa_cells, as the tenants stage passes a numa: spread
+    placement): libvirt takes the definition with two guest cells, a memnode per cell, hugepages in
+    both and each device on a root port of its cell's pcie-expander-bus; the same call again,
+    against what libvirt stored, changes nothing."""
+    cells = [{"node": 0, "vcpus": "0", "memory_kib": 51200, "devices": [EDU]},
+             {"node": 1, "vcpus": "1", "memory_kib": 51200, "devices": [VF1]}]
+    args = dict(args, machine="q35", numa_cells=cells, nodeset="0-1", vcpu_pins={"0": "0", "1": "4"}, emulator_cpus="1")
+    first = run_module(tenant_domain.main, args)
+    assert first["changed"] and first["created"]
+    root = xml_of(conn, args["name"])
+    assert [(c.get("id"), c.get("cpus"), c.get("memory")) for c in root.findall("cpu/numa/cell")] == [
+        ("0", "0", "51200"), ("1", "1", "51200")]
+    assert [(m.get("cellid"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [("0", "0"), ("1", "1")]
+    assert root.find("memoryBacking/hugepages/page").get("nodeset") == "0-1"
+    controllers = dict((c.get("index"), c) for c in root.findall("devices/controller[@type='pci']"))
+    for element, cell in ((root.find("devices/hostdev"), "0"), (root.find("devices/interface[@type='hostdev']"), None)):
+        if element is None:
+            continue
+        port = controllers[str(int(element.find("address").get("bus"), 16))]
+        expander = controllers[str(int(port.find("address").get("bus"), 16))]
+        assert (port.get("model"), expander.get("model")) == ("pcie-root-port", "pcie-expander-bus")
+        assert cell is None or expander.find("target/node").text == cell
+    before = conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    again = run_module(tenant_domain.main, args)
+    assert not again["changed"], again
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+    # numa_pin with the same pins, and hugepages in both cells, keeps the memnodes and changes nothing
+    pins = {"name": args["name"], "uri": URI, "vcpu_pins": args["vcpu_pins"], "emulator_cpus": "1", "nodeset": "0-1",
+            "hugepages": {"size": "2M", "nodeset": "0-1"}}
+    assert not run_module(numa_pin.main, pins)["changed"]
+    assert conn.lookupByName(args["name"]).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE) == before
+    # running, its cells moved (the devices swap cells): the definition changes, the running domain
+    # keeps its cells until it is restarted
+    conn.lookupByName(args["name"]).create()
+    swapped = [dict(cells[0], devices=[VF1]), dict(cells[1], devices=[EDU])]
+    moved = run_module(tenant_domain.main, dict(args, numa_cells=swapped, state="running"))
+    assert moved["changed"] and moved["restart_required"]
+    assert any("guest NUMA cells" in warning for warning in moved.get("warnings", [])), moved
