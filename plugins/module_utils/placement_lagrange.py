@@ -23,7 +23,7 @@ fit at once, by subgradient steps. Pure, deterministic, standard library only.
 
 from __future__ import absolute_import, division, print_function
 
-from operator import ge, mul, sub
+from operator import ge, mul
 
 __metaclass__ = type
 
@@ -187,10 +187,25 @@ class Configurations:
 
 def _knapsack(cap, items):
     """The best sum of gains of tenants that fit in ``cap`` together, and how many of each kind:
-    ``items`` [(gain, kind, demand, how many)]; None when it takes more than KNAPSACK_STEPS."""
+    ``items`` [(gain, kind, demand, how many)], counts of at least 0; None when it takes more
+    than KNAPSACK_STEPS."""
     items = sorted((item for item in items if item[0] > 1e-12), key=lambda item: (-item[0], item[1]))
     size = len(items)
     width = len(cap)
+    if min(cap, default=0) < 0:
+        return 0.0, []  # no count fits below nothing
+    # the room and the demands packed into one integer each, a field per resource with a guard
+    # bit above it: the room left minus a demand keeps every guard bit exactly when the demand
+    # fits, so one subtraction checks all the resources at once and gives the room left
+    shifts, low, guards, shift = [], [], 0, 0
+    for r in range(width):
+        bits = max([cap[r]] + [item[2][r] for item in items]).bit_length()
+        shifts.append(shift)
+        low.append((1 << bits) - 1)
+        guards |= 1 << (shift + bits)
+        shift += bits + 1
+    room = guards + sum(value << at for value, at in zip(cap, shifts))
+    packed = [sum(need << at for need, at in zip(item[2], shifts)) for item in items]
     # from each position on: the least each resource is taken by one tenant (how many more fit
     # at most), and the gains one by one, largest first (the most those can add: running sums)
     least = [None] * (size + 1)
@@ -198,7 +213,7 @@ def _knapsack(cap, items):
     floor = [0] * width
     for position in range(size - 1, -1, -1):
         floor = list(map(min, floor, items[position][2])) if position < size - 1 else list(items[position][2])
-        least[position] = [(r, need) for r, need in enumerate(floor) if need > 0]
+        least[position] = [(shifts[r], low[r], need) for r, need in enumerate(floor) if need > 0]
     running, offsets = [0.0], []
     for item_gain, _kind, _need, many in items:
         offsets.append(len(running) - 1)
@@ -213,8 +228,8 @@ def _knapsack(cap, items):
     def ceiling(left, start):
         first = offsets[start]
         last = total
-        for r, need in least[start]:
-            fit = first + left[r] // need
+        for at, mask, need in least[start]:
+            fit = first + (left >> at & mask) // need
             if fit < last:
                 last = fit
         return running[last] - running[first]
@@ -225,20 +240,25 @@ def _knapsack(cap, items):
         if gain > best[0] + 1e-12:
             best[0], best[1] = gain, list(taken)
         for position in range(start, size):
-            item_gain, kind, need, many = items[position]
-            if not all(map(ge, left, need)):
+            need = packed[position]
+            if (left - need) & guards != guards:
                 continue
             # the most the rest can add only falls from one position to the next
             if steps[0] > KNAPSACK_STEPS or gain + ceiling(left, position) <= best[0] + 1e-12:
                 return
-            room, number = left, 0
-            while number < many and all(map(ge, room, need)):
-                room = list(map(sub, room, need))
-                number += 1
+            item_gain, kind, _need, many = items[position]
+            if many < 1:
+                continue
+            after, number = left - need, 1
+            while True:
                 taken.append((kind, number))
-                grow(position + 1, room, gain + item_gain * number)
+                grow(position + 1, after, gain + item_gain * number)
                 taken.pop()
-    grow(0, list(cap), 0.0)
+                if number == many or (after - need) & guards != guards:
+                    break
+                after -= need
+                number += 1
+    grow(0, room, 0.0)
     if steps[0] > KNAPSACK_STEPS:
         return None
     return best[0], best[1]
