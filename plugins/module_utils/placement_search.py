@@ -338,9 +338,12 @@ class Search:
         if seen is not None and seen >= value:
             return
         self.seen[key] = value
-        bound = self._bound(index, count, online, rank, cut=True)
-        if bound is None or bound <= self.best:
-            return
+        # at the root the ceiling (no higher than this bound, with the same tenants ruled out) is
+        # above the best found, or there is no search
+        if index:
+            bound = self._bound(index, count, online, rank, cut=True)
+            if bound is None or bound <= self.best:
+                return
         caps = self.caps
         item = queue[index]
         bit = 1 << index
