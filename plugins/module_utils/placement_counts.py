@@ -128,13 +128,13 @@ def search_nodes(planner, state, tenants, prefer):
         pairs = width and tenant["gpu_count"] and tenant["vf_count"]
         if width and not pairs:
             rest += (0, 0) * width
+        ranked = tenant["vf_count"] and tenant["gpu_count"] and policy["pcie_affinity"] != "ignore"
         ranks = None
-        if tenant["vf_count"] and tenant["gpu_count"] and policy["pcie_affinity"] != "ignore" and explicit is None:
+        if ranked and explicit is None:
             # the same for every tenant of as many VFs
             ranks = node_rank.get(tenant["vf_count"])
             if ranks is None:
                 ranks = node_rank[tenant["vf_count"]] = [rank_estimate(planner, tenant, node, rank_lists) for node in host.nodes]
-        ranked = ranks is None and tenant["vf_count"] and tenant["gpu_count"] and policy["pcie_affinity"] != "ignore"
         # the demand differs between nodes only by their threads per core
         demands = {}
         for slot, node in slots:
@@ -146,8 +146,10 @@ def search_nodes(planner, state, tenants, prefer):
                 demand = demands[per_core] = (-(-threads // per_core),) + rest
             if ranks is not None:
                 rank = ranks[slot]
+            elif ranked:
+                rank = rank_estimate(planner, tenant, node, rank_lists)
             else:
-                rank = rank_estimate(planner, tenant, node, rank_lists) if ranked else 0
+                rank = 0
             sticky = 0 if sticky_node is None or sticky_node == node else 1
             if pairs:
                 for way in _switch_ways(switches.get(node, ()), width, len(state.free_gpus[node]), tenant, explicit):
