@@ -278,6 +278,10 @@ class HostIndex:
         self.unit_size = dict((address, len(unit)) for address, unit in self.units.items())
         self.group_sizes = {}
         for kind, pool_list, node_of in (("gpus", self.gpus, self.gpu_node), ("vfs", self.vfs, self.vf_node)):
+            if not self.units:
+                # every device its own group (most hosts)
+                self.group_sizes[kind] = ([1] if pool_list else [], True)
+                continue
             sizes = sorted(set(self.unit_size.get(address, 1) for address in pool_list))
             one_node = all(len(set(map(node_of.get, self.units[address]))) == 1 for address in pool_list if address in self.units)
             self.group_sizes[kind] = (sizes, one_node and all(larger % smaller == 0 for smaller, larger in zip(sizes, sizes[1:])))
