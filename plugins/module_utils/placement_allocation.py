@@ -45,7 +45,9 @@ def pick_units(ordered, count, units):
                     return True
                 chosen.pop()
         return False
-    if not fill(0, count):
+    found = fill(0, count)
+    fill = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
+    if not found:
         return None
     return [address for unit in chosen for address in unit]
 

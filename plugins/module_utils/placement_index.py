@@ -354,24 +354,26 @@ class _RankRow(dict):
     """One GPU's PCIe ranks to VFs (HostIndex.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""
 
-    __slots__ = ("host", "gpu", "levels")
+    # the index's maps, not the index: a row the index holds refers to no cycle back to it, so a
+    # plan's index is freed when the plan ends, not left to the garbage collector
+    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels")
 
     def __init__(self, host, gpu):
         dict.__init__(self)
-        self.host, self.gpu = host, gpu
+        self.gpu_node, self.vf_pf, self.vf_node = host.gpu_node.get(gpu), host.vf_pf, host.vf_node
         # the GPU's row of the affinity matrix: VF or PF -> level
         self.levels = host.affinity.get(gpu) or {}
 
     def __missing__(self, vf):
-        host, levels = self.host, self.levels
+        levels = self.levels
         if vf in levels:
             rank = _level_rank(levels[vf])
         else:
-            pf = host.vf_pf.get(vf)
+            pf = self.vf_pf.get(vf)
             if pf in levels:
                 rank = _level_rank(levels[pf])
             else:
-                gpu_node, vf_node = host.gpu_node.get(self.gpu), host.vf_node.get(vf)
+                gpu_node, vf_node = self.gpu_node, self.vf_node.get(vf)
                 rank = affinity.rank("SYS") if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
         self[vf] = rank
         return rank

@@ -285,6 +285,7 @@ def _knapsack(cap, items, packing=None):
                 after -= need
                 number += 1
     grow(0, packing.room, 0.0, 0)
+    grow = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
     if steps[0] > KNAPSACK_STEPS:
         return None
     return best[0], best[1]

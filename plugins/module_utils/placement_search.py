@@ -590,6 +590,7 @@ class Search:
                 if all(map(ge, left, demand)):
                     grow(number + 1, list(map(sub, left, demand)), placed + 1)
         grow(0, list(self.caps[slot]), 0)
+        grow = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
         # cut short: the resource-by-resource count, which never says fewer
         if steps <= limit:
             self.together_left -= steps
