@@ -45,7 +45,9 @@ def pick_units(ordered, count, units):
                     return True
                 chosen.pop()
         return False
-    if not fill(0, count):
+    found = fill(0, count)
+    fill = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
+    if not found:
         return None
     return [address for unit in chosen for address in unit]
 
@@ -102,6 +104,8 @@ class State:
                 self.free_threads[node] = list(chain.from_iterable(cores))
         self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
         self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
+        # what the allocation has checked since the last take (Allocation._candidate)
+        self.checks = {}
 
     def copy(self):
         other = State.__new__(State)
@@ -113,9 +117,11 @@ class State:
         other.memory_used = dict(self.memory_used)
         for name in ("free_cores", "free_threads", "free_gpus", "free_vfs"):
             setattr(other, name, dict((node, list(items)) for node, items in getattr(self, name).items()))
+        other.checks = {}
         return other
 
     def take(self, name, placement):
+        self.checks = {}
         host = self.host
         cpus = set(placement["cpus"])
         self.cpu_owner.update(dict.fromkeys(cpus, name))
@@ -340,12 +346,21 @@ class Allocation:
         """Place ``tenant`` with CPUs and memory on ``node`` (with the GPUs and VFs of ``devices``
         when given); -> (placement, score or None without ``scored``) or shortage."""
         shortages = []
-        reason = self._memory_check(state, node, tenant)
+        # what is only checked, not chosen, is the same for every tenant that asks as much until
+        # the state changes (State.take): asked once per node and amount
+        checks = state.checks
+        key = ("memory", node, tenant["hugepage_size"], tenant["memory_mb"])
+        reason = checks.get(key, False)
+        if reason is False:
+            reason = checks[key] = self._memory_check(state, node, tenant)
         if reason:
             shortages.append(reason)
         # once short, the rest is only counted, for the reason (which GPUs matters to a VF
         # shortage only under pcie_affinity require); the CPUs are chosen once all is there
-        cpus = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=False)
+        key = ("cpus", node, tenant["vcpus"], tenant["emulator"])
+        cpus = checks.get(key, False)
+        if cpus is False:
+            cpus = checks[key] = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=False)
         if cpus is not None:
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
@@ -353,10 +368,21 @@ class Allocation:
         if devices is not None:
             gpus, vfs = devices
         else:
-            gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
+            key = ("gpus", node, local_only, tenant["gpu_count"])
+            gpus = checks.get(key) if not nearest and tenant["gpu_addresses"] is None else None
+            if gpus is None:
+                gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
+                if not nearest and tenant["gpu_addresses"] is None:
+                    checks[key] = gpus
             if isinstance(gpus, str):
                 shortages.append(gpus)
-            vfs = self._pick_vfs(state, tenant, allowed, node, gpus if isinstance(gpus, list) and nearest else [], build=not shortages)
+            near = gpus if isinstance(gpus, list) and nearest else []
+            key = ("vfs", node, local_only, tenant["vf_count"])
+            vfs = checks.get(key) if shortages and not near else None
+            if vfs is None:
+                vfs = self._pick_vfs(state, tenant, allowed, node, near, build=not shortages)
+                if shortages and not near:
+                    checks[key] = vfs
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:

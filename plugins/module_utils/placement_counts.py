@@ -100,6 +100,8 @@ def search_nodes(planner, state, tenants, prefer):
         caps.append(cap)
     rank_lists = node_ranks(planner, state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
     claim_bits = {}
+    # per VF count: the rank a tenant with GPUs (a count) and that many VFs gets on each node
+    node_rank = {}
     candidates, index_of = [], []
     slots = list(enumerate(host.nodes))
     for index, tenant in enumerate(tenants):
@@ -127,6 +129,12 @@ def search_nodes(planner, state, tenants, prefer):
         if width and not pairs:
             rest += (0, 0) * width
         ranked = tenant["vf_count"] and tenant["gpu_count"] and policy["pcie_affinity"] != "ignore"
+        ranks = None
+        if ranked and explicit is None:
+            # the same for every tenant of as many VFs
+            ranks = node_rank.get(tenant["vf_count"])
+            if ranks is None:
+                ranks = node_rank[tenant["vf_count"]] = [rank_estimate(planner, tenant, node, rank_lists) for node in host.nodes]
         # the demand differs between nodes only by their threads per core
         demands = {}
         for slot, node in slots:
@@ -136,8 +144,13 @@ def search_nodes(planner, state, tenants, prefer):
             demand = demands.get(per_core)
             if demand is None:
                 demand = demands[per_core] = (-(-threads // per_core),) + rest
-            rank = rank_estimate(planner, tenant, node, rank_lists) if ranked else 0
-            sticky = 0 if sticky_node in (None, node) else 1
+            if ranks is not None:
+                rank = ranks[slot]
+            elif ranked:
+                rank = rank_estimate(planner, tenant, node, rank_lists)
+            else:
+                rank = 0
+            sticky = 0 if sticky_node is None or sticky_node == node else 1
             if pairs:
                 for way in _switch_ways(switches.get(node, ()), width, len(state.free_gpus[node]), tenant, explicit):
                     if all(map(le, demand + way, caps[slot])):

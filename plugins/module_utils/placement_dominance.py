@@ -35,12 +35,23 @@ def dominance(items):
     # a tenant taking the same on every node takes no more than b wherever b goes when it needs no more
     uniform = [len(set(map(itemgetter(0), table.values()))) == 1 for table in tables]
     # what a must not exceed, in one row: needs, ranks per node, and priority (online first)
-    rows = [None if item.claims or item.multi else item.need + tuple(rank_row) + (-item.online,) for item, rank_row in zip(items, ranks)]
+    rows = [None if item.claims or item.multi else item.need + tuple(rank_row) + (1 - item.online,) for item, rank_row in zip(items, ranks)]
     covers, covered = [0] * count, [0] * count
     others = [number for number in range(count) if rows[number] is not None]
+    # each row packed into one integer, a field per column with a guard bit above it: a row is no
+    # more than another in every column when the other, with the guard bits, minus it keeps them all
+    guards, packed = 0, dict((number, 0) for number in others)
+    shift = 0
+    for column in zip(*[rows[number] for number in others]):
+        least = min(column)  # counted from the least, so that no field is below 0
+        bits = (max(column) - least).bit_length()
+        for number, value in zip(others, column):
+            packed[number] |= (value - least) << shift
+        guards |= 1 << (shift + bits)
+        shift += bits + 1
     for a in others:
-        mine = rows[a]
-        for b in [b for b in others if all(map(le, mine, rows[b]))]:
+        mine = packed[a]
+        for b in [b for b in others if (packed[b] | guards) - mine & guards == guards]:
             if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
                 covers[a] |= 1 << b
                 covered[b] |= 1 << a

@@ -87,10 +87,78 @@ class HostIndex:
             self.hugepages[node_id] = pools
             node_cpus[node_id] = list(map(int, node.get("cpus") or []))
 
-        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set). Field by
-        # field over the CPU dicts, in comprehensions and C-level maps rather than one loop: with
-        # hundreds of CPUs this is most of the time a plan takes to index its host.
+        # CPUs: online CPUs per node, and each CPU's physical core (its sibling set)
         listed_cpus = topology.get("cpus") or []
+        plain = _plain_cpus(listed_cpus, self.nodes)
+        if plain is None:
+            self._read_cpus(listed_cpus, node_cpus)
+        else:
+            self.cpu_node, self.core_of, self.node_cpus, self.node_cores = plain
+            self.online = set(self.core_of)
+            known = set(self.online)
+            for node_id, ids in node_cpus.items():
+                known.update(ids)
+                for cpu_id in set(ids).difference(self.cpu_node):
+                    self.cpu_node[cpu_id] = node_id
+            # CPU numbers in inputs are checked against this before a range is expanded
+            self.cpu_bound = max(known) + 1 if known else 1
+
+        pci = topology.get("pci_devices") or {}
+        # GPUs
+        self.gpu_node = {}
+        for gpu in topology.get("gpus") or []:
+            self.gpu_node[gpu["address"]] = node_of(gpu.get("numa_node"))
+        if gpu_pool is not None:
+            pool = list(gpu_pool)
+            unknown = [addr for addr in pool if addr not in self.gpu_node]
+            if unknown:
+                raise InputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
+                                 % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
+            self.gpu_node = dict((addr, self.gpu_node[addr]) for addr in pool)
+        self.gpus = sorted(self.gpu_node)
+
+        # VFs: the virtfns of the PFs (optionally only the listed PFs), in PF then VF-index order.
+        pfs = sorted(addr for addr, dev in pci.items() if dev.get("virtfns"))
+        if vf_pfs is not None:
+            wanted = list(vf_pfs)
+            unknown = [addr for addr in wanted if addr not in pci or not pci[addr].get("virtfns")]
+            if unknown:
+                raise InputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
+                                 "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
+            pfs = wanted
+        self.vf_node = {}
+        self.vf_pf = {}
+        self.vfs = []
+        self.vf_network = {}
+        for pf in pfs:
+            pf_dev = pci[pf]
+            for vf in pf_dev.get("virtfns") or []:
+                dev = pci.get(vf) or {}
+                node = dev.get("numa_node")
+                if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
+                    node = node_of(node)
+                    if node is None:
+                        node = node_of(pf_dev.get("numa_node"))
+                self.vf_node[vf] = node
+                self.vf_pf[vf] = pf
+                self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
+                self.vfs.append(vf)
+        self._groups(topology, pci, host_devices or {})
+        self.vf_order = dict((vf, index) for index, vf in enumerate(self.vfs))
+        # per node (None: devices of unknown node, usable only by a split placement)
+        self.node_gpus = dict((node, []) for node in self.nodes + [None])
+        for addr in self.gpus:
+            self.node_gpus.setdefault(self.gpu_node[addr], []).append(addr)
+        self.node_vfs = dict((node, []) for node in self.nodes + [None])
+        for vf in self.vfs:
+            self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
+        self.affinity = topology.get("gpu_nic_affinity") or {}
+        self._rank_rows = {}
+
+    def _read_cpus(self, listed_cpus, node_cpus):
+        """The CPUs of any shape (_plain_cpus reads the usual one at once): ``cpu_node``,
+        ``core_of``, ``online``, ``cpu_bound``, ``node_cpus`` and ``node_cores``. Field by field
+        over the CPU dicts, in comprehensions and C-level maps rather than one loop."""
         ids = [cpu_id if type(cpu_id) is int else int(cpu_id)  # pylint: disable=unidiomatic-typecheck
                for cpu_id in map(itemgetter("id"), listed_cpus)]
         known = set(ids)
@@ -157,58 +225,6 @@ class HostIndex:
             self.node_cpus = dict((node, list(compress(in_order, map(eq, owners, repeat(node))))) for node in self.nodes)
         self.node_cores = dict((node, sorted(set(map(self.core_of.__getitem__, self.node_cpus[node])))) for node in self.nodes)
 
-        pci = topology.get("pci_devices") or {}
-        # GPUs
-        self.gpu_node = {}
-        for gpu in topology.get("gpus") or []:
-            self.gpu_node[gpu["address"]] = node_of(gpu.get("numa_node"))
-        if gpu_pool is not None:
-            pool = list(gpu_pool)
-            unknown = [addr for addr in pool if addr not in self.gpu_node]
-            if unknown:
-                raise InputError("policy.gpus: %s not GPUs of this host (known: %s); list GPU PCI addresses from the topology"
-                                 % (", ".join(unknown), ", ".join(sorted(self.gpu_node)) or "none"))
-            self.gpu_node = dict((addr, self.gpu_node[addr]) for addr in pool)
-        self.gpus = sorted(self.gpu_node)
-
-        # VFs: the virtfns of the PFs (optionally only the listed PFs), in PF then VF-index order.
-        pfs = sorted(addr for addr, dev in pci.items() if dev.get("virtfns"))
-        if vf_pfs is not None:
-            wanted = list(vf_pfs)
-            unknown = [addr for addr in wanted if addr not in pci or not pci[addr].get("virtfns")]
-            if unknown:
-                raise InputError("policy.vf_pfs: %s has no VFs in the topology (PFs with VFs: %s); create the VFs first "
-                                 "(gpuvirt_sriov_pfs) or fix the address" % (", ".join(unknown), ", ".join(pfs) or "none"))
-            pfs = wanted
-        self.vf_node = {}
-        self.vf_pf = {}
-        self.vfs = []
-        self.vf_network = {}
-        for pf in pfs:
-            pf_dev = pci[pf]
-            for vf in pf_dev.get("virtfns") or []:
-                dev = pci.get(vf) or {}
-                node = dev.get("numa_node")
-                if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
-                    node = node_of(node)
-                    if node is None:
-                        node = node_of(pf_dev.get("numa_node"))
-                self.vf_node[vf] = node
-                self.vf_pf[vf] = pf
-                self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")
-                self.vfs.append(vf)
-        self._groups(topology, pci, host_devices or {})
-        self.vf_order = dict((vf, index) for index, vf in enumerate(self.vfs))
-        # per node (None: devices of unknown node, usable only by a split placement)
-        self.node_gpus = dict((node, []) for node in self.nodes + [None])
-        for addr in self.gpus:
-            self.node_gpus.setdefault(self.gpu_node[addr], []).append(addr)
-        self.node_vfs = dict((node, []) for node in self.nodes + [None])
-        for vf in self.vfs:
-            self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
-        self.affinity = topology.get("gpu_nic_affinity") or {}
-        self._rank_rows = {}
-
     def _groups(self, topology, pci, host_devices):
         """The IOMMU groups of the GPUs and VFs of the pools: the devices of one group go to one
         tenant or to none. Sets ``units`` (device -> the pool devices of its group, for groups
@@ -263,6 +279,10 @@ class HostIndex:
         self.unit_size = dict((address, len(unit)) for address, unit in self.units.items())
         self.group_sizes = {}
         for kind, pool_list, node_of in (("gpus", self.gpus, self.gpu_node), ("vfs", self.vfs, self.vf_node)):
+            if not self.units:
+                # every device its own group (most hosts)
+                self.group_sizes[kind] = ([1] if pool_list else [], True)
+                continue
             sizes = sorted(set(self.unit_size.get(address, 1) for address in pool_list))
             one_node = all(len(set(map(node_of.get, self.units[address]))) == 1 for address in pool_list if address in self.units)
             self.group_sizes[kind] = (sizes, one_node and all(larger % smaller == 0 for smaller, larger in zip(sizes, sizes[1:])))
@@ -282,28 +302,79 @@ class HostIndex:
         return list(map(min, *[map(self.rank_row(gpu).__getitem__, vfs) for gpu in gpus]))
 
 
+def _plain_cpus(cpus, nodes):
+    """The CPUs in the shape read_topology gives them on most hosts, read in one pass: every CPU
+    online, its id and NUMA node (one of ``nodes``) ints, its siblings one thread (itself) or two in
+    order, listed alike by both, on its node. -> (cpu_node, core_of, node_cpus, node_cores), or
+    None for any other shape (HostIndex._read_cpus reads it)."""
+    try:
+        fields = list(map(itemgetter("id", "numa_node", "siblings", "online"), cpus))
+    except (KeyError, TypeError):
+        return None
+    if not fields:
+        return None
+    ids, nodes_read, siblings, up = zip(*fields)
+    if (set(up) != {True} or set(map(type, ids)) != {int} or set(map(type, nodes_read)) != {int}
+            or not set(nodes_read).issubset(nodes) or set(map(type, siblings)) != {list}):
+        return None
+    node_cpus = dict((node, []) for node in nodes)
+    node_cores = dict((node, []) for node in nodes)
+    core_of, listed = {}, {}
+    for cpu_id, node, threads in zip(ids, nodes_read, siblings):
+        core = core_of.get(cpu_id)
+        if core is None:
+            core = tuple(threads)
+            if len(core) == 2:
+                first, second = core
+                if (type(first) is not int or type(second) is not int  # pylint: disable=unidiomatic-typecheck
+                        or not first < second or cpu_id not in core or first in core_of or second in core_of):
+                    return None
+                core_of[first] = core_of[second] = core
+                listed[core] = threads
+            elif core != (cpu_id,):
+                return None
+            else:
+                core_of[cpu_id] = core
+            node_cores[node].append(core)
+        elif len(core) != 2 or listed[core] != threads:
+            return None
+        node_cpus[node].append(cpu_id)
+    cpu_node = dict(zip(ids, nodes_read))
+    # every thread of a core listed once, online and on the core's node
+    if len(cpu_node) != len(ids) or len(core_of) != len(ids):
+        return None
+    for node, cores in node_cores.items():
+        if not all(map(eq, map(cpu_node.get, chain.from_iterable(cores)), repeat(node))):
+            return None
+        cores.sort()
+        node_cpus[node].sort()
+    return cpu_node, core_of, node_cpus, node_cores
+
+
 class _RankRow(dict):
     """One GPU's PCIe ranks to VFs (HostIndex.rank_row): a plain lookup once a rank is known, so the
     planner's many nearest-pair questions cost no call each."""
 
-    __slots__ = ("host", "gpu", "levels")
+    # the index's maps, not the index: a row the index holds refers to no cycle back to it, so a
+    # plan's index is freed when the plan ends, not left to the garbage collector
+    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels")
 
     def __init__(self, host, gpu):
         dict.__init__(self)
-        self.host, self.gpu = host, gpu
+        self.gpu_node, self.vf_pf, self.vf_node = host.gpu_node.get(gpu), host.vf_pf, host.vf_node
         # the GPU's row of the affinity matrix: VF or PF -> level
         self.levels = host.affinity.get(gpu) or {}
 
     def __missing__(self, vf):
-        host, levels = self.host, self.levels
+        levels = self.levels
         if vf in levels:
             rank = _level_rank(levels[vf])
         else:
-            pf = host.vf_pf.get(vf)
+            pf = self.vf_pf.get(vf)
             if pf in levels:
                 rank = _level_rank(levels[pf])
             else:
-                gpu_node, vf_node = host.gpu_node.get(self.gpu), host.vf_node.get(vf)
+                gpu_node, vf_node = self.gpu_node, self.vf_node.get(vf)
                 rank = affinity.rank("SYS") if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
         self[vf] = rank
         return rank

@@ -23,7 +23,8 @@ fit at once, by subgradient steps. Pure, deterministic, standard library only.
 
 from __future__ import absolute_import, division, print_function
 
-from operator import ge, mul, sub
+from itertools import accumulate, chain, repeat
+from operator import ge, itemgetter, mul
 
 __metaclass__ = type
 
@@ -31,6 +32,8 @@ __metaclass__ = type
 DUAL_STEPS = 40
 # the most search steps one node's knapsack may take (past it the bound says nothing new)
 KNAPSACK_STEPS = 4000
+# the fewest kinds in a knapsack for which the cut of kinds that others dominate pays for itself
+DOMINANCE_FROM = 6
 # the first step size of the configuration prices (halved after three steps that find no lower
 # bound), and the one to go on with from the best prices when they stalled close to a proof
 STEP_SIZE = 1.0
@@ -118,8 +121,9 @@ class Configurations:
             # only the resources that all the tenants which fit could run out of matter here
             binding = [r for r in range(len(cap)) if sum(need[r] * counts[kind] for kind, need in fitting) > cap[r]]
             if fitting:
-                self.nodes.append((len(slots), [cap[r] for r in binding],
-                                   [(kind, tuple(need[r] for r in binding)) for kind, need in fitting], slots))
+                room = [cap[r] for r in binding]
+                fitting = [(kind, tuple(need[r] for r in binding)) for kind, need in fitting]
+                self.nodes.append((len(slots), room, fitting, slots, Packing(room, [need for _kind, need in fitting])))
         self.counts = counts
         # start from each kind's largest share of a node it may go to (a tenant taking half a
         # node's pages is worth about half a node): far fewer steps than from nothing
@@ -140,8 +144,8 @@ class Configurations:
                 break
             value = sum(price * count for price, count in zip(prices, counts))
             used = [0] * len(counts)
-            for many, cap, fitting, _slots in self.nodes:
-                found = _knapsack(cap, [(1.0 - prices[kind], kind, need, counts[kind]) for kind, need in fitting if prices[kind] < 1.0])
+            for many, cap, fitting, _slots, packing in self.nodes:
+                found = _knapsack(cap, [(1.0 - prices[kind], kind, need, counts[kind]) for kind, need in fitting if prices[kind] < 1.0], packing)
                 if found is None:
                     return self.best
                 gain, taken = found
@@ -174,9 +178,10 @@ class Configurations:
         tenants the GPU nodes would waste room on): [(slot, kind)], or None."""
         left = list(self.counts)
         picks = []
-        for _many, cap, fitting, slots in sorted(self.nodes, key=lambda node: len(node[2])):
+        for _many, cap, fitting, slots, packing in sorted(self.nodes, key=lambda node: len(node[2])):
             for slot in slots:
-                found = _knapsack(cap, [(bonus + 1.001 - self.prices[kind], kind, need, left[kind]) for kind, need in fitting if left[kind]])
+                found = _knapsack(cap, [(bonus + 1.001 - self.prices[kind], kind, need, left[kind]) for kind, need in fitting if left[kind]],
+                                  packing)
                 if found is None:
                     return None
                 for kind, number in found[1]:
@@ -185,27 +190,61 @@ class Configurations:
         return picks
 
 
-def _knapsack(cap, items):
+class Packing:
+    """A node's room and the demands that may go there, packed into one integer each: a field per
+    resource with a guard bit above it. The room left minus a demand keeps every guard bit exactly
+    when the demand fits, so one subtraction checks all the resources at once and gives the room
+    left; a demand takes no more of any resource than another when the other, with the guard bits,
+    minus it keeps them too. Made once per node for all the knapsacks of its room."""
+
+    __slots__ = ("room", "guards", "fields", "packed", "below")
+
+    def __init__(self, cap, needs):
+        self.fields, self.guards, shift = [], 0, 0
+        for r, value in enumerate(cap):
+            bits = max([value] + [need[r] for need in needs]).bit_length()
+            self.fields.append((shift, (1 << bits) - 1))
+            self.guards |= 1 << (shift + bits)
+            shift += bits + 1
+        self.room = self.guards + sum(value << at for value, (at, _mask) in zip(cap, self.fields))
+        self.packed = dict((need, sum(value << at for value, (at, _mask) in zip(need, self.fields))) for need in needs)
+        # per demand, the demands that take no more of any resource (itself among them)
+        guards, packed = self.guards, self.packed
+        self.below = dict((need, [other for other, small in packed.items() if (large | guards) - small & guards == guards])
+                          for need, large in packed.items())
+
+
+def _knapsack(cap, items, packing=None):
     """The best sum of gains of tenants that fit in ``cap`` together, and how many of each kind:
-    ``items`` [(gain, kind, demand, how many)]; None when it takes more than KNAPSACK_STEPS."""
+    ``items`` [(gain, kind, demand, how many)], counts of at least 0 (``packing``: a Packing of
+    ``cap`` and these demands); None when it takes more than KNAPSACK_STEPS."""
     items = sorted((item for item in items if item[0] > 1e-12), key=lambda item: (-item[0], item[1]))
     size = len(items)
-    width = len(cap)
+    if min(cap, default=0) < 0:
+        return 0.0, []  # no count fits below nothing
+    if packing is None:
+        packing = Packing(cap, [item[2] for item in items])
+    guards, fields = packing.guards, packing.fields
+    packed = list(map(packing.packed.__getitem__, map(itemgetter(2), items)))
+    # per position, the earlier ones (worth as much or more) that take no more of any resource:
+    # while one of those is left out, this one need not be tried (swapping the two is no worse,
+    # and that set comes first in the search's order, so the best found is the same)
+    dominators = [0] * size
+    if size > DOMINANCE_FROM:
+        first = {}
+        for position, item in enumerate(items):
+            for other in packing.below[item[2]]:
+                earlier = first.get(other)
+                if earlier is not None:
+                    dominators[position] |= earlier
+            if item[3] > 0:
+                first[item[2]] = first.get(item[2], 0) | 1 << position
     # from each position on: the least each resource is taken by one tenant (how many more fit
     # at most), and the gains one by one, largest first (the most those can add: running sums)
-    least = [None] * (size + 1)
-    least[size] = []
-    floor = [0] * width
-    for position in range(size - 1, -1, -1):
-        floor = list(map(min, floor, items[position][2])) if position < size - 1 else list(items[position][2])
-        least[position] = [(r, need) for r, need in enumerate(floor) if need > 0]
-    running, offsets = [0.0], []
-    for item_gain, _kind, _need, many in items:
-        offsets.append(len(running) - 1)
-        for _copy in range(many):
-            running.append(running[-1] + item_gain)
-    offsets.append(len(running) - 1)
-    total = len(running) - 1
+    floors = [field + (list(accumulate(reversed([item[2][r] for item in items]), min))[::-1] + [0],) for r, field in enumerate(fields)]
+    offsets = [0] + list(accumulate(map(itemgetter(3), items)))
+    running = [0.0] + list(accumulate(chain.from_iterable(map(repeat, map(itemgetter(0), items), map(itemgetter(3), items)))))
+    total = offsets[-1]
     best = [0.0, []]
     taken = []
     steps = [0]
@@ -213,32 +252,40 @@ def _knapsack(cap, items):
     def ceiling(left, start):
         first = offsets[start]
         last = total
-        for r, need in least[start]:
-            fit = first + left[r] // need
-            if fit < last:
-                last = fit
+        for at, mask, least in floors:
+            need = least[start]
+            if need > 0:
+                fit = first + (left >> at & mask) // need
+                if fit < last:
+                    last = fit
         return running[last] - running[first]
 
-    def grow(start, left, gain):
-        # each call adds one kind (1, 2, ... of it) past the last one added
+    def grow(start, left, gain, took):
+        # each call adds one kind (1, 2, ... of it) past the last one added (``took``: those added)
         steps[0] += 1
         if gain > best[0] + 1e-12:
             best[0], best[1] = gain, list(taken)
         for position in range(start, size):
-            item_gain, kind, need, many = items[position]
-            if not all(map(ge, left, need)):
+            need = packed[position]
+            if (left - need) & guards != guards or dominators[position] & ~took:
                 continue
             # the most the rest can add only falls from one position to the next
             if steps[0] > KNAPSACK_STEPS or gain + ceiling(left, position) <= best[0] + 1e-12:
                 return
-            room, number = left, 0
-            while number < many and all(map(ge, room, need)):
-                room = list(map(sub, room, need))
-                number += 1
+            item_gain, kind, _need, many = items[position]
+            if many < 1:
+                continue
+            after, number = left - need, 1
+            while True:
                 taken.append((kind, number))
-                grow(position + 1, room, gain + item_gain * number)
+                grow(position + 1, after, gain + item_gain * number, took | 1 << position)
                 taken.pop()
-    grow(0, list(cap), 0.0)
+                if number == many or (after - need) & guards != guards:
+                    break
+                after -= need
+                number += 1
+    grow(0, packing.room, 0.0, 0)
+    grow = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
     if steps[0] > KNAPSACK_STEPS:
         return None
     return best[0], best[1]

@@ -134,6 +134,8 @@ class Search:
         self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
         self.together = {}
+        # _count's answers: (tenants, capacity) -> how many of them it holds
+        self.counted = {}
         self.bits = [1 << number for number in range(len(self.queue))]
         self.online_bits = sum(item.online << number for number, item in enumerate(self.queue))
         self.slot_lists = {}
@@ -336,9 +338,12 @@ class Search:
         if seen is not None and seen >= value:
             return
         self.seen[key] = value
-        bound = self._bound(index, count, online, rank, cut=True)
-        if bound is None or bound <= self.best:
-            return
+        # at the root the ceiling (no higher than this bound, with the same tenants ruled out) is
+        # above the best found, or there is no search
+        if index:
+            bound = self._bound(index, count, online, rank, cut=True)
+            if bound is None or bound <= self.best:
+                return
         caps = self.caps
         item = queue[index]
         bit = 1 << index
@@ -533,7 +538,11 @@ class Search:
 
     def _count(self, members, cap):
         """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
-        resource by resource (the smallest needs first)."""
+        resource by resource (the smallest needs first); each question asked once per search."""
+        key = (tuple(members), tuple(cap))
+        most = self.counted.get(key)
+        if most is not None:
+            return most
         most = len(members)
         binding = []
         for r, column in self.columns:
@@ -546,6 +555,7 @@ class Search:
             # the resources together: each tenant's shares of them, added up, fit in as many shares
             shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
             most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
+        self.counted[key] = most
         return most
 
     def _most_together(self, members, slot):
@@ -580,6 +590,7 @@ class Search:
                 if all(map(ge, left, demand)):
                     grow(number + 1, list(map(sub, left, demand)), placed + 1)
         grow(0, list(self.caps[slot]), 0)
+        grow = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
         # cut short: the resource-by-resource count, which never says fewer
         if steps <= limit:
             self.together_left -= steps

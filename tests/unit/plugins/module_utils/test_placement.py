@@ -6,6 +6,7 @@ random small hosts (hypothesis) checked against a brute-force optimum."""
 from __future__ import annotations
 
 import copy
+import gc
 import random
 
 import pytest
@@ -563,3 +564,20 @@ def test_a_size_beyond_the_host_is_not_placed_and_names_the_input(change, words)
     plan = plan_tenants(DGX, [tenant("big", **change), tenant("ok")], {})
     assert sorted(plan["placements"]) == ["ok"]
     assert plan["unplaced"]["big"].startswith(words % cpus if "%d" in words else words), plan["unplaced"]
+
+
+@pytest.mark.parametrize("count", [8, 32])
+def test_a_plan_leaves_nothing_to_the_garbage_collector(count):
+    # the index, the search and the configuration bound's knapsacks hold no reference cycles: all
+    # a plan made is freed when it returns (a fleet of plans pays no collector's walks for them)
+    rng = random.Random(count)
+    tenants = [tenant("t%02d" % i, vcpus=rng.choice([4, 8, 12]), memory_mb=rng.choice([8192, 16384]), gpus=rng.choice([0, 1, 1, 2]),
+                      vfs=rng.choice([0, 1, 2])) for i in range(count)]
+    gc.collect()
+    gc.disable()
+    try:
+        plan = plan_tenants(DGX, tenants, {"reserved_cpus": "0-1,128-129"})
+        assert plan["placements"] and plan["search"]["proven"]
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils import placement_index
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_index import HostIndex, node_of, read_host_devices
 
@@ -53,6 +54,40 @@ def test_offline_thread_leaves_its_core():
     assert 2 not in index.online
     assert index.core_of[0] == (0,)
     assert index.node_cores[0] == [(0,), (1, 3)]
+
+
+CPU_FIELDS = ("cpu_node", "core_of", "online", "cpu_bound", "node_cpus", "node_cores")
+
+
+@pytest.mark.parametrize("shape", ["online key absent", "in reverse order", "ids as strings", "siblings as tuples"])
+def test_cpus_read_in_one_pass_as_field_by_field(shape):
+    # the usual shape (every CPU online, int ids and nodes, siblings in order) is read in one pass;
+    # any other shape field by field: the same host in both reads the same
+    shapes = {"online key absent": lambda cpu: {k: v for k, v in cpu.items() if k != "online"},
+              "in reverse order": dict, "ids as strings": lambda cpu: dict(cpu, id=str(cpu["id"])),
+              "siblings as tuples": lambda cpu: dict(cpu, siblings=tuple(cpu["siblings"]))}
+    cpus = [shapes[shape](cpu) for cpu in DGX["cpus"]]
+    if shape == "in reverse order":
+        cpus.reverse()
+    nodes = sorted(node["id"] for node in DGX["numa_nodes"])
+    assert placement_index._plain_cpus(DGX["cpus"], nodes) is not None
+    assert (placement_index._plain_cpus(cpus, nodes) is None) == (shape != "in reverse order")
+    plain, other = HostIndex(DGX), HostIndex(dict(DGX, cpus=cpus))
+    for field in CPU_FIELDS:
+        assert getattr(plain, field) == getattr(other, field), field
+
+
+def test_cpus_of_an_odd_shape_are_read_field_by_field():
+    # a core listed differently by its two threads, a thread on another node than its sibling,
+    # a sibling that is not listed: not the usual shape, each read as before
+    nodes = sorted(node["id"] for node in DGX["numa_nodes"])
+    first, last = DGX["cpus"][0], DGX["cpus"][-1]
+    for cpus in ([dict(first, siblings=[first["id"]])] + DGX["cpus"][1:],
+                 [dict(first, numa_node=last["numa_node"])] + DGX["cpus"][1:],
+                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:]):
+        assert placement_index._plain_cpus(cpus, nodes) is None
+        index = HostIndex(dict(DGX, cpus=cpus))
+        assert sorted(cpu for found in index.node_cpus.values() for cpu in found) == sorted(index.online)
 
 
 def test_ranks_same_switch_and_other_node():

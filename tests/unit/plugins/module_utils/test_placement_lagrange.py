@@ -11,7 +11,7 @@ import random
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import placement_lagrange, placement_search
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, _knapsack, capacity_prices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, Packing, _knapsack, capacity_prices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils import test_placement_search as search_tests
 
@@ -69,6 +69,35 @@ def test_the_node_knapsack_is_exact(seed):
     by_kind = dict((item[1], item) for item in items)
     assert sum(by_kind[kind][0] * number for kind, number in taken) == pytest.approx(gain)
     assert all(sum(by_kind[kind][2][r] * number for kind, number in taken) <= cap[r] for r in range(2))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_knapsack_cut_of_dominated_kinds_keeps_the_best_found(monkeypatch, seed):
+    # kinds enough for the cut (DOMINANCE_FROM), many of them taking no more than another of no
+    # less gain: the same gain as brute force, and the same kinds taken as without the cut
+    rng = random.Random(9000 + seed)
+    cap = [rng.randint(6, 20), rng.randint(0, 3), rng.randint(2, 8)]
+    items = [(rng.choice([0.25, 0.5, 0.75, 1.0]), kind, (rng.randint(1, 7), rng.randint(0, 1), rng.randint(0, 3)), rng.randint(1, 2))
+             for kind in range(rng.randint(placement_lagrange.DOMINANCE_FROM + 1, 9))]
+    gain, taken = _knapsack(cap, items)
+    best = 0.0
+    for numbers in itertools.product(*[range(many + 1) for _gain, _kind, _need, many in items]):
+        if all(sum(number * item[2][r] for number, item in zip(numbers, items)) <= cap[r] for r in range(3)):
+            best = max(best, sum(number * item[0] for number, item in zip(numbers, items)))
+    assert gain == pytest.approx(best)
+    monkeypatch.setattr(placement_lagrange, "DOMINANCE_FROM", len(items))
+    assert _knapsack(cap, items) == (gain, taken)
+
+
+def test_a_packing_checks_every_resource_at_once():
+    packing = Packing([16, 2, 8], [(9, 1, 0), (7, 2, 8), (16, 0, 9)])
+    room, guards = packing.room, packing.guards
+    assert (room - packing.packed[(9, 1, 0)]) & guards == guards
+    assert (room - packing.packed[(7, 2, 8)]) & guards == guards
+    assert (room - packing.packed[(16, 0, 9)]) & guards != guards  # one VF too many
+    left = room - packing.packed[(9, 1, 0)]
+    assert (left - packing.packed[(7, 2, 8)]) & guards != guards  # 16 cores, 2 GPUs: not both
+    assert (9, 1, 0) in packing.below[(9, 1, 0)] and (9, 1, 0) not in packing.below[(7, 2, 8)]
 
 
 def whole_tenants():
