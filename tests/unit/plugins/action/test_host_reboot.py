@@ -11,16 +11,7 @@ from ansible.plugins.action import reboot as builtin_reboot
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import host_reboot
 
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+from fakes.clock import Clock  # pylint: disable=import-error
 
 
 def action(args=None):
@@ -38,14 +29,24 @@ def fixture_printed(monkeypatch):
     return lines
 
 
-def test_the_builtins_wait_prints_a_status_line_while_the_host_is_not_back(monkeypatch, printed):
+@pytest.fixture(name="waiting")
+def fixture_waiting(monkeypatch):
+    """-> a function (interval, host) -> the plugin on a fake clock; the builtin's pauses between
+    attempts (1, 2, 4, 8, 12, 12 ... s and a fraction) advance the clock, not the test."""
     clock = Clock()
-    # the builtin's pauses between attempts (1, 2, 4, 8, 12, 12 ... s and a fraction) advance the clock, not the test
     monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
-    plugin = action()
-    plugin._clock = clock
-    plugin._status_interval = 20
-    plugin._status_host = "gpu-07"
+
+    def make(interval, host="h"):
+        plugin = action()
+        plugin._clock = clock
+        plugin._status_interval = interval
+        plugin._status_host = host
+        return plugin, clock
+    return make
+
+
+def test_the_builtins_wait_prints_a_status_line_while_the_host_is_not_back(waiting, printed):
+    plugin, _clock = waiting(20, "gpu-07")
     attempts = []
 
     def boot_time_check(distribution, previous_boot_time):
@@ -64,13 +65,8 @@ def test_the_builtins_wait_prints_a_status_line_while_the_host_is_not_back(monke
     assert seconds[0] >= 20 and all(b - a >= 20 for a, b in zip(seconds, seconds[1:])), seconds
 
 
-def test_the_test_command_wait_goes_on_counting_from_the_first_wait(monkeypatch, printed):
-    clock = Clock()
-    monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
-    plugin = action()
-    plugin._clock = clock
-    plugin._status_interval = 5
-    plugin._status_host = "h"
+def test_the_test_command_wait_goes_on_counting_from_the_first_wait(waiting, printed):
+    plugin, clock = waiting(5)
     plugin.do_until_success_or_timeout(action=lambda distribution: None, reboot_timeout=60, action_desc="last boot time check",
                                        distribution="debian")
     clock.now = 100.0
@@ -85,12 +81,8 @@ def test_the_test_command_wait_goes_on_counting_from_the_first_wait(monkeypatch,
     assert printed == ["REBOOT WAIT h: 100 s of 60 s, not back yet (post-reboot test command: Test command failed: whoami: not found)"]
 
 
-def test_status_interval_0_prints_nothing_and_a_bad_one_fails_before_any_reboot(monkeypatch, printed):
-    clock = Clock()
-    monkeypatch.setattr(builtin_reboot.time, "sleep", clock.sleep)
-    plugin = action()
-    plugin._clock = clock
-    plugin._status_interval = 0
+def test_status_interval_0_prints_nothing_and_a_bad_one_fails_before_any_reboot(waiting, printed):
+    plugin, _clock = waiting(0)
     failures = iter([True] * 6 + [False])
 
     def flaky(distribution):

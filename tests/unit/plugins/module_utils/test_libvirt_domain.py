@@ -17,6 +17,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_one 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
+from fakes.clock import Clock  # pylint: disable=import-error
 
 
 # --------------------------------------------------------------------------- removal of a guest that ignores shutdown
@@ -49,17 +50,6 @@ class _Conn:
         return getattr(self._conn, name)
 
 
-class _Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 @pytest.fixture
 def deaf_running_domain(libvirt_conn):
     spec = TenantSpec({"name": "deaf", "domain_type": "test", "arch": "i686", "vcpus": 1, "memory_mb": 16})
@@ -76,7 +66,7 @@ def deaf_running_domain(libvirt_conn):
 
 def test_removal_waits_then_refuses_without_force(deaf_running_domain):
     conn = deaf_running_domain
-    clock = _Clock()
+    clock = Clock()
     wrapped = _Conn(conn)
     run = Run()
     tenant = TenantDomain(Connection(wrapped, URI), TenantSpec.named("deaf"), "absent", shutdown_timeout=30,
@@ -91,7 +81,7 @@ def test_removal_waits_then_refuses_without_force(deaf_running_domain):
 
 def test_removal_forces_off_only_when_allowed(deaf_running_domain):
     conn = deaf_running_domain
-    clock = _Clock()
+    clock = Clock()
     run = Run()
     tenant = TenantDomain(Connection(_Conn(conn), URI), TenantSpec.named("deaf"), "absent", shutdown_timeout=5, force_off=True,
                           clock=clock, sleep=clock.sleep)

@@ -7,13 +7,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import ERROR_CHARS, RebootWaitStatus
 
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
+from fakes.clock import Clock  # pylint: disable=import-error
 
 
 @pytest.mark.parametrize("interval, attempts_at, lines_at", [
@@ -25,7 +19,7 @@ class Clock:
     (0, [5, 100, 1000], []),
 ])
 def test_a_line_comes_after_a_failed_attempt_once_the_interval_passed(interval, attempts_at, lines_at):
-    clock = Clock()
+    clock = Clock(1000.0)
     status = RebootWaitStatus("gpu-07", 900, interval, clock)
     printed = []
     for second in attempts_at:
@@ -36,7 +30,7 @@ def test_a_line_comes_after_a_failed_attempt_once_the_interval_passed(interval, 
 
 
 def test_the_line_names_the_host_the_seconds_the_bound_the_step_and_the_last_line_of_the_error():
-    clock = Clock()
+    clock = Clock(1000.0)
     status = RebootWaitStatus("gpu-07", 900, 30, clock)
     clock.now += 45.7
     error = "Failed to connect to the host via ssh:\nssh: connect to host 10.0.0.7 port 22: Connection refused\n"
@@ -45,7 +39,7 @@ def test_the_line_names_the_host_the_seconds_the_bound_the_step_and_the_last_lin
 
 
 def test_a_long_error_is_cut_and_an_empty_one_says_no_answer():
-    clock = Clock()
+    clock = Clock(1000.0)
     status = RebootWaitStatus("h", 600, 1, clock)
     clock.now += 2
     line = status.after_failed_attempt("post-reboot test command", "x" * 1000)
