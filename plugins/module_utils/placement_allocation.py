@@ -285,17 +285,21 @@ class Allocation:
     def _pool_mb(self, node):
         return sum(SIZES_KB[s] * n // 1024 for s, n in self.host.hugepages.get(node, {}).items())
 
+    def _memory_free(self, state, node, size):
+        """What ``node`` has free for a tenant: hugepages of ``size``, or without one MiB outside the pools."""
+        if size:
+            return self.host.hugepages.get(node, {}).get(size, 0) - state.hugepages_used.get(node, {}).get(size, 0)
+        return self.host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
+
     def _memory_check(self, state, node, tenant):
         size = tenant["hugepage_size"]
+        free = self._memory_free(state, node, size)
         if size:
             needed = self._needed_pages(tenant)
-            total = self.host.hugepages.get(node, {}).get(size, 0)
-            free = total - state.hugepages_used.get(node, {}).get(size, 0)
             if free < needed:
                 return "hugepages %s short on node %d: %d free of %d, %d needed for %d MiB" % (
-                    size, node, free, total, needed, tenant["memory_mb"])
+                    size, node, free, self.host.hugepages.get(node, {}).get(size, 0), needed, tenant["memory_mb"])
             return None
-        free = self.host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
         if free < tenant["memory_mb"]:
             return "memory short on node %d: %d MiB free outside the hugepage pools, %d MiB needed" % (
                 node, free, tenant["memory_mb"])

@@ -201,7 +201,7 @@ class ExistingAssignments:
             pages = cell["memory_kib"] // SIZES_KB[size] if size else None
             if size and pages * SIZES_KB[size] != cell["memory_kib"]:
                 return None, "existing cell %d memory is not whole %s pages" % (index, size)
-            room = self._memory_room(state, node, tenant)
+            room = self._memory_free(state, node, size)
             if (pages if size else cell["memory_kib"] // 1024) > room:
                 return None, "existing cell %d no longer fits node %d: %d %s free" % (index, node, room, size + " pages" if size else "MiB")
             out.append({"id": index, "node": node, "vcpus": list(cell["vcpus"]), "cpus": sorted(c for c in held if host.cpu_node.get(c) == node),

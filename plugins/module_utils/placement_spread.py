@@ -52,8 +52,8 @@ def balanced_split(total, caps, minimum=1):
 
 class SpreadPlacement:
     """The Planner's placement of one tenant over several nodes (a mixin: it needs ``host``,
-    ``policy``, ``reserved``, ``whole_cores``, ``reserved_memory_mb``, ``_alloc_cpus``,
-    ``_pick_gpus``, ``_pick_vfs``, ``_pool_mb``, ``_needed_pages`` and ``_record``)."""
+    ``policy``, ``reserved``, ``whole_cores``, ``_alloc_cpus``, ``_pick_gpus``, ``_pick_vfs``,
+    ``_memory_free``, ``_needed_pages`` and ``_record``)."""
 
     def _spread_all(self, state, tenants, placements, unplaced):
         """Each tenant of ``tenants`` that is ``numa: spread`` and not placed on one node, in list
@@ -79,13 +79,6 @@ class SpreadPlacement:
             return sum(map(len, state.free_cores[node]))
         return len(state.free_threads[node])
 
-    def _memory_room(self, state, node, tenant):
-        """What ``node`` can give ``tenant``: free hugepages of its size, else free MiB outside the pools."""
-        size = tenant["hugepage_size"]
-        if size:
-            return self.host.hugepages.get(node, {}).get(size, 0) - state.hugepages_used.get(node, {}).get(size, 0)
-        return self.host.memory_mb.get(node, 0) - self._pool_mb(node) - self.reserved_memory_mb - state.memory_used.get(node, 0)
-
     def _spread(self, state, tenant):
         """``tenant`` over two or more nodes: -> (placement, None) or (None, why not)."""
         host = self.host
@@ -96,7 +89,7 @@ class SpreadPlacement:
         if None in must:
             return None, "GPU(s) of unknown NUMA node cannot sit on a guest cell"
         cpus = dict((node, self._cpu_room(state, node)) for node in host.nodes)
-        memory_room = dict((node, self._memory_room(state, node, tenant)) for node in host.nodes)
+        memory_room = dict((node, self._memory_free(state, node, tenant["hugepage_size"])) for node in host.nodes)
         gpus = dict((node, len(state.free_gpus[node])) for node in host.nodes)
         vfs = dict((node, len(state.free_vfs[node])) for node in host.nodes)
         # only nodes that can hold a cell (a vCPU and some memory)
