@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import guest_elements, sync_cells
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import source_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_cells import sync_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_elements, source_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import (
     MMIO64_FW_CFG, firmware_of, mmio_fw_cfg_args, mmio_window_of, read_pinning, vcpu_counts)
@@ -77,7 +77,7 @@ class DomainBuilder:
         ET.SubElement(devices, "console", {"type": "pty"})
         ET.SubElement(devices, "memballoon", {"model": "none"})
         if self.cells:
-            sync_cells(root, self.cells, self.hugepage_kib, guest_elements(root))
+            sync_cells(root, self.cells, self.hugepage_kib, device_elements(root))
         return root
 
     @staticmethod
@@ -352,7 +352,7 @@ class DomainBuilder:
             changed = True
         if self._sync_phys_bits(root):
             changed = True
-        if sync_cells(root, self.cells, self.hugepage_kib, guest_elements(root)):
+        if sync_cells(root, self.cells, self.hugepage_kib, device_elements(root)):
             changed = True
         current = firmware_of(root)
         if current != self.firmware:

@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import source_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_devices import device_elements
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import find_or_add, to_kib
 
 __metaclass__ = type
@@ -83,7 +83,7 @@ def sync_cells(root, cells, hugepage_kib, elements):
     """Bring ``root`` to ``cells`` (check_cells). Without cells, a definition whose cells this
     manages (each bound to one host node by a ``memnode``, or devices under an expander) loses
     them, their expanders and ports; any other is left as it is. ``elements``: host PCI address
-    -> its ``hostdev`` or ``interface`` element (guest_elements). -> True when anything changed."""
+    -> its ``hostdev`` or ``interface`` element (domain_devices.device_elements). -> True when anything changed."""
     if not cells and not read_cells(root) and root.find("devices/controller[@model='%s']" % EXPANDER) is None:
         return False
     changed = _sync_numa(root, cells)
@@ -250,19 +250,6 @@ def _controller_position(devices):
     return position
 
 
-def guest_elements(root):
-    """Host PCI address -> the ``hostdev`` or hostdev ``interface`` element that passes it through."""
-    out = {}
-    devices = root.find("devices")
-    if devices is None:
-        return out
-    for element in devices.findall("hostdev[@type='pci']") + devices.findall("interface[@type='hostdev']"):
-        address = source_address(element)
-        if address:
-            out[address] = element
-    return out
-
-
 def read_cells(root):
     """The guest cells of a definition as the planner's ``existing`` reads them: [{id, node,
     vcpus, memory_kib}] with each cell's host node from its ``memnode``; [] without cells, or
@@ -295,7 +282,7 @@ def expander_layout(root):
     when it is on none): what a running domain keeps until it is restarted."""
     by_index = dict((_index(c), c) for c in root.findall("devices/controller[@type='pci']"))
     out = {}
-    for address, element in sorted(guest_elements(root).items()):
+    for address, element in sorted(device_elements(root).items()):
         port = by_index.get(_bus(element))
         expander = by_index.get(_bus(port)) if port is not None and port.get("model") == ROOT_PORT else None
         out[address] = _expander_node(expander) if expander is not None and expander.get("model") == EXPANDER else None

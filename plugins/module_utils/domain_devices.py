@@ -24,18 +24,26 @@ def source_address(element):
         return None
 
 
+def _device_elements(root):
+    """(address, element) of a parsed definition's PCI hostdevs, then of its hostdev interfaces."""
+    for element in root.findall("devices/hostdev[@type='pci']") + root.findall("devices/interface[@type='hostdev']"):
+        address = source_address(element)
+        if address:
+            yield address, element
+
+
 def device_addresses(root):
     """PCI addresses of a parsed definition's PCI hostdevs, then of its hostdev interfaces.
     A running domain's status file (``/run/libvirt/qemu/<name>.xml``) wraps the definition in
     ``<domstatus>``: its ``<domain>`` is read."""
     if root.tag == "domstatus" and root.find("domain") is not None:
         root = root.find("domain")
-    out = []
-    for element in root.findall("devices/hostdev[@type='pci']") + root.findall("devices/interface[@type='hostdev']"):
-        address = source_address(element)
-        if address:
-            out.append(address)
-    return out
+    return [address for address, _element in _device_elements(root)]
+
+
+def device_elements(root):
+    """Host PCI address -> the ``hostdev`` or hostdev ``interface`` element that passes it through."""
+    return dict(_device_elements(root))
 
 
 def xml_device_addresses(text):
