@@ -95,13 +95,7 @@ class HostIndex:
         else:
             self.cpu_node, self.core_of, self.node_cpus, self.node_cores = plain
             self.online = set(self.core_of)
-            known = set(self.online)
-            for node_id, ids in node_cpus.items():
-                known.update(ids)
-                for cpu_id in set(ids).difference(self.cpu_node):
-                    self.cpu_node[cpu_id] = node_id
-            # CPU numbers in inputs are checked against this before a range is expanded
-            self.cpu_bound = max(known) + 1 if known else 1
+            self._node_listed_cpus(node_cpus, set(self.online))
 
         pci = topology.get("pci_devices") or {}
         # GPUs
@@ -155,6 +149,16 @@ class HostIndex:
         self.affinity = topology.get("gpu_nic_affinity") or {}
         self._rank_rows = {}
 
+    def _node_listed_cpus(self, node_cpus, known):
+        """The CPUs the nodes list that the CPU list does not place, on their node; ``cpu_bound``
+        past every CPU number ``known`` or listed (CPU numbers in inputs are checked against it
+        before a range is expanded)."""
+        for node_id, ids in node_cpus.items():
+            known.update(ids)
+            for cpu_id in set(ids).difference(self.cpu_node):
+                self.cpu_node[cpu_id] = node_id
+        self.cpu_bound = max(known) + 1 if known else 1
+
     def _read_cpus(self, listed_cpus, node_cpus):
         """The CPUs of any shape (_plain_cpus reads the usual one at once): ``cpu_node``,
         ``core_of``, ``online``, ``cpu_bound``, ``node_cpus`` and ``node_cores``. Field by field
@@ -198,17 +202,14 @@ class HostIndex:
             # a CPU its siblings leave out belongs to that core all the same
             for cpu_id, core in zip(ids, core_list):
                 self.core_of[cpu_id] = core if cpu_id in core else tuple(sorted(set(core) | {cpu_id}))
-        cpu_node, core_of = self.cpu_node, self.core_of
-        for node_id, ids in node_cpus.items():
-            known.update(ids)
-            if not listed_cpus:
+        cpu_node = self.cpu_node
+        if not listed_cpus:
+            # no CPU list: the nodes' own lists, one thread per core, all online
+            for ids in node_cpus.values():
                 online.update(ids)
-                core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
-            for cpu_id in set(ids).difference(cpu_node):
-                cpu_node[cpu_id] = node_id
+                self.core_of.update((cpu_id, (cpu_id,)) for cpu_id in ids)
+        self._node_listed_cpus(node_cpus, known)
         self.online = online
-        # CPU numbers in inputs are checked against this before a range is expanded
-        self.cpu_bound = max(known) + 1 if known else 1
         # a core keeps only its online threads
         # (every core is one of cores, or one of them with an online CPU added)
         if not online.issuperset(chain.from_iterable(cores.values())):
