@@ -167,6 +167,26 @@ def lab(pages_2m=(0, 128), vfs=4, cpus_per_node=2):
     }
 
 
+def tenant(name, vcpus=4, memory_mb=4096, gpus=0, vfs=0, **extra):
+    """One tenant as the planner takes it."""
+    spec = {"name": name, "vcpus": vcpus, "memory_mb": memory_mb, "gpus": gpus, "vfs": vfs}
+    spec.update(extra)
+    return spec
+
+
+def drawn_synthetic(draw, min_nodes, max_nodes, max_cores):
+    """A :func:`synthetic` host drawn by hypothesis (``draw``, inside an ``st.composite``): 1 or 2
+    threads per core, up to ``max_cores`` cores, 2 GPUs and 3 VFs per node, 2M pools of 0-128 pages."""
+    from hypothesis import strategies as st  # pylint: disable=import-outside-toplevel
+    nodes = draw(st.integers(min_nodes, max_nodes))
+    threads = draw(st.sampled_from([1, 2]))
+    cores = draw(st.lists(st.integers(1, max_cores), min_size=nodes, max_size=nodes))
+    gpus = draw(st.lists(st.integers(0, 2), min_size=nodes, max_size=nodes))
+    vfs = draw(st.lists(st.integers(0, 3), min_size=nodes, max_size=nodes))
+    pages = draw(st.lists(st.sampled_from([0, 32, 64, 128]), min_size=nodes, max_size=nodes))
+    return synthetic(nodes, cores, threads, gpus, vfs, pages)
+
+
 def synthetic(nodes, cores, threads, gpus, vfs, pages, levels=None):
     """A small host for property tests: ``nodes`` nodes, each with ``cores[n]`` cores of
     ``threads`` threads, ``gpus[n]`` GPUs, ``vfs[n]`` VFs (one PF per node) and ``pages[n]``

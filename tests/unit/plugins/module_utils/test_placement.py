@@ -18,18 +18,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import p
 
 import placement_oracle as oracle  # pylint: disable=import-error
 from placement_checks import assert_exclusive  # pylint: disable=import-error
-from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, lab, synthetic  # pylint: disable=import-error
+from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, drawn_synthetic, lab, synthetic, tenant  # pylint: disable=import-error
 
 DGX = dgx_a100()
 CPU_NODE = dict((c["id"], c["numa_node"]) for c in DGX["cpus"])
 CORE = dict((c["id"], tuple(c["siblings"])) for c in DGX["cpus"])
 GPU_NODE = dict((g["address"], g["numa_node"]) for g in DGX["gpus"])
-
-
-def tenant(name, vcpus=4, memory_mb=4096, gpus=0, vfs=0, **extra):
-    spec = {"name": name, "vcpus": vcpus, "memory_mb": memory_mb, "gpus": gpus, "vfs": vfs}
-    spec.update(extra)
-    return spec
 
 
 # --------------------------------------------------------------------------- vocabulary
@@ -370,13 +364,7 @@ def test_bad_topology():
 # --------------------------------------------------------------------------- properties
 @st.composite
 def instances(draw, max_nodes=3, max_tenants=6):
-    nodes = draw(st.integers(1, max_nodes))
-    threads = draw(st.sampled_from([1, 2]))
-    cores = draw(st.lists(st.integers(1, 5), min_size=nodes, max_size=nodes))
-    gpus = draw(st.lists(st.integers(0, 2), min_size=nodes, max_size=nodes))
-    vfs = draw(st.lists(st.integers(0, 3), min_size=nodes, max_size=nodes))
-    pages = draw(st.lists(st.sampled_from([0, 32, 64, 128]), min_size=nodes, max_size=nodes))
-    host = synthetic(nodes, cores, threads, gpus, vfs, pages)
+    host = drawn_synthetic(draw, 1, max_nodes, 5)
     count = draw(st.integers(1, max_tenants))
     tenants = [tenant("t%d" % i, vcpus=draw(st.integers(1, 4)), memory_mb=draw(st.sampled_from([32, 64, 128])),
                       gpus=draw(st.integers(0, 2)), vfs=draw(st.integers(0, 2))) for i in range(count)]

@@ -17,17 +17,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import p
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_spread import balanced_split
 
 from placement_checks import assert_exclusive  # pylint: disable=import-error
-from placement_topologies import dgx_a100, synthetic  # pylint: disable=import-error
+from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  # pylint: disable=import-error
 
 DGX = dgx_a100()
 GPU_NODE = dict((g["address"], g["numa_node"]) for g in DGX["gpus"])
 GPU_NODES = sorted(set(GPU_NODE.values()))
-
-
-def tenant(name, vcpus=4, memory_mb=4096, gpus=0, vfs=0, **extra):
-    spec = {"name": name, "vcpus": vcpus, "memory_mb": memory_mb, "gpus": gpus, "vfs": vfs}
-    spec.update(extra)
-    return spec
 
 
 @pytest.mark.parametrize("total, caps, parts", [
@@ -158,13 +152,7 @@ def test_spread_reason_when_no_set_holds_it():
 @st.composite
 def spread_instances(draw):
     """Small random hosts (2-4 nodes) and tenants, some larger than any node."""
-    nodes = draw(st.integers(2, 4))
-    threads = draw(st.sampled_from([1, 2]))
-    cores = draw(st.lists(st.integers(1, 4), min_size=nodes, max_size=nodes))
-    gpus = draw(st.lists(st.integers(0, 2), min_size=nodes, max_size=nodes))
-    vfs = draw(st.lists(st.integers(0, 3), min_size=nodes, max_size=nodes))
-    pages = draw(st.lists(st.sampled_from([0, 32, 64, 128]), min_size=nodes, max_size=nodes))
-    host = synthetic(nodes, cores, threads, gpus, vfs, pages)
+    host = drawn_synthetic(draw, 2, 4, 4)
     tenants = [tenant("t%d" % i, vcpus=draw(st.integers(1, 8)), memory_mb=draw(st.sampled_from([32, 64, 128, 256])),
                       gpus=draw(st.integers(0, 4)), vfs=draw(st.integers(0, 3))) for i in range(draw(st.integers(1, 5)))]
     return host, tenants, {"emulator": draw(st.sampled_from(["isolate", "vcpus"])), "smt": draw(st.sampled_from(["whole_cores", "threads"]))}
