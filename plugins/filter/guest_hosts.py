@@ -14,6 +14,9 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 GUEST_GROUP = "gpuvirt_guests"
 
 
@@ -55,7 +58,6 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"

@@ -10,9 +10,11 @@ from ansible.errors import AnsibleFilterError
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 
 def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mps import mps_gpus  # pylint: disable=import-outside-toplevel
     try:
         return mps_gpus(query_text, apps_text, wanted, state)

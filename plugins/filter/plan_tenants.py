@@ -16,6 +16,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 # Where a tenant backed by 1G pages gets its memory: a hugetlbfs mount of 1G pages, which
 # libvirt finds among the host's mounts when it starts (2M pages: systemd's /dev/hugepages).
 HUGETLBFS_1G = "/dev/hugepages1G"
@@ -25,7 +28,6 @@ def _plan_tenants(topology, tenants, policy=None, foreign=None):
     """The plan; ``foreign``: the domains that are not listed tenants (tenant_domain_info's
     ``foreign``), whose devices, CPUs and hugepages are kept out of it. The same code as
     tenant_domain's ``tenants`` plans with on the host (module_utils tenant_plan)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan  # pylint: disable=import-outside-toplevel
     try:
         return tenant_plan.plan(topology, tenants, policy, foreign)
@@ -39,7 +41,6 @@ def _group_devices(topology, policy=None):
     out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
     [the pool devices of its group]}}`` (module_utils tenant_groups, which vfio_bind's ``gpus``
     works out on the host)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_groups  # pylint: disable=import-outside-toplevel
     try:
         return tenant_groups.group_devices(topology, policy)
@@ -51,7 +52,6 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     """What the present tenants need from the libvirt host: ``uefi`` (a tenant whose firmware,
     its own or ``firmware``, is efi: OVMF installed) and ``hugetlbfs_mounts`` (``[{size, path}]``:
     a 1G hugetlbfs mount when a tenant, or the policy's default, backs its memory with 1G pages)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name  # pylint: disable=import-outside-toplevel
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: expected the tenant list (gpuvirt_tenants), got %s"

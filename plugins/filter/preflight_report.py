@@ -11,9 +11,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 
 def _projection(topology, sriov_pfs=None, hugepages=None):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: expected the topology dict of "
@@ -25,7 +27,6 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
 
 
 def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
@@ -37,7 +38,6 @@ def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
 
 
 def _summary(report, report_path=None):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import summary_line  # pylint: disable=import-outside-toplevel
     if report is not None and not isinstance(report, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (preflight_report) or "
@@ -46,7 +46,6 @@ def _summary(report, report_path=None):
 
 
 def _stop_lines(report, batch, play_hosts=None, report_path=None):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import (  # pylint: disable=import-outside-toplevel
         batches_around, stop_lines)
     if not isinstance(report, dict) or "checks" not in report:

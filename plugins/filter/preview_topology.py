@@ -12,9 +12,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import 
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 
 def _preview_topology(result, wanted=None):
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preview import finish  # pylint: disable=import-outside-toplevel
     topology = result.get("topology") if isinstance(result, dict) else None

@@ -15,6 +15,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 HINT = ("Set it right on those hosts (address order decides GID order), or use gid_policy per_host, "
         "or gid_index auto (NCCL >= 2.21).")
 
@@ -121,7 +124,6 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix):
 def _lines(entries):
     """The block's lines nccl_env writes for ``entries``; None for entries it refuses (the call
     that writes them says why)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines  # pylint: disable=import-outside-toplevel
     try:
         return block_lines(entries)

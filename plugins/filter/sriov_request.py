@@ -15,12 +15,14 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import Inpu
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 
 def tenant_vf_settings(tenants, vfs=None):
     """``[{address, mac, vlan, spoofchk, trust}]`` for each VF a present tenant names by address
     (module_utils ``tenant_vfs``, which vfio_bind uses on the host). ``vfs``: VFs of a PF (dicts
     with ``address``, as sriov_vfs returns them, or addresses): only the settings of these."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_vfs  # pylint: disable=import-outside-toplevel
     try:
         return tenant_vfs.tenant_vf_settings(tenants, vfs)
@@ -33,7 +35,6 @@ def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
     autoprobe}]``, as gpuvirt_sriov_pfs) in one call, ``{pfs: [...], vf_settings: [...]}``
     (module_utils ``tenant_vfs``; the SR-IOV/VFIO stage's vfio_bind builds the same on the host
     from its ``sriov_pfs`` and ``tenants``)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_vfs  # pylint: disable=import-outside-toplevel
     try:
         return tenant_vfs.sriov_request(pfs, tenants, autoprobe, persist, force)

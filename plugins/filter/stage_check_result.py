@@ -12,11 +12,13 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 __metaclass__ = type
 
+# The collection's code is imported inside each filter, when it is called: ansible-core loads every
+# filter file of the collection in each worker that looks up any of its filters.
+
 
 def stage_check_result(check, options):
     """The gate's check result for ``options`` ({} when it does not answer them: no check, other
     options, an error, or something to change)."""
-    # imported when called: ansible-core loads every filter file of the collection in each worker that looks one up
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_checks  # pylint: disable=import-outside-toplevel
     if check is not None and not isinstance(check, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.stage_check_result: expected one stage of preflight_info's stage_checks "
