@@ -34,11 +34,12 @@ requirements:
   - enabled with ANSIBLE_CALLBACKS_ENABLED=gpuvirt_bench
 """
 
-# Actions that ansible runs on the controller without sending a module to the host.
+# Actions that ansible runs on the controller without sending a module to the host (the
+# collection's gate_check too: it takes the gate's result, it asks the host nothing).
 CONTROLLER_ACTIONS = frozenset((
     "add_host", "assert", "debug", "fail", "group_by", "import_playbook", "import_role", "import_tasks",
     "include", "include_role", "include_tasks", "include_vars", "meta", "pause", "set_fact", "set_stats",
-    "validate_argument_spec",
+    "validate_argument_spec", "gpuvirt.tenancy.gate_check",
 ))
 LOCAL_HOSTS = frozenset(("localhost", "127.0.0.1", "::1"))
 

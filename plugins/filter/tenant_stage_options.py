@@ -20,7 +20,7 @@ INPUTS = ("tenants", "policy", "gpus", "vf_pfs", "domain_type", "machine", "firm
 def tenant_stage_options(inputs):
     """The options of the tenants stage's tenant_domain call for ``inputs`` (the role's
     ``tenant_vms_*`` inputs without the prefix; ``preview_wanted``: the preview's {sriov_pfs,
-    hugepages, gpus, vf_addresses}, sent only when ``preview`` is true)."""
+    hugepages, gpus}, sent only when ``preview`` is true)."""
     name = "gpuvirt.tenancy.tenant_stage_options"
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("%s: expected a dict of the tenant_vms inputs, got %s" % (name, type(inputs).__name__))
@@ -50,7 +50,7 @@ def tenant_stage_options(inputs):
     if inputs["preview"]:
         wanted = inputs["preview_wanted"] or {}
         options["preview"] = dict((key, wanted.get(key) or default) for key, default in (
-            ("sriov_pfs", []), ("hugepages", []), ("gpus", []), ("vf_addresses", {})))
+            ("sriov_pfs", []), ("hugepages", []), ("gpus", [])))
     return options
 
 

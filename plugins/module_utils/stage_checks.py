@@ -7,9 +7,10 @@ that a stage of a converged host takes the gate's answer instead of a call of it
 
 A stage name fixes its module (:data:`STAGE_MODULES`): a check of the boot stage is always an
 iommu_grub check. The gate returns the options it checked; a stage takes the result only when
-those are exactly the options it would send now, the check changes nothing and ran without
-error (:func:`check_result`), and nothing changed the host since the gate (the play's rule).
-Nothing is kept on the host."""
+those are exactly the options it would send now, the check ran without error, and it changes
+nothing or the play runs in check mode too (:func:`check_result`: the stage's own call would be
+that same check), and nothing changed the host since the gate (the play's rule). Nothing is kept
+on the host."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -55,13 +56,16 @@ def check_stage(host, stage, options, run, defaults=None):
     """One stage's call in check mode on ``host``, its options validated as its module validates
     them (``defaults``: options the call leaves to the play, such as the tenants stage's libvirt
     ``uri``, which the gate takes from its own libvirt read); its warnings go to ``run`` under
-    the stage's name."""
+    the stage's name, its differences (``diff``, when ``run`` keeps them) into its result, for the
+    stage that takes it to show as its own."""
     module_args, feature = stage_feature(stage)
     validated = nested_params("stage_checks.%s" % stage, "gpuvirt.tenancy." + STAGE_MODULES[stage], module_args,
                               dict(defaults or {}, **options))
-    check_run = Run(check_mode=True, diff=False)
+    check_run = Run(check_mode=True, diff=run.diff.enabled)
     result = dict(feature(validated, host, check_run) or {})
     result["changed"] = bool(result.get("changed")) or check_run.changed
+    if check_run.diff.entries:
+        result["diff"] = check_run.diff.entries
     for message in check_run.warnings:
         run.warn("%s stage (checked by the gate): %s" % (stage, message))
     return result
@@ -86,10 +90,14 @@ def check_stages(host, requested, run, defaults=None):
     return checks
 
 
-def check_result(check, options):
+def check_result(check, options, check_mode=False):
     """The gate's result for a stage about to send ``options``, or {} when it does not answer
-    them: no check, an error, something to change, or other options than these exactly."""
-    if not check or check.get("error") or check.get("changed") is not False:
+    them: no check, an error, other options than these exactly, or (``check_mode`` false: the
+    stage's call would change the host) something to change. In check mode the stage's own call
+    would be the very check the gate made, so a check that changes something answers it too."""
+    if not check or check.get("error") or check.get("changed") not in (False, True):
+        return {}
+    if check["changed"] and not check_mode:
         return {}
     if check.get("options") != options:
         return {}

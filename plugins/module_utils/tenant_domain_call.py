@@ -322,7 +322,6 @@ TENANT_STAGE_OPTIONS = dict(
         sriov_pfs=dict(type="list", elements="dict", default=[]),
         hugepages=dict(type="list", elements="dict", default=[]),
         gpus=dict(type="list", elements="str", default=[]),
-        vf_addresses=dict(type="dict", default={}),
     )),
 )
 TENANT_DOMAIN_ARGS = dict(

@@ -68,7 +68,8 @@ def stage_topology(params, host):
         projected = project(topology, preview["sriov_pfs"], preview["hugepages"])
     except InputError as exc:
         raise InputError("preview: %s" % exc)
-    return finish(topology, projected, preview["gpus"], preview["vf_addresses"])
+    # the VFs to come are named from their PF's offset and stride, as the SR-IOV stage names them
+    return finish(topology, projected, preview["gpus"])
 
 
 def vf_options(found, tenants, topology, persist):

@@ -131,10 +131,6 @@ options:
         type: list
         elements: str
         default: []
-      vf_addresses:
-        description: The VFs the SR-IOV stage reported, per PF (C(host_sriov_vfs)).
-        type: dict
-        default: {}
   domains:
     description:
       - The domains to handle in one call, in order; each a dict of the options of one domain, the same as this module's top

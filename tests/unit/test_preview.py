@@ -83,8 +83,7 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     # tenants: planned on the host as the host stages leave it, and said so
     assert "PREVIEW: the tenants are planned on the host as the boot, SR-IOV and VFIO stages" in out
     tenants = {"tenant-a": 1, "tenant-b": 1, "tenant-c": 2, "tenant-d": 1}
-    # all of them in one tenant_domain call (one round trip), a diff per tenant
-    assert "every placed tenant's domain (one call)" in out
+    # all of them in one tenant_domain check (inside the gate's call), a diff per tenant
     for name in tenants:
         assert "+++ after: %s (persistent XML)" % name in out
     assert out.count('+  <os firmware="efi">') == len(tenants)
@@ -93,15 +92,17 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     assert windows == sorted({1: 131072, 2: 262144}[gpus] for gpus in tenants.values())
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
-    # one module call per host stage, each decided on the host, and the gate's read: no stage reads the host again
+    # one module call on the host, the gate's read: it checked each stage's call in check mode, and each stage
+    # shows that check (changed, its diff above) as its own result
     calls = [action for _task, action in host_calls(records, "dgx01-preview")]
-    assert calls == ["gpuvirt.tenancy.preflight_info", "gpuvirt.tenancy.iommu_grub", "gpuvirt.tenancy.vfio_bind",
-                     "gpuvirt.tenancy.tenant_domain"], calls
+    assert calls == ["gpuvirt.tenancy.preflight_info"], calls
+    taken = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.gate_check" and r["status"] != "skipped"]
+    assert len(taken) == 3 and all(t["answered"] and t["changed"] and t["diff"] for t in taken), taken
 
     # libvirt's built-in test domain is not there to be reported as a domain that is not a tenant
     ran = [record["task"] or "" for record in records if record["status"] != "skipped"]
     assert not any("Report the domains that are not tenants" in task for task in ran), ran
-    assert any("every placed tenant's domain (one call)" in task for task in ran), ran
+    assert not any("every placed tenant's domain (one call)" in task for task in ran), ran
     # the VPI cards' ports in InfiniBand mode (IPoIB netdevs): each port that link_type eth switches listed
     for index, pf in enumerate(("19", "21", "39", "41", "59", "61", "79", "81")):
         assert "  - 0000:%s:00.0 port 1 (mlx5_%d, ibp%d): IB -> ETH" % (pf, index, index) in out

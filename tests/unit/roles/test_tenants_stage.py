@@ -103,12 +103,20 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="other", tenants=[])
     assert rc == 0, out[-6000:]
     assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
-    # a check that would change something (the tenants are not defined yet) is not taken either
+    # a check that would change something (the tenants are not defined yet): in check mode the stage's own call
+    # would be that very check, so the stage takes it too, shown as its own result (changed, the domains to define)
     rc, out, records = run_stage(tmp_path, gate_checks=True, name="changing")
     assert rc == 0, out[-6000:]
     [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
     assert gate["stage_checks"]["tenants"]["error"] is None, gate["stage_checks"]
     assert gate["stage_checks"]["tenants"]["changed"] is True
+    assert host_calls(records) == [], out[-4000:]
+    [taken] = [r for r in records if r["task"] == "Take the gate's check of exactly this call"]
+    assert taken["result"]["answered"] is True and taken["result"]["changed"] is True
+    assert taken["result"]["result"] == gate["stage_checks"]["tenants"]["result"]
+    # the same check with another option is not this call: the stage makes its own
+    rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="changing-other")
+    assert rc == 0, out[-6000:]
     assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
 
 

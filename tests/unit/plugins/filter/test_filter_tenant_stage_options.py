@@ -15,7 +15,7 @@ INPUT = {"tenants": [{"name": "a", "vcpus": 1, "memory_mb": 64}], "policy": {"nu
          "domain_type": "kvm", "machine": "q35", "firmware": "efi", "memory_mode": "strict", "live": True,
          "priorities": {"online": {"cpu_shares": 1024}, "batch": {"cpu_shares": 256}}, "guest_access": {},
          "shutdown_timeout": 120, "force_off": False, "vf_persist": True, "gpu_ids": [], "nic_ids": [], "preview": False,
-         "preview_wanted": {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}], "hugepages": [], "gpus": [], "vf_addresses": {}}}
+         "preview_wanted": {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}], "hugepages": [], "gpus": []}}
 
 
 def valid(options):
@@ -42,8 +42,7 @@ def test_the_gpu_pool_and_vf_pfs_go_into_the_policy_and_unset_options_are_left_o
 
 def test_a_preview_sends_what_the_earlier_stages_leave():
     options = tenant_stage_options(dict(INPUT, preview=True))
-    assert options["preview"] == {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}], "hugepages": [], "gpus": [],
-                                  "vf_addresses": {}}
+    assert options["preview"] == {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}], "hugepages": [], "gpus": []}
     assert not valid(options)
 
 

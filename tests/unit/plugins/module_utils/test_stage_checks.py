@@ -38,8 +38,8 @@ def bind(lab, options=None, **kwargs):
     return run_module(vfio_bind.main, dict(options or OPTIONS), host=host_of(lab), **kwargs)
 
 
-def gate(lab, stages=None):
-    run = Run(check_mode=False)
+def gate(lab, stages=None, diff=False):
+    run = Run(check_mode=False, diff=diff)
     return check_stages(host_of(lab), stages or {"sriov_vfio": dict(OPTIONS)}, run), run
 
 
@@ -81,11 +81,34 @@ def test_drift_is_found_and_the_stage_runs(lab):
     assert not kernel.writes and kernel.driver(GPU) is None
 
 
+def test_in_check_mode_a_check_that_changes_answers_the_stage_with_its_diff(lab):
+    # the play's own call would be this very check: a preview shows the gate's check as the stage's
+    bind(lab)
+    _tree, kernel = lab
+    kernel.write("/sys/bus/pci/devices/%s/driver/unbind" % GPU, GPU)
+    kernel.writes.clear()
+    check = gate(lab, diff=True)[0]["sriov_vfio"]
+    answer = check_result(check, OPTIONS, check_mode=True)
+    assert answer == check["result"] and answer["changed"] is True
+    assert any(GPU in entry["before_header"] + entry["before"] + entry["after"] for entry in answer["diff"])
+    assert check_result(check, dict(OPTIONS, persist=False), check_mode=True) == {}
+    assert not kernel.writes and kernel.driver(GPU) is None
+
+
+def test_without_diff_the_check_keeps_no_differences(lab):
+    bind(lab)
+    _tree, kernel = lab
+    kernel.write("/sys/bus/pci/devices/%s/driver/unbind" % GPU, GPU)
+    check = gate(lab)[0]["sriov_vfio"]
+    assert check["changed"] is True and "diff" not in check["result"]
+
+
 def test_a_call_that_cannot_be_checked_is_an_error_not_a_failure(lab):
     bind(lab)
     checks, _run = gate(lab, {"sriov_vfio": {"group_policy": "loose", "devices": [GPU]}})
     assert "group_policy" in checks["sriov_vfio"]["error"] and checks["sriov_vfio"]["changed"] is None
     assert check_result(checks["sriov_vfio"], {"group_policy": "loose", "devices": [GPU]}) == {}
+    assert check_result(checks["sriov_vfio"], {"group_policy": "loose", "devices": [GPU]}, check_mode=True) == {}
 
 
 def test_preflight_info_checks_the_stages_in_its_call(lab):

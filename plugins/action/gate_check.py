@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight gate's check of a host stage's call, taken as that call's result when it answers
+exactly the call the stage would make now (module_utils stage_checks.check_result decides), and
+shown as the call's own: its ``changed`` and, with --diff, its differences. Runs on the
+controller only: it is what spares the stage its call."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks import check_result
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("check", "options"))
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        check = self._task.args.get("check")
+        options = self._task.args.get("options")
+        if check is not None and not isinstance(check, dict):
+            return dict(result, failed=True, changed=False,
+                        msg="check: give one stage of preflight_info's stage_checks (a dict), or {} or null for none; "
+                            "got %s" % type(check).__name__)
+        if not isinstance(options, dict):
+            return dict(result, failed=True, changed=False,
+                        msg="options: give the dict of the options the stage's call would send now; got %s"
+                            % type(options).__name__)
+        answer = check_result(check or {}, options, check_mode=bool(self._task.check_mode))
+        result.update(changed=bool(answer.get("changed")), answered=bool(answer), result=answer)
+        if answer.get("diff"):
+            result["diff"] = answer["diff"]
+        return result

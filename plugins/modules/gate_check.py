@@ -1,0 +1,81 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gate_check
+short_description: Take the preflight gate's check of a host stage's call as that call's result
+version_added: 0.1.0
+description:
+  - The preflight gate (M(gpuvirt.tenancy.preflight_info) with O(gpuvirt.tenancy.preflight_info#module:stage_checks)) checks
+    each host stage's call, with the options this run gives it, in check mode inside its one call. This action answers
+    a stage about to make its call with the gate's result, so that the stage makes no call of its own.
+  - It answers only when the gate checked exactly O(options), its check ran without error, and either the check
+    changes nothing or the task runs in check mode (the stage's own call would then be the very check the gate made).
+    Otherwise RV(answered) is false and the stage makes its call.
+  - An answer is shown as the call's own result, its C(changed) and, with C(--diff), its differences.
+  - The caller must only give a check made on the host as it is now; the host stages give it only while no stage of
+    the play has changed the host since the gate.
+  - Runs on the controller; it asks nothing of the host. An action plugin; this file holds its documentation.
+extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes.PLATFORM
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    details:
+      - In check mode a check that would change something answers too, with C(changed) true.
+  diff_mode:
+    support: full
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    details:
+      - The differences of the gate's check, when the gate ran with C(--diff).
+  platform:
+    platforms: posix
+options:
+  check:
+    description:
+      - One stage of the gate's RV(gpuvirt.tenancy.preflight_info#module:stage_checks) (C(module), C(options),
+        C(changed), C(result), C(error)), or V({}) or V(null) when the gate checked none.
+    type: dict
+  options:
+    description: The options of the module call the stage would make now.
+    type: dict
+    required: true
+author:
+  - gpuvirt.tenancy maintainers
+"""
+
+EXAMPLES = r"""
+- name: Take the gate's check of exactly this call
+  gpuvirt.tenancy.gate_check:
+    check: "{{ preflight_stage_checks_read.sriov_vfio | default({}) }}"
+    options: "{{ __vfio_options }}"
+  register: __vfio_checked
+
+- name: Make the call only where the gate did not answer it
+  gpuvirt.tenancy.vfio_bind:
+    sriov_pfs: "{{ __vfio_options.sriov_pfs }}"
+    gpus: "{{ __vfio_options.gpus }}"
+  register: __vfio_run
+  when: not __vfio_checked.answered
+"""
+
+RETURN = r"""
+answered:
+  description: Whether the gate's check answers this call (then the stage makes no call).
+  returned: always
+  type: bool
+  sample: true
+result:
+  description: The gate's check-mode result of the call when RV(answered), else an empty dict.
+  returned: always
+  type: dict
+  sample: {"changed": false, "reboot_required": false}
+"""

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+"""The gate_check action as the host stage roles call it: the gate's check is the stage's result
+only for exactly the options it checked, without error, and (outside check mode) changing nothing;
+an answer shows the check's changed and diff as the call's own; bad inputs are named."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.action import gate_check
+
+OPTIONS = {"devices": ["0000:82:00.0"], "vfs_of": ["0000:81:00.0"], "persist": True}
+DIFF = [{"before_header": "0000:82:00.0 driver", "after_header": "0000:82:00.0 driver", "before": "nvidia\n",
+         "after": "vfio-pci\n"}]
+
+
+def check(changed=False, error=None, options=None, diff=None):
+    result = {"changed": changed, "devices": ["0000:82:00.0"]}
+    if diff:
+        result["diff"] = diff
+    return {"module": "vfio_bind", "options": dict(OPTIONS if options is None else options), "changed": None if error else changed,
+            "result": None if error else result, "error": error}
+
+
+def run(args, check_mode=False):
+    task = mock.MagicMock()
+    task.args = dict(args)
+    task.action = "gpuvirt.tenancy.gate_check"
+    task.check_mode = check_mode
+    task.async_val = 0
+    action = gate_check.ActionModule(task, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    return action.run(task_vars={})
+
+
+# (the gate's check, the options sent now, check mode) -> answered, changed
+CASES = [
+    ("converged, same options", check(), OPTIONS, False, True, False),
+    ("converged, check mode", check(), OPTIONS, True, True, False),
+    ("something to change", check(changed=True), OPTIONS, False, False, False),
+    ("something to change, check mode", check(changed=True), OPTIONS, True, True, True),
+    ("an option added", check(), dict(OPTIONS, force=True), False, False, False),
+    ("an option left out", check(), {"devices": OPTIONS["devices"]}, True, False, False),
+    ("a value changed", check(), dict(OPTIONS, persist=False), True, False, False),
+    ("the check failed", check(error="InputError: x"), OPTIONS, True, False, False),
+    ("no check", {}, OPTIONS, False, False, False),
+    ("no check (null)", None, OPTIONS, True, False, False),
+]
+
+
+@pytest.mark.parametrize("gate, options, check_mode, answered, changed", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_the_gate_answers_only_exactly_its_call(gate, options, check_mode, answered, changed):
+    result = run({"check": gate, "options": options}, check_mode)
+    assert not result.get("failed")
+    assert result["answered"] is answered and result["changed"] is changed
+    assert result["result"] == (gate["result"] if answered else {})
+
+
+def test_an_answer_shows_the_checks_diff_as_the_calls_own():
+    result = run({"check": check(changed=True, diff=DIFF), "options": OPTIONS}, check_mode=True)
+    assert result["answered"] and result["changed"] and result["diff"] == DIFF
+    # not answered: no diff of a call that did not happen
+    assert "diff" not in run({"check": check(changed=True, diff=DIFF), "options": OPTIONS}, check_mode=False)
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"check": "boot", "options": OPTIONS}, "check: give one stage of preflight_info's stage_checks (a dict), or {} or null for none; got str"),
+    ({"check": {}, "options": None}, "options: give the dict of the options the stage's call would send now; got NoneType"),
+    ({"check": {}}, "options: give the dict of the options the stage's call would send now; got NoneType"),
+])
+def test_bad_inputs_are_named(args, message):
+    result = run(args)
+    assert result["failed"] and result["msg"] == message and result["changed"] is False
