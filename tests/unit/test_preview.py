@@ -30,15 +30,9 @@ import subprocess
 import pytest
 
 from fakes.playbook_run import host_calls, run_playbook  # pylint: disable=import-error
+from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def load_dgx_tree():
-    spec = importlib.util.spec_from_file_location("dgx_tree", os.path.join(REPO, "tests", "tools", "dgx_tree.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def digest(tree):

@@ -65,9 +65,14 @@ def test_a_host_deferred_by_the_reboot_budget_fails_the_run():
     tasks_dir = os.path.join(REPO, "roles", "host_stages", "tasks")
     with open(os.path.join(tasks_dir, "boot.yml"), encoding="utf-8") as handle:
         boot = yaml.safe_load(handle)
-    assert "gpuvirt.tenancy.reboot_share" in str(boot)
-    # the deferred host's tasks, included by the boot stage only for a host over the budget
-    include = next(t for t in boot if t["name"] == "Boot | Defer a host over the budget to the next run")
+    # the budget's tasks, included by the boot stage only where a budget applies
+    include = next(t for t in boot if "boot_budget.yml" in str(t.get("ansible.builtin.include_tasks")))
+    assert "gpuvirt_reboot_budget is defined" in include["when"] and "not ansible_check_mode" in include["when"]
+    with open(os.path.join(tasks_dir, "boot_budget.yml"), encoding="utf-8") as handle:
+        budget = yaml.safe_load(handle)
+    assert "gpuvirt.tenancy.reboot_share" in str(budget)
+    # the deferred host's tasks, included by the budget's tasks only for a host over the budget
+    include = next(t for t in budget if t["name"] == "Boot | Defer a host over the budget to the next run")
     assert "not __host_stages_boot_reboot_now | bool" in include["when"]
     with open(os.path.join(tasks_dir, include["ansible.builtin.include_tasks"]["file"]), encoding="utf-8") as handle:
         deferred = yaml.safe_load(handle)

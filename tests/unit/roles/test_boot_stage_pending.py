@@ -10,13 +10,13 @@ initramfs are said not read) and the boot menu is not regenerated (bootloader_up
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
 import pytest
 
 from conftest import COLLECTIONS, REPO_ROOT  # pylint: disable=import-error
+from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -36,14 +36,6 @@ PLAY = """
       ansible.builtin.debug:
         msg: the later stages ran
 """
-
-
-def load_dgx_tree():
-    path = os.path.join(REPO_ROOT, "tests", "tools", "dgx_tree.py")
-    spec = importlib.util.spec_from_file_location("dgx_tree", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_pending_reboot_stops_the_host_after_the_boot_stage_said_once(tmp_path):

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import re
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import StandinCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
 BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
@@ -254,13 +254,6 @@ def test_vpi_link_type_agrees_with_the_boot_stage(tmp_path, link, link_type, sta
         assert "link type changes: 0000:01:00.0 port 1: IB -> ETH" in summary
     else:
         assert report["status"] == "fail" and report["port_modes"] == []
-
-
-def load_dgx_tree():
-    spec = importlib.util.spec_from_file_location("dgx_tree", os.path.join(HERE, "..", "..", "..", "tools", "dgx_tree.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_vpi_ports_in_ib_mode_of_a_capture_are_listed_from_their_netdevs(tmp_path):

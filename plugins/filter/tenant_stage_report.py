@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``tenant_stage_report``: what the tenants stage's call decided that an operator should read,
+as one message of labelled parts (each left out when empty, in reading order: a list of one-key
+dicts, as Ansible's output sorts a dict's keys), so that the stage reports in one task whatever it
+has to say."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible.errors import AnsibleFilterError
+
+
+__metaclass__ = type
+
+# label -> the result field it shows, in the order an operator reads them
+PARTS = (
+    ("what the preview assumes", "preview_notes"),
+    ("defined tenants kept, resized or re-planned", "plan.notes"),
+    ("domains that are not tenants (kept, never reused nor removed; what they hold is out of the plan)", "foreign"),
+    ("tenants that do not fit (refused at the end, after the others are done)", "plan.unplaced"),
+    ("VF settings the tenants get (preview: the PFs' settings are not read under a capture)", "vf_settings"),
+)
+RESTART = "running tenants that keep part of their change until they are restarted (never restarted here)"
+
+
+def _field(result, path):
+    value = result
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def tenant_stage_report(result, preview=False):
+    """[{label: what}] of the tenants stage's result (tenant_domain's, or the gate's check of the
+    same call), in reading order, the parts with nothing to say left out; VF settings only in a
+    preview."""
+    if not isinstance(result, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.tenant_stage_report: expected the tenants stage's result (a dict), got %s"
+                                 % type(result).__name__)
+    report = []
+    for label, path in PARTS:
+        if path == "vf_settings" and not preview:
+            continue
+        value = _field(result, path)
+        if value:
+            report.append({label: value})
+    restart = result.get("restart_required") or []
+    if restart:
+        report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})
+    return report
+
+
+class FilterModule:
+    """Tenants stage report filter."""
+
+    def filters(self):
+        return {"tenant_stage_report": tenant_stage_report}
