@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """The tenants stage (role host_stages, tasks_from tenants: libvirt_host, then tenant_vms) run by
 ansible-runner (as AWX runs it) on this machine in check mode, as site.yml runs it after the
-preflight gate: the host model and the libvirt read of that gate given (__host_stages_host_model,
-__host_stages_libvirt_read). The domains are libvirt's test driver's (test:///default); the host is the
+preflight gate: the libvirt read and the stage checks of that gate given (preflight_libvirt_read,
+preflight_stage_checks_read, as the preflight role hands them on). The domains are libvirt's test driver's (test:///default); the host is the
 real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
 libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
 
@@ -50,11 +50,10 @@ PLAY = """
       register: test_gate
       tags: [always]
 
-    - name: Test | Share it as site.yml does; the service as a converged host's
+    - name: Test | Hand it on as the preflight role does; the service as a converged host's
       ansible.builtin.set_fact:
-        __host_stages_host_model: "{{ test_gate.topology }}"
-        __host_stages_checks: "{{ test_gate.stage_checks }}"
-        __host_stages_libvirt_read: >-
+        preflight_stage_checks_read: "{{ test_gate.stage_checks }}"
+        preflight_libvirt_read: >-
           {{ test_gate.libvirt | combine({'service': converged, 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
       vars:
         asked: {name: libvirtd, packages: [], uefi: true}
