@@ -34,7 +34,8 @@ class ActionModule(ActionBase):
                         msg="options: give the dict of the options the stage's call would send now; got %s"
                             % type(options).__name__)
         answer = check_result(check or {}, options, check_mode=bool(self._task.check_mode))
-        result.update(changed=bool(answer.get("changed")), answered=bool(answer), result=answer)
+        # the options come back as given: the stage that builds them in this task makes its call with them
+        result.update(changed=bool(answer.get("changed")), answered=bool(answer), result=answer, options=options)
         if answer.get("diff"):
             result["diff"] = answer["diff"]
         return result

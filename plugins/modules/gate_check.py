@@ -73,6 +73,11 @@ answered:
   returned: always
   type: bool
   sample: true
+options:
+  description: The options as given (a stage that builds them in this task makes its call with them when not RV(answered)).
+  returned: always
+  type: dict
+  sample: {"devices": ["0000:82:00.0"]}
 result:
   description: The gate's check-mode result of the call when RV(answered), else an empty dict.
   returned: always

@@ -55,6 +55,8 @@ def test_the_gate_answers_only_exactly_its_call(gate, options, check_mode, answe
     assert not result.get("failed")
     assert result["answered"] is answered and result["changed"] is changed
     assert result["result"] == (gate["result"] if answered else {})
+    # the options come back as given, for the call a stage makes when the gate did not answer
+    assert result["options"] == options
 
 
 def test_an_answer_shows_the_checks_diff_as_the_calls_own():
