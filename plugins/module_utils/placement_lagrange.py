@@ -24,7 +24,7 @@ fit at once, by subgradient steps. Pure, deterministic, standard library only.
 from __future__ import absolute_import, division, print_function
 
 from itertools import accumulate, chain, repeat
-from operator import ge, itemgetter, mul
+from operator import ge, itemgetter, mul, sub
 
 __metaclass__ = type
 
@@ -81,6 +81,30 @@ def capacity_prices(capacities, fits, target, steps=DUAL_STEPS):
         prices = [[max(0.0, price - step * g) for price, g in zip(row, slope)] for row, slope in zip(prices, slopes)]
     # back to the tenants' units
     return [[price / scale[r] for r, price in enumerate(row)] for row in best_prices]
+
+
+def most_that_fit(demands, room, limit):
+    """The most of ``demands`` (one demand vector per tenant, sorted) that fit in ``room`` (a
+    node's capacity vector) together, by a depth-first search of at most ``limit`` steps ->
+    (the most found, the steps taken). More steps than ``limit`` means it was cut short: the most
+    found is then only a lower bound."""
+    found = [0, 0]
+    _grow(demands, 0, list(room), 0, limit, found)
+    return found[0], found[1]
+
+
+def _grow(demands, start, left, placed, limit, found):
+    # found: [the most placed so far, the steps taken]
+    if placed > found[0]:
+        found[0] = placed
+    size = len(demands)
+    for number in range(start, size):
+        found[1] += 1
+        if placed + size - number <= found[0] or found[1] > limit:
+            return
+        demand = demands[number]
+        if all(map(ge, left, demand)):
+            _grow(demands, number + 1, list(map(sub, left, demand)), placed + 1, limit, found)
 
 
 class Configurations:

@@ -51,7 +51,7 @@ from bisect import bisect_right
 from itertools import accumulate, compress
 from operator import ge, itemgetter, mul, sub
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, capacity_prices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, capacity_prices, most_that_fit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_dominance import dominance
 
 __metaclass__ = type
@@ -574,23 +574,8 @@ class Search:
             if found:
                 demands.append(tuple(map(min, zip(*found))))
         demands.sort()
-        size = len(demands)
         limit = self.together_left
-        best = steps = 0
-
-        def grow(start, left, placed):
-            nonlocal best, steps
-            if placed > best:
-                best = placed
-            for number in range(start, size):
-                steps += 1
-                if placed + size - number <= best or steps > limit:
-                    return
-                demand = demands[number]
-                if all(map(ge, left, demand)):
-                    grow(number + 1, list(map(sub, left, demand)), placed + 1)
-        grow(0, list(self.caps[slot]), 0)
-        grow = None  # the recursive closure refers to itself: freed now, not left to the garbage collector
+        best, steps = most_that_fit(demands, self.caps[slot], limit)
         # cut short: the resource-by-resource count, which never says fewer
         if steps <= limit:
             self.together_left -= steps

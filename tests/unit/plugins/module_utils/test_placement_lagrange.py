@@ -11,7 +11,7 @@ import random
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import placement_lagrange, placement_search
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, Packing, _knapsack, capacity_prices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_lagrange import Configurations, Packing, _knapsack, capacity_prices, most_that_fit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement_search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils import test_placement_search as search_tests
 
@@ -147,3 +147,29 @@ def test_the_search_with_the_bounds_finds_the_best_assignment(monkeypatch, seed)
     assert not search.exhausted
     best = search_tests.brute_force(caps, candidates)
     assert search_tests.value_of(caps, candidates, assignment, search.best_choice) == search.best == best
+
+
+# --------------------------------------------------------------------------- most_that_fit
+def _most_by_brute_force(demands, room):
+    for size in range(len(demands), 0, -1):
+        for subset in itertools.combinations(demands, size):
+            if all(sum(column) <= cap for column, cap in zip(zip(*subset), room)):
+                return size
+    return 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_most_that_fit_is_the_most_a_node_holds_together(seed):
+    draw = random.Random(seed)
+    demands = sorted(tuple(draw.randint(0, 6) for _ in range(3)) for _ in range(draw.randint(0, 8)))
+    room = [draw.randint(0, 14) for _ in range(3)]
+    most, steps = most_that_fit(demands, room, 10 ** 6)
+    assert steps <= 10 ** 6
+    assert most == _most_by_brute_force(demands, room)
+
+
+def test_most_that_fit_cut_short_says_so_and_never_more_than_fit():
+    demands = sorted((1, 1) for _ in range(12))
+    most, steps = most_that_fit(demands, [6, 6], 3)
+    assert steps > 3 and most <= 6
+    assert most_that_fit(demands, [6, 6], 10 ** 6)[0] == 6
