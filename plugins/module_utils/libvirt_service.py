@@ -9,6 +9,8 @@ answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.packages import installed, package_family
+
 __metaclass__ = type
 
 # libvirtd with the QEMU driver, libvirt-python (the modules' library) and virt-xml-validate, per
@@ -27,31 +29,11 @@ SERVICE_OPTIONS = dict(
     uefi=dict(type="bool", default=False),
 )
 
-_DPKG_INSTALLED = "install ok installed"
-
-
-def package_family(host):
-    """-> (family, the program that answers for its packages): Debian with dpkg-query, RedHat
-    with rpm, else ("unknown", None)."""
-    for family, program in (("Debian", "dpkg-query"), ("RedHat", "rpm")):
-        path = host.commands.which(program)
-        if path:
-            return family, path
-    return "unknown", None
-
 
 def wanted_packages(family, packages=None, uefi=False):
     """The packages the host needs: ``packages`` (None: the family's list), and OVMF with ``uefi``."""
     base = list(packages) if packages is not None else list(PACKAGES.get(family, []))
     return base + (list(FIRMWARE_PACKAGES.get(family, [])) if uefi else [])
-
-
-def installed(host, family, program, package):
-    if family == "Debian":
-        rc, out, _err = host.commands.run([program, "-W", "-f=${Status}", package], check=False)
-        return rc == 0 and out.strip() == _DPKG_INSTALLED
-    rc, _out, _err = host.commands.run([program, "-q", package], check=False)
-    return rc == 0
 
 
 def unit_state(host, systemctl, verb, name):

@@ -15,6 +15,7 @@ import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import (
     InputError, StateError, check_line_value, file_target, read_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.packages import check_packages, missing_packages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.rdma import (
     PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
@@ -29,6 +30,7 @@ def mlx_rocev2(params, host, run):
     if not params["device"] and not params["rdma_device"] and not params.get("netdev_mac"):
         raise InputError("device or rdma_device: give the ConnectX PF's PCI address (device) and/or the RDMA "
                          "device name (rdma_device, e.g. mlx5_0 or rxe0), or the MAC of its netdev (netdev_mac)")
+    wanted_packages = check_packages(params["packages"]) if params.get("packages") is not None else None
     nccl_options = None
     if params["nccl_env"] is not None:
         nccl_options = nested_params("nccl_env", "gpuvirt.tenancy.nccl_env", nccl_conf.MODULE_ARGS, params["nccl_env"])
@@ -56,6 +58,8 @@ def mlx_rocev2(params, host, run):
         result["port"] = params["port"]
         result["gid_table"] = rows
         result["roce_v2_ipv4_index"] = roce_v2_ipv4_indexes(rows)
+    if wanted_packages is not None:
+        result["packages"] = missing_packages(host, wanted_packages)
     run.diff.extend([diff])
     if isinstance(nccl, nccl_conf.Decision):
         result["nccl_env"] = (nccl_conf.apply(nccl, nccl_options, host, run) if params["nccl_env_write"]

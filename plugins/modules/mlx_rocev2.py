@@ -112,6 +112,14 @@ options:
         instead of failing the call. The role C(gpuvirt.tenancy.guest_rdma) uses this (docs/rdma_nccl.md).
     type: bool
     default: true
+  packages:
+    description:
+      - The packages the host needs for RDMA, per OS family (C(Debian), C(RedHat): a list of names each; C(default): the
+        names for a family not listed). The host's
+        family's names that are not installed (by C(dpkg-query) or C(rpm)) are returned in RV(packages); nothing is
+        installed here (the play installs those, with M(ansible.builtin.package), only when some are missing).
+      - Left out, no package is looked at.
+    type: dict
 requirements:
   - C(mlxconfig) (NVIDIA MFT) or C(mstconfig) (mstflint) on the host for O(firmware).
   - C(modprobe) when C(rdma_cm) must be loaded.
@@ -204,6 +212,11 @@ rdma_device:
   returned: when an RDMA device is handled
   type: str
   sample: mlx5_0
+packages:
+  description: With O(packages), the host's OS family, the names wanted there and those not installed.
+  returned: with O(packages)
+  type: dict
+  sample: {"family": "Debian", "wanted": ["rdma-core", "ibverbs-utils"], "missing": ["ibverbs-utils"]}
 netdev:
   description: With O(netdev_mac), the netdev that carries the MAC.
   returned: with O(netdev_mac)
@@ -301,6 +314,7 @@ MODULE_ARGS = dict(
         persist_script=dict(type="path", default="/usr/local/sbin/gpuvirt-roce-mode"),
         nccl_env=dict(type="dict"),
         nccl_env_write=dict(type="bool", default=True),
+        packages=dict(type="dict"),
     ),
 )
 

@@ -18,6 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.packages import dpkg  # pylint: disable=import-error
 from fakes.rdma import BOOLEAN, FakeConfigfs, add_port, firmware_tool_on_path  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
@@ -403,4 +404,47 @@ def test_a_vf_mac_that_finds_nothing_is_refused(host, mac, netdev, match):
         add_netdev(host, netdev, mac)
     result = mlx(host, dict(host["args"], netdev_mac=mac))
     assert result["failed"] and re.search(match, result["msg"]), result["msg"]
+    assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
+
+
+# --------------------------------------------------------------------------- packages
+RDMA_PACKAGES = {"Debian": ["rdma-core", "ibverbs-utils"], "RedHat": ["rdma-core", "libibverbs-utils"]}
+
+
+def soft_roce_guest(host):
+    add_port(host["root"], "rxeB", 1, [(0, "fe80:0000:0000:0000:5054:00ff:fe00:8300", "v2", "vB")])
+    host["fake"].modes[("rxeB", 1)] = "RoCE v2"
+    return dict(host["args"], rdma_device="rxeB", persist=False)
+
+
+@pytest.mark.parametrize("missing", [[], ["ibverbs-utils"], ["rdma-core", "ibverbs-utils"]])
+def test_the_call_says_which_rdma_packages_a_debian_guest_lacks(host, missing):
+    # dpkg-query's answers as captured on a Debian 12 host (fakes.packages)
+    commands = RecordedCommands(replies=[dpkg(p, p not in missing) for p in RDMA_PACKAGES["Debian"]])
+    result = mlx(host, dict(soft_roce_guest(host), packages=RDMA_PACKAGES), commands=commands)
+    assert not result.get("failed"), result
+    assert result["packages"] == {"family": "Debian", "wanted": ["rdma-core", "ibverbs-utils"], "missing": missing}
+    assert result["changed"] is False  # read only: installing is the play's
+    assert [c[0] for c in commands.calls] == ["dpkg-query", "dpkg-query"]
+
+
+def test_a_family_not_listed_takes_the_default_names_and_rpm_answers_on_redhat(host):
+    commands = RecordedCommands(programs=["rpm"], replies=[(["rpm", "-q", "rdma-core"], 0, "rdma-core-51.0-1.el9.x86_64\n", ""),
+                                                           (["rpm", "-q", "perftest"], 1, "package perftest is not installed\n", "")])
+    result = mlx(host, dict(soft_roce_guest(host), packages={"Debian": ["x"], "default": ["rdma-core", "perftest"]}),
+                 commands=commands)
+    assert result["packages"] == {"family": "RedHat", "wanted": ["rdma-core", "perftest"], "missing": ["perftest"]}
+
+
+def test_without_packages_no_package_is_looked_at(host):
+    commands = RecordedCommands()
+    result = mlx(host, soft_roce_guest(host), commands=commands)
+    assert "packages" not in result and commands.calls == []
+
+
+@pytest.mark.parametrize("packages", [{"Debian": "rdma-core"}, {"Debian": [""]}, {"Debian": [1]}])
+def test_bad_packages_are_refused_before_any_step(host, packages):
+    args = dict(host["args"], rdma_device="mlx5_0", packages=packages)
+    result = mlx(host, args, commands=RecordedCommands())
+    assert result["failed"] and result["msg"].startswith("packages: give a dict of OS family (Debian, RedHat) -> a list of package names")
     assert host["fake"].modes[("mlx5_0", 1)] == "IB/RoCE v1"
