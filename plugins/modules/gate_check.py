@@ -49,7 +49,7 @@ options:
     type: dict
     required: true
 author:
-  - gpuvirt.tenancy maintainers
+  - gpuvirt.tenancy maintainers (@gpuvirt)
 """
 
 EXAMPLES = r"""

@@ -114,8 +114,8 @@ options:
     default: true
   packages:
     description:
-      - The packages the host needs for RDMA, per OS family (C(Debian), C(RedHat): a list of names each; C(default): the
-        names for a family not listed). The host's
+      - The packages the host needs for RDMA, per OS family (C(Debian) and C(RedHat), each a list of names; C(default)
+        for a family not listed). The host's
         family's names that are not installed (by C(dpkg-query) or C(rpm)) are returned in RV(packages); nothing is
         installed here (the play installs those, with M(ansible.builtin.package), only when some are missing).
       - Left out, no package is looked at.

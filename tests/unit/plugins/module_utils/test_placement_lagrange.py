@@ -161,15 +161,15 @@ def _most_by_brute_force(demands, room):
 @pytest.mark.parametrize("seed", range(40))
 def test_most_that_fit_is_the_most_a_node_holds_together(seed):
     draw = random.Random(seed)
-    demands = sorted(tuple(draw.randint(0, 6) for _ in range(3)) for _ in range(draw.randint(0, 8)))
-    room = [draw.randint(0, 14) for _ in range(3)]
+    demands = sorted(tuple(draw.randint(0, 6) for resource in range(3)) for tenant in range(draw.randint(0, 8)))
+    room = [draw.randint(0, 14) for resource in range(3)]
     most, steps = most_that_fit(demands, room, 10 ** 6)
     assert steps <= 10 ** 6
     assert most == _most_by_brute_force(demands, room)
 
 
 def test_most_that_fit_cut_short_says_so_and_never_more_than_fit():
-    demands = sorted((1, 1) for _ in range(12))
+    demands = [(1, 1)] * 12
     most, steps = most_that_fit(demands, [6, 6], 3)
     assert steps > 3 and most <= 6
     assert most_that_fit(demands, [6, 6], 10 ** 6)[0] == 6
