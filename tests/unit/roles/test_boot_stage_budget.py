@@ -89,7 +89,7 @@ def test_without_a_budget_its_tasks_are_one_skipped_include(tmp_path):
     done, _roots = run(tmp_path, gpuvirt_reboot_ok=False)
     out = done.stdout.read()
     assert done.rc == 0, out[-6000:]
-    skipped = events(done, "runner_on_skipped", "Boot | Share the batch's reboot budget, reboot the hosts it lets and defer the others")
+    skipped = events(done, "runner_on_skipped", "Boot | Reboot within the batch's reboot budget")
     assert sorted(e["host"] for e in skipped) == ["h1", "h2"]
     assert not events(done, "runner_on_ok", "Boot | Share the batch's reboot budget among its hosts that need a reboot")
     # no budget, no reboot allowed: each host stops with its pending reboot instead

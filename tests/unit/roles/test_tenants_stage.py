@@ -110,7 +110,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     assert gate["stage_checks"]["tenants"]["error"] is None, gate["stage_checks"]
     assert gate["stage_checks"]["tenants"]["changed"] is True
     assert host_calls(records) == [], out[-4000:]
-    [taken] = [r for r in records if r["task"] == "Build the stage's call from its inputs and take the gate's check of exactly that call"]
+    [taken] = [r for r in records if r["task"] == "Build the call and take the gate's check of it"]
     assert taken["result"]["answered"] is True and taken["result"]["changed"] is True
     assert taken["result"]["result"] == gate["stage_checks"]["tenants"]["result"]
     # the same check with another option is not this call: the stage makes its own
