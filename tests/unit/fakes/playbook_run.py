@@ -35,7 +35,7 @@ def run_with_runner(private_dir, playbook, inventory, extravars, cmdline=None):
     done = ansible_runner.run(
         private_data_dir=str(private_dir), playbook=str(playbook), inventory=inventory, extravars=extravars, cmdline=cmdline,
         quiet=True, timeout=300, envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": ANSIBLE_CFG})
-    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"),
+    records = [{"task": e["event_data"].get("task"), "action": e["event_data"].get("task_action"), "host": e["event_data"].get("host"),
                 "status": RUNNER_OUTCOMES[e["event"]], "result": e["event_data"].get("res") or {}}
                for e in done.events if e.get("event") in RUNNER_OUTCOMES]
     return done.rc, done.stdout.read(), records

@@ -9,13 +9,12 @@ reboot_share filter's tests and the lab. Without a budget the budget's tasks are
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
-from conftest import COLLECTIONS, REPO_ROOT  # pylint: disable=import-error
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
+from fakes.playbook_run import run_with_runner  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -46,51 +45,46 @@ PLAY = """
 
 
 def run(tmp_path, **extra_vars):
-    import ansible_runner  # pylint: disable=import-outside-toplevel
+    """-> (rc, output, the task records, each host's root)."""
     roots, gpus = {}, None
     for host in ("h1", "h2"):
         roots[host] = tmp_path / host
         _host, gpus, _nics = load_dgx_tree().write_tree(str(roots[host]))
-    (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY)
     inventory = "\n".join("%s ansible_connection=local host_root=%s" % (host, root) for host, root in sorted(roots.items()))
     extra = dict({"gpuvirt_reboot_ok": True, "gpuvirt_gpus": sorted(gpus.values()), "gpuvirt_gpu_pci_ids": ["10de:20b0"],
                   "host_boot_bootloader_update": "none", "host_boot_firmware_install": False,
                   "ansible_python_interpreter": sys.executable}, **extra_vars)
-    done = ansible_runner.run(
-        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
-        inventory=inventory + "\nlocalhost ansible_connection=local\n", extravars=extra, quiet=True, timeout=300,
-        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
-    return done, roots
+    rc, out, records = run_with_runner(tmp_path / "runner", tmp_path / "play.yml", inventory + "\nlocalhost ansible_connection=local\n",
+                                       extra)
+    return rc, out, records, roots
 
 
-def events(done, kind, task):
-    return [e["event_data"] for e in done.events if e.get("event") == kind and e["event_data"].get("task") == task]
+def records_of(records, status, task):
+    return [r for r in records if r["status"] == status and r["task"] == task]
 
 
 def test_a_budget_of_zero_defers_every_host_that_needs_a_reboot(tmp_path):
-    done, roots = run(tmp_path, gpuvirt_reboot_budget=0)
-    out = done.stdout.read()
-    assert done.rc == 0, out[-6000:]
+    rc, out, records, roots = run(tmp_path, gpuvirt_reboot_budget=0)
+    assert rc == 0, out[-6000:]
     for root in roots.values():
         assert "iommu=pt" in (root / "etc" / "default" / "grub").read_text(encoding="utf-8")
-    shares = events(done, "runner_on_ok", "Boot | Share the batch's reboot budget among its hosts that need a reboot")
-    assert sorted(e["host"] for e in shares) == ["h1", "h2"]
-    assert not events(done, "runner_on_ok", "Boot | Reboot the hosts the budget lets (the boot stage again, with its reboot)")
-    said = sorted(e["res"]["msg"] for e in events(done, "runner_on_ok", "Boot | Say why the host stops here"))
+    shares = records_of(records, "ok", "Boot | Share the batch's reboot budget among its hosts that need a reboot")
+    assert sorted(r["host"] for r in shares) == ["h1", "h2"]
+    assert not records_of(records, "ok", "Boot | Reboot the hosts the budget lets (the boot stage again, with its reboot)")
+    said = sorted(r["result"]["msg"] for r in records_of(records, "ok", "Boot | Say why the host stops here"))
     assert [line.split(" needs a reboot")[0] for line in said] == ["DEFERRED: h1", "DEFERRED: h2"], said
     assert "this batch may reboot only 0 host(s)" in said[0]
-    assert not events(done, "runner_on_ok", "Test | After the boot stage (the SR-IOV/VFIO stage would run here)")
-    [deferred] = events(done, "runner_on_ok", "Test | The deferred hosts")
-    assert deferred["res"]["msg"] == ["h1", "h2"]
+    assert not records_of(records, "ok", "Test | After the boot stage (the SR-IOV/VFIO stage would run here)")
+    [deferred] = records_of(records, "ok", "Test | The deferred hosts")
+    assert deferred["result"]["msg"] == ["h1", "h2"]
 
 
 def test_without_a_budget_its_tasks_are_one_skipped_include(tmp_path):
-    done, _roots = run(tmp_path, gpuvirt_reboot_ok=False)
-    out = done.stdout.read()
-    assert done.rc == 0, out[-6000:]
-    skipped = events(done, "runner_on_skipped", "Boot | Reboot within the batch's reboot budget")
-    assert sorted(e["host"] for e in skipped) == ["h1", "h2"]
-    assert not events(done, "runner_on_ok", "Boot | Share the batch's reboot budget among its hosts that need a reboot")
+    rc, out, records, _roots = run(tmp_path, gpuvirt_reboot_ok=False)
+    assert rc == 0, out[-6000:]
+    skipped = records_of(records, "skipped", "Boot | Reboot within the batch's reboot budget")
+    assert sorted(r["host"] for r in skipped) == ["h1", "h2"]
+    assert not records_of(records, "ok", "Boot | Share the batch's reboot budget among its hosts that need a reboot")
     # no budget, no reboot allowed: each host stops with its pending reboot instead
-    assert len(events(done, "runner_on_ok", "Boot | Say what is pending and how to continue")) == 2
+    assert len(records_of(records, "ok", "Boot | Say what is pending and how to continue")) == 2

@@ -10,13 +10,12 @@ initramfs are said not read) and the boot menu is not regenerated (bootloader_up
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
-from conftest import COLLECTIONS, REPO_ROOT  # pylint: disable=import-error
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
+from fakes.playbook_run import run_with_runner  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -39,27 +38,21 @@ PLAY = """
 
 
 def test_a_pending_reboot_stops_the_host_after_the_boot_stage_said_once(tmp_path):
-    import ansible_runner  # pylint: disable=import-outside-toplevel
     root = tmp_path / "dgx"
     _host, gpus, _nics = load_dgx_tree().write_tree(str(root))
     grub_before = (root / "etc" / "default" / "grub").read_text(encoding="utf-8")
-    (tmp_path / "runner").mkdir()
     (tmp_path / "play.yml").write_text(PLAY % {"root": root})
     extra = {"gpuvirt_reboot_ok": False, "gpuvirt_gpus": sorted(gpus.values()), "gpuvirt_gpu_pci_ids": ["10de:20b0"],
              "host_boot_bootloader_update": "none", "host_boot_firmware_install": False,
              "ansible_python_interpreter": sys.executable}
-    done = ansible_runner.run(
-        private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
-        inventory="localhost ansible_connection=local", extravars=extra, quiet=True, timeout=300,
-        envvars={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg")})
-    out = done.stdout.read()
-    assert done.rc == 0, out[-6000:]
-    ran = [e["event_data"].get("task") for e in done.events if e.get("event") == "runner_on_ok"]
+    rc, out, records = run_with_runner(tmp_path / "runner", tmp_path / "play.yml", "localhost ansible_connection=local", extra)
+    assert rc == 0, out[-6000:]
+    ran = [r["task"] for r in records if r["status"] == "ok"]
     assert "Test | After the boot stage (the SR-IOV/VFIO stage would run here)" not in ran, ran
     # the edit was made under the tree, its reboot is pending
     assert (root / "etc" / "default" / "grub").read_text(encoding="utf-8") != grub_before
-    pending = [e["event_data"]["res"]["msg"] for e in done.events
-               if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Boot | Say what is pending and how to continue"]
+    pending = [r["result"]["msg"] for r in records
+               if r["status"] == "ok" and r["task"] == "Boot | Say what is pending and how to continue"]
     assert len(pending) == 1, pending
     line = pending[0]
     assert line.startswith("REBOOT PENDING on localhost: ") and "kernel command line" in line
