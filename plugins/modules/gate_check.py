@@ -24,16 +24,15 @@ description:
     the play has changed the host since the gate.
   - Runs on the controller; it asks nothing of the host. An action plugin; this file holds its documentation.
 extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
   - gpuvirt.tenancy.attributes.PLATFORM
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
     details:
       - In check mode a check that would change something answers too, with C(changed) true.
   diff_mode:
     support: full
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     details:
       - The differences of the gate's check, when the gate ran with C(--diff).
   platform:

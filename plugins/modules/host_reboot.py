@@ -67,16 +67,15 @@ options:
     description: Command (with its arguments) that reboots the host; the distribution's C(shutdown) command when not given.
     type: str
 extends_documentation_fragment:
+  - gpuvirt.tenancy.attributes
   - gpuvirt.tenancy.attributes.PLATFORM
 attributes:
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
     details:
       - In check mode nothing reboots; the result says it would.
   diff_mode:
     support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
   platform:
     platforms: posix
 notes:
