@@ -97,21 +97,30 @@ def payload():
             archive.writestr("/".join(parts[:depth]) + "/__init__.py", "")
         for sub in ("module_utils", "modules"):
             archive.writestr("%s/%s/__init__.py" % (PACKAGE.replace(".", "/"), sub), "")
-            for name in sorted(os.listdir(os.path.join(PLUGINS, sub))):
-                if name.endswith(".py"):
-                    archive.write(os.path.join(PLUGINS, sub, name), "%s/%s/%s" % (PACKAGE.replace(".", "/"), sub, name))
+            for top, _dirs, files in os.walk(os.path.join(PLUGINS, sub)):
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        full = os.path.join(top, name)
+                        archive.write(full, "%s/%s" % (PACKAGE.replace(".", "/"), os.path.relpath(full, PLUGINS)))
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def top_level_utils(path):
-    """The collection module_utils a file imports at module level (imports inside functions
-    are left out: they are compiled only when the call needs them)."""
+    """The collection module_utils a file imports at module level, as dotted names under
+    module_utils (imports inside functions are left out: they are compiled only when the call
+    needs them)."""
     found = set()
     for node in ast.parse(open(path, encoding="utf-8").read()).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + ".module_utils"):
-            rest = node.module[len(PACKAGE + ".module_utils"):].strip(".")
-            found.update([rest.split(".")[0]] if rest else [alias.name for alias in node.names])
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + ".module_utils."):
+            rest = node.module[len(PACKAGE + ".module_utils."):]
+            source = os.path.join(PLUGINS, "module_utils", *rest.split("."))
+            # ``from ...module_utils.<package> import <module>`` or ``from ...<package>.<module> import <name>``
+            found.update([rest] if os.path.isfile(source + ".py") else ["%s.%s" % (rest, alias.name) for alias in node.names])
     return found
+
+
+def util_path(name):
+    return os.path.join(PLUGINS, "module_utils", *name.split(".")) + ".py"
 
 
 def imported_source_kb(module_path):
@@ -120,8 +129,8 @@ def imported_source_kb(module_path):
         name = todo.pop()
         if name not in seen:
             seen.add(name)
-            todo.extend(top_level_utils(os.path.join(PLUGINS, "module_utils", name + ".py")))
-    size = os.path.getsize(module_path) + sum(os.path.getsize(os.path.join(PLUGINS, "module_utils", n + ".py")) for n in seen)
+            todo.extend(top_level_utils(util_path(name)))
+    size = os.path.getsize(module_path) + sum(os.path.getsize(util_path(n)) for n in seen)
     return size / 1024.0
 
 

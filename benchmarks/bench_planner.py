@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "unit"))
 sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 
 # pylint: disable=wrong-import-position,import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants  # noqa: E402
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants  # noqa: E402
 import placement_oracle as oracle  # noqa: E402
 from markdown_section import write_section  # noqa: E402
 from placement_families import switched_host  # noqa: E402
@@ -177,7 +177,7 @@ def run(hosts, small, passes, scale_hosts=100):
 
 def render(result, command):
     out = ["## Placement", ""]
-    out.append("Planner: `plugins/module_utils/placement.py` (filter `gpuvirt.tenancy.plan_tenants`), policy defaults "
+    out.append("Planner: `plugins/module_utils/placement/planner.py` (filter `gpuvirt.tenancy.plan_tenants`), policy defaults "
                "(numa required, smt whole_cores, emulator isolate, pcie_affinity prefer) with reserved CPUs `0-1,128-129`.")
     out.append("Host: the DGX A100-class model built from the real `nvidia-smi topo -m` and `lscpu` captures in tests/fixtures "
                "(8 GPUs, 10 NICs with 4 VFs each, 8 NUMA nodes NPS4, 256 CPUs in SMT pairs, 16384 x 2M pages per node).")

@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 # pylint: disable=wrong-import-position
 import yaml  # noqa: E402
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError  # noqa: E402
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants  # noqa: E402
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError  # noqa: E402
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants  # noqa: E402
 
 
 def load(path, key):

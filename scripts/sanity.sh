@@ -10,7 +10,12 @@ COPY="${SANITY_BUILD_DIR:-${TMPDIR:-/tmp}/gpuvirt-sanity-$(echo "$REPO_ROOT" | s
 mkdir -p "$COPY"
 # Only the files git would commit: tracked plus untracked-not-ignored.
 (cd "$REPO_ROOT" && git ls-files -co --exclude-standard) >"$COPY/../.filelist"
-rsync -a --delete --files-from="$COPY/../.filelist" "$REPO_ROOT/" "$COPY/"
+rsync -a --files-from="$COPY/../.filelist" "$REPO_ROOT/" "$COPY/"
+# A copy kept from an earlier run still holds files since moved or deleted (rsync's --delete does not
+# reach them through --files-from): remove what the list does not name, ansible-test's output aside.
+(cd "$COPY" && find . -type f ! -path './tests/output/*' | sed 's|^\./||' | sort) \
+  | comm -23 - <(sort "$COPY/../.filelist") | (cd "$COPY" && xargs -r -d '\n' rm -f --)
+find "$COPY" -mindepth 1 -type d -empty ! -path "$COPY/tests/output*" -delete
 rm -f "$COPY/../.filelist"
 cd "$COPY"
 # Sanity runs on the files that will land; the copy has no .git, so ansible-test lists the tree.

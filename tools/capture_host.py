@@ -35,7 +35,7 @@ What is copied:
                               (libvirtd --version), qemu-version.txt (qemu-system-x86_64 or
                               /usr/libexec/qemu-kvm --version), systemctl-show-nvidia.txt
                               (systemctl show -p Id,LoadState,UnitFileState,ActiveState of the
-                              NVIDIA services); plugins/module_utils/captured_programs.py reads them
+                              NVIDIA services); plugins/module_utils/host/captured_programs.py reads them
 Symlinks are kept as links (made relative to the capture root); links are never
 followed while walking, so sysfs loops cannot recurse. Unreadable files are skipped.
 Standard library only, and Python 3.6 syntax, so it runs with any python3 on the host being
@@ -81,7 +81,7 @@ UNIT_DIR, UNIT_PREFIX = "/etc/systemd/system", "gpuvirt-"
 UNIT_HEADER = b"# Written by gpuvirt.tenancy"
 WANTS_DIR = UNIT_DIR + "/multi-user.target.wants"
 # Programs' answers (file under .capture -> the argv candidates, first found runs), as
-# plugins/module_utils/captured_programs.py reads them.
+# plugins/module_utils/host/captured_programs.py reads them.
 OUTPUT_DIR = ".capture"
 NVIDIA_UNITS = ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "nvidia-dcgm.service", "dcgm.service")
 PROGRAMS = (

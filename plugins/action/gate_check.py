@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.stage_checks import check_result
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import check_result
 
 
 class ActionModule(ActionBase):

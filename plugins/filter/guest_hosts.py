@@ -58,8 +58,8 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"
     if not boolean(add, strict=False):
         return []

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 
 def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.mps import mps_gpus  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.mps import mps_gpus  # pylint: disable=import-outside-toplevel
     try:
         return mps_gpus(query_text, apps_text, wanted, state)
     except ValueError as exc:

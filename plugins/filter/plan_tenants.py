@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
@@ -28,7 +28,7 @@ def _plan_tenants(topology, tenants, policy=None, foreign=None):
     """The plan; ``foreign``: the domains that are not listed tenants (tenant_domain_info's
     ``foreign``), whose devices, CPUs and hugepages are kept out of it. The same code as
     tenant_domain's ``tenants`` plans with on the host (module_utils tenant_plan)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan  # pylint: disable=import-outside-toplevel
     try:
         return tenant_plan.plan(topology, tenants, policy, foreign)
     except InputError as exc:
@@ -41,7 +41,7 @@ def _group_devices(topology, policy=None):
     out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
     [the pool devices of its group]}}`` (module_utils tenant_groups, which vfio_bind's ``gpus``
     works out on the host)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_groups  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_groups  # pylint: disable=import-outside-toplevel
     try:
         return tenant_groups.group_devices(topology, policy)
     except InputError as exc:
@@ -52,7 +52,7 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     """What the present tenants need from the libvirt host: ``uefi`` (a tenant whose firmware,
     its own or ``firmware``, is efi: OVMF installed) and ``hugetlbfs_mounts`` (``[{size, path}]``:
     a 1G hugetlbfs mount when a tenant, or the policy's default, backs its memory with 1G pages)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hugepage_sizes import size_name  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name  # pylint: disable=import-outside-toplevel
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: expected the tenant list (gpuvirt_tenants), got %s"
                                  % type(tenants).__name__)

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
@@ -16,7 +16,7 @@ __metaclass__ = type
 
 
 def _projection(topology, sriov_pfs=None, hugepages=None):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import project  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: expected the topology dict of "
                                  "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
@@ -27,7 +27,7 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
 
 
 def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import evaluate  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import evaluate  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
                                  "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
@@ -38,7 +38,7 @@ def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
 
 
 def _summary(report, report_path=None):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import summary_line  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import summary_line  # pylint: disable=import-outside-toplevel
     if report is not None and not isinstance(report, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (preflight_report) or "
                                  "null, got %s" % type(report).__name__)
@@ -46,7 +46,7 @@ def _summary(report, report_path=None):
 
 
 def _stop_lines(report, batch, play_hosts=None, report_path=None):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight_text import (  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import (  # pylint: disable=import-outside-toplevel
         batches_around, stop_lines)
     if not isinstance(report, dict) or "checks" not in report:
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (preflight_report), "

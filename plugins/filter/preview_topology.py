@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import plain
 
 __metaclass__ = type
@@ -17,8 +17,8 @@ __metaclass__ = type
 
 
 def _preview_topology(result, wanted=None):
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import project  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preview import finish  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import project  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import finish  # pylint: disable=import-outside-toplevel
     topology = result.get("topology") if isinstance(result, dict) else None
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preview_topology: expected the result registered from "

@@ -11,7 +11,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
@@ -124,7 +124,7 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix):
 def _lines(entries):
     """The block's lines nccl_env writes for ``entries``; None for entries it refuses (the call
     that writes them says why)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.hosts_block import block_lines  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_lines  # pylint: disable=import-outside-toplevel
     try:
         return block_lines(entries)
     except InputError:

@@ -4,14 +4,14 @@
 """Filters ``gpuvirt.tenancy.tenant_vf_settings`` and ``gpuvirt.tenancy.sriov_request``: the
 per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
-the tenant name and the VF's index: module_utils/vf_mac.py), spoof checking on and trust off:
+the tenant name and the VF's index: module_utils/vocabulary/vf_mac.py), spoof checking on and trust off:
 the guest cannot send with another MAC or VLAN, nor ask the PF for promiscuous mode."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
@@ -23,7 +23,7 @@ def tenant_vf_settings(tenants, vfs=None):
     """``[{address, mac, vlan, spoofchk, trust}]`` for each VF a present tenant names by address
     (module_utils ``tenant_vfs``, which vfio_bind uses on the host). ``vfs``: VFs of a PF (dicts
     with ``address``, as sriov_vfs returns them, or addresses): only the settings of these."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_vfs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_vfs  # pylint: disable=import-outside-toplevel
     try:
         return tenant_vfs.tenant_vf_settings(tenants, vfs)
     except InputError as exc:
@@ -35,7 +35,7 @@ def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
     autoprobe}]``, as gpuvirt_sriov_pfs) in one call, ``{pfs: [...], vf_settings: [...]}``
     (module_utils ``tenant_vfs``; the SR-IOV/VFIO stage's vfio_bind builds the same on the host
     from its ``sriov_pfs`` and ``tenants``)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_vfs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_vfs  # pylint: disable=import-outside-toplevel
     try:
         return tenant_vfs.sriov_request(pfs, tenants, autoprobe, persist, force)
     except InputError as exc:

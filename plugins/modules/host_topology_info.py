@@ -163,8 +163,8 @@ topology:
       sample: {"libvirt": "8.0.0", "qemu": "6.2.0", "captured": true}
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import topology_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import topology_info
 
 MODULE_ARGS = dict(
     argument_spec=dict(

@@ -797,8 +797,8 @@ elapsed_s:
   sample: {"fetch /var/lib/libvirt/images/gpuvirt/base/debian-12-genericcloud-amd64.qcow2": 41.2}
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import TENANT_DOMAIN_ARGS, tenant_domain
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import TENANT_DOMAIN_ARGS, tenant_domain
 
 MODULE_ARGS = TENANT_DOMAIN_ARGS
 

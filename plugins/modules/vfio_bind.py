@@ -260,8 +260,8 @@ vfs_to_come:
   sample: []
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vfio import VFIO_BIND_ARGS, vfio_bind
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VFIO_BIND_ARGS, vfio_bind
 
 MODULE_ARGS = VFIO_BIND_ARGS
 

@@ -129,7 +129,7 @@ else
   AS_IS="$(PYTHONPATH="$COLLECTIONS" "$PYTHON" - "$OUT/query-gpu.txt" "$OUT/lgi.txt" <<'PY'
 import json, sys
 from collections import Counter
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import mig
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import mig
 gpus = mig.parse_query_csv(open(sys.argv[1]).read())
 try:
     instances = mig.parse_lgi(open(sys.argv[2]).read())

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import parse_cpulist
 
 
 def assert_exclusive(topology, plan, policy=None):

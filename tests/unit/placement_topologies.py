@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import parse_cpulist
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 TOPO_DGX = os.path.join(FIXTURES, "topo", "topo-m_8xa100-sxm4-40gb_10xmlx5_epyc7742-nps4_driver525.txt")

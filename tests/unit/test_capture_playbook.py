@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import built_collection  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 
 REPO = built_collection.REPO
 LAB_BARE = os.path.join(REPO, "tests", "fixtures", "lab", "bare")

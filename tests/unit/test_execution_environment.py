@@ -126,7 +126,7 @@ def test_artifact_holds_the_collection_without_its_tests_or_lab(artifact):
     assert info["license"] == ["GPL-3.0-or-later"] and "example" not in json.dumps(info)
     for path in ("LICENSE", "README.md", "changelogs/changelog.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
                  "bindep.txt", "execution-environment.yml", "awx/job_templates.yml", "docs/docsite/extra-docs.yml",
-                 "plugins/modules/preflight_info.py", "plugins/module_utils/preflight.py", "roles/preflight/tasks/main.yml",
+                 "plugins/modules/preflight_info.py", "plugins/module_utils/preflight/checks.py", "roles/preflight/tasks/main.yml",
                  "playbooks/site.yml", "playbooks/preflight.yml", ".yamllint", "tests/config.yml"):
         assert path in names
     assert ["plugins/modules/%s.py" % name for name in module_names()] == sorted(n for n in names if n.startswith("plugins/modules/"))

@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError
 from fakes.paths import STANDINS  # pylint: disable=import-error
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import FileWriter, Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import FileWriter, Host
 
 
 class Interrupted(BaseException):

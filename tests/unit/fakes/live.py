@@ -5,7 +5,7 @@ recorded commands, instead of being planned as file changes under the root."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 
 
 class LiveHost(Host):

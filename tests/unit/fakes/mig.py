@@ -53,7 +53,7 @@ def run(args, check_mode=False, diff=False, root="/"):
     """mig_profile on an injected Host (``root``: the tree config_file is read under), with the
     stand-in as nvidia_smi unless the args name another; warnings are in the result."""
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     from ansible_collections.gpuvirt.tenancy.plugins.modules import mig_profile
     full = dict(args)
     full.setdefault("nvidia_smi", STANDIN)

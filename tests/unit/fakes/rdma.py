@@ -15,8 +15,8 @@ import errno
 import os
 import subprocess
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 

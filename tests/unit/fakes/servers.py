@@ -3,7 +3,7 @@
 
 ``build_dgx_a100_class(root)`` lays out a DGX A100-class host after
 tests/fixtures/topo/topo-m_8xa100-sxm4-40gb_10xmlx5_epyc7742-nps4_driver525.txt and the same
-machine's lscpu (tests/fixtures/host); tests/unit/plugins/module_utils/test_topology.py asserts
+machine's lscpu (tests/fixtures/host); tests/unit/plugins/module_utils/host/test_topology.py asserts
 that the host model read from it reproduces that real matrix.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import read_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import read_cpulist
 
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 

@@ -10,8 +10,8 @@ import os
 import shutil
 import subprocess
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import CommandError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError
 
 
 class SystemCommands:

@@ -64,7 +64,7 @@ PLAY = """
 
 def converged(tmp_path):
     """The lab tree after a vfio_bind run with the stage's inputs (the VFs made and bound, the GPU bound)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind  # pylint: disable=import-outside-toplevel
     tree, kernel = lab_host(tmp_path / "root")
     args = {"sriov_pfs": INVENTORY["gpuvirt_sriov_pfs"], "gpus": INVENTORY["gpuvirt_gpus"], "gpu_ids": INVENTORY["gpuvirt_gpu_pci_ids"],

@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LAB_BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
@@ -169,7 +169,7 @@ def test_capture_takes_grub_dropins_the_collections_units_and_their_links(host, 
 def test_capture_runs_the_programs_the_preview_reads_from_root_slash_only(tmp_path, monkeypatch):
     """The programs and file names agree with what captured_programs reads, and a capture of /
     writes each found program's stdout (a stand-in on PATH here) and skips a missing one."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import captured_programs
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import captured_programs
     assert dict((name, candidates[0]) for name, candidates in capture_host.PROGRAMS) == captured_programs.PROGRAMS
     assert capture_host.OUTPUT_DIR == captured_programs.CAPTURE_DIR.lstrip("/")
     bin_dir = tmp_path / "bin"

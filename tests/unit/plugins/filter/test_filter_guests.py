@@ -9,9 +9,9 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_one import TENANT_DOMAIN_OPTIONS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TENANT_DOMAIN_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 FILTERS = FilterModule().filters()
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"

@@ -13,15 +13,15 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cpulist import parse_cpulist
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_pinning import PinRequest, apply_pinning
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_readers import read_assignment
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import parse_xml, to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import domain_options
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_spec import TenantSpec
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import parse_cpulist
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import read_assignment
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import parse_xml, to_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
 

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 
 BARE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare"))
 FILTERS = FilterModule().filters()

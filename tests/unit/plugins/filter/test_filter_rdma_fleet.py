@@ -14,7 +14,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import rdma_fleet, rdma_nccl_write
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env
 
 from conftest import run_module  # pylint: disable=import-error

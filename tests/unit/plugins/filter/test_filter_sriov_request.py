@@ -8,9 +8,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 SETTINGS = FilterModule().filters()["tenant_vf_settings"]
 VF1, VF2, VF3 = "0000:81:00.1", "0000:81:00.2", "0000:81:00.3"

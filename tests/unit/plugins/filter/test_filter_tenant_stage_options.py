@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_options import INPUTS, tenant_stage_options
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenant_domain_call import TENANT_DOMAIN_ARGS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import TENANT_DOMAIN_ARGS
 
 INPUT = {"tenants": [{"name": "a", "vcpus": 1, "memory_mb": 64}], "policy": {"numa": "strict"}, "gpus": None, "vf_pfs": [],
          "domain_type": "kvm", "machine": "q35", "firmware": "efi", "memory_mode": "strict", "live": True,

@@ -222,7 +222,7 @@ def module_of(name):
 
 def host_of(name, root, world):
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     return Host(str(root), commands=RecordedCommands(), kernel=world.get("kernel"))
 
 
@@ -381,7 +381,7 @@ def test_no_file_outside_the_root_changes_libvirt_modules(libvirt_conn, name):
     """As above, with libvirt's test driver as the host's libvirt; tenant_domain's guest files made
     and then, with ``remove``, removed again (a manifest that names a file next to the root, with
     ``manifest_out``, included)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host  # pylint: disable=import-outside-toplevel
 
     @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(options=libvirt_options(name),

@@ -197,7 +197,7 @@ def world_state(tmp_path, conn):
 def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, monkeypatch, libvirt_conn, name, what, world, args, message,
                                                         check_mode):
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     root, host_args = WORLDS[world](tmp_path, monkeypatch, libvirt_conn)
     try:
         before = world_state(tmp_path, libvirt_conn)

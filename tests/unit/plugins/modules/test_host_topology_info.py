@@ -45,7 +45,7 @@ def test_reads_this_machine():
 
 def test_runs_on_an_injected_host(tmp_path):
     """The one host seam: a Host over a temporary tree, nothing patched."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host  # pylint: disable=import-outside-toplevel
     from fakes.commands import RecordedCommands  # pylint: disable=import-error,import-outside-toplevel
     tree = FakeHost(tmp_path)
     tree.add_numa_node(0, [0, 1], memory_mb=1024)

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import hugepages as hugepages_utils
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as hugepages_utils
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as hugepages_module
 
 from conftest import run_module  # pylint: disable=import-error

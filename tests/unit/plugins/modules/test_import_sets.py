@@ -27,12 +27,15 @@ def loaded_utils(module):
 
 @pytest.mark.parametrize("module, needed, not_loaded", [
     # the gate's read and the domain reader: libvirt and the domain XML, not the VF settings
-    ("preflight_info", {"topology", "domain_info", "domain_readers", "mlxconfig"}, {"sriov", "tenant_domain_call", "tenant_spec"}),
-    ("tenant_domain_info", {"domain_info", "domain_readers"}, {"sriov", "tenant_domain_call", "numa_pin_domain", "tenant_spec"}),
+    ("preflight_info", {"host.topology", "libvirt.domain_info", "libvirt.domain_readers", "boot.mlxconfig"},
+     {"sriov_vfio.sriov", "libvirt.tenant_domain_call", "libvirt.tenant_spec"}),
+    ("tenant_domain_info", {"libvirt.domain_info", "libvirt.domain_readers"},
+     {"sriov_vfio.sriov", "libvirt.tenant_domain_call", "libvirt.numa_pin_domain", "libvirt.tenant_spec"}),
     # the tenants stage on the host (the planner, its plan's entries) only with ``tenants``
-    ("tenant_domain", {"tenant_domain_call", "tenant_domain_one", "tenant_spec"}, {"sriov", "tenant_stage", "tenant_plan"}),
+    ("tenant_domain", {"libvirt.tenant_domain_call", "libvirt.tenant_domain_one", "libvirt.tenant_spec"},
+     {"sriov_vfio.sriov", "libvirt.tenant_stage", "libvirt.tenant_plan"}),
     # inside a guest there is no ConnectX PF: the firmware tools' parser is left out
-    ("mlx_rocev2", {"roce", "nccl_conf", "rdma"}, {"mlxconfig"}),
+    ("mlx_rocev2", {"guest.roce", "guest.nccl_conf", "guest.rdma"}, {"boot.mlxconfig"}),
 ])
 def test_module_loads_what_every_call_needs_only(module, needed, not_loaded):
     loaded = loaded_utils(module)
@@ -42,7 +45,7 @@ def test_module_loads_what_every_call_needs_only(module, needed, not_loaded):
 
 def test_tenant_domain_imports_sriov_when_given_vf_settings():
     # the lazy import still works where it is needed: the options are checked by sriov_vfs's spec
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_domain_call
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
     options = tenant_domain_call.vf_settings_options({"sriov_vfs": {"pfs": []}})
     assert options["pfs"] == []
     assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None

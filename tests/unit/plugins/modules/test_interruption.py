@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.cmdline import split_cmdline
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.grub_defaults import GrubDefaults
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host, KernelWriter
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import split_cmdline
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import GrubDefaults
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host, KernelWriter
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.modules import (
     hugepages, iommu_grub, mig_profile, mlx_rocev2, nccl_env, sriov_vfs, vfio_bind)
 

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
 
 from conftest import run_module  # pylint: disable=import-error

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mig_profile
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error

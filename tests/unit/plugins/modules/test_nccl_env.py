@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import nccl_env
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 
 from conftest import FIXTURES, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error

@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error

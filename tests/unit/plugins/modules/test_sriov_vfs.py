@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error

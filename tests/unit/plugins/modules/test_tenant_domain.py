@@ -14,9 +14,9 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.domain_tree import QEMU_NS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import QEMU_NS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, sriov_vfs, tenant_domain
 
 from conftest import FIXTURES, LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error

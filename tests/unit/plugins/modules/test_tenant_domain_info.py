@@ -12,9 +12,9 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import tenant_plan
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error

@@ -13,9 +13,9 @@ import os
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import stage_checks
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error

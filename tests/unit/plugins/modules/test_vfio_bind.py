@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils import boot_script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vf_mac import derived_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.interrupt import tree_state  # pylint: disable=import-error
 from fakes.kernel import GPU_AUDIO, NIC_PF, domain_xml, lab_host, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error

@@ -1,0 +1,202 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An edit of the kernel args in one variable of the GRUB defaults file, and the commands
+that regenerate the boot menu from it (``update-grub``, ``grub2-mkconfig``, ``grubby``).
+
+:class:`GrubCmdlineEdit` plans the edit from :mod:`kernel_args` operations (the text itself
+is edited by the pure :mod:`grub_defaults`), compares the result with the running kernel's
+``/proc/cmdline``, and applies it. All I/O goes through the injected host: files under its
+root, programs through ``host.commands``. Shared by the iommu_grub and hugepages features.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import join_cmdline, kernel_part, split_cmdline
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import GrubDefaults, GrubParseError
+
+__metaclass__ = type
+
+CMDLINE_VARIABLES = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
+DEFAULTS_FILE = "/etc/default/grub"
+DEBIAN_LIKE = {"debian", "ubuntu"}
+RHEL_LIKE = {"rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn"}
+TOOLS = ("update-grub", "grub-mkconfig", "grub2-mkconfig", "grubby")
+
+
+class _NoBootloaderTool(Exception):
+    """No tool to regenerate the boot menu: an error only when the file changes."""
+
+
+def read_os_release(fs):
+    """``ID`` and ``ID_LIKE`` words of /etc/os-release (under the root), lower case."""
+    words = set()
+    for line in (fs.read("/etc/os-release") or fs.read("/usr/lib/os-release") or "").splitlines():
+        key, _sep, value = line.partition("=")
+        if key.strip() in ("ID", "ID_LIKE"):
+            words.update(value.strip().strip("\"'").lower().split())
+    return words
+
+
+def cfg_stale(text, after_args):
+    """True when a generated grub.cfg has Linux entries lacking the wanted args (an earlier
+    run wrote the file but the regeneration failed)."""
+    lines = [line.split() for line in (text or "").splitlines() if line.split()[:1] in (["linux"], ["linuxefi"])]
+    if not lines:
+        return False
+    # Recovery entries leave out GRUB_CMDLINE_LINUX_DEFAULT: one full entry is enough.
+    return not any(all(arg in line for arg in after_args) for line in lines)
+
+
+class GrubCmdlineEdit:
+    """Plans an edit of the kernel args in one GRUB variable (:meth:`plan`), then applies it
+    (:meth:`apply`). ``grub_file`` is a host path, read and written under the host's root."""
+
+    def __init__(self, host, ops, grub_file=DEFAULTS_FILE, variable="GRUB_CMDLINE_LINUX", bootloader_update="auto"):
+        self.host = host
+        self.ops = list(ops)
+        self.grub_file = grub_file
+        self.real_path = host.path(os.path.abspath(grub_file), "grub_file")
+        self.variable = variable
+        self.bootloader_update = bootloader_update
+        self.result = {}
+
+    # ------------------------------------------------------------------ decide
+    def plan(self):
+        if self.variable not in CMDLINE_VARIABLES:
+            raise InputError("variable: %r is not one of %s" % (self.variable, ", ".join(CMDLINE_VARIABLES)))
+        check_line_value(self.grub_file, "grub_file")
+        if not os.path.isfile(self.real_path):
+            raise InputError("grub_file: %s does not exist or is not a file; give the path of the GRUB defaults file "
+                             "(/etc/default/grub on Debian, Ubuntu and RHEL-family hosts)" % self.grub_file)
+        before = read_text(self.real_path, option="grub_file", shown=self.grub_file)
+        if before is None:
+            raise InputError("grub_file: %s cannot be read (permissions?)" % self.grub_file)
+        grub = GrubDefaults(before, self.grub_file)
+        current_args = split_cmdline(grub.value(self.variable))
+        wanted_args = kernel_args.apply_ops(self.ops, current_args)
+        self._check_other_variable(grub)
+        self._check_dropins()
+        changed = wanted_args != current_args
+        after = grub.with_value(self.variable, join_cmdline(wanted_args)) if changed else before
+        if changed:
+            # The written file must give back exactly the args that were meant.
+            again = GrubDefaults(after, self.grub_file)
+            if split_cmdline(again.value(self.variable)) != wanted_args:
+                raise GrubParseError("grub_file: %s: the edited %s would not read back as %s; nothing was changed"
+                                     % (self.grub_file, self.variable, join_cmdline(wanted_args)))
+        running = self.host.fs.read("/proc/cmdline", "")
+        missing, unwanted = kernel_args.pending_changes(self.ops, kernel_part(split_cmdline(running)))
+        try:
+            commands, stale = self._bootloader_commands(current_args, wanted_args, grub)
+        except _NoBootloaderTool as exc:
+            if changed:
+                raise InputError(str(exc))
+            commands, stale = [], False
+        self.result = {
+            "before": before,
+            "after": after,
+            "file_changed": changed,
+            "cmdline": join_cmdline(wanted_args),
+            "args": wanted_args,
+            "running_cmdline": running,
+            "args_missing": missing,
+            "args_unwanted": unwanted,
+            "reboot_required": bool(missing or unwanted),
+            "bootloader_commands": commands if (changed or stale) else [],
+        }
+        self.result["changed"] = changed or bool(self.result["bootloader_commands"])
+        return self.result
+
+    def _check_other_variable(self, grub):
+        """Args in the other cmdline variable that the kernel reads after ours would undo the edit."""
+        other_name = [v for v in CMDLINE_VARIABLES if v != self.variable][0]
+        try:
+            other = grub.value(other_name)
+        except GrubParseError:
+            return
+        other_args = split_cmdline(other)
+        kept = kernel_args.apply_ops(self.ops, other_args)
+        conflicts = [a for a in other_args if a not in kept]
+        if conflicts:
+            raise InputError("grub_file: %s sets %s in %s, against what is asked here; the kernel would get both. "
+                             "Remove them from %s, or set variable: %s" % (
+                                 self.grub_file, " ".join(conflicts), other_name, other_name, other_name))
+
+    def _check_dropins(self):
+        """Ubuntu cloud images override variables in /etc/default/grub.d/*.cfg, read after the file."""
+        for path in self.host.fs.glob(os.path.abspath(self.grub_file) + ".d/*.cfg"):
+            text = self.host.fs.read(path) or ""
+            try:
+                names = [a.name for a in GrubDefaults(text, path).assignments]
+            except GrubParseError:
+                names = [self.variable] if self.variable in text else []
+            if self.variable in names:
+                raise InputError("grub_file: %s sets %s again after %s, so an edit there would not count; "
+                                 "point grub_file at %s or remove the assignment there" % (
+                                     path, self.variable, self.grub_file, path))
+
+    def _first_existing(self, candidates):
+        return next((path for path in candidates if self.host.fs.exists(path)), None)
+
+    def _stale(self, cfg, after_args):
+        return bool(cfg) and cfg_stale(self.host.fs.read(cfg), after_args)
+
+    def _bootloader_commands(self, before_args, after_args, grub):
+        """(commands to run after writing the file, whether the generated config is stale
+        although the file already holds the wanted args)."""
+        if self.bootloader_update == "none":
+            return [], False
+        if os.path.abspath(self.grub_file) != DEFAULTS_FILE:
+            raise InputError("bootloader_update: auto regenerates the boot menu from /etc/default/grub, but grub_file "
+                             "is %s; set bootloader_update: none to edit a copy" % self.grub_file)
+        family = read_os_release(self.host.fs)
+        bins = dict((name, self.host.commands.which(name)) for name in TOOLS)
+        added = [a for a in after_args if a not in before_args]
+        removed = [a for a in before_args if a not in after_args]
+        bls = grub.safe_value("GRUB_ENABLE_BLSCFG") == "true"
+        debian = bool(family & DEBIAN_LIKE) or (not family & RHEL_LIKE and bins["update-grub"])
+        if debian:
+            cfg = self._first_existing(["/boot/grub/grub.cfg"])
+            if bins["update-grub"]:
+                commands = [[bins["update-grub"]]]
+            elif bins["grub-mkconfig"]:
+                commands = [[bins["grub-mkconfig"], "-o", "/boot/grub/grub.cfg"]]
+            else:
+                raise _NoBootloaderTool("bootloader_update: auto found neither update-grub nor grub-mkconfig on this "
+                                        "Debian-family host; install grub2-common or set bootloader_update: none")
+            return commands, self._stale(cfg, after_args)
+        if family & RHEL_LIKE or bins["grub2-mkconfig"] or bins["grubby"]:
+            if bls and bins["grubby"]:
+                # Kernel args live in the BLS entries: grubby edits them, the file keeps new kernels right.
+                command = [bins["grubby"], "--update-kernel=ALL"]
+                if added:
+                    command.append("--args=%s" % " ".join(added))
+                if removed:
+                    command.append("--remove-args=%s" % " ".join(removed))
+                return ([command] if (added or removed) else []), False
+            cfg = self._first_existing(["/boot/grub2/grub.cfg"] + self.host.fs.glob("/boot/efi/EFI/*/grub.cfg"))
+            if bins["grub2-mkconfig"] and cfg:
+                return [[bins["grub2-mkconfig"], "-o", cfg]], self._stale(cfg, after_args)
+            raise _NoBootloaderTool("bootloader_update: auto found no grub2-mkconfig with a grub.cfg nor grubby on this "
+                                    "RHEL-family host; set bootloader_update: none and regenerate the boot menu yourself")
+        raise _NoBootloaderTool("bootloader_update: auto cannot tell how this host builds its boot menu (no update-grub, "
+                                "grub2-mkconfig or grubby; /etc/os-release ID %s); set bootloader_update: none"
+                                % (" ".join(sorted(family)) or "unknown"))
+
+    # ------------------------------------------------------------------ act
+    def apply(self, run, backup=False):
+        """Write the file and regenerate the boot menu (the caller checks check mode); each
+        step done is recorded on ``run``. Returns the backup path or None."""
+        backup_file = None
+        if self.result["file_changed"]:
+            backup_file = self.host.files.write(self.real_path, self.result["after"], backup=backup)
+            run.changed = True
+        for command in self.result["bootloader_commands"]:
+            self.host.commands.run(command)
+            run.changed = True
+        return backup_file

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which packages of a list are installed on the host, by its family's package database (dpkg on
+Debian, rpm on RedHat), read through the host seam's commands. Reads only: installing is the
+play's (``ansible.builtin.package``), only for what this says is missing."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+
+__metaclass__ = type
+
+_DPKG_INSTALLED = "install ok installed"
+
+
+def package_family(host):
+    """-> (family, the program that answers for its packages): Debian with dpkg-query, RedHat
+    with rpm, else ("unknown", None)."""
+    for family, program in (("Debian", "dpkg-query"), ("RedHat", "rpm")):
+        path = host.commands.which(program)
+        if path:
+            return family, path
+    return "unknown", None
+
+
+def installed(host, family, program, package):
+    if family == "Debian":
+        rc, out, _err = host.commands.run([program, "-W", "-f=${Status}", package], check=False)
+        return rc == 0 and out.strip() == _DPKG_INSTALLED
+    rc, _out, _err = host.commands.run([program, "-q", package], check=False)
+    return rc == 0
+
+
+def check_packages(by_family, option="packages"):
+    """``by_family`` (OS family -> package names) as given, refused naming ``option`` when it is
+    not that."""
+    if not isinstance(by_family, dict) or not all(
+            isinstance(names, list) and all(isinstance(n, str) and n.strip() for n in names) for names in by_family.values()):
+        raise InputError("%s: give a dict of OS family (Debian, RedHat) -> a list of package names, e.g. "
+                         "{Debian: [rdma-core, ibverbs-utils], RedHat: [rdma-core, libibverbs-utils]}; got %r" % (option, by_family))
+    return dict((str(family), list(names)) for family, names in by_family.items())
+
+
+def missing_packages(host, by_family):
+    """{family, wanted, missing} for ``by_family`` (family -> package names; ``default``: the names
+    for a family not listed): the host's family's names and those not installed; with no package
+    database nothing is wanted (nothing can be said missing)."""
+    family, program = package_family(host)
+    wanted = list(by_family.get(family, by_family.get("default")) or []) if program else []
+    return {"family": family, "wanted": wanted, "missing": [p for p in wanted if not installed(host, family, program, p)]}

@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one seam between the collection and the machine it changes.
+
+A :class:`Host` bundles what a module may touch: the filesystem under ``root`` (read through
+:class:`Sysfs`, files edited through ``files`` at the paths :meth:`Host.path` gives, which
+never lead outside the root), the kernel's sysfs attributes (written through
+``kernel``), and programs
+(run through ``commands``: argument lists, ``LC_ALL=C``, return codes checked). The runner
+builds one per module run from the module's ``root`` option; tests build one over a tree in
+a temporary directory with a fake kernel and recorded commands, and nothing else is patched.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import copy
+import os
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, atomic_write
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader
+
+__metaclass__ = type
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+class CommandError(StateError):
+    """A program exited non-zero where success was needed."""
+
+    def __init__(self, argv, rc, stdout, stderr):
+        self.argv, self.rc, self.stdout, self.stderr = list(argv), rc, stdout or "", stderr or ""
+        detail = (self.stderr or self.stdout).strip()
+        super().__init__("command failed (rc=%d): %s%s" % (rc, " ".join(self.argv), ": " + detail if detail else ""))
+        self.details = {"rc": rc, "cmd": self.argv, "stdout": self.stdout, "stderr": self.stderr}
+
+
+class ModuleCommands:
+    """Programs on the managed host, through the module's ``run_command``."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def which(self, name, required=False, hint=None):
+        """Absolute path of ``name`` on PATH (then the sbin directories, as Ansible searches),
+        or None; with ``required``, a missing program is a :class:`StateError` naming what to
+        install."""
+        path = self.module.get_bin_path(name)
+        if path is None and required:
+            raise StateError("%s was not found on PATH%s; nothing was changed" % (name, ": " + hint if hint else ""))
+        return path
+
+    def run(self, argv, check=True, data=None):
+        """``(rc, stdout, stderr)`` of an argument list run with ``LC_ALL=C``; a non-zero
+        exit raises :class:`CommandError` unless ``check`` is false."""
+        rc, out, err = self.module.run_command(list(argv), environ_update=C_LOCALE, data=data,
+                                               binary_data=data is not None)
+        if check and rc != 0:
+            raise CommandError(argv, rc, out, err)
+        return rc, out, err
+
+
+class KernelWriter:
+    """Writes sysfs/procfs attributes under the root the reader uses. A refusal by the
+    kernel (EBUSY, EINVAL, ...) reaches the caller as the OSError it is."""
+
+    def __init__(self, fs):
+        self.fs = fs
+
+    def write(self, host_path, value):
+        with open(self.fs.inside(host_path), "w", encoding="utf-8") as handle:
+            handle.write(value)
+
+    def mkdir(self, host_path):
+        """configfs makes a kernel object by mkdir (rdma_cm/<dev>)."""
+        os.mkdir(self.fs.inside(host_path, follow=False))
+
+    def rmdir(self, host_path):
+        os.rmdir(self.fs.inside(host_path, follow=False))
+
+
+class FileWriter:
+    """Edits of files under the root (real paths, as :meth:`Host.path` gives them): each
+    file is written whole and atomically (:func:`common.atomic_write`), so a run stopped
+    between two edits leaves every file either old or new."""
+
+    def write(self, real_path, content, mode=None, backup=False):
+        return atomic_write(real_path, content, mode=mode, backup=backup)
+
+    def makedirs(self, real_path, mode=0o755):
+        if not os.path.isdir(real_path):
+            os.makedirs(real_path, mode)
+
+    def remove(self, real_path):
+        if os.path.lexists(real_path):
+            os.unlink(real_path)
+
+    def symlink(self, target, real_path):
+        os.symlink(target, real_path)
+
+
+class Host:
+    """What one module run may read and change. ``root`` other than ``/`` is a captured or
+    fake tree: reads and file edits go under it, and ``live`` is false so that steps that only
+    make sense on the running machine (daemon reloads, service restarts) are skipped."""
+
+    def __init__(self, root="/", commands=None, kernel=None, files=None):
+        root = os.path.abspath(root or "/")
+        if not os.path.isdir(root):
+            raise InputError("root %s is not a directory: give the host's / or a captured tree "
+                             "(tools/capture_host.py writes one)" % root)
+        self.root = root
+        self.fs = Sysfs(root)
+        self.kernel = kernel if kernel is not None else KernelWriter(self.fs)
+        self.commands = commands
+        self.files = files if files is not None else FileWriter()
+        self._host_model = None
+        # Boot-time files (host path -> text) a step of this call has planned to write: a later
+        # step of the same call builds on them (boot_files.BootFiles), so that in check mode,
+        # where nothing is written, each PF's plan keeps the PFs planned before it, as the real
+        # run, which writes after each, does.
+        self.planned_files = {}
+
+    def topology(self, gpu_ids=(), nic_ids=(), fresh=False):
+        """The host model (:class:`topology.TopologyReader`), read once per module run: every
+        feature of one call (and every stage the gate checks) decides from the same read, which
+        on an 8-GPU host is most of a call's time. ``fresh`` reads the host again: a call that
+        changed what the model shows (VFs made, drivers bound) asks for it before deciding on.
+        Each caller gets its own copy, classified by its ``gpu_ids``/``nic_ids``."""
+        reader = TopologyReader(self.root, gpu_ids=gpu_ids, nic_ids=nic_ids, fs=self.fs)
+        if fresh or self._host_model is None:
+            self._host_model = reader.read_unclassified()
+        return reader.classified(copy.deepcopy(self._host_model))
+
+    @property
+    def live(self):
+        return self.root == os.sep
+
+    def path(self, host_path, option=None, follow=True):
+        """The real path of a host path (``/etc/default/grub``) under the root. Under a root
+        other than ``/``, a path that resolves outside it (``..``, a symlink in the tree that
+        leads out; with ``follow`` false, the last component is a link made or removed itself,
+        not followed) is an :class:`InputError` naming ``option``: every file a module reads
+        to edit, writes, links or removes is named through here, so no module writes outside
+        its root."""
+        return self.fs.inside(host_path, option=option, follow=follow)
+
+    def bind(self, module):
+        """Give the host the module's command runner unless one was injected."""
+        if self.commands is None:
+            self.commands = ModuleCommands(module)
+        return self

@@ -1,0 +1,500 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A tenant's guest files: its disk (a copy-on-write qcow2 overlay on a base cloud image, or a
+full copy) and its cloud-init NoCloud seed (an ISO 9660 volume labelled ``cidata`` holding
+``user-data``, ``meta-data`` and ``network-config``), for ``tenant_domain``'s ``image``,
+``cloud_init`` and ``management`` options.
+
+Layout under ``guest_dir`` (default under ``/var/lib/libvirt/images``, where libvirt's QEMU may
+read and SELinux labels images): ``base/<file>`` for images fetched from a URL (shared by the
+tenants, never removed with one), and ``tenants/<name>/`` for what one tenant gets: ``disk.qcow2``,
+``seed.iso``, ``seed/`` (the seed's three files, kept to compare the next run with) and
+``made.json``, the list of the files this code made there. Removing the tenant deletes the files
+that list names and nothing else.
+
+Decide, then act: :func:`plan_guest` reads (the base image's ``qemu-img info --output=json``, what
+exists) and refuses bad input before anything is written; :meth:`GuestPlan.apply` makes what is
+missing. Every read and change goes through the host seam (``host.path``, ``host.fs``,
+``host.files``, ``host.commands``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import hashlib
+import json
+import os
+import re
+from collections import OrderedDict
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac
+
+__metaclass__ = type
+
+GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
+MANIFEST = "made.json"
+SEED_FILES = ("user-data", "meta-data", "network-config")
+# The ISO builders of Debian/Ubuntu (genisoimage; cloud-image-utils' cloud-localds calls it) and
+# RHEL (xorriso's xorrisofs; mkisofs on older releases): the same options for a Joliet + Rock
+# Ridge volume with the files at its root.
+ISO_TOOLS = ("genisoimage", "xorrisofs", "mkisofs")
+ISO_HINT = "install genisoimage (Debian/Ubuntu) or xorriso (RHEL 9)"
+QEMU_IMG_HINT = "install qemu-utils (Debian/Ubuntu) or qemu-img (RHEL)"
+GIB = 1024 ** 3
+# the steps that can take minutes (a download, a full copy): their seconds go to the result's elapsed_s
+LONG_STEPS = ("fetch", "copy")
+CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
+
+IMAGE_OPTIONS = dict(
+    base=dict(type="path"),
+    url=dict(type="str"),
+    checksum=dict(type="str"),
+    size_gb=dict(type="int"),
+    copy=dict(type="bool", default=False),
+)
+CLOUD_INIT_OPTIONS = dict(
+    user=dict(type="str", default="gpuvirt"),
+    # public keys: nothing secret
+    ssh_authorized_keys=dict(type="list", elements="str", default=[], no_log=False),
+    packages=dict(type="list", elements="str", default=[]),
+    hostname=dict(type="str"),
+    rdma_address=dict(type="str"),
+)
+MANAGEMENT_OPTIONS = dict(
+    network=dict(type="str"),
+    bridge=dict(type="str"),
+    mac=dict(type="str"),
+    address=dict(type="str"),
+    gateway=dict(type="str"),
+    dns=dict(type="list", elements="str", default=[]),
+)
+# tenant_domain's options for a guest (each entry of ``domains`` too).
+GUEST_OPTIONS = dict(
+    image=dict(type="dict", options=IMAGE_OPTIONS),
+    cloud_init=dict(type="dict", options=CLOUD_INIT_OPTIONS),
+    management=dict(type="dict", options=MANAGEMENT_OPTIONS),
+    guest_dir=dict(type="path", default=GUEST_DIR),
+)
+_ADDRESS_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(/(\d{1,2}))?$")
+
+
+# --------------------------------------------------------------------------- pure
+def management_mac(name):
+    """The management NIC's MAC of tenant ``name``: locally administered unicast, from SHA-256
+    over ``gpuvirt.tenancy/<name>/management`` (as vf_mac derives the VFs', in another space)."""
+    digest = bytearray(hashlib.sha256(("gpuvirt.tenancy/%s/management" % name).encode("utf-8")).digest()[:6])
+    digest[0] = (digest[0] & 0xFC) | 0x02
+    return ":".join("%02x" % byte for byte in digest)
+
+
+def check_ipv4(value, option, prefix_required):
+    """``value`` as an IPv4 address (with ``/prefix`` when ``prefix_required``), or InputError."""
+    match = _ADDRESS_RE.match(str(value or ""))
+    ok = match is not None and all(int(part) <= 255 for part in match.groups()[:4])
+    if ok and match.group(6) is not None:
+        ok = 0 < int(match.group(6)) <= 32
+    if not ok or (prefix_required and match.group(6) is None):
+        raise InputError("%s: %r is not an IPv4 address%s" % (option, value, " with its prefix, like 10.20.0.11/24"
+                                                              if prefix_required else ", like 192.168.150.1"))
+    return str(value)
+
+
+def tenant_paths(guest_dir, name):
+    """Host paths of what tenant ``name`` gets; ``guest_dir`` an absolute normalised path (the
+    directories made for it are the ones meant, and removal finds what was made)."""
+    if not normalised_path(guest_dir, "guest_dir").startswith("/"):
+        raise InputError("guest_dir: %s is not an absolute path; give one such as %s" % (guest_dir, GUEST_DIR))
+    tenant_dir = os.path.join(guest_dir, "tenants", name)
+    return {"dir": tenant_dir, "disk": os.path.join(tenant_dir, "disk.qcow2"), "seed": os.path.join(tenant_dir, "seed.iso"),
+            "seed_dir": os.path.join(tenant_dir, "seed"), "manifest": os.path.join(tenant_dir, MANIFEST)}
+
+
+def console_log_path(name):
+    """Where libvirt writes the tenant's serial console (its boot and cloud-init messages)."""
+    return "/var/log/libvirt/qemu/%s-console.log" % name
+
+
+def _document(value):
+    # JSON is YAML: cloud-init reads it as it reads YAML, and the text is the same every run
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def seed_documents(name, cloud_init, management, rdma_mac):
+    """The three NoCloud files (name -> text). user-data: the user with sudo and the SSH keys,
+    no password login, the packages; network-config v2: the management NIC and the tenant's
+    first network VF, each matched by its MAC, with their static addresses."""
+    user = {"name": cloud_init["user"], "shell": "/bin/bash", "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True,
+            "ssh_authorized_keys": list(cloud_init["ssh_authorized_keys"])}
+    user_data = {"hostname": cloud_init.get("hostname") or name, "users": [user], "ssh_pwauth": False}
+    if cloud_init["packages"]:
+        user_data["packages"] = list(cloud_init["packages"])
+        user_data["package_update"] = True
+    ethernets = OrderedDict()
+    if management is not None:
+        nic = {"match": {"macaddress": management["mac"]}, "set-name": "mgmt0"}
+        if management.get("address"):
+            nic["addresses"] = [management["address"]]
+            if management.get("gateway"):
+                nic["routes"] = [{"to": "0.0.0.0/0", "via": management["gateway"]}]
+            if management.get("dns"):
+                nic["nameservers"] = {"addresses": list(management["dns"])}
+        else:
+            nic["dhcp4"] = True
+        ethernets["management"] = nic
+    if rdma_mac is not None and cloud_init.get("rdma_address"):
+        ethernets["rdma"] = {"match": {"macaddress": rdma_mac}, "addresses": [cloud_init["rdma_address"]]}
+    return OrderedDict([
+        ("user-data", "#cloud-config\n" + _document(user_data)),
+        ("meta-data", _document({"instance-id": name, "local-hostname": cloud_init.get("hostname") or name})),
+        ("network-config", _document({"version": 2, "ethernets": ethernets})),
+    ])
+
+
+def image_info(text, what):
+    """``qemu-img info --output=json`` text -> {format, virtual_size, backing}."""
+    try:
+        info = json.loads(text)
+        return {"format": str(info["format"]), "virtual_size": int(info["virtual-size"]),
+                "backing": info.get("full-backing-filename") or info.get("backing-filename")}
+    except (ValueError, KeyError, TypeError):
+        raise StateError("qemu-img info of %s did not answer JSON with format and virtual-size: %r" % (what, text[:200]))
+
+
+def _gib(size):
+    return "%.1f GiB" % (float(size) / GIB)
+
+
+def validate_guest(options, name):
+    """The guest options of one domain, checked without the host: -> (image, cloud_init,
+    management), each None when not given."""
+    image, cloud_init, management = options.get("image"), options.get("cloud_init"), options.get("management")
+    if image is not None:
+        if bool(image.get("base")) == bool(image.get("url")):
+            raise InputError("image: give base (a qcow2 image on the host) or url (with checksum), one of them")
+        if image.get("url"):
+            if not re.match(r"^(https?|ftp)://[^/]+/.*[^/]$", image["url"]):
+                raise InputError("image.url: %r is not an http(s) or ftp URL of a file" % image["url"])
+            if not image.get("checksum"):
+                raise InputError("image.checksum: required with image.url (sha256:HEX, as the image's SHA256SUMS says)")
+        if image.get("checksum") and not CHECKSUM_RE.match(image["checksum"]):
+            raise InputError("image.checksum: %r is not ALGORITHM:HEX (sha256:..., sha512:...)" % image["checksum"])
+        if image.get("size_gb") is not None and image["size_gb"] < 1:
+            raise InputError("image.size_gb: %d; give the disk size in GiB (at least the image's virtual size)" % image["size_gb"])
+    if cloud_init is not None:
+        if image is None:
+            raise InputError("cloud_init: needs image (the seed is read by the cloud image's cloud-init)")
+        if not re.match(r"^[a-z_][a-z0-9_-]*$", cloud_init["user"]):
+            raise InputError("cloud_init.user: %r is not a Linux user name" % cloud_init["user"])
+        for index, key in enumerate(cloud_init["ssh_authorized_keys"]):
+            if not re.match(r"^(ssh-|ecdsa-|sk-)\S+ \S+", key.strip()) or "\n" in key.strip():
+                raise InputError("cloud_init.ssh_authorized_keys[%d]: not one OpenSSH public key line (ssh-ed25519 AAAA... comment)"
+                                 % index)
+        if cloud_init.get("rdma_address"):
+            check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
+    if management is not None:
+        if bool(management.get("network")) == bool(management.get("bridge")):
+            raise InputError("management: give network (a libvirt network) or bridge (a host bridge), one of them")
+        management = dict(management)
+        if management.get("mac"):
+            management["mac"] = check_mac(str(management["mac"]), "management.mac")
+        else:
+            management["mac"] = management_mac(name)
+        if management.get("address"):
+            check_ipv4(management["address"], "management.address", True)
+        if management.get("gateway"):
+            check_ipv4(management["gateway"], "management.gateway", False)
+        for index, server in enumerate(management.get("dns") or []):
+            check_ipv4(server, "management.dns[%d]" % index, False)
+    return image, cloud_init, management
+
+
+# --------------------------------------------------------------------------- reads
+def _exists(host, host_path, option="guest_dir"):
+    return os.path.lexists(host.path(host_path, option))
+
+
+def _read(host, host_path, option="guest_dir"):
+    try:
+        with open(host.path(host_path, option), "r", encoding="utf-8") as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def file_checksum(real_path, algorithm):
+    digest = hashlib.new(algorithm)
+    with open(real_path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def qemu_img(host):
+    return host.commands.which("qemu-img", required=True, hint=QEMU_IMG_HINT)
+
+
+def read_image_info(host, host_path, option="guest_dir"):
+    _rc, out, _err = host.commands.run([qemu_img(host), "info", "--output=json", "--force-share", host.path(host_path, option)])
+    return image_info(out, host_path)
+
+
+def read_manifest(host, paths):
+    """The files the collection made for a tenant (host paths), [] without a manifest."""
+    text = _read(host, paths["manifest"])
+    if text is None:
+        return []
+    try:
+        made = json.loads(text)["made"]
+    except (ValueError, KeyError, TypeError):
+        raise StateError("%s is not the collection's list of made files ({\"made\": [...]}); move it away or fix it"
+                         % paths["manifest"])
+    # only paths inside the tenant's own directory are ever deleted
+    return [p for p in made if isinstance(p, str) and os.path.dirname(p) in (paths["dir"], paths["seed_dir"])]
+
+
+class GuestPlan:
+    """What one tenant's guest needs made, decided from its options and the host (reads only)."""
+
+    def __init__(self, host, name, options, rdma_mac=None, check_mode=False):
+        self.name = name
+        self.notes = []
+        self.image, self.cloud_init, self.management = validate_guest(options, name)
+        self.guest_dir = options.get("guest_dir") or GUEST_DIR
+        self.paths = tenant_paths(self.guest_dir, name)
+        self.steps = []  # (kind, detail) in order
+        self.made = []
+        self.rdma_mac = rdma_mac
+        if self.image is None:
+            return
+        self.made = read_manifest(host, self.paths)
+        self.base = self._base(host, check_mode)
+        self._disk(host)
+        if self.cloud_init is not None:
+            self._seed(host)
+
+    # ------------------------------------------------------------------ decide
+    def _base(self, host, check_mode):
+        image = self.image
+        if image.get("base"):
+            base = image["base"]
+            if not os.path.isfile(host.path(base, "image.base")):
+                raise InputError("image.base: %s is not a file on the host; download the cloud image there first, or give "
+                                 "image.url and image.checksum" % base)
+            if image.get("checksum"):
+                self._verify(host.path(base, "image.base"), image["checksum"], "image.base %s" % base)
+            return {"path": base, "option": "image.base", "info": read_image_info(host, base, "image.base"), "fetch": None}
+        url = image["url"]
+        base = os.path.join(self.guest_dir, "base", url.rsplit("/", 1)[-1])
+        verified = base + ".checksum"
+        if os.path.isfile(host.path(base, "guest_dir")):
+            if (_read(host, verified) or "").strip() != image["checksum"]:
+                self._verify(host.path(base, "guest_dir"), image["checksum"], "image %s (downloaded from %s)" % (base, url))
+                self.steps.append(("checksum", base))
+            return {"path": base, "option": "guest_dir", "info": read_image_info(host, base), "fetch": None}
+        self.steps.append(("fetch", base))
+        if check_mode:
+            self.notes.append("%s: the image %s is not downloaded yet; its size and checksum are checked when it is"
+                              % (self.name, url))
+        return {"path": base, "option": "guest_dir", "info": None, "fetch": url}
+
+    @staticmethod
+    def _verify(real_path, checksum, what):
+        algorithm, want = CHECKSUM_RE.match(checksum).groups()
+        have = file_checksum(real_path, algorithm)
+        if have.lower() != want.lower():
+            raise InputError("image.checksum: %s has %s %s, not %s; nothing was changed. Give the checksum the image's "
+                             "publisher lists, or the right image" % (what, algorithm, have, want.lower()))
+
+    def _disk(self, host):
+        info = self.base["info"]
+        size_gb = self.image.get("size_gb")
+        if info is not None:
+            self.check_size(info)
+        disk = self.paths["disk"]
+        if _exists(host, disk):
+            if disk not in self.made:
+                raise StateError("%s exists and the collection did not make it (not in %s); move it away or name "
+                                 "another guest_dir" % (disk, self.paths["manifest"]))
+            have = read_image_info(host, disk)
+            if size_gb is not None and have["virtual_size"] < size_gb * GIB:
+                self.notes.append("%s: disk %s stays at %s (image.size_gb %d is larger): growing an existing disk is not "
+                                  "built; remove the tenant to make it again" % (self.name, disk, _gib(have["virtual_size"]), size_gb))
+            backing = have.get("backing")
+            if not self.image["copy"] and backing and os.path.normpath(backing) != os.path.normpath(host.path(self.base["path"], self.base["option"])):
+                self.notes.append("%s: disk %s is an overlay on %s, not on %s: the disk is kept"
+                                  % (self.name, disk, backing, self.base["path"]))
+            return
+        self.steps.append(("copy" if self.image["copy"] else "overlay", disk))
+
+    def check_size(self, info):
+        size_gb = self.image.get("size_gb")
+        if size_gb is not None and size_gb * GIB < info["virtual_size"]:
+            raise InputError("image.size_gb: %d GiB is smaller than the virtual size of %s (%s); give at least %d"
+                             % (size_gb, self.base["path"], _gib(info["virtual_size"]), -(-info["virtual_size"] // GIB)))
+
+    def _seed(self, host):
+        self.documents = seed_documents(self.name, self.cloud_init, self.management, self.rdma_mac)
+        self.seed_before = OrderedDict((n, _read(host, os.path.join(self.paths["seed_dir"], n)) or "") for n in SEED_FILES)
+        if _exists(host, self.paths["seed"]) and self.paths["seed"] not in self.made:
+            raise StateError("%s exists and the collection did not make it (not in %s); move it away or name another "
+                             "guest_dir" % (self.paths["seed"], self.paths["manifest"]))
+        if self.seed_before != self.documents or not _exists(host, self.paths["seed"]):
+            self.steps.append(("seed", self.paths["seed"]))
+            iso_tool(host)
+
+    @property
+    def changed(self):
+        return bool(self.steps)
+
+    def diff(self):
+        if self.image is None:
+            return []
+        header = "%s (guest files)" % self.name
+        lines = ["%s %s\n" % step for step in self.steps]
+        entries = [{"before_header": header, "after_header": header, "before": "", "after": "".join(lines)}] if lines else []
+        if self.cloud_init is not None and self.seed_before != self.documents:
+            for name in SEED_FILES:
+                if self.seed_before[name] != self.documents[name]:
+                    path = os.path.join(self.paths["seed_dir"], name)
+                    entries.append({"before_header": path, "after_header": path, "before": self.seed_before[name],
+                                    "after": self.documents[name]})
+        return entries
+
+    # ------------------------------------------------------------------ for the domain
+    def domain_disk(self):
+        """The tenant's disk as a ``disks`` entry (the first), or None."""
+        return {"path": self.paths["disk"], "format": "qcow2"} if self.image is not None else None
+
+    def seed_cdrom(self):
+        return self.paths["seed"] if self.cloud_init is not None else None
+
+    # ------------------------------------------------------------------ act
+    def apply(self, host, run, kinds=None):
+        """Make what the plan found missing (only the steps of ``kinds`` when given: the
+        downloads of every tenant go first)."""
+        for kind, path in self.steps:
+            if kinds is not None and kind not in kinds:
+                continue
+            host.files.makedirs(host.path(os.path.dirname(path), "guest_dir"))
+            with run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
+                if kind == "fetch":
+                    self._fetch(host, path)
+                elif kind == "checksum":
+                    host.files.write(host.path(path + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
+                elif kind in ("overlay", "copy"):
+                    self._make_disk(host, kind, path, run)
+                elif kind == "seed":
+                    self._make_seed(host, run)
+            run.changed = True
+
+    def _record(self, host, paths):
+        for path in paths:
+            if path not in self.made:
+                self.made.append(path)
+        host.files.makedirs(host.path(self.paths["dir"], "guest_dir"))
+        made = json.dumps({"made": self.made + [self.paths["manifest"]]}, indent=2) + "\n"
+        host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
+
+    def _fetch(self, host, base):
+        part = host.path(base + ".part", "guest_dir")
+        url = self.image["url"]
+        if host.commands.which("curl"):
+            argv = [host.commands.which("curl"), "-fsSL", "--retry", "3", "-o", part, url]
+        elif host.commands.which("wget"):
+            argv = [host.commands.which("wget"), "-q", "-O", part, url]
+        else:
+            raise StateError("neither curl nor wget is on the host to download %s; install curl, or put the image on the "
+                             "host and give image.base" % url)
+        try:
+            host.commands.run(argv)
+            self._verify(part, self.image["checksum"], "the download of %s" % url)
+        except (InputError, StateError):
+            host.files.remove(part)
+            raise
+        os.rename(part, host.path(base, "guest_dir"))
+        host.files.write(host.path(base + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
+        self.base["info"] = read_image_info(host, base)
+        self.check_size(self.base["info"])
+
+    def _make_disk(self, host, kind, disk, run):
+        base, base_option, info = self.base["path"], self.base["option"], self.base["info"]
+        size_gb = self.image.get("size_gb")
+        self._record(host, [disk, disk + ".part"])
+        tool = qemu_img(host)
+        # made under another name, then renamed: a disk stopped half-way is never taken for made
+        partial = host.path(disk + ".part", "guest_dir")
+        host.files.remove(partial)
+        if kind == "overlay":
+            argv = [tool, "create", "-q", "-f", "qcow2", "-F", info["format"], "-b", host.path(base, base_option), partial]
+            if size_gb is not None:
+                argv.append("%dG" % size_gb)
+            host.commands.run(argv)
+        else:
+            host.commands.run([tool, "convert", "-f", info["format"], "-O", "qcow2", host.path(base, base_option), partial])
+            if size_gb is not None and size_gb * GIB > info["virtual_size"]:
+                host.commands.run([tool, "resize", "-q", partial, "%dG" % size_gb])
+        os.rename(partial, host.path(disk, "guest_dir"))
+        run.changed = True
+
+    def _make_seed(self, host, run):
+        seed_dir = self.paths["seed_dir"]
+        host.files.makedirs(host.path(seed_dir, "guest_dir"))
+        files = [os.path.join(seed_dir, n) for n in SEED_FILES]
+        self._record(host, files + [self.paths["seed"], self.paths["seed"] + ".part"])
+        for path in files:
+            host.files.write(host.path(path, "guest_dir"), self.documents[os.path.basename(path)], mode=0o600)
+        tool = iso_tool(host)
+        partial = host.path(self.paths["seed"] + ".part", "guest_dir")
+        host.commands.run([tool, "-quiet", "-output", partial, "-volid", "cidata", "-joliet", "-rock"]
+                          + [host.path(p, "guest_dir") for p in files])
+        os.rename(partial, host.path(self.paths["seed"], "guest_dir"))
+        run.changed = True
+
+
+def iso_tool(host):
+    """The first ISO builder on the host's PATH, or StateError naming what to install."""
+    for name in ISO_TOOLS:
+        path = host.commands.which(name)
+        if path:
+            return path
+    raise StateError("no ISO builder (%s) on the host for the cloud-init seed; %s; nothing was changed"
+                     % (", ".join(ISO_TOOLS), ISO_HINT))
+
+
+def plan_guest(host, name, options, rdma_mac=None, check_mode=False, label=None):
+    with labelled(label):
+        return GuestPlan(host, name, options, rdma_mac=rdma_mac, check_mode=check_mode)
+
+
+# --------------------------------------------------------------------------- removal
+class GuestRemoval:
+    """The files the collection made for a removed tenant (its ``made.json``), to delete."""
+
+    def __init__(self, host, name, guest_dir):
+        self.name = name
+        self.paths = tenant_paths(guest_dir or GUEST_DIR, name)
+        made = read_manifest(host, self.paths)
+        self.files = [p for p in made if os.path.isfile(host.path(p, "guest_dir")) or os.path.islink(host.path(p, "guest_dir"))]
+
+    @property
+    def changed(self):
+        return bool(self.files)
+
+    def diff(self):
+        if not self.files:
+            return []
+        header = "%s (guest files)" % self.name
+        return [{"before_header": header, "after_header": header, "before": "".join(p + "\n" for p in self.files),
+                 "after": ""}]
+
+    def apply(self, host, run):
+        for path in self.files:
+            if path != self.paths["manifest"]:
+                host.files.remove(host.path(path, "guest_dir"))
+                run.changed = True
+        host.files.remove(host.path(self.paths["manifest"], "guest_dir"))
+        for directory in (self.paths["seed_dir"], self.paths["dir"]):
+            real = host.path(directory, "guest_dir")
+            if os.path.isdir(real) and not os.listdir(real):
+                os.rmdir(real)

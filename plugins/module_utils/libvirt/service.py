@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether libvirt is installed and its daemon enabled and running on the host: the packages of
+the host's family (dpkg or rpm) that are missing, and what ``systemctl`` says of the service.
+Read through the host seam's commands (argument lists); reads only, and never fails for a host
+where nothing is installed yet (a bare host): that is what the read is for. Whether libvirt
+answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import installed, package_family
+
+__metaclass__ = type
+
+# libvirtd with the QEMU driver, libvirt-python (the modules' library) and virt-xml-validate, per
+# OS family; OVMF (UEFI firmware for x86_64 guests, with the descriptors libvirt's
+# <os firmware='efi'> picks from) when a tenant boots with UEFI.
+PACKAGES = {
+    "Debian": ["libvirt-daemon-system", "qemu-system-x86", "python3-libvirt", "libxml2-utils"],
+    "RedHat": ["libvirt-daemon-kvm", "qemu-kvm", "python3-libvirt", "libvirt-client"],
+}
+FIRMWARE_PACKAGES = {"Debian": ["ovmf"], "RedHat": ["edk2-ovmf"]}
+
+# The options of the read (tenant_domain_info's ``service``).
+SERVICE_OPTIONS = dict(
+    name=dict(type="str", default="libvirtd"),
+    packages=dict(type="list", elements="str"),
+    uefi=dict(type="bool", default=False),
+)
+
+
+def wanted_packages(family, packages=None, uefi=False):
+    """The packages the host needs: ``packages`` (None: the family's list), and OVMF with ``uefi``."""
+    base = list(packages) if packages is not None else list(PACKAGES.get(family, []))
+    return base + (list(FIRMWARE_PACKAGES.get(family, [])) if uefi else [])
+
+
+def unit_state(host, systemctl, verb, name):
+    """``systemctl is-enabled|is-active NAME`` as it answers (``disabled``, ``inactive``, ...; a
+    non-zero rc is an answer here); "" without systemctl."""
+    if systemctl is None:
+        return ""
+    _rc, out, _err = host.commands.run([systemctl, verb, name], check=False)
+    lines = out.strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def read_service(host, options):
+    """{family, packages (wanted), missing, enabled, active} of the host, for ``options``
+    (:data:`SERVICE_OPTIONS`, validated)."""
+    family, program = package_family(host)
+    wanted = wanted_packages(family, options["packages"], options["uefi"])
+    missing = [p for p in wanted if not installed(host, family, program, p)] if program else []
+    systemctl = host.commands.which("systemctl")
+    return {"family": family, "packages": wanted, "missing": missing,
+            "enabled": unit_state(host, systemctl, "is-enabled", options["name"]),
+            "active": unit_state(host, systemctl, "is-active", options["name"])}

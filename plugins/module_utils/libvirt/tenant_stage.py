@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``tenant_domain`` with ``tenants``: the tenants stage in one call, decided on the host from
+the stage's desired state as the inventory gives it.
+
+In order, over one libvirt connection: the host model (``host.topology``; in a preview, as the
+earlier stages will leave it: ``projection.project`` and ``projection.finish``), what the listed
+tenants' domains hold and what every other domain holds (foreign: never reused nor removed),
+the plan (``tenant_plan.plan``, the code the ``plan_tenants`` filter runs on the controller),
+and from it the entries of one ``tenant_domain`` call: the removals of the tenants the plan
+released, the VF settings (the released VFs cleared, the placed tenants' network VFs given
+their MAC and VLAN, spoof checking on, trust off) and the placed tenants' definitions. Every
+entry is checked before anything changes; the removals are acted on first, then the VFs, then
+the definitions. The result is the plan's (placements, notes, foreign, unplaced) with what
+was done."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+
+__metaclass__ = type
+
+# The role's defaults where the module has none of its own for the stage.
+DEFAULT_PRIORITIES = {"online": {"cpu_shares": 1024},
+                      "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000}}
+
+
+def check_tenants(tenants):
+    """``tenants`` as given, refused with the entry named when one has no name or a name listed
+    twice (the planner checks the rest, naming the tenant)."""
+    seen = {}
+    for index, tenant in enumerate(tenants):
+        name = tenant.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's domain name); got %r"
+                             % (index, name))
+        if name in seen:
+            raise InputError("tenants[%d] (%s): name %s is also tenants[%d]; list each tenant once"
+                             % (index, name, name, seen[name]))
+        seen[name] = index
+    return tenants
+
+
+def check_dict(value, option):
+    if value is not None and not isinstance(value, dict):
+        raise InputError("%s: expected a dict, got %s" % (option, type(value).__name__))
+    return dict(value or {})
+
+
+def stage_topology(params, host):
+    """The host model the plan is made on -> (model, preview notes)."""
+    try:
+        topology = host.topology(params.get("gpu_ids") or (), params.get("nic_ids") or ())
+    except ValueError as exc:
+        raise InputError("gpu_ids/nic_ids: %s" % exc)
+    preview = params.get("preview")
+    if preview is None:
+        return topology, []
+    # only a preview needs the projection (the preflight's code)
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import project
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import finish
+    try:
+        projected = project(topology, preview["sriov_pfs"], preview["hugepages"])
+    except InputError as exc:
+        raise InputError("preview: %s" % exc)
+    # the VFs to come are named from their PF's offset and stride, as the SR-IOV stage names them
+    return finish(topology, projected, preview["gpus"])
+
+
+def vf_options(found, tenants, topology, persist):
+    """The ``sriov_vfs`` options of the call -> (options or None, the placed tenants' settings):
+    per PF with a netdev, the VFs the removed tenants gave back cleared (unless a placed tenant
+    takes them) and the placed tenants' network VFs set."""
+    settings = tenant_plan.plan_vf_settings(found, tenants, topology)
+    pci = topology.get("pci_devices") or {}
+    per_pf = dict((entry["pf"], list(entry["vfs"])) for entry in settings)
+    taken = set(vf["address"] for entry in settings for vf in entry["vfs"])
+    for pf, resets in sorted((found.get("vf_resets") or {}).items()):
+        if not (pci.get(pf) or {}).get("netdevs"):
+            continue
+        cleared = [dict(reset) for reset in resets if reset["address"] not in taken]
+        if cleared:
+            per_pf[pf] = cleared + per_pf.get(pf, [])
+    if not per_pf:
+        return None, settings
+    return {"pfs": [{"pf": pf, "vfs": vfs, "persist": persist} for pf, vfs in sorted(per_pf.items())]}, settings
+
+
+def management_network(params, access):
+    """The management network: the option, else the guest access's ``management_network``."""
+    if params.get("management_network"):
+        return params["management_network"]
+    wanted = access.get("management_network")
+    if not wanted:
+        return None
+    return nested_params("guest_access.management_network", "gpuvirt.tenancy.tenant_domain",
+                         {"argument_spec": NETWORK_OPTIONS}, wanted)
+
+
+def domain_entries(found, tenants, params, topology, preview):
+    """-> (the removals' entries, the placed tenants' entries), as ``domains`` entries."""
+    access = check_dict(params.get("guest_access"), "guest_access")
+    priorities = params.get("priorities")
+    settings = {"domain_type": params["domain_type"], "machine": params.get("machine"), "memory_mode": params["memory_mode"],
+                "priorities": DEFAULT_PRIORITIES if priorities is None else check_dict(priorities, "priorities"),
+                "firmware": params["firmware"], "topology": topology, "live": params["live"]}
+    removals = tenant_plan.guest_domains(
+        tenant_plan.tenant_removals(found, tenants, {"shutdown_timeout": params["shutdown_timeout"],
+                                                     "force_off": params["force_off"]}), tenants, access)
+    placed = tenant_plan.guest_domains(tenant_plan.tenant_domains(found, tenants, settings), tenants, access, not preview)
+    return removals, placed, access
+
+
+def tenant_stage(params, host, run):
+    """tenant_domain with ``tenants`` (see the module docstring)."""
+    tenants = check_tenants(params["tenants"])
+    policy = check_dict(params.get("policy"), "policy")
+    if "existing" in policy:
+        raise InputError("policy.existing: the domains are read on the host; leave it out")
+    preview = params.get("preview") is not None
+    topology, preview_notes = stage_topology(params, host)
+    names = [tenant["name"] for tenant in tenants]
+    with connection(params["uri"]) as conn:
+        existing = domain_info.domain_assignments(conn, names)
+        foreign = domain_info.foreign_domains(conn, names)
+        found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
+        removals, placed, access = domain_entries(found, tenants, params, topology, preview)
+        sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
+        entries = tenant_domain_call.domain_options(removals + placed)
+        # a preview reads a captured tree: the PFs' VF settings are not asked there, they are shown as planned
+        prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run)
+        network = management_network(params, access)
+        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals))
+    result["plan"] = found
+    for key in ("placements", "unplaced", "notes", "foreign"):
+        result[key] = found[key]
+    result["vf_settings"] = settings
+    result["preview_notes"] = preview_notes
+    return result

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The MAC address of each of a tenant's SR-IOV VFs, the one place that derives and checks them.
+
+A VF whose MAC is not given gets one derived from the tenant name and the VF's index: the
+first six bytes of SHA-256 over ``gpuvirt.tenancy/<tenant name>/<index>``, with the first
+byte's multicast bit (0x01) cleared and its locally administered bit (0x02) set. The same
+tenant name and index give the same MAC on every run, on every host and on the controller as
+on the managed host; 46 bits of hash keep two tenants' VFs apart. The index of a VF is its
+position among the tenant's VFs in PCI address order, so the MACs stay with the tenant when
+the planner gives it other VFs of the same count.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import hashlib
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import is_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import address_parts
+
+__metaclass__ = type
+
+_SEED = "gpuvirt.tenancy/%s/%d"
+
+
+def derived_mac(tenant, index):
+    """The locally administered unicast MAC of VF ``index`` of tenant ``tenant``."""
+    digest = bytearray(hashlib.sha256((_SEED % (tenant, int(index))).encode("utf-8")).digest()[:6])
+    digest[0] = (digest[0] & 0xFC) | 0x02
+    return ":".join("%02x" % byte for byte in digest)
+
+
+def is_unicast_local(mac):
+    """Whether ``mac`` is a locally administered unicast address (what derived MACs are)."""
+    text = str(mac or "").lower()
+    if not is_mac(text):
+        return False
+    first = int(text[:2], 16)
+    return not first & 0x01 and bool(first & 0x02)
+
+
+def vf_order(addresses):
+    """The tenant's VF addresses in PCI address order (the order that numbers them)."""
+    return sorted(addresses, key=lambda address: address_parts(address) or (address,))
+
+
+def tenant_vf_macs(tenant, addresses, mac=None, network=None):
+    """VF address -> MAC for a tenant's VFs. ``mac``: the tenant's own MAC (one address, for its
+    first network VF) or a list (one per network VF, in order; null entries derived); every
+    other VF gets :func:`derived_mac` of its index. ``network``: the addresses that are network
+    functions (None: all); the others get no MAC (not in the result)."""
+    given = [mac] if isinstance(mac, str) else list(mac or [])
+    out = {}
+    position = 0
+    for index, address in enumerate(vf_order(addresses)):
+        if network is not None and address not in network:
+            continue
+        own = given[position] if position < len(given) else None
+        out[address] = str(own).lower() if own else derived_mac(tenant, index)
+        position += 1
+    return out
+
+
+def is_network_vf(topology, address, pf=None):
+    """Whether the VF at ``address`` is an Ethernet function whose PF has a netdev (so its MAC,
+    VLAN, spoof check and trust are set through the PF, and the guest gets it as an
+    ``<interface type='hostdev'>``). Read from the host model; a VF not created yet is judged
+    by its PF (``pf``)."""
+    pci = topology.get("pci_devices") or {}
+    dev = pci.get(address) or {}
+    pf = dev.get("physfn") or pf
+    pf_dev = pci.get(pf) or {}
+    klass = str(dev.get("class") or pf_dev.get("class") or "").lower()
+    return bool(pf_dev.get("netdevs")) and klass.startswith("0x0200")
+
+
+def tenant_network_vfs(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None):
+    """[{address, pf, mac, vlan}] of a tenant's network VFs (:func:`is_network_vf`), in PCI
+    address order, with their MACs (:func:`tenant_vf_macs`) and the tenant's VLAN."""
+    vf_pfs = vf_pfs or {}
+    network = set(vf for vf in vfs if is_network_vf(topology, vf, vf_pfs.get(vf)))
+    macs = tenant_vf_macs(tenant, vfs, mac=mac, network=network)
+    pci = topology.get("pci_devices") or {}
+    return [{"address": vf, "pf": (pci.get(vf) or {}).get("physfn") or vf_pfs.get(vf), "mac": macs[vf], "vlan": vlan}
+            for vf in vf_order(vfs) if vf in network]

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which GPUs can host a whole-GPU MPS daemon (the gpu_mps role), from what nvidia-smi printed.
+Pure: the role runs nvidia-smi and hands its output to the filter ``gpuvirt.tenancy.mps_gpus``."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nvidia_smi import parse_query_csv
+
+__metaclass__ = type
+
+# the role's query: --query-gpu=index,pci.bus_id,name,compute_mode,mig.mode.current --format=csv,noheader
+GPU_FIELDS = ("index", "bus_id", "name", "compute_mode", "mig")
+MPS_SERVER = "nvidia-cuda-mps-server"
+
+
+def foreign_buses(apps_text):
+    """Bus ids (upper case) of the GPUs with a compute process other than the MPS server, from
+    ``--query-compute-apps=gpu_bus_id,pid,process_name --format=csv,noheader``."""
+    buses = []
+    for line in (apps_text or "").splitlines():
+        if line.strip() and MPS_SERVER not in line:
+            buses.append(line.split(", ")[0].strip().upper())
+    return buses
+
+
+def mps_gpus(query_text, apps_text, wanted="all", state="started"):
+    """``{gpus, requested, missing, conflicts, selected}``: every GPU (cells as printed), the
+    ones ``wanted`` names (``all`` or indexes), the wanted indexes the host lacks, the
+    requested GPUs that cannot host a whole-GPU daemon (MIG mode on, Prohibited, or
+    Exclusive_Process held by another process) and the GPUs the role acts on."""
+    gpus = parse_query_csv(query_text or "", fields=GPU_FIELDS, raw=True)
+    indexes = [g["index"] for g in gpus]
+    wanted_indexes = None if wanted == "all" else [str(i) for i in wanted]
+    requested = gpus if wanted_indexes is None else [g for g in gpus if g["index"] in wanted_indexes]
+    busy = foreign_buses(apps_text)
+    conflicts = ([g for g in requested if g["mig"] == "Enabled"]
+                 + [g for g in requested if g["compute_mode"] == "Prohibited"]
+                 + [g for g in requested if g["compute_mode"] == "Exclusive_Process" and g["bus_id"] in busy])
+    conflicting = set(g["index"] for g in conflicts)
+    selected = [g for g in requested if g["index"] not in conflicting] if state == "started" else requested
+    return {"gpus": gpus, "requested": requested, "missing": [i for i in (wanted_indexes or []) if i not in indexes],
+            "conflicts": conflicts, "selected": selected}

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+"""The GRUB edit with its boot menu commands, over a tree with recorded commands: which tool
+each distribution family gets, a stale grub.cfg, and the steps recorded on the run."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
+
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
+
+OPS = kernel_args.iommu_ops("intel")
+LINUX = 'GRUB_CMDLINE_LINUX="quiet"\n'
+
+
+def tree(tmp_path, os_release):
+    host = FakeHost(tmp_path)
+    host.write("/etc/os-release", os_release)
+    host.write("/etc/default/grub", LINUX)
+    return host
+
+
+@pytest.mark.parametrize("os_release, programs, commands", [
+    ("ID=debian\n", ["update-grub", "grub-mkconfig"], [["/usr/bin/update-grub"]]),
+    ("ID=ubuntu\nID_LIKE=debian\n", ["grub-mkconfig"], [["/usr/bin/grub-mkconfig", "-o", "/boot/grub/grub.cfg"]]),
+    ("ID=\"almalinux\"\n", ["grub2-mkconfig"], [["/usr/bin/grub2-mkconfig", "-o", "/boot/grub2/grub.cfg"]]),
+    ("", ["update-grub"], [["/usr/bin/update-grub"]]),  # no os-release: the tool present decides
+])
+def test_tool_per_family(tmp_path, os_release, programs, commands):
+    host = tree(tmp_path, os_release)
+    host.write("/boot/grub2/grub.cfg", "# generated")
+    edit = bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=RecordedCommands(programs=programs)), OPS)
+    plan = edit.plan()
+    assert plan["bootloader_commands"] == commands and plan["changed"] is True
+    assert plan["after"] == 'GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"\n'
+
+
+def test_unknown_family_without_tools_is_an_input_error(tmp_path):
+    tree(tmp_path, "ID=arch\n")
+    edit = bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=RecordedCommands()), OPS)
+    with pytest.raises(InputError, match="cannot tell how this host builds its boot menu .*ID arch"):
+        edit.plan()
+
+
+def test_apply_records_each_step(tmp_path):
+    host = tree(tmp_path, "ID=debian\n")
+    commands = RecordedCommands(replies=[(["update-grub"],)])
+    edit = bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=commands), OPS)
+    edit.plan()
+    run = Run()
+    assert edit.apply(run) is None and run.changed is True
+    assert commands.calls == [["update-grub"]]
+    assert open(host.p("/etc/default/grub"), encoding="utf-8").read() == 'GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"\n'
+
+
+@pytest.mark.parametrize("cfg, stale", [
+    ("menuentry 'Debian' {\n\tlinux\t/vmlinuz ro quiet\n}\n", True),
+    ("menuentry 'Debian' {\n\tlinux\t/vmlinuz ro quiet intel_iommu=on iommu=pt\n}\n"
+     "menuentry 'Debian (recovery)' {\n\tlinux\t/vmlinuz ro single\n}\n", False),
+    ("# no entries\n", False),
+    ("", False),
+])
+def test_cfg_stale(cfg, stale):
+    assert bootloader.cfg_stale(cfg, ["intel_iommu=on", "iommu=pt"]) is stale
+
+
+def test_read_os_release(tmp_path):
+    host = FakeHost(tmp_path)
+    host.write("/usr/lib/os-release", 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
+    assert bootloader.read_os_release(Sysfs(str(tmp_path))) == {"rocky", "rhel", "centos", "fedora"}

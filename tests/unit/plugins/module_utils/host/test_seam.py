@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+"""The host seam: root, paths, the kernel writer, the module's command runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError, Host, ModuleCommands
+
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+
+
+def test_root_and_paths(tmp_path):
+    host = Host(str(tmp_path))
+    assert not host.live and host.path("/etc/default/grub") == str(tmp_path / "etc/default/grub")
+    assert Host("/").live and Host("/").path("/etc/default/grub") == "/etc/default/grub"
+
+
+def test_root_must_be_a_directory(tmp_path):
+    with pytest.raises(InputError, match="is not a directory"):
+        Host(str(tmp_path / "nowhere"))
+
+
+def test_kernel_writer_writes_under_the_root(tmp_path):
+    (tmp_path / "sys").mkdir()
+    Host(str(tmp_path)).kernel.write("/sys/nr_hugepages", "4\n")
+    assert (tmp_path / "sys/nr_hugepages").read_text() == "4\n"
+
+
+def test_bind_keeps_injected_commands(tmp_path):
+    commands = RecordedCommands()
+    assert Host(str(tmp_path), commands=commands).bind(object()).commands is commands
+
+
+@pytest.fixture
+def module():
+    """A real AnsibleModule: its get_bin_path and run_command run this machine's programs."""
+    from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
+    from conftest import module_args  # pylint: disable=import-outside-toplevel,import-error
+    with module_args({"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False}):
+        yield AnsibleModule(argument_spec={})
+
+
+def test_module_commands(module):
+    commands = ModuleCommands(module)
+    assert commands.which("sh").endswith("/sh") and commands.which("no-such-program-here") is None
+    with pytest.raises(StateError, match="no-such-program-here was not found on PATH: install it"):
+        commands.which("no-such-program-here", required=True, hint="install it")
+    rc, out, _err = commands.run(["sh", "-c", "echo $LC_ALL; echo done"])
+    assert rc == 0 and out.split() == ["C", "done"]
+
+
+def test_module_commands_check_the_return_code(module):
+    commands = ModuleCommands(module)
+    with pytest.raises(CommandError) as raised:
+        commands.run(["sh", "-c", "echo grub-probe: error >&2; exit 3"])
+    assert raised.value.details == {"rc": 3, "cmd": ["sh", "-c", "echo grub-probe: error >&2; exit 3"],
+                                    "stdout": "", "stderr": "grub-probe: error\n"}
+    assert commands.run(["sh", "-c", "exit 3"], check=False)[0] == 3
+
+
+def _outside(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "etc").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "nccl.conf").write_text("NCCL_DEBUG=INFO\n")
+    return root, outside
+
+
+@pytest.mark.parametrize("host_path", ["/etc/../../outside/nccl.conf", "/../outside/nccl.conf", "/.."])
+def test_a_path_that_leaves_the_root_by_dotdot_is_refused_naming_the_option(tmp_path, host_path):
+    root, _outside_dir = _outside(tmp_path)
+    with pytest.raises(InputError, match=r"^path: .* outside the root"):
+        Host(str(root)).path(host_path, "path")
+
+
+def test_dotdot_that_stays_inside_the_root_is_a_path_under_it(tmp_path):
+    root, _outside_dir = _outside(tmp_path)
+    assert Host(str(root)).path("/etc/../etc/nccl.conf") == str(root / "etc/../etc/nccl.conf")
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_symlink_in_the_tree_that_leads_out_is_refused_for_a_file_and_a_directory(tmp_path, relative):
+    root, outside = _outside(tmp_path)
+    target = "../../outside/nccl.conf" if relative else str(outside / "nccl.conf")
+    (root / "etc" / "nccl.conf").symlink_to(target)
+    (root / "etc" / "systemd").symlink_to("../../outside" if relative else str(outside))
+    host = Host(str(root))
+    with pytest.raises(InputError, match="^path: /etc/nccl.conf resolves to .*outside/nccl.conf, outside the root"):
+        host.path("/etc/nccl.conf", "path")
+    with pytest.raises(InputError, match="persist_unit: .* outside the root"):
+        host.path("/etc/systemd/x.service", "persist_unit")
+    # the link itself (made or removed, not written through) is inside
+    assert host.path("/etc/nccl.conf", follow=False) == str(root / "etc/nccl.conf")
+
+
+def test_a_symlink_that_stays_inside_is_followed(tmp_path):
+    root, _outside_dir = _outside(tmp_path)
+    (root / "etc" / "real.conf").write_text("x\n")
+    (root / "etc" / "nccl.conf").symlink_to("real.conf")
+    assert Host(str(root)).path("/etc/nccl.conf") == str(root / "etc/nccl.conf")
+
+
+def test_the_live_root_is_not_checked():
+    assert Host("/").path("/etc/../../etc/hosts", "path") == "/etc/../../etc/hosts"
+
+
+def test_kernel_writer_refuses_an_attribute_outside_the_root(tmp_path):
+    root, outside = _outside(tmp_path)
+    (root / "sys").mkdir()
+    (root / "sys" / "devices").symlink_to(str(outside))
+    with pytest.raises(InputError, match="outside the root"):
+        Host(str(root)).kernel.write("/sys/devices/nccl.conf", "4\n")
+    assert (outside / "nccl.conf").read_text() == "NCCL_DEBUG=INFO\n"

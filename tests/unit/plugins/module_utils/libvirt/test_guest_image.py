@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+"""The guest files of a tenant: overlay or copy of a base image and the NoCloud seed, made with
+this machine's real qemu-img and genisoimage and read back with qemu-img info and isoinfo."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
+    GIB, GuestRemoval, image_info, management_mac, plan_guest, seed_documents, tenant_paths)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
+
+from fakes.kernel import fixture_text  # pylint: disable=import-error
+from fakes.system_commands import SystemCommands  # pylint: disable=import-error
+
+GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+VF_MAC = "52:54:00:00:00:0a"
+
+
+def fixture(name):
+    return fixture_text("qemu_img/" + name)
+
+
+@pytest.fixture
+def host(tmp_path):
+    return Host(str(tmp_path), commands=SystemCommands())
+
+
+def make_base(host, size="1G", host_path="/srv/images/base.qcow2"):
+    real = host.path(host_path)
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", real, size], check=True)
+    return host_path
+
+
+def sha256(real):
+    with open(real, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def options(base, **image):
+    return {"image": dict({"base": base, "url": None, "checksum": None, "size_gb": 4, "copy": False}, **image),
+            "cloud_init": {"user": "gpuvirt", "ssh_authorized_keys": [KEY], "packages": ["rdma-core", "ibverbs-utils"],
+                           "hostname": None, "rdma_address": "10.20.0.11/24"},
+            "management": {"network": "gpuvirt-mgmt", "bridge": None, "mac": None, "address": "192.168.150.11/24",
+                           "gateway": "192.168.150.1", "dns": ["192.168.150.1"]},
+            "guest_dir": GUEST_DIR}
+
+
+def info(host, host_path):
+    out = subprocess.run(["qemu-img", "info", "--output=json", host.path(host_path)], check=True, capture_output=True).stdout
+    return json.loads(out)
+
+
+def iso_file(real, name):
+    return subprocess.run(["isoinfo", "-i", real, "-J", "-x", "/" + name], check=True, capture_output=True).stdout.decode()
+
+
+def test_image_info_reads_real_qemu_img_output():
+    assert image_info(fixture("info_base_qcow2.json"), "base") == {"format": "qcow2", "virtual_size": 3 * GIB, "backing": None}
+    overlay = image_info(fixture("info_overlay_qcow2.json"), "overlay")
+    assert overlay == {"format": "qcow2", "virtual_size": 10 * GIB, "backing": "/tmp/qimg/base.qcow2"}
+    assert image_info(fixture("info_raw.json"), "raw")["format"] == "raw"
+    with pytest.raises(StateError, match="did not answer JSON"):
+        image_info("qemu-img: Could not open", "x")
+
+
+def test_overlay_and_seed_are_made_and_read_back(host):
+    base = make_base(host)
+    plan = plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC)
+    assert [step[0] for step in plan.steps] == ["overlay", "seed"]
+    run = Run()
+    plan.apply(host, run)
+    assert run.changed and run.elapsed_s == {}  # an overlay and a seed take no time worth a report
+    paths = tenant_paths(GUEST_DIR, "tenant-a")
+    disk = info(host, paths["disk"])
+    assert disk["format"] == "qcow2" and disk["virtual-size"] == 4 * GIB
+    assert disk["backing-filename"] == host.path(base) and disk["backing-filename-format"] == "qcow2"
+    seed = host.path(paths["seed"])
+    volume = subprocess.run(["isoinfo", "-d", "-i", seed], check=True, capture_output=True).stdout.decode()
+    assert "Volume id: cidata" in volume
+    user_data = iso_file(seed, "user-data")
+    assert user_data.startswith("#cloud-config\n")
+    body = json.loads(user_data.split("\n", 1)[1])
+    assert body["users"][0]["ssh_authorized_keys"] == [KEY] and body["users"][0]["name"] == "gpuvirt"
+    assert body["packages"] == ["rdma-core", "ibverbs-utils"] and body["ssh_pwauth"] is False
+    network = json.loads(iso_file(seed, "network-config"))
+    assert network["version"] == 2
+    assert network["ethernets"]["rdma"] == {"match": {"macaddress": VF_MAC}, "addresses": ["10.20.0.11/24"]}
+    management = network["ethernets"]["management"]
+    assert management["match"]["macaddress"] == management_mac("tenant-a")
+    assert management["addresses"] == ["192.168.150.11/24"]
+    assert management["routes"] == [{"to": "0.0.0.0/0", "via": "192.168.150.1"}]
+    assert json.loads(iso_file(seed, "meta-data")) == {"instance-id": "tenant-a", "local-hostname": "tenant-a"}
+    # a second run has nothing to make
+    again = plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC)
+    assert not again.changed and again.diff() == []
+
+
+def test_full_copy_has_no_backing_file_and_is_grown(host):
+    base = make_base(host)
+    plan = plan_guest(host, "tenant-b", options(base, copy=True, size_gb=2), rdma_mac=VF_MAC)
+    run = Run()
+    plan.apply(host, run)
+    assert list(run.elapsed_s) == ["copy " + tenant_paths(GUEST_DIR, "tenant-b")["disk"]]
+    disk = info(host, tenant_paths(GUEST_DIR, "tenant-b")["disk"])
+    assert "backing-filename" not in disk and disk["virtual-size"] == 2 * GIB
+
+
+def test_a_changed_seed_is_rebuilt_with_a_diff(host):
+    base = make_base(host)
+    plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC).apply(host, Run())
+    changed = options(base)
+    changed["cloud_init"]["rdma_address"] = "10.20.0.12/24"
+    plan = plan_guest(host, "tenant-a", changed, rdma_mac=VF_MAC)
+    assert [step[0] for step in plan.steps] == ["seed"]
+    diffs = dict((d["after_header"], d) for d in plan.diff())
+    entry = diffs[tenant_paths(GUEST_DIR, "tenant-a")["seed_dir"] + "/network-config"]
+    assert "10.20.0.11/24" in entry["before"] and "10.20.0.12/24" in entry["after"]
+    plan.apply(host, Run())
+    assert "10.20.0.12/24" in iso_file(host.path(tenant_paths(GUEST_DIR, "tenant-a")["seed"]), "network-config")
+
+
+def test_missing_base_image_is_refused_before_any_change(host, tmp_path):
+    with pytest.raises(InputError, match="image.base: /srv/none.qcow2 is not a file on the host"):
+        plan_guest(host, "tenant-a", options("/srv/none.qcow2"))
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_disk_smaller_than_the_image_is_refused(host):
+    base = make_base(host, size="3G")
+    with pytest.raises(InputError, match=r"image.size_gb: 2 GiB is smaller than the virtual size of .* \(3.0 GiB\); give at least 3"):
+        plan_guest(host, "tenant-a", options(base, size_gb=2))
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_checksum_mismatch_is_refused_and_a_match_passes(host):
+    base = make_base(host)
+    with pytest.raises(InputError, match="image.checksum: image.base .* has sha256 [0-9a-f]{64}, not 0{64}; nothing was changed"):
+        plan_guest(host, "tenant-a", options(base, checksum="sha256:" + "0" * 64))
+    assert not os.path.exists(host.path(GUEST_DIR))
+    assert plan_guest(host, "tenant-a", options(base, checksum="sha256:" + sha256(host.path(base)))).changed
+
+
+def test_a_download_with_the_wrong_checksum_is_removed(host, tmp_path):
+    served = tmp_path / "served.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(served), "1G"], check=True)
+    url = "file://" + str(served)
+    # a URL is checked by its form first: only http(s) and ftp
+    with pytest.raises(InputError, match="image.url"):
+        plan_guest(host, "tenant-a", options(None, url=url, checksum="sha256:" + "0" * 64))
+    opts = options(None, url="http://images.example/debian-12-genericcloud-amd64.qcow2", checksum="sha256:" + "0" * 64)
+    plan = plan_guest(host, "tenant-a", opts, check_mode=True)
+    assert ("fetch", GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2") in plan.steps
+    assert "not downloaded yet" in plan.notes[0]
+
+    class Curl(SystemCommands):
+        # the download: the served file copied where curl's -o says
+        def run(self, argv, check=True, data=None):
+            if os.path.basename(argv[0]) == "curl":
+                self.calls.append(["curl"] + list(argv[1:]))
+                with open(str(served), "rb") as src, open(argv[argv.index("-o") + 1], "wb") as dst:
+                    dst.write(src.read())
+                return 0, "", ""
+            return super().run(argv, check, data)
+
+    host.commands = Curl()
+    with pytest.raises(InputError, match="the download of http://images.example/.* has sha256"):
+        plan_guest(host, "tenant-a", opts).apply(host, Run())
+    assert os.listdir(host.path(GUEST_DIR + "/base")) == []
+    good = dict(opts, image=dict(opts["image"], checksum="sha256:" + sha256(str(served))))
+    run = Run()
+    plan_guest(host, "tenant-a", good).apply(host, run)
+    assert list(run.elapsed_s) == ["fetch " + GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2"]
+    assert info(host, tenant_paths(GUEST_DIR, "tenant-a")["disk"])["backing-filename"] == host.path(
+        GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2")
+    # the verified checksum is kept: the next run reads no image again
+    assert not plan_guest(host, "tenant-a", good).changed
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda o: o["image"].update(base="/a", url="http://x/y"), "give base .* or url"),
+    (lambda o: o["image"].update(checksum="abc"), "is not ALGORITHM:HEX"),
+    (lambda o: o["image"].update(size_gb=0), "image.size_gb: 0"),
+    (lambda o: o["cloud_init"].update(user="Root Admin"), "cloud_init.user"),
+    (lambda o: o["cloud_init"].update(ssh_authorized_keys=["not a key"]), r"ssh_authorized_keys\[0\]"),
+    (lambda o: o["cloud_init"].update(rdma_address="10.20.0.300/24"), "cloud_init.rdma_address"),
+    (lambda o: o["management"].update(bridge="br0"), "management: give network .* or bridge"),
+    (lambda o: o["management"].update(mac="01:00:5e:00:00:01"), "management.mac"),
+    (lambda o: o["management"].update(address="192.168.150.11"), "management.address: .* with its prefix"),
+    (lambda o: o.update(image=None), "cloud_init: needs image"),
+])
+def test_bad_guest_options_are_refused_before_any_change(host, change, message):
+    opts = options(make_base(host))
+    change(opts)
+    with pytest.raises(InputError, match=message):
+        plan_guest(host, "tenant-a", opts)
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_no_iso_builder_is_refused_naming_the_packages(tmp_path):
+    host = Host(str(tmp_path), commands=SystemCommands(programs=["qemu-img"]))
+    with pytest.raises(StateError, match="genisoimage .* xorriso"):
+        plan_guest(host, "tenant-a", options(make_base(host)))
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_a_disk_the_collection_did_not_make_is_not_taken(host):
+    base = make_base(host)
+    disk = host.path(tenant_paths(GUEST_DIR, "tenant-a")["disk"])
+    os.makedirs(os.path.dirname(disk))
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", disk, "1G"], check=True)
+    with pytest.raises(StateError, match="the collection did not make it"):
+        plan_guest(host, "tenant-a", options(base))
+
+
+def test_removal_deletes_what_was_made_and_nothing_else(host):
+    base = make_base(host)
+    plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC).apply(host, Run())
+    paths = tenant_paths(GUEST_DIR, "tenant-a")
+    mine = host.path(paths["dir"] + "/notes.txt")
+    with open(mine, "w", encoding="utf-8") as handle:
+        handle.write("the operator's\n")
+    removal = GuestRemoval(host, "tenant-a", GUEST_DIR)
+    assert sorted(removal.files) == sorted([paths["disk"], paths["seed"], paths["manifest"]]
+                                           + [paths["seed_dir"] + "/" + n for n in ("user-data", "meta-data", "network-config")])
+    run = Run()
+    removal.apply(host, run)
+    assert run.changed
+    assert sorted(os.listdir(host.path(paths["dir"]))) == ["notes.txt"]
+    assert os.path.isfile(host.path(base))
+    assert not GuestRemoval(host, "tenant-a", GUEST_DIR).changed
+
+
+def test_seed_without_management_or_rdma_address():
+    documents = seed_documents("t", {"user": "u", "ssh_authorized_keys": [], "packages": [], "hostname": "h"}, None, VF_MAC)
+    assert json.loads(documents["network-config"]) == {"version": 2, "ethernets": {}}
+    assert "packages" not in documents["user-data"]

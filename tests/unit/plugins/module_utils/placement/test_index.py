@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+"""HostIndex, the planner's index of the host model (placement/index.py), over the DGX
+A100-class model built from real captures and small synthetic hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import index as placement_index
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, node_of, read_host_devices
+
+from placement_topologies import dgx_a100, grouped, synthetic  # pylint: disable=import-error
+
+DGX = dgx_a100()
+
+
+def test_dgx_nodes_cores_and_devices():
+    index = HostIndex(DGX)
+    assert index.nodes == sorted(node["id"] for node in DGX["numa_nodes"])
+    online = [cpu["id"] for cpu in DGX["cpus"] if cpu.get("online", True)]
+    assert index.online == set(online)
+    for cpu in DGX["cpus"]:
+        assert index.cpu_node[cpu["id"]] == cpu["numa_node"]
+        assert index.core_of[cpu["id"]] == tuple(sorted(cpu["siblings"]))
+    # every online CPU on exactly one node, every core on the node of its threads
+    assert sorted(cpu for cpus in index.node_cpus.values() for cpu in cpus) == sorted(online)
+    for node, cores in index.node_cores.items():
+        assert all(index.cpu_node[cpu] == node for core in cores for cpu in core)
+    assert index.gpus == sorted(gpu["address"] for gpu in DGX["gpus"])
+    assert all(index.gpu_node[gpu["address"]] == gpu["numa_node"] for gpu in DGX["gpus"])
+    assert sorted(index.vfs) == sorted(index.vf_pf)
+    # a VF of unknown node (none read from sysfs nor from its PF) is kept apart, for split placements only
+    assert all(vf in index.node_vfs[index.vf_node[vf]] for vf in index.vfs)
+    assert set(index.node_vfs) == set(index.nodes) | {None}
+
+
+def test_gpu_pool_and_vf_pfs_limit_the_pools():
+    gpu = DGX["gpus"][0]["address"]
+    pf = sorted(set(HostIndex(DGX).vf_pf.values()))[0]
+    index = HostIndex(DGX, gpu_pool=[gpu], vf_pfs=[pf])
+    assert index.gpus == [gpu]
+    assert set(index.vf_pf.values()) == {pf}
+    with pytest.raises(InputError, match="policy.gpus: 0000:ff:00.0 not GPUs of this host"):
+        HostIndex(DGX, gpu_pool=["0000:ff:00.0"])
+    with pytest.raises(InputError, match="policy.vf_pfs: 0000:ff:00.0 has no VFs"):
+        HostIndex(DGX, vf_pfs=["0000:ff:00.0"])
+
+
+def test_offline_thread_leaves_its_core():
+    topology = synthetic(1, [2], 2, [0], [0], [0])
+    cpus = [dict(cpu, online=cpu["id"] != 2) for cpu in topology["cpus"]]
+    index = HostIndex(dict(topology, cpus=cpus))
+    assert 2 not in index.online
+    assert index.core_of[0] == (0,)
+    assert index.node_cores[0] == [(0,), (1, 3)]
+
+
+CPU_FIELDS = ("cpu_node", "core_of", "online", "cpu_bound", "node_cpus", "node_cores")
+
+
+@pytest.mark.parametrize("shape", ["online key absent", "in reverse order", "ids as strings", "siblings as tuples"])
+def test_cpus_read_in_one_pass_as_field_by_field(shape):
+    # the usual shape (every CPU online, int ids and nodes, siblings in order) is read in one pass;
+    # any other shape field by field: the same host in both reads the same
+    shapes = {"online key absent": lambda cpu: {k: v for k, v in cpu.items() if k != "online"},
+              "in reverse order": dict, "ids as strings": lambda cpu: dict(cpu, id=str(cpu["id"])),
+              "siblings as tuples": lambda cpu: dict(cpu, siblings=tuple(cpu["siblings"]))}
+    cpus = [shapes[shape](cpu) for cpu in DGX["cpus"]]
+    if shape == "in reverse order":
+        cpus.reverse()
+    nodes = sorted(node["id"] for node in DGX["numa_nodes"])
+    assert placement_index._plain_cpus(DGX["cpus"], nodes) is not None
+    assert (placement_index._plain_cpus(cpus, nodes) is None) == (shape != "in reverse order")
+    plain, other = HostIndex(DGX), HostIndex(dict(DGX, cpus=cpus))
+    for field in CPU_FIELDS:
+        assert getattr(plain, field) == getattr(other, field), field
+
+
+def test_cpus_of_an_odd_shape_are_read_field_by_field():
+    # a core listed differently by its two threads, a thread on another node than its sibling,
+    # a sibling that is not listed: not the usual shape, each read as before
+    nodes = sorted(node["id"] for node in DGX["numa_nodes"])
+    first, last = DGX["cpus"][0], DGX["cpus"][-1]
+    for cpus in ([dict(first, siblings=[first["id"]])] + DGX["cpus"][1:],
+                 [dict(first, numa_node=last["numa_node"])] + DGX["cpus"][1:],
+                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:]):
+        assert placement_index._plain_cpus(cpus, nodes) is None
+        index = HostIndex(dict(DGX, cpus=cpus))
+        assert sorted(cpu for found in index.node_cpus.values() for cpu in found) == sorted(index.online)
+
+
+def test_ranks_same_switch_and_other_node():
+    topology = synthetic(2, [1, 1], 1, [1, 0], [1, 1], [0, 0])
+    index = HostIndex(topology)
+    gpu = index.gpus[0]
+    near = [vf for vf in index.vfs if index.vf_node[vf] == 0]
+    far = [vf for vf in index.vfs if index.vf_node[vf] == 1]
+    assert index.nearest_ranks([gpu], near + far) == [1, 4]  # PXB, SYS
+
+
+def test_group_with_host_function_is_left_out():
+    topology = synthetic(1, [2], 1, [2], [0], [0])
+    gpu_a, gpu_b = sorted(gpu["address"] for gpu in topology["gpus"])
+    host_nic = "0000:30:00.0"
+    topology = grouped(topology, {1: [gpu_a, host_nic], 2: [gpu_b, "0000:10:00.1"]},
+                       extra={host_nic: {"class": "0x020000"}, "0000:10:00.1": {"class": "0x040300"}})
+    index = HostIndex(topology)
+    assert index.gpus == [gpu_b]
+    assert "its IOMMU group 1 also holds 0000:30:00.0" in index.left_out[gpu_a]
+    assert index.companions == {gpu_b: ("0000:10:00.1",)}
+
+
+@pytest.mark.parametrize("value, expected", [(None, None), (True, None), (-1, None), ("2", 2), (0, 0), ("x", None)])
+def test_node_of(value, expected):
+    assert node_of(value) == expected
+
+
+def test_read_host_devices():
+    assert read_host_devices(None) == {}
+    assert read_host_devices(["0000:30:00.0"]) == {"0000:30:00.0": "the host needs it"}
+    assert read_host_devices({"0000:30:00.0": "boot NIC"}) == {"0000:30:00.0": "boot NIC"}
+    with pytest.raises(InputError, match="not a PCI address"):
+        read_host_devices(["eth0"])
+    with pytest.raises(InputError, match="expected a list of PCI addresses"):
+        read_host_devices("0000:30:00.0")

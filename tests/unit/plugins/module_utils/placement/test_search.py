@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+"""The search (placement/search.py) on its own: random count instances against every assignment
+tried, with small budgets (it keeps the best found, never below its greedy first guess) and with
+tenants equal in size, so that the same search state is reached by more than one path."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
+
+
+def brute_force(caps, candidates):
+    """The best (placed, online, -rank) over all assignments, with each candidate's options or left out."""
+    best = (0, 0, 0)
+    for choice in itertools.product(*[[None] + list(range(len(c.options))) for c in candidates]):
+        room = [list(cap) for cap in caps]
+        claimed = count = online = rank = 0
+        fits = True
+        for candidate, option in zip(candidates, choice):
+            if option is None:
+                continue
+            slot, demand, item_rank, _sticky = candidate.options[option]
+            if candidate.claims & claimed:
+                fits = False
+                break
+            claimed |= candidate.claims
+            room[slot] = [left - need for left, need in zip(room[slot], demand)]
+            count, online, rank = count + 1, online + candidate.online, rank + item_rank
+        if fits and all(left >= 0 for cap in room for left in cap):
+            best = max(best, (count, online, -rank))
+    return best
+
+
+def value_of(caps, candidates, assignment, choice):
+    room = [list(cap) for cap in caps]
+    count = online = rank = 0
+    for candidate, slot, demand in zip(candidates, assignment, choice):
+        if slot is None:
+            continue
+        ranks = [r for s, d, r, _st in candidate.options if s == slot and d == demand]
+        assert ranks, "a candidate placed with a demand it does not have there"
+        room[slot] = [left - need for left, need in zip(room[slot], demand)]
+        count, online, rank = count + 1, online + candidate.online, rank + min(ranks)
+    assert all(left >= 0 for cap in room for left in cap)
+    return (count, online, -rank)
+
+
+def instance(rng):
+    nodes = rng.randint(1, 3)
+    caps = [(rng.randint(2, 8), rng.randint(0, 2), rng.randint(0, 3)) for _node in range(nodes)]
+    sizes = [(rng.randint(1, 4), rng.randint(0, 1), rng.randint(0, 2)) for _kind in range(3)]
+    candidates = []
+    for _tenant in range(rng.randint(2, 7)):
+        size = rng.choice(sizes)  # few sizes: equal tenants, transpositions
+        options = [(slot, size, rng.choice([0, 0, 1]), 0) for slot in range(nodes)
+                   if all(need <= room for need, room in zip(size, caps[slot])) and rng.random() < 0.9]
+        if options:
+            candidates.append(Candidate(options, rng.random() < 0.7))
+    return caps, candidates
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_search_finds_the_best_assignment(seed):
+    caps, candidates = instance(random.Random(seed))
+    if not candidates:
+        return
+    classes = list(range(len(caps)))
+    search = Search(caps, classes, candidates, 100000)
+    assignment = search.run()
+    assert not search.exhausted
+    assert value_of(caps, candidates, assignment, search.best_choice) == search.best == brute_force(caps, candidates)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_small_budget_keeps_the_best_found(seed):
+    caps, candidates = instance(random.Random(1000 + seed))
+    if not candidates:
+        return
+    search = Search(caps, list(range(len(caps))), candidates, 3)
+    assignment = search.run()
+    greedy = Search(caps, list(range(len(caps))), candidates, 0)._greedy()[0]
+    assert value_of(caps, candidates, assignment, search.best_choice) == search.best >= greedy
+    assert search.best <= brute_force(caps, candidates)

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+"""module_utils/sriov_vfio/projection.py: the host model of a bare capture as the host stages will leave it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import finish, project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+from placement_topologies import LAB_EDU, LAB_PF, lab  # noqa: E402  pylint: disable=import-error,wrong-import-position
+from fakes.kernel import lab_host  # noqa: E402  pylint: disable=import-error,wrong-import-position
+
+LAB_BARE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "lab", "bare")
+LAB_IDS = {"gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}
+PREDICTED = {LAB_PF: [{"index": i, "address": "0000:81:00.%d" % (i + 1)} for i in range(4)]}
+
+
+def bare_lab():
+    """The real capture of the bare lab VM (IOMMU off, no VFs, no hugepages)."""
+    return read_topology(LAB_BARE, ["1234:11e8"], ["1b36:0010"])
+
+
+def test_bare_capture_is_planned_as_the_stages_leave_it():
+    before = bare_lab()
+    projected = project(before, [{"pf": LAB_PF, "num_vfs": 2}], [{"size": "2M", "count": 64, "node": 1}])
+    topo, notes = finish(before, projected, [LAB_EDU], PREDICTED)
+    assert topo["iommu"]["enabled"] is True and before["iommu"]["enabled"] is False
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["0000:81:00.1", "0000:81:00.2"]
+    vf = topo["pci_devices"]["0000:81:00.1"]
+    assert vf["address"] == "0000:81:00.1" and vf["physfn"] == LAB_PF and vf["driver"] == "vfio-pci"
+    assert not any("/vf" in address for address in topo["pci_devices"])
+    assert topo["pci_devices"][LAB_EDU]["driver"] == "vfio-pci"
+    assert [g["driver"] for g in topo["gpus"]] == ["vfio-pci"]
+    assert topo["numa_nodes"][1]["hugepages"]["2048kB"]["total"] == 64
+    assert notes[0].startswith("PREVIEW: the tenants are planned on the host as")
+    assert any(n.startswith("IOMMU off on the capture") for n in notes)
+    assert "node 1: 64 x 2M hugepages (now 0), reserved by the boot stage" in notes
+    assert "%s: 2 VF(s) to be created by the SR-IOV stage: 0000:81:00.1, 0000:81:00.2" % LAB_PF in notes
+    assert "on vfio-pci after the VFIO stage: %s (no driver)" % LAB_EDU in notes
+
+
+def test_without_the_sriov_stages_prediction_the_pfs_offset_and_stride_name_the_vfs():
+    before = bare_lab()
+    topo, notes = finish(before, project(before, [{"pf": LAB_PF, "num_vfs": 2}], []), [], {})
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["0000:81:00.1", "0000:81:00.2"]
+    assert "%s: 2 VF(s) to be created by the SR-IOV stage: 0000:81:00.1, 0000:81:00.2" % LAB_PF in notes
+
+
+@pytest.mark.parametrize("predicted, offset, expect", [
+    ({}, None, "no address known for %s/vf0" % LAB_PF),  # nothing predicted, no offset/stride in the capture
+    ({LAB_PF: [{"index": 0, "address": LAB_EDU}]}, 1, "no address known for %s/vf0" % LAB_PF),  # taken by a real function
+])
+def test_planned_vfs_without_a_usable_address_keep_their_placeholder(predicted, offset, expect):
+    before = bare_lab()
+    before["pci_devices"][LAB_PF]["sriov_offset"] = offset
+    topo, notes = finish(before, project(before, [{"pf": LAB_PF, "num_vfs": 1}], []), [], predicted)
+    assert topo["pci_devices"][LAB_PF]["virtfns"] == ["%s/vf0" % LAB_PF]
+    assert any(expect in note for note in notes)
+
+
+def test_a_host_as_wanted_needs_no_notes():
+    host = lab(pages_2m=(0, 128))
+    topo, notes = finish(host, project(host, [{"pf": LAB_PF, "num_vfs": 4}], [{"size": "2M", "count": 64, "node": 1}]), [LAB_EDU], {})
+    assert notes == [] and topo == host
+
+
+def sriov_off_dgx(tmp_path):
+    """The DGX A100-class host with SR-IOV off in its ConnectX firmware: the PFs expose no SR-IOV
+    capability, so sysfs has none of the sriov_* attributes."""
+    from fakes.servers import build_dgx_a100_class  # pylint: disable=import-error,import-outside-toplevel
+    host, _gpus, nics = build_dgx_a100_class(str(tmp_path / "root"))
+    pfs = sorted(a for a in nics.values() if os.path.exists(host.p(host.pci_paths[a] + "/sriov_totalvfs")))
+    for address in pfs:
+        for name in os.listdir(host.p(host.pci_paths[address])):
+            if name.startswith("sriov_"):
+                os.remove(host.p(host.pci_paths[address] + "/" + name))
+    return read_topology(str(tmp_path / "root")), pfs
+
+
+def test_sriov_off_in_the_firmware_is_planned_as_the_boot_stage_sets_it(tmp_path):
+    before, pfs = sriov_off_dgx(tmp_path)
+    pf = pfs[0]
+    assert before["pci_devices"][pf]["sriov_totalvfs"] is None
+    projected = project(before, [{"pf": pf, "num_vfs": 4}], [])
+    assert projected["pci_devices"][pf]["sriov_totalvfs"] == 4 and projected["pci_devices"][pf]["sriov_from_firmware"]
+    topo, notes = finish(before, projected, [], {})
+    base = int(pf.split(":")[1], 16)
+    assert topo["pci_devices"][pf]["virtfns"] == ["0000:%02x:00.%d" % (base, i + 1) for i in range(4)]
+    assert any("SR-IOV is off in its firmware; VF addresses assumed at offset 1, stride 1" in n for n in notes)
+
+
+def test_a_pf_that_is_not_connectx_without_sriov_is_not_given_vfs(tmp_path):
+    before = bare_lab()
+    before["pci_devices"][LAB_PF]["sriov_totalvfs"] = None
+    assert project(before, [{"pf": LAB_PF, "num_vfs": 2}], [])["pci_devices"][LAB_PF].get("sriov_from_firmware") is None
+
+
+def test_the_captured_hypervisor_versions_are_said_with_the_maxphysaddr_gate():
+    """A capture holding libvirt's and QEMU's versions: the notes say them and whether <maxphysaddr>
+    (libvirt 8.7.0) is available; a capture without them adds no note."""
+    before = bare_lab()
+    assert before["hypervisor"] == {"libvirt": None, "qemu": None, "captured": False}
+    for libvirt, word in (("8.0.0", "not available"), ("10.0.0", "available")):
+        host = dict(before, hypervisor={"libvirt": libvirt, "qemu": "6.2.0", "captured": True})
+        _topo, notes = finish(host, host, [], {})
+        assert [n for n in notes if n.startswith("hypervisor on the capture: libvirt %s, QEMU 6.2.0;" % libvirt)
+                and n.endswith(" " + word)], notes
+
+
+def test_projection_adds_planned_vfs_and_pools_without_touching_the_input():
+    topo = read_topology(LAB_BARE, **LAB_IDS)
+    before = json.dumps(topo, sort_keys=True)
+    projected = project(topo, [{"pf": "0000:81:00.0", "num_vfs": 9}], [{"size": "2M", "count": 64, "node": 1}])
+    assert json.dumps(topo, sort_keys=True) == before
+    pf = projected["pci_devices"]["0000:81:00.0"]
+    assert pf["virtfns"] == ["0000:81:00.0/vf%d" % i for i in range(4)]  # capped at sriov_totalvfs
+    assert all(projected["pci_devices"][vf]["planned"] and projected["pci_devices"][vf]["numa_node"] == 1 for vf in pf["virtfns"])
+    assert projected["numa_nodes"][1]["hugepages"]["2048kB"]["total"] == 64
+
+
+def test_projection_keeps_existing_vfs(tmp_path):
+    host, kernel = lab_host(tmp_path)
+    kernel.write("/sys/bus/pci/devices/0000:81:00.0/sriov_numvfs", "2")
+    topo = read_topology(host.root, **LAB_IDS)
+    existing = topo["pci_devices"]["0000:81:00.0"]["virtfns"]
+    projected = project(topo, [{"pf": "0000:81:00.0", "num_vfs": 3}])
+    assert projected["pci_devices"]["0000:81:00.0"]["virtfns"] == existing + ["0000:81:00.0/vf2"]

@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+"""vfio_stage: the SR-IOV/VFIO stage's desired state decided on the host. The IOMMU-group
+companions of the tenant GPUs that vfio_bind binds are the ones the controller's filter
+(tenant_group_devices) gives for the same host model, on trees built from real listings; the VF
+settings of the VFs tenants name are the filter tenant_vf_settings' (one code: sriov_vfio/tenant_vfs.py),
+checked against the PFs of the call with their VF counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule as PlanFilters
+from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule as SriovFilters
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+
+GROUP_DEVICES = PlanFilters().filters()["tenant_group_devices"]
+TENANT_VF_SETTINGS = SriovFilters().filters()["tenant_vf_settings"]
+GPU_IDS = ["1234:11e8"]
+
+
+def model(tree, gpu_ids=()):
+    """The host model a module call reads (host.topology), as the gate hands it to the controller."""
+    return Host(tree.root, commands=RecordedCommands()).topology(gpu_ids)
+
+
+@pytest.mark.parametrize("build, gpus", [
+    # the edu GPU and its audio function in group 7
+    (lab_host_with_nic, ["0000:82:00.0"]),
+    # the bare lab: the GPU alone in its group
+    (lab_host, ["0000:82:00.0"]),
+    # an RTX 3070 Ti, its HDA function and the root port in group 1 (the bridge does not go along)
+    (rtx_group_host, ["0000:01:00.0"]),
+    (rtx_group_host, []),
+    # six V100s paired in groups: no other function goes along
+    (v100_pairs_host, ["0000:27:00.0", "0000:28:00.0", "0000:43:00.0"]),
+])
+def test_companions_on_the_host_are_the_filters(tmp_path, build, gpus):
+    tree, _kernel = build(tmp_path / "root")
+    topology = model(tree, GPU_IDS)
+    addresses, companions = vfio_stage.tenant_gpus(topology, gpus)
+    assert addresses == gpus
+    assert companions == GROUP_DEVICES(model(tree, GPU_IDS), {"gpus": gpus})["companions"]
+    if build is lab_host_with_nic:
+        assert companions == [GPU_AUDIO]
+    if build is rtx_group_host and gpus:
+        assert companions == ["0000:01:00.1"]
+
+
+def test_no_gpus_option_takes_no_companions(tmp_path):
+    tree, _kernel = lab_host_with_nic(tmp_path / "root")
+    assert vfio_stage.tenant_gpus(model(tree, GPU_IDS), None) == ([], [])
+
+
+def params(sriov_pfs, tenants, **options):
+    return dict({"sriov_pfs": sriov_pfs, "tenants": tenants, "autoprobe": False, "persist": True, "force": False}, **options)
+
+
+TENANTS = [{"name": "a", "vfs": ["0000:84:10.2", {"address": "0000:84:10.0", "vlan": 7}], "mac": "52:54:00:a0:00:01", "vlan": 101},
+           {"name": "b", "vfs": 2, "mac": "52:54:00:b0:00:01"},
+           {"name": "c", "vfs": ["0000:84:10.4"], "state": "absent"}]
+
+
+def test_vf_settings_from_the_tenants(tmp_path):
+    tree, _kernel = lab_host_with_nic(tmp_path / "root")
+    host = Host(tree.root, commands=RecordedCommands())
+    options, vfs_of = vfio_stage.sriov_request(params([{"pf": "ens12", "num_vfs": 4, "autoprobe": True},
+                                                       {"pf": "0000:81:00.0", "num_vfs": 0}], TENANTS), host, host.topology())
+    # the tenant's MAC for its first VF in address order, derived ones after it; the VF's own VLAN, else the tenant's
+    assert options["vf_settings"] == [
+        dict(address="0000:84:10.2", mac=derived_mac("a", 1), vlan=101, spoofchk=True, trust=False, qos=None, link_state=None,
+             clear=False),
+        dict(address="0000:84:10.0", mac="52:54:00:a0:00:01", vlan=7, spoofchk=True, trust=False, qos=None, link_state=None,
+             clear=False)]
+    assert [dict((k, s[k]) for k in ("address", "mac", "vlan", "spoofchk", "trust")) for s in options["vf_settings"]] \
+        == TENANT_VF_SETTINGS(TENANTS)
+    assert [(p["pf"], p["num_vfs"], p["autoprobe"], p["persist"], p["force"]) for p in options["pfs"]] == [
+        ("ens12", 4, True, True, False), ("0000:81:00.0", 0, False, True, False)]
+    # only the PFs with VFs have VFs to bind
+    assert vfs_of == ["ens12"]
+
+
+def test_a_vf_still_to_come_is_named_by_its_address_to_be(tmp_path):
+    """The igb PF has no VFs yet: its VFs' addresses come from its routing offset and stride."""
+    tree, _kernel = lab_host_with_nic(tmp_path / "root")
+    host = Host(tree.root, commands=RecordedCommands())
+    assert host.topology()["pci_devices"][NIC_PF]["virtfns"] == []
+    tenants = [{"name": "a", "vfs": ["0000:84:10.6"]}]
+    options, _vfs_of = vfio_stage.sriov_request(params([{"pf": NIC_PF, "num_vfs": 4}], tenants), host, host.topology())
+    assert [s["address"] for s in options["vf_settings"]] == ["0000:84:10.6"]
+    with pytest.raises(InputError, match=r"tenants\[0\] \(a\)\.vfs\[0\]: 0000:84:10.6 is not a VF of the PFs of sriov_pfs"):
+        vfio_stage.sriov_request(params([{"pf": NIC_PF, "num_vfs": 3}], tenants), host, host.topology())
+
+
+def test_without_sriov_pfs_no_sriov_part(tmp_path):
+    tree, _kernel = lab_host_with_nic(tmp_path / "root")
+    host = Host(tree.root, commands=RecordedCommands())
+    assert vfio_stage.sriov_request({"sriov_pfs": None}, host, host.topology()) == (None, [])
