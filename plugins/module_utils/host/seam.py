@@ -105,7 +105,7 @@ class Host:
     fake tree: reads and file edits go under it, and ``live`` is false so that steps that only
     make sense on the running machine (daemon reloads, service restarts) are skipped."""
 
-    def __init__(self, root="/", commands=None, kernel=None, files=None):
+    def __init__(self, root="/", commands=None, kernel=None, files=None, libvirt_open=None):
         root = os.path.abspath(root or "/")
         if not os.path.isdir(root):
             raise InputError("root %s is not a directory: give the host's / or a captured tree "
@@ -115,6 +115,8 @@ class Host:
         self.kernel = kernel if kernel is not None else KernelWriter(self.fs)
         self.commands = commands
         self.files = files if files is not None else FileWriter()
+        # uri -> a connection context (host/libvirt_connection.py's ``connection`` unless injected)
+        self._libvirt_open = libvirt_open
         self._host_model = None
         # Boot-time files (host path -> text) a step of this call has planned to write: a later
         # step of the same call builds on them (boot_files.BootFiles), so that in check mode,
@@ -132,6 +134,15 @@ class Host:
         if fresh or self._host_model is None:
             self._host_model = reader.read_unclassified()
         return reader.classified(copy.deepcopy(self._host_model))
+
+    def libvirt(self, uri):
+        """A libvirt connection to ``uri``, closed when the ``with`` block ends: every libvirt
+        call of a feature goes through here, as its files and commands do."""
+        if self._libvirt_open is not None:
+            return self._libvirt_open(uri)
+        # libvirt-python is imported only by the calls that talk to libvirt
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import connection  # pylint: disable=import-outside-toplevel
+        return connection(uri)
 
     @property
     def live(self):

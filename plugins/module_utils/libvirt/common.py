@@ -20,7 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pin
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
     host_cpus, host_cpus_from_topology, read_pinning)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import parse_xml
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import LibvirtError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_bars import read_mmio64_sizes, window_setting_mb
 
 __metaclass__ = type

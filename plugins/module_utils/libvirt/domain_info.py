@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import held_resources, read_assignment
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import LIBVIRT_OPTIONS, _live_xml, _persistent_xml
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import NotAnswering, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import NotAnswering
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.service import SERVICE_OPTIONS, read_service
 
 __metaclass__ = type
@@ -69,7 +69,7 @@ def tenant_domain_info(params, host, run):  # pylint: disable=unused-argument
     query = {"names": list(params["names"]), "foreign": params["foreign"], "uri": params["uri"], "service": asked}
     result = {"domains": {}, "foreign": {}, "domains_read": False, "service": service, "query": query}
     try:
-        with connection(params["uri"]) as conn:
+        with host.libvirt(params["uri"]) as conn:
             result["domains"] = domain_assignments(conn, params["names"])
             result["foreign"] = foreign_domains(conn, params["names"]) if params["foreign"] else {}
             result["domains_read"] = True

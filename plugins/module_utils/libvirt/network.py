@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import check_ipv4
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import LibvirtError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 
 __metaclass__ = type
 

@@ -13,7 +13,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tre
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     _definition_diff, _persistent_xml, _running_diff, apply_live_pins, decide_then_act, host_model, live_pin_changes,
     pin_diff_lines, pin_restart_reasons)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import LibvirtError, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 
 __metaclass__ = type
 
@@ -78,6 +78,6 @@ class NumaPin:
 def numa_pin(params, host, run):  # pylint: disable=unused-argument
     """The numa_pin module."""
     request = PinRequest(params["vcpu_pins"], params["emulator_cpus"], params["memory_mode"], params["nodeset"], params["hugepages"])
-    with connection(params["uri"]) as conn:
+    with host.libvirt(params["uri"]) as conn:
         return decide_then_act(NumaPin(conn, params["name"], request, params["live"], check_mode=run.check_mode,
                                        host=host_model(conn, host)), run)

@@ -17,7 +17,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import pci_function_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     LIBVIRT_OPTIONS, decide_then_act, domain_holdings, host_model, maxphysaddr_gate, maxphysaddr_note)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import (
@@ -211,7 +210,7 @@ def tenant_domain(params, host, run):
             raise InputError(str(exc))
         entries = [(params, None)]
     prepared = prepare_domains(entries, params.get("sriov_vfs"), host, run)
-    with connection(params["uri"]) as conn:
+    with host.libvirt(params["uri"]) as conn:
         return act_on_domains(conn, prepared, batch, params.get("management_network"), host, run)
 
 

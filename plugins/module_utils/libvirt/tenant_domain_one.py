@@ -23,7 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_imag
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     PIN_OPTIONS, _definition_diff, _persistent_xml, _running_diff, apply_live_pins, live_pin_changes, mmio_window,
     pin_diff_lines, pin_restart_reasons)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import LibvirtError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import FIRMWARES, over_host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec, UNLIMITED_QUOTA
 

@@ -21,7 +21,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import dom
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 
@@ -127,7 +126,7 @@ def tenant_stage(params, host, run):
     preview = params.get("preview") is not None
     topology, preview_notes = stage_topology(params, host)
     names = [tenant["name"] for tenant in tenants]
-    with connection(params["uri"]) as conn:
+    with host.libvirt(params["uri"]) as conn:
         existing = domain_info.domain_assignments(conn, names)
         foreign = domain_info.foreign_domains(conn, names)
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError, Host, ModuleCommands
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import connection
+from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain_info
+from conftest import LIBVIRT_TEST_URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 
 
@@ -113,3 +118,20 @@ def test_kernel_writer_refuses_an_attribute_outside_the_root(tmp_path):
     with pytest.raises(InputError, match="outside the root"):
         Host(str(root)).kernel.write("/sys/devices/nccl.conf", "4\n")
     assert (outside / "nccl.conf").read_text() == "NCCL_DEBUG=INFO\n"
+
+
+def test_libvirt_calls_go_through_the_seam(tmp_path):
+    # a feature opens libvirt through its Host: an injected opener is what the module talks to
+    # (here it hands out libvirt's built-in test driver, whose stock domain is named "test")
+    opened = []
+
+    @contextlib.contextmanager
+    def opener(uri):
+        opened.append(uri)
+        with connection(LIBVIRT_TEST_URI) as conn:
+            yield conn
+
+    host = Host(str(tmp_path), libvirt_open=opener)
+    result = run_module(tenant_domain_info.main, {"names": ["test", "nope"], "uri": "qemu+ssh://nowhere/system"}, host=host)
+    assert opened == ["qemu+ssh://nowhere/system"]
+    assert list(result["domains"]) == ["test"], result

@@ -11,7 +11,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import foreign_domains
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import domain_holdings
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import Connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import Connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TenantDomain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec

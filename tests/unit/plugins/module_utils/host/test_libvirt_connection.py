@@ -10,7 +10,7 @@ import libvirt
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.connection import LibvirtError, _version_text, connection
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError, _version_text, connection
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 
