@@ -1,15 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.rdma_fleet`` and ``gpuvirt.tenancy.rdma_nccl_write``: the GID index
-compared across the tenant guests of a play, and where the NCCL file or the hosts block must
-still be written (role guest_rdma, docs/rdma_nccl.md)."""
+"""Filters of the guest stage (role guest_rdma, docs/rdma_nccl.md): ``guest_rdma_calls`` (the
+role's inputs checked and mapped to the options of its ``mlx_rocev2`` call), ``rdma_fleet`` (the
+GID index compared across the tenant guests of a play) and ``rdma_nccl_write`` (where the NCCL
+file or the hosts block must still be written, and the options of that ``nccl_env`` call)."""
 
 from __future__ import absolute_import, division, print_function
 
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
@@ -20,6 +22,73 @@ __metaclass__ = type
 
 HINT = ("Set it right on those hosts (address order decides GID order), or use gid_policy per_host, "
         "or gid_index auto (NCCL >= 2.21).")
+
+# the optional NCCL settings: left out when unset, never passed as null or ""
+NCCL_OPTIONAL = ("socket_ifname", "net_gdr_level", "addr_range", "nccl_version")
+
+
+def _flag(inputs, name):
+    # the role's argument spec has checked the type; Jinja may hand a bool over as text
+    return boolean(inputs.get(name), strict=False)
+
+
+def guest_rdma_calls(inputs, family_packages=None):
+    """The guest_rdma role's inputs (``guest_rdma_*`` without the prefix; their types and choices
+    checked by the role's argument spec) checked together, and
+    the options of its one ``mlx_rocev2`` call: ``rocev2`` (the device named, else the VF's MAC
+    to find it by; the packages per OS family when the role installs; ``nccl_env``: the options
+    of the NCCL file, decided but not written) and ``soft_roce``. ``family_packages``: the RDMA
+    packages per OS family, used unless ``packages`` names some for any family."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.guest_rdma_calls: expected the role's inputs as a dict, got %s"
+                                 % type(inputs).__name__)
+    device = _text(inputs.get("device")).strip()
+    vf_mac = _text(inputs.get("vf_mac")).strip()
+    netdev = _text(inputs.get("netdev")).strip()
+    soft_roce = _flag(inputs, "soft_roce")
+    gid_index = _text(inputs.get("gid_index")).strip()
+    problems = []
+    if not device and not vf_mac:
+        problems.append("set guest_rdma_device (gpuvirt_rdma.device, e.g. mlx5_0 or rxe0) or guest_rdma_vf_mac (the MAC "
+                        "the GPU host set on the tenant's VF; tenant_guests gives it as gpuvirt_guest_vf_mac)")
+    if soft_roce and not device:
+        problems.append("soft-RoCE (guest_rdma_soft_roce) needs guest_rdma_device, the name of the rxe device to create")
+    if soft_roce and not netdev and not vf_mac:
+        problems.append("soft-RoCE needs guest_rdma_netdev or guest_rdma_vf_mac, the netdev it runs on")
+    if gid_index not in ("discover", "auto") and not re.match(r"^[0-9]+$", gid_index):
+        problems.append("guest_rdma_gid_index must be discover, auto or an integer, got %r" % inputs.get("gid_index"))
+    try:
+        port = int(inputs.get("port"))
+    except (TypeError, ValueError):
+        port = None
+    if port is None or port < 1:
+        problems.append("guest_rdma_port must be a port number (1 on most cards), got %r" % inputs.get("port"))
+    if problems:
+        raise AnsibleFilterError("guest_rdma: " + "; ".join(problems) + ".")
+    nccl = {
+        "path": inputs.get("nccl_conf_path"),
+        # empty when the device is to be found by the VF's MAC: the module names the one it found
+        "ib_hca": ["%s:%d" % (device, port)] if device else [],
+        "gid_index": gid_index,
+        "extra": inputs.get("nccl_extra") or {},
+        "hosts_path": inputs.get("hosts_file"),
+    }
+    for name in NCCL_OPTIONAL:
+        if inputs.get(name) not in (None, ""):
+            nccl[name] = inputs[name]
+    if _flag(inputs, "pin_hosts"):
+        # [] has the hosts block read only (its lines come from the fleet); without it the file is not read
+        nccl["hosts_entries"] = []
+    rocev2 = {"port": port, "default_roce_mode": inputs.get("default_roce_mode"), "persist": _flag(inputs, "persist"),
+              "nccl_env_write": False, "nccl_env": nccl}
+    if device:
+        rocev2["rdma_device"] = device
+    else:
+        rocev2["netdev_mac"] = vf_mac
+    if _flag(inputs, "install"):
+        named = inputs.get("packages") or []
+        rocev2["packages"] = {"default": list(named)} if named else dict(family_packages or {})
+    return {"rocev2": rocev2, "soft_roce": soft_roce}
 
 
 def rdma_fleet(hosts, hostvars, result_var, gid_index):
@@ -88,13 +157,17 @@ def _report(rows, expected, target, outliers, tables):
     return "\n".join(lines) + "\n"
 
 
-def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix):
+def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix, options=None, first_result=None):
     """What this guest's nccl_env call writes after the fleet comparison, and whether it must
     run at all: ``gid_index`` (C(auto), the fleet's index under the uniform policy, else the
     given one), ``hosts_entries`` (``<ipv4> <host><suffix>`` for every row with an IPv4 GID,
     in row order) and ``reasons`` / ``pending``: what differs from ``planned``, the guest's own
     decision without writing (mlx_rocev2's ``nccl_env`` result with ``nccl_env_write: false``).
-    Nothing differs on a converged guest, whose stage then costs that one call."""
+    Nothing differs on a converged guest, whose stage then costs that one call.
+    ``options``: the ``nccl_env`` options of the first call (``guest_rdma_calls``); with them,
+    ``options`` of the result are the nccl_env call's: the fleet's index, the hosts block's
+    entries where the first call read the block, and ``ib_hca`` of the device and port of
+    ``first_result`` (the first call's ``mlx_rocev2`` result) where none was named."""
     if not isinstance(fleet, dict) or "rows" not in fleet:
         raise AnsibleFilterError("gpuvirt.tenancy.rdma_nccl_write: the input is the result of gpuvirt.tenancy.rdma_fleet")
     planned = planned if isinstance(planned, dict) else {}
@@ -118,7 +191,16 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix):
             found, wanted = planned["hosts_found"], _lines(entries)
             if found is None or wanted is None or found != wanted:
                 reasons.append("the block in %s differs" % planned.get("hosts_path"))
-    return {"gid_index": index, "hosts_entries": entries, "reasons": reasons, "pending": bool(reasons)}
+    write = {"gid_index": index, "hosts_entries": entries, "reasons": reasons, "pending": bool(reasons)}
+    if options is not None:
+        call = dict(options, gid_index=index)
+        if "hosts_entries" in options:
+            call["hosts_entries"] = entries
+        first = first_result if isinstance(first_result, dict) else {}
+        if not call.get("ib_hca") and first.get("rdma_device"):
+            call["ib_hca"] = ["%s:%s" % (first["rdma_device"], first.get("port") or 1)]
+        write["options"] = call
+    return write
 
 
 def _lines(entries):
@@ -135,4 +217,4 @@ class FilterModule:
     """RDMA fleet filters."""
 
     def filters(self):
-        return {"rdma_fleet": rdma_fleet, "rdma_nccl_write": rdma_nccl_write}
+        return {"guest_rdma_calls": guest_rdma_calls, "rdma_fleet": rdma_fleet, "rdma_nccl_write": rdma_nccl_write}

@@ -8,12 +8,13 @@ link-local rows); the reports are the text the role's Jinja printed for the same
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import rdma_fleet, rdma_nccl_write
+from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import NCCL_OPTIONAL, guest_rdma_calls, rdma_fleet, rdma_nccl_write
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env
 
@@ -61,43 +62,45 @@ class Guest:
         with open(real, encoding="utf-8") as handle:
             return handle.read()
 
-    def options(self, gid_index):
-        """The nccl_env options of both role calls (tasks/main.yml), but gid_index and hosts_entries."""
-        return {"path": self.conf, "ib_hca": ["%s:1" % self.device], "gid_index": str(gid_index), "extra": {}}
+    def inputs(self, gid_index, pin_hosts):
+        """The role's inputs (vars/main.yml's __guest_rdma_inputs) for this guest."""
+        return {"device": self.device, "vf_mac": "", "port": "1", "netdev": "", "soft_roce": False, "install": False,
+                "packages": [], "default_roce_mode": "v2", "persist": False, "gid_index": gid_index,
+                "gid_policy": "per_host", "nccl_conf_path": self.conf, "socket_ifname": None, "net_gdr_level": None,
+                "nccl_extra": {}, "addr_range": None, "nccl_version": None, "pin_hosts": pin_hosts,
+                "hosts_file": "/etc/hosts"}
 
-    def first_call(self, gid_index, pin_hosts):
-        nccl = self.options(gid_index)
-        if pin_hosts:
-            nccl["hosts_entries"] = []
-        args = {"rdma_device": self.device, "port": 1, "persist": False, "nccl_env_write": False, "nccl_env": nccl}
-        result = run_module(mlx_rocev2.main, args, host=self.host())
+    def first_call(self, calls):
+        """The role's mlx_rocev2 call with the options guest_rdma_calls built."""
+        result = run_module(mlx_rocev2.main, calls["rocev2"], host=self.host())
         assert not result.get("failed"), result
         return result
 
-    def second_call(self, write, pin_hosts):
-        args = dict(self.options(write["gid_index"]))
-        if pin_hosts:
-            args["hosts_entries"] = write["hosts_entries"]
-        return run_module(nccl_env.main, args, host=self.host())
+    def second_call(self, write):
+        """The role's nccl_env call with the options rdma_nccl_write built."""
+        return run_module(nccl_env.main, write["options"], host=self.host())
 
 
 def role_run(guests, gid_index="discover", policy="per_host", pin_hosts=True):
-    """The role's module calls on every guest, as tasks/main.yml and fleet.yml make them:
-    {host: (number of module calls, changed, the write decision)}; a failed fleet check raises."""
-    results = dict((guest.name, guest.first_call(gid_index, pin_hosts)) for guest in guests)
+    """The role's module calls on every guest, as tasks/main.yml and fleet.yml make them, with the
+    options its filters build: {host: (number of module calls, changed, the write decision)}; a
+    failed fleet check raises."""
+    calls = dict((guest.name, guest_rdma_calls(guest.inputs(gid_index, pin_hosts))) for guest in guests)
+    results = dict((guest.name, guest.first_call(calls[guest.name])) for guest in guests)
     hostvars = dict((name, {RESULT_VAR: result}) for name, result in results.items())
     fleet = rdma_fleet([guest.name for guest in guests], hostvars, RESULT_VAR, gid_index)
     if policy == "uniform" and str(gid_index) != "auto" and fleet["outliers"]:
         raise AssertionError(fleet["report"])
     outcome = {}
     for guest in guests:
-        write = rdma_nccl_write(fleet, results[guest.name]["nccl_env"], gid_index, policy, SUFFIX)
-        calls, changed = 1, results[guest.name]["changed"]
+        write = rdma_nccl_write(fleet, results[guest.name]["nccl_env"], gid_index, policy, SUFFIX,
+                                calls[guest.name]["rocev2"]["nccl_env"], results[guest.name])
+        count, changed = 1, results[guest.name]["changed"]
         if write["pending"]:
-            second = guest.second_call(write, pin_hosts)
+            second = guest.second_call(write)
             assert not second.get("failed"), second
-            calls, changed = 2, changed or second["changed"]
-        outcome[guest.name] = (calls, changed, write)
+            count, changed = 2, changed or second["changed"]
+        outcome[guest.name] = (count, changed, write)
     return outcome
 
 
@@ -129,7 +132,7 @@ def test_the_skipped_call_would_have_changed_nothing(lab):
     role_run(lab)
     for name, (_calls, _changed, write) in role_run(lab).items():
         guest = next(g for g in lab if g.name == name)
-        assert guest.second_call(write, True)["changed"] is False
+        assert guest.second_call(write)["changed"] is False
 
 
 def test_uniform_converged_fleet_costs_one_call(tmp_path):
@@ -208,7 +211,7 @@ def test_the_input_must_be_a_fleet():
 
 def fleet_of(tmp_path, names, gid_index="discover"):
     guests = [Guest(tmp_path, name) for name in names]
-    hostvars = dict((guest.name, {RESULT_VAR: guest.first_call(gid_index, True)}) for guest in guests)
+    hostvars = dict((guest.name, {RESULT_VAR: guest.first_call(guest_rdma_calls(guest.inputs(gid_index, True)))}) for guest in guests)
     hostvars["failed-host"] = {RESULT_VAR: {"failed": True, "msg": "no RDMA device"}}
     hostvars["other-host"] = {}
     return rdma_fleet(names + ["failed-host", "other-host"], hostvars, RESULT_VAR, gid_index)
@@ -264,22 +267,86 @@ def test_the_most_common_index_is_expected(indexes, expected):
     assert rdma_fleet(sorted(hostvars), hostvars, RESULT_VAR, "discover")["expected"] == expected
 
 
-def test_the_roles_two_calls_give_nccl_env_the_same_options():
+def test_the_roles_two_calls_take_their_options_from_the_filters():
     """A converged guest is only recognised when the first call decides with the options the
-    second would write with (gid_index and hosts_entries aside, which the fleet decides)."""
+    second would write with: both come from the filters (the first call's nccl_env from
+    guest_rdma_calls, the second's from rdma_nccl_write, which starts from it), option for option."""
     with open(ROLE, encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    first = next(task for task in tasks if "gpuvirt.tenancy.mlx_rocev2" in task)
+    first = next(task for task in tasks if "gpuvirt.tenancy.mlx_rocev2" in task)["gpuvirt.tenancy.mlx_rocev2"]
     second = next(task for task in tasks if "gpuvirt.tenancy.nccl_env" in task)
-    nested = first["vars"]["__guest_rdma_nccl_options"]
-    written = dict((key, value) for key, value in second["gpuvirt.tenancy.nccl_env"].items() if key != "hosts_entries")
-    # the optional settings: in both calls from the one variable that leaves unset ones out
-    optional = ("socket_ifname", "net_gdr_level", "addr_range", "nccl_version")
-    assert "combine(__guest_rdma_nccl_optional)" in first["gpuvirt.tenancy.mlx_rocev2"]["nccl_env"]
-    for key in optional:
-        assert written.pop(key) == "{{ __guest_rdma_nccl_optional.%s | default(omit) }}" % key
-        assert key not in nested
-    assert set(nested) == set(written)
-    assert dict(nested, gid_index=None) == dict(written, gid_index=None)
-    assert first["gpuvirt.tenancy.mlx_rocev2"]["nccl_env_write"] is False
+    assert first["nccl_env"] == "{{ __guest_rdma_calls.rocev2.nccl_env }}"
+    for key, value in first.items():
+        assert value.startswith("{{ __guest_rdma_calls.rocev2.%s " % key), (key, value)
+    for key, value in second["gpuvirt.tenancy.nccl_env"].items():
+        assert value.startswith("{{ __guest_rdma_write.options.%s " % key), (key, value)
+    assert set(second["gpuvirt.tenancy.nccl_env"]) >= set(guest_rdma_calls(INPUTS)["rocev2"]["nccl_env"]) | set(NCCL_OPTIONAL)
     assert second["when"] == "__guest_rdma_write.pending"
+
+
+INPUTS = {"device": "", "vf_mac": "52:54:00:6b:00:01", "port": 1, "netdev": "", "soft_roce": False, "install": True,
+          "packages": [], "default_roce_mode": "v2", "persist": True, "gid_index": "discover", "gid_policy": "uniform",
+          "nccl_conf_path": "/etc/nccl.conf", "socket_ifname": None, "net_gdr_level": None, "nccl_extra": {},
+          "addr_range": None, "nccl_version": None, "pin_hosts": False, "hosts_file": "/etc/hosts"}
+FAMILIES = {"Debian": ["rdma-core", "ibverbs-utils"], "RedHat": ["rdma-core", "libibverbs-utils"]}
+
+
+@pytest.mark.parametrize("change, rocev2", [
+    # found by the VF's MAC: no ib_hca yet (the call names the device it finds), the packages per family
+    ({}, {"netdev_mac": "52:54:00:6b:00:01", "packages": FAMILIES,
+          "nccl_env": {"ib_hca": [], "gid_index": "discover"}}),
+    # a device named: it and its port in NCCL_IB_HCA, the MAC not used
+    ({"device": "mlx5_2", "port": "2"}, {"rdma_device": "mlx5_2", "port": 2, "nccl_env": {"ib_hca": ["mlx5_2:2"]}}),
+    # packages named: for any family; not installing: no package read at all
+    ({"packages": ["rdma-core"]}, {"packages": {"default": ["rdma-core"]}}),
+    ({"install": "false"}, {"packages": None}),
+    # the optional NCCL settings only where set; pin_hosts has the hosts block read ([])
+    ({"socket_ifname": "eth0", "nccl_version": "", "pin_hosts": "yes"},
+     {"nccl_env": {"socket_ifname": "eth0", "hosts_entries": []}}),
+    ({"gid_index": 3, "persist": "no"}, {"persist": False, "nccl_env": {"gid_index": "3"}}),
+])
+def test_guest_rdma_calls_map_the_role_inputs(change, rocev2):
+    calls = guest_rdma_calls(dict(INPUTS, **change), FAMILIES)["rocev2"]
+    for key, value in rocev2.items():
+        if key == "nccl_env":
+            for name, wanted in value.items():
+                assert calls["nccl_env"][name] == wanted, name
+        elif value is None:
+            assert key not in calls
+        else:
+            assert calls[key] == value, key
+    assert "rdma_device" not in calls or "netdev_mac" not in calls
+    assert calls["nccl_env_write"] is False
+    assert not set(NCCL_OPTIONAL) - set(change) & set(calls["nccl_env"])
+    assert "nccl_version" not in calls["nccl_env"]  # "" is unset, not a value
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"vf_mac": ""}, "set guest_rdma_device"),
+    ({"soft_roce": True}, "needs guest_rdma_device"),
+    ({"soft_roce": True, "device": "rxe0", "vf_mac": ""}, "guest_rdma_netdev or guest_rdma_vf_mac"),
+    ({"gid_index": "first"}, "gid_index must be discover, auto or an integer, got 'first'"),
+    ({"port": "one"}, "guest_rdma_port must be a port number"),
+    ({"port": 0}, "guest_rdma_port must be a port number"),
+])
+def test_guest_rdma_calls_name_the_bad_input(change, words):
+    with pytest.raises(AnsibleFilterError, match=re.escape(words)):
+        guest_rdma_calls(dict(INPUTS, **change), FAMILIES)
+
+
+@pytest.mark.parametrize("pin_hosts, named, found, ib_hca", [
+    (True, "", {"rdma_device": "mlx5_1", "port": 1}, ["mlx5_1:1"]),
+    (False, "mlx5_0", {"rdma_device": "mlx5_0", "port": 1}, ["mlx5_0:1"]),
+])
+def test_the_write_takes_the_first_calls_options_with_the_fleets_index(pin_hosts, named, found, ib_hca):
+    first = guest_rdma_calls(dict(INPUTS, device=named, pin_hosts=pin_hosts, socket_ifname="eth1"), FAMILIES)["rocev2"]["nccl_env"]
+    write = rdma_nccl_write(FLEET, PLANNED, "discover", "uniform", SUFFIX, first, found)
+    options = write["options"]
+    assert options["gid_index"] == write["gid_index"] and options["ib_hca"] == ib_hca
+    assert ("hosts_entries" in options) is pin_hosts
+    if pin_hosts:
+        assert options["hosts_entries"] == write["hosts_entries"]
+    same = dict((key, value) for key, value in options.items() if key not in ("gid_index", "hosts_entries", "ib_hca"))
+    assert same == dict((key, value) for key, value in first.items() if key not in ("gid_index", "hosts_entries", "ib_hca"))
+    # without the first call's options the write is the decision only (the filter's older form)
+    assert "options" not in rdma_nccl_write(FLEET, PLANNED, "discover", "uniform", SUFFIX)
