@@ -221,6 +221,11 @@ pfs:
   type: list
   elements: dict
   sample: [{pf: "0000:41:00.0", num_vfs: 4, changed: false}]
+vfs_by_pf:
+  description: With O(pfs), each PF's VFs (its RV(vfs)), by PF address.
+  returned: with O(pfs)
+  type: dict
+  sample: {"0000:41:00.0": [{index: 0, address: "0000:41:00.1"}]}
 vf_settings_skipped:
   description: With O(pfs), the entries of O(vf_settings) not applied, each with its reason.
   returned: with O(pfs)

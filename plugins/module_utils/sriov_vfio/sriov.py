@@ -426,7 +426,8 @@ def sriov_vfs(params, host, run, topology=None):
         results.append(result)
         if vfs_changed:
             topology = None
-    return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped}
+    return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped,
+            "vfs_by_pf": dict((r["pf"], r.get("vfs") or []) for r in results)}
 
 
 def check_macs_across_pfs(entries):

@@ -191,6 +191,8 @@ def test_pfs_converge_in_one_call_then_nothing_to_do(lab):
     first = run(args)
     assert first["changed"] and [r["pf"] for r in first["pfs"]] == [PF]
     assert first["pfs"][0]["num_vfs"] == 4 and "num_vfs" not in first
+    # each PF's VFs by its address, as the role host_sriov publishes them (host_sriov_vfs)
+    assert first["vfs_by_pf"] == {PF: first["pfs"][0]["vfs"]} and len(first["vfs_by_pf"][PF]) == 4
     kernel.writes.clear()
     second = run(args)
     assert second["changed"] is False and second["pfs"][0]["changed"] is False and not kernel.writes
