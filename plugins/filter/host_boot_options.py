@@ -114,9 +114,26 @@ def host_boot_unsettled(after):
     return problems
 
 
+def host_boot_notes(result):
+    """What the boot stage's ``iommu_grub`` result says beyond its changes, one line each: what
+    the ConnectX firmware still needs, what the GPU host stack decided, and a cold boot the
+    firmware needs (a power cycle, not a reboot). Empty when there is nothing to say."""
+    if result is None:
+        return []
+    if not isinstance(result, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_notes: expected the iommu_grub result, got %s" % type(result).__name__)
+    firmware = result.get("firmware") or {}
+    lines = list(firmware.get("messages") or []) + list((result.get("gpu_stack") or {}).get("notes") or [])
+    cold = firmware.get("cold_boot") or []
+    if result.get("cold_boot_required"):
+        lines.append("COLD BOOT NEEDED: %d ConnectX PF(s) (%s) hold firmware settings that only a power cycle loads; power "
+                     "the host off and on, then run the boot stage again." % (len(cold), ", ".join(cold)))
+    return lines
+
+
 class FilterModule:
     """Boot stage filter."""
 
     def filters(self):
         return {"host_boot_options": host_boot_options, "host_boot_reboot_proof": host_boot_reboot_proof,
-                "host_boot_unsettled": host_boot_unsettled}
+                "host_boot_unsettled": host_boot_unsettled, "host_boot_notes": host_boot_notes}

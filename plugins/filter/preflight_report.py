@@ -26,11 +26,17 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: %s" % exc) from exc
 
 
-def _report(topology, desired=None, firmware=None, plan=None, plan_error=None):
+def _report(topology, desired=None, firmware=None, plan=None, plan_error=None, planned=None):
+    """The report; ``planned``: preflight_plan's ``{plan, error}``, instead of ``plan`` and ``plan_error``."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import evaluate  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
                                  "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
+    if planned is not None:
+        if not isinstance(planned, dict) or set(planned) != {"plan", "error"}:
+            raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: planned is what gpuvirt.tenancy.preflight_plan returns "
+                                     "({plan, error}), got %r" % (planned,))
+        plan, plan_error = planned["plan"], planned["error"]
     try:
         return evaluate(topology, desired or {}, firmware or {}, plan, plan_error or None)
     except InputError as exc:

@@ -42,8 +42,27 @@ def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
         raise AnsibleFilterError("gpuvirt.tenancy.sriov_request: %s" % exc)
 
 
+def sriov_vfio_notes(result):
+    """What the SR-IOV/VFIO stage's ``vfio_bind`` result says beyond its changes, one line each:
+    the VFs that go to vfio-pci once they exist (a check mode run, before the VFs are made) and
+    why the devices cannot go to different tenants (isolation). Empty when there is nothing to say."""
+    if result is None:
+        return []
+    if not isinstance(result, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.sriov_vfio_notes: expected the vfio_bind result, got %s" % type(result).__name__)
+    lines = []
+    to_come = result.get("vfs_to_come") or []
+    if to_come:
+        lines.append("check mode: the VFs of %s do not exist yet (this call creates them); a run binds them to vfio-pci"
+                     % ", ".join(to_come))
+    isolation = result.get("isolation") or {}
+    if isolation.get("viable") is False:
+        lines.append("Not isolated for multi-tenant use: %s" % "; ".join(str(r) for r in isolation.get("reasons") or []))
+    return lines
+
+
 class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request}
+        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_vfio_notes": sriov_vfio_notes}

@@ -46,10 +46,10 @@ PLAY = """
         stage_checks: {sriov_vfio: "{{ host_vfio_call | combine(gate_change) }}"}
       register: test_gate
 
-    - name: Test | Hand on the read as the preflight role does, and what the boot stage did (it marks a change)
+    - name: Test | Hand on the read as the preflight role does, and what the boot stage did (whether it changed the host)
       ansible.builtin.set_fact:
         preflight_stage_checks_read: "{{ test_gate.stage_checks }}"
-        __host_stages_host_changed: "{{ boot_changed }}"
+        host_boot_host_changed: "{{ boot_changed }}"
 
     - name: Test | The SR-IOV/VFIO stage
       ansible.builtin.import_role:

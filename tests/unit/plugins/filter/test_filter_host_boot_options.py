@@ -109,3 +109,22 @@ POOL = {"node": 0, "size": "1G", "requested": 8, "allocated": 8, "free": 8, "at_
 ])
 def test_the_new_kernel_is_settled_when_nothing_is_left_to_do(after, words):
     assert FILTERS["host_boot_unsettled"](after) == words
+
+
+@pytest.mark.parametrize("result, lines", [
+    (None, []),
+    ({"changed": False}, []),
+    ({"firmware": {"messages": ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset"], "cold_boot": []},
+      "gpu_stack": {"notes": ["nvidia-persistenced: stopped and disabled"]}},
+     ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset", "nvidia-persistenced: stopped and disabled"]),
+    ({"firmware": {"messages": [], "cold_boot": ["0000:41:00.0", "0000:41:00.1"]}, "cold_boot_required": ["0000:41:00.0", "0000:41:00.1"]},
+     ["COLD BOOT NEEDED: 2 ConnectX PF(s) (0000:41:00.0, 0000:41:00.1) hold firmware settings that only a power cycle loads; "
+      "power the host off and on, then run the boot stage again."]),
+])
+def test_the_boot_notes_are_one_line_each(result, lines):
+    assert FILTERS["host_boot_notes"](result) == lines
+
+
+def test_the_boot_notes_name_a_bad_input():
+    with pytest.raises(AnsibleFilterError, match="expected the iommu_grub result"):
+        FILTERS["host_boot_notes"]([])

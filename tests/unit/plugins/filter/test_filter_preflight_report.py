@@ -29,6 +29,7 @@ def test_report_and_projection_over_the_bare_lab():
     ("preflight_projection", ({"numa_nodes": [{"id": 0}]}, [], [{"size": "4K", "count": 1, "node": 0}]), "size '4K'"),
     ("preflight_report", ({"numa_nodes": [{"id": 0}]}, {"sriov_pfs": ["0000:81:00.0"]}), r"gpuvirt_sriov_pfs\[0\]"),
     ("preflight_stop_lines", ("PREFLIGHT FAILED", ["h1"]), "expected a preflight report"),
+    ("preflight_report", ({"numa_nodes": [{"id": 0}]}, {}, None, None, None, {"plan": None}), "planned is what"),
 ])
 def test_bad_input_names_it(name, args, match):
     with pytest.raises(AnsibleFilterError, match=match):
@@ -42,3 +43,14 @@ def test_stop_lines_of_a_failed_report():
     assert lines[0] == "ROLLOUT STOPPED at the batch lab: preflight failed on lab"
     assert lines[1].startswith("  - iommu: present") and lines[-1] == "  report: /r/lab.json"
     assert "earlier batches, done: h0; later batches, not started: h2" in lines[-2]
+
+
+def test_the_report_takes_preflight_plans_answer():
+    # the planner's refusal, handed over as preflight_plan returns it, is the report's plan check
+    topo = read_topology(BARE, gpu_ids=["1234:11e8"], nic_ids=["1b36:0010"])
+    tenants = [{"name": "a", "vcpus": 1, "memory_mb": 64}]
+    planned = {"plan": None, "error": "gpuvirt.tenancy.plan_tenants: tenants[0]: no such thing"}
+    report = FILTERS["preflight_report"](topo, {"host": "lab", "tenants": tenants}, None, planned=planned)
+    same = FILTERS["preflight_report"](topo, {"host": "lab", "tenants": tenants}, None, None, planned["error"])
+    assert report == same
+    assert "no such thing" in report["table"]
