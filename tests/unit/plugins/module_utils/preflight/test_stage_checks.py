@@ -159,7 +159,8 @@ def nic_host(nic):
 def without_vf_settings(result):
     """A vfio_bind result less its invocation and the settings sriov_vfs reports per VF."""
     out = dict((k, v) for k, v in result.items() if k != "invocation")
-    out["sriov"] = dict(out["sriov"], pfs=[dict(p, vfs=[dict(vf, settings=None) for vf in p["vfs"]]) for p in out["sriov"]["pfs"]])
+    pfs = [dict(p, vfs=[dict(vf, settings=None) for vf in p["vfs"]]) for p in out["sriov"]["pfs"]]
+    out["sriov"] = dict(out["sriov"], pfs=pfs, vfs_by_pf=dict((p["pf"], p["vfs"]) for p in pfs))
     return out
 
 
