@@ -4,8 +4,9 @@
 """Filters for placing tenants on the controller: ``gpuvirt.tenancy.plan_tenants`` (the placement
 planner, for the preflight and fleet reports; the tenants stage plans on the host, in
 tenant_domain's ``tenants``, with the same code: module_utils tenant_plan), what the present
-tenants need of the libvirt host and of the SR-IOV/VFIO stage, and the libvirt questions the
-preflight gate and the role libvirt_host ask (one question, so that the role takes the gate's read)."""
+tenants need of the libvirt host and of the SR-IOV/VFIO stage, the libvirt questions the
+preflight gate and the role libvirt_host ask (one question, so that the role takes the gate's read),
+and what the role libvirt_host does to the libvirt service and whether it changed the host."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -113,6 +114,45 @@ def _libvirt_read_answers(read, query, uri):
     return asked.get("service") == query and asked.get("uri") == uri and isinstance(read.get("service"), dict)
 
 
+def _libvirt_service_due(service, mounts=None):
+    """What the role libvirt_host does to the libvirt service, from the service as read before
+    the role (tenant_domain_info's ``service``) and the role's ``hugepages`` result (``mounts``):
+    ``start`` (and enable at boot) when a package was missing or the service was not enabled or
+    not active; ``restart`` when it was active and the run mounted a hugetlbfs mount that was not
+    there before (libvirtd finds the mounts when it starts)."""
+    name = "gpuvirt.tenancy.libvirt_service_due"
+    if not isinstance(service, dict):
+        raise AnsibleFilterError("%s: expected the service read (tenant_domain_info's service), got %s" % (name, type(service).__name__))
+    if mounts is not None and not isinstance(mounts, dict):
+        raise AnsibleFilterError("%s: mounts must be the hugepages result, got %s" % (name, type(mounts).__name__))
+    new_mounts = [m for m in (mounts or {}).get("mounts") or [] if not (isinstance(m, dict) and m.get("mounted"))]
+    active = service.get("active") == "active"
+    return {"start": bool(service.get("missing")) or service.get("enabled") != "enabled" or not active,
+            "restart": active and bool(new_mounts)}
+
+
+def _changed(result):
+    """ansible-core's ``changed`` test: the result's ``changed``, else whether one of a loop's
+    ``results`` changed."""
+    if "changed" in result:
+        return bool(result["changed"])
+    looped = result.get("results")
+    return isinstance(looped, list) and any(isinstance(r, dict) and r.get("changed") for r in looped)
+
+
+def _libvirt_host_changed(results):
+    """Whether one of the role libvirt_host's registered results (installed, mounted, units
+    enabled, started, restarted) changed the host: a read of libvirt made before the role is
+    then out of date."""
+    name = "gpuvirt.tenancy.libvirt_host_changed"
+    if not isinstance(results, list):
+        raise AnsibleFilterError("%s: expected a list of the role's registered results, got %s" % (name, type(results).__name__))
+    for result in results:
+        if not isinstance(result, dict):
+            raise AnsibleFilterError("%s: each registered result must be a dict, got %r" % (name, result))
+    return any(_changed(result) for result in results)
+
+
 class FilterModule:
     """Placement planner filters."""
 
@@ -120,4 +160,5 @@ class FilterModule:
         return {"plan_tenants": _plan_tenants,
                 "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices,
                 "libvirt_service_query": _libvirt_service_query, "libvirt_gate_query": _libvirt_gate_query,
-                "libvirt_read_answers": _libvirt_read_answers}
+                "libvirt_read_answers": _libvirt_read_answers, "libvirt_service_due": _libvirt_service_due,
+                "libvirt_host_changed": _libvirt_host_changed}

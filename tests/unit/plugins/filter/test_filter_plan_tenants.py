@@ -323,6 +323,67 @@ def test_libvirt_read_answers_only_the_same_question(read, answers):
     assert READ_ANSWERS(read, QUESTION, URI) is answers
 
 
+# --------------------------------------------------------------------------- the role libvirt_host's service and changes
+SERVICE_DUE = FILTERS["libvirt_service_due"]
+HOST_CHANGED = FILTERS["libvirt_host_changed"]
+# tenant_domain_info's service read of a host where libvirt runs (the shape of preflight_info's RETURN sample)
+RUNNING = {"family": "Debian", "packages": ["libvirt-daemon-system"], "missing": [], "enabled": "enabled", "active": "active",
+           "answers": True}
+NEW_MOUNT = {"changed": True, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False}],
+             "mount_units": ["/etc/systemd/system/dev-hugepages1G.mount"]}
+OLD_MOUNT = {"changed": False, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": True}],
+             "mount_units": ["/etc/systemd/system/dev-hugepages1G.mount"]}
+SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+
+
+@pytest.mark.parametrize("service, mounts, start, restart", [
+    (RUNNING, None, False, False),
+    (RUNNING, SKIPPED, False, False),
+    (RUNNING, OLD_MOUNT, False, False),
+    # running before the run mounted hugetlbfs: restarted so that it finds the mount
+    (RUNNING, NEW_MOUNT, False, True),
+    # a package missing, not enabled, not active: started (and enabled); a service started now finds the mount itself
+    (dict(RUNNING, missing=["ovmf"]), None, True, False),
+    (dict(RUNNING, enabled="disabled"), NEW_MOUNT, True, True),
+    (dict(RUNNING, active="inactive"), NEW_MOUNT, True, False),
+    (dict(RUNNING, missing=["libvirt-daemon-system"], enabled="not-found", active="unknown"), NEW_MOUNT, True, False),
+])
+def test_libvirt_service_due(service, mounts, start, restart):
+    assert SERVICE_DUE(service, mounts) == {"start": start, "restart": restart}
+
+
+@pytest.mark.parametrize("args, words", [
+    ((None,), "expected the service read"),
+    ((RUNNING, [NEW_MOUNT]), "mounts must be the hugepages result, got list"),
+])
+def test_libvirt_service_due_names_a_bad_input(args, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        SERVICE_DUE(*args)
+
+
+@pytest.mark.parametrize("results, changed", [
+    ([SKIPPED, OLD_MOUNT, {}, SKIPPED, SKIPPED], False),
+    ([SKIPPED, NEW_MOUNT, {}, SKIPPED, SKIPPED], True),
+    # a loop over no items, and one whose results say what changed without a changed of its own
+    ([{"results": [], "skipped": True, "changed": False}], False),
+    ([{"results": [{"changed": False}, {"changed": True}]}], True),
+    ([{"results": [{"changed": False}]}], False),
+    ([{"changed": True, "state": "started"}], True),
+    ([], False),
+])
+def test_libvirt_host_changed_when_one_result_changed(results, changed):
+    assert HOST_CHANGED(results) is changed
+
+
+@pytest.mark.parametrize("results, words", [
+    ({"changed": True}, "expected a list of the role's registered results, got dict"),
+    ([SKIPPED, None], "each registered result must be a dict, got None"),
+])
+def test_libvirt_host_changed_names_a_bad_input(results, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        HOST_CHANGED(results)
+
+
 # --------------------------------------------------------------------------- IOMMU groups
 GPU, AUDIO, OTHER_GPU = "0000:10:00.0", "0000:10:00.1", "0000:11:00.0"
 
