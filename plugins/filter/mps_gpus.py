@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter ``gpuvirt.tenancy.mps_gpus``: the GPUs the gpu_mps role acts on, from nvidia-smi's output."""
+"""GPU sharing inside a tenant: ``gpuvirt.tenancy.mps_gpus`` (the GPUs the gpu_mps role acts on,
+from nvidia-smi's output), ``gpuvirt.tenancy.mig_profile_options`` (the gpu_mig role's inputs
+mapped to its mig_profile call) and ``gpuvirt.tenancy.mig_reboot_gpus`` (the GPUs whose MIG mode
+change waits for a reboot)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,8 +25,40 @@ def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
         raise AnsibleFilterError("gpuvirt.tenancy.mps_gpus: nvidia-smi printed what the filter cannot read: %s" % exc)
 
 
+def mig_profile_options(layout, reset="auto", force=False, nvidia_smi=None):
+    """The options of the gpu_mig role's mig_profile call: ``layout`` (gpu_mig_layout) as the
+    call's ``layout`` when it is a list, as ``config_file`` and ``config`` when it is a mapping
+    that names a mig-parted v1 file; ``reset`` and ``force`` as given; ``nvidia_smi`` only when
+    set (empty: found on PATH)."""
+    name = "gpuvirt.tenancy.mig_profile_options"
+    if isinstance(layout, dict):
+        missing = [key for key in ("config_file", "config") if key not in layout]
+        if missing:
+            raise AnsibleFilterError("%s: gpu_mig_layout (gpuvirt_mig_layout) as a mapping names a mig-parted v1 file "
+                                     "with config_file and config; %s missing" % (name, " and ".join(missing)))
+        options = {"config_file": layout["config_file"], "config": layout["config"]}
+    elif isinstance(layout, list):
+        options = {"layout": layout}
+    else:
+        raise AnsibleFilterError("%s: gpu_mig_layout (gpuvirt_mig_layout) must be a mig_profile layout list or "
+                                 "{config_file, config}, got %s" % (name, type(layout).__name__))
+    options["reset"] = reset
+    options["force"] = force
+    if nvidia_smi:
+        options["nvidia_smi"] = nvidia_smi
+    return options
+
+
+def mig_reboot_gpus(result):
+    """The bus ids of the GPUs whose MIG mode change waits for a reboot, in mig_profile's order,
+    from its result (``gpus``, each with ``reboot_required``)."""
+    if not isinstance(result, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.mig_reboot_gpus: expected the mig_profile result, got %s" % type(result).__name__)
+    return [gpu.get("bus_id") for gpu in result.get("gpus") or [] if isinstance(gpu, dict) and gpu.get("reboot_required")]
+
+
 class FilterModule:
     """GPU sharing filters."""
 
     def filters(self):
-        return {"mps_gpus": _mps_gpus}
+        return {"mps_gpus": _mps_gpus, "mig_profile_options": mig_profile_options, "mig_reboot_gpus": mig_reboot_gpus}

@@ -128,7 +128,7 @@ EXAMPLES = r"""
 
 - name: Tell the operator when a reboot is needed
   ansible.builtin.debug:
-    msg: "MIG mode change pending on {{ mig.gpus | selectattr('reboot_required') | map(attribute='bus_id') | list }}"
+    msg: "MIG mode change pending on {{ mig | gpuvirt.tenancy.mig_reboot_gpus }}"
   when: mig.reboot_required
 
 - name: Turn MIG off on GPU 1, destroying its instances even if processes use them

@@ -1,14 +1,21 @@
 # -*- coding: utf-8 -*-
-"""The mps_gpus filter: what it hands to the gpu_mps role, and a clear error for unreadable output."""
+"""The GPU sharing filters: mps_gpus (what it hands to the gpu_mps role, and a clear error for
+unreadable output), mig_profile_options (the gpu_mig role's inputs mapped to its mig_profile call,
+checked by the module's own argument spec) and mig_reboot_gpus (the GPUs a reboot waits for)."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.mps_gpus import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.modules.mig_profile import MODULE_ARGS as MIG_PROFILE_ARGS
 
-MPS_GPUS = FilterModule().filters()["mps_gpus"]
+FILTERS = FilterModule().filters()
+MPS_GPUS = FILTERS["mps_gpus"]
+MIG_OPTIONS = FILTERS["mig_profile_options"]
+MIG_REBOOT_GPUS = FILTERS["mig_reboot_gpus"]
 
 
 def test_empty_output_selects_nothing():
@@ -18,3 +25,62 @@ def test_empty_output_selects_nothing():
 def test_unreadable_output_names_the_filter():
     with pytest.raises(AnsibleFilterError, match="gpuvirt.tenancy.mps_gpus"):
         MPS_GPUS("0, 00000000:01:00.0\n", "")
+
+
+# ---- gpu_mig: the role's inputs as the mig_profile call's options
+
+LAYOUT = [{"devices": "all", "mig_enabled": True, "mig_devices": {"3g.40gb": 1, "1g.10gb": 3}}]
+FILE = {"config_file": "/etc/nvidia-mig-manager/config-default.yaml", "config": "all-balanced"}
+MIG_VALIDATOR = ArgumentSpecValidator(
+    MIG_PROFILE_ARGS["argument_spec"], mutually_exclusive=MIG_PROFILE_ARGS["mutually_exclusive"],
+    required_together=MIG_PROFILE_ARGS["required_together"], required_one_of=MIG_PROFILE_ARGS["required_one_of"])
+
+
+@pytest.mark.parametrize("args, options", [
+    # the role's defaults: reset auto, no force, nvidia-smi found on PATH (left out)
+    ((LAYOUT, "auto", False, ""), {"layout": LAYOUT, "reset": "auto", "force": False}),
+    ((LAYOUT, "never", True, "/usr/bin/nvidia-smi"),
+     {"layout": LAYOUT, "reset": "never", "force": True, "nvidia_smi": "/usr/bin/nvidia-smi"}),
+    # a mig-parted v1 file: its path and config, no layout
+    ((FILE, "auto", False, None), dict(FILE, reset="auto", force=False)),
+    ((dict(FILE, comment="kept out"), "auto", "no", ""), dict(FILE, reset="auto", force="no")),
+    ((LAYOUT,), {"layout": LAYOUT, "reset": "auto", "force": False}),
+])
+def test_mig_profile_options_map_the_role_inputs(args, options):
+    built = MIG_OPTIONS(*args)
+    assert built == options
+    result = MIG_VALIDATOR.validate(built)
+    assert not result.error_messages, result.error_messages
+
+
+@pytest.mark.parametrize("layout, words", [
+    ({"config_file": "/etc/mig.yaml"}, "config missing"),
+    ({"name": "all-balanced"}, "config_file and config missing"),
+    ("all-balanced", "must be a mig_profile layout list or {config_file, config}, got str"),
+    (None, "got NoneType"),
+])
+def test_mig_profile_options_name_a_bad_layout(layout, words):
+    with pytest.raises(AnsibleFilterError, match="gpu_mig_layout.*" + words.replace("{", "\\{").replace("}", "\\}")):
+        MIG_OPTIONS(layout, "auto", False, "")
+
+
+def gpu(bus_id, reboot_required):
+    return {"index": int(bus_id[9:11], 16) - 1, "bus_id": bus_id, "name": "NVIDIA H100 PCIe", "reboot_required": reboot_required,
+            "mig_mode": {"current": "disabled", "pending": "enabled"}, "actions": []}
+
+
+@pytest.mark.parametrize("result, bus_ids", [
+    ({"changed": True, "reboot_required": True, "gpus": [gpu("00000000:01:00.0", True), gpu("00000000:02:00.0", False),
+                                                        gpu("00000000:03:00.0", True)]},
+     ["00000000:01:00.0", "00000000:03:00.0"]),
+    ({"changed": False, "reboot_required": False, "gpus": [gpu("00000000:01:00.0", False)]}, []),
+    ({"changed": False, "gpus": []}, []),
+    ({"failed": True, "msg": "nvidia-smi: not found"}, []),
+])
+def test_mig_reboot_gpus_are_the_ones_a_reboot_waits_for(result, bus_ids):
+    assert MIG_REBOOT_GPUS(result) == bus_ids
+
+
+def test_mig_reboot_gpus_names_a_bad_input():
+    with pytest.raises(AnsibleFilterError, match="expected the mig_profile result, got list"):
+        MIG_REBOOT_GPUS([])
