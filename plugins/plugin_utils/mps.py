@@ -25,11 +25,19 @@ def foreign_buses(apps_text):
     return buses
 
 
+def conflict_text(conflicts):
+    """The conflicting GPUs as the role's refusal names them, each as ``0 (NVIDIA H100 PCIe,
+    00000000:01:00.0: MIG Enabled, compute mode Default)``, separated by semicolons."""
+    return "; ".join("%s (%s, %s: MIG %s, compute mode %s)" % (g["index"], g["name"], g["bus_id"], g["mig"], g["compute_mode"])
+                     for g in conflicts)
+
+
 def mps_gpus(query_text, apps_text, wanted="all", state="started"):
-    """``{gpus, requested, missing, conflicts, selected}``: every GPU (cells as printed), the
-    ones ``wanted`` names (``all`` or indexes), the wanted indexes the host lacks, the
-    requested GPUs that cannot host a whole-GPU daemon (MIG mode on, Prohibited, or
-    Exclusive_Process held by another process) and the GPUs the role acts on."""
+    """``{gpus, indexes, requested, missing, conflicts, conflicts_text, selected}``: every GPU
+    (cells as printed) and its index, the ones ``wanted`` names (``all`` or indexes), the wanted
+    indexes the host lacks, the requested GPUs that cannot host a whole-GPU daemon (MIG mode on,
+    Prohibited, or Exclusive_Process held by another process) and those as the role's refusal
+    names them, and the GPUs the role acts on."""
     gpus = parse_query_csv(query_text or "", fields=GPU_FIELDS, raw=True)
     indexes = [g["index"] for g in gpus]
     wanted_indexes = None if wanted == "all" else [str(i) for i in wanted]
@@ -40,5 +48,6 @@ def mps_gpus(query_text, apps_text, wanted="all", state="started"):
                  + [g for g in requested if g["compute_mode"] == "Exclusive_Process" and g["bus_id"] in busy])
     conflicting = set(g["index"] for g in conflicts)
     selected = [g for g in requested if g["index"] not in conflicting] if state == "started" else requested
-    return {"gpus": gpus, "requested": requested, "missing": [i for i in (wanted_indexes or []) if i not in indexes],
-            "conflicts": conflicts, "selected": selected}
+    return {"gpus": gpus, "indexes": indexes, "requested": requested,
+            "missing": [i for i in (wanted_indexes or []) if i not in indexes],
+            "conflicts": conflicts, "conflicts_text": conflict_text(conflicts), "selected": selected}

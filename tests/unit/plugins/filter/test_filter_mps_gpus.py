@@ -19,7 +19,39 @@ MIG_REBOOT_GPUS = FILTERS["mig_reboot_gpus"]
 
 
 def test_empty_output_selects_nothing():
-    assert MPS_GPUS("", "") == {"gpus": [], "requested": [], "missing": [], "conflicts": [], "selected": []}
+    assert MPS_GPUS("", "") == {"gpus": [], "indexes": [], "requested": [], "missing": [], "conflicts": [], "conflicts_text": "",
+                                "selected": []}
+
+
+# nvidia-smi --query-gpu=index,pci.bus_id,name,compute_mode,mig.mode.current --format=csv,noheader, as the
+# stand-in tests/unit/fakes/standins/nvidia-smi prints it; and --query-compute-apps=gpu_bus_id,pid,process_name
+H100 = "NVIDIA H100 PCIe"
+QUERY = ("0, 00000000:01:00.0, %s, Default, Enabled\n1, 00000000:02:00.0, %s, Prohibited, Disabled\n"
+         "2, 00000000:03:00.0, %s, Exclusive_Process, Disabled\n3, 00000000:04:00.0, %s, Default, Disabled\n") % ((H100,) * 4)
+BUSY = "00000000:03:00.0, 31, python3\n"
+MPS_SERVER = "00000000:03:00.0, 40, nvidia-cuda-mps-server\n"
+REFUSED = {
+    "0": "0 (NVIDIA H100 PCIe, 00000000:01:00.0: MIG Enabled, compute mode Default)",
+    "1": "1 (NVIDIA H100 PCIe, 00000000:02:00.0: MIG Disabled, compute mode Prohibited)",
+    "2": "2 (NVIDIA H100 PCIe, 00000000:03:00.0: MIG Disabled, compute mode Exclusive_Process)",
+}
+
+
+@pytest.mark.parametrize("apps, wanted, missing, refused", [
+    # the role's refusal names each conflicting GPU, MIG first, then Prohibited, then Exclusive_Process held by another process
+    (BUSY, "all", [], ["0", "1", "2"]),
+    (MPS_SERVER, "all", [], ["0", "1"]),
+    (BUSY, [2, 3], [], ["2"]),
+    (BUSY, [3], [], []),
+    # indexes the host lacks are missing; every index the host has is said with them
+    (BUSY, [1, 7, 9], ["7", "9"], ["1"]),
+])
+def test_the_role_names_the_missing_and_the_conflicting_gpus(apps, wanted, missing, refused):
+    result = MPS_GPUS(QUERY, apps, wanted, "started")
+    assert result["indexes"] == ["0", "1", "2", "3"]
+    assert result["missing"] == missing
+    assert result["conflicts_text"] == "; ".join(REFUSED[i] for i in refused)
+    assert [g["index"] for g in result["conflicts"]] == refused
 
 
 def test_unreadable_output_names_the_filter():
