@@ -2,9 +2,11 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The tenants' guests on the controller: ``guest_hosts`` (the running guests as
-``add_host`` entries, with an SSH jump through their GPU host), ``guest_wait_failures`` (the
-guests that did not answer SSH, named with their console logs) and ``guest_report_lines`` (one
-line per tenant for the main command's report). Pure functions of their inputs."""
+``add_host`` entries, with an SSH jump through their GPU host), ``guest_names`` (their inventory
+names), ``guest_wait_times`` (how long each guest's SSH server was waited for),
+``guest_wait_failures`` (the guests that did not answer SSH, named with their console logs) and
+``guest_report_lines`` (one line per tenant for the main command's report). Pure functions of
+their inputs."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -88,6 +90,35 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
             entry["gpuvirt_guest_vf_mac"] = first
         out.append(entry)
     return out
+
+
+def guest_names(entries):
+    """The inventory names of guest_hosts ``entries``, in their order."""
+    if not isinstance(entries, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.guest_names: expected the guest_hosts entries (a list), got %s" % type(entries).__name__)
+    names = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise AnsibleFilterError("gpuvirt.tenancy.guest_names: each guest_hosts entry has a name, got %r" % (entry,))
+        names.append(entry["name"])
+    return names
+
+
+def guest_wait_times(results):
+    """``[[name, seconds]]``: each guest of a looped ``wait_for`` over guest_hosts entries (its
+    ``results``, each with its ``item``) and the seconds it was waited for (``?`` where the
+    result has none)."""
+    if not isinstance(results, list):
+        raise AnsibleFilterError("gpuvirt.tenancy.guest_wait_times: expected the results of the looped wait, got %s"
+                                 % type(results).__name__)
+    times = []
+    for result in results:
+        item = result.get("item") if isinstance(result, dict) else None
+        if not isinstance(item, dict) or not item.get("name"):
+            raise AnsibleFilterError("gpuvirt.tenancy.guest_wait_times: each result is a wait over a guest_hosts entry (its item "
+                                     "with a name), got %r" % (result,))
+        times.append([item["name"], result.get("elapsed", "?")])
+    return times
 
 
 def guest_wait_failures(results, host_name=None):
@@ -178,6 +209,6 @@ class FilterModule:
     """Guest filters."""
 
     def filters(self):
-        return {"guest_hosts": guest_hosts,
+        return {"guest_hosts": guest_hosts, "guest_names": guest_names, "guest_wait_times": guest_wait_times,
                 "guest_wait_failures": guest_wait_failures, "guest_report_lines": guest_report_lines,
                 "netdev_by_mac": netdev_by_mac}

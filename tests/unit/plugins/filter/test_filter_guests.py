@@ -90,6 +90,51 @@ def test_wait_failures_name_the_tenant_and_its_console_log():
     assert FILTERS["guest_wait_failures"]([{"item": hosts[0], "skipped": True}]) == []
 
 
+HOSTS = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01", "address": "192.0.2.11"})
+
+
+@pytest.mark.parametrize("entries, names", [
+    (HOSTS, ["tenant-a", "tenant-b"]),
+    (HOSTS[1:], ["tenant-b"]),
+    ([], []),
+])
+def test_guest_names_are_the_entries_names_in_order(entries, names):
+    assert FILTERS["guest_names"](entries) == names
+
+
+@pytest.mark.parametrize("entries, words", [
+    ({"name": "tenant-a"}, "expected the guest_hosts entries \\(a list\\), got dict"),
+    ([{"ansible_host": "192.168.150.11"}], "each guest_hosts entry has a name"),
+])
+def test_guest_names_name_a_bad_input(entries, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        FILTERS["guest_names"](entries)
+
+
+@pytest.mark.parametrize("results, times", [
+    # an answer and a timeout (wait_for's result has elapsed either way)
+    ([{"item": HOSTS[0], "elapsed": 12, "port": 22, "changed": False},
+      {"item": HOSTS[1], "elapsed": 600, "failed": False, "failed_when_result": False,
+       "msg": "Timeout when waiting for search string OpenSSH in 192.168.150.12:22"}],
+     [["tenant-a", 12], ["tenant-b", 600]]),
+    # a result without elapsed reads ?
+    ([{"item": HOSTS[1], "skipped": True}], [["tenant-b", "?"]]),
+    ([], []),
+])
+def test_guest_wait_times_pair_each_guest_with_its_seconds(results, times):
+    assert FILTERS["guest_wait_times"](results) == times
+
+
+@pytest.mark.parametrize("results, words", [
+    ({"results": []}, "expected the results of the looped wait, got dict"),
+    ([{"elapsed": 3}], "each result is a wait over a guest_hosts entry"),
+    (["tenant-a"], "each result is a wait over a guest_hosts entry"),
+])
+def test_guest_wait_times_name_a_bad_input(results, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        FILTERS["guest_wait_times"](results)
+
+
 def test_report_lines():
     rows = [
         {"name": "tenant-a", "ssh": True, "kernel": "6.1.0-28-cloud-amd64", "vf": {"netdev": "enp7s0", "mac": "52:54:00:00:00:0a"},
