@@ -5,7 +5,9 @@
 per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
 the tenant name and the VF's index: module_utils/vocabulary/vf_mac.py), spoof checking on and trust off:
-the guest cannot send with another MAC or VLAN, nor ask the PF for promiscuous mode."""
+the guest cannot send with another MAC or VLAN, nor ask the PF for promiscuous mode.
+``gpuvirt.tenancy.sriov_pf_addresses``: the PFs gpuvirt_sriov_pfs names, and
+``gpuvirt.tenancy.sriov_vfio_notes``: what the SR-IOV/VFIO stage's result says beyond its changes."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -42,6 +44,22 @@ def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
         raise AnsibleFilterError("gpuvirt.tenancy.sriov_request: %s" % exc)
 
 
+def sriov_pf_addresses(pfs):
+    """The PF of each entry of ``pfs`` (``[{pf, num_vfs, autoprobe}]``, as gpuvirt_sriov_pfs), in
+    order, a PF asked for no VFs too; none for null."""
+    name = "gpuvirt.tenancy.sriov_pf_addresses"
+    if pfs is None:
+        return []
+    if not isinstance(pfs, list):
+        raise AnsibleFilterError("%s: expected the PF list (gpuvirt_sriov_pfs), got %s" % (name, type(pfs).__name__))
+    addresses = []
+    for item in pfs:
+        if not isinstance(item, dict) or "pf" not in item:
+            raise AnsibleFilterError("%s: each of gpuvirt_sriov_pfs needs pf, got %r" % (name, item))
+        addresses.append(item["pf"])
+    return addresses
+
+
 def sriov_vfio_notes(result):
     """What the SR-IOV/VFIO stage's ``vfio_bind`` result says beyond its changes, one line each:
     the VFs that go to vfio-pci once they exist (a check mode run, before the VFs are made) and
@@ -65,4 +83,5 @@ class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_vfio_notes": sriov_vfio_notes}
+        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_pf_addresses": sriov_pf_addresses,
+                "sriov_vfio_notes": sriov_vfio_notes}

@@ -264,6 +264,9 @@ def test_preview_of_bare_hosts_plans_every_stage_and_valid_domains(tmp_path, nam
         assert "+++ after: PF 0000:19:00.0" in out
     else:
         assert "PLANNED AFTER THE BOOT STAGE on dgx01-preview" in out
+        # the PFs of the example inventory's gpuvirt_sriov_pfs, named in its order (filter sriov_pf_addresses)
+        assert ("it makes the VFs of 0000:19:00.0, 0000:21:00.0, 0000:39:00.0, 0000:41:00.0, 0000:59:00.0, 0000:61:00.0, "
+                "0000:79:00.0, 0000:81:00.0 and binds") in " ".join(out.split())
     if name == "ubuntu2204_kernel515":
         check_kernel515(out, grub)
     tenants = ["tenant-a", "tenant-b"] if name == "two_connectx_pfs" else ["tenant-a", "tenant-b", "tenant-c", "tenant-d"]

@@ -124,6 +124,32 @@ def test_sriov_request_refuses_a_bad_pf_list(pfs):
         REQUEST(pfs, [])
 
 
+PF_ADDRESSES = FilterModule().filters()["sriov_pf_addresses"]
+
+
+@pytest.mark.parametrize("pfs, addresses", [
+    # gpuvirt_sriov_pfs of the example inventory's shape: in order, a PF asked for no VFs named too, a netdev as given
+    ([{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"}, {"pf": "0000:21:00.0", "num_vfs": 0},
+      {"pf": "ens12", "num_vfs": 2, "autoprobe": True}], ["0000:19:00.0", "0000:21:00.0", "ens12"]),
+    ([], []),
+    (None, []),
+])
+def test_sriov_pf_addresses_are_the_pfs_in_order(pfs, addresses):
+    assert PF_ADDRESSES(pfs) == addresses
+    # the PFs sriov_request asks for, alike
+    assert [p["pf"] for p in REQUEST(pfs or [], [])["pfs"]] == addresses
+
+
+@pytest.mark.parametrize("pfs, words", [
+    ("0000:81:00.0", "expected the PF list \\(gpuvirt_sriov_pfs\\), got str"),
+    ([{"num_vfs": 4}], "each of gpuvirt_sriov_pfs needs pf"),
+    (["0000:81:00.0"], "each of gpuvirt_sriov_pfs needs pf"),
+])
+def test_sriov_pf_addresses_name_a_bad_pf_list(pfs, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        PF_ADDRESSES(pfs)
+
+
 NOTES = FilterModule().filters()["sriov_vfio_notes"]
 
 
