@@ -33,7 +33,7 @@ options:
       - The options of M(gpuvirt.tenancy.tenant_domain_info) (without
         O(gpuvirt.tenancy.tenant_domain_info#module:root), which is this module's); read the tenants' domains and, with
         O(gpuvirt.tenancy.tenant_domain_info#module:service), the libvirt service in this same call (RV(libvirt)), so that
-        the host stages of a play need not read them again. Omitted, libvirt is not read.
+        the host stages of a play need not read them again. Omitted or empty, libvirt is not read.
       - Validated as that module validates them. A libvirt that does not answer is not a failure here (see RV(libvirt)).
     type: dict
   stage_checks:

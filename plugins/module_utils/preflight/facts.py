@@ -45,10 +45,11 @@ def stage_checks(requested, host, run, libvirt=None):
 
 
 def libvirt_read(options, host, run):
-    """tenant_domain_info with ``options`` in this call; {} when not asked. A libvirt that does
-    not answer is not the preflight's failure: ``domains_read`` is false and ``message`` says why
-    (the stage that needs the domains reads them itself, and fails there in its own words)."""
-    if options is None:
+    """tenant_domain_info with ``options`` in this call; {} when not asked (omitted or empty, as a
+    role passes its empty default). A libvirt that does not answer is not the preflight's failure:
+    ``domains_read`` is false and ``message`` says why (the stage that needs the domains reads
+    them itself, and fails there in its own words)."""
+    if not options:
         return {}
     try:
         return run_nested("libvirt", "gpuvirt.tenancy.tenant_domain_info", TENANT_DOMAIN_INFO_ARGS, tenant_domain_info,

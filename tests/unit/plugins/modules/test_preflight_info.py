@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
@@ -69,6 +71,14 @@ def test_reads_libvirt_in_the_same_call(libvirt_conn):
     assert read["domains_read"] and read["domains"] == {} and "test" in read["foreign"] and read["service"] is None
     assert read["query"] == {"names": ["tenant-a"], "foreign": True, "uri": URI, "service": None}
     assert run_module(preflight_info.main, {}, host=Host(BARE, commands=RecordedCommands()))["libvirt"] == {}
+
+
+@pytest.mark.parametrize("params", [{}, {"libvirt": {}}, {"stage_checks": {}}, {"libvirt": {}, "stage_checks": {}}])
+def test_libvirt_and_stage_checks_omitted_or_empty_are_not_asked(params):
+    """The role preflight passes its defaults as they are: {} reads no libvirt and checks no stage."""
+    result = run_module(preflight_info.main, dict(params, firmware_tool="none"), host=Host(BARE, commands=RecordedCommands()))
+    assert not result.get("failed"), result.get("msg")
+    assert result["libvirt"] == {} and result["stage_checks"] == {} and result["topology"]["numa_nodes"]
 
 
 def test_a_libvirt_that_does_not_answer_does_not_fail_the_preflight():
