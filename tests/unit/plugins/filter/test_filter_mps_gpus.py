@@ -101,10 +101,11 @@ def gpu(bus_id, reboot_required):
             "mig_mode": {"current": "disabled", "pending": "enabled"}, "actions": []}
 
 
+PENDING = [gpu("00000000:01:00.0", True), gpu("00000000:02:00.0", False), gpu("00000000:03:00.0", True)]
+
+
 @pytest.mark.parametrize("result, bus_ids", [
-    ({"changed": True, "reboot_required": True, "gpus": [gpu("00000000:01:00.0", True), gpu("00000000:02:00.0", False),
-                                                        gpu("00000000:03:00.0", True)]},
-     ["00000000:01:00.0", "00000000:03:00.0"]),
+    ({"changed": True, "reboot_required": True, "gpus": PENDING}, ["00000000:01:00.0", "00000000:03:00.0"]),
     ({"changed": False, "reboot_required": False, "gpus": [gpu("00000000:01:00.0", False)]}, []),
     ({"changed": False, "gpus": []}, []),
     ({"failed": True, "msg": "nvidia-smi: not found"}, []),
