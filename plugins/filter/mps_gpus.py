@@ -17,10 +17,14 @@ __metaclass__ = type
 # filter file of the collection in each worker that looks up any of its filters.
 
 
-def _mps_gpus(query_text, apps_text="", wanted="all", state="started"):
-    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.mps import mps_gpus  # pylint: disable=import-outside-toplevel
+def _mps_gpus(query_text, apps_text="", wanted="all", state="started", active_thread_percentage=None, pinned_memory_limit=None):
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import mps  # pylint: disable=import-outside-toplevel
     try:
-        return mps_gpus(query_text, apps_text, wanted, state)
+        mps.check_inputs(wanted, active_thread_percentage, pinned_memory_limit)
+    except mps.InputError as exc:
+        raise AnsibleFilterError("gpu_mps: %s" % exc)
+    try:
+        return mps.mps_gpus(query_text, apps_text, wanted, state)
     except ValueError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.mps_gpus: nvidia-smi printed what the filter cannot read: %s" % exc)
 

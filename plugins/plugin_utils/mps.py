@@ -6,6 +6,8 @@ Pure: the role runs nvidia-smi and hands its output to the filter ``gpuvirt.tena
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nvidia_smi import parse_query_csv
 
 __metaclass__ = type
@@ -30,6 +32,33 @@ def conflict_text(conflicts):
     00000000:01:00.0: MIG Enabled, compute mode Default)``, separated by semicolons."""
     return "; ".join("%s (%s, %s: MIG %s, compute mode %s)" % (g["index"], g["name"], g["bus_id"], g["mig"], g["compute_mode"])
                      for g in conflicts)
+
+
+class InputError(ValueError):
+    """A role input the filter refuses (not what nvidia-smi printed)."""
+
+
+PINNED_LIMIT = re.compile(r"^[0-9]+[KMG]?$")
+
+
+def check_inputs(wanted, active_thread_percentage=None, pinned_memory_limit=None):
+    """Refuse the role's inputs that no argument spec type says are wrong: ``gpus`` is ``all`` or
+    a list of indexes, the active thread percentage 1-100, the pinned memory limit like ``20G``
+    (empty or none: unset). Raises InputError naming every bad input and where to fix it."""
+    bad = []
+    if wanted != "all" and not isinstance(wanted, (list, tuple)):
+        bad.append("gpus 'all' or a list of indexes (got %r)" % (wanted,))
+    if active_thread_percentage not in (None, ""):
+        try:
+            percentage = int(active_thread_percentage)
+        except (TypeError, ValueError):
+            percentage = None
+        if percentage is None or not 1 <= percentage <= 100:
+            bad.append("active_thread_percentage 1-100 (got %r)" % (active_thread_percentage,))
+    if pinned_memory_limit not in (None, "") and not PINNED_LIMIT.match(str(pinned_memory_limit)):
+        bad.append("pinned_memory_limit like 20G (got %r)" % (pinned_memory_limit,))
+    if bad:
+        raise InputError("bad input - %s; set them in gpuvirt_mps" % ", ".join(bad))
 
 
 def mps_gpus(query_text, apps_text, wanted="all", state="started"):

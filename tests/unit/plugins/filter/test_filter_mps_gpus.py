@@ -59,6 +59,28 @@ def test_unreadable_output_names_the_filter():
         MPS_GPUS("0, 00000000:01:00.0\n", "")
 
 
+@pytest.mark.parametrize("wanted, percentage, limit, words", [
+    ("0", None, None, ["gpus 'all' or a list of indexes (got '0')"]),
+    ("all", 0, None, ["active_thread_percentage 1-100 (got 0)"]),
+    ("all", 101, None, ["active_thread_percentage 1-100 (got 101)"]),
+    ("all", "half", None, ["active_thread_percentage 1-100 (got 'half')"]),
+    ("all", None, "20 GB", ["pinned_memory_limit like 20G (got '20 GB')"]),
+    # every bad input named in one refusal, with where to fix them
+    ({"gpus": 1}, 150, "8T", ["gpus 'all'", "active_thread_percentage 1-100 (got 150)", "pinned_memory_limit like 20G (got '8T')",
+                              "set them in gpuvirt_mps"]),
+])
+def test_bad_role_inputs_are_refused_naming_each(wanted, percentage, limit, words):
+    with pytest.raises(AnsibleFilterError) as caught:
+        MPS_GPUS(QUERY, "", wanted, "started", percentage, limit)
+    for word in words:
+        assert word in str(caught.value)
+
+
+@pytest.mark.parametrize("percentage, limit", [(None, None), ("", ""), (1, "20G"), (100, "512M"), ("33", 1024)])
+def test_good_or_unset_role_inputs_pass(percentage, limit):
+    assert MPS_GPUS(QUERY, "", [3], "started", percentage, limit)["selected"][0]["index"] == "3"
+
+
 # ---- gpu_mig: the role's inputs as the mig_profile call's options
 
 LAYOUT = [{"devices": "all", "mig_enabled": True, "mig_devices": {"3g.40gb": 1, "1g.10gb": 3}}]
