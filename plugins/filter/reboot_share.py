@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.reboot_share`` and ``gpuvirt.tenancy.deferred_hosts``: the rolling
-bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md)."""
+"""Fleet filters: ``gpuvirt.tenancy.reboot_share`` and ``gpuvirt.tenancy.deferred_hosts``, the rolling
+bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md), and
+``gpuvirt.tenancy.fleet_host_refusal``, why a host of the run's pattern must not be touched."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -31,15 +32,44 @@ def deferred_hosts(hostvars, hosts):
     return [host for host in hosts if bool((hostvars.get(host) or {}).get("gpuvirt_reboot_deferred"))]
 
 
-def _needs_reboot(hostvars, host):
-    value = (hostvars.get(host) or {}).get("host_boot_reboot_required")
+def fleet_host_refusal(host, groups, capture_root="", hosts_limit="", connection="", check_mode=None):
+    """Why this run must not touch ``host`` (site.yml, preflight.yml), or "" when it may.
+
+    A run on hosts (no ``capture_root``) takes only hosts of ``gpuvirt_hosts``: a wider
+    ``gpuvirt_hosts_limit`` is refused. A run on a capture (``gpuvirt_host_root``) reads the capture
+    on this controller, so it takes only hosts of ``gpuvirt_preview`` with a local connection, and,
+    where ``check_mode`` is given (a preview of the stages, not the read-only preflight), only in
+    check mode."""
+    groups = groups or {}
+    if not capture_root:
+        if host in (groups.get("gpuvirt_hosts") or []):
+            return ""
+        return "%s is not in the group gpuvirt_hosts: fix gpuvirt_hosts_limit (%s)" % (host, hosts_limit or "")
+    local = connection == "local" and host in (groups.get("gpuvirt_preview") or [])
+    if check_mode is None:
+        if local:
+            return ""
+        return ("The preflight of a capture (gpuvirt_host_root=%s) runs only on hosts of the group gpuvirt_preview with "
+                "ansible_connection local; %s is not one. See docs/preview.md." % (capture_root, host))
+    if local and _true(check_mode):
+        return ""
+    return ("A preview (gpuvirt_host_root=%s) runs only with --check, on hosts of the group gpuvirt_preview with "
+            "ansible_connection local; %s (connection %s, check mode %s) is not one. See docs/preview.md."
+            % (capture_root, host, connection or "not set", _true(check_mode)))
+
+
+def _true(value):
     if isinstance(value, str):
         return value.strip().lower() in ("true", "yes", "1")
     return bool(value)
+
+
+def _needs_reboot(hostvars, host):
+    return _true((hostvars.get(host) or {}).get("host_boot_reboot_required"))
 
 
 class FilterModule:
     """Fleet filters."""
 
     def filters(self):
-        return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts}
+        return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts, "fleet_host_refusal": fleet_host_refusal}

@@ -9,7 +9,7 @@ import math
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import deferred_hosts, reboot_share
+from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import deferred_hosts, fleet_host_refusal, reboot_share
 
 BATCH = ["h0", "h1", "h2", "h3"]
 
@@ -51,3 +51,37 @@ def test_a_string_flag_as_templated_is_read():
 def test_a_bad_budget_names_the_variable(budget):
     with pytest.raises(AnsibleFilterError, match="gpuvirt_reboot_budget"):
         reboot_share(BATCH, {}, budget)
+
+
+# ---- fleet_host_refusal: which hosts a run (site.yml with check_mode, preflight.yml without) may touch
+
+GROUPS = {"gpuvirt_hosts": ["dgx01", "dgx02"], "gpuvirt_preview": ["dgx01-preview"]}
+
+
+@pytest.mark.parametrize("host, root, connection, check_mode, words", [
+    # a run on hosts: only hosts of gpuvirt_hosts, whatever the connection or mode
+    ("dgx01", "", "ssh", False, []),
+    ("dgx01", "", "local", None, []),
+    ("dgx01-preview", "", "local", True, ["dgx01-preview is not in the group gpuvirt_hosts", "fix gpuvirt_hosts_limit (dgx*)"]),
+    # a preview: a local check-mode host of gpuvirt_preview only
+    ("dgx01-preview", "/cap", "local", True, []),
+    ("dgx01-preview", "/cap", "local", False, ["runs only with --check", "dgx01-preview (connection local, check mode False)"]),
+    ("dgx01-preview", "/cap", "ssh", True, ["(connection ssh, check mode True)"]),
+    ("dgx01", "/cap", "local", True, ["A preview (gpuvirt_host_root=/cap)", "dgx01 (connection local"]),
+    ("dgx01-preview", "/cap", "", True, ["(connection not set, check mode True)"]),
+    # a capture's preflight (no check mode asked): a local host of gpuvirt_preview only
+    ("dgx01-preview", "/cap", "local", None, []),
+    ("dgx01-preview", "/cap", "ssh", None, ["The preflight of a capture (gpuvirt_host_root=/cap)", "dgx01-preview is not one"]),
+    ("dgx01", "/cap", "local", None, ["dgx01 is not one"]),
+])
+def test_fleet_host_refusal_names_the_host_and_the_fix(host, root, connection, check_mode, words):
+    refusal = fleet_host_refusal(host, GROUPS, root, "dgx*", connection, check_mode)
+    if not words:
+        assert refusal == ""
+    for word in words:
+        assert word in refusal, refusal
+
+
+def test_fleet_host_refusal_without_the_groups_refuses_every_host():
+    assert "is not in the group gpuvirt_hosts" in fleet_host_refusal("dgx01", {}, "", "", "ssh", False)
+    assert "runs only with --check" in fleet_host_refusal("dgx01-preview", {}, "/cap", "", "local", True)
