@@ -110,14 +110,15 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
 def check_rollout_stopped(out):
     """The stop at the gate: a few lines printed once (the tenant on its own line, named by the
     variable it came from), then a failure of one short line."""
-    why = out.split("TASK [Fleet | Say why the rollout stops here]", 1)[1].split("TASK [", 1)[0]
+    # the two tasks of host_stages' rollout_stop.yml (their names after the role's in the task line)
+    why = out.split("Fleet | Say why the rollout stops here]", 1)[1].split("TASK [", 1)[0]
     lines = re.findall(r"^    - '(.*?)'?$", why, flags=re.M)
     assert lines[0] == "ROLLOUT STOPPED at the batch dgx01-preview: preflight failed on dgx01-preview", why
     flat = " ".join(why.split())
     assert "- tenant huge (gpuvirt_survey_tenants) does not fit: no NUMA node can hold tenant huge" in flat
     assert "(whole in the report)" in flat and "gpuvirt_tenants " not in flat
     assert len(flat) < 1000 and why.count("ROLLOUT STOPPED") == 1
-    failure = out.split("TASK [Fleet | Stop the rollout]", 1)[1]
+    failure = out.split("Fleet | Stop the rollout]", 1)[1]
     # the one short failure line (ansible-core 2.16's YAML callback quotes it and folds it over two lines)
     assert "ROLLOUT STOPPED at the batch dgx01-preview: preflight failed on dgx01-preview (why: above) " \
         in " ".join(failure.replace("'", " ").split()) + " ", failure
