@@ -33,7 +33,8 @@ def mig_profile_options(layout, reset="auto", force=False, nvidia_smi=None):
     """The options of the gpu_mig role's mig_profile call: ``layout`` (gpu_mig_layout) as the
     call's ``layout`` when it is a list, as ``config_file`` and ``config`` when it is a mapping
     that names a mig-parted v1 file; ``reset`` and ``force`` as given; ``nvidia_smi`` only when
-    set (empty: found on PATH)."""
+    set (empty: found on PATH). The role's one check of its layout: anything else (an empty list,
+    a string, a mapping without both keys) is refused, naming gpu_mig_layout."""
     name = "gpuvirt.tenancy.mig_profile_options"
     if isinstance(layout, dict):
         missing = [key for key in ("config_file", "config") if key not in layout]
@@ -41,8 +42,11 @@ def mig_profile_options(layout, reset="auto", force=False, nvidia_smi=None):
             raise AnsibleFilterError("%s: gpu_mig_layout (gpuvirt_mig_layout) as a mapping names a mig-parted v1 file "
                                      "with config_file and config; %s missing" % (name, " and ".join(missing)))
         options = {"config_file": layout["config_file"], "config": layout["config"]}
-    elif isinstance(layout, list):
+    elif isinstance(layout, list) and layout:
         options = {"layout": layout}
+    elif isinstance(layout, list):
+        raise AnsibleFilterError("%s: gpu_mig_layout (gpuvirt_mig_layout) is an empty layout list; give at least one entry "
+                                 "(devices, mig_enabled, mig_devices) or {config_file, config}" % name)
     else:
         raise AnsibleFilterError("%s: gpu_mig_layout (gpuvirt_mig_layout) must be a mig_profile layout list or "
                                  "{config_file, config}, got %s" % (name, type(layout).__name__))

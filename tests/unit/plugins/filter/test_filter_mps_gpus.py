@@ -112,6 +112,7 @@ def test_mig_profile_options_map_the_role_inputs(args, options):
     ({"name": "all-balanced"}, "config_file and config missing"),
     ("all-balanced", "must be a mig_profile layout list or {config_file, config}, got str"),
     (None, "got NoneType"),
+    ([], "is an empty layout list"),
 ])
 def test_mig_profile_options_name_a_bad_layout(layout, words):
     with pytest.raises(AnsibleFilterError, match="gpu_mig_layout.*" + words.replace("{", "\\{").replace("}", "\\}")):
