@@ -14,10 +14,9 @@ a temporary directory with a fake kernel and recorded commands, and nothing else
 
 from __future__ import absolute_import, division, print_function
 
-import copy
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, atomic_write
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, atomic_write, copy_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader
 
@@ -133,7 +132,7 @@ class Host:
         reader = TopologyReader(self.root, gpu_ids=gpu_ids, nic_ids=nic_ids, fs=self.fs)
         if fresh or self._host_model is None:
             self._host_model = reader.read_unclassified()
-        return reader.classified(copy.deepcopy(self._host_model))
+        return reader.classified(copy_model(self._host_model))
 
     def libvirt(self, uri):
         """A libvirt connection to ``uri``, closed when the ``with`` block ends: every libvirt

@@ -13,13 +13,12 @@ was assumed.
 
 from __future__ import absolute_import, division, print_function
 
-import copy
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_programs import hypervisor_note
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, copy_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address, vf_address
 
@@ -64,7 +63,7 @@ def project(topology, sriov_pfs=(), hugepages=()):
     """The host model as the host stages will leave it: each wanted PF with its wanted VFs
     (VFs still to be created get placeholder names ``<pf>/vfN`` and ``planned: true``), and
     each node's hugepage pools at least the wanted counts. For the planner."""
-    topo = copy.deepcopy(topology)
+    topo = copy_model(topology)
     pci = topo.setdefault("pci_devices", {})
     for item in sriov_pfs or []:
         pf = resolve_pf(topo, (item or {}).get("pf"))
@@ -176,7 +175,7 @@ def finish(before, projected, gpus=(), vf_addresses=None):
     wanted VFs and hugepages (``project``); ``gpus``: the tenants' GPU addresses;
     ``vf_addresses``: the VFs the SR-IOV stage reported (``host_sriov_vfs``).
     Returns ``(host model, notes)``."""
-    topo = copy.deepcopy(projected)
+    topo = copy_model(projected)
     notes = []
     iommu = topo.setdefault("iommu", {"enabled": False, "groups": {}})
     if not iommu.get("enabled"):

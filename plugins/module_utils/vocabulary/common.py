@@ -5,7 +5,9 @@
 
 from __future__ import absolute_import, division, print_function
 
+import copy
 import io
+import marshal
 import os
 import posixpath
 import shutil
@@ -143,3 +145,14 @@ def read_text(path, default=None, option=None, shown=None):
                          "again; nothing was changed" % (option or "file", shown or path, undecodable(exc)))
     except (OSError, IOError):
         return default
+
+
+def copy_model(data):
+    """A deep copy of JSON-shaped data (the host model, a plan): marshal's round trip copies
+    dicts, lists and scalars in C, several times faster than ``copy.deepcopy``, which the gate's
+    call paid once per stage on an 8-GPU host's model. Other types (a controller's tagged
+    strings) take ``copy.deepcopy``."""
+    try:
+        return marshal.loads(marshal.dumps(data))
+    except ValueError:
+        return copy.deepcopy(data)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Atomic writes (mode kept, backup, no half file) and lenient reads."""
+"""Atomic writes (mode kept, backup, no half file), lenient reads, and copies of the host model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import atomic_write, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import atomic_write, copy_model, read_text
 
 
 def test_new_file_gets_0644(tmp_path):
@@ -35,3 +35,32 @@ def test_failed_write_leaves_the_file_and_no_temporary(tmp_path):
 
 def test_read_text_default(tmp_path):
     assert read_text(str(tmp_path / "nowhere")) is None and read_text(str(tmp_path / "nowhere"), "") == ""
+
+
+MODEL = {"pci_devices": {"0000:15:00.0": {"driver": "nvidia", "numa_node": 1, "bars": [[0, 16777216]], "vfs": []}},
+         "cpus": {"online": "0-255", "siblings": {"0": [0, 128]}}, "iommu": {"enabled": False, "groups": {}},
+         "pair": (1, 2), "ids": {"10de:20b0"}, "ratio": 0.5, "none": None}
+
+
+def test_copy_model_is_equal_and_shares_nothing():
+    copied = copy_model(MODEL)
+    assert copied == MODEL and list(copied) == list(MODEL)
+    copied["pci_devices"]["0000:15:00.0"]["vfs"].append("0000:15:00.1")
+    copied["cpus"]["siblings"]["0"][1] = 129
+    copied["iommu"]["groups"]["3"] = ["0000:15:00.0"]
+    assert MODEL["pci_devices"]["0000:15:00.0"]["vfs"] == [] and MODEL["cpus"]["siblings"]["0"] == [0, 128]
+    assert MODEL["iommu"]["groups"] == {}
+    # types kept: a tuple stays a tuple, a set a set
+    assert isinstance(copied["pair"], tuple) and isinstance(copied["ids"], set)
+
+
+class Tagged(str):
+    """Stands for a controller's tagged string (ansible-core 2.19), a str subclass marshal refuses."""
+
+
+def test_copy_model_of_other_types_keeps_them():
+    data = {"name": Tagged("tenant-a"), "vfs": [Tagged("0000:19:00.2")]}
+    copied = copy_model(data)
+    assert copied == data and isinstance(copied["name"], Tagged) and isinstance(copied["vfs"][0], Tagged)
+    copied["vfs"].append("x")
+    assert len(data["vfs"]) == 1
