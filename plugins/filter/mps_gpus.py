@@ -17,14 +17,27 @@ __metaclass__ = type
 # filter file of the collection in each worker that looks up any of its filters.
 
 
-def _mps_gpus(query_text, apps_text="", wanted="all", state="started", active_thread_percentage=None, pinned_memory_limit=None):
+def _mps_gpus(query, apps="", wanted="all", state="started", active_thread_percentage=None, pinned_memory_limit=None):
+    """``query`` and ``apps``: the two nvidia-smi queries' output, or their registered results;
+    from a registered GPU query that printed no GPU, ``answered`` is false and ``message`` says
+    why (the role then changes nothing)."""
     from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import mps  # pylint: disable=import-outside-toplevel
     try:
         mps.check_inputs(wanted, active_thread_percentage, pinned_memory_limit)
     except mps.InputError as exc:
         raise AnsibleFilterError("gpu_mps: %s" % exc)
+    message = mps.no_gpu_message(query) if isinstance(query, dict) else None
+    if message:
+        return dict(mps.mps_gpus("", "", wanted, state), answered=False, message=message)
+    if isinstance(apps, dict):
+        if apps.get("rc", 1) != 0:
+            raise AnsibleFilterError("gpuvirt.tenancy.mps_gpus: the GPUs answered but their processes could not be read "
+                                     "(%s); check nvidia-smi --query-compute-apps on this host" % " ".join(
+                                         part for part in (apps.get("msg"), apps.get("stderr")) if part).strip())
+        apps = apps.get("stdout") or ""
+    query_text = query.get("stdout") or "" if isinstance(query, dict) else query
     try:
-        return mps.mps_gpus(query_text, apps_text, wanted, state)
+        return dict(mps.mps_gpus(query_text, apps, wanted, state), answered=True, message="")
     except ValueError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.mps_gpus: nvidia-smi printed what the filter cannot read: %s" % exc)
 

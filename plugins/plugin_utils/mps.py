@@ -61,12 +61,31 @@ def check_inputs(wanted, active_thread_percentage=None, pinned_memory_limit=None
         raise InputError("bad input - %s; set them in gpuvirt_mps" % ", ".join(bad))
 
 
+# how much of what nvidia-smi said a "no NVIDIA GPU" message keeps
+SILENCE_TEXT = 200
+
+
+def no_gpu_message(query):
+    """Why no NVIDIA GPU answered, from the GPU query's registered result (``rc``, ``stdout``,
+    ``stderr``, ``msg``, ``cmd``), or None when it printed GPUs: the program (missing, or its
+    driver not loaded) failed, or it printed no GPU."""
+    if query.get("rc", 1) == 0 and (query.get("stdout") or "").strip():
+        return None
+    cmd = query.get("cmd")
+    program = cmd[0] if isinstance(cmd, list) and cmd else (cmd or "nvidia-smi")
+    said = " ".join(part for part in (query.get("msg"), query.get("stdout"), query.get("stderr")) if part).strip()
+    if len(said) > SILENCE_TEXT:
+        said = said[:SILENCE_TEXT - 3].rstrip() + "..."
+    return "no NVIDIA GPU answers here (%s: %s)" % (program, said)
+
+
 def mps_gpus(query_text, apps_text, wanted="all", state="started"):
-    """``{gpus, indexes, requested, missing, conflicts, conflicts_text, selected}``: every GPU
-    (cells as printed) and its index, the ones ``wanted`` names (``all`` or indexes), the wanted
+    """``{gpus, indexes, requested, missing, conflicts, conflicts_text, skipped, selected}``: every
+    GPU (cells as printed) and its index, the ones ``wanted`` names (``all`` or indexes), the wanted
     indexes the host lacks, the requested GPUs that cannot host a whole-GPU daemon (MIG mode on,
     Prohibited, or Exclusive_Process held by another process) and those as the role's refusal
-    names them, and the GPUs the role acts on."""
+    names them, the conflicting GPUs a start skips (none for a stop, which keeps them), and the
+    GPUs the role acts on."""
     gpus = parse_query_csv(query_text or "", fields=GPU_FIELDS, raw=True)
     indexes = [g["index"] for g in gpus]
     wanted_indexes = None if wanted == "all" else [str(i) for i in wanted]
@@ -79,4 +98,5 @@ def mps_gpus(query_text, apps_text, wanted="all", state="started"):
     selected = [g for g in requested if g["index"] not in conflicting] if state == "started" else requested
     return {"gpus": gpus, "indexes": indexes, "requested": requested,
             "missing": [i for i in (wanted_indexes or []) if i not in indexes],
-            "conflicts": conflicts, "conflicts_text": conflict_text(conflicts), "selected": selected}
+            "conflicts": conflicts, "conflicts_text": conflict_text(conflicts),
+            "skipped": conflicts if state == "started" else [], "selected": selected}

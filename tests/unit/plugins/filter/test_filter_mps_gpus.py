@@ -20,7 +20,47 @@ MIG_REBOOT_GPUS = FILTERS["mig_reboot_gpus"]
 
 def test_empty_output_selects_nothing():
     assert MPS_GPUS("", "") == {"gpus": [], "indexes": [], "requested": [], "missing": [], "conflicts": [], "conflicts_text": "",
-                                "selected": []}
+                                "skipped": [], "selected": [], "answered": True, "message": ""}
+
+
+# registered results of the role's command tasks (failed_when false), as ansible-core returns them
+MISSING_PROGRAM = {"rc": 2, "cmd": ["/opt/no/nvidia-smi", "--query-gpu=index"], "stdout": "", "stderr": "",
+                   "msg": "[Errno 2] No such file or directory: b'/opt/no/nvidia-smi'"}
+NO_DRIVER = {"rc": 9, "cmd": ["nvidia-smi", "--query-gpu=index"], "stderr": "",
+             "stdout": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. " * 4}
+
+
+@pytest.mark.parametrize("query, words", [
+    (MISSING_PROGRAM, "(/opt/no/nvidia-smi: [Errno 2] No such file or directory: b'/opt/no/nvidia-smi')"),
+    # what the program said is cut at 200 characters
+    (NO_DRIVER, "(nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. NVIDIA-SMI"),
+    ({"rc": 0, "cmd": ["nvidia-smi"], "stdout": "\n", "stderr": ""}, "(nvidia-smi: )"),
+])
+def test_a_host_without_an_nvidia_gpu_is_said_and_selects_nothing(query, words):
+    result = MPS_GPUS(query, dict(MISSING_PROGRAM, cmd=["nvidia-smi"]), [0], "started")
+    assert not result["answered"] and result["message"].startswith("no NVIDIA GPU answers here " + words)
+    assert len(result["message"]) <= len("no NVIDIA GPU answers here (nvidia-smi: )") + 200
+    assert result["selected"] == [] and result["missing"] == ["0"]
+
+
+def test_registered_results_are_read_as_their_output():
+    result = MPS_GPUS({"rc": 0, "stdout": QUERY}, {"rc": 0, "stdout": BUSY}, [2, 3], "started")
+    assert result["answered"] and result["message"] == ""
+    assert result == dict(MPS_GPUS(QUERY, BUSY, [2, 3], "started"))
+    assert [g["index"] for g in result["skipped"]] == ["2"] and [g["index"] for g in result["selected"]] == ["3"]
+    # a stop keeps the conflicting GPUs: none is skipped
+    stopped = MPS_GPUS({"rc": 0, "stdout": QUERY}, {"rc": 0, "stdout": BUSY}, [2, 3], "stopped")
+    assert stopped["skipped"] == [] and [g["index"] for g in stopped["selected"]] == ["2", "3"]
+
+
+def test_processes_unreadable_while_the_gpus_answer_is_an_error():
+    with pytest.raises(AnsibleFilterError, match="processes could not be read .*--query-compute-apps"):
+        MPS_GPUS({"rc": 0, "stdout": QUERY}, {"rc": 15, "stdout": "", "stderr": "Unknown Error"})
+
+
+def test_bad_role_inputs_are_refused_on_a_host_without_gpus_too():
+    with pytest.raises(AnsibleFilterError, match="active_thread_percentage 1-100"):
+        MPS_GPUS(MISSING_PROGRAM, MISSING_PROGRAM, "all", "started", 150)
 
 
 # nvidia-smi --query-gpu=index,pci.bus_id,name,compute_mode,mig.mode.current --format=csv,noheader, as the
