@@ -70,11 +70,17 @@ def mig_profile_options(layout, reset="auto", force=False, nvidia_smi=None):
     return options
 
 
-def mig_reboot_gpus(result):
+def mig_reboot_gpus(result, after=None):
     """The bus ids of the GPUs whose MIG mode change waits for a reboot, in mig_profile's order,
-    from its result (``gpus``, each with ``reboot_required``)."""
+    from its result (``gpus``, each with ``reboot_required``); with ``after`` (the call made after
+    the reboot, as registered), from that call where it ran: what still waits."""
+    name = "gpuvirt.tenancy.mig_reboot_gpus"
     if not isinstance(result, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.mig_reboot_gpus: expected the mig_profile result, got %s" % type(result).__name__)
+        raise AnsibleFilterError("%s: expected the mig_profile result, got %s" % (name, type(result).__name__))
+    if after is not None and not isinstance(after, dict):
+        raise AnsibleFilterError("%s: after is the mig_profile result after the reboot, got %s" % (name, type(after).__name__))
+    if after and not after.get("skipped"):
+        result = after
     return [gpu.get("bus_id") for gpu in result.get("gpus") or [] if isinstance(gpu, dict) and gpu.get("reboot_required")]
 
 

@@ -153,3 +153,28 @@ def test_gpu_sharing_play_runs_mig_profile_in_check_mode(tmp_path):
     # check mode: a mode change is predicted, no reboot is due (the role's reboot contract)
     due = task_results(result, "Tell whether a reboot is still due")[0]
     assert due["ansible_facts"]["gpu_mig_reboot_required"] is False
+
+
+MIG_PLAY = """
+- name: Run gpu_mig
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: gpuvirt.tenancy.gpu_mig
+"""
+
+
+def test_gpu_mig_says_a_pending_mode_change_waits_for_a_reboot_it_may_not_make(tmp_path):
+    # the A100 of the stand-in keeps a mode change pending until a reset, as the driver 450 capture shows;
+    # reset never and no reboot allowed: the change is made, the reboot is due, nothing reboots
+    layout = [{"devices": "all", "mig_enabled": True, "mig_devices": {"3g.20gb": 2}}]
+    rc, result, calls = playbook(tmp_path, [gpu("A100-SXM4-40GB", "00000000:36:00.0")],
+                                 {"gpuvirt_mig_layout": layout, "gpu_mig_nvidia_smi": STANDIN, "gpuvirt_mig_reset": "never"},
+                                 play=MIG_PLAY, check=False)
+    assert rc == 0, result
+    assert any("-mig" in call for call in calls) and not any("--gpu-reset" in call for call in calls)
+    due = task_results(result, "Tell whether a reboot is still due")[0]
+    assert due["ansible_facts"]["gpu_mig_reboot_required"] is True
+    said = task_results(result, "Report MIG mode changes that wait for a reboot")[0]["msg"]
+    assert said == "MIG mode change pending on ['00000000:36:00.0']; reboot the tenant"
+    assert task_results(result, "Check that no MIG mode change waits after the reboot")[0]["false_condition"] == "gpu_mig_reboot_ok | bool"

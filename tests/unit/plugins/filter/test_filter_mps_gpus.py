@@ -180,3 +180,23 @@ def test_mig_reboot_gpus_are_the_ones_a_reboot_waits_for(result, bus_ids):
 def test_mig_reboot_gpus_names_a_bad_input():
     with pytest.raises(AnsibleFilterError, match="expected the mig_profile result, got list"):
         MIG_REBOOT_GPUS([])
+
+
+SKIPPED = {"changed": False, "skipped": True, "false_condition": "not ansible_check_mode"}
+
+
+@pytest.mark.parametrize("after, bus_ids", [
+    # no reboot ran (check mode, gpu_mig_reboot_ok false): what the first call found waits
+    (SKIPPED, ["00000000:01:00.0", "00000000:03:00.0"]),
+    (None, ["00000000:01:00.0", "00000000:03:00.0"]),
+    # the call after the reboot: what it still finds
+    ({"changed": True, "reboot_required": False, "gpus": [gpu("00000000:01:00.0", False), gpu("00000000:03:00.0", False)]}, []),
+    ({"changed": False, "reboot_required": True, "gpus": [gpu("00000000:03:00.0", True)]}, ["00000000:03:00.0"]),
+])
+def test_mig_reboot_gpus_after_the_reboot_are_the_ones_still_waiting(after, bus_ids):
+    assert MIG_REBOOT_GPUS({"changed": True, "reboot_required": True, "gpus": PENDING}, after) == bus_ids
+
+
+def test_mig_reboot_gpus_names_a_bad_after():
+    with pytest.raises(AnsibleFilterError, match="after is the mig_profile result after the reboot, got str"):
+        MIG_REBOOT_GPUS({"gpus": PENDING}, "rebooted")
