@@ -2,8 +2,10 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fleet filters: ``gpuvirt.tenancy.reboot_share`` and ``gpuvirt.tenancy.deferred_hosts``, the rolling
-bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md), and
-``gpuvirt.tenancy.fleet_host_refusal``, why a host of the run's pattern must not be touched."""
+bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md),
+``gpuvirt.tenancy.fleet_hosts`` and ``gpuvirt.tenancy.fleet_libvirt_uri``, the hosts and the libvirt
+a run on hosts or a preview takes, and ``gpuvirt.tenancy.fleet_host_refusal``, why a host of the
+run's pattern must not be touched."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -30,6 +32,28 @@ def reboot_share(batch, hostvars, budget):
 def deferred_hosts(hostvars, hosts):
     """The hosts whose boot stage was deferred by the reboot budget in this run."""
     return [host for host in hosts if bool((hostvars.get(host) or {}).get("gpuvirt_reboot_deferred"))]
+
+
+def fleet_hosts(capture_root="", hosts_limit=""):
+    """The run's host pattern: ``hosts_limit`` (``gpuvirt_hosts_limit``) where given, else the
+    group ``gpuvirt_preview`` for a run on a capture (``gpuvirt_host_root``), else ``gpuvirt_hosts``."""
+    if hosts_limit:
+        return hosts_limit
+    return "gpuvirt_preview" if capture_root else "gpuvirt_hosts"
+
+
+def fleet_libvirt_uri(capture_root="", uri="", preview_uri="", playbook_dir=""):
+    """The libvirt the tenants stage talks to: the host's (``uri``, default ``qemu:///system``),
+    or for a run on a capture the preview's (``preview_uri``, default libvirt's test driver on
+    the node without domains that ships beside the playbooks: test:///default holds one)."""
+    if not capture_root:
+        return uri or "qemu:///system"
+    if preview_uri:
+        return preview_uri
+    if not playbook_dir:
+        raise AnsibleFilterError("gpuvirt.tenancy.fleet_libvirt_uri: a preview needs playbook_dir (the preview's libvirt node "
+                                 "files/preview-libvirt-node.xml lies beside the playbooks) or gpuvirt_preview_libvirt_uri")
+    return "test://%s/files/preview-libvirt-node.xml" % playbook_dir.rstrip("/")
 
 
 def fleet_host_refusal(host, groups, capture_root="", hosts_limit="", connection="", check_mode=None):
@@ -72,4 +96,5 @@ class FilterModule:
     """Fleet filters."""
 
     def filters(self):
-        return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts, "fleet_host_refusal": fleet_host_refusal}
+        return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts, "fleet_hosts": fleet_hosts,
+                "fleet_libvirt_uri": fleet_libvirt_uri, "fleet_host_refusal": fleet_host_refusal}

@@ -9,7 +9,8 @@ import math
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import deferred_hosts, fleet_host_refusal, reboot_share
+from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import (deferred_hosts, fleet_host_refusal, fleet_hosts,
+                                                                            fleet_libvirt_uri, reboot_share)
 
 BATCH = ["h0", "h1", "h2", "h3"]
 
@@ -85,3 +86,28 @@ def test_fleet_host_refusal_names_the_host_and_the_fix(host, root, connection, c
 def test_fleet_host_refusal_without_the_groups_refuses_every_host():
     assert "is not in the group gpuvirt_hosts" in fleet_host_refusal("dgx01", {}, "", "", "ssh", False)
     assert "runs only with --check" in fleet_host_refusal("dgx01-preview", {}, "/cap", "", "local", True)
+
+
+@pytest.mark.parametrize("root, limit, pattern", [
+    ("", "", "gpuvirt_hosts"),
+    ("/tmp/dgx01", "", "gpuvirt_preview"),
+    ("", "rack2", "rack2"),
+    ("/tmp/dgx01", "dgx01-preview", "dgx01-preview"),
+])
+def test_fleet_hosts_is_the_limit_else_the_group_of_the_run(root, limit, pattern):
+    assert fleet_hosts(root, limit) == pattern
+
+
+@pytest.mark.parametrize("root, uri, preview_uri, uri_taken", [
+    ("", "", "", "qemu:///system"),
+    ("", "qemu+ssh://root@dgx01/system", "test:///default", "qemu+ssh://root@dgx01/system"),
+    ("/tmp/dgx01", "qemu:///system", "", "test:///repo/playbooks/files/preview-libvirt-node.xml"),
+    ("/tmp/dgx01", "", "test:///tmp/node.xml", "test:///tmp/node.xml"),
+])
+def test_fleet_libvirt_uri_is_the_hosts_or_the_previews(root, uri, preview_uri, uri_taken):
+    assert fleet_libvirt_uri(root, uri, preview_uri, "/repo/playbooks/") == uri_taken
+
+
+def test_fleet_libvirt_uri_of_a_preview_without_its_node_names_the_fix():
+    with pytest.raises(AnsibleFilterError, match="playbook_dir .* or gpuvirt_preview_libvirt_uri"):
+        fleet_libvirt_uri("/tmp/dgx01")
