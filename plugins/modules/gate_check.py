@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: gate_check
 short_description: Take the preflight gate's check of a host stage's call as that call's result
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - The preflight gate (M(gpuvirt.tenancy.preflight_info) with O(gpuvirt.tenancy.preflight_info#module:stage_checks)) checks
     each host stage's call, with the options this run gives it, in check mode inside its one call. This action answers

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: host_reboot
 short_description: Reboot a host and wait for it, showing a status line while it waits
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - M(ansible.builtin.reboot), with a status line while it waits for the host to come back. The builtin
     reports its attempts to reach the host only at C(-vvv); a GPU server's reboot (firmware, memory
