@@ -1,11 +1,14 @@
 #!/usr/bin/env python
 """The main command's short report on the lab after a playbook run: tasks changed (from
 the play recap), reboots (boot_id and kernel starts on the serial console), the
-topology read on the lab by host_topology_info, and the tenants' placement as libvirt
-holds it (hostdevs, vCPU pins, memory nodes); then how to reach and stop the lab.
+topology read on the lab by host_topology_info, the tenants' placement as libvirt
+holds it (hostdevs, vCPU pins, memory nodes), and one line per tenant (the collection's
+guest_report_lines: its guest, and its VFs as the lab host set them, read back with
+``ip link``); then how to reach and stop the lab.
 
 usage: report.py --log PLAYBOOK_LOG --boot-id-before ID --kernel-starts-before N [--stall-resets-before N]
-Standard library only.
+Standard library, and the collection's own line format and ``ip link`` parser (run in the
+repository's virtualenv, scripts/env.sh).
 """
 from __future__ import annotations
 
@@ -13,12 +16,16 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lab  # noqa: E402  pylint: disable=wrong-import-position
+
+# the collection as scripts/bootstrap.sh links it (.build/collections/ansible_collections/gpuvirt/tenancy)
+sys.path.insert(0, os.path.join(lab.REPO, ".build", "collections"))
 
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -138,6 +145,67 @@ def placement() -> list[str]:
     return lines or ["  (no tenant domains defined on the lab yet)"]
 
 
+# For each VF address given: its PF, the PF's netdev, the VF's index, then what `ip link show dev`
+# prints for the PF (the VF lines carry the MAC, VLAN, spoof checking and trust the host set).
+VF_SETTINGS_SH = r"""
+for vf in "$@"; do
+  dev=/sys/bus/pci/devices/$vf
+  [ -e "$dev/physfn" ] || { echo "### $vf - - -"; continue; }
+  pf=$(basename "$(readlink "$dev/physfn")")
+  netdev=$(ls "/sys/bus/pci/devices/$pf/net" 2>/dev/null | head -n 1)
+  index=-
+  for link in /sys/bus/pci/devices/$pf/virtfn*; do
+    [ "$(basename "$(readlink "$link")")" = "$vf" ] && index=${link##*virtfn}
+  done
+  echo "### $vf $pf ${netdev:--} $index"
+  [ -n "$netdev" ] && ip link show dev "$netdev"
+done
+"""
+
+
+def host_vf_settings(addresses: list[str]) -> dict[str, dict]:
+    """Each VF's settings as the lab host's kernel holds them (``ip link`` of its PF), by VF address."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.sriov import parse_ip_link_vfs  # pylint: disable=import-outside-toplevel
+    if not addresses:
+        return {}
+    out = ssh("sh -c %s sh %s" % (shlex.quote(VF_SETTINGS_SH), " ".join(shlex.quote(a) for a in addresses)))
+    settings = {}
+    for section in out.split("### ")[1:]:
+        head, _nl, text = section.partition("\n")
+        vf, _pf, _netdev, index = (head.split() + ["-"] * 4)[:4]
+        found = parse_ip_link_vfs(text).get(int(index)) if index.isdigit() else None
+        settings[vf] = dict(found or {}, address=vf)
+    return settings
+
+
+def tenant_lines() -> list[str]:
+    """One line per domain on the lab: its guest (none for a domain without a disk: the lab's
+    tenants are diskless, docs/lab.md), and its VFs (hostdev interfaces) as the host set them."""
+    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import guest_report_lines  # pylint: disable=import-outside-toplevel
+    rows, vfs_of = [], {}
+    for name in [n for n in ssh("command -v virsh >/dev/null && virsh list --all --name").split() if n]:
+        try:
+            root = ET.fromstring(ssh(f"virsh dumpxml {name}"))
+        except ET.ParseError:
+            continue
+        vfs = []
+        for source in root.findall("./devices/interface[@type='hostdev']/source/address"):
+            try:
+                vfs.append("%04x:%02x:%02x.%x" % tuple(int(source.get(k, "0"), 16) for k in ("domain", "bus", "slot", "function")))
+            except ValueError:
+                continue
+        vfs_of[name] = vfs
+        row = {"name": name}
+        if not [d for d in root.findall("./devices/disk") if d.get("device") == "disk"]:
+            row["guest"] = False
+        rows.append(row)
+    settings = host_vf_settings(sorted({vf for vfs in vfs_of.values() for vf in vfs}))
+    for row in rows:
+        # a guest's own parts (SSH, RDMA, exchanges) come from the play that reached it, not from here
+        row["host_vfs"] = [settings.get(vf, {"address": vf}) for vf in vfs_of[row["name"]]]
+    return ["  " + line for line in guest_report_lines(rows)] or ["  (no tenant domains defined on the lab yet)"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--log", required=True)
@@ -174,6 +242,8 @@ def main() -> int:
     print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")
     print("tenant placement (libvirt on the lab):")
     print("\n".join(placement()))
+    print("tenants (guest, and VFs as the lab host set them):")
+    print("\n".join(tenant_lines()))
     print(f"lab QEMU:     {lab.read_text(lab.rpath('qemu.version')) or 'unknown'}")
     print(f"playbook log: {args.log}")
     print("ssh in:       scripts/lab.sh ssh     (or: ssh -F " + lab.rpath("ssh_config") + " gpuvirt-lab)")

@@ -159,6 +159,26 @@ def test_report_lines():
         FILTERS["guest_report_lines"]([{"ssh": True}])
 
 
+def test_report_lines_without_a_guest_and_with_the_hosts_vf_settings():
+    host_vf = {"address": "0000:01:10.0", "mac": "52:54:00:6b:0a:01", "vlan": 101, "spoofchk": True, "trust": False}
+    rows = [
+        # a diskless domain (the lab's tenants): what the host set, and nothing claimed of a guest
+        {"name": "tenant-a", "guest": False, "host_vfs": [host_vf]},
+        # a guest nobody asked: not "does not answer"
+        {"name": "tenant-b", "host_vfs": [dict(host_vf, address="0000:01:10.2", vlan=0, spoofchk=False, trust=True)]},
+        {"name": "tenant-c", "ssh": True, "kernel": "6.1.0-28-cloud-amd64", "vf": {"netdev": "enp7s0", "mac": "52:54:00:6b:0a:01"},
+         "host_vfs": [dict(host_vf, spoofchk=None, trust=None, mac=None)]},
+    ]
+    assert FILTERS["guest_report_lines"](rows) == [
+        "tenant-a: no guest OS (a domain without an image): SSH, kernel, RDMA device, GID index and exchanges not checked; "
+        "host sets VF 0000:01:10.0 MAC 52:54:00:6b:0a:01 VLAN 101 spoof check on trust off",
+        "tenant-b: guest not checked over SSH; host sets VF 0000:01:10.2 MAC 52:54:00:6b:0a:01 VLAN none spoof check OFF trust ON",
+        "tenant-c: guest answers over SSH (kernel 6.1.0-28-cloud-amd64); VF enp7s0 52:54:00:6b:0a:01; RDMA none GID index unknown; "
+        "RDMA within VLAN: not checked; across VLANs: not checked; "
+        "host sets VF 0000:01:10.0 MAC unset VLAN 101 spoof check unknown trust unknown",
+    ]
+
+
 def test_netdev_by_mac_from_gathered_facts():
     facts = {"interfaces": ["lo", "mgmt0", "enp7s0", "enp7s0.101"], "lo": {"macaddress": "00:00:00:00:00:00"},
              "mgmt0": {"macaddress": "56:2f:1c:aa:03:9e"}, "enp7s0": {"macaddress": "52:54:00:00:00:0a"},

@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+"""lab/report.py's tenant lines: each domain's VFs as the lab host's kernel holds them (``ip link``
+of the PF, read with the collection's parser) and, for a domain without a disk, no claim about a
+guest. The ``ip link`` text is the real capture tests/fixtures/rdma/ip-link-show_pf-with-8-vfs_connectx4.txt
+(its .source.txt says where it comes from); the domain XML is the shape tenant_domain writes
+(a hostdev interface with the VF's MAC and VLAN, managed='no')."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+IP_LINK = os.path.join(REPO_ROOT, "tests", "fixtures", "rdma", "ip-link-show_pf-with-8-vfs_connectx4.txt")
+
+DOMAIN = """<domain type='kvm'><name>%s</name><devices>%s
+  <interface type='hostdev' managed='no'><mac address='52:54:00:6b:0a:01'/>
+    <source><address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x%x'/></source>
+    <vlan><tag id='101'/></vlan></interface>
+</devices></domain>"""
+DISK = "<disk type='file' device='disk'><source file='/var/lib/libvirt/images/tenant-b.qcow2'/><target dev='vda'/></disk>"
+
+
+@pytest.fixture(name="report")
+def fixture_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUVIRT_LAB_DIR", str(tmp_path))
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "lab"))
+    spec = importlib.util.spec_from_file_location("lab_report", os.path.join(REPO_ROOT, "lab", "report.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("lab", None)
+
+
+def fake_ssh(ip_link_text):
+    calls = []
+
+    def ssh(command):
+        calls.append(command)
+        if "virsh list" in command:
+            return "tenant-a\ntenant-b\n"
+        if command.startswith("virsh dumpxml tenant-a"):
+            return DOMAIN % ("tenant-a", "", 2)
+        if command.startswith("virsh dumpxml tenant-b"):
+            return DOMAIN % ("tenant-b", DISK, 3)
+        if command.startswith("sh -c"):
+            # what VF_SETTINGS_SH prints for the two VFs of the PF 0000:01:00.0 (netdev enp1s0np0, virtfn2 and virtfn3)
+            return "### 0000:01:00.2 0000:01:00.0 enp1s0np0 2\n%s### 0000:01:00.3 0000:01:00.0 enp1s0np0 3\n%s" % (
+                ip_link_text, ip_link_text)
+        raise AssertionError("unexpected command %s" % command)
+    return ssh, calls
+
+
+def test_tenant_lines_give_the_hosts_vf_settings_and_no_guest_claim_for_a_diskless_domain(report, monkeypatch):
+    with open(IP_LINK, encoding="utf-8") as handle:
+        ssh, calls = fake_ssh(handle.read())
+    monkeypatch.setattr(report, "ssh", ssh)
+    assert report.tenant_lines() == [
+        "  tenant-a: no guest OS (a domain without an image): SSH, kernel, RDMA device, GID index and exchanges not checked; "
+        "host sets VF 0000:01:00.2 MAC 00:00:00:00:00:00 VLAN none spoof check OFF trust off",
+        "  tenant-b: guest not checked over SSH; host sets VF 0000:01:00.3 MAC 00:00:00:00:00:00 VLAN none spoof check OFF trust off",
+    ]
+    # one read of the host for every VF, the VFs named as arguments
+    script = [c for c in calls if c.startswith("sh -c")]
+    assert len(script) == 1 and script[0].endswith(" sh 0000:01:00.2 0000:01:00.3")
+
+
+def test_a_vf_whose_pf_the_host_does_not_show_reads_unknown(report, monkeypatch):
+    ssh, _calls = fake_ssh("")
+    monkeypatch.setattr(report, "ssh", ssh)
+    lines = report.tenant_lines()
+    assert lines[0].endswith("host sets VF 0000:01:00.2 MAC unset VLAN none spoof check unknown trust unknown")
