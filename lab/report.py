@@ -121,23 +121,36 @@ def summarize_topology(topo: dict) -> list[str]:
     return lines
 
 
-def placement() -> list[str]:
-    names = [n for n in ssh("command -v virsh >/dev/null && virsh list --all --name").split() if n]
-    lines = []
-    for name in names:
-        xml = ssh(f"virsh dumpxml {name}")
-        state = ssh(f"virsh domstate {name}").strip()
+def domains() -> list[tuple[str, ET.Element | None]]:
+    """Each domain on the lab with its XML (None where it does not parse), read once for the report."""
+    found = []
+    for name in [n for n in ssh("command -v virsh >/dev/null && virsh list --all --name").split() if n]:
         try:
-            root = ET.fromstring(xml)
+            found.append((name, ET.fromstring(ssh(f"virsh dumpxml {name}"))))
         except ET.ParseError:
+            found.append((name, None))
+    return found
+
+
+def pci_addresses(root: ET.Element, path: str) -> list[str]:
+    """The PCI addresses of a domain's <address> elements at ``path``."""
+    addresses = []
+    for addr in root.findall(path):
+        try:
+            addresses.append("%04x:%02x:%02x.%x" % tuple(int(addr.get(k, "0"), 16) for k in ("domain", "bus", "slot", "function")))
+        except ValueError:
+            continue
+    return addresses
+
+
+def placement(found: list[tuple[str, ET.Element | None]]) -> list[str]:
+    lines = []
+    for name, root in found:
+        state = ssh(f"virsh domstate {name}").strip()
+        if root is None:
             lines.append(f"  {name}: {state} (no XML)")
             continue
-        hostdevs = []
-        for addr in root.findall("./devices/hostdev/source/address"):
-            try:
-                hostdevs.append("%04x:%02x:%02x.%x" % tuple(int(addr.get(k, "0"), 16) for k in ("domain", "bus", "slot", "function")))
-            except ValueError:
-                continue
+        hostdevs = pci_addresses(root, "./devices/hostdev/source/address")
         pins = sorted({pin.get("cpuset") for pin in root.findall("./cputune/vcpupin")})
         memory = root.find("./numatune/memory")
         lines.append(f"  {name}: {state}; vcpus {root.findtext('vcpu')} pinned to {','.join(pins) or '-'}; "
@@ -178,23 +191,15 @@ def host_vf_settings(addresses: list[str]) -> dict[str, dict]:
     return settings
 
 
-def tenant_lines() -> list[str]:
+def tenant_lines(found: list[tuple[str, ET.Element | None]]) -> list[str]:
     """One line per domain on the lab: its guest (none for a domain without a disk: the lab's
     tenants are diskless, docs/lab.md), and its VFs (hostdev interfaces) as the host set them."""
     from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import guest_report_lines  # pylint: disable=import-outside-toplevel
     rows, vfs_of = [], {}
-    for name in [n for n in ssh("command -v virsh >/dev/null && virsh list --all --name").split() if n]:
-        try:
-            root = ET.fromstring(ssh(f"virsh dumpxml {name}"))
-        except ET.ParseError:
+    for name, root in found:
+        if root is None:
             continue
-        vfs = []
-        for source in root.findall("./devices/interface[@type='hostdev']/source/address"):
-            try:
-                vfs.append("%04x:%02x:%02x.%x" % tuple(int(source.get(k, "0"), 16) for k in ("domain", "bus", "slot", "function")))
-            except ValueError:
-                continue
-        vfs_of[name] = vfs
+        vfs_of[name] = pci_addresses(root, "./devices/interface[@type='hostdev']/source/address")
         row = {"name": name}
         if not [d for d in root.findall("./devices/disk") if d.get("device") == "disk"]:
             row["guest"] = False
@@ -240,10 +245,11 @@ def main() -> int:
     topo = topology(repo)
     print("topology (host_topology_info on the lab):")
     print("\n".join(summarize_topology(topo)) if topo else "  (host_topology_info did not answer)")
+    found = domains()
     print("tenant placement (libvirt on the lab):")
-    print("\n".join(placement()))
+    print("\n".join(placement(found)))
     print("tenants (guest, and VFs as the lab host set them):")
-    print("\n".join(tenant_lines()))
+    print("\n".join(tenant_lines(found)))
     print(f"lab QEMU:     {lab.read_text(lab.rpath('qemu.version')) or 'unknown'}")
     print(f"playbook log: {args.log}")
     print("ssh in:       scripts/lab.sh ssh     (or: ssh -F " + lab.rpath("ssh_config") + " gpuvirt-lab)")

@@ -6,6 +6,7 @@ libvirt's built-in test driver."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import sys
@@ -141,3 +142,16 @@ def libvirt_conn():
         if domain.isPersistent():
             domain.undefine()
     handle.close()
+
+
+# lab/report.py loaded as a module, its lab directory a temporary one (GPUVIRT_LAB_DIR): tests/unit/tools
+@pytest.fixture(name="report")
+def fixture_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUVIRT_LAB_DIR", str(tmp_path))
+    os.makedirs(tmp_path / "run")
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "lab"))
+    spec = importlib.util.spec_from_file_location("lab_report", os.path.join(REPO_ROOT, "lab", "report.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("lab", None)

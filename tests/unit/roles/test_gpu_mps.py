@@ -17,13 +17,14 @@ from conftest import REPO_ROOT  # pylint: disable=import-error
 from fakes.mig import STANDIN, gpu, h100_fixture_layout  # pylint: disable=import-error
 from fakes.playbook_run import run_playbook  # pylint: disable=import-error
 
-PLAY = """
-- name: Run gpu_mps
+ROLE_PLAY = """
+- name: Run {role}
   hosts: localhost
   gather_facts: false
   roles:
-    - role: gpuvirt.tenancy.gpu_mps
+    - role: gpuvirt.tenancy.{role}
 """
+PLAY = ROLE_PLAY.format(role="gpu_mps")
 
 
 def playbook(tmp_path, gpus, extra_vars, play=PLAY, inventory=None, check=True):
@@ -155,13 +156,7 @@ def test_gpu_sharing_play_runs_mig_profile_in_check_mode(tmp_path):
     assert due["ansible_facts"]["gpu_mig_reboot_required"] is False
 
 
-MIG_PLAY = """
-- name: Run gpu_mig
-  hosts: localhost
-  gather_facts: false
-  roles:
-    - role: gpuvirt.tenancy.gpu_mig
-"""
+MIG_PLAY = ROLE_PLAY.format(role="gpu_mig")
 
 
 def test_gpu_mig_says_a_pending_mode_change_waits_for_a_reboot_it_may_not_make(tmp_path):

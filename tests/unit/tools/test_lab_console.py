@@ -10,13 +10,7 @@ panic_on_rcu_stall (kernel/rcu/tree_stall.h panics with "RCU Stall", printed by 
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-
 import pytest
-
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 BANNER = ("[    0.000000] Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian "
           "12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC "
@@ -32,18 +26,6 @@ HUNG = ("[  243.542499] INFO: task swapper/0:1 blocked for more than 120 seconds
         "[  243.551262]  do_sysctl_args+0x7a/0xb0\n")
 HUNG_PANIC = "[  243.561002] Kernel panic - not syncing: hung_task: blocked tasks\n"
 BOOT_LINES = "[    1.204000] Run /init as init process\n"
-
-
-@pytest.fixture(name="report")
-def fixture_report(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUVIRT_LAB_DIR", str(tmp_path))
-    os.makedirs(tmp_path / "run")
-    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "lab"))
-    spec = importlib.util.spec_from_file_location("lab_report", os.path.join(REPO_ROOT, "lab", "report.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("lab", None)
 
 
 def write_console(tmp_path, *boots):

@@ -7,11 +7,8 @@ guest. The ``ip link`` text is the real capture tests/fixtures/rdma/ip-link-show
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 
-import pytest
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 IP_LINK = os.path.join(REPO_ROOT, "tests", "fixtures", "rdma", "ip-link-show_pf-with-8-vfs_connectx4.txt")
@@ -22,17 +19,6 @@ DOMAIN = """<domain type='kvm'><name>%s</name><devices>%s
     <vlan><tag id='101'/></vlan></interface>
 </devices></domain>"""
 DISK = "<disk type='file' device='disk'><source file='/var/lib/libvirt/images/tenant-b.qcow2'/><target dev='vda'/></disk>"
-
-
-@pytest.fixture(name="report")
-def fixture_report(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUVIRT_LAB_DIR", str(tmp_path))
-    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "lab"))
-    spec = importlib.util.spec_from_file_location("lab_report", os.path.join(REPO_ROOT, "lab", "report.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("lab", None)
 
 
 def fake_ssh(ip_link_text):
@@ -58,7 +44,7 @@ def test_tenant_lines_give_the_hosts_vf_settings_and_no_guest_claim_for_a_diskle
     with open(IP_LINK, encoding="utf-8") as handle:
         ssh, calls = fake_ssh(handle.read())
     monkeypatch.setattr(report, "ssh", ssh)
-    assert report.tenant_lines() == [
+    assert report.tenant_lines(report.domains()) == [
         "  tenant-a: no guest OS (a domain without an image): SSH, kernel, RDMA device, GID index and exchanges not checked; "
         "host sets VF 0000:01:00.2 MAC 00:00:00:00:00:00 VLAN none spoof check OFF trust off",
         "  tenant-b: guest not checked over SSH; host sets VF 0000:01:00.3 MAC 00:00:00:00:00:00 VLAN none spoof check OFF trust off",
@@ -71,5 +57,5 @@ def test_tenant_lines_give_the_hosts_vf_settings_and_no_guest_claim_for_a_diskle
 def test_a_vf_whose_pf_the_host_does_not_show_reads_unknown(report, monkeypatch):
     ssh, _calls = fake_ssh("")
     monkeypatch.setattr(report, "ssh", ssh)
-    lines = report.tenant_lines()
+    lines = report.tenant_lines(report.domains())
     assert lines[0].endswith("host sets VF 0000:01:00.2 MAC unset VLAN none spoof check unknown trust unknown")
