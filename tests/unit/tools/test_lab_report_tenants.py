@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 IP_LINK = os.path.join(REPO_ROOT, "tests", "fixtures", "rdma", "ip-link-show_pf-with-8-vfs_connectx4.txt")
 
