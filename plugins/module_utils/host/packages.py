@@ -24,12 +24,31 @@ def package_family(host):
     return "unknown", None
 
 
-def installed(host, family, program, package):
+# one line per package dpkg knows of those asked: its name, its name with the architecture where
+# it is Multi-Arch: same (libc6:amd64), its architecture (all, amd64) and its status
+_DPKG_FORMAT = "-f=${Package}\t${binary:Package}\t${Architecture}\t${Status}\n"
+
+
+def not_installed(host, family, program, packages):
+    """The packages of ``packages`` (in their order) that are not installed. Debian: one
+    ``dpkg-query -W`` for all of them (it prints the packages it knows, sorted, names the others
+    on stderr and exits 1 then, so its exit status says nothing of one package); a package asked
+    by name or as name:arch is installed when a line of that name (and architecture) says
+    ``install ok installed``.
+    RedHat: ``rpm -q`` per package, by its exit status (its output names a package as it is
+    installed, not as asked)."""
+    packages = list(packages)
+    if not packages:
+        return []
     if family == "Debian":
-        rc, out, _err = host.commands.run([program, "-W", "-f=${Status}", package], check=False)
-        return rc == 0 and out.strip() == _DPKG_INSTALLED
-    rc, _out, _err = host.commands.run([program, "-q", package], check=False)
-    return rc == 0
+        _rc, out, _err = host.commands.run([program, "-W", _DPKG_FORMAT] + packages, check=False)
+        found = set()
+        for line in out.splitlines():
+            fields = [field.strip() for field in line.split("\t")]
+            if len(fields) == 4 and fields[3] == _DPKG_INSTALLED:
+                found.update((fields[0], fields[1], "%s:%s" % (fields[0], fields[2])))
+        return [p for p in packages if p not in found]
+    return [p for p in packages if host.commands.run([program, "-q", p], check=False)[0] != 0]
 
 
 def check_packages(by_family, option="packages"):
@@ -48,4 +67,4 @@ def missing_packages(host, by_family):
     database nothing is wanted (nothing can be said missing)."""
     family, program = package_family(host)
     wanted = list(by_family.get(family, by_family.get("default")) or []) if program else []
-    return {"family": family, "wanted": wanted, "missing": [p for p in wanted if not installed(host, family, program, p)]}
+    return {"family": family, "wanted": wanted, "missing": not_installed(host, family, program, wanted)}

@@ -9,7 +9,7 @@ answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import installed, package_family
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import not_installed, package_family
 
 __metaclass__ = type
 
@@ -51,7 +51,7 @@ def read_service(host, options):
     (:data:`SERVICE_OPTIONS`, validated)."""
     family, program = package_family(host)
     wanted = wanted_packages(family, options["packages"], options["uefi"])
-    missing = [p for p in wanted if not installed(host, family, program, p)] if program else []
+    missing = not_installed(host, family, program, wanted) if program else []
     systemctl = host.commands.which("systemctl")
     return {"family": family, "packages": wanted, "missing": missing,
             "enabled": unit_state(host, systemctl, "is-enabled", options["name"]),
