@@ -38,7 +38,6 @@ def test_bad_inputs_are_named(args, words):
         gate_read(*args)
 
 
-
 # ---- stage_outcome: the result a stage takes, and what it publishes from it
 
 BOOT_DUE = {"changed": True, "reboot_required": True, "pending": ["the kernel command line (+intel_iommu=on +iommu=pt)"],
