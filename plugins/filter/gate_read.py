@@ -14,6 +14,14 @@ from ansible.module_utils.parsing.convert_bool import boolean
 __metaclass__ = type
 
 
+def _flag(value, name, filter_name="stage_outcome"):
+    """A flag as Jinja hands it over (a bool, or its text); unset (none, "") is false."""
+    try:
+        return boolean(value, strict=True) if value is not None and value != "" else False
+    except TypeError as exc:
+        raise AnsibleFilterError("gpuvirt.tenancy.%s: %s: %s" % (filter_name, name, exc))
+
+
 def gate_read(read, key=None, changed=None):
     """``read`` (``preflight_libvirt_read`` or ``preflight_stage_checks_read``), or its ``key``
     (a stage's check), unless one of ``changed`` (the earlier stages' "changed the host" flags)
@@ -26,21 +34,10 @@ def gate_read(read, key=None, changed=None):
     if not isinstance(changed, (list, tuple)) and changed is not None:
         raise AnsibleFilterError("gpuvirt.tenancy.gate_read: changed is a list of the earlier stages' flags, got %r"
                                  % (changed,))
-    try:
-        stale = any(boolean(flag, strict=True) for flag in changed or [] if flag is not None and flag != "")
-    except TypeError as exc:
-        raise AnsibleFilterError("gpuvirt.tenancy.gate_read: changed: %s" % exc)
-    if stale:
+    if any(_flag(flag, "changed", "gate_read") for flag in changed or []):
         return {}
     part = read.get(key) if key else read
     return part if isinstance(part, dict) else {}
-
-
-def _flag(value, name):
-    try:
-        return boolean(value, strict=True) if value is not None and value != "" else False
-    except TypeError as exc:
-        raise AnsibleFilterError("gpuvirt.tenancy.stage_outcome: %s: %s" % (name, exc))
 
 
 # an empty firmware part, as iommu_grub returns it when it has no ConnectX work

@@ -35,7 +35,7 @@ def _mps_gpus(query, apps="", wanted="all", state="started", active_thread_perce
                                      "(%s); check nvidia-smi --query-compute-apps on this host" % " ".join(
                                          part for part in (apps.get("msg"), apps.get("stderr")) if part).strip())
         apps = apps.get("stdout") or ""
-    query_text = query.get("stdout") or "" if isinstance(query, dict) else query
+    query_text = (query.get("stdout") or "") if isinstance(query, dict) else query
     try:
         return dict(mps.mps_gpus(query_text, apps, wanted, state), answered=True, message="")
     except ValueError as exc:

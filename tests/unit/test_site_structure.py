@@ -96,7 +96,9 @@ def test_a_preview_that_matches_no_host_fails_before_the_rolling_play():
     assert first["hosts"] == "localhost" and plays.index(rolling_play()) == 1
     task = first["tasks"][0]
     assert "ansible.builtin.fail" in task
-    assert "query('ansible.builtin.inventory_hostnames', gpuvirt_hosts_limit | default('gpuvirt_preview')) | length == 0" in task["when"]
+    assert "query('ansible.builtin.inventory_hostnames', __preview_hosts) | length == 0" in task["when"]
+    # the pattern asked is the one the rolling play takes its hosts from
+    assert task["vars"]["__preview_hosts"] == rolling_play()["hosts"]
 
 
 @pytest.mark.parametrize("name", sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "playbooks", "*.yml"))))
