@@ -5,7 +5,7 @@
 1. Bring-up from bare: `lab.py stop` + `lab.py up --tcg-threads multi` (a fresh bare disk, as
    scripts/main.sh --fresh; TCG with a thread per vCPU, as in every earlier run of this benchmark),
    then the main command's playbook (molecule/default/converge.yml: playbooks/boot.yml, the lab's
-   soft-RoCE stand-ins, playbooks/site.yml) with `ansible-playbook -i inventories/lab/`, as shipped
+   soft-RoCE stand-ins, playbooks/site.yml, playbooks/lab/guest_standins.yml) with `ansible-playbook -i inventories/lab/`, as shipped
    (ansible.cfg). Wall time, reboots (boot_id before/after, kernel starts on the serial console),
    tasks run, changed, module round trips.
 2. Idempotent re-runs of the same playbook, one per setting: wall time, tasks run, round trips,
@@ -368,8 +368,8 @@ def main(argv=None):  # pylint: disable=too-many-locals,too-many-statements
             log("stopping the lab and starting it from a bare disk")
             subprocess.run(LAB + ["stop"], cwd=REPO, check=True)
             started = time.monotonic()
-            # TCG with a thread per vCPU, as every earlier run of this benchmark: the lab's two guest
-            # aliases' calls then run side by side, as two guests' would (docs/benchmarks.md)
+            # TCG with a thread per vCPU, as every earlier run of this benchmark: the lab's two stand-in
+            # guests' calls then run side by side, as two guests' would (docs/benchmarks.md)
             subprocess.run(LAB + ["up", "--tcg-threads", "multi"], cwd=REPO, check=True)
             result.setdefault("lab_up_s", []).append(round(time.monotonic() - started, 1))
             result["accel"] = read(os.path.join(lab_dir(), "run", "accel")) or None

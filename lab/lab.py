@@ -233,7 +233,7 @@ def accel_option(accel: str, tcg_threads: str = "single") -> str:
     vCPU ("multi"), a halted vCPU of the lab kernel sometimes never got its timer interrupt (an
     RCU stall, docs/lab.md "known flake"); on the 2-core machines the lab runs on, one thread
     boots and answers a ping as fast. "multi" is what the bring-up benchmark runs (docs/benchmarks.md):
-    there the two guest aliases' calls on the lab host run side by side, as two guests would."""
+    there the two stand-in guests' calls on the lab host run side by side, as two guests would."""
     return accel if accel == "kvm" else f"tcg,thread={tcg_threads}"
 
 

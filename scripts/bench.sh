@@ -3,7 +3,8 @@
 #
 # usage: scripts/bench.sh BENCHMARK [ARGS...]     (scripts/bench.sh BENCHMARK --help for its flags)
 #   bringup     benchmarks/bench_bringup.py: the lab host from bare with the main command's playbook
-#               (molecule/default/converge.yml: boot.yml, the lab's soft-RoCE stand-ins, site.yml),
+#               (molecule/default/converge.yml: boot.yml, the lab's soft-RoCE stand-ins, site.yml,
+#               the guest stages on the stand-in guests),
 #               then idempotent re-runs under a settings matrix (pipelining, ControlPersist, facts),
 #               each against the median of `ansible -m ping`; it stops and restarts the lab.
 #               Results: $GPUVIRT_LAB_DIR/run/bench/ (JSON + Markdown), table on stdout.

@@ -9,7 +9,8 @@
 #   --stop    stop the lab at the end (the default leaves it running to look around)
 #   PLAYBOOK  default molecule/default/converge.yml: playbooks/site.yml as the Molecule
 #             scenario runs it on the lab (boot stage first, then the lab's soft-RoCE
-#             stand-ins for the tenants' RDMA NICs, then the whole site.yml)
+#             stand-ins for the tenants' RDMA NICs, the whole site.yml, then the guest
+#             stages on the lab's stand-in guests, playbooks/lab/guest_standins.yml)
 # Needs root the first time (Debian packages, image build). Lab state: ${GPUVIRT_LAB_DIR:-.lab}.
 set -euo pipefail
 
