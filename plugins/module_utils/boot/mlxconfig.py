@@ -230,8 +230,10 @@ class FirmwareConfig:
         raise MlxconfigError(kind, messages[kind], output)
 
     def query(self):
+        """The device's parameters (default, current, next), read once per module run until a
+        set or a reset (:meth:`Host.read_once`)."""
         argv = [self.tool, "-d", self.device, "-e", "q"]
-        rc, out, err = self.run(argv)
+        rc, out, err = self.host.read_once(argv)
         if rc != 0:
             self._fail(argv, rc, out, err)
         parsed = parse_query(out)
@@ -254,6 +256,7 @@ class FirmwareConfig:
 
     def set(self, changes):
         argv = [self.tool, "-y", "-d", self.device, "set"] + ["%s=%s" % (k, render_value(v)) for k, v in sorted(changes.items())]
+        self.host.forget_reads()
         rc, out, err = self.run(argv)
         if rc != 0:
             self._fail(argv, rc, out, err)

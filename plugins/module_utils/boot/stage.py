@@ -306,6 +306,8 @@ class Firmware:
             result.update(outcome)
             return
         reset_rc, after = {}, {}
+        # a reset loads Next Boot into Current: the queries before it no longer hold
+        self.host.forget_reads()
         for device in outcome["reset_devices"]:
             with run.timed("firmware_reset"):
                 rc, _out, _err = self.host.commands.run(

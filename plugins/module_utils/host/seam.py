@@ -117,6 +117,8 @@ class Host:
         # uri -> a connection context (host/libvirt_connection.py's ``connection`` unless injected)
         self._libvirt_open = libvirt_open
         self._host_model = None
+        # argv -> (rc, stdout, stderr) of the programs read through read_once in this call
+        self._read_answers = {}
         # Boot-time files (host path -> text) a step of this call has planned to write: a later
         # step of the same call builds on them (boot_files.BootFiles), so that in check mode,
         # where nothing is written, each PF's plan keeps the PFs planned before it, as the real
@@ -133,6 +135,21 @@ class Host:
         if fresh or self._host_model is None:
             self._host_model = reader.read_unclassified()
         return reader.classified(copy_model(self._host_model))
+
+    def read_once(self, argv):
+        """``(rc, stdout, stderr)`` of a program that only reads the host, asked once per module
+        run, as the host model is read once: the gate's ConnectX firmware read and the boot stage it
+        checks share one ``mlxconfig -d PF -e q`` per PF, a second or more each on a real card. A
+        step that changes what such a program shows (a firmware set, a reset) calls
+        :meth:`forget_reads` before it reads again."""
+        key = tuple(argv)
+        if key not in self._read_answers:
+            self._read_answers[key] = self.commands.run(list(argv), check=False)
+        return self._read_answers[key]
+
+    def forget_reads(self):
+        """What :meth:`read_once` answered so far no longer holds: the next read asks again."""
+        self._read_answers.clear()
 
     def libvirt(self, uri):
         """A libvirt connection to ``uri``, closed when the ``with`` block ends: every libvirt

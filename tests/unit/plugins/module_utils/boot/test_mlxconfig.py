@@ -187,7 +187,9 @@ def test_firmware_workflow_sets_only_what_differs_then_power_cycle(tmp_path):
     assert parsed["params"]["NUM_OF_VFS"]["current"] == "8"
     assert mlx.pending(parsed) == ["NUM_OF_VFS"]
     run_standin(state, "standin-power-cycle")
-    parsed = fw.query()
+    # within one call the query is not asked again (Host.read_once): the next call reads the card anew
+    assert fw.query() == parsed
+    parsed = make_config(state).query()
     assert parsed["params"]["NUM_OF_VFS"]["current"] == "16"
     assert mlx.pending(parsed) == []
 
@@ -269,6 +271,8 @@ def test_sriov_settings_from_the_standin_query(tmp_path):
     # a successful firmware reset loads Next into Current (the stand-in's power cycle stands for it:
     # no real mlxfwreset output was found to replay, so the reset is judged by its exit status and this query)
     run_standin(path, "standin-power-cycle")
+    assert mlx.pending(fw.query()) == mlx.pending(parsed)  # read once per call (Host.read_once) ...
+    fw.host.forget_reads()  # ... until a reset, which the boot stage forgets the reads for
     after = mlx.pending(fw.query())
     assert after == []
     done = mlx.firmware_outcome({"0000:5e:00.0": mlx.pending(parsed)}, {"0000:5e:00.0": 0}, {"0000:5e:00.0": after},

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage as boot_stage
-from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
+from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.live import LiveHost  # pylint: disable=import-error
@@ -143,6 +143,19 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert second["changed"] is False and second["firmware"]["changes"] == {}
     assert not commands.ran("update-initramfs") and not commands.ran("mlxfwreset") and not commands.ran("update-grub")
     assert "elapsed_s" not in second
+
+
+def test_the_gate_and_the_boot_stage_it_checks_query_each_connectx_pf_once(dgx):
+    """The gate reads the firmware of every ConnectX PF, then checks the boot stage, which reads its
+    targets' firmware: one ``mlxconfig -e q`` per PF in the call (a second or more each on a real card)."""
+    commands = commands_for(dgx)
+    result = run_module(preflight_info.main, {"stage_checks": {"boot": options(dgx)}},
+                        host=LiveHost(dgx["root"], commands=commands))
+    assert not result.get("failed"), result.get("msg")
+    assert result["stage_checks"]["boot"]["error"] is None and result["stage_checks"]["boot"]["changed"] is True
+    queried = [c[2] for c in commands.ran("mlxconfig") if c[-1] == "q"]
+    assert dgx["pf"] in queried and sorted(queried) == sorted(set(queried)) == sorted(result["firmware"])
+    assert result["stage_checks"]["boot"]["result"]["firmware"]["changes"][dgx["pf"]]["SRIOV_EN"] == "True"
 
 
 def test_check_mode_plans_everything_and_changes_nothing(dgx):
