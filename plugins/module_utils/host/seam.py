@@ -139,7 +139,7 @@ class Host:
     def read_once(self, argv):
         """``(rc, stdout, stderr)`` of a program that only reads the host, asked once per module
         run, as the host model is read once: the gate's ConnectX firmware read and the boot stage it
-        checks share one ``mlxconfig -d PF -e q`` per PF, a second or more each on a real card. A
+        checks share one ``mlxconfig -d PF -e q`` per PF (each reads the card's configuration). A
         step that changes what such a program shows (a firmware set, a reset) calls
         :meth:`forget_reads` before it reads again."""
         key = tuple(argv)
