@@ -225,8 +225,8 @@ shortfalls:
   sample: [{"node": 1, "size": "2M", "requested": 4096, "allocated": 1800, "previous": 0, "restored_to": 0, "error": null}]
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as hugepages_feature
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as hugepages_feature
 
 MODULE_ARGS = hugepages_feature.MODULE_ARGS
 

@@ -459,8 +459,8 @@ early_driver:
       sample: true
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS, iommu_grub
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS, iommu_grub
 
 MODULE_ARGS = IOMMU_GRUB_ARGS
 

@@ -220,8 +220,8 @@ commands:
   sample: [{"cmd": ["nvidia-smi", "-i", "0", "-mig", "1"], "rc": 0}]
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.mig_apply import mig_profile
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.mig_apply import mig_profile
 
 MODULE_ARGS = dict(
     argument_spec=dict(

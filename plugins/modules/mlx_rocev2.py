@@ -296,8 +296,8 @@ nccl_env:
       sample: "gid_index 3 refused: mlx5_0:1 index 3 is RoCE v1 ..."
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.roce import mlx_rocev2
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.roce import mlx_rocev2
 
 MODULE_ARGS = dict(
     argument_spec=dict(

@@ -222,8 +222,8 @@ hosts_backup_file:
   sample: /etc/hosts.2026-01-01@10:00:00~
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import nccl_conf
 
 MODULE_ARGS = nccl_conf.MODULE_ARGS
 

@@ -127,9 +127,9 @@ nodeset:
   sample: "1"
 """
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import LIBVIRT_OPTIONS, PIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.numa_pin_domain import numa_pin
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
 
 MODULE_ARGS = dict(
     argument_spec=dict(

@@ -145,8 +145,8 @@ stage_checks:
            result: {changed: false, reboot_required: false, args_missing: [], args_unwanted: []}}
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.facts import preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.facts import preflight_info
 
 MODULE_ARGS = dict(
     argument_spec=dict(

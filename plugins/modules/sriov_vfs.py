@@ -321,8 +321,8 @@ persisted_files:
   sample: [/etc/gpuvirt/sriov.json]
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 
 MODULE_ARGS = sriov.MODULE_ARGS
 

@@ -168,8 +168,8 @@ query:
   sample: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: true}}
 """
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 
 MODULE_ARGS = TENANT_DOMAIN_INFO_ARGS
 
