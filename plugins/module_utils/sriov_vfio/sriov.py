@@ -22,6 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import ZERO_MAC, check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address, vf_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import vf_security
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vlan_id import check_vlan
 
@@ -185,9 +186,15 @@ class SriovManager:
         return [vf_address(pf, offset, stride, i) for i in range(count)]
 
     def current_settings(self, netdev):
+        """The VFs' settings as ``ip link show dev NETDEV`` lists them, read once per call
+        (:meth:`Host.read_once`): the gate's SR-IOV/VFIO and tenants checks read the same PFs.
+        Every change of VFs or of their settings (``_write``, ``apply``) forgets the read."""
         if not netdev or self.ip is None:
             return {}
-        _rc, out, _err = self.host.commands.run([self.ip, "link", "show", "dev", netdev])
+        argv = [self.ip, "link", "show", "dev", netdev]
+        rc, out, err = self.host.read_once(argv)
+        if rc != 0:
+            raise CommandError(argv, rc, out, err)
         return parse_ip_link_vfs(out)
 
     def link_is_up(self, netdev):
@@ -264,6 +271,7 @@ class SriovManager:
                     or plan["link_up_before"] != plan["link_up_after"])
 
     def _write(self, run, host_path, value):
+        self.host.forget_reads()
         try:
             self.host.kernel.write(host_path, value)
         except (OSError, IOError) as exc:
@@ -290,9 +298,11 @@ class SriovManager:
                     for i, s in sorted(plan["desired_settings"].items())
                     if settings_differ(current.get(i), s)]
         if plan["link_up_before"] != plan["link_up_after"]:
+            self.host.forget_reads()
             self.host.commands.run([self.ip, "link", "set", "dev", plan["netdev"], "up"])
             run.changed = True
         for change in plan["vf_changes"]:
+            self.host.forget_reads()
             self.host.commands.run([self.ip] + ip_vf_argv(plan["netdev"], change["index"], change["after"]))
             run.changed = True
         return plan

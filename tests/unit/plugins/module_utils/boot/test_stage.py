@@ -147,7 +147,7 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
 
 def test_the_gate_and_the_boot_stage_it_checks_query_each_connectx_pf_once(dgx):
     """The gate reads the firmware of every ConnectX PF, then checks the boot stage, which reads its
-    targets' firmware: one ``mlxconfig -e q`` per PF in the call (a second or more each on a real card)."""
+    targets' firmware: one ``mlxconfig -e q`` per PF in the call."""
     commands = commands_for(dgx)
     result = run_module(preflight_info.main, {"stage_checks": {"boot": options(dgx)}},
                         host=LiveHost(dgx["root"], commands=commands))

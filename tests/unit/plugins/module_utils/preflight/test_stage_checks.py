@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import check_result, check_stages
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info, vfio_bind
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
@@ -205,3 +206,25 @@ def test_a_bare_host_checked_by_the_gate_has_the_stage_to_run(nic):
     assert check["error"] is None and check["changed"] is True
     assert check["result"]["vfs_to_come"] == [PF, NIC_PF]
     assert check_result(check, dict(STAGE)) == {} and not kernel.writes
+
+
+def test_ip_is_asked_once_per_pf_in_a_call_and_again_after_a_change(nic):
+    """``ip link show dev PF`` (the VFs' settings) is read once per call, as the host model is: the gate's
+    SR-IOV/VFIO and tenants checks read the same PFs. A change of VFs or of their settings in the call
+    forgets it, so what the call reports after the change is read again (the ip stand-in keeps state)."""
+    host = nic_host(nic)
+    first = run_module(vfio_bind.main, dict(STAGE), host=host)
+    assert first["changed"] and not first.get("failed"), first
+    shows = host.commands.ran("ip", "link", "show", "dev", "ens12")
+    sets = host.commands.ran("ip", "link", "set", "dev", "ens12", "vf")
+    assert sets and len(shows) == 2, host.commands.calls  # once after the VFs were made, once after their settings
+    assert host.commands.calls.index(shows[-1], host.commands.calls.index(sets[-1])) > host.commands.calls.index(sets[-1])
+    vlans = dict((vf["address"], (vf["settings"] or {}).get("vlan")) for pf in first["sriov"]["pfs"] for vf in pf["vfs"])
+    assert vlans["0000:84:10.0"] == 101
+    # a converged host: one read per PF however many of the call's checks plan it
+    host = nic_host(nic)
+    check = check_stages(host, {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
+    assert check["error"] is None and check["changed"] is False, check
+    manager = sriov.SriovManager(host, host.topology())
+    assert manager.current_settings("ens12")[0]["vlan"] == 101
+    assert len(host.commands.ran("ip", "link", "show", "dev", "ens12")) == 1
