@@ -233,7 +233,7 @@ class FirmwareConfig:
         """The device's parameters (default, current, next), read once per module run until a
         set or a reset (:meth:`Host.read_once`)."""
         argv = [self.tool, "-d", self.device, "-e", "q"]
-        rc, out, err = self.host.read_once(argv)
+        rc, out, err = self.host.read_once(argv, check=False)
         if rc != 0:
             self._fail(argv, rc, out, err)
         parsed = parse_query(out)

@@ -136,16 +136,20 @@ class Host:
             self._host_model = reader.read_unclassified()
         return reader.classified(copy_model(self._host_model))
 
-    def read_once(self, argv):
+    def read_once(self, argv, check=True):
         """``(rc, stdout, stderr)`` of a program that only reads the host, asked once per module
         run, as the host model is read once: the gate's ConnectX firmware read and the boot stage it
         checks share one ``mlxconfig -d PF -e q`` per PF (each reads the card's configuration). A
         step that changes what such a program shows (a firmware set, a reset) calls
-        :meth:`forget_reads` before it reads again."""
+        :meth:`forget_reads` before it reads again. A non-zero exit raises :class:`CommandError`
+        unless ``check`` is false, as :meth:`ModuleCommands.run` does."""
         key = tuple(argv)
         if key not in self._read_answers:
             self._read_answers[key] = self.commands.run(list(argv), check=False)
-        return self._read_answers[key]
+        rc, out, err = self._read_answers[key]
+        if check and rc != 0:
+            raise CommandError(argv, rc, out, err)
+        return rc, out, err
 
     def forget_reads(self):
         """What :meth:`read_once` answered so far no longer holds: the next read asks again."""

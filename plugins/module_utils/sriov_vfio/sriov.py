@@ -22,7 +22,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import ZERO_MAC, check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address, vf_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import vf_security
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vlan_id import check_vlan
 
@@ -191,10 +190,7 @@ class SriovManager:
         Every change of VFs or of their settings (``_write``, ``apply``) forgets the read."""
         if not netdev or self.ip is None:
             return {}
-        argv = [self.ip, "link", "show", "dev", netdev]
-        rc, out, err = self.host.read_once(argv)
-        if rc != 0:
-            raise CommandError(argv, rc, out, err)
+        _rc, out, _err = self.host.read_once([self.ip, "link", "show", "dev", netdev])
         return parse_ip_link_vfs(out)
 
     def link_is_up(self, netdev):

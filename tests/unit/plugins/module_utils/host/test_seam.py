@@ -65,6 +65,25 @@ def test_module_commands_check_the_return_code(module):
     assert commands.run(["sh", "-c", "exit 3"], check=False)[0] == 3
 
 
+def test_read_once_asks_once_checks_like_run_and_forgets(tmp_path):
+    commands = RecordedCommands(replies=[(["mlxconfig", "-d", "x", "-e", "q"], 0, "params\n", ""),
+                                         (["ip", "link", "show", "dev", "eth9"], 1, "", "Device \"eth9\" does not exist.\n")])
+    host = Host(str(tmp_path), commands=commands)
+    assert host.read_once(["mlxconfig", "-d", "x", "-e", "q"]) == (0, "params\n", "")
+    assert host.read_once(["mlxconfig", "-d", "x", "-e", "q"]) == (0, "params\n", "")
+    assert len(commands.ran("mlxconfig")) == 1
+    # a failed read raises as commands.run does, each time it is asked, from the one answer
+    for _attempt in range(2):
+        with pytest.raises(CommandError) as raised:
+            host.read_once(["ip", "link", "show", "dev", "eth9"])
+        assert raised.value.details["rc"] == 1 and "does not exist" in raised.value.details["stderr"]
+    assert host.read_once(["ip", "link", "show", "dev", "eth9"], check=False)[0] == 1
+    assert len(commands.ran("ip")) == 1
+    host.forget_reads()
+    host.read_once(["mlxconfig", "-d", "x", "-e", "q"])
+    assert len(commands.ran("mlxconfig")) == 2
+
+
 def _outside(tmp_path):
     root, outside = tmp_path / "root", tmp_path / "outside"
     (root / "etc").mkdir(parents=True)
