@@ -95,9 +95,11 @@ def rdma_fleet(hosts, hostvars, result_var, gid_index):
     """The fleet's GID index comparison from each host's mlx_rocev2 result (``result_var`` in
     ``hostvars``; hosts without one are left out): ``rows`` (host, device, port, index, gid,
     type, ipv4), ``expected`` (the given integer ``gid_index``, else the index most hosts have,
-    ties to the first in ``hosts`` order), ``outliers`` (the hosts whose index differs) and
-    ``report`` (the uniform policy's failure message)."""
-    readings = [_reading(host, (hostvars.get(host) or {}).get(result_var)) for host in hosts]
+    ties to the first host), ``outliers`` (the hosts whose index differs) and ``report`` (the
+    uniform policy's failure message). Hosts are taken in name order, not in ``hosts`` order: a
+    play's host order is the order its hosts joined a group (``add_host``, ``group_by``), which
+    is the order their tasks finished, so the hosts block and a tie would change between runs."""
+    readings = [_reading(host, (hostvars.get(host) or {}).get(result_var)) for host in sorted(hosts)]
     readings = [reading for reading in readings if reading is not None]
     rows = [_row(reading) for reading in readings]
     expected = _expected(rows, gid_index)
@@ -161,7 +163,7 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix, options=Non
     """What this guest's nccl_env call writes after the fleet comparison, and whether it must
     run at all: ``gid_index`` (C(auto), the fleet's index under the uniform policy, else the
     given one), ``hosts_entries`` (``<ipv4> <host><suffix>`` for every row with an IPv4 GID,
-    in row order) and ``reasons`` / ``pending``: what differs from ``planned``, the guest's own
+    in row order: host name order) and ``reasons`` / ``pending``: what differs from ``planned``, the guest's own
     decision without writing (mlx_rocev2's ``nccl_env`` result with ``nccl_env_write: false``).
     Nothing differs on a converged guest, whose stage then costs that one call.
     ``options``: the ``nccl_env`` options of the first call (``guest_rdma_calls``); with them,

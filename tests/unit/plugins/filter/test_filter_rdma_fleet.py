@@ -127,6 +127,17 @@ def test_a_converged_guest_costs_one_call_and_a_first_run_two(lab, pin_hosts):
         "tenant-a": (1, False, []), "tenant-b": (1, False, [])}
 
 
+def test_a_play_that_lists_the_guests_in_another_order_changes_nothing(lab):
+    """The guests join gpuvirt_guests (add_host, group_by) in the order their tasks finish, so the
+    play's host order changes between runs: the hosts block must not follow it."""
+    role_run(lab)
+    again = role_run(list(reversed(lab)))
+    assert dict((name, (calls, changed, write["reasons"])) for name, (calls, changed, write) in again.items()) == {
+        "tenant-a": (1, False, []), "tenant-b": (1, False, [])}
+    for guest in lab:
+        assert guest.read("/etc/hosts") == HOSTS + BLOCK
+
+
 def test_the_skipped_call_would_have_changed_nothing(lab):
     """What makes the skip honest: the nccl_env call of a converged guest, run anyway, changes nothing."""
     role_run(lab)
@@ -240,9 +251,10 @@ LINE_C = "tenant-c (mlx5_0:1) -> none ->  () ->    <- differs from index %s\n"
     (["tenant-a", "tenant-b"], "discover", [ROW_A, ROW_B], 1, ["tenant-b"],
      HEAD % ("1", "tenant-b") + LINE_A + "\n" + LINE_B + "   <- differs from index 1\n"
      "  tenant-b index 1 holds fd00:000b:0000:0000:0000:0000:0000:0010 (no IPv4) -> RoCE v2\n"),
-    # a tie goes to the first host's index
-    (["tenant-b", "tenant-a"], "discover", [ROW_B, ROW_A], 2, ["tenant-a"],
-     HEAD % ("2", "tenant-a") + LINE_B + "\n" + LINE_A + "   <- differs from index 2\n  tenant-a index 2 holds no GID\n"),
+    # hosts in name order whatever the play's order, and a tie goes to the first host's index
+    (["tenant-b", "tenant-a"], "discover", [ROW_A, ROW_B], 1, ["tenant-b"],
+     HEAD % ("1", "tenant-b") + LINE_A + "\n" + LINE_B + "   <- differs from index 1\n"
+     "  tenant-b index 1 holds fd00:000b:0000:0000:0000:0000:0000:0010 (no IPv4) -> RoCE v2\n"),
     # no host has an IPv4 RoCE v2 GID: printed as the Jinja printed it (none as nothing, index 0 looked up)
     (["tenant-c"], "discover", [ROW_C], None, ["tenant-c"],
      HEAD % ("", "tenant-c") + LINE_C % "None"
