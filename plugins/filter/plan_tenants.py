@@ -119,7 +119,8 @@ def _libvirt_service_due(service, mounts=None):
     the role (tenant_domain_info's ``service``) and the role's ``hugepages`` result (``mounts``):
     ``start`` (and enable at boot) when a package was missing or the service was not enabled or
     not active; ``restart`` when it was active and the run mounted a hugetlbfs mount that was not
-    there before (libvirtd finds the mounts when it starts)."""
+    there before (libvirtd finds the mounts when it starts); ``due`` when the service needs the
+    role at all (a start, or a check that libvirt answers)."""
     name = "gpuvirt.tenancy.libvirt_service_due"
     if not isinstance(service, dict):
         raise AnsibleFilterError("%s: expected the service read (tenant_domain_info's service), got %s" % (name, type(service).__name__))
@@ -127,8 +128,8 @@ def _libvirt_service_due(service, mounts=None):
         raise AnsibleFilterError("%s: mounts must be the hugepages result, got %s" % (name, type(mounts).__name__))
     new_mounts = [m for m in (mounts or {}).get("mounts") or [] if not (isinstance(m, dict) and m.get("mounted"))]
     active = service.get("active") == "active"
-    return {"start": bool(service.get("missing")) or service.get("enabled") != "enabled" or not active,
-            "restart": active and bool(new_mounts)}
+    start = bool(service.get("missing")) or service.get("enabled") != "enabled" or not active
+    return {"start": start, "restart": active and bool(new_mounts), "due": start or not service.get("answers")}
 
 
 def _changed(result):

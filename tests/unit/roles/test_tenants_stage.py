@@ -54,7 +54,7 @@ PLAY = """
       ansible.builtin.set_fact:
         preflight_stage_checks_read: "{{ test_gate.stage_checks }}"
         preflight_libvirt_read: >-
-          {{ test_gate.libvirt | combine({'service': converged, 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
+          {{ test_gate.libvirt | combine({'service': converged | combine(service_changes | default({})), 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
       vars:
         asked: {name: libvirtd, packages: [], uefi: true}
         converged: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active,
@@ -69,14 +69,15 @@ PLAY = """
 """
 
 
-def run_stage(tmp_path, gate_checks=False, gate_changes=None, name="runner", tenants=None):
+def run_stage(tmp_path, gate_checks=False, gate_changes=None, name="runner", tenants=None, service_changes=None):
     """The play above through ansible-runner (as AWX runs it); -> (rc, stdout, records: fakes.playbook_run)."""
     (tmp_path / "play.yml").write_text(PLAY % {"root": BARE, "uri": URI})
     # libvirt_host_packages []: should the role read this machine itself, it finds nothing to install
     extra = {"gpuvirt_tenants": TENANTS if tenants is None else tenants, "gate_checks": gate_checks, "gate_changes": gate_changes or {},
              "gpuvirt_tenant_domain_type": "test", "gpuvirt_gpu_pci_ids": ["1234:11e8"], "gpuvirt_nic_pci_ids": ["1b36:0010"],
              "libvirt_host_uri": URI, "libvirt_host_packages": [], "libvirt_host_uefi": True, "gpuvirt_tenant_firmware": "efi",
-             "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable}
+             "gpuvirt_tenant_policy": {"emulator": "vcpus"}, "ansible_python_interpreter": sys.executable,
+             "service_changes": service_changes or {}}
     return run_with_runner(tmp_path / name, tmp_path / "play.yml", "localhost ansible_connection=local", extra, "--check --diff")
 
 
@@ -89,8 +90,10 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
     assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["powered_on"] == ["stage-a"]
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
-    # libvirt_host decided from the gate's read: nothing to install, start or check
-    assert not any(r["task"].startswith("Install libvirt") and r["status"] != "skipped" for r in records)
+    # libvirt_host decided from the gate's read: nothing to install, start or check, so its service tasks are not even included
+    [include] = [r for r in records if r["task"] == "Install, mount, enable and start what libvirt lacks"]
+    assert include["status"] == "skipped", include
+    assert not any(r["task"].startswith(("Install libvirt", "Start libvirtd", "Check libvirt answers")) for r in records)
     # the gate checked exactly this call and it would change nothing (no tenant listed, the test driver's own
     # domain kept as foreign): the stage takes the gate's result and makes no call of its own
     rc, out, records = run_stage(tmp_path, gate_checks=True, name="converged", tenants=[])
@@ -117,6 +120,17 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="changing-other")
     assert rc == 0, out[-6000:]
     assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
+
+
+@pytest.mark.usefixtures("libvirt_conn")
+def test_libvirt_host_takes_its_service_tasks_only_when_the_service_needs_them(tmp_path):
+    # running and enabled, but not answering: nothing to start; the check that names the failure is reached
+    # (and skipped, as it is in check mode)
+    rc, out, records = run_stage(tmp_path, service_changes={"answers": False}, name="not-answering")
+    assert rc == 0, out[-6000:]
+    [start] = [r["status"] for r in records if r["task"] == "Start libvirtd and enable it at boot"]
+    [check] = [r["status"] for r in records if r["task"].startswith("Check libvirt answers on")]
+    assert start == check == "skipped", [(r["task"], r["status"]) for r in records]
 
 
 @pytest.mark.usefixtures("libvirt_conn")

@@ -336,20 +336,24 @@ OLD_MOUNT = {"changed": False, "mounts": [{"size": "1G", "path": "/dev/hugepages
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
 
 
-@pytest.mark.parametrize("service, mounts, start, restart", [
-    (RUNNING, None, False, False),
-    (RUNNING, SKIPPED, False, False),
-    (RUNNING, OLD_MOUNT, False, False),
+@pytest.mark.parametrize("service, mounts, start, restart, due", [
+    # a converged host: the role has nothing to do for the service
+    (RUNNING, None, False, False, False),
+    (RUNNING, SKIPPED, False, False, False),
+    (RUNNING, OLD_MOUNT, False, False, False),
     # running before the run mounted hugetlbfs: restarted so that it finds the mount
-    (RUNNING, NEW_MOUNT, False, True),
+    (RUNNING, NEW_MOUNT, False, True, False),
+    # running and enabled but not answering: nothing to start, the role's check names the failure
+    (dict(RUNNING, answers=False), None, False, False, True),
     # a package missing, not enabled, not active: started (and enabled); a service started now finds the mount itself
-    (dict(RUNNING, missing=["ovmf"]), None, True, False),
-    (dict(RUNNING, enabled="disabled"), NEW_MOUNT, True, True),
-    (dict(RUNNING, active="inactive"), NEW_MOUNT, True, False),
-    (dict(RUNNING, missing=["libvirt-daemon-system"], enabled="not-found", active="unknown"), NEW_MOUNT, True, False),
+    (dict(RUNNING, missing=["ovmf"]), None, True, False, True),
+    (dict(RUNNING, enabled="disabled"), NEW_MOUNT, True, True, True),
+    (dict(RUNNING, active="inactive"), NEW_MOUNT, True, False, True),
+    (dict(RUNNING, missing=["libvirt-daemon-system"], enabled="not-found", active="unknown", answers=False), NEW_MOUNT,
+     True, False, True),
 ])
-def test_libvirt_service_due(service, mounts, start, restart):
-    assert SERVICE_DUE(service, mounts) == {"start": start, "restart": restart}
+def test_libvirt_service_due(service, mounts, start, restart, due):
+    assert SERVICE_DUE(service, mounts) == {"start": start, "restart": restart, "due": due}
 
 
 @pytest.mark.parametrize("args, words", [
