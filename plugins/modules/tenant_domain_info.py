@@ -146,10 +146,14 @@ service:
       type: list
       elements: str
     enabled:
-      description: What C(systemctl is-enabled) says of the service (C(enabled), C(disabled), ...; empty without systemctl).
+      description: >-
+        The service's unit file state, the word C(systemctl is-enabled) prints (C(enabled), C(disabled), ...; empty for a
+        unit that does not exist and without systemctl), read with the active state in one C(systemctl show).
       type: str
     active:
-      description: What C(systemctl is-active) says of the service (C(active), C(inactive), ...; empty without systemctl).
+      description: >-
+        The service's active state, the word C(systemctl is-active) prints (C(active), C(inactive), ...; empty without
+        systemctl or where systemd is not running).
       type: str
     answers:
       description: Whether libvirt answered on O(uri) (the domains were read).

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import captured_programs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import show_argv, units_by_id
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import host_stack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
@@ -56,21 +57,6 @@ def read_model(host, gpu_ids=(), nic_ids=()):
 
 
 # -- the NVIDIA host stack ------------------------------------------------------------------
-def parse_systemctl_show(text):
-    """``systemctl show -p Id,LoadState,UnitFileState,ActiveState UNIT...`` (``Key=Value`` lines,
-    one blank line between units) -> {Id: {LoadState, UnitFileState, ActiveState}}."""
-    units, current = {}, {}
-    for line in (text or "").splitlines() + [""]:
-        if not line.strip():
-            if current.get("Id"):
-                units[current["Id"]] = current
-            current = {}
-            continue
-        key, _sep, value = line.partition("=")
-        current[key.strip()] = value.strip()
-    return units
-
-
 def daemons_to_stop(units, wanted):
     """Units of ``wanted`` that are loaded and still enabled or active."""
     found = []
@@ -118,15 +104,14 @@ class GpuStack:
                 systemctl = self.host.commands.which("systemctl")
                 if systemctl:
                     _rc, out, _err = self.host.commands.run(
-                        [systemctl, "show", "-p", "Id,LoadState,UnitFileState,ActiveState"]
-                        + ["%s.service" % name for name in plan["services"]], check=False)
-                    self.daemons = daemons_to_stop(parse_systemctl_show(out), plan["services"])
+                        show_argv(systemctl, ["%s.service" % name for name in plan["services"]]), check=False)
+                    self.daemons = daemons_to_stop(units_by_id(out), plan["services"])
                     self.daemons_read = True
             elif plan["services"]:
                 # under a capture: the units' state as systemctl showed it on the host when captured
                 out = captured_programs.read_output(self.host.fs, captured_programs.NVIDIA_UNITS)
                 if out is not None:
-                    self.daemons = daemons_to_stop(parse_systemctl_show(out), plan["services"])
+                    self.daemons = daemons_to_stop(units_by_id(out), plan["services"])
                     self.daemons_read = True
                     self.daemons_source = captured_programs.path_of(captured_programs.NVIDIA_UNITS)
         return {"active": plan["active"], "tenant_gpus": plan["tenant_gpus"], "host_gpus": plan["host_gpus"],

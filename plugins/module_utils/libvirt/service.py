@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether libvirt is installed and its daemon enabled and running on the host: the packages of
-the host's family (dpkg or rpm) that are missing, and what ``systemctl`` says of the service.
+the host's family (dpkg or rpm) that are missing, and what ``systemctl show`` says of the service.
 Read through the host seam's commands (argument lists); reads only, and never fails for a host
 where nothing is installed yet (a bare host): that is what the read is for. Whether libvirt
 answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
@@ -10,6 +10,7 @@ answers is the connection's to tell (``domain_info.tenant_domain_info``)."""
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import not_installed, package_family
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import parse_systemctl_show, show_argv
 
 __metaclass__ = type
 
@@ -36,14 +37,17 @@ def wanted_packages(family, packages=None, uefi=False):
     return base + (list(FIRMWARE_PACKAGES.get(family, [])) if uefi else [])
 
 
-def unit_state(host, systemctl, verb, name):
-    """``systemctl is-enabled|is-active NAME`` as it answers (``disabled``, ``inactive``, ...; a
-    non-zero rc is an answer here); "" without systemctl."""
+def unit_state(host, systemctl, name):
+    """-> (enabled, active): what ``systemctl is-enabled`` and ``is-active`` would print for the
+    unit (``enabled``, ``disabled``, ...; ``active``, ``inactive``, ...), read in one ``systemctl
+    show``; a unit that does not exist is ("", "inactive"), as they print it; ("", "") without
+    systemctl or where systemd is not running."""
     if systemctl is None:
-        return ""
-    _rc, out, _err = host.commands.run([systemctl, verb, name], check=False)
-    lines = out.strip().splitlines()
-    return lines[0].strip() if lines else ""
+        return "", ""
+    _rc, out, _err = host.commands.run(show_argv(systemctl, [name]), check=False)
+    units = parse_systemctl_show(out)
+    unit = units[0] if units else {}
+    return unit.get("UnitFileState", ""), unit.get("ActiveState", "")
 
 
 def read_service(host, options):
@@ -52,7 +56,5 @@ def read_service(host, options):
     family, program = package_family(host)
     wanted = wanted_packages(family, options["packages"], options["uefi"])
     missing = not_installed(host, family, program, wanted) if program else []
-    systemctl = host.commands.which("systemctl")
-    return {"family": family, "packages": wanted, "missing": missing,
-            "enabled": unit_state(host, systemctl, "is-enabled", options["name"]),
-            "active": unit_state(host, systemctl, "is-active", options["name"])}
+    enabled, active = unit_state(host, host.commands.which("systemctl"), options["name"])
+    return {"family": family, "packages": wanted, "missing": missing, "enabled": enabled, "active": active}

@@ -3,8 +3,9 @@
 systemctl, as the libvirt service read and mlx_rocev2 ask them: dpkg-query's answers in the shapes
 captured in tests/fixtures/libvirt_service/debian12_dpkg_query_batch.json (one query for a list:
 a line per installed package, sorted by name; a stderr line per package it does not know; exit
-status 1 then; see its .source.txt), systemctl's state words as systemctl(1) documents them and
-the bare host's answers of tests/fixtures/libvirt_service/debian12_bare.json."""
+status 1 then; see its .source.txt) and ``systemctl show`` as captured in
+tests/fixtures/libvirt_service/debian12_systemctl_show.json (a running, a disabled and a missing
+unit, and a host where systemd is not running)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import os
 from fakes.commands import Reply  # pylint: disable=import-error
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "libvirt_service")
-with open(os.path.join(FIXTURES, "debian12_bare.json"), encoding="utf-8") as _handle:
-    BARE = json.load(_handle)
 with open(os.path.join(FIXTURES, "debian12_dpkg_query_batch.json"), encoding="utf-8") as _handle:
     BATCH = json.load(_handle)["dpkg_batch"]
+with open(os.path.join(FIXTURES, "debian12_systemctl_show.json"), encoding="utf-8") as _handle:
+    SHOW = json.load(_handle)
 DEBIAN_LIBVIRT = ["libvirt-daemon-system", "qemu-system-x86", "python3-libvirt", "libxml2-utils"]
 # the captured query's format, its line for bash (installed) and its line for libvirt-daemon-system (unknown)
 DPKG_ARGV = BATCH["argv"][:3]
@@ -33,16 +34,23 @@ def dpkg(packages, missing=()):
     return Reply(DPKG_ARGV + list(packages), 1 if err else 0, out, err)
 
 
-def systemctl(verb, state, unit="libvirtd"):
-    """``systemctl is-enabled|is-active UNIT``: the unit's state word, or the bare host's capture
-    (no unit, no systemd) when ``state`` is None."""
-    if state is None:
-        capture = BARE["systemctl_is_enabled_no_unit" if verb == "is-enabled" else "systemctl_is_active_no_systemd"]
-        return Reply(["systemctl", verb, unit], capture["rc"], capture["out"], capture["err"])
-    return Reply(["systemctl", verb, unit], 0 if state in ("enabled", "active") else 3, state + "\n", "")
+def systemctl_show(enabled="enabled", active="active", unit="libvirtd"):
+    """``systemctl show -p Id,LoadState,UnitFileState,ActiveState UNIT`` as captured in
+    debian12_systemctl_show.json: the lab's answer for a loaded unit with ``enabled`` and
+    ``active`` put in, the capture of a unit that does not exist when ``enabled`` is "", and of
+    a host where systemd is not running when ``enabled`` is None."""
+    if enabled is None:
+        capture = SHOW["no_systemd"]
+    elif enabled == "":
+        capture = SHOW["no_unit"]
+    else:
+        capture = dict(SHOW["running"], out=SHOW["running"]["out"].replace("UnitFileState=enabled", "UnitFileState=" + enabled)
+                       .replace("ActiveState=active", "ActiveState=" + active))
+    out = capture["out"].replace(capture["argv"][-1] + ".service", unit + ".service")
+    return Reply(capture["argv"][:-1] + [unit], capture["rc"], out, capture["err"])
 
 
 def debian_libvirt(missing=(), enabled="enabled", active="active", packages=None):
     """Every reply of a Debian host with ``packages`` (default DEBIAN_LIBVIRT) installed but ``missing``."""
     packages = DEBIAN_LIBVIRT if packages is None else packages
-    return ([dpkg(packages, missing)] if packages else []) + [systemctl("is-enabled", enabled), systemctl("is-active", active)]
+    return ([dpkg(packages, missing)] if packages else []) + [systemctl_show(enabled, active)]

@@ -19,6 +19,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage as boot_stage
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import units_by_id
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.live import LiveHost  # pylint: disable=import-error
@@ -229,8 +230,8 @@ def test_a_capture_gives_the_nvidia_services_state_and_nothing_is_stopped(dgx):
         assert not commands.ran("systemctl")
 
 
-def test_systemctl_show_is_parsed_per_unit():
-    units = boot_stage.parse_systemctl_show(SYSTEMCTL_SHOW)
+def test_the_daemons_to_stop_are_the_loaded_ones_enabled_or_running():
+    units = units_by_id(SYSTEMCTL_SHOW)
     assert sorted(units) == ["dcgm.service", "nvidia-dcgm.service", "nvidia-fabricmanager.service", "nvidia-persistenced.service"]
     assert boot_stage.daemons_to_stop(units, ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"]) == [
         "nvidia-persistenced.service"]

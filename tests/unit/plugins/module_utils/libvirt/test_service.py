@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """What libvirt_host needs to know of the host, read through the host seam's commands: the
 package family, the missing packages, the service's enabled/active state. The answers of a
-bare host are the captures in tests/fixtures/libvirt_service/ (see its .source.txt)."""
+bare host and systemctl's are the captures in tests/fixtures/libvirt_service/ (see their
+.source.txt)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,14 @@ def test_debian_host(tmp_path, missing, enabled, active):
     replies = debian_libvirt(missing, enabled, active, packages=wanted)
     state, commands = read(tmp_path, replies, options={"uefi": True})
     assert state == {"family": "Debian", "packages": wanted, "missing": missing, "enabled": enabled or "", "active": active or ""}
-    # one query for the whole list
+    # one query for the whole list, one systemctl for both states
     assert commands.ran("dpkg-query") == [replies[0].argv]
+    assert commands.ran("systemctl") == [["systemctl", "show", "-p", "Id,LoadState,UnitFileState,ActiveState", "libvirtd"]]
+
+
+def test_a_unit_that_does_not_exist_reads_as_is_enabled_and_is_active_print_it(tmp_path):
+    state, _commands = read(tmp_path, debian_libvirt(PACKAGES["Debian"], enabled="", packages=PACKAGES["Debian"]))
+    assert (state["missing"], state["enabled"], state["active"]) == (PACKAGES["Debian"], "", "inactive")
 
 
 def test_redhat_host_with_its_own_package_list(tmp_path):
