@@ -65,6 +65,26 @@ def test_module_commands_check_the_return_code(module):
     assert commands.run(["sh", "-c", "exit 3"], check=False)[0] == 3
 
 
+def test_a_directory_made_meanwhile_by_another_call_is_the_one_wanted(tmp_path, monkeypatch):
+    """Two inventory names of one machine (the lab's stand-in guests) write their NCCL files side by
+    side: the other call may make the directory between the check and the makedirs."""
+    import os
+    files = Host(str(tmp_path)).files
+    wanted = str(tmp_path / "etc" / "nccl.conf.d")
+    real_makedirs = os.makedirs
+
+    def made_meanwhile(path, mode=0o777, exist_ok=False):
+        real_makedirs(path, mode, exist_ok=exist_ok)  # the other call's
+        real_makedirs(path, mode, exist_ok=exist_ok)  # this one's: raises as the slower call would
+    monkeypatch.setattr(os, "makedirs", made_meanwhile)
+    files.makedirs(wanted)
+    assert os.path.isdir(wanted)
+    # a parent that is a file still fails
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError):
+        files.makedirs(str(tmp_path / "file" / "sub"))
+
+
 def test_read_once_asks_once_checks_like_run_and_forgets(tmp_path):
     commands = RecordedCommands(replies=[(["mlxconfig", "-d", "x", "-e", "q"], 0, "params\n", ""),
                                          (["ip", "link", "show", "dev", "eth9"], 1, "", "Device \"eth9\" does not exist.\n")])
