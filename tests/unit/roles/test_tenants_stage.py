@@ -54,7 +54,8 @@ PLAY = """
       ansible.builtin.set_fact:
         preflight_stage_checks_read: "{{ test_gate.stage_checks }}"
         preflight_libvirt_read: >-
-          {{ test_gate.libvirt | combine({'service': converged | combine(service_changes | default({})), 'query': test_gate.libvirt.query | combine({'service': asked})}) }}
+          {{ test_gate.libvirt | combine({'service': converged | combine(service_changes | default({})),
+                                          'query': test_gate.libvirt.query | combine({'service': asked})}) }}
       vars:
         asked: {name: libvirtd, packages: [], uefi: true}
         converged: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active,
