@@ -106,6 +106,7 @@ options:
     description:
       - The hosts file of O(hosts_entries), a host path under O(root). Created when missing and there
         are entries to write.
+      - Another file than O(path), and not a directory O(path) would be made in; the call is refused otherwise.
     type: path
     default: /etc/hosts
   hosts_marker:

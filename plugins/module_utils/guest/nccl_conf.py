@@ -474,12 +474,26 @@ def hosts_edit(params, host):
     return edit, lines, block_found(edit.before, marker)
 
 
+def check_apart(conf, hosts):
+    """The NCCL file and the hosts file are two files, neither inside the other: the second
+    write would otherwise undo the first, or find a directory where its file goes."""
+    conf_real, hosts_real = os.path.realpath(conf.real), os.path.realpath(hosts.real)
+    if conf_real == hosts_real:
+        raise InputError("path and hosts_path: %s and %s are the same file; give the NCCL settings a file of their own "
+                         "(the default /etc/nccl.conf)" % (conf.shown, hosts.shown))
+    if conf_real.startswith(hosts_real.rstrip(os.sep) + os.sep):
+        raise InputError("path: %s would be made inside %s, the hosts file (hosts_path); give one of them another path"
+                         % (conf.shown, hosts.shown))
+
+
 def decide(params, host):
     """Resolve the GID settings and decide both files under the host's root; nothing is written."""
     conf = FileEdit(host, params["path"], "path", create_parent=True)
     # the values are checked before the GID tables are read, so a bad gid_index is named first
     check_inputs(params)
     hosts, hosts_lines, hosts_found = hosts_edit(params, host)
+    if hosts is not None:
+        check_apart(conf, hosts)
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": params["path"]}
     settings = wanted_settings(params, host, tables, result)

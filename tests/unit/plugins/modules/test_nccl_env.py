@@ -300,6 +300,10 @@ def test_other_marker_and_hosts_path(guest):
     ({"hosts_path": "/nowhere/hosts"}, "hosts_path: the directory of /nowhere/hosts does not exist"),
     # a bad NCCL input leaves the hosts file alone too
     ({"gid_index": "3"}, "gid_index 3 refused"),
+    # two paths for one file, or the NCCL file made inside the hosts file's path: the second write would undo the first
+    ({"hosts_path": "/etc/nccl.conf"}, "path and hosts_path: /etc/nccl.conf and /etc/nccl.conf are the same file"),
+    ({"path": "/etc/hosts"}, "are the same file"),
+    ({"path": "/etc/new/nccl.conf", "hosts_path": "/etc/new"}, "path: /etc/new/nccl.conf would be made inside /etc/new"),
 ])
 def test_bad_input_changes_neither_file(guest, args, match):
     stat = [os.stat(path).st_mtime_ns for path in (guest["real"], guest["hosts"])]
@@ -307,6 +311,7 @@ def test_bad_input_changes_neither_file(guest, args, match):
     assert result["failed"] and match in result["msg"] and result.get("changed", False) is False, result
     assert read(guest["real"]) == EXISTING and read(guest["hosts"]) == HOSTS
     assert [os.stat(path).st_mtime_ns for path in (guest["real"], guest["hosts"])] == stat
+    assert sorted(os.listdir(os.path.join(guest["root"], "etc"))) == ["hosts", "nccl.conf"]
 
 
 def test_hosts_file_not_utf8_changes_neither_file(guest):
