@@ -88,15 +88,9 @@ class FileWriter:
         return atomic_write(real_path, content, mode=mode, backup=backup)
 
     def makedirs(self, real_path, mode=0o755):
-        if os.path.isdir(real_path):
-            return
-        try:
-            os.makedirs(real_path, mode)
-        except OSError:
-            # made meanwhile by another call on the same host (two inventory names of one
-            # machine write their files side by side): that directory is the one wanted
-            if not os.path.isdir(real_path):
-                raise
+        # exist_ok: a directory another call on the same host made meanwhile (two inventory
+        # names of one machine write their files side by side) is the one wanted
+        os.makedirs(real_path, mode, exist_ok=True)
 
     def remove(self, real_path):
         if os.path.lexists(real_path):

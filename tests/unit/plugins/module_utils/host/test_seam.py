@@ -71,12 +71,14 @@ def test_a_directory_made_meanwhile_by_another_call_is_the_one_wanted(tmp_path, 
     import os
     files = Host(str(tmp_path)).files
     wanted = str(tmp_path / "etc" / "nccl.conf.d")
-    real_makedirs = os.makedirs
+    real_mkdir = os.mkdir
 
-    def made_meanwhile(path, mode=0o777, exist_ok=False):
-        real_makedirs(path, mode, exist_ok=exist_ok)  # the other call's
-        real_makedirs(path, mode, exist_ok=exist_ok)  # this one's: raises as the slower call would
-    monkeypatch.setattr(os, "makedirs", made_meanwhile)
+    def made_meanwhile(path, mode=0o777, **kwargs):
+        real_mkdir(path, mode, **kwargs)
+        if path == wanted:
+            # the other call made it first: this call's mkdir fails as the slower one's would
+            raise FileExistsError(17, "File exists", path)
+    monkeypatch.setattr(os, "mkdir", made_meanwhile)
     files.makedirs(wanted)
     assert os.path.isdir(wanted)
     # a parent that is a file still fails
