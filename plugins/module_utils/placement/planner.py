@@ -51,7 +51,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import Allocation, State
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.counts import search_nodes, switch_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
@@ -119,7 +118,10 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         new = [t for t in active if t["name"] not in placements]
         prefer = dict((t["name"], self._prefer(existing.get(t["name"]))) for t in new)
         search = {"nodes": 0, "budget": self.budget, "exhausted": False, "proven": True, "not_proven": [], "kept": "search"}
-        if self.first_fit:
+        if not new:
+            # every tenant kept its assignment (a converged host): nothing to search for
+            placed, unplaced = {}, {}
+        elif self.first_fit:
             placed, unplaced = self._in_turn(state, new, prefer)
             search.update({"proven": False, "not_proven": ["strategy first_fit places each tenant in turn, without a search"],
                            "kept": "first_fit"})
@@ -167,6 +169,10 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         Never fewer than the greedy: unless the counts were exact, the search finished and every
         node gave what its counts promised (then the plan is the optimum), the greedy plan is
         made too and kept if it is better. -> (placements, unplaced, state)"""
+        # Imported here: a call whose tenants all keep their assignments (a converged host's
+        # re-run) never searches, and module code is compiled from source on every call.
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.counts import (  # pylint: disable=import-outside-toplevel
+            search_nodes, switch_devices)
         base = state
         state = base.copy()
         assignment, ways, search, gaps = search_nodes(self, state, tenants, prefer)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import copy
 import gc
+import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -569,3 +573,29 @@ def test_a_plan_leaves_nothing_to_the_garbage_collector(count):
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_plan_whose_tenants_all_keep_their_assignments_searches_nothing():
+    """A converged host's re-plan keeps every tenant: no search runs, and its code is not even
+    imported (a module call compiles what it imports, on every call). Checked in a fresh
+    interpreter, where nothing else has imported the search."""
+    script = """
+import json, sys
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
+from placement_topologies import lab
+tenants, policy, existing = json.loads(sys.argv[1])
+again = plan_tenants(lab(pages_2m=(0, 64)), tenants, dict(policy, existing=existing))
+searched = sorted(n for n in sys.modules if n.rpartition(".")[2] in ("counts", "search", "lagrange", "dominance"))
+print(json.dumps([sorted(again["placements"]), all(p["kept"] for p in again["placements"].values()), again["search"], searched]))
+"""
+    first = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, LAB_POLICY)
+    unit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    collections = os.path.join(os.path.dirname(os.path.dirname(unit)), ".build", "collections")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps([LAB_TENANTS, LAB_POLICY, first["placements"]])],
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([collections, unit])),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    names, kept, search, searched = json.loads(done.stdout)
+    assert names == sorted(first["placements"]) and kept
+    assert (search["nodes"], search["proven"], search["not_proven"]) == (0, True, [])
+    assert searched == []
