@@ -11,7 +11,16 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 
 __metaclass__ = type
 
-_DPKG_INSTALLED = "install ok installed"
+# ${Status} is "want error status": a package is installed when its files are (status installed, no
+# error flag), whether it is wanted as install or held at its version (apt-mark hold: "hold ok
+# installed"); "deinstall ok config-files" (removed, its configuration kept) and the half-* states are not
+_DPKG_WANTS_INSTALLED = ("install", "hold")
+
+
+def _dpkg_installed(status):
+    """Whether a dpkg ``${Status}`` says the package is installed."""
+    words = status.split()
+    return len(words) == 3 and words[0] in _DPKG_WANTS_INSTALLED and words[1] == "ok" and words[2] == "installed"
 
 
 def package_family(host):
@@ -34,7 +43,7 @@ def not_installed(host, family, program, packages):
     ``dpkg-query -W`` for all of them (it prints the packages it knows, sorted, names the others
     on stderr and exits 1 then, so its exit status says nothing of one package); a package asked
     by name or as name:arch is installed when a line of that name (and architecture) says
-    ``install ok installed``.
+    ``install ok installed`` or, held with ``apt-mark hold``, ``hold ok installed``.
     RedHat: ``rpm -q`` per package, by its exit status (its output names a package as it is
     installed, not as asked)."""
     packages = list(packages)
@@ -45,7 +54,7 @@ def not_installed(host, family, program, packages):
         found = set()
         for line in out.splitlines():
             fields = [field.strip() for field in line.split("\t")]
-            if len(fields) == 4 and fields[3] == _DPKG_INSTALLED:
+            if len(fields) == 4 and _dpkg_installed(fields[3]):
                 found.update((fields[0], fields[1], "%s:%s" % (fields[0], fields[2])))
         return [p for p in packages if p not in found]
     return [p for p in packages if host.commands.run([program, "-q", p], check=False)[0] != 0]

@@ -48,3 +48,23 @@ def test_rpm_is_asked_per_package_by_its_exit_status(tmp_path):
                      Reply(["rpm", "-q", "perftest"], 1, "package perftest is not installed\n", ""), programs=["rpm"])
     assert missing_packages(host, {"RedHat": ["rdma-core", "perftest"]}) == {
         "family": "RedHat", "wanted": ["rdma-core", "perftest"], "missing": ["perftest"]}
+
+
+@pytest.mark.parametrize("status, installed", [
+    ("install ok installed", True),
+    # held with apt-mark hold: dpkg-query -f '${Status} ${Version}' -W kubelet printed "hold ok installed 1.12.1-00"
+    # (https://github.com/mizzy/specinfra/pull/672; InSpec's fix for the same: https://github.com/inspec/inspec/pull/2087)
+    ("hold ok installed", True),
+    # removed without purge: its configuration files kept (https://github.com/inspec/inspec/issues/1092, PR 1111)
+    ("deinstall ok config-files", False),
+    # dpkg's other states, as its ${Status} words them (dpkg-query(1): want, error flag, status)
+    ("install ok half-installed", False),
+    ("install reinstreq half-installed", False),
+    ("hold reinstreq installed", False),
+    ("purge ok not-installed", False),
+])
+def test_a_package_is_installed_when_its_status_says_installed_whether_wanted_or_held(tmp_path, status, installed):
+    # the captured query's line for bash with its ${Status} replaced
+    line = [line for line in BATCH["out"].splitlines() if line.startswith("bash\t")][0].replace("install ok installed", status)
+    host = host_with(tmp_path, Reply(DPKG_ARGV + ["bash"], 0, line + "\n", ""))
+    assert not_installed(host, "Debian", "dpkg-query", ["bash"]) == ([] if installed else ["bash"])
