@@ -47,6 +47,9 @@ options:
   vfs:
     description:
       - Per-VF settings, applied through the PF's netdev. A PF without a netdev cannot take them.
+      - An InfiniBand PF (an IPoIB netdev, or VFs C(ip link show) lists as C(link/infiniband)) cannot take them either,
+        since its VFs have no MAC, VLAN or spoof check. They are refused, before any change, naming the PF; set its port to
+        Ethernet (C(LINK_TYPE_P1=ETH(2)), the boot stage's firmware settings) first.
       - Settings of VFs not named here are left as they are, on the host and in the boot config.
     type: list
     elements: dict

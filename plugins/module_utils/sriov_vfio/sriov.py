@@ -31,12 +31,20 @@ LINK_STATES = ("auto", "enable", "disable")
 VF_DEFAULTS = {"spoofchk": True, "trust": False}
 SETTING_KEYS = ("mac", "vlan", "qos", "spoofchk", "trust", "link_state")
 
-_VF_LINE = re.compile(r"^\s*vf (\d+)\s+(?:link/ether|MAC)\s+([0-9a-fA-F:]{17})")
+# "vf N     link/ether MAC brd ..." (iproute2 now), "vf N MAC MAC, ..." (older ones); a VF of an
+# InfiniBand PF: "vf N     link/infiniband <20-byte address> brd ..., NODE_GUID g, PORT_GUID g, ..."
+# (iproute2 738728cc), which has no MAC, VLAN or spoof check to set
+_VF_LINE = re.compile(r"^\s*vf (\d+)\s+(?:(?:link/ether|MAC)\s+([0-9a-fA-F:]{17})|link/(infiniband)\s)")
+_GUID = r"([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){7})"
+# the PF netdev's /sys/class/net/<dev>/type of an IPoIB port (ARPHRD_INFINIBAND, include/uapi/linux/if_arp.h)
+_ARPHRD_INFINIBAND = 32
 
 
 def parse_ip_link_vfs(text):
     """Per-VF settings from ``ip link show dev <pf>`` text: {index: {mac, vlan, qos,
-    spoofchk, trust, link_state}} (vlan/qos 0 when the line shows none)."""
+    spoofchk, trust, link_state}} (vlan/qos 0 when the line shows none). A VF of an InfiniBand
+    PF has ``mac`` None and also ``link_type`` "infiniband", ``node_guid`` and ``port_guid``
+    (None when not shown)."""
     vfs = {}
     for line in (text or "").splitlines():
         match = _VF_LINE.match(line)
@@ -47,15 +55,36 @@ def parse_ip_link_vfs(text):
         spoof = re.search(r"spoof checking (on|off)", line)
         trust = re.search(r"trust (on|off)", line)
         state = re.search(r"link-state (\w+)", line)
-        vfs[int(match.group(1))] = {
-            "mac": match.group(2).lower(),
+        vf = vfs[int(match.group(1))] = {
+            "mac": match.group(2).lower() if match.group(2) else None,
             "vlan": int(vlan.group(1)) if vlan else 0,
             "qos": int(qos.group(1)) if qos else 0,
             "spoofchk": None if spoof is None else spoof.group(1) == "on",
             "trust": None if trust is None else trust.group(1) == "on",
             "link_state": state.group(1) if state else None,
         }
+        if match.group(3):
+            node_guid = re.search(r", NODE_GUID " + _GUID, line)
+            port_guid = re.search(r", PORT_GUID " + _GUID, line)
+            vf.update(link_type=match.group(3), node_guid=node_guid.group(1).lower() if node_guid else None,
+                      port_guid=port_guid.group(1).lower() if port_guid else None)
     return vfs
+
+
+def check_ethernet_pf(pf, netdev, netdev_type, desired, current):
+    """VF settings go to Ethernet VFs only: refused (before any change) on a PF whose netdev is
+    InfiniBand (``netdev_type``, or its VFs' lines in ``current``). Every setting ``ip_vf_argv``
+    sends (MAC, VLAN, spoof check, trust) is one an IPoIB netdev does not take."""
+    if not desired:
+        return
+    if netdev_type != _ARPHRD_INFINIBAND and not any(vf.get("link_type") == "infiniband" for vf in current.values()):
+        return
+    raise InputError(
+        "vfs: PF %s (%s) is an InfiniBand port: its VFs have no MAC, VLAN or spoof check, and ip link set dev %s vf N "
+        "mac/vlan/spoofchk/trust is not supported on it, so the settings of VF %s cannot be applied. Nothing was changed. "
+        "Set the port to Ethernet: LINK_TYPE_P1=ETH(2) (LINK_TYPE_P2 for port 2) through the boot stage's firmware settings "
+        "(link_type: eth in the PF's gpuvirt_sriov_pfs entry), then a firmware reset or reboot; or drop the VF settings of this PF"
+        % (pf, netdev, netdev, ", ".join(str(i) for i in sorted(desired))))
 
 
 def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
@@ -232,6 +261,7 @@ class SriovManager:
                     "Nothing was changed. Stop the tenant using it (or release the device), or set force: true"
                     % (pf, before, after, "; ".join("VF %s: %s" % (vf, ", ".join(r)) for vf, r in sorted(in_use.items()))))
         current = {} if recreate else self.current_settings(netdev)
+        check_ethernet_pf(pf, netdev, (self.topology.get("netdevs") or {}).get(netdev, {}).get("type"), desired, current)
         check_macs_unique(pf, desired, current)
         vf_changes = []
         for index, settings in sorted(desired.items()):

@@ -17,8 +17,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host, domain_xml, lab_host  # pylint: disable=import-error
+from fakes.commands import RecordedCommands, Reply, standin_reply  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, domain_xml, fixture_text, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
@@ -272,6 +272,26 @@ def test_bad_vf_settings_are_refused_before_any_change(cx4, vfs, words):
     assert result["failed"] and words in result["msg"] and not result["changed"], result
     assert not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
     assert not kernel.writes
+
+
+@pytest.mark.parametrize("netdev_type, num_vfs", [
+    ("32\n", 4),    # the PF's netdev is IPoIB (ARPHRD_INFINIBAND): known before the VFs are read
+    (None, None),   # type unread: its VFs' lines say link/infiniband
+    ("32\n", 2),    # a count change (through 0): the VFs' lines are not read, the netdev's type says it
+])
+def test_vf_settings_on_an_infiniband_pf_are_refused_before_any_change(tmp_path, netdev_type, num_vfs):
+    tree, kernel = cx4lx_no_acs_host(tmp_path / "root")
+    if netdev_type:
+        tree.write("/sys/class/net/enp1s0f0np0/type", netdev_type)
+    # ip's answer for an InfiniBand PF: iproute2's own example (rdma/ip-link-show_ib4_...txt, see its .source.txt)
+    shown = fixture_text("rdma/ip-link-show_ib4_ipoib-pf_vf0-node-port-guid.txt")
+    run = runner(tree, kernel, [Reply(["ip", "link", "show", "dev", "enp1s0f0np0"], 0, shown, "")])
+    result = run({"pf": "0000:01:00.0", "num_vfs": num_vfs, "vfs": [{"index": 0, "mac": "52:54:00:e3:00:01", "vlan": 101}]})
+    assert result["failed"] and not result["changed"], result
+    assert "vfs: PF 0000:01:00.0 (enp1s0f0np0) is an InfiniBand port" in result["msg"]
+    assert "Nothing was changed" in result["msg"] and "LINK_TYPE_P1=ETH(2)" in result["msg"]
+    assert not kernel.writes and not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
+    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))
 
 
 def test_a_mac_another_vf_keeps_is_refused_in_a_later_call(cx4):

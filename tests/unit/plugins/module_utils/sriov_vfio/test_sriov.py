@@ -51,6 +51,13 @@ def test_parse_ip_link_real_capture():
     assert vfs[0] == {"mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0, "spoofchk": False, "trust": False, "link_state": "auto"}
 
 
+def test_parse_ip_link_infiniband_vf():
+    # iproute2's own example of an IPoIB PF's VF (commit 738728cc, see the .source.txt): no MAC, its GUIDs
+    vfs = sriov.parse_ip_link_vfs(fixture_text("rdma/ip-link-show_ib4_ipoib-pf_vf0-node-port-guid.txt"))
+    assert vfs == {0: {"mac": None, "vlan": 0, "qos": 0, "spoofchk": False, "trust": False, "link_state": "disable",
+                       "link_type": "infiniband", "node_guid": "22:44:33:00:33:11:00:33", "port_guid": "10:21:33:12:00:11:22:10"}}
+
+
 def test_fake_kernel_refuses_direct_change_like_the_kernel(tmp_path):
     host, kernel = lab_host(tmp_path)
     kernel.write(NUMVFS, "4")
