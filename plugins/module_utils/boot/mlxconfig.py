@@ -23,6 +23,7 @@ COLUMN_NAMES = {"Default": "default", "Current": "current", "Next Boot": "next",
 VALUE_RE = re.compile(r"^(?P<text>.*?)\((?P<num>-?\d+)\)$")
 LOCKDOWN_PATH = "/sys/kernel/security/lockdown"
 TOOLS = ("mlxconfig", "mstconfig")
+NOT_READ = "N/A"  # what the tools print for a value the firmware could not read (printParam, MLXCFG_UNKNOWN)
 
 
 class MlxconfigError(StateError):
@@ -50,21 +51,29 @@ def parse_value(shown):
     return {"text": shown, "num": None}
 
 
+# A row's markers, as mlxconfig/mstconfig print them (mstflint mlxconfig/mlxcfg_ui.cpp printSingleParam:
+# "%s%s     %-48s"): "*" when Next differs from Default/Current, then "RO" for a read-only parameter, which
+# MFT 4.26+ lists in a query by default ("*RO     NAME ...", " RO     NAME ...", "*        NAME ...").
+_ROW_MARKERS = re.compile(r"^(?P<modified>\*)?(?P<read_only> ?RO(?= ))?")
+
+
 def parse_rows(lines, columns):
-    """Parameter rows (``[*] NAME v1 v2 ...``) -> ordered dict name -> {column: shown}."""
+    """Parameter rows (``[*][RO] NAME v1 v2 ...``) -> ordered dict name -> {column: shown,
+    modified, read_only}."""
     params = {}
     for line in lines:
         if not line.strip():
             continue
-        modified = line.startswith("*")
-        body = line[1:] if modified else line
+        markers = _ROW_MARKERS.match(line)
+        body = line[markers.end():]
         if not body.startswith(" "):
             break  # the trailing "The '*' shows ..." line, or an -E- line
         fields = body.split()
         if len(fields) != len(columns) + 1:
             continue
         entry = dict(zip(columns, fields[1:]))
-        entry["modified"] = modified
+        entry["modified"] = bool(markers.group("modified"))
+        entry["read_only"] = bool(markers.group("read_only"))
         params[fields[0]] = entry
     return params
 
@@ -276,9 +285,10 @@ def report(parsed, wanted=None):
 
 
 def pending(parsed):
-    """Parameters whose Next Boot value differs from Current (loaded at the next power cycle)."""
+    """Parameters whose Next Boot value differs from Current (loaded at the next power cycle).
+    A value shown as ``N/A`` (the firmware could not read it) says nothing is pending."""
     return sorted(k for k, v in parsed["params"].items()
-                  if v.get("current") is not None and v.get("next") is not None and v["current"] != v["next"])
+                  if v.get("current") not in (None, NOT_READ) and v.get("next") not in (None, NOT_READ) and v["current"] != v["next"])
 
 
 # -- the boot stage: SR-IOV in the firmware, applied by a firmware reset or a cold boot ---------

@@ -41,7 +41,40 @@ def test_parse_fragment_rows_with_overflowing_values():
     params = mlx.parse_rows(lines, ["default", "current", "next"])
     assert len(params) == len(lines)
     assert params["PHY_FEC_OVERRIDE_P1"]["next"] == "DEVICE_DEFAULT(0)"
-    assert params["PF_NUM_PF_MSIX"] == {"default": "63", "current": "63", "next": "63", "modified": False}
+    assert params["PF_NUM_PF_MSIX"] == {"default": "63", "current": "63", "next": "63", "modified": False, "read_only": False}
+
+
+# Rows as the tool prints them, built from its source, not captured (no captured query with read-only rows was found):
+# mstflint mlxconfig/mlxcfg_ui.cpp, MlxCfg::printSingleParam at commit 0c43dc60ad5f6a99e5c248e450776f616338cb82:
+# printf("%s%s     %-48s", diff, readOnly, name) with diff "*" (Next differs from Default/Current) or " ", readOnly
+# "RO" or "  ", then each value printf("%-*s", CONFIG_TABLE_VALUE_WIDTH, ...), 33 (MLXCFG_BYTES_MAX_HEX_DISPLAY_BYTES
+# 16 * 2 + 1), one space before the next (PRINT_SPACE_IF_NEEDED); "N/A" for a value the firmware could not read
+# (printParam, MLXCFG_UNKNOWN). MFT 4.26+ lists read-only parameters in a query by default (mstflint PR 852).
+# Names and values are those of the captures above.
+def printed_row(diff, read_only, name, *values):
+    return "%s%s     %-48s" % (diff, read_only, name) + " ".join("%-33s" % value for value in values)
+
+
+def test_read_only_rows_are_kept_and_do_not_end_the_table():
+    lines = [printed_row("*", "RO", "KEEP_IB_LINK_UP_P2", "False(0)", "True(1)", "True(1)"),
+             printed_row(" ", "  ", "SRIOV_EN", "True(1)", "True(1)", "True(1)"),
+             printed_row(" ", "RO", "PF_NUM_PF_MSIX", "63", "63", "63"),
+             printed_row("*", "  ", "MEMIC_SIZE_LIMIT", "_256KB(1)", "_256KB(1)", "DISABLED(0)"),
+             "The '*' shows parameters with next value different from default/current value."]
+    params = mlx.parse_rows(lines, ["default", "current", "next"])
+    assert [(name, p["modified"], p["read_only"], p["next"]) for name, p in params.items()] == [
+        ("KEEP_IB_LINK_UP_P2", True, True, "True(1)"), ("SRIOV_EN", False, False, "True(1)"),
+        ("PF_NUM_PF_MSIX", False, True, "63"), ("MEMIC_SIZE_LIMIT", True, False, "DISABLED(0)")]
+    assert mlx.pending({"params": params}) == ["MEMIC_SIZE_LIMIT"]
+
+
+def test_a_value_the_firmware_could_not_read_is_not_pending():
+    lines = [printed_row("*", "  ", "NUM_OF_VFS", "N/A", "N/A", "8"),
+             printed_row("*", "  ", "SRIOV_EN", "False(0)", "N/A", "True(1)"),
+             printed_row(" ", "  ", "LINK_TYPE_P1", "ETH(2)", "ETH(2)", "N/A")]
+    params = mlx.parse_rows(lines, ["default", "current", "next"])
+    assert params["NUM_OF_VFS"]["current"] == "N/A" and list(params) == ["NUM_OF_VFS", "SRIOV_EN", "LINK_TYPE_P1"]
+    assert mlx.pending({"params": params}) == []
 
 
 def test_parse_abridged_query_without_next_boot_header():
