@@ -294,6 +294,18 @@ def test_vf_settings_on_an_infiniband_pf_are_refused_before_any_change(tmp_path,
     assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))
 
 
+def test_a_connectx3_vf_without_vlan_or_trust_shown_is_converged_and_the_unshown_field_warned(tmp_path):
+    tree, kernel = cx4lx_no_acs_host(tmp_path / "root")
+    # mlx4's answer (rdma/ip-link-show_connectx3-mlx4_...txt, see its .source.txt): vlan 4095 for none, no trust field
+    shown = fixture_text("rdma/ip-link-show_connectx3-mlx4_vfs-vlan4095-no-trust.txt")
+    run = runner(tree, kernel, [Reply(["ip", "link", "show", "dev", "enp1s0f0np0"], 0, shown, "")])
+    result = run({"pf": "0000:01:00.0", "persist": False,
+                  "vfs": [{"index": 0, "clear": True, "spoofchk": False}, {"index": 1, "clear": True, "spoofchk": False}]})
+    assert not result.get("failed") and result["changed"] is False, result
+    assert not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
+    assert "PF 0000:01:00.0: ip link show does not show trust of VF 0, 1" in " ".join(result["warnings"])
+
+
 def test_a_mac_another_vf_keeps_is_refused_in_a_later_call(cx4):
     _host, _kernel, run = cx4
     first = {"pf": "0000:01:00.0", "num_vfs": 4, "persist": False, "vfs": [{"index": 0, "mac": "52:54:00:e1:00:01"}]}

@@ -58,6 +58,24 @@ def test_parse_ip_link_infiniband_vf():
                        "link_type": "infiniband", "node_guid": "22:44:33:00:33:11:00:33", "port_guid": "10:21:33:12:00:11:22:10"}}
 
 
+MLX4 = "rdma/ip-link-show_connectx3-mlx4_vfs-vlan4095-no-trust.txt"
+
+
+@pytest.mark.parametrize("desired, differ", [
+    ({"mac": "00:00:00:00:00:00", "vlan": 0, "spoofchk": False, "trust": False}, []),   # vlan 4095 is none; trust not shown
+    ({"vlan": 0, "spoofchk": True, "trust": False, "link_state": "auto"}, ["spoofchk"]),
+    ({"vlan": 101, "spoofchk": False, "trust": True}, ["vlan"]),
+])
+def test_settings_differ_on_a_connectx3_line(desired, differ):
+    # mlx4's lines (the capture in its .source.txt): "vlan 4095" for no VLAN, and no trust field
+    vfs = sriov.parse_ip_link_vfs(fixture_text(MLX4))
+    assert (vfs[0]["vlan"], vfs[0]["trust"]) == (4095, None)
+    assert sriov.settings_differ(vfs[0], desired) == differ
+    assert sriov.not_shown(vfs, {0: desired}) == {0: ["trust"]}
+    # no line for the VF: every key differs
+    assert sriov.settings_differ(None, desired) == list(desired)
+
+
 def test_fake_kernel_refuses_direct_change_like_the_kernel(tmp_path):
     host, kernel = lab_host(tmp_path)
     kernel.write(NUMVFS, "4")
