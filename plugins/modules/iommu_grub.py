@@ -103,7 +103,9 @@ options:
         choices: [present, absent]
         default: present
   backup:
-    description: Keep a copy of the file, named with a timestamp, before changing it.
+    description:
+      - Keep a copy of the file, named with a timestamp, before changing it.
+      - A copy of the same second is never overwritten; the new copy gets a counter (C(grub.2026-11-29@17:30:00.1~)).
     type: bool
     default: false
   hugepages:

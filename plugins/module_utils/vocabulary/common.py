@@ -6,6 +6,7 @@
 from __future__ import absolute_import, division, print_function
 
 import copy
+import errno
 import io
 import marshal
 import os
@@ -97,6 +98,23 @@ def file_target(real_path, option, shown=None, create_parent=False):
     return real_path
 
 
+def _new_backup_path(path):
+    """``PATH.YYYY-MM-DD@HH:MM:SS~``, or ``PATH.YYYY-MM-DD@HH:MM:SS.N~`` when that name is taken: two
+    writes in one second must not overwrite the first backup (the original). The name is claimed
+    with O_EXCL, so a backup made at the same moment by another writer is not overwritten either."""
+    stamp = time.strftime("%Y-%m-%d@%H:%M:%S")
+    count = 0
+    while True:
+        candidate = "%s.%s%s~" % (path, stamp, ".%d" % count if count else "")
+        try:
+            os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return candidate
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+        count += 1
+
+
 def atomic_write(path, content, mode=None, backup=False):
     """Write ``content`` to ``path`` through a temporary file in the same directory and a
     rename, so a reader never sees half a file. The text is written as it is given (no
@@ -107,7 +125,7 @@ def atomic_write(path, content, mode=None, backup=False):
     directory = os.path.dirname(target) or "."
     backup_path = None
     if backup and os.path.exists(target):
-        backup_path = "%s.%s~" % (path, time.strftime("%Y-%m-%d@%H:%M:%S"))
+        backup_path = _new_backup_path(path)
         shutil.copy2(target, backup_path)
     if mode is None:
         mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o644

@@ -110,6 +110,10 @@ def test_backup(host):
     result = run(host, backup=True)
     assert result["backup_file"] and read(result["backup_file"]) == before
     assert run(host, backup=True)["backup_file"] is None
+    # a second edit within the same second keeps the first backup (the original) and makes its own
+    second = run(host, backup=True, args=[{"name": "nomodeset"}])
+    assert second["backup_file"] not in (None, result["backup_file"])
+    assert read(result["backup_file"]) == before and read(second["backup_file"]) != before
 
 
 def test_amd_vendor_auto(host):

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import common
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import atomic_write, copy_model, read_text
 
 
@@ -23,6 +24,19 @@ def test_mode_kept_and_backup(tmp_path):
     backup = atomic_write(str(path), "new\n", backup=True)
     assert read_text(str(path)) == "new\n" and os.stat(path).st_mode & 0o7777 == 0o600
     assert backup.startswith(str(path) + ".") and backup.endswith("~") and read_text(backup) == "old\n"
+
+
+def test_backups_in_one_second_keep_each_version(tmp_path, monkeypatch):
+    """Three writes within one second (the clock held still): three backups, the first one the
+    original, none overwritten."""
+    monkeypatch.setattr(common.time, "strftime", lambda fmt, *when: "2026-12-03@17:30:00")
+    path = tmp_path / "grub"
+    path.write_text("original\n")
+    backups = [atomic_write(str(path), "edit %d\n" % n, backup=True) for n in range(3)]
+    assert backups == [str(path) + ".2026-12-03@17:30:00~", str(path) + ".2026-12-03@17:30:00.1~",
+                       str(path) + ".2026-12-03@17:30:00.2~"]
+    assert [read_text(b) for b in backups] == ["original\n", "edit 0\n", "edit 1\n"]
+    assert read_text(str(path)) == "edit 2\n"
 
 
 def test_failed_write_leaves_the_file_and_no_temporary(tmp_path):
