@@ -45,7 +45,8 @@ def read_os_release(fs):
 def cfg_stale(text, after_args):
     """True when a generated grub.cfg has Linux entries lacking the wanted args (an earlier
     run wrote the file but the regeneration failed)."""
-    lines = [line.split() for line in (text or "").splitlines() if line.split()[:1] in (["linux"], ["linuxefi"])]
+    # split as the kernel splits (quoted values with blanks are one arg, as in after_args)
+    lines = [split_cmdline(line) for line in (text or "").splitlines() if line.split()[:1] in (["linux"], ["linuxefi"])]
     if not lines:
         return False
     # Recovery entries leave out GRUB_CMDLINE_LINUX_DEFAULT: one full entry is enough.

@@ -177,6 +177,23 @@ def test_update_grub_again_when_grub_cfg_is_stale(host):
     assert run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")["changed"] is False
 
 
+def test_quoted_arg_in_grub_cfg_is_not_stale(host):
+    """A value with a blank in quotes (a bbswitch guide's acpi_osi="Windows 2015") is one arg in
+    grub.cfg as on the kernel's command line: the converged host runs update-grub no more."""
+    host.write("/etc/os-release", "ID=ubuntu\nID_LIKE=debian\n")
+    value = 'nogpumanager acpi_osi=! acpi_osi=Linux acpi_osi=\\"Windows 2015\\" pcie_port_pm=off'
+    put(host, GRUB, lab_grub_text().replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % value))
+    run(host, grub_file=GRUB)  # the file only
+    line = [l for l in read_grub(host, GRUB).splitlines() if l.startswith("GRUB_CMDLINE_LINUX=")][0]
+    sourced = subprocess.run(["bash", "-c", line + '; printf %s "$GRUB_CMDLINE_LINUX"'], capture_output=True, text=True, check=True).stdout
+    # what update-grub writes: the value as the shell gives it
+    host.write("/boot/grub/grub.cfg", "menuentry 'Ubuntu' {\n\tlinux\t/boot/vmlinuz-6.8.0-41-generic root=UUID=0 ro %s quiet "
+               "$vt_handoff\n}\n" % sourced)
+    commands = RecordedCommands(replies=[(["update-grub"],)])
+    result = run(host, commands=commands, grub_file=GRUB, bootloader_update="auto")
+    assert result["changed"] is False and commands.calls == [] and 'acpi_osi="Windows 2015"' in result["args"]
+
+
 def test_grubby_on_rhel_with_bls(host):
     host.write("/etc/os-release", 'ID="centos"\nID_LIKE="rhel fedora"\n')
     put(host, GRUB, read(CENTOS9))

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
@@ -60,15 +61,26 @@ def test_apply_records_each_step(tmp_path):
     assert open(host.p("/etc/default/grub"), encoding="utf-8").read() == 'GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"\n'
 
 
-@pytest.mark.parametrize("cfg, stale", [
-    ("menuentry 'Debian' {\n\tlinux\t/vmlinuz ro quiet\n}\n", True),
+# The args a GPU-passthrough guide has laptops add to GRUB_CMDLINE_LINUX_DEFAULT for bbswitch
+# (Bumblebee-Project/bbswitch issue 140): a quoted value with a blank, one arg for the kernel.
+ACPI_OSI = 'nogpumanager acpi_osi=! acpi_osi=Linux acpi_osi="Windows 2015" pcie_port_pm=off'
+IOMMU = ["intel_iommu=on", "iommu=pt"]
+
+
+@pytest.mark.parametrize("cfg, wanted, stale", [
+    ("menuentry 'Debian' {\n\tlinux\t/vmlinuz ro quiet\n}\n", IOMMU, True),
     ("menuentry 'Debian' {\n\tlinux\t/vmlinuz ro quiet intel_iommu=on iommu=pt\n}\n"
-     "menuentry 'Debian (recovery)' {\n\tlinux\t/vmlinuz ro single\n}\n", False),
-    ("# no entries\n", False),
-    ("", False),
+     "menuentry 'Debian (recovery)' {\n\tlinux\t/vmlinuz ro single\n}\n", IOMMU, False),
+    ("# no entries\n", IOMMU, False),
+    ("", IOMMU, False),
+    # update-grub writes the value as it is: the quoted arg is in the entry, which is not stale
+    ("menuentry 'Ubuntu' {\n\tlinux\t/boot/vmlinuz-6.8.0-41-generic root=UUID=0 ro %s intel_iommu=on iommu=pt $vt_handoff\n}\n"
+     % ACPI_OSI, split_cmdline(ACPI_OSI) + IOMMU, False),
+    ("menuentry 'Ubuntu' {\n\tlinux\t/boot/vmlinuz-6.8.0-41-generic root=UUID=0 ro %s $vt_handoff\n}\n"
+     % ACPI_OSI, split_cmdline(ACPI_OSI) + IOMMU, True),
 ])
-def test_cfg_stale(cfg, stale):
-    assert bootloader.cfg_stale(cfg, ["intel_iommu=on", "iommu=pt"]) is stale
+def test_cfg_stale(cfg, wanted, stale):
+    assert bootloader.cfg_stale(cfg, wanted) is stale
 
 
 def test_read_os_release(tmp_path):
