@@ -20,6 +20,8 @@ description:
     variable set twice, a value built from shell expansion, an assignment inside a compound
     command, a drop-in file (C(<grub_file>.d/*.cfg)) that sets the variable again, or args in the
     other cmdline variable that contradict the ones asked here.
+  - An arg the other cmdline variable already gives with the same value counts as present and is not added again
+    (RV(args_in_other_variable)).
   - Compares the wanted args with the running kernel's C(/proc/cmdline) and says whether a reboot
     is needed; it never reboots.
   - With O(early_driver), also makes sure the pre-bind driver runs before the devices' own drivers
@@ -372,6 +374,15 @@ args:
   type: list
   elements: str
   sample: ["intel_iommu=on", "iommu=pt", "pci-stub.ids=1234:11e8"]
+args_in_other_variable:
+  description:
+    - Wanted args left out of the edited variable because the other cmdline variable (C(GRUB_CMDLINE_LINUX) or
+      C(GRUB_CMDLINE_LINUX_DEFAULT)) already gives them with the same value; the kernel reads both, so they count as
+      present and are not said twice.
+  returned: always
+  type: list
+  elements: str
+  sample: ["intel_iommu=on", "iommu=pt"]
 running_cmdline:
   description: The running kernel's command line (C(/proc/cmdline)).
   returned: always

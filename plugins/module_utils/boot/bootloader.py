@@ -53,6 +53,31 @@ def cfg_stale(text, after_args):
     return not any(all(arg in line for arg in after_args) for line in lines)
 
 
+# Their meaning depends on the args before them (a count is for the size named last): never
+# taken as given by the other variable.
+ORDERED_KEYS = ("hugepagesz", "hugepages")
+
+
+def given_elsewhere(ops, current_args, wanted_args, other_args):
+    """The args the edit would add that the other cmdline variable already gives with the same
+    value, and leaves as they are under the same operations: the kernel reads both variables,
+    so adding them again would only say them twice."""
+    other_kept = kernel_args.apply_ops(ops, other_args)
+
+    def of_key(args, key):
+        return [(kernel_args.arg_key(a), kernel_args.arg_value(a)) for a in args if kernel_args.arg_key(a) == key]
+
+    given = []
+    for arg in wanted_args:
+        key = kernel_args.arg_key(arg)
+        if arg in current_args or key in ORDERED_KEYS:
+            continue
+        others = of_key(other_args, key)
+        if (key, kernel_args.arg_value(arg)) in others and others == of_key(other_kept, key):
+            given.append(arg)
+    return given
+
+
 class GrubCmdlineEdit:
     """Plans an edit of the kernel args in one GRUB variable (:meth:`plan`), then applies it
     (:meth:`apply`). ``grub_file`` is a host path, read and written under the host's root."""
@@ -80,8 +105,10 @@ class GrubCmdlineEdit:
         grub = GrubDefaults(before, self.grub_file)
         current_args = split_cmdline(grub.value(self.variable))
         wanted_args = kernel_args.apply_ops(self.ops, current_args)
-        self._check_other_variable(grub)
+        other_args = self._check_other_variable(grub)
         self._check_dropins()
+        elsewhere = given_elsewhere(self.ops, current_args, wanted_args, other_args)
+        wanted_args = [a for a in wanted_args if a not in elsewhere]
         changed = wanted_args != current_args
         after = grub.with_value(self.variable, join_cmdline(wanted_args)) if changed else before
         if changed:
@@ -107,6 +134,7 @@ class GrubCmdlineEdit:
             "running_cmdline": running,
             "args_missing": missing,
             "args_unwanted": unwanted,
+            "args_in_other_variable": elsewhere,
             "reboot_required": bool(missing or unwanted),
             "bootloader_commands": commands if (changed or stale) else [],
         }
@@ -119,7 +147,7 @@ class GrubCmdlineEdit:
         try:
             other = grub.value(other_name)
         except GrubParseError:
-            return
+            return []
         other_args = split_cmdline(other)
         kept = kernel_args.apply_ops(self.ops, other_args)
         conflicts = [a for a in other_args if a not in kept]
@@ -127,6 +155,7 @@ class GrubCmdlineEdit:
             raise InputError("grub_file: %s sets %s in %s, against what is asked here; the kernel would get both. "
                              "Remove them from %s, or set variable: %s" % (
                                  self.grub_file, " ".join(conflicts), other_name, other_name, other_name))
+        return other_args
 
     def _check_dropins(self):
         """Ubuntu cloud images override variables in /etc/default/grub.d/*.cfg, read after the file."""

@@ -114,7 +114,8 @@ def iommu_grub(params, host, run):
         if firmware:
             firmware.apply(run, fw_result)
     result = dict((key, plan[key]) for key in ("changed", "cmdline", "args", "running_cmdline", "reboot_required",
-                                               "args_missing", "args_unwanted", "bootloader_commands"))
+                                               "args_missing", "args_unwanted", "args_in_other_variable",
+                                               "bootloader_commands"))
     result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result,
                   gpu_stack=stack_result, initramfs=initramfs_result, firmware=fw_result)
     result["changed"] = (plan["changed"] or bool(early_plan and early_plan["changed"])

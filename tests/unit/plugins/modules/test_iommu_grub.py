@@ -137,6 +137,20 @@ def test_real_centos_file(host):
     assert [l for i, l in enumerate(new.splitlines()) if i != 5] == [l for i, l in enumerate(original.splitlines()) if i != 5]
 
 
+def test_args_the_other_variable_gives_are_not_added_again(host):
+    """GRUB_CMDLINE_LINUX_DEFAULT already says intel_iommu=on iommu=pt (the Proxmox VE wiki's PCI(e)
+    Passthrough line): the edit of GRUB_CMDLINE_LINUX does not add them a second time, and says so."""
+    put(host, COPY, lab_grub_text().replace('GRUB_CMDLINE_LINUX_DEFAULT="quiet"', 'GRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=on iommu=pt"'))
+    result = run(host, diff=True)
+    assert result["args"] == ["console=ttyS0,115200n8", "pci-stub.ids=1234:11e8"]
+    assert result["args_in_other_variable"] == ["intel_iommu=on", "iommu=pt"]
+    sourced = subprocess.run(["bash", "-c", '. "$1"; printf %s "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"', "bash", host.p(COPY)],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert sourced == ["console=ttyS0,115200n8", "pci-stub.ids=1234:11e8", "quiet", "intel_iommu=on", "iommu=pt"]
+    again = run(host)
+    assert again["changed"] is False and again["args_in_other_variable"] == ["intel_iommu=on", "iommu=pt"]
+
+
 # ---------------------------------------------------------------------------- bootloader
 def test_update_grub_on_debian(host):
     host.write("/etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')

@@ -83,6 +83,26 @@ def test_cfg_stale(cfg, wanted, stale):
     assert bootloader.cfg_stale(cfg, wanted) is stale
 
 
+PCI_STUB = kernel_args.pre_bind_ops(["10de:2330"], "vfio-pci")
+HUGE_1G = kernel_args.args_ops([{"name": "hugepagesz", "value": "1G"}, {"name": "hugepages", "value": "8"}])
+
+
+@pytest.mark.parametrize("ops, current, other, given", [
+    # the Proxmox VE wiki's PCI(e) Passthrough line in GRUB_CMDLINE_LINUX_DEFAULT, the edit in GRUB_CMDLINE_LINUX
+    (OPS, "quiet", "quiet intel_iommu=on iommu=pt", ["intel_iommu=on", "iommu=pt"]),
+    (OPS, "quiet intel_iommu=off", "quiet intel_iommu=on", ["intel_iommu=on"]),        # replaced here, given there
+    (OPS, "quiet iommu=pt", "intel_iommu=on iommu=pt", ["intel_iommu=on"]),            # kept where it already is
+    (OPS, "quiet", "intel_iommu=on,sm_on", []),                                        # another value: not the same arg
+    (OPS + PCI_STUB, "", "quiet vfio_pci.ids=10de:2330", ["vfio-pci.ids=10de:2330"]),  # - and _ are one name
+    (PCI_STUB, "", "vfio-pci.ids=10de:2330 vfio-pci.ids=10de:1b80", []),              # the other one would change
+    (HUGE_1G, "", "hugepagesz=1G hugepages=8", []),                                    # a count belongs to its size
+])
+def test_given_elsewhere(ops, current, other, given):
+    current, other = split_cmdline(current), split_cmdline(other)
+    wanted = kernel_args.apply_ops(ops, current)
+    assert bootloader.given_elsewhere(ops, current, wanted, other) == given
+
+
 def test_read_os_release(tmp_path):
     host = FakeHost(tmp_path)
     host.write("/usr/lib/os-release", 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
