@@ -17,7 +17,7 @@ import os
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import join_cmdline, kernel_part, split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, read_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import GrubDefaults, GrubParseError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import UNKNOWN, GrubDefaults, GrubParseError, sourced_value
 
 __metaclass__ = type
 
@@ -142,19 +142,29 @@ class GrubCmdlineEdit:
         return self.result
 
     def _check_other_variable(self, grub):
-        """Args in the other cmdline variable that the kernel reads after ours would undo the edit."""
+        """Args in the other cmdline variable that the kernel reads after ours would undo the edit.
+        Its args as the file leaves them; those an expansion hides cannot be checked: refused."""
         other_name = [v for v in CMDLINE_VARIABLES if v != self.variable][0]
-        try:
-            other = grub.value(other_name)
-        except GrubParseError:
-            return []
-        other_args = split_cmdline(other)
+        # what it takes from the edited variable is what this edit wants
+        other = sourced_value([(self.grub_file, grub)], other_name, ignored=[self.variable])
+        other_args = [a for a in split_cmdline(other.value) if UNKNOWN not in a]
         kept = kernel_args.apply_ops(self.ops, other_args)
         conflicts = [a for a in other_args if a not in kept]
         if conflicts:
-            raise InputError("grub_file: %s sets %s in %s, against what is asked here; the kernel would get both. "
-                             "Remove them from %s, or set variable: %s" % (
-                                 self.grub_file, " ".join(conflicts), other_name, other_name, other_name))
+            places = []
+            for arg in conflicts:
+                where = other.where(arg)
+                if not places or places[-1][0] != where:
+                    places.append((where, []))
+                places[-1][1].append(arg)
+            said = "; ".join("%s sets %s in %s" % (where, " ".join(args), other_name) for where, args in places)
+            raise InputError("grub_file: %s, against what is asked here; the kernel would get both. Remove them there, "
+                             "or set variable: %s" % (said, other_name))
+        if other.unknown:
+            path, line, why = other.unknown
+            raise InputError("grub_file: %s line %d: %s, so the args it gives the kernel cannot be checked against the "
+                             "ones asked here; write it as a plain quoted string (or set variable: %s) and run again"
+                             % (path, line, why, other_name))
         return other_args
 
     def _check_dropins(self):

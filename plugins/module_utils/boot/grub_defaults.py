@@ -50,6 +50,7 @@ class Assignment:
         self.value = ""                 # the value the shell assigns (None: needs expansion)
         self.styles = set()             # 'single', 'double', 'plain'
         self.expansions = []            # the expansion texts found in the value
+        self.marks = []                 # (offset in value, expansion text)
         self.depth = 0                  # nesting inside compound commands
         self.env_only = False           # followed by a command word: only that command's environment
         self.cr_word = False            # a blank before the line's carriage return: sh runs the \r as a command
@@ -62,10 +63,15 @@ class _Word:
         self.literal = []
         self.styles = set()
         self.expansions = []
+        self.marks = []  # (offset in the value, expansion text): where each expansion sits
 
     @property
     def value(self):
         return "".join(self.literal)
+
+    def expand(self, text):
+        self.expansions.append(text)
+        self.marks.append((len(self.value), text))
 
 
 class GrubDefaults:
@@ -127,7 +133,7 @@ class GrubDefaults:
                 end = self._skip_dollar(j) if char == "$" else self._skip_backquote(j)
                 if end > j + 1:
                     if word is not None:
-                        word.expansions.append(text[j:end])
+                        word.expand(text[j:end])
                     j = end
                     continue
             if word is not None:
@@ -226,19 +232,19 @@ class GrubDefaults:
             elif char == "$":
                 end = self._skip_dollar(i)
                 if end > i + 1:
-                    word.expansions.append(text[i:end])
+                    word.expand(text[i:end])
                 else:
                     word.literal.append(char)
                 word.styles.add("plain")
                 i = end
             elif char == "`":
                 end = self._skip_backquote(i)
-                word.expansions.append(text[i:end])
+                word.expand(text[i:end])
                 word.styles.add("plain")
                 i = end
             else:
                 if char == "~" and (at_start or text[i - 1] in ":="):
-                    word.expansions.append("~")  # tilde expansion in an assignment
+                    word.expand("~")  # tilde expansion in an assignment
                 word.literal.append(char)
                 word.styles.add("plain")
                 i += 1
@@ -330,6 +336,7 @@ class GrubDefaults:
                     assignment.value = value_word.value
                     assignment.styles = value_word.styles
                     assignment.expansions = value_word.expansions
+                    assignment.marks = value_word.marks
                     # A backslash-newline inside the value is no byte of it.
                 assignment.depth = depth
                 self.assignments.append(assignment)
@@ -434,6 +441,70 @@ class GrubDefaults:
                 styles = {"double"}
             text = text[:part.value_start] + self.quote(new, styles) + text[part.value_end:]
         return text
+
+
+# Stands for an expansion whose value is unknown: a word holding it is no word that can be read.
+UNKNOWN = u"\x00"
+
+
+class SourcedValue:
+    """A variable as the shell leaves it after sourcing files in order: ``value`` (None: never
+    set; UNKNOWN where an expansion could not be read), ``parts`` (path, line, value) of the
+    assignments it is made of, ``unknown`` (path, line, why) of the last one not fully read."""
+
+    def __init__(self):
+        self.value = None
+        self.parts = []
+        self.unknown = None
+
+    def where(self, word):
+        """``PATH line N`` of the last assignment whose own value holds ``word``."""
+        for path, line, value in reversed(self.parts):
+            if word in value.split():
+                return "%s line %d" % (path, line)
+        return self.parts[-1][0] if self.parts else "?"
+
+
+def _references(names):
+    return set("$" + name for name in names) | set("${%s}" % name for name in names)
+
+
+def sourced_value(files, name, ignored=()):
+    """``name`` as grub-mkconfig's shell leaves it after sourcing ``files`` ([(path, GrubDefaults)])
+    in order. A self-reference (``"$NAME x"``, ``"${NAME} x"``) takes the value so far, one to
+    an ``ignored`` variable nothing; any other expansion, an assignment inside a compound command
+    or only a command's environment is recorded in ``unknown`` (its literal words are still read)."""
+    result = SourcedValue()
+    own_refs, ignored_refs = _references([name]), _references(ignored)
+    for path, grub in files:
+        for assignment in grub.assignments:
+            if assignment.name != name:
+                continue
+            refers = assignment.append or any(text in own_refs for _offset, text in assignment.marks)
+            pieces, start, why = [], 0, None
+            for offset, text in assignment.marks:
+                pieces.append(assignment.value[start:offset])
+                if text in own_refs:
+                    pieces.append(result.value or "")
+                elif text in ignored_refs:
+                    pieces.append(" ")
+                else:
+                    pieces.append(UNKNOWN)
+                    why = "is built from shell expansion (%s)" % text
+                start = offset
+            pieces.append(assignment.value[start:])
+            value = "".join(pieces)
+            if assignment.depth:
+                why = "is set inside a compound command (if/case/loop/function)"
+            elif assignment.env_only or assignment.cr_word:
+                why = "is set for the command after it only, as /bin/sh reads the line"
+            if not refers:
+                result.parts, result.unknown = [], None
+            result.value = (result.value or "") + value if assignment.append else value
+            result.parts.append((path, assignment.line, assignment.value))
+            if why:
+                result.unknown = (path, assignment.line, "%s %s" % (name, why))
+    return result
 
 
 def _line_end_cr(text, i):

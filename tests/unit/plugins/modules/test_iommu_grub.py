@@ -256,12 +256,29 @@ def test_bad_input_changes_nothing(host, args, message):
     ('GRUB_CMDLINE_LINUX="a"\nGRUB_CMDLINE_LINUX="b"\n', "sets GRUB_CMDLINE_LINUX 2 times"),
     ('GRUB_CMDLINE_LINUX="intel_iommu=off\n', "unbalanced double quote"),
     ('GRUB_CMDLINE_LINUX=""\nGRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off"\n', "sets intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
+    # the other variable built by expansion: its literal words are checked, else it is refused naming the line
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT intel_iommu=off"\n'
+     'GRUB_CMDLINE_LINUX=""\n', "line 2 sets intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off `true`"\nGRUB_CMDLINE_LINUX=""\n',
+     "line 1 sets intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet $(cat /etc/kernel/cmdline)"\nGRUB_CMDLINE_LINUX=""\n',
+     "line 1: GRUB_CMDLINE_LINUX_DEFAULT is built from shell expansion ($(cat /etc/kernel/cmdline)), so the args it gives "
+     "the kernel cannot be checked against the ones asked here; write it as a plain quoted string (or set variable: "
+     "GRUB_CMDLINE_LINUX_DEFAULT)"),
 ])
 def test_unparseable_file_changes_nothing(host, content, message):
     put(host, host.grub, content)
     result = run(host)
     assert result.get("failed") and message in result["msg"], result
     assert read_grub(host) == content
+
+
+def test_other_variable_appending_to_itself_is_read(host):
+    """GRUB_CMDLINE_LINUX_DEFAULT appended to itself (a verity drop-in's line, here in the file): read, not refused."""
+    put(host, COPY, lab_grub_text() + 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} iommu=pt"\n')
+    result = run(host)
+    assert not result.get("failed"), result
+    assert result["args_in_other_variable"] == ["iommu=pt"] and "iommu=pt" not in result["args"]
 
 
 def test_dropin_overriding_the_variable(host):

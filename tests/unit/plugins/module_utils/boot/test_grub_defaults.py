@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args as ka
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import join_cmdline, split_cmdline
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import GrubDefaults, GrubParseError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import GrubDefaults, GrubParseError, sourced_value
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "boot")
 UBUNTU_TEMPLATE = "etc-default-grub_TEMPLATE_ubuntu-22.04-jammy_grub2-2.06-2ubuntu7.2.txt"
@@ -142,6 +142,30 @@ def test_other_variables_may_use_expansion():
     assert after == 'GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"\n' + text.splitlines(True)[1]
     values = sh_source(after, ["GRUB_CMDLINE_LINUX_DEFAULT"])
     assert values["GRUB_CMDLINE_LINUX_DEFAULT"] == "quiet intel_iommu=on iommu=pt splash"
+
+
+DEFAULT = "GRUB_CMDLINE_LINUX_DEFAULT"
+
+
+@pytest.mark.parametrize("text, value, unknown", [
+    # the self-append of a verity drop-in and of an audit drop-in (a line of their own after the assignment)
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} ro"\n',
+     "quiet splash ro", None),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT intel_iommu=off"\n',
+     "quiet intel_iommu=off", None),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX_DEFAULT+=" audit=1"\n', "quiet audit=1", None),
+    ('GRUB_CMDLINE_LINUX="quiet"\nGRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX splash"\n', "  splash", None),  # the edited one
+    ('GRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off `true`"\n', "quiet intel_iommu=off \x00", 1),
+    ('GRUB_CMDLINE_LINUX_DEFAULT="a$(x)b"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet"\n', "quiet", None),  # overwritten: read
+    ('if true; then\n  GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nfi\n', "quiet", 2),
+])
+def test_sourced_value(text, value, unknown):
+    """The value sh leaves, self-references read; a line whose value is not known is named."""
+    sourced = sourced_value([("/etc/default/grub", GrubDefaults(text))], DEFAULT, ignored=["GRUB_CMDLINE_LINUX"])
+    assert sourced.value == value
+    assert (sourced.unknown or (None, None))[1] == unknown
+    if unknown is None and "$GRUB_CMDLINE_LINUX " not in text and "+=" not in text:  # dash has no +=: bash's reading
+        assert sh_source(text, [DEFAULT])[DEFAULT] == value
 
 
 # ---------------------------------------------------------------------------- quoting styles
