@@ -19,8 +19,9 @@ description:
   - Refuses, and changes nothing, when the file cannot be edited safely; unbalanced quotes, the
     variable set twice, a value built from shell expansion, an assignment inside a compound
     command, a drop-in file (C(<grub_file>.d/*.cfg)) that sets the variable again, or args in the
-    other cmdline variable that contradict the ones asked here (that variable read as the shell leaves it, appends to
-    itself included), or that other variable built from any other shell expansion (its args cannot be checked).
+    other cmdline variable that contradict the ones asked here (that variable read as the shell leaves it after the file
+    and then each drop-in, appends to itself included), or that other variable built from any other shell expansion, in
+    the file or a drop-in (its args cannot be checked; the refusal names the file and line).
   - An arg the other cmdline variable already gives with the same value counts as present and is not added again
     (RV(args_in_other_variable)).
   - Compares the wanted args with the running kernel's C(/proc/cmdline) and says whether a reboot

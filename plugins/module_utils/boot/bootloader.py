@@ -12,6 +12,7 @@ root, programs through ``host.commands``. Shared by the iommu_grub and hugepages
 
 from __future__ import absolute_import, division, print_function
 
+import io
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
@@ -146,7 +147,16 @@ class GrubCmdlineEdit:
         Its args as the file leaves them; those an expansion hides cannot be checked: refused."""
         other_name = [v for v in CMDLINE_VARIABLES if v != self.variable][0]
         # what it takes from the edited variable is what this edit wants
-        other = sourced_value([(self.grub_file, grub)], other_name, ignored=[self.variable])
+        files = [(self.grub_file, grub)]
+        # grub-mkconfig sources the file, then each drop-in in order: a drop-in's value is the one the kernel gets
+        for path, text in self._dropin_texts():
+            try:
+                files.append((path, GrubDefaults(text, path)))
+            except GrubParseError as exc:
+                if other_name in text:
+                    raise InputError("%s (the file sets %s, whose args the kernel reads with %s's: they cannot be "
+                                     "checked)" % (exc, other_name, self.variable))
+        other = sourced_value(files, other_name, ignored=[self.variable])
         other_args = [a for a in split_cmdline(other.value) if UNKNOWN not in a]
         kept = kernel_args.apply_ops(self.ops, other_args)
         conflicts = [a for a in other_args if a not in kept]
@@ -166,6 +176,17 @@ class GrubCmdlineEdit:
                              "ones asked here; write it as a plain quoted string (or set variable: %s) and run again"
                              % (path, line, why, other_name))
         return other_args
+
+    def _dropin_texts(self):
+        """(host path, text as it is) of each ``<grub_file>.d/*.cfg`` in the order the shell sources them."""
+        texts = []
+        for path in self.host.fs.glob(os.path.abspath(self.grub_file) + ".d/*.cfg"):
+            try:
+                with io.open(self.host.path(path, "grub_file"), encoding="utf-8", errors="replace", newline="") as handle:
+                    texts.append((path, handle.read()))
+            except (OSError, IOError):
+                continue  # not a readable file: sh's [ -e ] sources it and fails, as before this edit
+        return texts
 
     def _check_dropins(self):
         """Ubuntu cloud images override variables in /etc/default/grub.d/*.cfg, read after the file."""

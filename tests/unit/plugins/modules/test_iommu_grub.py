@@ -281,6 +281,44 @@ def test_other_variable_appending_to_itself_is_read(host):
     assert result["args_in_other_variable"] == ["iommu=pt"] and "iommu=pt" not in result["args"]
 
 
+# Ubuntu cloud images' /etc/default/grub.d/50-cloudimg-settings.cfg as the image ships it ("CLOUD_IMG: This file
+# was created/modified by the Cloud Image build process"); grub-mkconfig sources it after /etc/default/grub.
+CLOUDIMG = ("# Cloud Image specific Grub settings for Generic Cloud Images\n"
+            "# CLOUD_IMG: This file was created/modified by the Cloud Image build process\n\n"
+            "# Set the recordfail timeout\nGRUB_RECORDFAIL_TIMEOUT=0\n\n# Do not wait on grub prompt\nGRUB_TIMEOUT=0\n\n"
+            "# Set the default commandline\n"
+            'GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0 nvme_core.io_timeout=4294967295"\n\n'
+            "# Set the grub console type\nGRUB_TERMINAL=console\nGRUB_HIDDEN_TIMEOUT=0.1\n")
+CLOUDIMG_OFF = CLOUDIMG.replace("console=ttyS0 ", "console=ttyS0 intel_iommu=off iommu=soft ")
+DROPIN = COPY + ".d/50-cloudimg-settings.cfg"
+
+
+@pytest.mark.parametrize("dropins, message", [
+    ({DROPIN: CLOUDIMG}, None),
+    ({DROPIN: CLOUDIMG_OFF}, DROPIN + " line 11 sets intel_iommu=off iommu=soft in GRUB_CMDLINE_LINUX_DEFAULT, against what "
+                                      "is asked here; the kernel would get both. Remove them there"),
+    # a later drop-in that appends to the cloud image's value
+    ({DROPIN: CLOUDIMG, COPY + ".d/99-passthrough.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT} iommu=off"\n'},
+     COPY + ".d/99-passthrough.cfg line 1 sets iommu=off in GRUB_CMDLINE_LINUX_DEFAULT"),
+    # a drop-in whose value cannot be read: refused naming it, its line and the fix
+    ({DROPIN: CLOUDIMG.replace('"console=tty1', '"$(cat /etc/cloud-console) console=tty1')},
+     DROPIN + " line 11: GRUB_CMDLINE_LINUX_DEFAULT is built from shell expansion ($(cat /etc/cloud-console)), so the args it "
+              "gives the kernel cannot be checked against the ones asked here; write it as a plain quoted string"),
+    ({DROPIN: CLOUDIMG.replace('4294967295"', "4294967295")}, DROPIN + " line 11: unbalanced double quote"),
+], ids=["cloudimg", "cloudimg-iommu-off", "later-append", "expansion", "unbalanced"])
+def test_dropins_setting_the_other_variable(host, dropins, message):
+    """The other variable as the file and then its drop-ins leave it is checked for conflicts."""
+    for path, text in dropins.items():
+        put(host, path, text)
+    before = read_grub(host)
+    result = run(host)
+    if message is None:
+        assert not result.get("failed") and result["changed"] is True, result
+        return
+    assert result.get("failed") and message in result["msg"], result
+    assert read_grub(host) == before
+
+
 def test_dropin_overriding_the_variable(host):
     put(host, host.grub + ".d/50-cloudimg-settings.cfg", 'GRUB_CMDLINE_LINUX="console=ttyS0"\n')
     result = run(host)
