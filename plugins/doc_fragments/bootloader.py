@@ -32,7 +32,9 @@ options:
         C(grubby --update-kernel=ALL) on RHEL-family hosts with BLS entries, else
         C(grub2-mkconfig -o) the C(grub.cfg) found. The family comes from C(/etc/os-release)
         or the tools present. It also regenerates when the file already holds the args but
-        C(/boot/grub/grub.cfg) does not (an earlier regeneration failed).
+        C(/boot/grub/grub.cfg) does not (an earlier regeneration failed), and with BLS while a boot entry
+        (C(/boot/loader/entries/*.conf), on EL8 through C(kernelopts) in C(/boot/grub2/grubenv)) lacks a wanted
+        arg or still has an unwanted one.
       - V(none) only edits the file.
     type: str
     choices: [auto, none]

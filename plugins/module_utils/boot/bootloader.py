@@ -79,6 +79,47 @@ def given_elsewhere(ops, current_args, wanted_args, other_args):
     return given
 
 
+BLS_ENTRIES = "/boot/loader/entries/*.conf"
+GRUBENV = "/boot/grub2/grubenv"
+
+
+def bls_options(entry_text, grubenv_text):
+    """The kernel args of a BLS entry's ``options`` line; ``$kernelopts`` (EL8: the args are in
+    grubenv) is read from grubenv, other GRUB variables (``$tuned_params``) are left out. None
+    when the entry has no options line or names kernelopts that grubenv does not hold."""
+    options = None
+    for line in (entry_text or "").splitlines():
+        words = line.split(None, 1)
+        if words and words[0] == "options":
+            options = words[1] if len(words) > 1 else ""
+    if options is None:
+        return None
+    env = dict(line.split("=", 1) for line in (grubenv_text or "").splitlines() if "=" in line and not line.startswith("#"))
+    args = []
+    for arg in split_cmdline(options):
+        if arg in ("$kernelopts", "${kernelopts}"):
+            if "kernelopts" not in env:
+                return None
+            args += split_cmdline(env["kernelopts"])
+        elif not arg.startswith("$"):
+            args.append(arg)
+    return args
+
+
+def bls_pending(fs, ops):
+    """(missing, unwanted): args the operations would add to / take from any BLS entry."""
+    missing, unwanted = [], []
+    grubenv = fs.read(GRUBENV)
+    for path in fs.glob(BLS_ENTRIES):
+        args = bls_options(fs.read(path), grubenv)
+        if args is None:
+            continue
+        entry_missing, entry_unwanted = kernel_args.pending_changes(ops, kernel_part(args))
+        missing += [a for a in entry_missing if a not in missing]
+        unwanted += [a for a in entry_unwanted if a not in unwanted]
+    return missing, unwanted
+
+
 class GrubCmdlineEdit:
     """Plans an edit of the kernel args in one GRUB variable (:meth:`plan`), then applies it
     (:meth:`apply`). ``grub_file`` is a host path, read and written under the host's root."""
@@ -234,12 +275,16 @@ class GrubCmdlineEdit:
         if family & RHEL_LIKE or bins["grub2-mkconfig"] or bins["grubby"]:
             if bls and bins["grubby"]:
                 # Kernel args live in the BLS entries: grubby edits them, the file keeps new kernels right.
+                # What the entries still lack or carry is asked too: an earlier grubby run may have failed.
+                missing, unwanted = bls_pending(self.host.fs, self.ops)
+                added += [a for a in missing if a not in added]
+                removed += [a for a in unwanted if a not in removed and a not in added]
                 command = [bins["grubby"], "--update-kernel=ALL"]
                 if added:
                     command.append("--args=%s" % " ".join(added))
                 if removed:
                     command.append("--remove-args=%s" % " ".join(removed))
-                return ([command] if (added or removed) else []), False
+                return ([command] if (added or removed) else []), bool(missing or unwanted)
             cfg = self._first_existing(["/boot/grub2/grub.cfg"] + self.host.fs.glob("/boot/efi/EFI/*/grub.cfg"))
             if bins["grub2-mkconfig"] and cfg:
                 return [[bins["grub2-mkconfig"], "-o", cfg]], self._stale(cfg, after_args)

@@ -19,6 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import H
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub
 
 from conftest import run_module  # pylint: disable=import-error
+from fakes.boot_entries import EL8_ENTRY, EL8_GRUBENV  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
@@ -215,6 +216,30 @@ def test_grubby_on_rhel_with_bls(host):
     run(host, commands=commands, grub_file=GRUB, bootloader_update="auto", vendor="intel", args=[{"name": "rhgb", "state": "absent"}])
     assert commands.calls == [["grubby", "--update-kernel=ALL",
                                "--args=intel_iommu=on iommu=pt pci-stub.ids=1234:11e8", "--remove-args=rhgb"]]
+
+
+def test_grubby_again_when_the_bls_entries_lack_the_args(host):
+    """EL8 (entries say options $kernelopts, the args are in grubenv): grubby failed after the file was
+    written; the next run finds the entries without the args and runs grubby again, then nothing."""
+    host.write("/etc/os-release", ROCKY)
+    put(host, GRUB, read(CENTOS9))
+    put(host, "/boot/grub2/grubenv", EL8_GRUBENV)
+    put(host, "/boot/loader/entries/abc-4.18.0-513.el8.x86_64.conf", EL8_ENTRY)
+    wanted = "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8"
+
+    def commands(rc):
+        return RecordedCommands(programs=["grubby"], replies=[(["grubby", "..."], rc, "", "grubby: error")])
+    failed = run(host, commands=commands(1), grub_file=GRUB, bootloader_update="auto", vendor="intel")
+    assert failed["failed"] and wanted in read_grub(host, GRUB)
+    again = commands(0)
+    result = run(host, commands=again, grub_file=GRUB, bootloader_update="auto", vendor="intel", check_mode=True)
+    assert result["changed"] is True and again.calls == []
+    result = run(host, commands=again, grub_file=GRUB, bootloader_update="auto", vendor="intel")
+    assert result["changed"] is True and again.calls == [["grubby", "--update-kernel=ALL", "--args=" + wanted]]
+    put(host, "/boot/grub2/grubenv", EL8_GRUBENV.replace("rhgb quiet ", "rhgb quiet " + wanted))  # what grubby does
+    done = commands(0)
+    assert run(host, commands=done, grub_file=GRUB, bootloader_update="auto", vendor="intel")["changed"] is False
+    assert done.calls == []
 
 
 @pytest.mark.parametrize("grub_cfg", ["/boot/grub2/grub.cfg", "/boot/efi/EFI/rocky/grub.cfg"])

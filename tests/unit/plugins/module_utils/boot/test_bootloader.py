@@ -14,6 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import H
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 
+from fakes.boot_entries import EL8_ENTRY, EL8_GRUBENV, EL9_ENTRY, EL9_OPTIONS  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
 
@@ -101,6 +102,16 @@ def test_given_elsewhere(ops, current, other, given):
     current, other = split_cmdline(current), split_cmdline(other)
     wanted = kernel_args.apply_ops(ops, current)
     assert bootloader.given_elsewhere(ops, current, wanted, other) == given
+
+
+@pytest.mark.parametrize("entry, grubenv, args", [
+    (EL8_ENTRY, EL8_GRUBENV, split_cmdline(EL8_GRUBENV.splitlines()[2][len("kernelopts="):])),
+    (EL8_ENTRY, None, None),                                   # kernelopts unknown: nothing to compare
+    (EL9_ENTRY, None, split_cmdline(EL9_OPTIONS)),             # $tuned_params left out
+    (EL8_ENTRY.replace("options $kernelopts $tuned_params\n", ""), EL8_GRUBENV, None),
+])
+def test_bls_options(entry, grubenv, args):
+    assert bootloader.bls_options(entry, grubenv) == args
 
 
 def test_read_os_release(tmp_path):
