@@ -27,7 +27,8 @@ version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 requirements:
-  - C(ip) (iproute2) on the managed host, for per-VF MAC, VLAN, QoS, spoof check, trust and link state
+  - C(ip) (iproute2) on the managed host, for per-VF MAC, VLAN, QoS, spoof check, trust and link state (not asked under a
+    captured tree, O(root) other than V(/), where the VFs' settings are not read, see RV(settings_not_read))
 options:
   pf:
     description:
@@ -316,6 +317,14 @@ isolation:
   returned: with O(pf)
   type: dict
   sample: {viable: false, groups: {"0000:01:00.2": 1}, reasons: ["0000:01:00.2 shares IOMMU group 1 with 0000:01:00.0"]}
+settings_not_read:
+  description:
+    - Why the VFs' current settings were not read, or null when they were (or there was nothing to read). Under a captured
+      tree (O(root) other than V(/), a preview) C(ip) is not asked, neither the host's nor the controller's, so every setting
+      asked is shown as to be set; outside check mode such a call is refused, as the settings go through the running host.
+  returned: with O(pf)
+  type: str
+  sample: null
 persisted_files:
   description: Boot files written (would be written in check mode).
   returned: with O(pf)

@@ -247,6 +247,8 @@ sriov:
   description:
     - With O(sriov) or O(sriov_pfs), the result of M(gpuvirt.tenancy.sriov_vfs) for it (C(pfs), one entry per PF with its
       C(vfs), and C(vf_settings_skipped)); null without them.
+    - Under a captured tree (O(root) other than V(/), a preview) C(ip) is not asked for the VFs' current settings. A PF's
+      C(settings_not_read) says so, and every VF setting asked is shown as to be set.
   returned: always
   type: dict
   sample: {changed: false, pfs: [{pf: "0000:41:00.0", num_vfs: 4}], vf_settings_skipped: []}

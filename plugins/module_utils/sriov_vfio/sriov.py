@@ -28,6 +28,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vlan_id
 __metaclass__ = type
 
 LINK_STATES = ("auto", "enable", "disable")
+# a PF's ``settings_not_read`` under a capture, as the boot stage says its firmware was not read
+SETTINGS_NOT_READ = "not read: a capture holds no answer of ip (link show dev PF); every VF setting asked is shown as to be set"
 VF_DEFAULTS = {"spoofchk": True, "trust": False}
 SETTING_KEYS = ("mac", "vlan", "qos", "spoofchk", "trust", "link_state")
 
@@ -204,7 +206,9 @@ class SriovManager:
         self.fs = host.fs
         self.topology = topology
         self.pci = topology["pci_devices"]
-        self.ip = host.commands.which("ip")
+        # a capture (root other than /, the preview) holds no answer of ip, and the controller's
+        # ip would answer for the controller's network: the VFs' settings are then not read
+        self.ip = host.commands.which("ip") if host.live else None
 
     def resolve_pf(self, text):
         address = pci_function_of(self.topology, text)
@@ -235,7 +239,8 @@ class SriovManager:
     def current_settings(self, netdev):
         """The VFs' settings as ``ip link show dev NETDEV`` lists them, read once per call
         (:meth:`Host.read_once`): the gate's SR-IOV/VFIO and tenants checks read the same PFs.
-        Every change of VFs or of their settings (``_write``, ``apply``) forgets the read."""
+        Every change of VFs or of their settings (``_write``, ``apply``) forgets the read.
+        Under a capture nothing is read (:data:`SETTINGS_NOT_READ`): every setting asked is planned."""
         if not netdev or self.ip is None:
             return {}
         _rc, out, _err = self.host.read_once([self.ip, "link", "show", "dev", netdev])
@@ -264,7 +269,7 @@ class SriovManager:
             raise InputError("vfs: PF %s has no netdev, so VF MAC/VLAN/spoofchk/trust cannot be set "
                              "(they go through the PF's netdev: ip link set dev <pf> vf N ...); drop vfs "
                              "for this PF or load its network driver" % pf)
-        if desired and self.ip is None:
+        if desired and self.ip is None and self.host.live:
             raise InputError("vfs: the ip command (iproute2) is missing; install iproute2")
         autoprobe_before = dev["sriov_drivers_autoprobe"]
         recreate = before != after
@@ -308,6 +313,7 @@ class SriovManager:
             "desired_settings": desired,
             "current_settings": current,
             "not_shown": not_shown(current, desired),
+            "settings_not_read": SETTINGS_NOT_READ if netdev and not recreate and not self.host.live else None,
             "forced_in_use": in_use,
         }
 
@@ -470,6 +476,7 @@ def sriov_vfs(params, host, run, topology=None):
         entries.append((label, options))
     topology = topology or host.topology()
     skipped = assign_vf_settings(host, entries, params.get("vf_settings") or [], topology)
+    settings_need_the_host(host, run, [(options["pf"], options["vfs"]) for _label, options in entries])
     check_macs_across_pfs(entries)
     results = []
     for label, options in entries:
@@ -485,6 +492,15 @@ def sriov_vfs(params, host, run, topology=None):
             topology = None
     return {"changed": any(r["changed"] for r in results), "pfs": results, "vf_settings_skipped": skipped,
             "vfs_by_pf": dict((r["pf"], r.get("vfs") or []) for r in results)}
+
+
+def settings_need_the_host(host, run, pfs):
+    """VF settings (and the PF link they bring up) go through ip, which a capture cannot answer:
+    under one (root other than /) they are refused outside check mode, before any change."""
+    asked = [pf for pf, vfs in pfs if vfs]
+    if asked and not host.live and not run.check_mode:
+        raise StateError("VF settings of %s go through ip on the running host, and root %s is a captured tree: preview them "
+                         "in check mode, or set them on the host (root /). Nothing was changed" % (", ".join(asked), host.root))
 
 
 def check_macs_across_pfs(entries):
@@ -531,6 +547,7 @@ def assign_vf_settings(host, entries, vf_settings, topology):
 def one_pf(params, host, run, topology=None):
     """One PF: decide, then act unless in check mode. -> (the module's result, whether the
     VFs changed: the host model read before is then out of date)."""
+    settings_need_the_host(host, run, [(params["pf"], params["vfs"])])
     topology = topology or host.topology()
     manager = SriovManager(host, topology)
     plan = manager.plan(params["pf"], num_vfs=params["num_vfs"], autoprobe=params["autoprobe"],
@@ -585,5 +602,6 @@ def one_pf(params, host, run, topology=None):
         "pf_link_up": plan["link_up_after"],
         "vfs": vfs,
         "isolation": iso,
+        "settings_not_read": plan["settings_not_read"],
         "persisted_files": [path for path, _b, _a in changes],
     }, changed and not run.check_mode

@@ -19,6 +19,7 @@ if __name__ == "__main__":  # run as a script to write the table
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
 from conftest import LIBVIRT_TEST_URI, REPO_ROOT, run_module  # pylint: disable=import-error,wrong-import-position
+from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error,wrong-import-position
 from fakes.doc_table import documented_block, write_block  # pylint: disable=import-error,wrong-import-position
 from fakes.interrupt import tree_state  # pylint: disable=import-error,wrong-import-position
@@ -44,7 +45,8 @@ def cx4_world(tmp_path, monkeypatch, conn):
     monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
     # the VFs as the driver made them, written as the stand-in writes its state
     (tmp_path / "ip.json").write_text(json.dumps({"enp1s0f0np0": {"vfs": [dict(FRESH)] * 4}}))
-    return tree.root, {"kernel": kernel}
+    # the running host's (ip answers there; under a capture VF settings are not read)
+    return tree.root, {"kernel": kernel, "live": True}
 
 
 FRESH = {"mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0, "spoofchk": False, "trust": False, "link_state": "auto"}
@@ -199,9 +201,10 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, monkeypatch, l
     # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     root, host_args = WORLDS[world](tmp_path, monkeypatch, libvirt_conn)
+    host_class = LiveHost if host_args.pop("live", False) else Host
     try:
         before = world_state(tmp_path, libvirt_conn)
-        result = run_module(module_of(name).main, dict(args), host=Host(root, **host_args), check_mode=check_mode)
+        result = run_module(module_of(name).main, dict(args), host=host_class(root, **host_args), check_mode=check_mode)
         assert result.get("failed") is True, (what, result)
         assert message in result["msg"], (what, result["msg"])
         assert "exception" not in result and "Traceback" not in result["msg"], result

@@ -20,6 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac 
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, sriov_vfs, tenant_domain
 
 from conftest import FIXTURES, LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host_with_vfs, v100_pairs_host  # pylint: disable=import-error
 from fakes.paths import STANDINS  # pylint: disable=import-error
@@ -755,7 +756,8 @@ def cx4_host(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
     monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
     monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
-    host = Host(tree.root, kernel=kernel)
+    # the running host's: under a capture ip is not asked
+    host = LiveHost(tree.root, kernel=kernel)
     made = run_module(sriov_vfs.main, {"pf": "0000:01:00.0", "num_vfs": 4, "persist": False}, host=host)
     assert not made.get("failed"), made
     return host

@@ -14,11 +14,11 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.kernel import lab_host  # pylint: disable=import-error
 from fakes.paths import STANDINS  # pylint: disable=import-error
 
@@ -42,7 +42,8 @@ def stage_host(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUVIRT_FAKE_IP_STATE", str(tmp_path / "ip.json"))
     monkeypatch.setenv("GPUVIRT_FAKE_ROOT", tree.root)
     monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
-    return Host(tree.root, kernel=kernel)
+    # the running host's: under a capture ip is not asked
+    return LiveHost(tree.root, kernel=kernel)
 
 
 def vf_state(tmp_path, index):

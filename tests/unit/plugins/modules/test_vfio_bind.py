@@ -15,6 +15,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import H
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
+from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.interrupt import tree_state  # pylint: disable=import-error
 from fakes.kernel import GPU_AUDIO, NIC_PF, domain_xml, lab_host, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
@@ -231,7 +232,8 @@ def stage(nic, args, **kwargs):
     """vfio_bind on the tree, ``ip`` answered by its stand-in; -> (result, the ip calls)."""
     tree, kernel = nic
     commands = RecordedCommands(replies=[standin_reply("ip")])
-    result = run_module(vfio_bind.main, args, host=Host(tree.root, commands=commands, kernel=kernel), **kwargs)
+    # the running host's: under a capture ip is not asked (test_capture_reads_no_vf_settings)
+    result = run_module(vfio_bind.main, args, host=LiveHost(tree.root, commands=commands, kernel=kernel), **kwargs)
     return result, commands.calls
 
 
@@ -256,7 +258,28 @@ def test_the_stage_from_its_desired_state_then_nothing_to_do(nic):
     kernel.writes.clear()
     second, calls = stage(nic, INPUTS)
     assert second["changed"] is False and not kernel.writes, second
-    assert all(call[:3] == ["ip", "link", "show"] for call in calls)
+    # only reads: the VFs' settings, and the SSH session's netdev (ip -j addr show) on the running host
+    assert all(call[:3] == ["ip", "link", "show"] or call[:4] == ["ip", "-j", "addr", "show"] for call in calls), calls
+
+
+def test_capture_reads_no_vf_settings(nic):
+    """Under a captured tree (root other than /, a preview) no program answers for the host: ip is not asked (the
+    controller's would read the controller's network, or fail on a netdev it lacks), the PF says its VFs' settings
+    were not read and every one asked is shown as to be set; outside check mode the settings are refused, before any change."""
+    tree, kernel = nic
+    stage(nic, INPUTS)
+    kernel.writes.clear()
+    commands = RecordedCommands(programs=["ip"])
+    preview = run_module(vfio_bind.main, dict(INPUTS), check_mode=True, diff=True, host=Host(tree.root, commands=commands, kernel=kernel))
+    assert not preview.get("failed") and commands.calls == [], preview
+    nic_pf = preview["sriov"]["pfs"][1]
+    assert nic_pf["pf"] == NIC_PF and not nic_pf["recreated"] and "not read" in nic_pf["settings_not_read"]
+    assert preview["sriov"]["pfs"][0]["settings_not_read"] is None   # no netdev: nothing to read
+    assert [vf["settings"]["vlan"] for vf in nic_pf["vfs"]] == [101, 102] and preview["changed"]
+    refused = run_module(vfio_bind.main, dict(INPUTS), host=Host(tree.root, commands=commands, kernel=kernel))
+    assert refused["failed"] and not refused["changed"] and commands.calls == [], refused
+    assert "VF settings of ens12" in refused["msg"] and "captured tree" in refused["msg"] and "check mode" in refused["msg"]
+    assert not kernel.writes
 
 
 def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):

@@ -17,6 +17,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_ch
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.modules import preflight_info, vfio_bind
 from conftest import run_module  # pylint: disable=import-error
+from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
 
@@ -154,7 +155,8 @@ def nic(tmp_path, monkeypatch):
 
 def nic_host(nic):
     tree, kernel = nic
-    return Host(tree.root, commands=RecordedCommands(replies=[standin_reply("ip")]), kernel=kernel)
+    # the running host's: under a capture ip is not asked
+    return LiveHost(tree.root, commands=RecordedCommands(replies=[standin_reply("ip")]), kernel=kernel)
 
 
 def without_vf_settings(result):
