@@ -17,6 +17,11 @@ description:
   - IOMMU groups. A VFIO user gets a whole IOMMU group. With O(group_policy=strict) every other endpoint of the
     group (bridges aside) must already be on vfio-pci or pci-stub, or have no driver. With
     O(group_policy=bind_group) those endpoints are bound too.
+  - An SR-IOV PF whose VFs go to tenants (a PF of O(sriov_pfs), O(sriov) or O(vfs_of), or one with a VF a tenant holds)
+    stays on its host driver. It is never bound, named or along with its group, not even with O(force). A device
+    whose IOMMU group holds such a PF, or a device the host needs, is refused with either policy, naming the fix
+    (enable ACS, move the card to a slot with its own IOMMU group, or keep the device for the host), as the placement
+    planner leaves such a group's GPUs and VFs out.
   - Refuses, unless O(force), any device the host needs. That is the device of a netdev carrying a
     default route or the current SSH connection, a block device with a mounted filesystem or
     active swap, or the boot disk's controller. The refusal names the device, the reason and the way out.
@@ -59,7 +64,8 @@ options:
   group_policy:
     description:
       - V(strict) fails when another endpoint of a device's IOMMU group is on a host driver;
-        V(bind_group) binds those endpoints too (still refusing devices the host needs).
+        V(bind_group) binds those endpoints too (still refusing devices the host needs and SR-IOV PFs whose VFs go to
+        tenants, whose group goes to no tenant).
     type: str
     choices: [strict, bind_group]
     default: strict
@@ -131,6 +137,8 @@ options:
         tenants with them (a GPU's audio function, see RV(companions)). These are the functions the placement planner gives
         the tenants with their GPUs (filter P(gpuvirt.tenancy.tenant_group_devices#filter)). Each must be a GPU of the host
         model (see O(gpu_ids)).
+      - A GPU the planner leaves out for its IOMMU group (the group also holds a function the host keeps, such as an SR-IOV
+        PF, a NIC or another GPU outside the pool) is refused with the planner's reason and fix.
     type: list
     elements: str
   gpu_ids:

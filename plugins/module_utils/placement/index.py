@@ -17,7 +17,7 @@ from operator import contains, eq, itemgetter, lt
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import GROUP_FIX, group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 
 __metaclass__ = type
@@ -30,8 +30,6 @@ UNKNOWN_RANK = len(LEVELS)
 # Any other function (a NIC, a storage controller, another display device) stays with the host
 # and keeps the group's GPUs and VFs out of the plan.
 COMPANION_CLASSES = (0x04, 0x0C)
-GROUP_FIX = ("enable ACS on the PCIe ports above it (BIOS: ACS/PCIe ACS enable), move the card to a slot "
-             "with its own IOMMU group, or keep the device for the host (gpuvirt_host_gpus)")
 
 
 def node_of(value):

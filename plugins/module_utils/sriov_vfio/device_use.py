@@ -72,6 +72,23 @@ def usage_of(fs, topology, address):
     return reasons
 
 
+def pfs_kept_for_vfs(fs, topology, call_pfs):
+    """{PF: why the host keeps it}: the SR-IOV PFs whose VFs go to tenants, ``call_pfs`` (those
+    of this call's SR-IOV part and ``vfs_of``) and every PF with a VF a tenant holds now. A PF
+    keeps its host driver for its VFs to exist (another driver on it removes them), so it is
+    never taken, named or along with its IOMMU group, not even with ``force``."""
+    pci = topology["pci_devices"]
+    kept = {}
+    for pf in call_pfs:
+        if pf in pci and pf not in kept:
+            kept[pf] = "an SR-IOV PF whose VFs this call makes or binds for tenants, so it stays on its host driver"
+    for address in sorted(pci):
+        pf = pci[address].get("physfn")
+        if pf and pf not in kept and usage_of(fs, topology, address):
+            kept[pf] = "an SR-IOV PF whose VF %s a tenant holds, so it stays on its host driver" % address
+    return kept
+
+
 # ---------------------------------------------------------------------------- groups
 def isolation(topology, addresses, host_needed=None):
     """Can each of ``addresses`` go to a different tenant? Not viable when two of them

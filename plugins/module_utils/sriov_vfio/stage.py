@@ -126,4 +126,9 @@ def tenant_gpus(topology, gpus):
         groups = group_devices(topology, {"gpus": addresses})
     except InputError as exc:
         raise InputError("gpus: the IOMMU groups of the tenant GPUs: %s" % exc)
+    # the planner's rule, in its words: a GPU whose group holds what the host keeps (an SR-IOV PF,
+    # a NIC, a storage controller) goes to no tenant, so it is not bound either, nor is its group
+    left_out = [groups["left_out"][address] for address in addresses if address in groups["left_out"]]
+    if left_out:
+        raise InputError("gpus: %s. Nothing was changed" % "; ".join(left_out))
     return addresses, groups["companions"]

@@ -21,8 +21,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import (
-    VFIO_HOLDERS, isolation, pci_function_of, usage_of)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import group_endpoints
+    VFIO_HOLDERS, isolation, pci_function_of, pfs_kept_for_vfs, usage_of)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import GROUP_FIX, group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
@@ -56,14 +56,16 @@ def render_udev_rules(devices):
 class VfioBinder:
     """Decides and applies driver bindings on ``host`` (reads through ``host.fs``, sysfs
     writes through ``host.kernel``, modprobe through ``host.commands``). ``topology``: the
-    host model; ``host_needed``: {address: [reasons]} from HostUsage."""
+    host model; ``host_needed``: {address: [reasons]} from HostUsage; ``kept``: {PF: reason}, the
+    SR-IOV PFs kept for their VFs (:func:`device_use.pfs_kept_for_vfs`), never taken, even with ``force``."""
 
-    def __init__(self, host, topology, host_needed):
+    def __init__(self, host, topology, host_needed, kept=None):
         self.host = host
         self.fs = host.fs
         self.topology = topology
         self.pci = topology["pci_devices"]
         self.host_needed = host_needed or {}
+        self.kept = kept or {}
         self.vf_sources = {}  # VF address -> its PF, for the VFs selected through vfs_of
 
     # -- selection -------------------------------------------------------------
@@ -111,6 +113,9 @@ class VfioBinder:
 
     # -- planning --------------------------------------------------------------
     def refuse_host_needed(self, targets, force):
+        kept = ["%s: %s" % (address, self.kept[address]) for address in targets if address in self.kept]
+        if kept:
+            raise StateError("refusing to take %s. Nothing was changed. Leave it out of devices and ids" % "; ".join(kept))
         if force:
             return
         refused = []
@@ -121,6 +126,15 @@ class VfioBinder:
             raise StateError(
                 "refusing to take devices the host needs: %s. Nothing was changed. Pick another "
                 "device, or set force: true if the host really can do without it" % "; ".join(refused))
+
+    def refuse_kept_peer(self, address, other, force):
+        """A group member the host keeps is never bound along (not with bind_group either): the
+        group goes to one tenant or to none, as the planner leaves such a group's GPUs and VFs out."""
+        reasons = [self.kept[other]] if other in self.kept else [] if force else self.host_needed.get(other) or []
+        if reasons:
+            raise StateError("%s shares IOMMU group %s with %s, which the host keeps (%s): a VFIO user gets the whole group, "
+                             "and a group goes to one tenant or to none. Nothing was changed. For %s: %s"
+                             % (address, self.pci[address]["iommu_group"], other, "; ".join(reasons), address, GROUP_FIX))
 
     def plan(self, addresses, driver="vfio-pci", group_policy="strict", force=False):
         """A list of per-device plans {address, driver_before, driver_after, ...}; raises
@@ -145,6 +159,7 @@ class VfioBinder:
                     if other in targets or other in extra:
                         continue
                     other_driver = self.pci[other]["driver"]
+                    self.refuse_kept_peer(address, other, force)
                     if group_policy == "bind_group":
                         extra.append(other)
                     elif other_driver not in VFIO_HOLDERS + (None,):
@@ -307,6 +322,16 @@ def driver_states(plans):
     return json.dumps(before, indent=2, sort_keys=True) + "\n", json.dumps(after, indent=2, sort_keys=True) + "\n"
 
 
+def call_pfs(topology, sriov_params, wanted_pfs):
+    """The PFs of the call's SR-IOV part (``sriov_params``: sriov_vfs's options) and ``wanted_pfs``
+    (``vfs_of``, the PFs of ``sriov_pfs`` with VFs), as addresses (a name nothing matches is
+    refused later, naming its option)."""
+    texts = list(wanted_pfs)
+    if sriov_params is not None:
+        texts += [entry["pf"] for entry in sriov_params.get("pfs") or []] + ([sriov_params["pf"]] if sriov_params.get("pf") else [])
+    return [address for address in (pci_function_of(topology, text) for text in texts) if address]
+
+
 def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, needed):
     """With an SR-IOV part (``sriov_params``: the options of sriov_vfs, from ``sriov`` or built
     from ``sriov_pfs`` and ``tenants``): check the devices named outright (``named``, and
@@ -315,7 +340,7 @@ def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, ne
     outside check mode)."""
     if sriov_params is None:
         return None, []
-    before = VfioBinder(host, topology, needed)
+    before = VfioBinder(host, topology, needed, pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs)))
     # the devices named outright are decided now, so that a refusal comes before any VF changes
     selected = before.select(named, params["ids"], None, allow_empty=True)
     before.plan(selected, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
@@ -362,7 +387,8 @@ def vfio_bind(params, host, run):
         topology = read_model(host, params, fresh=True)
         needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
         gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
-    binder = VfioBinder(host, topology, needed)
+    kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
+    binder = VfioBinder(host, topology, needed, kept)
     vfs_of = [text for text in wanted_pfs if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
     addresses = binder.select(list(params["devices"] or []) + gpus + companions, params["ids"], vfs_of,
                               allow_empty=sriov_params is not None or params.get("gpus") is not None)
@@ -392,7 +418,8 @@ def vfio_bind(params, host, run):
         "devices": [dict((k, p[k]) for k in ("address", "driver_before", "driver_after", "iommu_group", "vfio_device", "group_added"))
                     for p in plans],
         "companions": companions,
-        "isolation": isolation(topology, [p["address"] for p in plans if not p["group_added"]], needed),
+        "isolation": isolation(topology, [p["address"] for p in plans if not p["group_added"]],
+                               dict(needed, **dict((pf, [why]) for pf, why in kept.items()))),
         "persisted_files": [path for path, _b, _a in changes],
         "sriov": sriov_result,
         "vfs_to_come": vfs_to_come,

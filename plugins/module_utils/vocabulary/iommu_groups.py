@@ -15,6 +15,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+# The fix for a device whose IOMMU group holds one the host keeps: the planner leaves it out, vfio_bind refuses it
+GROUP_FIX = ("enable ACS on the PCIe ports above it (BIOS: ACS/PCIe ACS enable), move the card to a slot "
+             "with its own IOMMU group, or keep the device for the host (gpuvirt_host_gpus)")
 # PCI class of a PCI-to-PCI bridge (base 0x06, subclass 0x04): the ports of switches and root ports
 BRIDGE_CLASS = 0x0604
 

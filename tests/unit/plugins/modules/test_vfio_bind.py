@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -18,7 +19,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac 
 from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.interrupt import tree_state  # pylint: disable=import-error
-from fakes.kernel import GPU_AUDIO, NIC_PF, domain_xml, lab_host, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, NIC_PF, FakeKernel, domain_xml, lab_host, lab_host_with_nic, lab_host_with_vfs  # pylint: disable=import-error
+from fakes.servers import build_dgx_a100_class  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 
@@ -280,6 +282,39 @@ def test_capture_reads_no_vf_settings(nic):
     assert refused["failed"] and not refused["changed"] and commands.calls == [], refused
     assert "VF settings of ens12" in refused["msg"] and "captured tree" in refused["msg"] and "check mode" in refused["msg"]
     assert not kernel.writes
+
+
+@pytest.fixture
+def no_acs(tmp_path):
+    """The DGX A100-class host (fakes.servers) with GPU0 and NIC0, a ConnectX SR-IOV PF, in one IOMMU group, as a
+    top-level PCIe switch without ACS above both leaves them."""
+    tree, gpus, nics = build_dgx_a100_class(str(tmp_path / "root"))
+    gpu, nic = gpus["GPU0"], nics["NIC0"]
+
+    def group_of(address):
+        return int(os.path.basename(os.readlink(tree.p(tree.pci_paths[address] + "/iommu_group"))))
+    shutil.rmtree(tree.p("/sys/kernel/iommu_groups/%d" % group_of(nic)))
+    tree.set_iommu_group(nic, group_of(gpu))
+    for name in ("sriov_offset", "sriov_stride"):
+        tree.write(tree.pci_paths[nic] + "/" + name, "1")
+    return tree, FakeKernel(tree), gpu, nic
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+@pytest.mark.parametrize("group_policy", ["strict", "bind_group"])
+def test_a_gpu_sharing_its_group_with_a_pf_of_the_call_is_refused(no_acs, group_policy, check_mode):
+    """The PF whose VFs the call makes is the host's (vfio-pci on it would remove them): its group's GPU goes to no
+    tenant, as the planner leaves it out; bind_group does not take the PF, nor does the refusal suggest it."""
+    tree, kernel, gpu, nic = no_acs
+    pfs = [{"pf": nic, "num_vfs": 2}]
+    for args, words in (({"sriov_pfs": pfs, "devices": [gpu]}, "%s, which the host keeps (an SR-IOV PF whose VFs this call" % nic),
+                        ({"sriov_pfs": pfs, "gpus": [gpu], "gpu_ids": ["10de:20b0"]},
+                         "GPU %s left out: its IOMMU group" % gpu)):
+        result = run_module(vfio_bind.main, dict(args, group_policy=group_policy), check_mode=check_mode,
+                            host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
+        assert result["failed"] and not result["changed"], result
+        assert words in result["msg"] and "enable ACS" in result["msg"] and "bind_group" not in result["msg"], result["msg"]
+        assert not kernel.writes and kernel.driver(nic) == "mlx5_core" and kernel.driver(gpu) == "nvidia"
 
 
 def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):

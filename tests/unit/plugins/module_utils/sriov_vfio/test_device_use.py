@@ -88,3 +88,14 @@ def test_a_file_that_is_not_xml_holds_nothing(tmp_path):
 def test_pci_function_of_address_or_netdev(tmp_path, text, expected):
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     assert device_use.pci_function_of(read_topology(host.root), text) == expected
+
+
+def test_pfs_kept_for_vfs_are_the_calls_and_those_with_a_vf_a_tenant_holds(tmp_path):
+    host, _kernel = cx4lx_no_acs_host(tmp_path)
+    fs = Sysfs(host.root)
+    assert device_use.pfs_kept_for_vfs(fs, read_topology(host.root), []) == {}
+    kept = device_use.pfs_kept_for_vfs(fs, read_topology(host.root), ["0000:01:00.1"])
+    assert list(kept) == ["0000:01:00.1"] and "this call makes or binds for tenants" in kept["0000:01:00.1"]
+    host.write("/etc/libvirt/qemu/tenant-a.xml", domain_xml("tenant-a", "0000:01:00.3"))
+    kept = device_use.pfs_kept_for_vfs(fs, read_topology(host.root), [])
+    assert kept == {"0000:01:00.0": "an SR-IOV PF whose VF 0000:01:00.3 a tenant holds, so it stays on its host driver"}

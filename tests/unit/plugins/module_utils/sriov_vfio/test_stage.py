@@ -37,7 +37,7 @@ def model(tree, gpu_ids=()):
     (rtx_group_host, ["0000:01:00.0"]),
     (rtx_group_host, []),
     # six V100s paired in groups: no other function goes along
-    (v100_pairs_host, ["0000:27:00.0", "0000:28:00.0", "0000:43:00.0"]),
+    (v100_pairs_host, ["0000:27:00.0", "0000:28:00.0", "0000:43:00.0", "0000:44:00.0"]),
 ])
 def test_companions_on_the_host_are_the_filters(tmp_path, build, gpus):
     tree, _kernel = build(tmp_path / "root")
@@ -49,6 +49,18 @@ def test_companions_on_the_host_are_the_filters(tmp_path, build, gpus):
         assert companions == [GPU_AUDIO]
     if build is rtx_group_host and gpus:
         assert companions == ["0000:01:00.1"]
+
+
+def test_a_gpu_the_planner_leaves_out_for_its_group_is_refused_in_its_words(tmp_path):
+    """V100 43:00.0 shares group 21 with 44:00.0, a GPU outside the pool that the host keeps: the planner leaves
+    43:00.0 out (a group goes to one tenant or to none), so the stage refuses it with the planner's reason and fix."""
+    tree, _kernel = v100_pairs_host(tmp_path / "root")
+    topology = model(tree, GPU_IDS)
+    with pytest.raises(InputError) as err:
+        vfio_stage.tenant_gpus(topology, ["0000:27:00.0", "0000:28:00.0", "0000:43:00.0"])
+    left_out = GROUP_DEVICES(model(tree, GPU_IDS), {"gpus": ["0000:27:00.0", "0000:28:00.0", "0000:43:00.0"]})["left_out"]
+    assert str(err.value) == "gpus: %s. Nothing was changed" % left_out["0000:43:00.0"]
+    assert "0000:44:00.0 (a GPU that stays with the host" in str(err.value) and "bind_group" not in str(err.value)
 
 
 def test_no_gpus_option_takes_no_companions(tmp_path):

@@ -90,8 +90,28 @@ def test_refuses_devices_the_host_needs(tmp_path, address, words):
 def test_bind_group_still_refuses_host_needed_peer(tmp_path):
     host, kernel = v100_pairs_host(tmp_path, driver_on={"0000:28:00.0": "nouveau"})
     b = binder(host, kernel, needed={"0000:28:00.0": ["it drives the console"]})
-    with pytest.raises(StateError, match="0000:28:00.0: it drives the console"):
+    with pytest.raises(StateError, match=r"0000:28:00.0, which the host keeps \(it drives the console\)"):
         b.plan(["0000:27:00.0"], group_policy="bind_group")
+
+
+@pytest.mark.parametrize("group_policy", ["strict", "bind_group"])
+def test_a_pf_kept_for_its_vfs_is_never_taken_with_its_group(tmp_path, group_policy):
+    """The ConnectX-4 Lx host: PF 01:00.0 shares group 1 with its VFs. A PF whose VFs go to tenants keeps its host driver
+    (another driver removes its VFs): taking its VFs would take it too, so the call is refused with the planner's fix
+    (ACS, another slot, the device kept for the host), never with bind_group, not even with force."""
+    host, kernel = cx4lx_no_acs_host(tmp_path)
+    topo = read_topology(host.root)
+    kept = device_use.pfs_kept_for_vfs(Sysfs(host.root), topo, ["0000:01:00.0"])
+    b = vfio.VfioBinder(Host(host.root, commands=RecordedCommands(), kernel=kernel), topo, {}, kept)
+    for force in (False, True):
+        with pytest.raises(StateError) as err:
+            b.plan(topo["pci_devices"]["0000:01:00.0"]["virtfns"], group_policy=group_policy, force=force)
+        message = str(err.value)
+        assert "0000:01:00.0, which the host keeps (an SR-IOV PF whose VFs this call makes or binds for tenants" in message
+        assert "enable ACS" in message and "own IOMMU group" in message and "bind_group" not in message
+    with pytest.raises(StateError, match="refusing to take 0000:01:00.0: an SR-IOV PF"):
+        b.plan(["0000:01:00.0"], force=True)
+    assert not kernel.writes and kernel.driver("0000:01:00.0") == "mlx5_core"
 
 
 def test_iommu_off_names_boot_arg(tmp_path):
