@@ -435,4 +435,20 @@ class Allocation:
             if best is not None:
                 return best[0], None
         why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
-        return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], numa, why)
+        return None, "no NUMA node can hold tenant %s (numa: %s): %s%s" % (tenant["name"], numa, why, self._nodeless_note(tenant, numa))
+
+    def _nodeless_note(self, tenant, numa):
+        """What a node's shortage does not say: the pool's devices of the tenant's kinds that report no
+        NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes."""
+        if numa == "preferred":
+            return ""
+        gpus = self.host.node_gpus.get(None) or [] if tenant["gpu_count"] else []
+        vfs = self.host.node_vfs.get(None) or [] if tenant["vf_count"] else []
+        if not gpus and not vfs:
+            return ""
+        named = (["GPU%s %s" % ("s" if len(gpus) > 1 else "", ", ".join(gpus))] if gpus else []) + (
+            ["%d VF%s of %s" % (len(vfs), "s" if len(vfs) > 1 else "", ", ".join(sorted(set(map(self.host.vf_pf.get, vfs)))))]
+            if vfs else [])
+        return ("; %s report no NUMA node (sysfs numa_node -1), so no node counts them: give the tenant numa: preferred "
+                "(placed split, they are usable), or have the firmware/BIOS report the PCIe roots' NUMA node (ACPI _PXM)"
+                % " and ".join(named))

@@ -32,6 +32,14 @@ UNKNOWN_RANK = len(LEVELS)
 COMPANION_CLASSES = (0x04, 0x0C)
 
 
+def lone_node(topology):
+    """The node of a host with one NUMA node, else None. There a PCI device that reports no node
+    (sysfs numa_node -1: firmware without _PXM, a kernel built without NUMA) can only sit on it;
+    on a host of several its node is unknown."""
+    nodes = (topology or {}).get("numa_nodes") or []
+    return node_of(nodes[0].get("id")) if len(nodes) == 1 else None
+
+
 def node_of(value):
     if value is None or isinstance(value, bool):
         return None
@@ -96,10 +104,12 @@ class HostIndex:
             self._node_listed_cpus(node_cpus, set(self.online))
 
         pci = topology.get("pci_devices") or {}
+        only = lone_node(topology)
         # GPUs
         self.gpu_node = {}
         for gpu in topology.get("gpus") or []:
-            self.gpu_node[gpu["address"]] = node_of(gpu.get("numa_node"))
+            node = node_of(gpu.get("numa_node"))
+            self.gpu_node[gpu["address"]] = only if node is None else node
         if gpu_pool is not None:
             pool = list(gpu_pool)
             unknown = [addr for addr in pool if addr not in self.gpu_node]
@@ -131,6 +141,8 @@ class HostIndex:
                     node = node_of(node)
                     if node is None:
                         node = node_of(pf_dev.get("numa_node"))
+                    if node is None:
+                        node = only
                 self.vf_node[vf] = node
                 self.vf_pf[vf] = pf
                 self.vf_network[vf] = str(dev.get("class") or pf_dev.get("class") or "").lower().startswith("0x02")

@@ -41,6 +41,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, SYSFS_NAMES
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import wanted_vfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import lone_node
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import wanted_pages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import port_change, render_table
 
@@ -238,7 +239,19 @@ def check_gpus(model):
     elif not gpus:
         finding = _check("gpus", WARN if wanted_gpus is None else INFO, "no GPUs found", None)
     else:
-        finding = _check("gpus", PASS, ", ".join("%s node %s" % (g["address"], g["numa_node"]) for g in gpus), None)
+        # a device with no node (sysfs numa_node -1) sits on a one-node host's node, as the planner places it
+        only = lone_node(model.topology)
+        listed = ", ".join("%s node %s" % (g["address"], g["numa_node"] if g["numa_node"] is not None else
+                                           "%s (sysfs -1, the host's one node)" % only if only is not None else "unknown (sysfs -1)")
+                           for g in gpus)
+        nodeless = [g["address"] for g in gpus if g["numa_node"] is None and only is None and g["address"] in model.tenant_gpus]
+        if nodeless:
+            finding = _check("gpus", WARN, "%s; no NUMA node counts the %d tenant GPU(s) of unknown node (sysfs numa_node -1): only "
+                             "tenants with numa: preferred get them (placed split)" % (listed, len(nodeless)),
+                             "give the tenants numa: preferred (gpuvirt_tenant_policy, or the tenant's numa), or have the "
+                             "firmware/BIOS report the PCIe roots' NUMA node (ACPI _PXM)")
+        else:
+            finding = _check("gpus", PASS, listed, None)
     return {"gpus": gpus}, [finding]
 
 

@@ -243,6 +243,22 @@ def lab_host(root, ssh_local=None):
     return host, kernel
 
 
+def nodeless_host(root, nodes):
+    """A host whose firmware gives its PCIe roots no NUMA node (no ACPI _PXM), so that sysfs
+    ``numa_node`` reads -1 for every PCI function, as on many one-socket boards: ``nodes`` NUMA
+    nodes of two CPUs each, QEMU's edu device (1234:11e8, the lab's GPU) at 0000:01:00.0 and a
+    ConnectX-5 PF (15b3:1017, netdev ens2) at 0000:02:00.0 with two VFs, each in its own IOMMU group."""
+    host = FakeHost(root)
+    host.set_cpuinfo("AuthenticAMD")
+    for node in range(nodes):
+        host.add_numa_node(node, [2 * node, 2 * node + 1])
+    host.add_pci("0000:01:00.0", "0x1234", "0x11e8", "0x00ff00", driver="vfio-pci", iommu_group=1)
+    host.add_pci("0000:02:00.0", "0x15b3", "0x1017", "0x020000", driver="mlx5_core", iommu_group=2, sriov_totalvfs=8,
+                 netdevs=("ens2",))
+    host.add_vfs("0000:02:00.0", ["0000:02:00.1", "0000:02:00.2"], "0x15b3", "0x1018", "0x020000", groups=[3, 4])
+    return host, FakeKernel(host)
+
+
 def lab_host_with_vfs(root, num_vfs=4, autoprobe=False, ssh_local="192.0.2.2"):
     """lab_host (with the SSH session of ``ssh_local``) and ``num_vfs`` VFs made on its PF
     (0000:81:00.0) through the FakeKernel, the kernel's record of writes cleared afterwards."""

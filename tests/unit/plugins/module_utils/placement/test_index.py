@@ -10,6 +10,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, node_of, read_host_devices
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
+from fakes.kernel import nodeless_host  # pylint: disable=import-error
 from placement_topologies import dgx_a100, grouped, synthetic  # pylint: disable=import-error
 
 DGX = dgx_a100()
@@ -109,6 +112,39 @@ def test_group_with_host_function_is_left_out():
     assert index.gpus == [gpu_b]
     assert "its IOMMU group 1 also holds 0000:30:00.0" in index.left_out[gpu_a]
     assert index.companions == {gpu_b: ("0000:10:00.1",)}
+
+
+TENANT = {"name": "t", "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}
+
+
+def test_a_device_with_no_node_sits_on_the_one_node_of_a_one_node_host(tmp_path):
+    """sysfs numa_node -1 on a one-node host: the device can only be on that node, and is planned there."""
+    tree, _kernel = nodeless_host(tmp_path, 1)
+    topology = read_topology(tree.root, gpu_ids=["1234:11e8"])
+    assert topology["gpus"][0]["numa_node"] is None   # the host model says what sysfs says
+    index = HostIndex(topology)
+    assert index.gpu_node == {"0000:01:00.0": 0} and index.vf_node == {"0000:02:00.1": 0, "0000:02:00.2": 0}
+    assert placement_index.lone_node(topology) == 0
+    plan = plan_tenants(topology, [TENANT], {})
+    assert plan["unplaced"] == {} and plan["placements"]["t"]["numa_node"] == 0
+    assert plan["placements"]["t"]["gpus"] == ["0000:01:00.0"] and plan["placements"]["t"]["vfs"] == ["0000:02:00.1"]
+
+
+def test_a_device_with_no_node_on_a_host_of_several_is_named_with_the_fix(tmp_path):
+    """On a host of several nodes the node of a device reporting -1 is unknown: no node counts it, and the tenant's
+    reason says which devices that is and what to do (numa: preferred, or firmware that reports _PXM)."""
+    tree, _kernel = nodeless_host(tmp_path, 2)
+    topology = read_topology(tree.root, gpu_ids=["1234:11e8"])
+    index = HostIndex(topology)
+    assert index.gpu_node == {"0000:01:00.0": None} and placement_index.lone_node(topology) is None
+    plan = plan_tenants(topology, [TENANT], {})
+    why = plan["unplaced"]["t"]
+    assert "GPUs short on node 0: 0 free of 0" in why
+    assert why.endswith("; GPU 0000:01:00.0 and 2 VFs of 0000:02:00.0 report no NUMA node (sysfs numa_node -1), so no node counts "
+                        "them: give the tenant numa: preferred (placed split, they are usable), or have the firmware/BIOS report "
+                        "the PCIe roots' NUMA node (ACPI _PXM)"), why
+    split = plan_tenants(topology, [dict(TENANT, numa="preferred")], {})
+    assert split["unplaced"] == {} and split["placements"]["t"]["gpus"] == ["0000:01:00.0"]
 
 
 @pytest.mark.parametrize("value, expected", [(None, None), (True, None), (-1, None), ("2", 2), (0, 0), ("x", None)])

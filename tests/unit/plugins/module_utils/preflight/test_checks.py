@@ -29,7 +29,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.project
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import StandinCommands  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host, lab_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host, nodeless_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
@@ -147,6 +147,18 @@ def test_gpus_paired_in_groups_fail_and_the_peer_is_named(tmp_path):
     first = sorted(gpus)[0]
     assert len(gpus[first]["group_peers"]) == 1
     assert check(report, "isolation")["status"] == "fail"
+
+
+@pytest.mark.parametrize("nodes, status, words", [
+    (1, "pass", "0000:01:00.0 node 0 (sysfs -1, the host's one node)"),
+    (2, "warn", "0000:01:00.0 node unknown (sysfs -1); no NUMA node counts the 1 tenant GPU(s) of unknown node"),
+])
+def test_a_gpu_reporting_no_numa_node_is_on_a_one_node_hosts_node_else_warned(tmp_path, nodes, status, words):
+    host, _kernel = nodeless_host(tmp_path, nodes)
+    found = check(preflight.evaluate(read_topology(host.root, gpu_ids=["1234:11e8"]), {}), "gpus")
+    assert found["status"] == status and words in found["detail"] and "node None" not in found["detail"], found
+    if status == "warn":
+        assert "numa: preferred" in found["fix"] and "_PXM" in found["fix"]
 
 
 def test_gpu_with_its_root_port_and_audio_function_is_isolated(tmp_path):
