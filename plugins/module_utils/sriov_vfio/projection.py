@@ -70,6 +70,9 @@ def project(topology, sriov_pfs=(), hugepages=()):
         dev = pci.get(pf) if pf else None
         if dev is None:
             continue
+        if item.get("link_type") == "eth" and not dev.get("netdevs"):
+            # the boot stage's firmware setting gives the port an Ethernet netdev (vf_mac.has_netdev)
+            dev["netdev_after_boot"] = True
         if not dev.get("sriov_totalvfs"):
             if not mlx.is_connectx_pf(dev) or not int(item.get("num_vfs") or 0):
                 continue

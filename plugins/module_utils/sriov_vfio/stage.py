@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_add
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_groups import group_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import named_vfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import check_settings_reach
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vlan_id import check_vlan
 
 __metaclass__ = type
@@ -62,6 +63,12 @@ def sriov_request(params, host, topology):
         pfs.append({"pf": entry["pf"], "num_vfs": entry["num_vfs"],
                     "autoprobe": params["autoprobe"] if entry.get("autoprobe") is None else entry["autoprobe"],
                     "persist": params["persist"], "force": params["force"]})
+    ethernet = set(manager.resolve_pf(entry["pf"]) for entry in entries if entry.get("link_type") == "eth")
+    for tenant in params.get("tenants") or []:
+        if isinstance(tenant, dict) and tenant.get("state", "present") != "absent" and isinstance(tenant.get("vfs"), (list, tuple)):
+            named = [normalize_address(vf.get("address") if isinstance(vf, dict) else vf) for vf in tenant["vfs"]]
+            check_settings_reach(topology, tenant.get("name"), [a for a in named if a], owners, tenant.get("mac"), tenant.get("vlan"),
+                                 ethernet)
     request = {"pfs": pfs, "vf_settings": tenant_settings(params.get("tenants") or [], owners)}
     options = nested_params("sriov_pfs", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, request)
     return options, [entry["pf"] for entry in entries if entry["num_vfs"] > 0]

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 import hashlib
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import is_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import address_parts
 
@@ -72,13 +73,43 @@ def is_network_vf(topology, address, pf=None):
     pf = dev.get("physfn") or pf
     pf_dev = pci.get(pf) or {}
     klass = str(dev.get("class") or pf_dev.get("class") or "").lower()
-    return bool(pf_dev.get("netdevs")) and klass.startswith("0x0200")
+    return has_netdev(pf_dev) and klass.startswith("0x0200")
+
+
+def has_netdev(pf_dev):
+    """Whether a PF has a netdev, or gets one from the boot stage (``netdev_after_boot``: the
+    projection's mark for a PF the boot stage sets to Ethernet, link_type eth)."""
+    return bool(pf_dev.get("netdevs") or pf_dev.get("netdev_after_boot"))
+
+
+def check_settings_reach(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None, ethernet_pfs=()):
+    """A tenant that gives ``mac`` or ``vlan`` refused when one of its VFs is a network function (PCI
+    class 0x02, as the planner counts it) of a PF with no netdev: the VF's MAC, VLAN and spoof check
+    go through the PF's netdev, so they would be dropped without a word (an InfiniBand port, or a
+    netdev driver not loaded). ``ethernet_pfs``: PFs the boot stage sets to Ethernet in this run."""
+    if not mac and not vlan:
+        return
+    pci = topology.get("pci_devices") or {}
+    lost = {}
+    for vf in vfs or []:
+        pf = (pci.get(vf) or {}).get("physfn") or (vf_pfs or {}).get(vf)
+        pf_dev = pci.get(pf) or {}
+        klass = str((pci.get(vf) or {}).get("class") or pf_dev.get("class") or "").lower()
+        if pf and klass.startswith("0x02") and not has_netdev(pf_dev) and pf not in ethernet_pfs:
+            lost.setdefault(pf, []).append(vf)
+    for pf, lost_vfs in sorted(lost.items()):
+        raise InputError("tenant %s: its %s cannot be set on VF %s: PF %s has no netdev, and a VF's MAC, VLAN and spoof check "
+                         "go through it (ip link set dev PF vf N). Set link_type: eth for %s in gpuvirt_sriov_pfs (the boot "
+                         "stage's firmware settings: an InfiniBand port has no Ethernet netdev), or load the PF's netdev driver, "
+                         "or leave vlan and mac out of the tenant. Nothing was changed"
+                         % (tenant, " and ".join(k for k, v in (("mac", mac), ("vlan", vlan)) if v), ", ".join(sorted(lost_vfs)), pf, pf))
 
 
 def tenant_network_vfs(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None):
     """[{address, pf, mac, vlan}] of a tenant's network VFs (:func:`is_network_vf`), in PCI
     address order, with their MACs (:func:`tenant_vf_macs`) and the tenant's VLAN."""
     vf_pfs = vf_pfs or {}
+    check_settings_reach(topology, tenant, vfs, vf_pfs, mac, vlan)
     network = set(vf for vf in vfs if is_network_vf(topology, vf, vf_pfs.get(vf)))
     macs = tenant_vf_macs(tenant, vfs, mac=mac, network=network)
     pci = topology.get("pci_devices") or {}

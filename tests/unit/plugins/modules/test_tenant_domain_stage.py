@@ -46,6 +46,37 @@ def stage_host(tmp_path, monkeypatch):
     return LiveHost(tree.root, kernel=kernel)
 
 
+@pytest.fixture
+def ib_stage_host(tmp_path, monkeypatch):
+    """The stage host with the ConnectX PF's port in InfiniBand mode and no netdev (IPoIB not loaded): its RDMA
+    device's port reads link_layer InfiniBand, as sysfs writes it."""
+    tree, kernel = lab_host(tmp_path / "root")
+    tree.add_pci("0000:80:03.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:80", numa_node=1, driver="pcieport",
+                 iommu_group=9)
+    path = tree.add_pci(PF, "0x15b3", "0x1017", "0x020000", parent="0000:80:03.0", numa_node=1, driver="mlx5_core",
+                        iommu_group=10, sriov_totalvfs=8, rdma_devices=("mlx5_0",))
+    tree.write(path + "/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand")
+    tree.add_vfs(PF, VFS, "0x15b3", "0x1018", "0x020000", numa_node=1, groups=[11, 12])
+    for vf in VFS:
+        tree.bind(vf, "vfio-pci")
+    monkeypatch.setenv("PATH", STANDINS + os.pathsep + os.environ["PATH"])
+    return LiveHost(tree.root, kernel=kernel)
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_vlan_for_a_vf_of_a_pf_without_netdev_is_refused_before_any_change(libvirt_conn, ib_stage_host, check_mode):
+    """A VF's MAC, VLAN and spoof check go through its PF's netdev: a tenant with a vlan on a VF of a PF with none (an
+    InfiniBand port) is refused, naming the tenant, the PF and the fix, not placed with its VLAN dropped."""
+    failed = run_module(tenant_domain.main, call([tenant("st-a", vfs=1, vlan=100)]), check_mode=check_mode, host=ib_stage_host)
+    assert failed["failed"] and not failed["changed"], failed
+    assert failed["msg"].startswith("tenant st-a: its vlan cannot be set on VF 0000:84:00.1: PF 0000:84:00.0 has no netdev")
+    assert "link_type: eth" in failed["msg"] and "netdev driver" in failed["msg"]
+    assert names(libvirt_conn) == []
+    # without vlan or mac nothing is lost: the tenant is planned
+    plain = run_module(tenant_domain.main, call([tenant("st-a", vfs=1)]), check_mode=True, host=ib_stage_host)
+    assert not plain.get("failed") and plain["placements"]["st-a"]["vfs"] == ["0000:84:00.1"], plain
+
+
 def vf_state(tmp_path, index):
     with open(str(tmp_path / "ip.json"), encoding="utf-8") as handle:
         vf = json.load(handle)["enp132s0f0np0"]["vfs"][index]

@@ -317,6 +317,31 @@ def test_a_gpu_sharing_its_group_with_a_pf_of_the_call_is_refused(no_acs, group_
         assert not kernel.writes and kernel.driver(nic) == "mlx5_core" and kernel.driver(gpu) == "nvidia"
 
 
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_tenant_vlan_for_a_vf_of_a_pf_without_netdev_is_refused_unless_the_boot_stage_makes_it_ethernet(tmp_path, check_mode):
+    """NIC0 of the DGX tree in InfiniBand mode with IPoIB not loaded: no netdev, its RDMA port's link_layer InfiniBand.
+    A tenant's vlan on one of its VFs would be dropped without a word (it goes through the PF's netdev): refused before
+    any change, naming the tenant, the PF and the fix; with link_type eth (the boot stage gives the port an Ethernet
+    netdev) it is not."""
+    tree, _gpus, nics = build_dgx_a100_class(str(tmp_path / "root"))
+    pf = nics["NIC0"]
+    shutil.rmtree(tree.p(tree.pci_paths[pf] + "/net"))
+    os.unlink(tree.p("/sys/class/net/ibp0"))
+    tree.write(tree.pci_paths[pf] + "/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand")
+    for name in ("sriov_offset", "sriov_stride"):
+        tree.write(tree.pci_paths[pf] + "/" + name, "1")
+    kernel = FakeKernel(tree)
+    vf = pf[:-1] + "1"
+    args = {"sriov_pfs": [{"pf": pf, "num_vfs": 2}], "tenants": [{"name": "t", "vfs": [vf], "vlan": 5}], "devices": []}
+    refused = run_module(vfio_bind.main, args, check_mode=check_mode, host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
+    assert refused["failed"] and not refused["changed"] and not kernel.writes, refused
+    assert refused["msg"].startswith("tenant t: its vlan cannot be set on VF %s: PF %s has no netdev" % (vf, pf)), refused["msg"]
+    assert "link_type: eth for %s" % pf in refused["msg"]
+    args["sriov_pfs"][0]["link_type"] = "eth"
+    planned = run_module(vfio_bind.main, args, check_mode=True, host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
+    assert not planned.get("failed"), planned
+
+
 def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):
     tree, kernel = nic
     result, calls = stage(nic, INPUTS, check_mode=True, diff=True)

@@ -131,3 +131,13 @@ def test_projection_keeps_existing_vfs(tmp_path):
     existing = topo["pci_devices"]["0000:81:00.0"]["virtfns"]
     projected = project(topo, [{"pf": "0000:81:00.0", "num_vfs": 3}])
     assert projected["pci_devices"]["0000:81:00.0"]["virtfns"] == existing + ["0000:81:00.0/vf2"]
+
+
+def test_a_pf_without_netdev_that_the_boot_stage_sets_to_ethernet_gets_one(tmp_path):
+    """link_type eth: the boot stage's firmware setting gives the port an Ethernet netdev, which the tenants' VF
+    settings go through (vf_mac.has_netdev); without it the PF stays without one."""
+    tree, _kernel = lab_host(tmp_path / "root")
+    topology = read_topology(tree.root)
+    pf = "0000:81:00.0"
+    assert not project(topology, [{"pf": pf, "num_vfs": 2}])["pci_devices"][pf].get("netdev_after_boot")
+    assert project(topology, [{"pf": pf, "num_vfs": 2, "link_type": "eth"}])["pci_devices"][pf]["netdev_after_boot"] is True
