@@ -8,8 +8,8 @@ entry) and which ports change mode. One decision, taken by the boot stage
 
 Where a port's mode is read: the firmware query (``LINK_TYPE_P1``/``P2`` of mlxconfig or
 mstconfig, on the host), else the PF's netdev in sysfs (``/sys/class/net/<dev>/type``:
-ARPHRD_INFINIBAND 32 for an IPoIB netdev, ARPHRD_ETHER 1; include/uapi/linux/if_arp.h), which a
-capture holds. An mlx5 PF drives one port: function N is port N+1 of its card. A card whose
+ARPHRD_INFINIBAND 32 for an IPoIB netdev, ARPHRD_ETHER 1; include/uapi/linux/if_arp.h), else its
+RDMA port's ``link_layer`` (a PF without netdev), which a capture holds. An mlx5 PF drives one port: function N is port N+1 of its card. A card whose
 firmware has no LINK_TYPE setting (not VPI) keeps its ports' mode: an InfiniBand one is refused."""
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +23,8 @@ __metaclass__ = type
 LINK_TYPES = ("eth", "ib", "keep")
 ETH, IB = "ETH", "IB"
 ARPHRD_MODES = {1: ETH, 32: IB}
+# infiniband/<dev>/ports/<n>/link_layer as the RDMA core writes it (drivers/infiniband/core/sysfs.c)
+LINK_LAYER_MODES = {"InfiniBand": IB, "Ethernet": ETH}
 
 
 def link_types(topology, sriov_pfs):
@@ -52,10 +54,13 @@ def firmware_ports(params):
 
 
 def sysfs_ports(topology, pf):
-    """[{port, current, next}] of the PF's own port, from its netdevs' type (next: as now)."""
+    """[{port, current, next}] of the PF's own port, from its netdevs' type, else (no netdev: IPoIB
+    not loaded) from its RDMA port's link layer (next: as now)."""
     dev = (topology.get("pci_devices") or {}).get(pf) or {}
     netdevs = topology.get("netdevs") or {}
     modes = [ARPHRD_MODES.get((netdevs.get(name) or {}).get("type")) for name in dev.get("netdevs") or []]
+    if not any(modes):
+        modes = [LINK_LAYER_MODES.get(layer) for ports in (dev.get("link_layers") or {}).values() for layer in ports.values()]
     modes = [m for m in modes if m]
     if not modes:
         return []

@@ -221,11 +221,26 @@ class TopologyReader:
             "vf_index": None,
             "netdevs": self.fs.listdir(base + "/net"),
             "rdma_devices": self.fs.listdir(base + "/infiniband"),
+            "link_layers": self.read_link_layers(base),
             "upstream": upstream,
             "root_bus": root_bus,
             "is_bridge": class_value is not None and (class_value >> 8) == pci_ids.CLASS_BRIDGE_PCI,
             "model": pci_ids.gpu_model(vendor, device_id) or pci_ids.nic_model(vendor, device_id),
         }
+
+    def read_link_layers(self, base):
+        """{RDMA device: {port: link layer}} of a PCI function (``infiniband/<dev>/ports/<n>/link_layer``:
+        InfiniBand or Ethernet, as the RDMA core writes it): a port's mode where no netdev says it."""
+        layers = {}
+        for rdma in self.fs.listdir(base + "/infiniband"):
+            ports = {}
+            for port in self.fs.listdir("%s/infiniband/%s/ports" % (base, rdma)):
+                text = (self.fs.read("%s/infiniband/%s/ports/%s/link_layer" % (base, rdma, port)) or "").strip()
+                if text:
+                    ports[port] = text
+            if ports:
+                layers[rdma] = ports
+        return layers
 
     def read_iommu_groups(self):
         groups = {}

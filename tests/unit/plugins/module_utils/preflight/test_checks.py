@@ -288,6 +288,26 @@ def test_vpi_ports_in_ib_mode_of_a_capture_are_listed_from_their_netdevs(tmp_pat
     assert "set link_type: eth" in check(report, "link type 0000:19:00.0")["fix"]
 
 
+def test_a_vpi_port_without_netdev_reads_its_mode_from_its_rdma_port(tmp_path):
+    """NIC0 of the DGX capture with IPoIB not loaded: no netdev, its RDMA port's link_layer InfiniBand (as the RDMA core
+    writes it). The port's mode is read from there, so the gate (and the boot stage) refuse it without link_type and
+    list IB -> ETH with link_type eth, as for a port whose IPoIB netdev says it."""
+    root = str(tmp_path / "dgx")
+    load_dgx_tree().write_tree(root)
+    pf_dir = os.path.realpath(os.path.join(root, "sys/bus/pci/devices/0000:19:00.0"))
+    shutil.rmtree(os.path.join(pf_dir, "net"))
+    os.unlink(os.path.join(root, "sys/class/net/ibp0"))
+    os.makedirs(os.path.join(pf_dir, "infiniband/mlx5_0/ports/1"))
+    with open(os.path.join(pf_dir, "infiniband/mlx5_0/ports/1/link_layer"), "w", encoding="utf-8") as handle:
+        handle.write("InfiniBand\n")
+    topo = read_topology(root)
+    assert topo["pci_devices"]["0000:19:00.0"]["link_layers"] == {"mlx5_0": {"1": "InfiniBand"}}
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}]})
+    assert check(report, "link type 0000:19:00.0")["status"] == "fail" and "set link_type: eth" in check(report, "link type 0000:19:00.0")["fix"]
+    report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type": "eth"}]})
+    assert [preflight_text.port_change(c) for c in report["port_modes"]] == ["0000:19:00.0 port 1 (mlx5_0): IB -> ETH"]
+
+
 def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
     host, _kernel = cx4lx_no_acs_host(tmp_path)
     topo = read_topology(host.root)
