@@ -131,7 +131,27 @@ def gpu_stack_plan(topology, tenant_gpus=None, host_gpus=None, pre_bind_ids=(), 
     if keep_nvidia:
         notes.append("GPU(s) %s stay with the host: the nvidia modules and services stay; only nouveau is blacklisted"
                      % ", ".join(host))
+    note = nvswitch_note(topology, keep_nvidia)
+    if note:
+        notes.append(note)
     return plan
+
+
+def nvswitch_note(topology, keep_nvidia):
+    """What the host stack's plan does not say about an HGX board's NVSwitches (None without any):
+    the tenants' GPUs reach NVLink through them only with the Shared NVSwitch virtualization model,
+    which this collection does not build (docs/boot.md, not built)."""
+    pci = topology.get("pci_devices") or {}
+    switches = sorted(a for a, d in pci.items() if pci_ids.is_nvswitch(d))
+    if not switches:
+        return None
+    drivers = sorted(set(pci[a].get("driver") or "no driver" for a in switches))
+    done = ("the nvidia modules are blacklisted and nvidia-fabricmanager is stopped, so no fabric manager trains them"
+            if not keep_nvidia else "nvidia-fabricmanager stays with the host's GPUs")
+    return ("NVSwitch(es) %s (%s) stay with the host, and %s: the tenants' GPUs get no NVLink between them. Full passthrough of "
+            "HGX GPUs with NVLink needs the Shared NVSwitch virtualization model (the NVSwitches and the fabric manager in a "
+            "service VM that partitions them), which this collection does not build; otherwise keep NVLink off for the tenants"
+            % (", ".join(switches), ", ".join(drivers), done))
 
 
 def render_modprobe_conf(blacklist, keep_nvidia, address_prebind=(), driver="pci-stub"):

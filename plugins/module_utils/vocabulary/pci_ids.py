@@ -61,6 +61,9 @@ NIC_MODELS = {
 CLASS_BRIDGE_PCI = 0x0604
 CLASS_DISPLAY = 0x03
 CLASS_NETWORK = 0x02
+# PCI class 0x0680 (bridge, other): what an NVIDIA NVSwitch of an HGX board reports (10de:1af1 on
+# HGX A100, 10de:22a3 on HGX H100/H200); NVIDIA makes no other such function
+CLASS_BRIDGE_OTHER = 0x0680
 
 
 def normalize_id(value):
@@ -98,3 +101,11 @@ def gpu_model(vendor_id, device_id):
 
 def nic_model(vendor_id, device_id):
     return NIC_MODELS.get((vendor_id, device_id))
+
+
+def is_nvswitch(device):
+    """Whether a PCI function of the host model is an NVIDIA NVSwitch (vendor NVIDIA, class bridge/other)."""
+    try:
+        return (device or {}).get("vendor_id") == NVIDIA and int(str(device.get("class")), 16) >> 8 == CLASS_BRIDGE_OTHER
+    except ValueError:
+        return False

@@ -41,6 +41,26 @@ def test_all_gpus_to_tenants_blacklists_the_whole_stack():
     assert plan["services"] == ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "dcgm"]
 
 
+def nvswitch(address):
+    """An HGX H100/H200 NVSwitch as the topology reader gives it: 10de:22a3, class bridge/other, on nvidia."""
+    return {"address": address, "vendor_id": "0x10de", "device_id": "0x22a3", "class": "0x068000", "driver": "nvidia",
+            "numa_node": 0, "iommu_group": 301}
+
+
+def test_nvswitches_of_an_hgx_board_are_named_with_what_full_passthrough_needs():
+    """Blacklisting nvidia and stopping nvidia-fabricmanager leaves the NVSwitches untrained: the plan says so, naming
+    them and the Shared NVSwitch virtualization model (not built), instead of saying nothing."""
+    switches = ["0000:a4:00.0", "0000:a5:00.0"]
+    topo = dict(EIGHT, pci_devices=dict((a, nvswitch(a)) for a in switches))
+    [note] = [n for n in host_stack.gpu_stack_plan(topo)["notes"] if "NVSwitch" in n]
+    assert note.startswith("NVSwitch(es) 0000:a4:00.0, 0000:a5:00.0 (nvidia) stay with the host, and the nvidia modules are "
+                           "blacklisted and nvidia-fabricmanager is stopped")
+    assert "Shared NVSwitch virtualization model" in note and "does not build" in note and "NVLink off" in note
+    kept = host_stack.gpu_stack_plan(topo, host_gpus=["0000:07:00.0"])["notes"]
+    assert any("nvidia-fabricmanager stays with the host's GPUs" in n for n in kept)
+    assert not [n for n in host_stack.gpu_stack_plan(EIGHT)["notes"] if "NVSwitch" in n]
+
+
 def test_rhel_family_gets_the_dracut_arg_too_and_running_blacklists_are_kept():
     topo = dict(EIGHT, cmdline=["ro", "modprobe.blacklist=floppy,nouveau"])
     args = host_stack.gpu_stack_plan(topo, os_family="RedHat")["kernel_args"]
