@@ -178,7 +178,7 @@ done
 
 def host_vf_settings(addresses: list[str]) -> dict[str, dict]:
     """Each VF's settings as the lab host's kernel holds them (``ip link`` of its PF), by VF address."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.sriov import parse_ip_link_vfs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vf_lines import parse_ip_link_vfs  # pylint: disable=import-outside-toplevel
     if not addresses:
         return {}
     out = ssh("sh -c %s sh %s" % (shlex.quote(VF_SETTINGS_SH), " ".join(shlex.quote(a) for a in addresses)))
