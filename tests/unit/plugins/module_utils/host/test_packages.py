@@ -53,7 +53,7 @@ def test_rpm_is_asked_per_package_by_its_exit_status(tmp_path):
 @pytest.mark.parametrize("status, installed", [
     ("install ok installed", True),
     # held with apt-mark hold: dpkg-query -f '${Status} ${Version}' -W kubelet printed "hold ok installed 1.12.1-00"
-    # (https://github.com/mizzy/specinfra/pull/672; InSpec's fix for the same: https://github.com/inspec/inspec/pull/2087)
+    # (specinfra pull request 672, a report of a real held kubelet; InSpec fixed the same: inspec/inspec pull request 2087)
     ("hold ok installed", True),
     # removed without purge: its configuration files kept (https://github.com/inspec/inspec/issues/1092, PR 1111)
     ("deinstall ok config-files", False),
