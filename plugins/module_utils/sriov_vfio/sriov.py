@@ -34,6 +34,7 @@ SETTINGS_NOT_READ = "not read: a capture holds no answer of ip (link show dev PF
 VF_DEFAULTS = {"spoofchk": True, "trust": False}
 SETTING_KEYS = ("mac", "vlan", "qos", "spoofchk", "trust", "link_state")
 
+
 def normalize_vf_settings(entries, num_vfs, vf_addresses=None):
     """Validate the ``vfs`` option; returns {index: desired settings}. An entry names its
     VF by ``index`` or by PCI ``address`` (one of ``vf_addresses``, the VFs by index)."""

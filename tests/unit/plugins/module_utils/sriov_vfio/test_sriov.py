@@ -21,7 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VfioBinder
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import cx4lx_no_acs_host, fixture_text, lab_host  # pylint: disable=import-error
+from fakes.kernel import cx4lx_no_acs_host, lab_host  # pylint: disable=import-error
 
 PF = "0000:81:00.0"
 NUMVFS = "/sys/bus/pci/devices/%s/sriov_numvfs" % PF
