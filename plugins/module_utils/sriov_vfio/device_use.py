@@ -72,9 +72,35 @@ def usage_of(fs, topology, address):
     return reasons
 
 
+def vfio_groups_held(fs):
+    """The IOMMU groups (as text) whose ``/dev/vfio/<group>`` some process holds open: one walk of
+    /proc/<pid>/fd for every group, where :func:`vfio_group_holders` walks it for one."""
+    held = set()
+    for entry in fs.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        for fd in fs.listdir("/proc/%s/fd" % entry):
+            target = fs.realpath("/proc/%s/fd/%s" % (entry, fd)) or ""
+            if target.startswith("/dev/vfio/"):
+                held.add(target[len("/dev/vfio/"):])
+    return held
+
+
+def domain_device_addresses(fs):
+    """The PCI addresses every libvirt domain (defined or running) holds: each domain file read
+    once, where :func:`libvirt_domains_using` reads them all for one address."""
+    held = set()
+    for directory in LIBVIRT_XML_DIRS:
+        for entry in fs.listdir(directory):
+            if entry.endswith(".xml"):
+                held.update(xml_device_addresses(fs.read("%s/%s" % (directory, entry)) or ""))
+    return held
+
+
 def pfs_kept_for_vfs(fs, topology, call_pfs):
     """{PF: why the host keeps it}: the SR-IOV PFs whose VFs go to tenants, ``call_pfs`` (those
-    of this call's SR-IOV part and ``vfs_of``) and every PF with a VF a tenant holds now. A PF
+    of this call's SR-IOV part and ``vfs_of``) and every PF with a VF a tenant holds now (in use
+    as :func:`usage_of` says, with /proc and the domain files read once for all VFs). A PF
     keeps its host driver for its VFs to exist (another driver on it removes them), so it is
     never taken, named or along with its IOMMU group, not even with ``force``."""
     pci = topology["pci_devices"]
@@ -82,9 +108,15 @@ def pfs_kept_for_vfs(fs, topology, call_pfs):
     for pf in call_pfs:
         if pf in pci and pf not in kept:
             kept[pf] = "an SR-IOV PF whose VFs this call makes or binds for tenants, so it stays on its host driver"
-    for address in sorted(pci):
-        pf = pci[address].get("physfn")
-        if pf and pf not in kept and usage_of(fs, topology, address):
+    vfs = [address for address in sorted(pci) if pci[address].get("physfn")]
+    if not vfs:
+        return kept
+    groups_open, in_domains = vfio_groups_held(fs), domain_device_addresses(fs)
+    for address in vfs:
+        dev = pci[address]
+        pf = dev["physfn"]
+        held_open = dev.get("driver") == "vfio-pci" and dev.get("iommu_group") is not None and str(dev["iommu_group"]) in groups_open
+        if pf not in kept and (held_open or address in in_domains):
             kept[pf] = "an SR-IOV PF whose VF %s a tenant holds, so it stays on its host driver" % address
     return kept
 

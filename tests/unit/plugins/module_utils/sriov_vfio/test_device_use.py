@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import device_use
@@ -99,3 +101,18 @@ def test_pfs_kept_for_vfs_are_the_calls_and_those_with_a_vf_a_tenant_holds(tmp_p
     host.write("/etc/libvirt/qemu/tenant-a.xml", domain_xml("tenant-a", "0000:01:00.3"))
     kept = device_use.pfs_kept_for_vfs(fs, read_topology(host.root), [])
     assert kept == {"0000:01:00.0": "an SR-IOV PF whose VF 0000:01:00.3 a tenant holds, so it stays on its host driver"}
+
+
+def test_pfs_kept_for_vfs_a_vf_whose_vfio_group_is_held_open(tmp_path):
+    """A VF on vfio-pci whose /dev/vfio/<group> a process holds (a running QEMU) keeps its PF, as usage_of says."""
+    host, kernel = cx4lx_no_acs_host(tmp_path)
+    fs = Sysfs(host.root)
+    kernel.bind("0000:01:00.4", "vfio-pci")
+    topology = read_topology(host.root)
+    assert device_use.pfs_kept_for_vfs(fs, topology, []) == {}
+    group = topology["pci_devices"]["0000:01:00.4"]["iommu_group"]
+    os.makedirs(host.p("/proc/777/fd"))
+    os.symlink(host.p("/dev/vfio/%s" % group), host.p("/proc/777/fd/31"))
+    assert device_use.usage_of(fs, topology, "0000:01:00.4")
+    assert device_use.pfs_kept_for_vfs(fs, topology, []) == {
+        "0000:01:00.0": "an SR-IOV PF whose VF 0000:01:00.4 a tenant holds, so it stays on its host driver"}
