@@ -147,8 +147,10 @@ class GrubCmdlineEdit:
         grub = GrubDefaults(before, self.grub_file)
         current_args = split_cmdline(grub.value(self.variable))
         wanted_args = kernel_args.apply_ops(self.ops, current_args)
-        other_args = self._check_other_variable(grub)
-        self._check_dropins()
+        # the drop-ins, read and parsed once for both checks
+        dropins = self._dropins()
+        other_args = self._check_other_variable(grub, dropins)
+        self._check_dropins(dropins)
         elsewhere = given_elsewhere(self.ops, current_args, wanted_args, other_args)
         wanted_args = [a for a in wanted_args if a not in elsewhere]
         changed = wanted_args != current_args
@@ -183,20 +185,19 @@ class GrubCmdlineEdit:
         self.result["changed"] = changed or bool(self.result["bootloader_commands"])
         return self.result
 
-    def _check_other_variable(self, grub):
+    def _check_other_variable(self, grub, dropins):
         """Args in the other cmdline variable that the kernel reads after ours would undo the edit.
         Its args as the file leaves them; those an expansion hides cannot be checked: refused."""
         other_name = [v for v in CMDLINE_VARIABLES if v != self.variable][0]
         # what it takes from the edited variable is what this edit wants
         files = [(self.grub_file, grub)]
         # grub-mkconfig sources the file, then each drop-in in order: a drop-in's value is the one the kernel gets
-        for path, text in self._dropin_texts():
-            try:
-                files.append((path, GrubDefaults(text, path)))
-            except GrubParseError as exc:
-                if other_name in text:
-                    raise InputError("%s (the file sets %s, whose args the kernel reads with %s's: they cannot be "
-                                     "checked)" % (exc, other_name, self.variable))
+        for path, text, parsed in dropins:
+            if not isinstance(parsed, GrubParseError):
+                files.append((path, parsed))
+            elif other_name in text:
+                raise InputError("%s (the file sets %s, whose args the kernel reads with %s's: they cannot be "
+                                 "checked)" % (parsed, other_name, self.variable))
         other = sourced_value(files, other_name, ignored=[self.variable])
         other_args = [a for a in split_cmdline(other.value) if UNKNOWN not in a]
         kept = kernel_args.apply_ops(self.ops, other_args)
@@ -218,25 +219,30 @@ class GrubCmdlineEdit:
                              % (path, line, why, other_name))
         return other_args
 
-    def _dropin_texts(self):
-        """(host path, text as it is) of each ``<grub_file>.d/*.cfg`` in the order the shell sources them."""
-        texts = []
+    def _dropins(self):
+        """(host path, text as it is, its GrubDefaults or the GrubParseError it raised) of each
+        ``<grub_file>.d/*.cfg``, in the order the shell sources them."""
+        dropins = []
         for path in self.host.fs.glob(os.path.abspath(self.grub_file) + ".d/*.cfg"):
             try:
                 with io.open(self.host.path(path, "grub_file"), encoding="utf-8", errors="replace", newline="") as handle:
-                    texts.append((path, handle.read()))
+                    text = handle.read()
             except (OSError, IOError):
                 continue  # not a readable file: sh's [ -e ] sources it and fails, as before this edit
-        return texts
-
-    def _check_dropins(self):
-        """Ubuntu cloud images override variables in /etc/default/grub.d/*.cfg, read after the file."""
-        for path in self.host.fs.glob(os.path.abspath(self.grub_file) + ".d/*.cfg"):
-            text = self.host.fs.read(path) or ""
             try:
-                names = [a.name for a in GrubDefaults(text, path).assignments]
-            except GrubParseError:
+                parsed = GrubDefaults(text, path)
+            except GrubParseError as exc:
+                parsed = exc
+            dropins.append((path, text, parsed))
+        return dropins
+
+    def _check_dropins(self, dropins):
+        """Ubuntu cloud images override variables in /etc/default/grub.d/*.cfg, read after the file."""
+        for path, text, parsed in dropins:
+            if isinstance(parsed, GrubParseError):
                 names = [self.variable] if self.variable in text else []
+            else:
+                names = [a.name for a in parsed.assignments]
             if self.variable in names:
                 raise InputError("grub_file: %s sets %s again after %s, so an edit there would not count; "
                                  "point grub_file at %s or remove the assignment there" % (
