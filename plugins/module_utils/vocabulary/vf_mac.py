@@ -68,12 +68,17 @@ def is_network_vf(topology, address, pf=None):
     VLAN, spoof check and trust are set through the PF, and the guest gets it as an
     ``<interface type='hostdev'>``). Read from the host model; a VF not created yet is judged
     by its PF (``pf``)."""
-    pci = topology.get("pci_devices") or {}
+    _pf, pf_dev, klass = vf_function(topology.get("pci_devices") or {}, address, pf)
+    return has_netdev(pf_dev) and klass.startswith("0x0200")
+
+
+def vf_function(pci, address, pf=None):
+    """(its PF, the PF's entry, its PCI class in lower case) of the VF at ``address`` in the host
+    model's ``pci``: its own class, else its PF's (a VF not created yet is judged by ``pf``)."""
     dev = pci.get(address) or {}
     pf = dev.get("physfn") or pf
     pf_dev = pci.get(pf) or {}
-    klass = str(dev.get("class") or pf_dev.get("class") or "").lower()
-    return has_netdev(pf_dev) and klass.startswith("0x0200")
+    return pf, pf_dev, str(dev.get("class") or pf_dev.get("class") or "").lower()
 
 
 def has_netdev(pf_dev):
@@ -92,9 +97,7 @@ def check_settings_reach(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None
     pci = topology.get("pci_devices") or {}
     lost = {}
     for vf in vfs or []:
-        pf = (pci.get(vf) or {}).get("physfn") or (vf_pfs or {}).get(vf)
-        pf_dev = pci.get(pf) or {}
-        klass = str((pci.get(vf) or {}).get("class") or pf_dev.get("class") or "").lower()
+        pf, pf_dev, klass = vf_function(pci, vf, (vf_pfs or {}).get(vf))
         if pf and klass.startswith("0x02") and not has_netdev(pf_dev) and pf not in ethernet_pfs:
             lost.setdefault(pf, []).append(vf)
     for pf, lost_vfs in sorted(lost.items()):
