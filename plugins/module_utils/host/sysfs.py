@@ -152,6 +152,28 @@ class Sysfs:
         except (OSError, IOError):
             return None
 
+    def link_target(self, host_path):
+        """What a symlink names, with no link in it resolved: one ``readlink``, where
+        :meth:`realpath` looks up every component (a ``/proc/PID/fd/N`` link names its file
+        outright, ``/dev/vfio/12``). An absolute target comes back as a host path; a relative
+        one as it reads (the kernel's pseudo-files, ``socket:[123]``, are such). None when the
+        path is no link, or names a place outside the root."""
+        real = self._readable(host_path, follow=False)
+        if real is None:
+            return None
+        try:
+            target = os.readlink(real)
+        except (OSError, IOError):
+            return None
+        if not target.startswith(os.sep) or self.real_root == os.sep:
+            return target
+        for prefix in (self.real_root, self.root):
+            if target == prefix:
+                return "/"
+            if target.startswith(prefix + os.sep):
+                return target[len(prefix):]
+        return None
+
     def realpath(self, host_path):
         """Resolved host path of a link, expressed relative to the root again
         (``/sys/devices/pci0000:80/0000:80:00.0/0000:81:00.0``), or None (also when it

@@ -39,7 +39,7 @@ def vfio_group_holders(fs, group):
         if not entry.isdigit():
             continue
         for fd in fs.listdir("/proc/%s/fd" % entry):
-            if fs.realpath("/proc/%s/fd/%s" % (entry, fd)) == target:
+            if fs.link_target("/proc/%s/fd/%s" % (entry, fd)) == target:
                 pids.append(int(entry))
                 break
     return sorted(pids)
@@ -74,13 +74,14 @@ def usage_of(fs, topology, address):
 
 def vfio_groups_held(fs):
     """The IOMMU groups (as text) whose ``/dev/vfio/<group>`` some process holds open: one walk of
-    /proc/<pid>/fd for every group, where :func:`vfio_group_holders` walks it for one."""
+    /proc/<pid>/fd for every group, where :func:`vfio_group_holders` walks it for one. Each fd's
+    link is read, not resolved: a host has thousands of them."""
     held = set()
     for entry in fs.listdir("/proc"):
         if not entry.isdigit():
             continue
         for fd in fs.listdir("/proc/%s/fd" % entry):
-            target = fs.realpath("/proc/%s/fd/%s" % (entry, fd)) or ""
+            target = fs.link_target("/proc/%s/fd/%s" % (entry, fd)) or ""
             if target.startswith("/dev/vfio/"):
                 held.add(target[len("/dev/vfio/"):])
     return held

@@ -332,15 +332,15 @@ def call_pfs(topology, sriov_params, wanted_pfs):
     return [address for address in (pci_function_of(topology, text) for text in texts) if address]
 
 
-def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, needed):
+def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, needed, kept):
     """With an SR-IOV part (``sriov_params``: the options of sriov_vfs, from ``sriov`` or built
     from ``sriov_pfs`` and ``tenants``): check the devices named outright (``named``, and
-    ``ids``) on the host as it is, then run sriov_vfs in this call (VFs and their settings before
-    they are bound). -> (its result or None, the PFs of ``wanted_pfs`` whose VFs it creates only
-    outside check mode)."""
+    ``ids``) on the host as it is (``kept``: its PFs kept for their VFs), then run sriov_vfs in
+    this call (VFs and their settings before they are bound). -> (its result or None, the PFs of
+    ``wanted_pfs`` whose VFs it creates only outside check mode)."""
     if sriov_params is None:
         return None, []
-    before = VfioBinder(host, topology, needed, pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs)))
+    before = VfioBinder(host, topology, needed, kept)
     # the devices named outright are decided now, so that a refusal comes before any VF changes
     selected = before.select(named, params["ids"], None, allow_empty=True)
     before.plan(selected, driver=params["driver"], group_policy=params["group_policy"], force=params["force"])
@@ -381,13 +381,15 @@ def vfio_bind(params, host, run):
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     sriov_params, wanted_pfs = stage_sriov(params, host, topology)
     gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
+    # /proc and the domain files are read once, and again only when the VFs changed
+    kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
     sriov_result, vfs_to_come = sriov_first(sriov_params, list(params["devices"] or []) + gpus + companions, wanted_pfs,
-                                            params, host, run, topology, needed)
+                                            params, host, run, topology, needed, kept)
     if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
         topology = read_model(host, params, fresh=True)
         needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
         gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
-    kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
+        kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
     binder = VfioBinder(host, topology, needed, kept)
     vfs_of = [text for text in wanted_pfs if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
     addresses = binder.select(list(params["devices"] or []) + gpus + companions, params["ids"], vfs_of,

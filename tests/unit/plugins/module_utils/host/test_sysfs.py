@@ -70,3 +70,19 @@ def test_reads_through_a_link_that_leaves_the_root_find_nothing(tmp_path):
     assert fs.read_error(device + "/vendor") == "ENOENT"
     assert fs.exists(device)  # the link itself is in the tree
     assert fs.glob("/sys/bus/pci/devices/*/vendor") == []
+
+
+def test_link_target_reads_a_link_without_resolving_it(tmp_path, tree):
+    """A /proc/PID/fd link names its file outright: a host path back, pseudo-files as they read."""
+    host, fs = tree
+    os.makedirs(host.p("/proc/777/fd"))
+    host.write("/dev/vfio/7", "")
+    os.symlink(host.p("/dev/vfio/7"), host.p("/proc/777/fd/31"))
+    os.symlink("socket:[4242]", host.p("/proc/777/fd/3"))
+    os.symlink(str(tmp_path.parent / "elsewhere"), host.p("/proc/777/fd/4"))
+    assert fs.link_target("/proc/777/fd/31") == "/dev/vfio/7"
+    assert fs.link_target("/proc/777/fd/3") == "socket:[4242]"
+    assert fs.link_target("/proc/777/fd/4") is None  # outside the root
+    assert fs.link_target("/dev/vfio/7") is None and fs.link_target("/proc/777/fd/9") is None  # no link, nothing
+    # on the host itself a target is as the kernel gives it
+    assert Sysfs("/").link_target("/proc/self/exe") == os.readlink("/proc/self/exe")
