@@ -17,6 +17,7 @@ What is copied:
   /sys/class/net/*            links, and each netdev's address/operstate/mtu/type/device
   /sys/class/iommu/*          links
   /sys/firmware/acpi/tables   DMAR / IVRS (the IOMMU's ACPI table), when present
+  /sys/firmware/efi/efivars   LoaderInfo-<Boot Loader Interface GUID> (the boot loader), when present
   /sys/kernel/mm/hugepages    the page sizes the kernel offers, and their pools
   /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
                               osrelease, mounts, self/mountinfo, swaps, net/route,
@@ -216,6 +217,9 @@ class Capture:
                 self.copy_link(f"{base}/{group}/devices/{dev}")
         for table in ("DMAR", "IVRS"):
             self.copy_file(f"/sys/firmware/acpi/tables/{table}")
+        # the boot loader that started this boot (systemd's Boot Loader Interface): a host booted by
+        # systemd-boot does not read the GRUB file
+        self.copy_file("/sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f")
         self.make_dir("/sys/class/iommu")
         for unit in self.listdir("/sys/class/iommu"):
             target = self.copy_link(f"/sys/class/iommu/{unit}")

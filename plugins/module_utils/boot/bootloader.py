@@ -79,6 +79,25 @@ def given_elsewhere(ops, current_args, wanted_args, other_args):
     return given
 
 
+# systemd's Boot Loader Interface (systemd.io/BOOT_LOADER_INTERFACE): the loader that started this boot
+# names itself and its version in this EFI variable ("systemd-boot 252.30"; GRUB's bli module writes "GRUB 2.12")
+LOADER_INFO = "/sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+
+def boot_loader_name(fs):
+    """The boot loader that started this boot, as it names itself in the EFI variable LoaderInfo,
+    or None (no EFI, or a loader that does not set it). efivarfs gives 4 bytes of attributes, then
+    the value: a NUL-terminated UTF-16LE string."""
+    raw = fs.read_bytes(LOADER_INFO)
+    if not raw or len(raw) <= 4:
+        return None
+    return raw[4:].decode("utf-16-le", "replace").split("\0", 1)[0].strip() or None
+
+
+def booted_by_systemd_boot(name):
+    return bool(name) and name.split()[0].lower() == "systemd-boot"
+
+
 BLS_ENTRIES = "/boot/loader/entries/*.conf"
 GRUBENV = "/boot/grub2/grubenv"
 
@@ -163,6 +182,7 @@ class GrubCmdlineEdit:
                                      % (self.grub_file, self.variable, join_cmdline(wanted_args)))
         running = self.host.fs.read("/proc/cmdline", "")
         missing, unwanted = kernel_args.pending_changes(self.ops, kernel_part(split_cmdline(running)))
+        self._check_boots_from_grub(missing, unwanted)
         try:
             commands, stale = self._bootloader_commands(current_args, wanted_args, grub)
         except _NoBootloaderTool as exc:
@@ -184,6 +204,22 @@ class GrubCmdlineEdit:
         }
         self.result["changed"] = changed or bool(self.result["bootloader_commands"])
         return self.result
+
+    def _check_boots_from_grub(self, missing, unwanted):
+        """A host that booted with systemd-boot reads its kernel args from its own entries, not from the
+        GRUB file: args the running kernel still lacks (or carries) would not come with a reboot. One
+        whose kernel already runs as asked passes (the args came another way)."""
+        if self.bootloader_update != "auto" or not (missing or unwanted):
+            return
+        loader = boot_loader_name(self.host.fs)
+        if not booted_by_systemd_boot(loader):
+            return
+        args = ["+" + a for a in missing] + ["-" + a for a in unwanted]
+        raise InputError("bootloader_update: this host booted with %s (EFI variable LoaderInfo), which does not read %s, so "
+                         "its kernel would not get %s at the next boot. Kernel args for systemd-boot are not built here: put them in "
+                         "/etc/kernel/cmdline and run proxmox-boot-tool refresh (Proxmox VE), or in the options line of "
+                         "its loader entries, and run again; or set bootloader_update: none to edit the GRUB file anyway. "
+                         "Nothing was changed" % (loader, self.grub_file, " ".join(args)))
 
     def _check_other_variable(self, grub, dropins):
         """Args in the other cmdline variable that the kernel reads after ours would undo the edit.

@@ -104,6 +104,18 @@ class Sysfs:
         except (OSError, IOError):
             return default
 
+    def read_bytes(self, host_path):
+        """The bytes of a file as they are (an EFI variable), or None when it is missing or
+        unreadable."""
+        real = self._readable(host_path)
+        if real is None:
+            return None
+        try:
+            with open(real, "rb") as handle:
+                return handle.read()
+        except (OSError, IOError):
+            return None
+
     def read_int(self, host_path, default=None, base=10):
         text = self.read(host_path)
         if text is None or text == "":

@@ -118,3 +118,44 @@ def test_read_os_release(tmp_path):
     host = FakeHost(tmp_path)
     host.write("/usr/lib/os-release", 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
     assert bootloader.read_os_release(Sysfs(str(tmp_path))) == {"rocky", "rhel", "centos", "fedora"}
+
+
+def efi_variable(host, path, text):
+    """An EFI variable as efivarfs shows it: 4 bytes of attributes (boot service and runtime access,
+    as systemd-boot sets them), then a NUL-terminated UTF-16LE string (systemd's Boot Loader Interface)."""
+    import os  # pylint: disable=import-outside-toplevel
+    os.makedirs(os.path.dirname(host.p(path)), exist_ok=True)
+    with open(host.p(path), "wb") as handle:
+        handle.write(b"\x06\x00\x00\x00" + (text + "\0").encode("utf-16-le"))
+
+
+@pytest.mark.parametrize("loader, running, update, refused", [
+    ("systemd-boot 252.30", "BOOT_IMAGE=/vmlinuz ro quiet", "auto", True),           # Proxmox VE, ZFS on UEFI
+    ("systemd-boot 252.30", "ro quiet intel_iommu=on iommu=pt", "auto", False),      # the args came another way
+    ("systemd-boot 252.30", "BOOT_IMAGE=/vmlinuz ro quiet", "none", False),          # a copy of the file, on purpose
+    ("GRUB 2.12", "BOOT_IMAGE=/vmlinuz ro quiet", "auto", False),                    # GRUB's bli module
+    (None, "BOOT_IMAGE=/vmlinuz ro quiet", "auto", False),                           # no EFI variable: legacy BIOS
+])
+def test_a_host_booted_by_systemd_boot_is_refused_an_edit_it_would_not_read(tmp_path, loader, running, update, refused):
+    host = tree(tmp_path, "ID=debian\n")
+    host.write("/proc/cmdline", running)
+    if loader:
+        efi_variable(host, bootloader.LOADER_INFO, loader)
+    commands = RecordedCommands(programs=["update-grub"])
+    edit = bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=commands), OPS, bootloader_update=update)
+    if refused:
+        with pytest.raises(InputError, match=r"booted with systemd-boot 252\.30 .*would not get \+intel_iommu=on \+iommu=pt "
+                                             r".*/etc/kernel/cmdline .*proxmox-boot-tool refresh .*bootloader_update: none"):
+            edit.plan()
+        assert open(host.p("/etc/default/grub"), encoding="utf-8").read() == LINUX and commands.calls == []
+    else:
+        assert edit.plan()["after"] == 'GRUB_CMDLINE_LINUX="quiet intel_iommu=on iommu=pt"\n'
+
+
+def test_boot_loader_name_reads_the_efi_variable(tmp_path):
+    host = FakeHost(tmp_path)
+    assert bootloader.boot_loader_name(Sysfs(str(tmp_path))) is None
+    efi_variable(host, bootloader.LOADER_INFO, "systemd-boot 257.9-1~bpo12+1")
+    assert bootloader.boot_loader_name(Sysfs(str(tmp_path))) == "systemd-boot 257.9-1~bpo12+1"
+    host.write(bootloader.LOADER_INFO, "\x06\x00")  # cut short: no value
+    assert bootloader.boot_loader_name(Sysfs(str(tmp_path))) is None
