@@ -36,9 +36,10 @@ options:
         (C(/boot/loader/entries/*.conf), on EL8 through C(kernelopts) in C(/boot/grub2/grubenv)) lacks a wanted
         arg or still has an unwanted one.
       - A host that booted with systemd-boot (it names itself in the EFI variable C(LoaderInfo), as
-        systemd's Boot Loader Interface says; Proxmox VE with ZFS on UEFI boots so) does not read the GRUB file:
-        with V(auto), an edit its running kernel still lacks is refused, naming the loader and the args, and nothing
-        is changed. Kernel args for systemd-boot (C(/etc/kernel/cmdline), C(proxmox-boot-tool refresh)) are not built.
+        systemd's Boot Loader Interface says; Proxmox VE with ZFS on UEFI boots so) does not read the GRUB file.
+        With V(auto), an edit whose args its running kernel still lacks is refused there, naming the loader and the
+        args, and nothing is changed. Kernel args for systemd-boot (C(/etc/kernel/cmdline), C(proxmox-boot-tool refresh))
+        are not built.
       - V(none) only edits the file.
     type: str
     choices: [auto, none]
