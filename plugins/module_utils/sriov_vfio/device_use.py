@@ -29,20 +29,23 @@ def pci_function_of(topology, text):
 
 
 # ---------------------------------------------------------------------------- in use
-def vfio_group_holders(fs, group):
-    """PIDs holding ``/dev/vfio/<group>`` open (from /proc/<pid>/fd links)."""
-    if group is None:
-        return []
-    target = "/dev/vfio/%s" % group
-    pids = []
+def vfio_files_open(fs):
+    """(pid, name) for each ``/dev/vfio/<name>`` a process holds open, from the /proc/<pid>/fd
+    links. Each link is read, not resolved: a host has thousands of them."""
     for entry in fs.listdir("/proc"):
         if not entry.isdigit():
             continue
         for fd in fs.listdir("/proc/%s/fd" % entry):
-            if fs.link_target("/proc/%s/fd/%s" % (entry, fd)) == target:
-                pids.append(int(entry))
-                break
-    return sorted(pids)
+            target = fs.link_target("/proc/%s/fd/%s" % (entry, fd)) or ""
+            if target.startswith("/dev/vfio/"):
+                yield int(entry), target[len("/dev/vfio/"):]
+
+
+def vfio_group_holders(fs, group):
+    """PIDs holding ``/dev/vfio/<group>`` open."""
+    if group is None:
+        return []
+    return sorted(set(pid for pid, name in vfio_files_open(fs) if name == str(group)))
 
 
 def libvirt_domains_using(fs, address):
@@ -74,17 +77,8 @@ def usage_of(fs, topology, address):
 
 def vfio_groups_held(fs):
     """The IOMMU groups (as text) whose ``/dev/vfio/<group>`` some process holds open: one walk of
-    /proc/<pid>/fd for every group, where :func:`vfio_group_holders` walks it for one. Each fd's
-    link is read, not resolved: a host has thousands of them."""
-    held = set()
-    for entry in fs.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        for fd in fs.listdir("/proc/%s/fd" % entry):
-            target = fs.link_target("/proc/%s/fd/%s" % (entry, fd)) or ""
-            if target.startswith("/dev/vfio/"):
-                held.add(target[len("/dev/vfio/"):])
-    return held
+    /proc/<pid>/fd for every group, where :func:`vfio_group_holders` walks it for one."""
+    return set(name for _pid, name in vfio_files_open(fs))
 
 
 def domain_device_addresses(fs):

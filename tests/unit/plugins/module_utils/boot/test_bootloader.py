@@ -4,6 +4,8 @@ each distribution family gets, a stale grub.cfg, and the steps recorded on the r
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader
@@ -123,7 +125,6 @@ def test_read_os_release(tmp_path):
 def efi_variable(host, path, text):
     """An EFI variable as efivarfs shows it: 4 bytes of attributes (boot service and runtime access,
     as systemd-boot sets them), then a NUL-terminated UTF-16LE string (systemd's Boot Loader Interface)."""
-    import os  # pylint: disable=import-outside-toplevel
     os.makedirs(os.path.dirname(host.p(path)), exist_ok=True)
     with open(host.p(path), "wb") as handle:
         handle.write(b"\x06\x00\x00\x00" + (text + "\0").encode("utf-16-le"))
