@@ -56,11 +56,13 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
     true: the management network is behind the GPU host) an ``ansible_ssh_common_args`` with
     ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
-    name, the console log, and the MAC of the tenant's first VF (from ``plan``, the tenants
-    stage's plan, or the tenant's ``mac``), by which the guest stage finds the VF. Tenants ``known``
+    name, the console log, and the MAC of the tenant's RDMA NIC: its first VF (from ``plan``, the
+    tenants stage's plan, or the tenant's ``mac``), else its ``data_nic``, by which the guest stage
+    finds the NIC. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (  # pylint: disable=import-outside-toplevel
+        console_log_path, data_nic_mac)
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"
     if not boolean(add, strict=False):
@@ -86,6 +88,9 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
         vfs = placement.get("vfs") or []
         mac = tenant_vf_macs(tenant_name, vfs, mac=placement.get("mac") or tenant.get("mac")) if vfs else {}
         first = sorted(mac.items())[0][1] if mac else (str(tenant["mac"]).lower() if tenant.get("mac") else None)
+        if first is None and isinstance(tenant.get("data_nic"), dict):
+            # a tenant without a VF: its data NIC is its RDMA NIC
+            first = str(tenant["data_nic"].get("mac") or data_nic_mac(tenant_name)).lower()
         if first:
             entry["gpuvirt_guest_vf_mac"] = first
         out.append(entry)

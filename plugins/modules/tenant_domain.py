@@ -95,7 +95,11 @@ options:
       - With O(tenants), how the tenants' guests boot and are reached (C(gpuvirt_guest_access), docs/tenants.md) - C(user),
         C(ssh_authorized_keys), C(packages), C(management) (the NIC's C(network) or C(bridge), C(gateway), C(dns)),
         C(guest_dir), and C(management_network) (as O(management_network), which wins when given). A tenant with an
-        C(image) gets O(image), O(cloud_init) and, with a C(guest.address), O(management).
+        C(image) gets O(image), O(cloud_init) and, with a C(guest.address), O(management); a tenant's own C(data_nic)
+        is its O(data_nic).
+      - C(packages) go into the seed only when listed (default none); each listed package costs the guest's first boot
+        an C(apt-get update), which fails where the guest has no way to a package mirror. The guest stage installs the
+        RDMA userspace it finds missing.
     type: dict
   vf_persist:
     description: With O(tenants), keep the VF settings (and the cleared ones) in the boot-time SR-IOV configuration. Default V(true).
@@ -137,7 +141,7 @@ options:
         level (O(name), required, O(state), O(vcpus), O(max_vcpus), O(memory_mb), O(hugepage_size), O(gpus), O(vfs),
         O(network_vfs), O(mac), O(vlan), O(disks), O(qos), O(machine), O(arch), O(firmware), O(mmio_window_mb), O(domain_type),
         O(live), O(autostart), O(shutdown_timeout), O(force_off), O(relax_vf_isolation), O(vcpu_pins), O(emulator_cpus),
-        O(memory_mode), O(nodeset), O(numa_cells), O(image), O(cloud_init), O(management), O(guest_dir)),
+        O(memory_mode), O(nodeset), O(numa_cells), O(image), O(cloud_init), O(management), O(data_nic), O(guest_dir)),
         with the same defaults; O(root) and O(uri) are shared.
       - >-
         Mutually exclusive with O(name), O(tenants) and with every other option of one domain. A bad entry fails the call with an error
@@ -374,8 +378,9 @@ options:
     description:
       - The NoCloud seed of the guest (needs O(image)), built with C(genisoimage), C(xorrisofs) or C(mkisofs) on the host.
       - C(user-data) makes O(cloud_init.user) with passwordless sudo and the SSH keys, without password login, and installs
-        O(cloud_init.packages); C(network-config) (version 2) gives the management NIC and the tenant's first network VF,
-        each matched by its MAC, their static addresses.
+        O(cloud_init.packages) (with C(package_update) only when there are some); C(network-config) (version 2) gives the
+        management NIC and the tenant's RDMA NIC (its first network VF, else its O(data_nic)), each matched by its MAC,
+        their static addresses.
     type: dict
     suboptions:
       user:
@@ -396,7 +401,9 @@ options:
         description: The guest's host name; default O(name).
         type: str
       rdma_address:
-        description: IPv4 address with prefix of the tenant's first network VF (C(10.20.0.11/24)), its address on the RDMA network.
+        description:
+          - IPv4 address with prefix of the tenant's RDMA NIC (C(10.20.0.11/24)), its address on the RDMA network - its first
+            network VF, else its O(data_nic). Refused for a tenant with neither (the address would be dropped).
         type: str
   management:
     description: The management NIC (virtio), on a libvirt network or a host bridge.
@@ -422,6 +429,28 @@ options:
         type: list
         elements: str
         default: []
+  data_nic:
+    description:
+      - A data NIC (virtio) on a libvirt network or a host bridge, the tenant's RDMA NIC where it has no network VF (hosts
+        without SR-IOV NICs, tenants that need no VF; soft-RoCE runs on it in the guest). The seed gives it
+        O(cloud_init.rdma_address), matched by its MAC, and the guest stage finds it by that MAC.
+      - Refused for a tenant that also has a network VF (its RDMA NIC would be a guess).
+    type: dict
+    suboptions:
+      network:
+        description: A libvirt network (it must exist when the tenant starts). One of O(data_nic.network) and O(data_nic.bridge).
+        type: str
+      bridge:
+        description: A bridge on the host (a Linux netdev name, at most 15 characters).
+        type: str
+      mac:
+        description: Its MAC; default one derived from O(name) (C(gpuvirt.tenancy/<name>/data), locally administered).
+        type: str
+      vlan:
+        description:
+          - A VLAN tag (1-4094) on the NIC's port. libvirt tags only where the network supports it (an Open vSwitch bridge,
+            or a libvirt network on one) and refuses it elsewhere when the tenant starts; left out, untagged.
+        type: int
   management_network:
     description:
       - The tenants' management network as a libvirt network this call defines (when missing), starts and sets to start at
@@ -763,7 +792,8 @@ sriov_vfs:
   sample: {changed: false, pfs: [{pf: "0000:81:00.0", netdev: ens1f0np0, num_vfs: 4, vfs: []}]}
 guest:
   description:
-    - With O(image) or O(management), the guest's files and NIC (null otherwise); with O(domains), in each domain's result.
+    - With O(image), O(management) or O(data_nic), the guest's files and NICs (null otherwise); with O(domains), in each
+      domain's result.
   returned: unless O(state=absent); without O(domains) or O(tenants)
   type: dict
   sample:
@@ -772,6 +802,7 @@ guest:
     console_log: /var/log/libvirt/qemu/tenant-a-console.log
     made: true
     management: {network: gpuvirt-mgmt, bridge: null, mac: "56:2f:1c:aa:03:9e", address: 192.168.150.11/24}
+    data_nic: {network: gpuvirt-data, bridge: null, mac: "ee:e4:40:62:27:ee", vlan: null}
 management_network:
   description: With O(management_network), what was (or would be) done to it.
   returned: with O(management_network)

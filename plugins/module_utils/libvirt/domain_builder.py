@@ -265,9 +265,10 @@ class DomainBuilder:
         return changed
 
     def _sync_guest_devices(self, devices):
-        """The seed as a read-only cdrom (SATA on q35, IDE otherwise) and the management NIC
-        (virtio, on a libvirt network or a host bridge, with its MAC), when the guest options
-        ask for them; other cdroms and interfaces are left as they are. -> True when changed."""
+        """The seed as a read-only cdrom (SATA on q35, IDE otherwise), the management NIC and the
+        data NIC (virtio, on a libvirt network or a host bridge, with its MAC; the data NIC with its
+        VLAN), when the guest options ask for them; other cdroms and interfaces are left as they
+        are. -> True when changed."""
         changed = False
         if self.seed_cdrom:
             cdroms = [d for d in devices.findall("disk") if d.get("device") == "cdrom"
@@ -283,23 +284,35 @@ class DomainBuilder:
                 ET.SubElement(element, "readonly")
                 devices.insert(len(devices.findall("disk")), element)
                 changed = True
-        if self.management:
-            kind = "network" if self.management.get("network") else "bridge"
-            name = self.management.get(kind)
-            found = [i for i in devices.findall("interface") if i.get("type") in ("network", "bridge")
-                     and i.find("mac") is not None and i.find("mac").get("address", "").lower() == self.management["mac"]]
-            right = [i for i in found if i.get("type") == kind and i.find("source") is not None
-                     and i.find("source").get(kind) == name and i.find("model") is not None
-                     and i.find("model").get("type") == "virtio"]
-            if not right:
-                for element in found:
-                    devices.remove(element)
-                element = ET.SubElement(devices, "interface", {"type": kind})
-                ET.SubElement(element, "mac", {"address": self.management["mac"]})
-                ET.SubElement(element, "source", {kind: name})
-                ET.SubElement(element, "model", {"type": "virtio"})
+        for nic in (self.management, self.data_nic):
+            if nic and self._sync_nic(devices, nic):
                 changed = True
         return changed
+
+    @staticmethod
+    def _sync_nic(devices, nic):
+        """One virtio NIC (the management or the data NIC: {network or bridge, mac, vlan}) on its
+        libvirt network or host bridge, found by its MAC; a NIC with that MAC elsewhere is replaced.
+        -> True when changed."""
+        kind = "network" if nic.get("network") else "bridge"
+        name = nic.get(kind)
+        tags = [str(nic["vlan"])] if nic.get("vlan") is not None else []
+        found = [i for i in devices.findall("interface") if i.get("type") in ("network", "bridge")
+                 and i.find("mac") is not None and i.find("mac").get("address", "").lower() == nic["mac"]]
+        right = [i for i in found if i.get("type") == kind and i.find("source") is not None
+                 and i.find("source").get(kind) == name and i.find("model") is not None
+                 and i.find("model").get("type") == "virtio" and [t.get("id") for t in i.findall("vlan/tag")] == tags]
+        if right:
+            return False
+        for element in found:
+            devices.remove(element)
+        element = ET.SubElement(devices, "interface", {"type": kind})
+        ET.SubElement(element, "mac", {"address": nic["mac"]})
+        ET.SubElement(element, "source", {kind: name})
+        if tags:
+            ET.SubElement(ET.SubElement(element, "vlan"), "tag", {"id": tags[0]})
+        ET.SubElement(element, "model", {"type": "virtio"})
+        return True
 
     def _interface_matches(self, element):
         wanted = self.interfaces[source_address(element)]

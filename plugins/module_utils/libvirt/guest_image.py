@@ -69,23 +69,46 @@ MANAGEMENT_OPTIONS = dict(
     gateway=dict(type="str"),
     dns=dict(type="list", elements="str", default=[]),
 )
+# A data NIC (virtio) on a libvirt network or a host bridge: the tenant's RDMA NIC (soft-RoCE in the
+# guest) where it has no network VF, for hosts without SR-IOV NICs and tenants that need no VF.
+DATA_NIC_OPTIONS = dict(
+    network=dict(type="str"),
+    bridge=dict(type="str"),
+    mac=dict(type="str"),
+    vlan=dict(type="int"),
+)
 # tenant_domain's options for a guest (each entry of ``domains`` too).
 GUEST_OPTIONS = dict(
     image=dict(type="dict", options=IMAGE_OPTIONS),
     cloud_init=dict(type="dict", options=CLOUD_INIT_OPTIONS),
     management=dict(type="dict", options=MANAGEMENT_OPTIONS),
+    data_nic=dict(type="dict", options=DATA_NIC_OPTIONS),
     guest_dir=dict(type="path", default=GUEST_DIR),
 )
 _ADDRESS_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(/(\d{1,2}))?$")
+# A Linux netdev name (a host bridge): at most 15 bytes (IFNAMSIZ 16 with its NUL), no blank, '/' or ':'
+# (dev_valid_name), not '.' or '..'. A libvirt network name: no '/', no blank or control character.
+_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,15}$")
+_NETWORK_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 
 
 # --------------------------------------------------------------------------- pure
-def management_mac(name):
-    """The management NIC's MAC of tenant ``name``: locally administered unicast, from SHA-256
-    over ``gpuvirt.tenancy/<name>/management`` (as vf_mac derives the VFs', in another space)."""
-    digest = bytearray(hashlib.sha256(("gpuvirt.tenancy/%s/management" % name).encode("utf-8")).digest()[:6])
+def nic_mac(name, role):
+    """The MAC of tenant ``name``'s ``role`` NIC (management, data): locally administered unicast,
+    from SHA-256 over ``gpuvirt.tenancy/<name>/<role>`` (as vf_mac derives the VFs', in another space)."""
+    digest = bytearray(hashlib.sha256(("gpuvirt.tenancy/%s/%s" % (name, role)).encode("utf-8")).digest()[:6])
     digest[0] = (digest[0] & 0xFC) | 0x02
     return ":".join("%02x" % byte for byte in digest)
+
+
+def management_mac(name):
+    """The management NIC's MAC of tenant ``name`` (:func:`nic_mac`)."""
+    return nic_mac(name, "management")
+
+
+def data_nic_mac(name):
+    """The data NIC's MAC of tenant ``name`` (:func:`nic_mac`)."""
+    return nic_mac(name, "data")
 
 
 def check_ipv4(value, option, prefix_required):
@@ -122,11 +145,14 @@ def _document(value):
 
 def seed_documents(name, cloud_init, management, rdma_mac):
     """The three NoCloud files (name -> text). user-data: the user with sudo and the SSH keys,
-    no password login, the packages; network-config v2: the management NIC and the tenant's
+    no password login, the host name in /etc/hosts, the packages; network-config v2: the management NIC and the tenant's
     first network VF, each matched by its MAC, with their static addresses."""
     user = {"name": cloud_init["user"], "shell": "/bin/bash", "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True,
             "ssh_authorized_keys": list(cloud_init["ssh_authorized_keys"])}
-    user_data = {"hostname": cloud_init.get("hostname") or name, "users": [user], "ssh_pwauth": False}
+    # manage_etc_hosts localhost: the host name resolves (sudo asks for it) through one 127.0.1.1 line, and the rest of
+    # /etc/hosts (the guest stage's block of RDMA addresses) is kept at every boot
+    user_data = {"hostname": cloud_init.get("hostname") or name, "users": [user], "ssh_pwauth": False,
+                 "manage_etc_hosts": "localhost"}
     if cloud_init["packages"]:
         user_data["packages"] = list(cloud_init["packages"])
         user_data["package_update"] = True
@@ -151,6 +177,21 @@ def seed_documents(name, cloud_init, management, rdma_mac):
     ])
 
 
+def rdma_nic_mac(name, vf_mac, data_nic, cloud_init):
+    """The MAC of tenant ``name``'s RDMA NIC, which the seed gives ``cloud_init.rdma_address``:
+    its first network VF (``vf_mac``), else its data NIC; None without either. A tenant with both
+    is refused (which of them carries RDMA would be a guess), and so is an ``rdma_address`` with
+    neither (it would be dropped)."""
+    if vf_mac is not None and data_nic is not None:
+        raise InputError("data_nic: tenant %s has a network VF too; its RDMA NIC is the VF or the data NIC: give the data NIC "
+                         "to tenants without a VF (vfs: 0), or drop data_nic" % name)
+    mac = vf_mac if vf_mac is not None else (data_nic or {}).get("mac")
+    if mac is None and cloud_init and cloud_init.get("rdma_address"):
+        raise InputError("cloud_init.rdma_address: tenant %s has no network VF and no data_nic to carry %s; give it a VF (vfs) "
+                         "or a data_nic, or leave the address out" % (name, cloud_init["rdma_address"]))
+    return mac
+
+
 def image_info(text, what):
     """``qemu-img info --output=json`` text -> {format, virtual_size, backing}."""
     try:
@@ -165,10 +206,33 @@ def _gib(size):
     return "%.1f GiB" % (float(size) / GIB)
 
 
+def _check_nic_source(nic, option):
+    """A NIC's ``network`` or ``bridge``, one of them, with a name libvirt and the kernel take."""
+    if bool(nic.get("network")) == bool(nic.get("bridge")):
+        raise InputError("%s: give network (a libvirt network) or bridge (a host bridge), one of them" % option)
+    if nic.get("bridge") and (not _NETDEV_RE.match(nic["bridge"]) or nic["bridge"] in (".", "..")):
+        raise InputError("%s.bridge: %r is not a Linux bridge name (1 to 15 letters, digits, '_', '-', '.', '+'); give the "
+                         "bridge's name as `ip link` shows it" % (option, nic["bridge"]))
+    if nic.get("network") and not _NETWORK_RE.match(nic["network"]):
+        raise InputError("%s.network: %r is not a libvirt network name (letters, digits, '_', '-', '.', '+'); give the "
+                         "name `virsh net-list --all` shows" % (option, nic["network"]))
+
+
+def validate_data_nic(data_nic, name):
+    """A tenant's ``data_nic``, checked, with its MAC (given, or derived from ``name``): -> the NIC."""
+    _check_nic_source(data_nic, "data_nic")
+    data_nic = dict(data_nic)
+    data_nic["mac"] = check_mac(str(data_nic["mac"]), "data_nic.mac") if data_nic.get("mac") else data_nic_mac(name)
+    if data_nic.get("vlan") is not None and not 1 <= data_nic["vlan"] <= 4094:
+        raise InputError("data_nic.vlan: %r is not a VLAN ID; give 1 to 4094, or leave it out (untagged)" % data_nic["vlan"])
+    return data_nic
+
+
 def validate_guest(options, name):
     """The guest options of one domain, checked without the host: -> (image, cloud_init,
-    management), each None when not given."""
+    management, data_nic), each None when not given."""
     image, cloud_init, management = options.get("image"), options.get("cloud_init"), options.get("management")
+    data_nic = validate_data_nic(options["data_nic"], name) if options.get("data_nic") is not None else None
     if image is not None:
         if bool(image.get("base")) == bool(image.get("url")):
             raise InputError("image: give base (a qcow2 image on the host) or url (with checksum), one of them")
@@ -193,8 +257,7 @@ def validate_guest(options, name):
         if cloud_init.get("rdma_address"):
             check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
     if management is not None:
-        if bool(management.get("network")) == bool(management.get("bridge")):
-            raise InputError("management: give network (a libvirt network) or bridge (a host bridge), one of them")
+        _check_nic_source(management, "management")
         management = dict(management)
         if management.get("mac"):
             management["mac"] = check_mac(str(management["mac"]), "management.mac")
@@ -206,7 +269,10 @@ def validate_guest(options, name):
             check_ipv4(management["gateway"], "management.gateway", False)
         for index, server in enumerate(management.get("dns") or []):
             check_ipv4(server, "management.dns[%d]" % index, False)
-    return image, cloud_init, management
+        if data_nic is not None and data_nic["mac"] == management["mac"]:
+            raise InputError("data_nic.mac: %s is the management NIC's MAC too; give each NIC its own MAC, or leave both "
+                             "out (each is derived from the tenant's name)" % data_nic["mac"])
+    return image, cloud_init, management, data_nic
 
 
 # --------------------------------------------------------------------------- reads
@@ -256,15 +322,15 @@ def read_manifest(host, paths):
 class GuestPlan:
     """What one tenant's guest needs made, decided from its options and the host (reads only)."""
 
-    def __init__(self, host, name, options, rdma_mac=None, check_mode=False):
+    def __init__(self, host, name, options, vf_mac=None, check_mode=False):
         self.name = name
         self.notes = []
-        self.image, self.cloud_init, self.management = validate_guest(options, name)
+        self.image, self.cloud_init, self.management, self.data_nic = validate_guest(options, name)
         self.guest_dir = options.get("guest_dir") or GUEST_DIR
         self.paths = tenant_paths(self.guest_dir, name)
         self.steps = []  # (kind, detail) in order
         self.made = []
-        self.rdma_mac = rdma_mac
+        self.rdma_mac = rdma_nic_mac(name, vf_mac, self.data_nic, self.cloud_init)
         if self.image is None:
             return
         self.made = read_manifest(host, self.paths)
@@ -462,9 +528,9 @@ def iso_tool(host):
                      % (", ".join(ISO_TOOLS), ISO_HINT))
 
 
-def plan_guest(host, name, options, rdma_mac=None, check_mode=False, label=None):
+def plan_guest(host, name, options, vf_mac=None, check_mode=False, label=None):
     with labelled(label):
-        return GuestPlan(host, name, options, rdma_mac=rdma_mac, check_mode=check_mode)
+        return GuestPlan(host, name, options, vf_mac=vf_mac, check_mode=check_mode)
 
 
 # --------------------------------------------------------------------------- removal

@@ -372,7 +372,7 @@ class DomainRequest:
                 disk = {"path": tenant_paths(options["guest_dir"], options["name"])["disk"], "format": "qcow2", "target": None}
                 options = dict(options, disks=[disk] + list(options["disks"] or []))
             self.spec = TenantSpec(options)
-            if options.get("image") or options.get("management"):
+            if options.get("image") or options.get("management") or options.get("data_nic") is not None:
                 self._plan_guest(host, options, check_mode)
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
             if options["mmio_window_mb"] is None:
@@ -394,24 +394,26 @@ class DomainRequest:
         return list(self.spec.gpus) + list(self.spec.vfs) if self.present else []
 
     def _plan_guest(self, host, options, check_mode):
-        """The guest's disk, seed and management NIC (guest_image), checked and read now."""
+        """The guest's disk, seed, management NIC and data NIC (guest_image), checked and read now."""
         spec = self.spec
-        rdma_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
-        self.guest = plan_guest(host, spec.name, options, rdma_mac=rdma_mac, check_mode=check_mode)
+        vf_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
+        self.guest = plan_guest(host, spec.name, options, vf_mac=vf_mac, check_mode=check_mode)
         self.warnings.extend(self.guest.notes)
         spec.seed_cdrom = self.guest.seed_cdrom()
         spec.management = self.guest.management
+        spec.data_nic = self.guest.data_nic
         if options.get("image"):
             spec.console_log = console_log_path(spec.name)
 
     def guest_fields(self):
-        """What the result says of the guest: its files, console log and management NIC."""
+        """What the result says of the guest: its files, console log, management NIC and data NIC."""
         if self.guest is None:
             return None
-        management = self.guest.management
+        management, data_nic = self.guest.management, self.guest.data_nic
         return {"disk": self.guest.paths["disk"] if self.guest.image else None, "seed": self.guest.seed_cdrom(),
                 "console_log": self.spec.console_log, "made": self.guest.changed,
-                "management": dict((k, management.get(k)) for k in ("network", "bridge", "mac", "address")) if management else None}
+                "management": dict((k, management.get(k)) for k in ("network", "bridge", "mac", "address")) if management else None,
+                "data_nic": dict((k, data_nic.get(k)) for k in ("network", "bridge", "mac", "vlan")) if data_nic else None}
 
     @property
     def pins_anything(self):

@@ -28,7 +28,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac 
 __metaclass__ = type
 
 # What a tenant's guest gets installed where it is missing (cloud-init, at its first boot).
-GUEST_PACKAGES = ["rdma-core", "ibverbs-utils", "python3"]
 
 
 def plan(topology, tenants, policy=None, foreign=None):
@@ -299,8 +298,8 @@ def _set(values):
 def guest_domains(domains, tenants, access=None, images=True):
     """``tenant_domain`` entries (:func:`tenant_domains` or :func:`tenant_removals`) with each
     tenant's guest options: its ``image``, a ``cloud_init`` (the access's user and SSH keys, the
-    guest stage's packages and the tenant's, its ``guest.rdma_address``) and a ``management`` NIC
-    (the access's network or bridge, the tenant's ``guest.address``); ``guest_dir`` from the
+    guest stage's packages and the tenant's, its ``guest.rdma_address``), a ``management`` NIC
+    (the access's network or bridge, the tenant's ``guest.address``) and its ``data_nic``; ``guest_dir`` from the
     access, for removals too. A tenant without ``image`` or ``guest.address`` gets nothing of that
     part. ``images`` false (a preview, whose root is a capture without the images) leaves the image
     and seed out and keeps the management NIC."""
@@ -323,12 +322,16 @@ def guest_domains(domains, tenants, access=None, images=True):
             continue
         if tenant.get("image") and images:
             entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"]))
-            packages = list(access.get("packages", GUEST_PACKAGES)) + list(guest.get("packages") or [])
+            # only what is asked for: each package in the seed costs the first boot an apt run (package_update),
+            # which fails on a tenant without an uplink; the guest stage installs the RDMA userspace it finds missing
+            packages = list(access.get("packages") or []) + list(guest.get("packages") or [])
             entry["cloud_init"] = _set({"user": access.get("user"), "ssh_authorized_keys": list(access.get("ssh_authorized_keys") or []),
                                         "packages": packages, "rdma_address": guest.get("rdma_address"),
                                         "hostname": guest.get("hostname")})
         if management and guest.get("address"):
             entry["management"] = _set(dict(management, address=guest["address"], mac=guest.get("management_mac")))
+        if tenant.get("data_nic"):
+            entry["data_nic"] = _set(_dict(tenant["data_nic"], "tenant %s: data_nic" % entry["name"]))
         out.append(entry)
     return out
 

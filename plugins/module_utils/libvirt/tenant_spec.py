@@ -100,6 +100,7 @@ class TenantSpec(DomainBuilder):
         # management NIC ({network or bridge, mac}) and the serial console's log file
         self.seed_cdrom = None
         self.management = None
+        self.data_nic = None
         self.console_log = None
 
     @classmethod

@@ -10,6 +10,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import data_nic_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TENANT_DOMAIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
@@ -33,8 +34,11 @@ def test_guest_options_reach_the_entries_and_pass_the_module_spec():
     out = tenant_plan.guest_domains(entries, TENANTS, dict(ACCESS, guest_dir="/srv/guests"))
     a = out[0]
     assert a["image"] == {"base": "/srv/debian-12.qcow2", "size_gb": 40}
+    # only the packages asked for (the tenant's; the access lists none): no apt run on a first boot otherwise
     assert a["cloud_init"] == {"user": "ops", "ssh_authorized_keys": [KEY], "rdma_address": "10.20.0.11/24",
-                               "packages": ["rdma-core", "ibverbs-utils", "python3", "numactl"]}
+                               "packages": ["numactl"]}
+    assert "packages" not in out[1]["cloud_init"]
+    assert tenant_plan.guest_domains(entries, TENANTS, dict(ACCESS, packages=["rdma-core"]))[1]["cloud_init"]["packages"] == ["rdma-core"]
     assert a["management"] == {"network": "gpuvirt-mgmt", "gateway": "192.168.150.1", "dns": ["192.168.150.1"],
                                "address": "192.168.150.11/24"}
     assert "image" not in out[3] and "management" not in out[3]
@@ -47,6 +51,19 @@ def test_guest_options_reach_the_entries_and_pass_the_module_spec():
     # a preview: no image nor seed (not in the capture), the NIC as planned
     preview = tenant_plan.guest_domains(entries, TENANTS, ACCESS, False)[0]
     assert "image" not in preview and "cloud_init" not in preview and preview["management"]["address"] == "192.168.150.11/24"
+
+
+def test_a_data_nic_reaches_the_entry_and_its_mac_the_guest_stage():
+    tenant = {"name": "tenant-e", "state": "running", "vfs": 0, "image": {"base": "/srv/debian-12.qcow2"},
+              "data_nic": {"network": "gpuvirt-data"}, "guest": {"address": "192.168.150.15/24", "rdma_address": "10.20.0.15/24"}}
+    entry = tenant_plan.guest_domains([{"name": "tenant-e", "state": "running", "vcpus": 1, "memory_mb": 1024}], [tenant], ACCESS)[0]
+    assert entry["data_nic"] == {"network": "gpuvirt-data"}
+    assert not ArgumentSpecValidator(dict(TENANT_DOMAIN_OPTIONS, name=dict(type="str", required=True))).validate(entry).error_messages
+    (host,) = FILTERS["guest_hosts"]([tenant], ACCESS, {"name": "h"})
+    # the data NIC is the RDMA NIC of a tenant without a VF: its derived MAC, as the tenants stage derives it
+    assert host["gpuvirt_guest_vf_mac"] == data_nic_mac("tenant-e")
+    given = dict(tenant, data_nic={"network": "gpuvirt-data", "mac": "02:00:00:AA:BB:CC"})
+    assert FILTERS["guest_hosts"]([given], ACCESS, {"name": "h"})[0]["gpuvirt_guest_vf_mac"] == "02:00:00:aa:bb:cc"
 
 
 def test_guest_hosts_are_the_running_guests_with_a_jump():

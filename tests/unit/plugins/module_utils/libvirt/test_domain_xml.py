@@ -231,3 +231,24 @@ def test_a_tenant_interface_counts_as_in_use_for_sriov_and_vfio(tmp_path):
     assert usage_of(fs, topology, "0000:0c:00.2") == ["attached to libvirt domain defined"]
     assert usage_of(fs, topology, "0000:0c:00.4") == ["attached to libvirt domain running"]
     assert usage_of(fs, topology, "0000:0c:00.5") == []
+
+
+def _nics(root):
+    return [(i.get("type"), i.find("mac").get("address"), i.find("source").attrib, [t.get("id") for t in i.findall("vlan/tag")],
+             i.find("model").get("type")) for i in root.findall("devices/interface")]
+
+
+def test_the_management_and_data_nics_are_virtio_interfaces_found_by_their_mac():
+    spec = TenantSpec(dict(SPEC, vfs=[], network_vfs=[]))
+    spec.management = {"network": "gpuvirt-mgmt", "mac": "02:00:00:00:00:01"}
+    spec.data_nic = {"bridge": "br-data", "mac": "02:00:00:00:00:02", "vlan": 100}
+    root = spec.build()
+    assert _nics(root) == [("network", "02:00:00:00:00:01", {"network": "gpuvirt-mgmt"}, [], "virtio"),
+                           ("bridge", "02:00:00:00:00:02", {"bridge": "br-data"}, ["100"], "virtio")]
+    # defined twice: nothing changes
+    assert spec.update(root) is False
+    # the data NIC moved to another network and lost its tag: that interface alone is replaced
+    spec.data_nic = {"network": "gpuvirt-data", "mac": "02:00:00:00:00:02"}
+    assert spec.update(root) is True
+    assert _nics(root)[1] == ("network", "02:00:00:00:00:02", {"network": "gpuvirt-data"}, [], "virtio")
+    assert _nics(root)[0][1] == "02:00:00:00:00:01" and spec.update(root) is False

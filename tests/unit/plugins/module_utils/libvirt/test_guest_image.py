@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GIB, GuestRemoval, image_info, management_mac, plan_guest, seed_documents, tenant_paths)
+    GIB, GuestRemoval, data_nic_mac, image_info, management_mac, plan_guest, seed_documents, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
@@ -75,7 +75,7 @@ def test_image_info_reads_real_qemu_img_output():
 
 def test_overlay_and_seed_are_made_and_read_back(host):
     base = make_base(host)
-    plan = plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC)
+    plan = plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
     assert [step[0] for step in plan.steps] == ["overlay", "seed"]
     run = Run()
     plan.apply(host, run)
@@ -92,6 +92,8 @@ def test_overlay_and_seed_are_made_and_read_back(host):
     body = json.loads(user_data.split("\n", 1)[1])
     assert body["users"][0]["ssh_authorized_keys"] == [KEY] and body["users"][0]["name"] == "gpuvirt"
     assert body["packages"] == ["rdma-core", "ibverbs-utils"] and body["ssh_pwauth"] is False
+    # packages asked for: the apt index is read first; the host name resolves without touching the rest of /etc/hosts
+    assert body["package_update"] is True and body["manage_etc_hosts"] == "localhost"
     network = json.loads(iso_file(seed, "network-config"))
     assert network["version"] == 2
     assert network["ethernets"]["rdma"] == {"match": {"macaddress": VF_MAC}, "addresses": ["10.20.0.11/24"]}
@@ -101,13 +103,13 @@ def test_overlay_and_seed_are_made_and_read_back(host):
     assert management["routes"] == [{"to": "0.0.0.0/0", "via": "192.168.150.1"}]
     assert json.loads(iso_file(seed, "meta-data")) == {"instance-id": "tenant-a", "local-hostname": "tenant-a"}
     # a second run has nothing to make
-    again = plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC)
+    again = plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
     assert not again.changed and again.diff() == []
 
 
 def test_full_copy_has_no_backing_file_and_is_grown(host):
     base = make_base(host)
-    plan = plan_guest(host, "tenant-b", options(base, copy=True, size_gb=2), rdma_mac=VF_MAC)
+    plan = plan_guest(host, "tenant-b", options(base, copy=True, size_gb=2), vf_mac=VF_MAC)
     run = Run()
     plan.apply(host, run)
     assert list(run.elapsed_s) == ["copy " + tenant_paths(GUEST_DIR, "tenant-b")["disk"]]
@@ -117,10 +119,10 @@ def test_full_copy_has_no_backing_file_and_is_grown(host):
 
 def test_a_changed_seed_is_rebuilt_with_a_diff(host):
     base = make_base(host)
-    plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC).apply(host, Run())
+    plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC).apply(host, Run())
     changed = options(base)
     changed["cloud_init"]["rdma_address"] = "10.20.0.12/24"
-    plan = plan_guest(host, "tenant-a", changed, rdma_mac=VF_MAC)
+    plan = plan_guest(host, "tenant-a", changed, vf_mac=VF_MAC)
     assert [step[0] for step in plan.steps] == ["seed"]
     diffs = dict((d["after_header"], d) for d in plan.diff())
     entry = diffs[tenant_paths(GUEST_DIR, "tenant-a")["seed_dir"] + "/network-config"]
@@ -131,23 +133,23 @@ def test_a_changed_seed_is_rebuilt_with_a_diff(host):
 
 def test_missing_base_image_is_refused_before_any_change(host, tmp_path):
     with pytest.raises(InputError, match="image.base: /srv/none.qcow2 is not a file on the host"):
-        plan_guest(host, "tenant-a", options("/srv/none.qcow2"))
+        plan_guest(host, "tenant-a", options("/srv/none.qcow2"), vf_mac=VF_MAC)
     assert not os.path.exists(host.path(GUEST_DIR))
 
 
 def test_disk_smaller_than_the_image_is_refused(host):
     base = make_base(host, size="3G")
     with pytest.raises(InputError, match=r"image.size_gb: 2 GiB is smaller than the virtual size of .* \(3.0 GiB\); give at least 3"):
-        plan_guest(host, "tenant-a", options(base, size_gb=2))
+        plan_guest(host, "tenant-a", options(base, size_gb=2), vf_mac=VF_MAC)
     assert not os.path.exists(host.path(GUEST_DIR))
 
 
 def test_checksum_mismatch_is_refused_and_a_match_passes(host):
     base = make_base(host)
     with pytest.raises(InputError, match="image.checksum: image.base .* has sha256 [0-9a-f]{64}, not 0{64}; nothing was changed"):
-        plan_guest(host, "tenant-a", options(base, checksum="sha256:" + "0" * 64))
+        plan_guest(host, "tenant-a", options(base, checksum="sha256:" + "0" * 64), vf_mac=VF_MAC)
     assert not os.path.exists(host.path(GUEST_DIR))
-    assert plan_guest(host, "tenant-a", options(base, checksum="sha256:" + sha256(host.path(base)))).changed
+    assert plan_guest(host, "tenant-a", options(base, checksum="sha256:" + sha256(host.path(base))), vf_mac=VF_MAC).changed
 
 
 def test_a_download_with_the_wrong_checksum_is_removed(host, tmp_path):
@@ -156,9 +158,9 @@ def test_a_download_with_the_wrong_checksum_is_removed(host, tmp_path):
     url = "file://" + str(served)
     # a URL is checked by its form first: only http(s) and ftp
     with pytest.raises(InputError, match="image.url"):
-        plan_guest(host, "tenant-a", options(None, url=url, checksum="sha256:" + "0" * 64))
+        plan_guest(host, "tenant-a", options(None, url=url, checksum="sha256:" + "0" * 64), vf_mac=VF_MAC)
     opts = options(None, url="http://images.example/debian-12-genericcloud-amd64.qcow2", checksum="sha256:" + "0" * 64)
-    plan = plan_guest(host, "tenant-a", opts, check_mode=True)
+    plan = plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC, check_mode=True)
     assert ("fetch", GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2") in plan.steps
     assert "not downloaded yet" in plan.notes[0]
 
@@ -174,16 +176,16 @@ def test_a_download_with_the_wrong_checksum_is_removed(host, tmp_path):
 
     host.commands = Curl()
     with pytest.raises(InputError, match="the download of http://images.example/.* has sha256"):
-        plan_guest(host, "tenant-a", opts).apply(host, Run())
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC).apply(host, Run())
     assert os.listdir(host.path(GUEST_DIR + "/base")) == []
     good = dict(opts, image=dict(opts["image"], checksum="sha256:" + sha256(str(served))))
     run = Run()
-    plan_guest(host, "tenant-a", good).apply(host, run)
+    plan_guest(host, "tenant-a", good, vf_mac=VF_MAC).apply(host, run)
     assert list(run.elapsed_s) == ["fetch " + GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2"]
     assert info(host, tenant_paths(GUEST_DIR, "tenant-a")["disk"])["backing-filename"] == host.path(
         GUEST_DIR + "/base/debian-12-genericcloud-amd64.qcow2")
     # the verified checksum is kept: the next run reads no image again
-    assert not plan_guest(host, "tenant-a", good).changed
+    assert not plan_guest(host, "tenant-a", good, vf_mac=VF_MAC).changed
 
 
 @pytest.mark.parametrize("change, message", [
@@ -202,14 +204,52 @@ def test_bad_guest_options_are_refused_before_any_change(host, change, message):
     opts = options(make_base(host))
     change(opts)
     with pytest.raises(InputError, match=message):
-        plan_guest(host, "tenant-a", opts)
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
     assert not os.path.exists(host.path(GUEST_DIR))
+
+
+@pytest.mark.parametrize("data_nic, vf_mac, message", [
+    ({"network": "data", "bridge": "br-data"}, None, "data_nic: give network .* or bridge"),
+    ({}, None, "data_nic: give network .* or bridge"),
+    ({"bridge": "br-data-for-tenants"}, None, "data_nic.bridge: 'br-data-for-tenants' is not a Linux bridge name"),
+    ({"bridge": "br data"}, None, "data_nic.bridge: 'br data'"),
+    ({"bridge": ".."}, None, r"data_nic.bridge: '\.\.'"),
+    ({"network": "data/1"}, None, "data_nic.network: 'data/1' is not a libvirt network name"),
+    ({"network": "data\nx"}, None, "data_nic.network"),
+    ({"network": "data", "mac": "01:00:5e:00:00:01"}, None, "data_nic.mac"),
+    ({"network": "data", "mac": management_mac("tenant-a")}, None, "data_nic.mac: .* is the management NIC's MAC too"),
+    ({"network": "data", "vlan": 0}, None, "data_nic.vlan: 0 is not a VLAN ID; give 1 to 4094"),
+    ({"network": "data", "vlan": 4095}, None, "data_nic.vlan: 4095"),
+    # a tenant's RDMA NIC is its VF or its data NIC, never a guess between them
+    ({"network": "data"}, VF_MAC, "data_nic: tenant tenant-a has a network VF too"),
+    # an RDMA address with nothing to carry it is refused, not dropped
+    (None, None, "cloud_init.rdma_address: tenant tenant-a has no network VF and no data_nic to carry 10.20.0.11/24"),
+])
+def test_bad_data_nics_are_refused_before_any_change(host, data_nic, vf_mac, message):
+    opts = dict(options(make_base(host)), data_nic=data_nic)
+    with pytest.raises(InputError, match=message):
+        plan_guest(host, "tenant-a", opts, vf_mac=vf_mac)
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+@pytest.mark.parametrize("data_nic, mac", [
+    ({"network": "gpuvirt-data"}, data_nic_mac("tenant-a")),
+    ({"bridge": "br-data", "mac": "02:00:00:AA:BB:01", "vlan": 100}, "02:00:00:aa:bb:01"),
+])
+def test_a_data_nic_carries_the_rdma_address_of_a_tenant_without_a_vf(host, data_nic, mac):
+    plan = plan_guest(host, "tenant-a", dict(options(make_base(host)), data_nic=data_nic))
+    assert plan.data_nic["mac"] == mac and plan.rdma_mac == mac
+    plan.apply(host, Run())
+    network = json.loads(iso_file(host.path(tenant_paths(GUEST_DIR, "tenant-a")["seed"]), "network-config"))
+    assert network["ethernets"]["rdma"] == {"match": {"macaddress": mac}, "addresses": ["10.20.0.11/24"]}
+    # the management NIC keeps its own MAC, derived in another space
+    assert network["ethernets"]["management"]["match"]["macaddress"] == management_mac("tenant-a") != mac
 
 
 def test_no_iso_builder_is_refused_naming_the_packages(tmp_path):
     host = Host(str(tmp_path), commands=SystemCommands(programs=["qemu-img"]))
     with pytest.raises(StateError, match="genisoimage .* xorriso"):
-        plan_guest(host, "tenant-a", options(make_base(host)))
+        plan_guest(host, "tenant-a", options(make_base(host)), vf_mac=VF_MAC)
     assert not os.path.exists(host.path(GUEST_DIR))
 
 
@@ -219,12 +259,12 @@ def test_a_disk_the_collection_did_not_make_is_not_taken(host):
     os.makedirs(os.path.dirname(disk))
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", disk, "1G"], check=True)
     with pytest.raises(StateError, match="the collection did not make it"):
-        plan_guest(host, "tenant-a", options(base))
+        plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
 
 
 def test_removal_deletes_what_was_made_and_nothing_else(host):
     base = make_base(host)
-    plan_guest(host, "tenant-a", options(base), rdma_mac=VF_MAC).apply(host, Run())
+    plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC).apply(host, Run())
     paths = tenant_paths(GUEST_DIR, "tenant-a")
     mine = host.path(paths["dir"] + "/notes.txt")
     with open(mine, "w", encoding="utf-8") as handle:
