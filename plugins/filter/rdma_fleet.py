@@ -205,6 +205,41 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix, options=Non
     return write
 
 
+# The userspace provider that lets libibverbs open a kernel RDMA device, per OS family
+VERBS_PROVIDERS = {"Debian": "ibverbs-providers", "RedHat": "libibverbs"}
+
+
+def guest_verbs_problem(found, installed=None, recheck=None):
+    """What keeps the verbs library from the guest's RDMA device, or "" when it sees it: from the
+    role's ``mlx_rocev2`` result (``found``: its ``verbs``, ``rdma_device`` and ``packages``), the
+    role's package install (``installed``: its registered result, which may have failed: a tenant
+    without a way to a package mirror) and, after an install, the ``mlx_rocev2`` result read again
+    (``recheck``). The kernel can hold a device that verbs do not see (no userspace provider):
+    NCCL and ibv_* programs then find no device while ``rdma link`` shows it."""
+    name = "gpuvirt.tenancy.guest_verbs_problem"
+    for what, value in (("the mlx_rocev2 result", found), ("the install result", installed), ("the second read", recheck)):
+        if value is not None and not isinstance(value, dict):
+            raise AnsibleFilterError("%s: %s must be a dict, got %s" % (name, what, type(value).__name__))
+    latest = recheck if recheck and recheck.get("verbs") else found
+    verbs = latest.get("verbs") or {}
+    device = latest.get("rdma_device") or "the RDMA device"
+    packages = found.get("packages") or {}
+    family = packages.get("family") or "unknown"
+    provider = VERBS_PROVIDERS.get(family, "the verbs provider of the device's driver")
+    if verbs.get("seen"):
+        return ""
+    failed = ""
+    if installed and installed.get("failed"):
+        reason = (_text(installed.get("msg")).strip().splitlines() or ["no message"])[-1]
+        failed = " Installing %s failed here: %s." % (", ".join(packages.get("missing") or []), reason)
+    if verbs.get("tool") is None:
+        return ("cannot tell whether verbs see %s: ibv_devices is not installed (Debian ibverbs-utils, RHEL libibverbs-utils).%s "
+                "Install it, or give the guest a way to a package mirror and run again." % (device, failed))
+    return ("verbs see no %s (ibv_devices lists %s) though the kernel holds it: the userspace provider is missing. Install %s "
+            "(%s) in the guest's image or give the guest a way to a package mirror, and run again.%s"
+            % (device, ", ".join(verbs.get("devices") or []) or "none", provider, family, failed))
+
+
 def _lines(entries):
     """The block's lines nccl_env writes for ``entries``; None for entries it refuses (the call
     that writes them says why)."""
@@ -219,4 +254,5 @@ class FilterModule:
     """RDMA fleet filters."""
 
     def filters(self):
-        return {"guest_rdma_calls": guest_rdma_calls, "rdma_fleet": rdma_fleet, "rdma_nccl_write": rdma_nccl_write}
+        return {"guest_rdma_calls": guest_rdma_calls, "rdma_fleet": rdma_fleet, "rdma_nccl_write": rdma_nccl_write,
+                "guest_verbs_problem": guest_verbs_problem}

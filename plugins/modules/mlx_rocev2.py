@@ -217,6 +217,15 @@ packages:
   returned: with O(packages)
   type: dict
   sample: {"family": "Debian", "wanted": ["rdma-core", "ibverbs-utils"], "missing": ["ibverbs-utils"]}
+verbs:
+  description:
+    - Whether the verbs library (libibverbs, what NCCL and the C(ibv_*) programs open) sees RV(rdma_device), read with
+      C(ibv_devices). The kernel can hold a device (C(rdma link) shows it) that verbs do not see, when the device's
+      userspace provider is missing (Debian C(ibverbs-providers), RHEL C(libibverbs)).
+    - C(devices) and C(seen) are null where C(ibv_devices) is not installed (C(ibverbs-utils), C(libibverbs-utils)).
+  returned: when an RDMA device is handled
+  type: dict
+  sample: {"tool": "/usr/bin/ibv_devices", "devices": ["rxe0"], "seen": true}
 netdev:
   description: With O(netdev_mac), the netdev that carries the MAC.
   returned: with O(netdev_mac)

@@ -161,6 +161,23 @@ class RdmaReader:
         return rows
 
 
+def parse_ibv_devices(text):
+    """The device names ``ibv_devices`` (libibverbs' utilities) lists: the first word of each line
+    under its ``------`` rule; [] for its empty table. These are the devices the verbs library
+    sees, which needs the device's userspace provider (Debian's ibverbs-providers): without it,
+    ``rdma link`` shows the device and verbs do not."""
+    names, table = [], False
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0].startswith("---"):
+            table = True
+        elif table:
+            names.append(words[0])
+    return names
+
+
 def roce_v2_ipv4_index(rows):
     """Lowest index holding a RoCE v2 GID with an IPv4 address, or None."""
     for row in sorted(rows, key=lambda r: r["index"]):

@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import check_packages, missing_packages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import (
-    PERSIST_SCRIPT, RdmaReader, RoceModeConfig, persist_rule, roce_v2_ipv4_indexes)
+    PERSIST_SCRIPT, RdmaReader, RoceModeConfig, parse_ibv_devices, persist_rule, roce_v2_ipv4_indexes)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import is_mac
 
@@ -58,6 +58,7 @@ def mlx_rocev2(params, host, run):
         result["port"] = params["port"]
         result["gid_table"] = rows
         result["roce_v2_ipv4_index"] = roce_v2_ipv4_indexes(rows)
+        result["verbs"] = verbs_view(host, dev)
     if wanted_packages is not None:
         result["packages"] = missing_packages(host, wanted_packages)
     run.diff.extend([diff])
@@ -67,6 +68,20 @@ def mlx_rocev2(params, host, run):
     elif nccl is not None:
         result["nccl_env"] = {"error": nccl}
     return result
+
+
+def verbs_view(host, dev):
+    """Whether the verbs library sees RDMA device ``dev`` (what NCCL and ibv_* programs open):
+    {tool, devices, seen}, by ``ibv_devices``; without that program (ibverbs-utils) devices and
+    seen are None: nothing can be said."""
+    tool = host.commands.which("ibv_devices")
+    if tool is None:
+        return {"tool": None, "devices": None, "seen": None}
+    rc, out, err = host.commands.run([tool], check=False)
+    if rc != 0:
+        raise StateError("%s failed (exit %d): %s" % (tool, rc, (err or out).strip()[:300]))
+    devices = parse_ibv_devices(out)
+    return {"tool": tool, "devices": devices, "seen": dev in devices}
 
 
 def decide_nccl(options, write, host):

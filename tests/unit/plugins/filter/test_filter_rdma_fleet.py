@@ -14,12 +14,15 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import NCCL_OPTIONAL, guest_rdma_calls, rdma_fleet, rdma_nccl_write
+from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import (
+    NCCL_OPTIONAL, FilterModule, guest_rdma_calls, rdma_fleet, rdma_nccl_write)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
+
+FILTERS_RDMA = FilterModule().filters()
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "guest_rdma", "tasks", "main.yml")
 RESULT_VAR = "__guest_rdma_rocev2"
@@ -362,3 +365,42 @@ def test_the_write_takes_the_first_calls_options_with_the_fleets_index(pin_hosts
     assert same == dict((key, value) for key, value in first.items() if key not in ("gid_index", "hosts_entries", "ib_hca"))
     # without the first call's options the write is the decision only (the filter's older form)
     assert "options" not in rdma_nccl_write(FLEET, PLANNED, "discover", "uniform", SUFFIX)
+
+
+# --------------------------------------------------------------------------- verbs see the device, or the role says why not
+SEEN = {"rdma_device": "rxe0", "verbs": {"tool": "/usr/bin/ibv_devices", "devices": ["rxe0"], "seen": True},
+        "packages": {"family": "Debian", "wanted": ["rdma-core", "ibverbs-providers", "ibverbs-utils"], "missing": []}}
+UNSEEN = dict(SEEN, verbs={"tool": "/usr/bin/ibv_devices", "devices": [], "seen": False})
+NO_TOOL = dict(SEEN, verbs={"tool": None, "devices": None, "seen": None},
+               packages=dict(SEEN["packages"], missing=["ibverbs-providers", "ibverbs-utils"]))
+APT_FAILED = {"failed": True, "changed": False,
+              "msg": "Failed to update apt cache: W:Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease"}
+
+
+@pytest.mark.parametrize("found, installed, recheck, words", [
+    (SEEN, None, None, None),
+    # the kernel holds rxe0 (rdma link), verbs list nothing: Debian's provider package named
+    (UNSEEN, None, None, r"verbs see no rxe0 \(ibv_devices lists none\).*Install ibverbs-providers \(Debian\)"),
+    (dict(UNSEEN, packages=dict(SEEN["packages"], family="RedHat")), None, None, r"Install libibverbs \(RedHat\)"),
+    # nothing to tell with: ibv_devices is not installed, and the install failed (no way to a mirror)
+    (NO_TOOL, APT_FAILED, None,
+     r"cannot tell whether verbs see rxe0: ibv_devices is not installed.*Installing ibverbs-providers, ibverbs-utils failed here: Failed to update apt cache: W:Failed to fetch"),
+    # installed now: the second read decides
+    (NO_TOOL, {"changed": True}, SEEN, None),
+    (NO_TOOL, {"changed": True}, UNSEEN, "verbs see no rxe0"),
+])
+def test_guest_verbs_problem(found, installed, recheck, words):
+    problem = FILTERS_RDMA["guest_verbs_problem"](found, installed, recheck)
+    if words is None:
+        assert problem == ""
+    else:
+        assert re.search(words, problem), problem
+
+
+@pytest.mark.parametrize("args, words", [
+    (("text",), "the mlx_rocev2 result must be a dict, got str"),
+    ((SEEN, ["x"]), "the install result must be a dict, got list"),
+])
+def test_guest_verbs_problem_names_a_bad_input(args, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        FILTERS_RDMA["guest_verbs_problem"](*args)

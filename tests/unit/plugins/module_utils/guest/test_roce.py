@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import rdma
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import roce
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import RdmaReader
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.roce import mlx_rocev2, rdma_device
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
+from conftest import FIXTURES  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
 from fakes.unit_checks import udevadm_verify  # pylint: disable=import-error
@@ -64,3 +67,44 @@ def test_every_name_roce_accepts_gives_one_rule_for_that_device(name, port, mode
 def test_names_a_udev_rule_cannot_hold_are_refused(name):
     with pytest.raises(InputError, match="cannot go into a udev rule"):
         roce.udev_device_name(name)
+
+
+# --------------------------------------------------------------------------- what the verbs library sees
+def _fixture(name):
+    with open(os.path.join(FIXTURES, "rdma", name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize("fixture, devices", [
+    # real ibv_devices outputs (tests/fixtures/rdma, each with its .source.txt)
+    ("ibv_devices_empty_softroce-no-devices.txt", []),
+    ("ibv_devices_sriov-vfs_zero-node-guid_server.txt", ["mlx5_2", "mlx5_0", "mlx5_3", "mlx5_1"]),
+])
+def test_ibv_devices_lists_the_devices_verbs_see(fixture, devices):
+    assert rdma.parse_ibv_devices(_fixture(fixture)) == devices
+
+
+@pytest.mark.parametrize("fixture, seen", [
+    ("ibv_devices_empty_softroce-no-devices.txt", False),  # rdma link shows rxe0, verbs see none: no provider
+    ("ibv_devices_sriov-vfs_zero-node-guid_server.txt", False),
+])
+def test_the_result_says_whether_verbs_see_the_device(tmp_path, fixture, seen):
+    add_port(tmp_path, "rxe0", 1, ROWS)
+    fake = FakeConfigfs(tmp_path, [("rxe0", 1)], mode="RoCE v2")
+    commands = RecordedCommands(replies=[(["ibv_devices"], 0, _fixture(fixture), "")])
+    result = mlx_rocev2(dict(PARAMS, persist=False), Host(str(tmp_path), commands=commands, kernel=fake), Run())
+    assert result["verbs"]["seen"] is seen and result["verbs"]["tool"] == "/usr/bin/ibv_devices"
+    listed = _fixture("ibv_devices_sriov-vfs_zero-node-guid_server.txt").replace("mlx5_3", "rxe0")
+    commands = RecordedCommands(replies=[(["ibv_devices"], 0, listed, "")])
+    result = mlx_rocev2(dict(PARAMS, persist=False), Host(str(tmp_path), commands=commands, kernel=fake), Run())
+    assert result["verbs"] == {"tool": "/usr/bin/ibv_devices", "devices": ["mlx5_2", "mlx5_0", "rxe0", "mlx5_1"], "seen": True}
+
+
+def test_without_ibv_devices_nothing_is_said_and_a_failing_one_is_an_error(tmp_path):
+    add_port(tmp_path, "rxe0", 1, ROWS)
+    fake = FakeConfigfs(tmp_path, [("rxe0", 1)], mode="RoCE v2")
+    result = mlx_rocev2(dict(PARAMS, persist=False), Host(str(tmp_path), commands=RecordedCommands(), kernel=fake), Run())
+    assert result["verbs"] == {"tool": None, "devices": None, "seen": None}
+    broken = RecordedCommands(replies=[(["ibv_devices"], 1, "", "Failed to get IB devices list: Function not implemented")])
+    with pytest.raises(StateError, match="ibv_devices failed .exit 1.: Failed to get IB devices list"):
+        mlx_rocev2(dict(PARAMS, persist=False), Host(str(tmp_path), commands=broken, kernel=fake), Run())
