@@ -120,13 +120,19 @@ def _libvirt_service_due(service, mounts=None):
     ``start`` (and enable at boot) when a package was missing or the service was not enabled or
     not active; ``restart`` when it was active and the run mounted a hugetlbfs mount that was not
     there before (libvirtd finds the mounts when it starts); ``due`` when the service needs the
-    role at all (a start, or a check that libvirt answers)."""
+    role at all (a start, or a check that libvirt answers). On a host where systemd does not run
+    (``enabled`` and ``active`` both empty) and libvirt answers with nothing missing, nothing is
+    due: its daemon was started by another supervisor."""
     name = "gpuvirt.tenancy.libvirt_service_due"
     if not isinstance(service, dict):
         raise AnsibleFilterError("%s: expected the service read (tenant_domain_info's service), got %s" % (name, type(service).__name__))
     if mounts is not None and not isinstance(mounts, dict):
         raise AnsibleFilterError("%s: mounts must be the hugepages result, got %s" % (name, type(mounts).__name__))
     new_mounts = [m for m in (mounts or {}).get("mounts") or [] if not (isinstance(m, dict) and m.get("mounted"))]
+    if service.get("enabled") == "" and service.get("active") == "" and service.get("answers") and not service.get("missing"):
+        # no systemd runs on the host (a container, a test machine): the daemon that answers is started by
+        # something else, which this role leaves it to; a new hugetlbfs mount waits for that daemon's restart
+        return {"start": False, "restart": False, "due": False}
     active = service.get("active") == "active"
     start = bool(service.get("missing")) or service.get("enabled") != "enabled" or not active
     return {"start": start, "restart": active and bool(new_mounts), "due": start or not service.get("answers")}

@@ -351,6 +351,11 @@ SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result
     (dict(RUNNING, active="inactive"), NEW_MOUNT, True, False, True),
     (dict(RUNNING, missing=["libvirt-daemon-system"], enabled="not-found", active="unknown", answers=False), NEW_MOUNT,
      True, False, True),
+    # no systemd runs (a container, the tenant bench's machine): a daemon that answers was started by something else
+    (dict(RUNNING, enabled="", active=""), NEW_MOUNT, False, False, False),
+    # ... one that does not answer, or a package missing there, is the role's to start (its service task says what fails)
+    (dict(RUNNING, enabled="", active="", answers=False), None, True, False, True),
+    (dict(RUNNING, enabled="", active="", missing=["ovmf"]), None, True, False, True),
 ])
 def test_libvirt_service_due(service, mounts, start, restart, due):
     assert SERVICE_DUE(service, mounts) == {"start": start, "restart": restart, "due": due}
