@@ -18,6 +18,10 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev gcc pkg-config libvirt-dev
   qemu-system-x86 qemu-utils debootstrap e2fsprogs fdisk dosfstools
   openssh-client rsync libxml2-utils libvirt-clients git systemd genisoimage
+  # the tenant bench (lab/tenant_bench.py): libvirt's daemon with QEMU, UEFI for the tenants, the
+  # networks' dnsmasq, and the tenant image's EFI system partition and GRUB (lab/tenant-image.sh)
+  libvirt-daemon-system libvirt-daemon-driver-qemu ovmf python3-libvirt dnsmasq-base
+  mtools grub-efi-amd64-bin iproute2
 )
 
 missing=()

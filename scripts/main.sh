@@ -2,28 +2,30 @@
 # The main command: from a fresh clone, install what is needed (scripts/bootstrap.sh),
 # build and boot the lab host (a QEMU VM standing in for a GPU server, see docs/lab.md),
 # run playbooks/site.yml against it, and print a short report: tasks changed, reboots,
-# topology, tenant placement; then how to ssh in and how to stop the lab.
+# topology, tenant placement; then how to ssh in and how to stop the lab. Then the tenant bench
+# (lab/tenant_bench.py, docs/lab.md): tenants booted by this machine's own libvirt, the tenants
+# stage and the guest stages run for real, its report one line per tenant.
 #
-# usage: scripts/main.sh [--fresh] [--stop] [PLAYBOOK] [-- ANSIBLE_PLAYBOOK_ARGS...]
-#   --fresh   restart the lab from a bare disk even if it is already running
-#   --stop    stop the lab at the end (the default leaves it running to look around)
-#   PLAYBOOK  default molecule/default/converge.yml: playbooks/site.yml as the Molecule
-#             scenario runs it on the lab (boot stage first, then the lab's soft-RoCE
-#             stand-ins for the tenants' RDMA NICs, the whole site.yml, then the guest
-#             stages on the lab's stand-in guests, playbooks/lab/guest_standins.yml)
+# usage: scripts/main.sh [--fresh] [--stop] [--no-bench] [PLAYBOOK] [-- ANSIBLE_PLAYBOOK_ARGS...]
+#   --fresh     restart the lab from a bare disk even if it is already running
+#   --stop      stop the lab and take the bench down at the end (the default leaves both running)
+#   --no-bench  the lab only
+#   PLAYBOOK    default molecule/default/converge.yml: playbooks/site.yml as the Molecule
+#               scenario runs it on the lab (boot stage first, then the whole site.yml)
 # Needs root the first time (Debian packages, image build). Lab state: ${GPUVIRT_LAB_DIR:-.lab}.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-fresh=0 stop_after=0 playbook=molecule/default/converge.yml
+fresh=0 stop_after=0 bench=1 playbook=molecule/default/converge.yml
 extra=()
 while (($#)); do
   case "$1" in
     --fresh) fresh=1 ;;
     --stop) stop_after=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --no-bench) bench=0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) playbook="$1" ;;
   esac
@@ -87,4 +89,14 @@ fi
 if ((rc != 0)); then
   echo "main: ansible-playbook failed (exit $rc); the lab is left running to look into it" >&2
 fi
-exit "$rc"
+
+bench_rc=0
+if ((bench)); then
+  step "the tenant bench: tenants booted by this machine's libvirt, the tenants and guest stages (lab/tenant_bench.py)"
+  bench_args=(run)
+  ((stop_after)) && bench_args+=(--down-after)
+  python3 lab/tenant_bench.py "${bench_args[@]}" || bench_rc=$?
+  ((stop_after)) || echo "main: the bench's tenants are left running: python3 lab/tenant_bench.py status | down"
+fi
+((rc != 0)) && exit "$rc"
+exit "$bench_rc"

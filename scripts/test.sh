@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of the collection: the unit tests, ansible-test sanity, ansible-lint
 # (production profile), the Galaxy package's docs and changelog lint, Galaxy's importer, the oldest
-# and the newest ansible-core the collection claims, and Molecule's lab scenario (a real kernel
-# under QEMU).
+# and the newest ansible-core the collection claims, the tenant bench (tenants booted by this
+# machine's own libvirt, the tenants and guest stages run for real, checked from inside the guests)
+# and Molecule's lab scenario (a real kernel under QEMU).
 # Installs what it needs first (as root on a fresh Debian 12 machine).
 #
 #   scripts/test.sh                 everything
-#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, galaxy, oldest, newest, lab)
+#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, galaxy, oldest, newest, bench, lab)
 #
 # unit      pytest tests/unit; fails when nothing is collected and when a test is skipped (a
 #           missing dependency such as libvirt-python must not pass green)
@@ -17,6 +18,10 @@
 # oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
 #           plugins/modules and plugins/module_utils, and tools/capture_host.py, parses for Python 3.6 (that version's oldest
 #           target Python), then the unit tests and ansible-test sanity
+# bench     lab/tenant_bench.py run --down-after (docs/lab.md, "The tenant bench"): libvirtd in a
+#           network namespace of its own, the tenant image (cached by its recipe), the tenants
+#           stage and the guest stages of inventories/bench, the checks inside the guests, a second
+#           run that changes nothing, a restart, a removal and an isolated tenant; about 10 minutes
 # newest    on ansible-core of requirements-newest.txt (the newest line, which needs Python 3.12: pyenv's,
 #           in its own virtualenv): the unit tests (tests/unit/test_preview.py among them: the preview
 #           playbook of the example inventory on the DGX A100-class capture) and ansible-test sanity
@@ -27,7 +32,7 @@ cd "$REPO_ROOT"
 stages=("$@")
 # newest (ansible-core 2.21 on Python 3.12) runs when named: it has run green whole, and its 20-40 minutes
 # (two virtualenvs, the unit tests and sanity again) do not fit the default run within CI's time
-((${#stages[@]})) || stages=(unit sanity lint docs galaxy oldest lab)
+((${#stages[@]})) || stages=(unit sanity lint docs galaxy oldest bench lab)
 
 # The stages with virtualenvs of their own, made only when asked.
 bootstrap_args=()
@@ -242,6 +247,10 @@ PY
   return $rc
 }
 
+bench() {
+  python3 lab/tenant_bench.py run --down-after
+}
+
 lab() {
   if [[ -f molecule/default/molecule.yml ]]; then
     molecule test -s default
@@ -260,8 +269,9 @@ for stage in "${stages[@]}"; do
     galaxy) run_stage galaxy galaxy ;;
     oldest) run_stage oldest oldest ;;
     newest) run_stage newest newest ;;
+    bench) run_stage bench bench ;;
     lab) run_stage lab lab ;;
-    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, galaxy, oldest, newest, lab)" >&2; exit 2 ;;
+    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, galaxy, oldest, newest, bench, lab)" >&2; exit 2 ;;
   esac
 done
 
