@@ -4,8 +4,8 @@
 
 1. Bring-up from bare: `lab.py stop` + `lab.py up --tcg-threads multi` (a fresh bare disk, as
    scripts/main.sh --fresh; TCG with a thread per vCPU, as in every earlier run of this benchmark),
-   then the main command's playbook (molecule/default/converge.yml: playbooks/boot.yml, the lab's
-   soft-RoCE stand-ins, playbooks/site.yml, playbooks/lab/guest_standins.yml) with `ansible-playbook -i inventories/lab/`, as shipped
+   then the main command's playbook (molecule/default/converge.yml: playbooks/boot.yml, then
+   playbooks/site.yml) with `ansible-playbook -i inventories/lab/`, as shipped
    (ansible.cfg). Wall time, reboots (boot_id before/after, kernel starts on the serial console),
    tasks run, changed, module round trips.
 2. Idempotent re-runs of the same playbook, one per setting: wall time, tasks run, round trips,

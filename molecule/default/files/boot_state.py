@@ -3,7 +3,6 @@ one line per fact, so that the persistence check compares the lines before and a
 
   driver <address> <driver or none> vfio=chardev|missing   each device named by --devices
   hugepages node<N> <size> <count>                          every node and page size
-  rdma <device> present|absent mode=<default RoCE mode>     each device named by --rdma
   domain <name> state=<state> autostart=<enable|disable>    every libvirt domain
   unit <name> <ActiveState> <Result>                        each unit named by --units
 
@@ -34,27 +33,9 @@ def run(*argv):
     return proc.stdout if proc.returncode == 0 else ""
 
 
-def roce_mode(device):
-    """The RDMA-CM default RoCE mode: the configfs directory exists only while made."""
-    base = "/sys/kernel/config/rdma_cm/" + device
-    made = False
-    if not os.path.isdir(base):
-        try:
-            os.mkdir(base)
-            made = True
-        except OSError:
-            return "none"
-    try:
-        return (read(base + "/ports/1/default_roce_mode") or "none").replace(" ", "_")
-    finally:
-        if made:
-            os.rmdir(base)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--devices", nargs="*", default=[])
-    parser.add_argument("--rdma", nargs="*", default=[])
     parser.add_argument("--units", nargs="*", default=[])
     args = parser.parse_args()
     lines = []
@@ -66,9 +47,6 @@ def main():
     for pool in sorted(glob.glob("/sys/devices/system/node/node*/hugepages/hugepages-*")):
         parts = pool.split("/")
         lines.append("hugepages %s %s %s" % (parts[5], parts[7].replace("hugepages-", ""), read(pool + "/nr_hugepages")))
-    for device in args.rdma:
-        present = os.path.isdir("/sys/class/infiniband/" + device)
-        lines.append("rdma %s %s mode=%s" % (device, "present" if present else "absent", roce_mode(device) if present else "none"))
     autostart = set(run("virsh", "-c", "qemu:///system", "list", "--all", "--name", "--autostart").split())
     for name in sorted(run("virsh", "-c", "qemu:///system", "list", "--all", "--name").split()):
         state = run("virsh", "-c", "qemu:///system", "domstate", name).strip().replace(" ", "_")
