@@ -9,16 +9,18 @@ What is copied:
   /sys/bus/pci/devices/*      the links, and in each PCI device directory they point to
                               (/sys/devices/pci*/...): small attribute files (vendor,
                               device, class, numa_node, sriov_*, driver_override, ...),
-                              the links driver, iommu_group, physfn, virtfn*, and the
-                              names under net/ and infiniband/
+                              the links driver, iommu_group, physfn, virtfn*, the names
+                              under net/ and infiniband/, and each RDMA port's link_layer
   /sys/devices/system/node    node*/{cpulist,meminfo,distance}, hugepages counts
   /sys/devices/system/cpu     online/possible/present, cpu*/online, cpu*/topology ids
   /sys/kernel/iommu_groups    groups, their type and device links
-  /sys/class/net/*            links, and each netdev's address/operstate/mtu/type/device
+  /sys/class/net/*            links, and each netdev's address/operstate/mtu/type/flags/device
   /sys/class/iommu/*          links
   /sys/firmware/acpi/tables   DMAR / IVRS (the IOMMU's ACPI table), when present
   /sys/firmware/efi/efivars   LoaderInfo-<Boot Loader Interface GUID> (the boot loader), when present
   /sys/kernel/mm/hugepages    the page sizes the kernel offers, and their pools
+  /sys/module/*               the loaded modules' names (directories only), and
+                              /lib/modules/<release>/modules.builtin of the running kernel
   /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
                               osrelease, mounts, self/mountinfo, swaps, net/route,
                               net/if_inet6, net/ipv6_route (the devices the host needs)
@@ -27,7 +29,8 @@ What is copied:
                               /etc/modprobe.d, /etc/modules-load.d, /etc/initramfs-tools/modules,
                               /etc/dracut.conf.d, /etc/libvirt/qemu/*.xml (defined domains),
                               /run/libvirt/qemu/*.xml (running ones), /etc/gpuvirt, the
-                              collection's udev rule
+                              collection's udev rule and its boot-time script
+                              (/usr/local/libexec/gpuvirt)
   /etc/systemd/system         the directory itself (the hugepages unit is written there), the
                               collection's units (gpuvirt-*, and the hugetlbfs .mount units it
                               wrote) and their links in multi-user.target.wants
@@ -69,7 +72,7 @@ PCI_ATTRS = (
 )
 PCI_LINKS = ("driver", "iommu_group", "physfn")
 PCI_NAME_DIRS = ("net", "infiniband")
-NET_ATTRS = ("address", "operstate", "mtu", "type", "carrier", "ifindex")
+NET_ATTRS = ("address", "operstate", "mtu", "type", "carrier", "ifindex", "flags")
 PROC_FILES = (
     "/proc/cmdline", "/proc/meminfo", "/proc/sys/kernel/random/boot_id",
     "/proc/sys/kernel/osrelease", "/proc/mounts", "/proc/self/mountinfo", "/proc/swaps",
@@ -82,7 +85,7 @@ EDITED_FILES = (
 )
 EDITED_DIRS = (
     "/etc/modprobe.d", "/etc/modules-load.d", "/etc/dracut.conf.d", "/etc/libvirt/qemu",
-    "/run/libvirt/qemu", "/etc/gpuvirt", "/etc/default/grub.d",
+    "/run/libvirt/qemu", "/etc/gpuvirt", "/etc/default/grub.d", "/usr/local/libexec/gpuvirt",
 )
 # The collection's own systemd units (hugepages, SR-IOV, VFIO), by name prefix, and the ones it
 # names otherwise (the hugetlbfs .mount units), by their first line.
@@ -271,8 +274,13 @@ class Capture:
             if name in PCI_LINKS or name.startswith("virtfn"):
                 self.copy_link(f"{path}/{name}")
             elif name in PCI_NAME_DIRS:
+                self.make_dir(f"{path}/{name}")
                 for entry in self.listdir(f"{path}/{name}"):
                     self.make_dir(f"{path}/{name}/{entry}")
+                    if name == "infiniband":
+                        # a port's mode where no netdev says it (IPoIB not loaded): boot/port_modes.py
+                        for port in self.listdir(f"{path}/{name}/{entry}/ports"):
+                            self.copy_file(f"{path}/{name}/{entry}/ports/{port}/link_layer")
 
     def pci(self) -> None:
         base = "/sys/bus/pci/devices"
@@ -345,6 +353,8 @@ class Capture:
 
     def hugepage_sizes(self) -> None:
         base = "/sys/kernel/mm/hugepages"
+        if os.path.isdir(self.source(base) or ""):
+            self.make_dir(base)
         for size in self.listdir(base):
             for name in ("nr_hugepages", "free_hugepages", "surplus_hugepages"):
                 self.copy_file(f"{base}/{size}/{name}")
@@ -402,6 +412,21 @@ class Capture:
                     self.skipped.append(" ".join(argv))
                 break
 
+    def kernel_modules(self) -> None:
+        """The modules loaded now (/sys/module/<name>, directories only) and those built into the
+        running kernel (/lib/modules/<release>/modules.builtin): whether the boot stage's early
+        driver is there already."""
+        for name in self.listdir("/sys/module"):
+            self.make_dir(f"/sys/module/{name}")
+        src = self.source("/proc/sys/kernel/osrelease")
+        try:
+            with open(src or "", "rb") as handle:
+                release = handle.read(256).decode("utf-8", "replace").strip()
+        except OSError:
+            return
+        if release and "/" not in release and release not in (".", ".."):
+            self.copy_file(f"/lib/modules/{release}/modules.builtin")
+
     def run(self) -> None:
         self.pci()
         self.numa()
@@ -410,6 +435,7 @@ class Capture:
         self.iommu()
         self.net()
         self.proc()
+        self.kernel_modules()
         self.edited()
         self.programs()
 

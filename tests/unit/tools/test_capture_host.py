@@ -1,19 +1,30 @@
 # -*- coding: utf-8 -*-
 """tools/capture_host.py: a capture reads like the host it was taken from, holds the files the
-collection edits, and the
-bare lab capture (tests/fixtures/lab/bare) holds the lab's topology."""
+collection edits and every path a preview reads (recorded through the host seam), reads nothing
+outside the tree and writes nothing outside its output (links that climb out, relative or
+absolute), refuses a bad argument in one line with a non-zero exit, and the bare lab capture
+(tests/fixtures/lab/bare) holds the lab's topology."""
 
 from __future__ import annotations
 
 import errno
 import importlib.util
+import json
 import os
+import re
 import shutil
 import tarfile
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader, read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import check_stages
+from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
+from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.recorded_reads import RecordingSysfs, recording_host  # pylint: disable=import-error
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LAB_BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
@@ -376,3 +387,134 @@ def test_capture_runs_the_programs_the_preview_reads_from_root_slash_only(tmp_pa
     cap.programs()
     assert (tmp_path / "out" / ".capture" / "libvirtd-version.txt").read_text() == open(fixture, encoding="utf-8").read()
     assert not (tmp_path / "out" / ".capture" / "qemu-version.txt").exists()
+
+
+# --------------------------------------------------------------------------- what the code reads
+IB_PF, IB_RDMA = "0000:19:00.0", "mlx5_0"
+# The reading process's own /proc/PID (host_usage looks for the controller's SSH connection in its
+# ancestors' environment): no host state a capture could hold. .capture/: the programs' answers,
+# written only when capturing / (test_capture_runs_the_programs_the_preview_reads_from_root_slash_only).
+NOT_HOST_STATE = re.compile(r"^(/proc/[0-9]+(/|$)|/\.capture/)")
+
+
+def dgx_with_an_ib_port_without_netdev(root):
+    """The DGX A100-class tree (tests/tools/dgx_tree.py) with IB_PF's IPoIB netdev gone (IPoIB not
+    loaded): its port's mode is only in infiniband/<dev>/ports/1/link_layer, as the RDMA core
+    writes it. -> (GPU addresses, the ConnectX PFs that have SR-IOV)."""
+    host, gpus, nics = load_dgx_tree().write_tree(root)
+    pf_dir = host.p(host.pci_paths[IB_PF])
+    for name in os.listdir(os.path.join(pf_dir, "net")):
+        os.unlink(host.p("/sys/class/net/" + name))
+    shutil.rmtree(os.path.join(pf_dir, "net"))
+    host.write(host.pci_paths[IB_PF] + "/infiniband/%s/ports/1/link_layer" % IB_RDMA, "InfiniBand")
+    pfs = sorted(a for a in nics.values() if os.path.exists(host.p(host.pci_paths[a] + "/sriov_totalvfs")))
+    return sorted(gpus.values()), pfs
+
+
+def stage_requests(gpus, pfs):
+    """The boot and SR-IOV/VFIO stages' calls as the gate checks them in a preview: every part of
+    each (kernel args, hugepages, the GPU host stack with its early driver and initramfs, the
+    ConnectX firmware with the ports' link type; the VFs and the bindings)."""
+    return {"boot": {"pre_bind_ids": ["10de:20b0"], "bootloader_update": "none",
+                     "hugepages": {"pages": [{"size": "1G", "count": 4, "node": 1}]},
+                     "gpu_stack": {"tenant_gpus": gpus, "early_driver": True, "initramfs": True},
+                     "firmware": {"sriov_pfs": [{"pf": pf, "num_vfs": 4, "link_type": "eth"} for pf in pfs]}},
+            "sriov_vfio": {"sriov_pfs": [{"pf": pf, "num_vfs": 4} for pf in pfs], "gpus": gpus}}
+
+
+def read_as_the_preview(root, gpus, pfs):
+    """What a preview reads under ``root``: the host model (topology.py, the captured programs),
+    the port modes of the PFs (port_modes.py, from the model) and the gate's checks of the boot and
+    SR-IOV/VFIO stages (every reader behind the host seam: kernel args, bootloader, early driver,
+    hugepages, the host stack, firmware, VFs, bindings, devices in use). -> (the reads, what each
+    part decided)."""
+    fs = RecordingSysfs(root)
+    model = TopologyReader(root, fs=fs).read()
+    ports = port_modes.plan(model, [{"pf": pf, "num_vfs": 4, "link_type": "eth"} for pf in pfs], None)
+    host = recording_host(root, commands=RecordedCommands())
+    checks = check_stages(host, stage_requests(gpus, pfs), Run(check_mode=True, diff=True))
+    decided = {"model": dict((k, v) for k, v in model.items() if k != "root"), "ports": ports,
+               "checks": dict((stage, (check["error"], check["changed"], check["result"])) for stage, check in checks.items())}
+    return set(fs.reads) | set(host.fs.reads), decided
+
+
+FILE_READS = ("read", "read_bytes", "read_int", "read_error", "exists", "inside")
+DIR_READS = ("listdir", "isdir")
+
+
+def fill_in(root, reads):
+    """Make each path a reader asked for that the tree lacks, as a host that has it would: a file
+    ("0") for a file read or a file a module edits, a directory for a listing, and for a link a
+    module makes itself (``inside`` without follow) a link to the file of its name one directory
+    up (a systemd wants link to its unit). The tree's own links are not made up. -> the paths
+    made."""
+    real_root = os.path.realpath(root)
+    made = []
+    for method, path, follow in sorted(reads):
+        if method not in FILE_READS + DIR_READS or NOT_HOST_STATE.match(path):
+            continue
+        real = os.path.realpath(os.path.join(root, path.lstrip("/")))
+        if os.path.lexists(os.path.join(root, path.lstrip("/"))) or os.path.lexists(real):
+            continue
+        assert real.startswith(real_root + os.sep), (path, real)
+        if os.path.isfile(os.path.dirname(real)):
+            continue
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        if method in DIR_READS:
+            os.makedirs(real)
+        elif method == "inside" and not follow:
+            os.symlink("../" + os.path.basename(real), real)
+        else:
+            with open(real, "w", encoding="utf-8") as handle:
+                handle.write("0\n")
+        made.append(path)
+    return made
+
+
+def answer(root, method, path, follow):
+    """What ``method`` of the seam's reader answers for ``path`` under ``root``; for ``inside`` (a
+    file a module reads to edit, or a link it makes), the file's bytes, the link's destination or
+    that it is a directory."""
+    fs = Sysfs(root)
+    if method != "inside":
+        return getattr(fs, method)(path)
+    real = fs.inside(path, follow=follow)
+    if not follow and os.path.islink(real):
+        return ("link", fs.realpath(path))
+    if os.path.isfile(real):
+        with open(real, "rb") as handle:
+            return ("file", handle.read())
+    return ("dir",) if os.path.isdir(real) else None
+
+
+def test_the_capture_holds_every_path_a_preview_reads(tmp_path):
+    """Every path the preview's readers read (recorded through the host seam, not listed by hand),
+    made where the tree lacks it, is one the capture copies: each read answers on the capture as
+    on the tree."""
+    root = str(tmp_path / "dgx")
+    gpus, pfs = dgx_with_an_ib_port_without_netdev(root)
+    reads, _decided = read_as_the_preview(root, gpus, pfs)
+    assert ("read", "/sys/bus/pci/devices/%s/infiniband/%s/ports/1/link_layer" % (IB_PF, IB_RDMA), True) in reads
+    assert fill_in(root, reads)
+    out = str(tmp_path / "capture")
+    assert capture_host.main(["--root", root, out]) == 0
+    missed = sorted("%s %s: %r on the tree, %r on the capture" % (method, path, answer(root, method, path, follow), answer(out, method, path, follow))
+                    for method, path, follow in reads
+                    if not NOT_HOST_STATE.match(path) and answer(root, method, path, follow) != answer(out, method, path, follow))
+    assert missed == []
+
+
+def test_a_preview_of_the_capture_decides_as_one_of_the_tree(tmp_path):
+    """The host model, the port modes (an IB port without netdev among them) and the gate's checks of
+    the boot and SR-IOV/VFIO stages are the same on the capture as on the tree it was taken from."""
+    root = str(tmp_path / "dgx")
+    gpus, pfs = dgx_with_an_ib_port_without_netdev(root)
+    out = str(tmp_path / "capture")
+    assert capture_host.main(["--root", root, out]) == 0
+    _reads, on_tree = read_as_the_preview(root, gpus, pfs)
+    _reads, on_capture = read_as_the_preview(out, gpus, pfs)
+    assert [(p["pf"], p["source"], p["changes"]) for p in on_capture["ports"] if p["pf"] == IB_PF] == [
+        (IB_PF, "sysfs", [{"pf": IB_PF, "port": "port 1 (%s)" % IB_RDMA, "from": "IB", "to": "ETH"}])]
+    assert on_capture["model"] == on_tree["model"]
+    assert on_capture["ports"] == on_tree["ports"]
+    assert json.loads(json.dumps(on_capture["checks"]).replace(out, "ROOT")) == json.loads(json.dumps(on_tree["checks"]).replace(root, "ROOT"))
