@@ -14,11 +14,10 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action.reboot import ActionModule as RebootActionModule
 from ansible.utils.display import Display
 
-from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import RebootWaitStatus
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import (
+    DEFAULT_STATUS_INTERVAL, RebootWaitStatus, status_interval_seconds)
 
 display = Display()
-
-DEFAULT_STATUS_INTERVAL = 30
 
 
 class ActionModule(RebootActionModule):
@@ -33,15 +32,13 @@ class ActionModule(RebootActionModule):
         self._clock = time.monotonic
 
     def run(self, tmp=None, task_vars=None):
-        # the builtin refuses an option it does not know: ours is taken out first
-        interval = self._task.args.pop("status_interval", DEFAULT_STATUS_INTERVAL)
+        # The task's args are read, never changed: a retried task (until/retries) runs this again
+        # with the same args. The builtin checks them against _VALID_ARGS, which holds ours, and
+        # reads only its own.
         try:
-            interval = int(interval)
-        except (TypeError, ValueError):
-            interval = -1
-        if interval < 0:
-            return {"failed": True, "changed": False, "rebooted": False, "elapsed": 0,
-                    "msg": "status_interval must be a whole number of seconds, 0 or more (0: no status line); got %r" % (interval,)}
+            interval = status_interval_seconds(self._task.args.get("status_interval", DEFAULT_STATUS_INTERVAL))
+        except ValueError as exc:
+            return {"failed": True, "changed": False, "rebooted": False, "elapsed": 0, "msg": to_text(exc)}
         self._status_interval = interval
         self._status_host = (task_vars or {}).get("inventory_hostname", "host")
         return super(ActionModule, self).run(tmp, task_vars)

@@ -11,7 +11,6 @@ their inputs."""
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
 
 
 __metaclass__ = type
@@ -41,15 +40,6 @@ def _address(value):
     return str(value).split("/", 1)[0] if value else None
 
 
-def _jump(host):
-    user = host.get("user")
-    target = host.get("address") or host.get("name")
-    jump = ("%s@%s" % (user, target)) if user else target
-    if host.get("port") and int(host["port"]) != 22:
-        jump += ":%s" % host["port"]
-    return jump
-
-
 def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True):
     """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
     management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
@@ -64,26 +54,36 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (  # pylint: disable=import-outside-toplevel
         console_log_path, data_nic_mac)
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import guest_inventory as check  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"
-    if not boolean(add, strict=False):
+    if not check.flag(add, "add (tenant_guests_add_hosts)", True):
         return []
     access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
     host = _dict(host, "host", name)
     placements = _dict(_dict(plan, "plan", name).get("placements"), "plan.placements", name)
+    # Every input is checked before the first entry (plugin_utils/guest_inventory.py: the tenant's name as an
+    # inventory host name, ports 1-65535, strict booleans, the jump as ssh takes it): a bad one is an
+    # AnsibleFilterError naming it and the fix, and no host is added.
+    port = check.tcp_port(access.get("port"), "access.port (gpuvirt_guest_access.port, the guests' SSH port)")
+    jump = check.proxy_jump(host) if check.flag(access.get("jump"), "access.jump (gpuvirt_guest_access.jump)", True) and host else None
     out = []
     for tenant_name, tenant in _tenants(tenants, name).items():
         guest = _dict(tenant.get("guest"), "tenant %s: guest" % tenant_name, name)
-        if (tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address")
-                or tenant_name in (known or [])):
+        if tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address"):
             continue
+        if tenant_name in (known or []):
+            # listed by the inventory: reached as it says, unless its name is the controller's or a group's
+            check.reserved_name(tenant_name, GUEST_GROUP)
+            continue
+        check.inventory_name(tenant_name, GUEST_GROUP)
         entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": _address(guest["address"]),
                  "gpuvirt_tenant_host": host.get("name"), "gpuvirt_guest_console_log": console_log_path(tenant_name)}
         if access.get("user"):
             entry["ansible_user"] = access["user"]
-        if access.get("port"):
-            entry["ansible_port"] = int(access["port"])
-        if access.get("jump", True) and host:
-            entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % _jump(host)
+        if port is not None:
+            entry["ansible_port"] = port
+        if jump:
+            entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % jump
         placement = placements.get(tenant_name) or {}
         vfs = placement.get("vfs") or []
         mac = tenant_vf_macs(tenant_name, vfs, mac=placement.get("mac") or tenant.get("mac")) if vfs else {}

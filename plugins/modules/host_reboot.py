@@ -28,6 +28,9 @@ options:
       - Seconds between the status lines while the host is not back; V(0) prints none.
       - A line comes after a failed attempt to reach the host, so lines are at least this far apart and at
         most one connection timeout plus the builtin's retry pause (up to 12 s) later than due.
+      - A whole number, or a string of its digits; a boolean, a fraction or a negative number fails the task
+        before the reboot, naming the value given. The task's arguments are not changed, so a retried task
+        (C(until)/C(retries)) keeps this option.
     type: int
     default: 30
   reboot_timeout:

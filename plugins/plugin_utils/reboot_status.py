@@ -6,10 +6,30 @@ status line, and what the line says. Pure: the clock is given."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
 __metaclass__ = type
 
 # A connection error can be a whole SSH banner: the line keeps its last line, cut here.
 ERROR_CHARS = 160
+DEFAULT_STATUS_INTERVAL = 30
+
+
+def status_interval_seconds(value):
+    """The ``status_interval`` option (given: the caller applies the default when it is not) as
+    seconds: an int, or a string of decimal digits (a value templated into a string), 0 or more.
+    A boolean (``true`` is no number of seconds, though Python takes it for 1), a fraction, a
+    negative number, None or any other text is a ValueError whose message names the value given
+    and the fix."""
+    seconds = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and re.match(r"^\s*[0-9]+\s*$", value):
+        seconds = int(value)
+    if seconds is None or seconds < 0:
+        raise ValueError("status_interval: %r (%s) is not a whole number of seconds, 0 or more; give status_interval: 30 "
+                         "(seconds between the status lines) or 0 (no status line)" % (value, type(value).__name__))
+    return seconds
 
 
 class RebootWaitStatus:

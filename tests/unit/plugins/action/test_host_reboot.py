@@ -7,6 +7,7 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
+from ansible.plugins.action import ActionBase
 from ansible.plugins.action import reboot as builtin_reboot
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import host_reboot
@@ -91,23 +92,52 @@ def test_status_interval_0_prints_nothing_and_a_bad_one_fails_before_any_reboot(
 
     plugin.do_until_success_or_timeout(action=flaky, reboot_timeout=900, action_desc="last boot time check", distribution="debian")
     assert printed == []
-    for bad in (-1, "soon", None):
-        bad_plugin = action({"status_interval": bad})
-        with mock.patch.object(builtin_reboot.ActionModule, "run") as builtin_run:
-            result = bad_plugin.run(task_vars={"inventory_hostname": "h"})
-        assert result["failed"] and "status_interval" in result["msg"] and not builtin_run.called
 
 
-def test_the_option_is_taken_out_before_the_builtin_checks_its_own():
-    plugin = action({"status_interval": 15, "reboot_timeout": 900, "msg": "new kernel"})
-    seen = {}
+@pytest.mark.parametrize("bad, shown", [
+    (-1, "-1 (int)"),
+    ("soon", "'soon' (str)"),
+    ("abc", "'abc' (str)"),
+    (None, "None (NoneType)"),
+    # a boolean is no number of seconds, though Python takes True for 1
+    (True, "True (bool)"),
+    (False, "False (bool)"),
+    (2.5, "2.5 (float)"),
+    ("-5", "'-5' (str)"),
+])
+def test_a_bad_status_interval_fails_naming_the_value_before_any_reboot(bad, shown):
+    args = {"status_interval": bad, "reboot_timeout": 900}
+    bad_plugin = action(args)
+    with mock.patch.object(builtin_reboot.ActionModule, "run") as builtin_run:
+        result = bad_plugin.run(task_vars={"inventory_hostname": "h"})
+    assert result["failed"] and not result["rebooted"] and not result["changed"] and not builtin_run.called
+    assert result["msg"].startswith("status_interval: %s is not a whole number of seconds, 0 or more" % shown), result["msg"]
+    assert "give status_interval: 30" in result["msg"]
+    assert bad_plugin._task.args == args
 
+
+def builtin_checking_its_args(seen):
+    """The builtin's run as far as its own check of the task's args (ActionBase.run against
+    _VALID_ARGS, the code of the ansible-core under test), then a reboot that succeeded."""
     def builtin_run(self, tmp=None, task_vars=None):
-        seen.update(self._task.args)
+        ActionBase.run(self, tmp, task_vars)
+        seen.append(dict(self._task.args))
         return {"rebooted": True, "elapsed": 3, "changed": True}
+    return builtin_run
 
-    with mock.patch.object(builtin_reboot.ActionModule, "run", builtin_run):
-        result = plugin.run(task_vars={"inventory_hostname": "gpu-07"})
-    assert result["rebooted"] and seen == {"reboot_timeout": 900, "msg": "new kernel"}
-    assert plugin._status_interval == 15 and plugin._status_host == "gpu-07"
+
+@pytest.mark.parametrize("given, interval", [(15, 15), ("15", 15), (0, 0), (None, 30)])
+def test_the_builtin_takes_the_task_args_as_given_and_a_retry_reads_them_again(given, interval):
+    args = {"reboot_timeout": 900, "msg": "new kernel"}
+    if given is not None:
+        args["status_interval"] = given
+    plugin = action(args)
+    plugin._task.async_val = 0
+    seen = []
+    with mock.patch.object(builtin_reboot.ActionModule, "run", builtin_checking_its_args(seen)):
+        for _attempt in range(2):  # until/retries runs the same task, args and all, again
+            plugin._status_interval = None
+            result = plugin.run(task_vars={"inventory_hostname": "gpu-07"})
+            assert result["rebooted"] and plugin._status_interval == interval and plugin._status_host == "gpu-07"
+    assert seen == [args, args] and plugin._task.args == args
     assert "status_interval" in host_reboot.ActionModule._VALID_ARGS and builtin_reboot.ActionModule._VALID_ARGS <= host_reboot.ActionModule._VALID_ARGS

@@ -4,6 +4,12 @@ argument spec), add_host entries with the jump, the wait's failures, the report 
 
 from __future__ import annotations
 
+import copy
+import re
+import shlex
+import shutil
+import subprocess
+
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -91,6 +97,130 @@ def test_guest_hosts_refuses_what_is_not_a_tenant_list():
         FILTERS["guest_hosts"]({"tenant-a": {}})
     with pytest.raises(AnsibleFilterError, match="tenant tenant-a: guest must be a dict"):
         FILTERS["guest_hosts"]([{"name": "tenant-a", "guest": "192.168.150.11"}])
+
+
+JUMP_HOST = {"name": "dgx01", "address": "192.0.2.11", "user": "ops", "port": 22}
+
+
+def one_guest(name="tenant-a"):
+    """A tenant that becomes a guest host entry (running, an image, an address)."""
+    return [dict(TENANTS[0], name=name)]
+
+
+def proxy_jump_as_ssh_reads_it(common_args):
+    """(user, host, port) of the ProxyJump ssh takes from ``ansible_ssh_common_args`` (split as
+    Ansible splits it): ``ssh -G`` prints the options it would use, connecting nowhere, and
+    refuses a ProxyJump it cannot parse (ssh_config(5): ``[user@]host[:port]``, an IPv6 address
+    in brackets)."""
+    ssh = shutil.which("ssh")
+    assert ssh, "ssh (openssh-client) is installed by scripts/bootstrap.sh"
+    done = subprocess.run([ssh, "-F", "/dev/null", "-G"] + shlex.split(common_args) + ["guest"],
+                          capture_output=True, text=True, check=False, timeout=30)
+    assert done.returncode == 0, done.stderr
+    shown = next(line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.startswith("proxyjump "))
+    match = re.match(r"^(?:(?P<user>[^@]+)@)?(?:\[(?P<bracketed>[^\]]+)\]|(?P<host>[^:]+))(?::(?P<port>[0-9]+))?$", shown)
+    assert match, shown
+    return match.group("user"), match.group("bracketed") or match.group("host"), int(match.group("port") or 22)
+
+
+@pytest.mark.parametrize("host, jump, read_by_ssh", [
+    (JUMP_HOST, "ops@192.0.2.11", ("ops", "192.0.2.11", 22)),
+    (dict(JUMP_HOST, port="2222"), "ops@192.0.2.11:2222", ("ops", "192.0.2.11", 2222)),
+    # an IPv6 GPU host in brackets, with or without a port (unbracketed, ssh takes its first ':' for the port's)
+    (dict(JUMP_HOST, address="2001:db8::11", port=2222), "ops@[2001:db8::11]:2222", ("ops", "2001:db8::11", 2222)),
+    (dict(JUMP_HOST, address="2001:db8::11", user=""), "[2001:db8::11]", (None, "2001:db8::11", 22)),
+    (dict(JUMP_HOST, address="[2001:db8::11]", port="22"), "ops@[2001:db8::11]", ("ops", "2001:db8::11", 22)),
+    # no address: the inventory name
+    ({"name": "dgx01.example.org", "user": "", "port": 22}, "dgx01.example.org", (None, "dgx01.example.org", 22)),
+])
+def test_the_jump_is_one_ssh_takes(host, jump, read_by_ssh):
+    entry = FILTERS["guest_hosts"](one_guest(), ACCESS, host)[0]
+    assert entry["ansible_ssh_common_args"] == "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % jump
+    assert proxy_jump_as_ssh_reads_it(entry["ansible_ssh_common_args"]) == read_by_ssh
+
+
+@pytest.mark.parametrize("access, port, jumps", [
+    (ACCESS, None, True),
+    (dict(ACCESS, port=2222), 2222, True),
+    (dict(ACCESS, port="2222"), 2222, True),
+    (dict(ACCESS, port=65535, jump="yes"), 65535, True),
+    # a string read as Ansible's bool options read it, never as "a non-empty string is true"
+    (dict(ACCESS, jump="false"), None, False),
+    (dict(ACCESS, jump="no"), None, False),
+    (dict(ACCESS, jump=0), None, False),
+    (dict(ACCESS, jump=None), None, True),
+])
+def test_ports_are_integers_and_jump_a_strict_boolean(access, port, jumps):
+    entry = FILTERS["guest_hosts"](one_guest(), access, JUMP_HOST)[0]
+    assert entry.get("ansible_port") == port
+    assert ("ansible_ssh_common_args" in entry) is jumps
+
+
+BAD_GUEST_INPUTS = [
+    # (what is wrong, tenants, access, host, known, add, message excerpt)
+    ("a tenant named localhost", one_guest("localhost"), ACCESS, JUMP_HOST, None, True,
+     "tenant localhost: a name Ansible keeps for the controller (127.0.0.1, localhost, ::1)"),
+    ("a tenant named localhost the inventory lists", one_guest("localhost"), ACCESS, JUMP_HOST, ["dgx01", "localhost"], True,
+     "tenant localhost: a name Ansible keeps for the controller"),
+    ("a tenant named 127.0.0.1", one_guest("127.0.0.1"), ACCESS, JUMP_HOST, None, True, "tenant 127.0.0.1: a name Ansible keeps"),
+    ("a tenant named all", one_guest("all"), ACCESS, JUMP_HOST, None, True, "tenant all: the name of a group (all, ungrouped"),
+    ("a tenant named ungrouped", one_guest("ungrouped"), ACCESS, JUMP_HOST, None, True, "tenant ungrouped: the name of a group"),
+    ("a tenant named as the guests' group", one_guest("gpuvirt_guests"), ACCESS, JUMP_HOST, None, True,
+     "tenant gpuvirt_guests: the name of a group"),
+    ("a tenant name with a blank", one_guest("tenant a"), ACCESS, JUMP_HOST, None, True,
+     "tenant 'tenant a': not an inventory host name"),
+    ("a tenant name with a port", one_guest("tenant-a:22"), ACCESS, JUMP_HOST, None, True, "tenant 'tenant-a:22': not an inventory host name"),
+    ("a tenant name with a range", one_guest("web[1:3]"), ACCESS, JUMP_HOST, None, True, "tenant 'web[1:3]': not an inventory host name"),
+    ("a tenant name with a comma", one_guest("a,b"), ACCESS, JUMP_HOST, None, True, "tenant 'a,b': not an inventory host name"),
+    ("a tenant name starting with '-'", one_guest("-a"), ACCESS, JUMP_HOST, None, True, "tenant '-a': not an inventory host name"),
+    ("access port with a shell word", one_guest(), dict(ACCESS, port="22; x"), JUMP_HOST, None, True,
+     "access.port (gpuvirt_guest_access.port, the guests' SSH port): '22; x' is not a TCP port; give a whole number from 1 to 65535"),
+    ("access port a service name", one_guest(), dict(ACCESS, port="ssh"), JUMP_HOST, None, True, "access.port (gpuvirt_guest_access.port, "
+     "the guests' SSH port): 'ssh' is not a TCP port"),
+    ("access port above 65535", one_guest(), dict(ACCESS, port=70000), JUMP_HOST, None, True, "70000 is not a TCP port"),
+    ("access port 0", one_guest(), dict(ACCESS, port=0), JUMP_HOST, None, True, "access.port (gpuvirt_guest_access.port, the guests' SSH "
+     "port): 0 is not a TCP port"),
+    ("access port a boolean", one_guest(), dict(ACCESS, port=True), JUMP_HOST, None, True, "True is not a TCP port"),
+    ("access port a fraction", one_guest(), dict(ACCESS, port=22.5), JUMP_HOST, None, True, "22.5 is not a TCP port"),
+    ("jump host port with a shell word", one_guest(), ACCESS, dict(JUMP_HOST, port="22; x"), None, True,
+     "host.port: '22; x' is not a TCP port; give a whole number from 1 to 65535"),
+    ("jump host port above 65535", one_guest(), ACCESS, dict(JUMP_HOST, port=70000), None, True, "host.port: 70000 is not a TCP port"),
+    ("jump not a boolean", one_guest(), dict(ACCESS, jump="maybe"), JUMP_HOST, None, True,
+     "access.jump (gpuvirt_guest_access.jump): 'maybe' is not a boolean; give true or false"),
+    ("jump a list", one_guest(), dict(ACCESS, jump=[]), JUMP_HOST, None, True, "access.jump (gpuvirt_guest_access.jump): [] is not a boolean"),
+    ("add not a boolean", one_guest(), ACCESS, JUMP_HOST, None, "maybe", "add (tenant_guests_add_hosts): 'maybe' is not a boolean"),
+    ("jump host address with options after a blank", one_guest(), ACCESS, dict(JUMP_HOST, address="192.0.2.11 -o ProxyCommand=x"), None,
+     True, "host.address: '192.0.2.11 -o ProxyCommand=x' is not a host name or an IP address"),
+    ("jump host address with a second jump", one_guest(), ACCESS, dict(JUMP_HOST, address="192.0.2.11,evil"), None, True,
+     "host.address: '192.0.2.11,evil' is not a host name or an IP address"),
+    ("jump host address with a port", one_guest(), ACCESS, dict(JUMP_HOST, address="192.0.2.11:2222"), None, True,
+     "without a port (that is host.port)"),
+    ("jump host name with a blank", one_guest(), ACCESS, {"name": "dgx 01"}, None, True, "host.name: 'dgx 01' is not a host name"),
+    ("jump host user with a blank", one_guest(), ACCESS, dict(JUMP_HOST, user="ops -o X=y"), None, True,
+     "host.user: 'ops -o X=y' cannot be the user of the SSH jump"),
+]
+
+
+@pytest.mark.parametrize("tenants, access, host, known, add, words",
+                         [case[1:] for case in BAD_GUEST_INPUTS], ids=[case[0] for case in BAD_GUEST_INPUTS])
+def test_guest_hosts_refuses_a_bad_input_naming_it_and_the_fix(tenants, access, host, known, add, words):
+    inputs = copy.deepcopy((tenants, access, host, known))
+    with pytest.raises(AnsibleFilterError) as caught:
+        FILTERS["guest_hosts"](tenants, access, host, None, known, add)
+    message = str(caught.value)
+    assert message.startswith("gpuvirt.tenancy.guest_hosts: ") and message.endswith("; no host was added"), message
+    assert words in message, message
+    assert "\n" not in message
+    assert (tenants, access, host, known) == inputs
+
+
+@pytest.mark.parametrize("tenant", [
+    # not a guest to add (not running, no image, no address): its name is the tenants stage's to check
+    dict(TENANTS[0], name="localhost", state="defined"),
+    dict(TENANTS[3], name="all"),
+])
+def test_a_tenant_that_adds_no_host_is_not_checked_as_one(tenant):
+    assert FILTERS["guest_hosts"]([tenant], ACCESS, JUMP_HOST) == []
 
 
 def test_wait_failures_name_the_tenant_and_its_console_log():

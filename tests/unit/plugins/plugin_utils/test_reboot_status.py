@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import ERROR_CHARS, RebootWaitStatus
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import ERROR_CHARS, RebootWaitStatus, status_interval_seconds
 
 from fakes.clock import Clock  # pylint: disable=import-error
 
@@ -46,3 +46,17 @@ def test_a_long_error_is_cut_and_an_empty_one_says_no_answer():
     assert line.endswith("x" * (ERROR_CHARS - 3) + "...)") and "x" * (ERROR_CHARS - 2) not in line
     clock.now += 2
     assert status.after_failed_attempt("post-reboot test command", "\n  \n").endswith("(post-reboot test command: no answer)")
+
+
+@pytest.mark.parametrize("given, seconds", [(30, 30), (0, 0), ("45", 45), (" 7 ", 7), (3600, 3600)])
+def test_status_interval_is_whole_seconds_as_an_int_or_its_digits(given, seconds):
+    assert status_interval_seconds(given) == seconds
+
+
+@pytest.mark.parametrize("given", [True, False, -1, "-1", "abc", "1.5", "", "30s", 1.5, 30.0, None, [30], "\u0663"])
+def test_anything_else_is_refused_naming_the_value_and_the_fix(given):
+    with pytest.raises(ValueError) as caught:
+        status_interval_seconds(given)
+    message = str(caught.value)
+    assert message.startswith("status_interval: %r (%s) is not a whole number of seconds" % (given, type(given).__name__))
+    assert "give status_interval: 30" in message and "or 0 (no status line)" in message
