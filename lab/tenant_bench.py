@@ -231,7 +231,18 @@ def cmd_up(_args: argparse.Namespace | None = None) -> int:
 
 # ---------------------------------------------------------------- down
 
+def leftovers() -> bool:
+    """Whether libvirt's configuration still holds a bench domain or network (a bench whose
+    daemons were stopped from outside: they come back when libvirtd starts, running ones too)."""
+    names = [f"/etc/libvirt/qemu/{d}.xml" for d in DOMAINS]
+    names += [f"/etc/libvirt/qemu/networks/{n}.xml" for n in list(DATA_NETWORKS) + [MGMT_NETWORK]]
+    return any(os.path.exists(name) for name in names)
+
+
 def cmd_down(_args: argparse.Namespace | None = None) -> int:
+    if pid_of("libvirtd") is None and leftovers():
+        # undefined through libvirt, never by deleting its files behind its back
+        daemons_up()
     if pid_of("libvirtd") is not None:
         have = virsh("list", "--all", "--name", check=False).stdout.split()
         for name in DOMAINS:
