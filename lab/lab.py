@@ -67,9 +67,10 @@ def rpath(name: str) -> str:
     return os.path.join(run_dir(), name)
 
 
-def recipe_hash() -> str:
+def recipe_hash(recipe: tuple[str, ...] = RECIPE) -> str:
+    """The hash of an image's recipe: the files under lab/ that build it."""
     digest = hashlib.sha256()
-    for name in RECIPE:
+    for name in recipe:
         with open(os.path.join(HERE, name), "rb") as handle:
             digest.update(name.encode() + b"\0" + handle.read() + b"\0")
     return digest.hexdigest()[:16]

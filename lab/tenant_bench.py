@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import datetime
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -50,7 +49,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from lab import kill_pid  # noqa: E402  pylint: disable=wrong-import-position
+from lab import kill_pid, recipe_hash as lab_recipe_hash  # noqa: E402  pylint: disable=wrong-import-position
 
 NETNS = "gpuvirt-bench"
 URI = "qemu:///system"
@@ -91,11 +90,7 @@ def rpath(*names: str) -> str:
 
 
 def recipe_hash() -> str:
-    digest = hashlib.sha256()
-    for name in RECIPE:
-        with open(os.path.join(HERE, name), "rb") as handle:
-            digest.update(name.encode() + b"\0" + handle.read() + b"\0")
-    return digest.hexdigest()[:16]
+    return lab_recipe_hash(RECIPE)
 
 
 def sh(argv: list[str], check: bool = True, netns: bool = False, **kwargs) -> subprocess.CompletedProcess:
