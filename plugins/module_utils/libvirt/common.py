@@ -142,14 +142,15 @@ def mmio_window(spec, fs):
     return window_setting_mb(sizes), warnings
 
 
-def hostdev_macs(root):
-    """The MACs of a definition's hostdev interfaces (its VFs' MACs)."""
-    return [mac.get("address").lower() for mac in root.findall("devices/interface[@type='hostdev']/mac") if mac.get("address")]
+def interface_macs(root):
+    """The MACs of a definition's interfaces: its VFs' (hostdev interfaces) and its virtio NICs'."""
+    return [mac.get("address").lower() for mac in root.findall("devices/interface/mac") if mac.get("address")]
 
 
 def domain_holdings(conn):
-    """{domain: (its PCI devices, its VF MACs)} over every domain on the defined or
-    running (a VF as ``<interface type='hostdev'>`` counts; a running one's live XML too)."""
+    """{domain: (its PCI devices, its interfaces' MACs)} over every domain on the connection, defined or
+    running (a VF as ``<interface type='hostdev'>`` counts, and so does a virtio NIC's MAC; a running
+    one's live XML too)."""
     held = OrderedDict()
     for name in conn.domain_names():
         domain = conn.domain(name)
@@ -161,7 +162,7 @@ def domain_holdings(conn):
         devices, macs = [], []
         for root in roots:
             devices.extend(a for a in device_addresses(root) if a not in devices)
-            macs.extend(m for m in hostdev_macs(root) if m not in macs)
+            macs.extend(m for m in interface_macs(root) if m not in macs)
         held[name] = (devices, macs)
     return held
 

@@ -145,8 +145,9 @@ def _document(value):
 
 def seed_documents(name, cloud_init, management, rdma_mac):
     """The three NoCloud files (name -> text). user-data: the user with sudo and the SSH keys,
-    no password login, the host name in /etc/hosts, the packages; network-config v2: the management NIC and the tenant's
-    first network VF, each matched by its MAC, with their static addresses."""
+    no password login, the host name in /etc/hosts, the packages; network-config v2: the
+    management NIC and the tenant's RDMA NIC (``rdma_mac``: its first network VF, else its data
+    NIC), each matched by its MAC, with their static addresses."""
     user = {"name": cloud_init["user"], "shell": "/bin/bash", "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True,
             "ssh_authorized_keys": list(cloud_init["ssh_authorized_keys"])}
     # manage_etc_hosts localhost: the host name resolves (sudo asks for it) through one 127.0.1.1 line, and the rest of

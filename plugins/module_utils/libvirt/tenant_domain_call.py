@@ -73,7 +73,7 @@ def host_limits(conn, host, topology=None):
 def check_assignments(requests, holdings, topology, check_mode):
     """The isolation rules over every domain of the call, in list order, before any change: a
     device to one domain; an IOMMU group whole to one tenant or to none; a PF and its VFs not
-    split; a MAC on one VF. Against the other domains (``holdings``, domain_holdings) as each
+    split; a MAC on one interface (a VF, a management or data NIC). Against the other domains (``holdings``, domain_holdings) as each
     entry would find them: a domain the list removes or redefines earlier frees what it held.
     Between entries of the call: an InputError. Against another domain: a StateError (with
     ``held_by``), a warning in check mode (a removal earlier in the run may free it). -> warnings."""
@@ -92,6 +92,9 @@ def check_assignments(requests, holdings, topology, check_mode):
                 if address in claims.held:
                     held_by.setdefault(claims.held[address], []).append(address)
             macs = dict((address, wanted["mac"]) for address, wanted in request.spec.interfaces.items())
+            # the virtio NICs' MACs too: a MAC belongs to one interface on the host, whatever its kind
+            macs.update((role, nic["mac"]) for role, nic in (("management NIC", request.spec.management),
+                                                              ("data NIC", request.spec.data_nic)) if nic)
             claims.add(name, request.devices, macs=macs)
             errors, with_others = claims.check(name)
             if errors:

@@ -179,7 +179,7 @@ class Claims:
         self.labels = {}       # tenant -> how a message names it
 
     def add(self, tenant, addresses, label=None, macs=None):
-        """The devices (and network VF MACs, {address: mac}) one tenant of this request takes.
+        """The devices (and interface MACs, {VF address or NIC role: mac}) one tenant of this request takes.
         A device another tenant of the request took is refused here."""
         self.labels[tenant] = label or tenant
         for address in addresses:
@@ -254,13 +254,18 @@ class Claims:
             earlier = [(owner, address) for other_mac, (owner, address) in self.macs if other_mac == mac and (owner, address) != (tenant, vf)]
             if earlier:
                 owner, address = earlier[0]
-                errors.append("MAC %s of VF %s is also the MAC of VF %s (%s); a MAC belongs to one VF: give each its own (or "
-                              "leave it out to have one derived)" % (mac, vf, address, self.labels[owner]))
+                errors.append("MAC %s of %s is also the MAC of %s (%s); a MAC belongs to one interface: give each its own (or "
+                              "leave it out to have one derived)" % (mac, _interface(vf), _interface(address), self.labels[owner]))
             domains = sorted(set(domain for held_mac, domain in self.held_macs if held_mac == mac))
             if domains:
-                others.append("MAC %s of VF %s (%s) is already the MAC of an interface of domain %s; a MAC belongs to one VF: "
-                              "give another" % (mac, vf, label, ", ".join(domains)))
+                others.append("MAC %s of %s (%s) is already the MAC of an interface of domain %s; a MAC belongs to one "
+                              "interface: give another" % (mac, _interface(vf), label, ", ".join(domains)))
         return _unique(errors), _unique(others)
+
+
+def _interface(key):
+    """How a message names an interface of a tenant: a VF by its PCI address, a virtio NIC by its role."""
+    return "VF %s" % key if ":" in key else key
 
 
 def _unique(messages):

@@ -903,6 +903,25 @@ def test_a_mac_goes_to_one_vf_across_tenants_and_calls(conn, lab_vfs):
         cleanup(a, b)
 
 
+def test_a_data_nic_mac_goes_to_one_interface_across_tenants_and_calls(conn):
+    a, b = "nic-a-" + uuid.uuid4().hex[:6], "nic-b-" + uuid.uuid4().hex[:6]
+    mac = "02:54:00:3c:00:0a"
+    try:
+        nic = {"network": "default", "mac": mac}
+        one_call = run_module(tenant_domain.main, {"uri": URI, "domains": [
+            tenant(a, data_nic=nic), tenant(b, data_nic=dict(nic, mac=mac.upper()))]})
+        assert one_call["failed"] and not one_call["changed"], one_call
+        assert "MAC %s of data NIC is also the MAC of data NIC (%s)" % (mac, a) in one_call["msg"]
+        made = run_module(tenant_domain.main, dict(tenant(a, data_nic=nic), uri=URI))
+        assert made["created"] and made["guest"]["data_nic"] == {"network": "default", "bridge": None, "mac": mac, "vlan": None}
+        # another domain's NIC has it: refused before anything changes, naming that domain
+        later = run_module(tenant_domain.main, dict(tenant(b, data_nic={"bridge": "br-data", "mac": mac}), uri=URI))
+        assert later["failed"] and "already the MAC of an interface of domain %s" % a in later["msg"] and not later["changed"]
+        assert not defined(conn, b)
+    finally:
+        cleanup(a, b)
+
+
 def test_the_same_gpu_in_two_entries_is_refused_before_the_first_is_defined(conn, args):
     other = args["name"] + "-2"
     result = run_module(tenant_domain.main, {"uri": URI, "domains": [entry(args), entry(args, name=other, vfs=[])]})
