@@ -28,6 +28,7 @@ import re
 from collections import OrderedDict
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac
 
 __metaclass__ = type
@@ -128,7 +129,8 @@ def tenant_paths(guest_dir, name):
     directories made for it are the ones meant, and removal finds what was made)."""
     if not normalised_path(guest_dir, "guest_dir").startswith("/"):
         raise InputError("guest_dir: %s is not an absolute path; give one such as %s" % (guest_dir, GUEST_DIR))
-    tenant_dir = os.path.join(guest_dir, "tenants", name)
+    # a directory of the tenant's own under tenants/, never the one above (a removal deletes what it lists)
+    tenant_dir = os.path.join(guest_dir, "tenants", check_domain_name(name))
     return {"dir": tenant_dir, "disk": os.path.join(tenant_dir, "disk.qcow2"), "seed": os.path.join(tenant_dir, "seed.iso"),
             "seed_dir": os.path.join(tenant_dir, "seed"), "manifest": os.path.join(tenant_dir, MANIFEST)}
 

@@ -19,12 +19,15 @@ def check_domain_name(name, what="name"):
     """``name`` when libvirt can define a domain by it; an :class:`InputError` naming ``what``
     and the rule otherwise: a non-empty string without ``/`` (libvirt's QEMU driver refuses it:
     the name is a file name) or control characters (newlines are refused by libvirt too), not
-    all digits (virsh would take it for a domain id), at most 255 bytes."""
+    ``.`` or ``..`` (the tenant's guest files go to a directory of its name), not all digits (virsh would take it for a domain id), at most 255 bytes."""
     if not isinstance(name, str) or not name:
         raise InputError("%s: a domain name is required (a non-empty string), got %r" % (what, name))
     check_line_value(name, what)
     if "/" in name:
         raise InputError("%s: %r holds '/': libvirt uses the name as a file name; choose a name without '/'" % (what, name))
+    if name in (".", ".."):
+        raise InputError("%s: %r names a directory (the tenant's files go to a directory of its name, which would be the "
+                         "one above); choose a name with a letter" % (what, name))
     if name.isdigit():
         raise InputError("%s: %r is all digits: virsh and libvirt tools would take it for a domain id; add a letter" % (what, name))
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:

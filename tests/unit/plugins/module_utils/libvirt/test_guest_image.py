@@ -284,3 +284,12 @@ def test_seed_without_management_or_rdma_address():
     documents = seed_documents("t", {"user": "u", "ssh_authorized_keys": [], "packages": [], "hostname": "h"}, None, VF_MAC)
     assert json.loads(documents["network-config"]) == {"version": 2, "ethernets": {}}
     assert "packages" not in documents["user-data"]
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/../..", "tenant/x"])
+def test_a_tenant_name_that_is_no_directory_of_its_own_is_refused(host, name):
+    with pytest.raises(InputError, match="name"):
+        tenant_paths(GUEST_DIR, name)
+    with pytest.raises(InputError, match="name"):
+        GuestRemoval(host, name, GUEST_DIR)
+    assert not os.path.exists(host.path(GUEST_DIR))

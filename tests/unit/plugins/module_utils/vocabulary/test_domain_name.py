@@ -19,7 +19,8 @@ def test_names_libvirt_takes(name):
 
 @pytest.mark.parametrize("name, words", [
     ("", "required"), (None, "required"), (7, "required"), ("a/b", "'/'"), ("a\nb", "control character"),
-    ("a\tb", "control character"), ("42", "all digits"), ("x" * 256, "255 bytes"),
+    ("a\tb", "control character"), ("42", "all digits"), ("x" * 256, "255 bytes"), (".", "names a directory"),
+    ("..", "names a directory"),
 ])
 def test_names_libvirt_refuses_name_the_rule(name, words):
     with pytest.raises(InputError) as error:
