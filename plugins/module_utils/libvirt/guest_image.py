@@ -21,6 +21,7 @@ missing. Every read and change goes through the host seam (``host.path``, ``host
 
 from __future__ import absolute_import, division, print_function
 
+import base64
 import hashlib
 import json
 import os
@@ -141,8 +142,9 @@ def console_log_path(name):
 
 
 def _document(value):
-    # JSON is YAML: cloud-init reads it as it reads YAML, and the text is the same every run
-    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+    # JSON is YAML: cloud-init reads it as it reads YAML, and the text is the same every run. Written as
+    # UTF-8 (ensure_ascii off): YAML reads a \u escape pair as two lone surrogates, not one character
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def seed_documents(name, cloud_init, management, rdma_mac):
@@ -178,6 +180,43 @@ def seed_documents(name, cloud_init, management, rdma_mac):
         ("meta-data", _document({"instance-id": name, "local-hostname": cloud_init.get("hostname") or name})),
         ("network-config", _document({"version": 2, "ethernets": ethernets})),
     ])
+
+
+# useradd's default NAME_REGEX (Debian's adduser is stricter still), its 32-character limit
+_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# a package as apt and dnf name one: Debian policy (lowercase, digits, + - .) and RPM names (also capitals
+# and '_'), with an architecture or a version; never starting with '-' (an option)
+_PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*(:[a-z0-9]+)?(=[A-Za-z0-9.+~:_-]+)?$")
+# OpenSSH's public key types (ssh-keygen -Q key, without certificates)
+SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+                 "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com", "ssh-dss")
+_HOST_LABEL_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def check_ssh_key(key, option):
+    """One OpenSSH public key line, ``TYPE BASE64 [comment]``, whose blob decodes and names the
+    same type (the key's wire format starts with its type as a length-prefixed string)."""
+    words = key.split() if isinstance(key, str) and "\n" not in key.strip() and "\r" not in key else []
+    blob = None
+    if len(words) >= 2 and words[0] in SSH_KEY_TYPES:
+        try:
+            blob = base64.b64decode(words[1].encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError):
+            blob = None
+    ok = blob is not None and len(blob) > 4 and blob[4:4 + int.from_bytes(blob[:4], "big")] == words[0].encode("ascii")
+    if not ok:
+        raise InputError("%s: not one OpenSSH public key line (TYPE BASE64 comment, TYPE one of %s, its key data base64 "
+                         "of that type, no line break); give the line of the key's .pub file" % (option, ", ".join(SSH_KEY_TYPES)))
+    return key.strip()
+
+
+def check_hostname(name, option):
+    """A host name the guest takes (hostname(7), RFC 1123): labels of letters, digits and '-' (not
+    at either end), 1-63 each, at most 64 characters (the kernel's limit)."""
+    if not isinstance(name, str) or len(name) > 64 or not all(_HOST_LABEL_RE.match(label) for label in name.split(".")):
+        raise InputError("%s: %r is not a host name (RFC 1123 labels: letters, digits and '-', not at either end, joined by "
+                         "'.', at most 64 characters)" % (option, name))
+    return name
 
 
 def rdma_nic_mac(name, vf_mac, data_nic, cloud_init):
@@ -251,12 +290,19 @@ def validate_guest(options, name):
     if cloud_init is not None:
         if image is None:
             raise InputError("cloud_init: needs image (the seed is read by the cloud image's cloud-init)")
-        if not re.match(r"^[a-z_][a-z0-9_-]*$", cloud_init["user"]):
-            raise InputError("cloud_init.user: %r is not a Linux user name" % cloud_init["user"])
+        if not _USER_RE.match(cloud_init["user"]) or cloud_init["user"] == "root":
+            raise InputError("cloud_init.user: %r is not a user name useradd takes for a new user (a lowercase letter or '_', "
+                             "then lowercase letters, digits, '_' or '-', at most 32, not root)" % cloud_init["user"])
         for index, key in enumerate(cloud_init["ssh_authorized_keys"]):
-            if not re.match(r"^(ssh-|ecdsa-|sk-)\S+ \S+", key.strip()) or "\n" in key.strip():
-                raise InputError("cloud_init.ssh_authorized_keys[%d]: not one OpenSSH public key line (ssh-ed25519 AAAA... comment)"
-                                 % index)
+            check_ssh_key(key, "cloud_init.ssh_authorized_keys[%d]" % index)
+        # the guest's host name: the tenant's name unless given
+        check_hostname(cloud_init.get("hostname") or name, "cloud_init.hostname" if cloud_init.get("hostname") else
+                       "cloud_init.hostname (left out: the tenant's name; give one)")
+        for index, package in enumerate(cloud_init["packages"]):
+            if not _PACKAGE_RE.match(package or ""):
+                raise InputError("cloud_init.packages[%d]: %r is not a package name (Debian or RPM: letters, digits, '+', '.', "
+                                 "'_', '-', starting with a letter or digit, optionally :ARCH or =VERSION); an apt or dnf "
+                                 "option is not a package" % (index, package))
         if cloud_init.get("rdma_address"):
             check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
     if management is not None:
@@ -334,6 +380,9 @@ class GuestPlan:
         self.steps = []  # (kind, detail) in order
         self.made = []
         self.rdma_mac = rdma_nic_mac(name, vf_mac, self.data_nic, self.cloud_init)
+        if self.cloud_init is not None and not self.cloud_init["ssh_authorized_keys"]:
+            self.notes.append("%s: its seed gives user %s no SSH key and password login is off: nobody can log in to its guest; "
+                              "give gpuvirt_guest_access.ssh_authorized_keys" % (name, self.cloud_init["user"]))
         if self.image is None:
             return
         self.made = read_manifest(host, self.paths)

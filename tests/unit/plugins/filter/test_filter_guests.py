@@ -21,7 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_dom
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 FILTERS = FilterModule().filters()
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
 TENANTS = [
     {"name": "tenant-a", "state": "running", "vlan": 101, "image": {"base": "/srv/debian-12.qcow2", "size_gb": 40},
      "guest": {"address": "192.168.150.11/24", "rdma_address": "10.20.0.11/24", "packages": ["numactl"]}},

@@ -348,7 +348,7 @@ def test_no_file_outside_the_root_changes(name):
 # The modules that also change libvirt, with their own worlds: tenant_domain makes and removes a
 # tenant's guest files (disk, seed, manifest) under guest_dir, from a base image, with the real
 # qemu-img and genisoimage; numa_pin changes pins only, reading the host model under the root.
-GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
 LIBVIRT_LINKABLE = {
     "tenant_domain": ["/var", "/var/lib/libvirt/images", "/var/lib/libvirt/images/gpuvirt",
                       "/var/lib/libvirt/images/gpuvirt/tenants", "/srv", "/srv/base.qcow2", "/etc"],

@@ -972,7 +972,7 @@ def test_sizes_bound_by_the_host_and_names_refused(conn, args, change, message):
 
 
 # --------------------------------------------------------------------------- guest image, seed, management NIC
-GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+GUEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
 
 
 @pytest.fixture

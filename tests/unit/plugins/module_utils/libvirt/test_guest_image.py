@@ -21,7 +21,7 @@ from fakes.kernel import fixture_text  # pylint: disable=import-error
 from fakes.system_commands import SystemCommands  # pylint: disable=import-error
 
 GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDA ops@example"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
 VF_MAC = "52:54:00:00:00:0a"
 
 
@@ -293,3 +293,63 @@ def test_a_tenant_name_that_is_no_directory_of_its_own_is_refused(host, name):
     with pytest.raises(InputError, match="name"):
         GuestRemoval(host, name, GUEST_DIR)
     assert not os.path.exists(host.path(GUEST_DIR))
+
+
+ED25519 = KEY.split()[1]
+
+
+@pytest.mark.parametrize("change, message", [
+    # user names useradd would not take, or root
+    (lambda c: c.update(user="a" * 33), "cloud_init.user: 'a{33}' is not a user name"),
+    (lambda c: c.update(user="ops\nroot"), "cloud_init.user"),
+    (lambda c: c.update(user="root"), "not root"),
+    # host names (RFC 1123) and a tenant name that is none
+    (lambda c: c.update(hostname="bad_host"), "cloud_init.hostname: 'bad_host' is not a host name"),
+    (lambda c: c.update(hostname="-lead.example"), "cloud_init.hostname"),
+    (lambda c: c.update(hostname="a" * 65), "cloud_init.hostname"),
+    (lambda c: c.update(hostname="x\n#cloud-config"), "cloud_init.hostname"),
+    # keys: one line of a known type whose data is base64 of that type
+    (lambda c: c.update(ssh_authorized_keys=["ssh-foo %s ops" % ED25519]), r"ssh_authorized_keys\[0\]: not one OpenSSH"),
+    (lambda c: c.update(ssh_authorized_keys=["ssh-ed25519 not-base64!! ops"]), r"ssh_authorized_keys\[0\]"),
+    (lambda c: c.update(ssh_authorized_keys=["ssh-rsa %s ops" % ED25519]), r"ssh_authorized_keys\[0\]"),
+    (lambda c: c.update(ssh_authorized_keys=[KEY + "\nssh-ed25519 %s evil" % ED25519]), r"ssh_authorized_keys\[0\]"),
+    (lambda c: c.update(ssh_authorized_keys=["ssh-ed25519"]), r"ssh_authorized_keys\[0\]"),
+    # packages that are apt options, or not one name
+    (lambda c: c.update(packages=["--allow-unauthenticated"]), r"cloud_init.packages\[0\]: '--allow-unauthenticated'"),
+    (lambda c: c.update(packages=["rdma-core", "-oAPT::Get::AllowUnauthenticated=true"]), r"cloud_init.packages\[1\]"),
+    (lambda c: c.update(packages=["rdma-core ibverbs-utils"]), r"cloud_init.packages\[0\]"),
+    (lambda c: c.update(packages=["#cloud-config"]), r"cloud_init.packages\[0\]"),
+])
+def test_cloud_init_inputs_the_guest_would_not_take_are_refused(host, change, message):
+    opts = options(make_base(host))
+    change(opts["cloud_init"])
+    with pytest.raises(InputError, match=message):
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_a_tenant_name_that_is_no_host_name_needs_a_hostname(host):
+    with pytest.raises(InputError, match=r"cloud_init.hostname \(left out: the tenant's name; give one\): 'tenant_a'"):
+        plan_guest(host, "tenant_a", options(make_base(host)), vf_mac=VF_MAC)
+    opts = options(make_base(host))
+    opts["cloud_init"]["hostname"] = "tenant-a"
+    assert plan_guest(host, "tenant_a", opts, vf_mac=VF_MAC).changed
+
+
+def test_good_cloud_init_inputs_pass_and_non_ascii_is_written_as_utf8(host):
+    opts = options(make_base(host))
+    opts["cloud_init"].update(user="_svc-1", packages=["python3", "libibverbs1:amd64", "rdma-core=44.0-2", "NetworkManager"],
+                              hostname="gpu-a.example")
+    opts["cloud_init"]["ssh_authorized_keys"] = [KEY + " Jos\u00e9 \U0001f511"]
+    plan = plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
+    plan.apply(host, Run())
+    user_data = iso_file(host.path(tenant_paths(GUEST_DIR, "tenant-a")["seed"]), "user-data")
+    assert "Jos\u00e9 \U0001f511" in user_data and "\\u" not in user_data
+    assert not plan.notes
+
+
+def test_a_seed_without_a_key_says_nobody_can_log_in(host):
+    opts = options(make_base(host))
+    opts["cloud_init"]["ssh_authorized_keys"] = []
+    plan = plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
+    assert any("nobody can log in" in note and "ssh_authorized_keys" in note for note in plan.notes)
