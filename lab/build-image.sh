@@ -17,85 +17,29 @@ SUITE=bookworm
 SIZE="${GPUVIRT_LAB_DISK_SIZE:-8G}"
 
 die() { echo "lab build: $*" >&2; exit 2; }
-# debootstrap, sfdisk, losetup, ... live in sbin, which a plain "su" leaves off PATH.
-export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+# shellcheck source=lab/image-lib.sh
+source "$HERE/image-lib.sh"
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, loop devices, mount); try: sudo $0 $OUT"
-missing=()
-for tool in debootstrap sfdisk losetup partx mkfs.ext4 blkid qemu-img ssh-keygen chroot mount umount; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
-((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (Debian: apt-get install debootstrap fdisk util-linux e2fsprogs qemu-utils openssh-client, or run scripts/bootstrap.sh)"
-[[ -e /dev/loop-control ]] || modprobe loop 2>/dev/null || true
-[[ -e /dev/loop-control ]] || die "no loop device support (/dev/loop-control missing): load the 'loop' kernel module"
+image_need "Debian: apt-get install debootstrap fdisk util-linux e2fsprogs qemu-utils openssh-client, or run scripts/bootstrap.sh" \
+  debootstrap sfdisk losetup partx mkfs.ext4 blkid qemu-img ssh-keygen chroot mount umount
 
 mapfile -t PACKAGES < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/packages.txt")
 
-mkdir -p "$OUT"
-WORK="$(mktemp -d "$OUT/.build.XXXXXX")"
-RAW="$WORK/disk.raw"
-LOG="$OUT/build.log"
-: >"$LOG"
-MNT="$WORK/root"
-LOOP=""
-
-cleanup() {
-  set +e
-  if [[ -d "$MNT" ]]; then
-    for m in dev/pts dev proc sys run; do
-      mountpoint -q "$MNT/$m" && umount -l "$MNT/$m"
-    done
-    mountpoint -q "$MNT" && umount "$MNT"
-  fi
-  if [[ -n "$LOOP" ]]; then
-    partx -d "$LOOP" 2>/dev/null
-    losetup -d "$LOOP"
-  fi
-  # Never remove a tree that still has something mounted under it.
-  if grep -q " $WORK" /proc/mounts; then
-    echo "lab build: left $WORK in place: still mounted" >&2
-  else
-    rm -rf "$WORK"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+image_work "$OUT"
 
 echo "lab build: partitioning a $SIZE disk"
 truncate -s "$SIZE" "$RAW"
 echo 'label: dos
 start=2048, type=83, bootable' | sfdisk -q "$RAW"
-LOOP="$(losetup --find --show "$RAW")"
-partx -a "$LOOP" 2>/dev/null || partx -u "$LOOP"
-PART="${LOOP}p1"
-for _ in $(seq 50); do [[ -b "$PART" ]] && break; sleep 0.1; done
-[[ -b "$PART" ]] || die "partition $PART did not appear after partx -a"
+image_loop 1
 mkfs.ext4 -q -L lab-root "$PART"
 UUID="$(blkid -s UUID -o value "$PART")"
 mkdir -p "$MNT"
 mount "$PART" "$MNT"
 
 echo "lab build: debootstrap $SUITE from $MIRROR (minbase)"
-debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$MNT" "$MIRROR" >>"$LOG" 2>&1 || {
-  tail -n 30 "$LOG" >&2; if [[ -f "$MNT/debootstrap/debootstrap.log" ]]; then tail -n 30 "$MNT/debootstrap/debootstrap.log" >&2; fi
-  die "debootstrap failed"
-}
-
-mount --bind /dev "$MNT/dev"
-mount --bind /dev/pts "$MNT/dev/pts"
-mount -t proc proc "$MNT/proc"
-mount -t sysfs sysfs "$MNT/sys"
-mount -t tmpfs tmpfs "$MNT/run"
-
-cat >"$MNT/etc/apt/sources.list" <<SRC
-deb $MIRROR $SUITE main
-deb $MIRROR $SUITE-updates main
-deb http://security.debian.org/debian-security $SUITE-security main
-SRC
-# The boot loader goes to the disk seen as /dev/vda in the lab; no policy-rc.d
-# daemon starts in the chroot.
-printf '#!/bin/sh\nexit 101\n' >"$MNT/usr/sbin/policy-rc.d"
-chmod 755 "$MNT/usr/sbin/policy-rc.d"
+image_debootstrap "$SUITE" "$MIRROR"
+# The boot loader goes to the disk seen as /dev/vda in the lab.
 echo "grub-pc grub-pc/install_devices multiselect /dev/vda" | chroot "$MNT" debconf-set-selections
 echo "UUID=$UUID / ext4 errors=remount-ro 0 1" >"$MNT/etc/fstab"
 mkdir -p "$MNT/etc/default"
@@ -121,11 +65,7 @@ GRUB_DISABLE_OS_PROBER=true
 GRUB
 
 echo "lab build: installing ${#PACKAGES[@]} packages"
-chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$LOG" 2>&1 || { tail -n 30 "$LOG" >&2; die "apt-get update in the image failed"; }
-chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >>"$LOG" 2>&1 || {
-  tail -n 40 "$LOG" >&2; die "apt-get install in the image failed"
-}
-chroot "$MNT" apt-get clean
+image_apt_install "${PACKAGES[@]}"
 # The image's first initramfs holds most drivers (built here, it cannot know the VM's
 # hardware); later rebuilds inside the lab (kernel args, early vfio-pci) take only the
 # modules the lab needs, which under TCG is minutes faster.
@@ -169,14 +109,8 @@ chroot "$MNT" update-grub >>"$LOG" 2>&1 || { tail -n 40 "$LOG" >&2; die "update-
 sed -i -E "s#root=/dev/loop[0-9]+p1#root=UUID=$UUID#g" "$MNT/boot/grub/grub.cfg"
 grep -q "root=UUID=$UUID" "$MNT/boot/grub/grub.cfg" || die "grub.cfg has no root=UUID=$UUID"
 grep -q 'intel_iommu=off' "$MNT/boot/grub/grub.cfg" || die "grub.cfg lacks intel_iommu=off"
-rm -f "$MNT/usr/sbin/policy-rc.d"
 
 echo "lab build: writing qcow2"
-for m in dev/pts dev proc sys run; do umount -l "$MNT/$m"; done
-umount "$MNT"
-partx -d "$LOOP" 2>/dev/null || true
-losetup -d "$LOOP"
-LOOP=""
-qemu-img convert -O qcow2 "$RAW" "$OUT/disk.qcow2.tmp"
-mv "$OUT/disk.qcow2.tmp" "$OUT/disk.qcow2"
+image_detach
+image_qcow2 "$OUT"
 echo "lab build: done: $OUT/disk.qcow2"

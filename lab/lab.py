@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-RECIPE = ("build-image.sh", "packages.txt")
+RECIPE = ("build-image.sh", "packages.txt", "image-lib.sh")
 QEMU = os.environ.get("GPUVIRT_LAB_QEMU", "qemu-system-x86_64")
 DEFAULT_WAIT = int(os.environ.get("GPUVIRT_LAB_WAIT_TIMEOUT", "900"))
 # QEMU devices of the lab that Debian 12's QEMU 7.2 lacks (lab/install-qemu.sh installs 10.0).

@@ -32,47 +32,15 @@ PACKAGES=(
 )
 
 die() { echo "tenant image: $*" >&2; exit 2; }
-export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+# shellcheck source=lab/image-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/image-lib.sh"
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, loop devices, mount)"
-missing=()
-for tool in debootstrap sfdisk losetup partx mkfs.ext4 mkfs.vfat mcopy mmd blkid qemu-img chroot mount umount grub-mkimage; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
-((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (Debian: apt-get install debootstrap fdisk e2fsprogs dosfstools mtools grub-efi-amd64-bin qemu-utils, or run scripts/bootstrap.sh)"
+image_need "Debian: apt-get install debootstrap fdisk e2fsprogs dosfstools mtools grub-efi-amd64-bin qemu-utils, or run scripts/bootstrap.sh" \
+  debootstrap sfdisk losetup partx mkfs.ext4 mkfs.vfat mcopy mmd blkid qemu-img chroot mount umount grub-mkimage
 [[ -d /usr/lib/grub/x86_64-efi ]] || die "no GRUB EFI modules in /usr/lib/grub/x86_64-efi: apt-get install grub-efi-amd64-bin"
-[[ -e /dev/loop-control ]] || modprobe loop 2>/dev/null || true
-[[ -e /dev/loop-control ]] || die "no loop device support (/dev/loop-control missing): load the 'loop' kernel module"
 
-mkdir -p "$OUT"
-WORK="$(mktemp -d "$OUT/.build.XXXXXX")"
-RAW="$WORK/disk.raw"
+image_work "$OUT"
 ESP="$WORK/esp.img"
-LOG="$OUT/build.log"
-: >"$LOG"
-MNT="$WORK/root"
-LOOP=""
-
-cleanup() {
-  set +e
-  if [[ -d "$MNT" ]]; then
-    for m in dev/pts dev proc sys run; do
-      mountpoint -q "$MNT/$m" && umount -l "$MNT/$m"
-    done
-    mountpoint -q "$MNT" && umount "$MNT"
-  fi
-  if [[ -n "$LOOP" ]]; then
-    partx -d "$LOOP" 2>/dev/null
-    losetup -d "$LOOP"
-  fi
-  if grep -q " $WORK" /proc/mounts; then
-    echo "tenant image: left $WORK in place: still mounted" >&2
-  else
-    rm -rf "$WORK"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 echo "tenant image: partitioning a $SIZE GPT disk (ESP ${ESP_MB} MiB, ext4 root)"
 truncate -s "$SIZE" "$RAW"
@@ -81,42 +49,18 @@ label: gpt
 start=2048, size=$((ESP_MB * 2048)), type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=esp
 start=$((2048 + ESP_MB * 2048)), type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=root
 SFDISK
-LOOP="$(losetup --find --show "$RAW")"
-partx -a "$LOOP" 2>/dev/null || partx -u "$LOOP"
-PART="${LOOP}p2"
-for _ in $(seq 50); do [[ -b "$PART" ]] && break; sleep 0.1; done
-[[ -b "$PART" ]] || die "partition $PART did not appear after partx -a"
+image_loop 2
 mkfs.ext4 -q -L tenant-root "$PART"
 UUID="$(blkid -s UUID -o value "$PART")"
 mkdir -p "$MNT"
 mount "$PART" "$MNT"
 
 echo "tenant image: debootstrap $SUITE from $MIRROR (minbase)"
-debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$MNT" "$MIRROR" >>"$LOG" 2>&1 || {
-  tail -n 30 "$LOG" >&2; [[ -f "$MNT/debootstrap/debootstrap.log" ]] && tail -n 30 "$MNT/debootstrap/debootstrap.log" >&2
-  die "debootstrap failed"
-}
-mount --bind /dev "$MNT/dev"
-mount --bind /dev/pts "$MNT/dev/pts"
-mount -t proc proc "$MNT/proc"
-mount -t sysfs sysfs "$MNT/sys"
-mount -t tmpfs tmpfs "$MNT/run"
-cat >"$MNT/etc/apt/sources.list" <<SRC
-deb $MIRROR $SUITE main
-deb $MIRROR $SUITE-updates main
-deb http://security.debian.org/debian-security $SUITE-security main
-SRC
-# no daemon starts in the chroot
-printf '#!/bin/sh\nexit 101\n' >"$MNT/usr/sbin/policy-rc.d"
-chmod 755 "$MNT/usr/sbin/policy-rc.d"
+image_debootstrap "$SUITE" "$MIRROR"
 echo "UUID=$UUID / ext4 errors=remount-ro 0 1" >"$MNT/etc/fstab"
 
 echo "tenant image: installing ${#PACKAGES[@]} packages"
-chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$LOG" 2>&1 || { tail -n 30 "$LOG" >&2; die "apt-get update in the image failed"; }
-chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >>"$LOG" 2>&1 || {
-  tail -n 40 "$LOG" >&2; die "apt-get install in the image failed"
-}
-rm -f "$MNT/usr/sbin/policy-rc.d"
+image_apt_install "${PACKAGES[@]}"
 
 echo "tenant image: configuring the system"
 echo 'LANG=C.UTF-8' >"$MNT/etc/default/locale"
@@ -134,7 +78,6 @@ done
 chroot "$MNT" passwd -l root >/dev/null
 : >"$MNT/etc/machine-id"
 rm -f "$MNT/var/lib/dbus/machine-id" "$MNT"/etc/ssh/ssh_host_*
-chroot "$MNT" apt-get clean
 KERNEL="$(cd "$MNT/boot" && ls vmlinuz-* | sort -V | tail -n 1)"
 INITRD="initrd.img-${KERNEL#vmlinuz-}"
 [[ -f "$MNT/boot/$INITRD" ]] || die "no $INITRD next to $KERNEL in the image"
@@ -156,12 +99,7 @@ mmd -i "$ESP" ::/EFI ::/EFI/BOOT
 mcopy -i "$ESP" "$WORK/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
 
 echo "tenant image: writing qcow2"
-for m in dev/pts dev proc sys run; do umount -l "$MNT/$m"; done
-umount "$MNT"
-partx -d "$LOOP" 2>/dev/null || true
-losetup -d "$LOOP"
-LOOP=""
+image_detach
 dd if="$ESP" of="$RAW" bs=1M seek=1 conv=notrunc status=none
-qemu-img convert -O qcow2 "$RAW" "$OUT/disk.qcow2.tmp"
-mv "$OUT/disk.qcow2.tmp" "$OUT/disk.qcow2"
+image_qcow2 "$OUT"
 echo "tenant image: done: $OUT/disk.qcow2 ($KERNEL)"

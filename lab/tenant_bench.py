@@ -53,7 +53,7 @@ from lab import kill_pid, recipe_hash as lab_recipe_hash  # noqa: E402  pylint: 
 
 NETNS = "gpuvirt-bench"
 URI = "qemu:///system"
-RECIPE = ("tenant-image.sh",)
+RECIPE = ("tenant-image.sh", "image-lib.sh")
 DOMAINS = ("bench-a", "bench-b", "bench-c")
 # The data networks the inventory's tenants name (isolated: a bridge each, no address, no uplink).
 DATA_NETWORKS = {"gpuvirt-bench-ab": "gvb-ab", "gpuvirt-bench-c": "gvb-c"}
