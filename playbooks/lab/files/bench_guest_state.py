@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """LAB ONLY (the tenant bench): what one tenant guest is, read inside it, as one JSON object for
 the bench's checks (playbooks/lab/tenant_bench_verify.yml): cloud-init's status, the user and its
 keys, the host name, the kernel and boot id, each NIC with its MAC and IPv4 addresses, the RDMA
@@ -13,7 +12,7 @@ import sys
 
 def run(argv):
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600, check=False)
         return done.returncode, done.stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
@@ -54,7 +53,7 @@ print(json.dumps({
     "kernel": os.uname().release,
     "boot_id": (read("/proc/sys/kernel/random/boot_id") or "").strip(),
     "nics": nics,
-    "rdma_links": [{"device": l.get("ifname"), "netdev": l.get("netdev"), "state": l.get("state")} for l in json.loads(rdma or "[]")],
+    "rdma_links": [{"device": link.get("ifname"), "netdev": link.get("netdev"), "state": link.get("state")} for link in json.loads(rdma or "[]")],
     "verbs_devices": [line.split()[0] for line in verbs.splitlines()[2:] if line.split()] if verbs_rc == 0 else None,
     "nccl": nccl,
     "hosts": read("/etc/hosts") or "",

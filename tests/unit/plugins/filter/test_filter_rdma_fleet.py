@@ -384,7 +384,8 @@ APT_FAILED = {"failed": True, "changed": False,
     (dict(UNSEEN, packages=dict(SEEN["packages"], family="RedHat")), None, None, r"Install libibverbs \(RedHat\)"),
     # nothing to tell with: ibv_devices is not installed, and the install failed (no way to a mirror)
     (NO_TOOL, APT_FAILED, None,
-     r"cannot tell whether verbs see rxe0: ibv_devices is not installed.*Installing ibverbs-providers, ibverbs-utils failed here: Failed to update apt cache: W:Failed to fetch"),
+     r"cannot tell whether verbs see rxe0: ibv_devices is not installed.*"
+     r"Installing ibverbs-providers, ibverbs-utils failed here: Failed to update apt cache: W:Failed to fetch"),
     # installed now: the second read decides
     (NO_TOOL, {"changed": True}, SEEN, None),
     (NO_TOOL, {"changed": True}, UNSEEN, "verbs see no rxe0"),
