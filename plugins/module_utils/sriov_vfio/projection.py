@@ -21,6 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_prog
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, copy_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address, vf_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import ethernet_netdev
 
 __metaclass__ = type
 
@@ -70,8 +71,10 @@ def project(topology, sriov_pfs=(), hugepages=()):
         dev = pci.get(pf) if pf else None
         if dev is None:
             continue
-        if item.get("link_type") == "eth" and not dev.get("netdevs"):
-            # the boot stage's firmware setting gives the port an Ethernet netdev (vf_mac.has_netdev)
+        if item.get("link_type") == "eth" and not ethernet_netdev(topo, dev):
+            # the boot stage's firmware setting makes the port Ethernet, with an Ethernet netdev: its
+            # VFs are planned as they will be then (vf_mac.is_network_vf), not as the port is now
+            # (InfiniBand: class 0x0207, an IPoIB netdev or none)
             dev["netdev_after_boot"] = True
         if not dev.get("sriov_totalvfs"):
             if not mlx.is_connectx_pf(dev) or not int(item.get("num_vfs") or 0):
