@@ -113,6 +113,29 @@ def project(topology, sriov_pfs=(), hugepages=()):
     return topo
 
 
+def check_vf_addresses(topology, tenant, vfs):
+    """Refuse tenant ``tenant`` when one of its ``vfs`` is a planned VF that kept its placeholder
+    name (``<pf>/vfN``): no domain can take a VF before its PCI address is known."""
+    pci = topology.get("pci_devices") or {}
+    unnamed = [vf for vf in vfs or [] if (pci.get(vf) or {}).get("planned") and vf == PLANNED_VF % (
+        (pci.get(vf) or {}).get("physfn"), (pci.get(vf) or {}).get("vf_index"))]
+    if not unnamed:
+        return
+    pf = pci[unnamed[0]]["physfn"]
+    if (pci.get(pf) or {}).get("sriov_from_firmware"):
+        why = ("SR-IOV is off in its ConnectX firmware (no SR-IOV capability in sysfs), and it is not the only function of "
+               "its device, so where its VFs appear is known only once the boot stage has set the firmware and the host has "
+               "rebooted")
+        fix = ("Run the boot stage first (site.yml --tags preflight,boot -e gpuvirt_reboot_ok=true), then plan again on the "
+               "host (or a new capture of it); or give the tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
+    else:
+        why = "the host model lacks the PF's sriov_offset/sriov_stride, which say where the SR-IOV stage's VFs appear"
+        fix = ("Capture the host again with tools/capture_host.py (it takes sriov_offset and sriov_stride), or give the "
+               "tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
+    raise InputError("tenant %s: VF %s has no PCI address yet: PF %s's VFs do not exist yet and %s. %s. Nothing was changed"
+                     % (tenant, ", ".join(unnamed), pf, why, fix))
+
+
 def _single_function(pci, pf):
     """Whether ``pf`` is the only function of its PCI device in the host model."""
     device = pf.rsplit(".", 1)[0]
