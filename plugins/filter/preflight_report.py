@@ -26,8 +26,9 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: %s" % exc) from exc
 
 
-def _report(topology, desired=None, firmware=None, plan=None, plan_error=None, planned=None):
-    """The report; ``planned``: preflight_plan's ``{plan, error}``, instead of ``plan`` and ``plan_error``."""
+def _report(topology, desired=None, firmware=None, plan=None, plan_error=None, planned=None, stage_checks=None):
+    """The report; ``planned``: preflight_plan's ``{plan, error}``, instead of ``plan`` and ``plan_error``;
+    ``stage_checks``: preflight_info's, a stage's refusal among them fails the host."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import evaluate  # pylint: disable=import-outside-toplevel
     if not isinstance(topology, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
@@ -37,8 +38,11 @@ def _report(topology, desired=None, firmware=None, plan=None, plan_error=None, p
             raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: planned is what gpuvirt.tenancy.preflight_plan returns "
                                      "({plan, error}), got %r" % (planned,))
         plan, plan_error = planned["plan"], planned["error"]
+    if stage_checks is not None and not isinstance(stage_checks, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: stage_checks is preflight_info's stage_checks (a dict), got %s"
+                                 % type(stage_checks).__name__)
     try:
-        return evaluate(topology, desired or {}, firmware or {}, plan, plan_error or None)
+        return evaluate(topology, desired or {}, firmware or {}, plan, plan_error or None, stage_checks or {})
     except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: %s" % exc) from exc
 

@@ -43,7 +43,9 @@ options:
         M(gpuvirt.tenancy.tenant_domain)); each call runs here in check mode, in this same call, validated as its module
         validates it. Returned in RV(stage_checks); a stage whose options are exactly the ones checked, and whose check
         changes nothing, need not call its module (docs/ARCHITECTURE.md, section One call per stage).
-      - A check that fails is reported in RV(stage_checks) and is not a failure here.
+      - A check that fails is reported in RV(stage_checks) and is not a failure here; the preflight report (filter
+        P(gpuvirt.tenancy.preflight_report#filter), role C(preflight)) fails the host where the stage itself would give that refusal
+        later in the run, naming the stage.
       - Omitted or empty, nothing is checked.
     type: dict
 extends_documentation_fragment:

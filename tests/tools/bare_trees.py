@@ -3,7 +3,7 @@
 A100-class tree of tests/tools/dgx_tree.py changed as stated, from real kernels' and tools'
 outputs in tests/fixtures:
 
-usage: bare_trees.py NAME OUT_DIR      (NAME: ubuntu2204_kernel515)
+usage: bare_trees.py NAME OUT_DIR      (NAME: ubuntu2204_kernel515, vpi_ib_without_ipoib, vpi_ib_class)
 
   ubuntu2204_kernel515  Ubuntu 22.04 on its GA kernel 5.15: /proc/sys/kernel/osrelease and
                         /proc/cmdline from the dmesg of tests/fixtures/boot/
@@ -13,6 +13,13 @@ usage: bare_trees.py NAME OUT_DIR      (NAME: ubuntu2204_kernel515)
                         outputs of tests/fixtures/hypervisor). Before 5.16 the kernel reads no
                         per-node hugepages=N:COUNT, so the 1G pages wanted on only some nodes
                         are reserved at boot by the hugepages unit (docs/boot.md).
+  vpi_ib_without_ipoib  the compute NICs' VPI ports in InfiniBand mode with IPoIB not loaded:
+                        no netdev; each RDMA device's port 1 reads link_layer InfiniBand (the
+                        port's mode, as sysfs writes it under infiniband/<dev>/ports/<n>/).
+  vpi_ib_class          the compute NICs' VPI ports in InfiniBand mode as the PCI function
+                        shows it: class 0x020700 (PCI base class 02 network, sub-class 07
+                        InfiniBand controller, the PCI SIG's class code; the tree's 0x020000 is
+                        an Ethernet controller's), their IPoIB netdevs ibpN (type 32) kept.
 Needs the collection on the Python path (source scripts/env.sh).
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,7 +63,31 @@ def ubuntu2204_kernel515(out):
     return host, gpus, nics
 
 
-TREES = {"ubuntu2204_kernel515": ubuntu2204_kernel515}
+def compute_nics(nics):
+    """The compute NICs of the DGX A100-class tree (NIC0-NIC7; NIC8/NIC9 are the storage pair)."""
+    return [nics["NIC%d" % index] for index in range(8)]
+
+
+def vpi_ib_without_ipoib(out):
+    host, gpus, nics = dgx_tree.write_tree(out)
+    for index, address in enumerate(compute_nics(nics)):
+        path = host.pci_paths[address]
+        for name in os.listdir(host.p(path + "/net")):
+            shutil.rmtree(host.p(path + "/net/" + name))
+            os.remove(host.p("/sys/class/net/" + name))
+        host.write(path + "/infiniband/mlx5_%d/ports/1/link_layer" % index, "InfiniBand\n")
+    return host, gpus, nics
+
+
+def vpi_ib_class(out):
+    host, gpus, nics = dgx_tree.write_tree(out)
+    for address in compute_nics(nics):
+        host.write(host.pci_paths[address] + "/class", "0x020700")
+    return host, gpus, nics
+
+
+TREES = {"ubuntu2204_kernel515": ubuntu2204_kernel515, "vpi_ib_without_ipoib": vpi_ib_without_ipoib,
+         "vpi_ib_class": vpi_ib_class}
 
 
 def main(argv=None):

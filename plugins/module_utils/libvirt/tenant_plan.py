@@ -22,6 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepag
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import check_firmware
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_network_vfs
 
@@ -200,6 +201,8 @@ def tenant_domains(found, tenants, settings):
     out = []
     for name, placement in found["placements"].items():
         spec = specs.get(name, {})
+        if topology is not None:
+            check_vf_addresses(topology, name, placement["vfs"])
         priority = placement["priority"]
         if priority not in priorities:
             raise InputError("tenant %s has priority %s, which the priorities (%s) do not define"

@@ -30,6 +30,11 @@ Checks and their verdicts:
   reserve for the host.
 - The tenant plan (``plan_tenants`` over the host as it will be: wanted VFs and hugepages
   added) and whether every tenant fits.
+- The stages' own refusals: each host stage's call, checked in check mode by the gate
+  (``preflight_info`` ``stage_checks``), that errs where the stage itself would stop the run with
+  that error (:func:`standing_refusals`) fails the host, naming the stage, its refusal (the input
+  and the fix, in the stage's words) and that the stage would stop there. A gate that passes
+  followed by a stage that refuses would be a bug.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -204,8 +209,9 @@ class HostModel:
     hugepages, tenants, require_iommu_enabled, host_reserved_mb), the firmware query and the
     planner's answer. The few facts several checks share are worked out once here."""
 
-    def __init__(self, topology, desired=None, firmware=None, plan=None, plan_error=None):
+    def __init__(self, topology, desired=None, firmware=None, plan=None, plan_error=None, stage_checks=None):
         self.topology = topology
+        self.stage_checks = stage_checks or {}
         self.desired = dict(desired or {})
         self.firmware = firmware or {}
         self.plan = plan
@@ -441,15 +447,77 @@ def check_plan(model):
     return {"plan": section}, [finding]
 
 
+# ---------------------------------------------------------------------------- the stages' refusals
+STAGE_ORDER = ("boot", "sriov_vfio", "tenants")
+STAGE_WORDS = {"boot": "boot", "sriov_vfio": "SR-IOV/VFIO", "tenants": "tenants"}
+ERROR_KINDS = ("InputError: ", "StateError: ", "CommandError: ")
+
+
+def standing_refusals(stage_checks):
+    """[(stage, check)] of the gate's stage checks (preflight_info's ``stage_checks``) that err
+    where the stage's own call, later in this run, would give the same refusal and stop the run:
+
+    - the boot stage's, always (it comes first: its call meets the host the gate read);
+    - the SR-IOV/VFIO stage's, unless the boot stage's check says a reboot (or a firmware load)
+      comes first: the stage then runs on the host as that reboot leaves it (in a preview: planned
+      after the boot stage, role host_stages);
+    - the tenants stage's in a preview (its call plans on the host as the earlier stages will
+      leave it), else while the earlier stages' checks ran without error and change nothing (its
+      call then meets the host the gate read)."""
+    checks = dict((stage, check) for stage, check in (stage_checks or {}).items() if isinstance(check, dict))
+    boot = (checks.get("boot") or {}).get("result") or {}
+    reboot_first = bool(boot.get("reboot_required") or boot.get("firmware_pending"))
+    settled = all(not check.get("error") and check.get("changed") is False
+                  for stage, check in checks.items() if stage in ("boot", "sriov_vfio"))
+    standing = []
+    for stage in STAGE_ORDER:
+        check = checks.get(stage)
+        if not check or not check.get("error"):
+            continue
+        if stage == "sriov_vfio" and reboot_first:
+            continue
+        if stage == "tenants" and (check.get("options") or {}).get("preview") is None and not settled:
+            continue
+        standing.append((stage, check))
+    return standing
+
+
+def refusal_text(error):
+    """A check's ``error`` without the collection's error kind (the stage's own words remain)."""
+    text = str(error or "")
+    for kind in ERROR_KINDS:
+        if text.startswith(kind):
+            return text[len(kind):]
+    return text
+
+
+def check_stage_refusals(model):
+    """A FAIL per stage whose call the gate checked and that refuses it (:func:`standing_refusals`)."""
+    findings = []
+    source = model.desired.get("tenants_from") or "gpuvirt_tenants"
+    inputs = {"boot": "the boot stage's inputs (gpuvirt_gpu_pci_ids, gpuvirt_gpus, gpuvirt_host_gpus, gpuvirt_sriov_pfs, "
+                      "gpuvirt_hugepages)",
+              "sriov_vfio": "the SR-IOV/VFIO stage's inputs (gpuvirt_sriov_pfs, %s, gpuvirt_gpus)" % source,
+              "tenants": "the tenants stage's inputs (%s, gpuvirt_tenant_policy, gpuvirt_sriov_pfs)" % source}
+    for stage, check in standing_refusals(model.stage_checks):
+        findings.append(_check(
+            "stage %s" % stage, FAIL,
+            "the %s stage (%s) refuses this run's call: %s" % (STAGE_WORDS[stage], check.get("module"), refusal_text(check["error"])),
+            "%s: as the refusal says, then run again; this run would stop in the %s stage with it" % (inputs[stage], STAGE_WORDS[stage])))
+    return {"stage_refusals": [f["name"][len("stage "):] for f in findings]}, findings
+
+
 # The preflight, in report order: each check reads the HostModel and returns
 # ({report section: value}, [findings]).
-CHECKS = (check_iommu, check_gpus, check_nics, check_sriov, check_port_modes, check_isolation, check_hugepages, check_plan)
+CHECKS = (check_iommu, check_gpus, check_nics, check_sriov, check_port_modes, check_isolation, check_hugepages, check_plan,
+          check_stage_refusals)
 
 
-def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None):
+def evaluate(topology, desired=None, firmware=None, plan=None, plan_error=None, stage_checks=None):
     """The preflight report of one host (a dict, JSON-ready). ``desired`` holds gpus,
-    sriov_pfs, hugepages, tenants, tenants_from, require_iommu_enabled, host_reserved_mb."""
-    model = HostModel(topology, desired, firmware, plan, plan_error)
+    sriov_pfs, hugepages, tenants, tenants_from, require_iommu_enabled, host_reserved_mb;
+    ``stage_checks``: preflight_info's, whose standing refusals fail the host."""
+    model = HostModel(topology, desired, firmware, plan, plan_error, stage_checks)
     checks = []
     report = {"host": model.desired.get("host"), "kernel_release": topology.get("kernel_release"),
               "boot_id": topology.get("boot_id"), "cpu_vendor": topology.get("cpu_vendor"), "checks": checks}

@@ -21,6 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_prog
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, copy_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SYSFS_NAMES, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address, vf_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import ethernet_netdev
 
 __metaclass__ = type
 
@@ -70,8 +71,10 @@ def project(topology, sriov_pfs=(), hugepages=()):
         dev = pci.get(pf) if pf else None
         if dev is None:
             continue
-        if item.get("link_type") == "eth" and not dev.get("netdevs"):
-            # the boot stage's firmware setting gives the port an Ethernet netdev (vf_mac.has_netdev)
+        if item.get("link_type") == "eth" and not ethernet_netdev(topo, dev):
+            # the boot stage's firmware setting makes the port Ethernet, with an Ethernet netdev: its
+            # VFs are planned as they will be then (vf_mac.is_network_vf), not as the port is now
+            # (InfiniBand: class 0x0207, an IPoIB netdev or none)
             dev["netdev_after_boot"] = True
         if not dev.get("sriov_totalvfs"):
             if not mlx.is_connectx_pf(dev) or not int(item.get("num_vfs") or 0):
@@ -108,6 +111,29 @@ def project(topology, sriov_pfs=(), hugepages=()):
                 pool["free"] = (pool.get("free") or 0) + count - (pool.get("total") or 0)
                 pool["total"] = count
     return topo
+
+
+def check_vf_addresses(topology, tenant, vfs):
+    """Refuse tenant ``tenant`` when one of its ``vfs`` is a planned VF that kept its placeholder
+    name (``<pf>/vfN``): no domain can take a VF before its PCI address is known."""
+    pci = topology.get("pci_devices") or {}
+    unnamed = [vf for vf in vfs or [] if (pci.get(vf) or {}).get("planned") and vf == PLANNED_VF % (
+        (pci.get(vf) or {}).get("physfn"), (pci.get(vf) or {}).get("vf_index"))]
+    if not unnamed:
+        return
+    pf = pci[unnamed[0]]["physfn"]
+    if (pci.get(pf) or {}).get("sriov_from_firmware"):
+        why = ("SR-IOV is off in its ConnectX firmware (no SR-IOV capability in sysfs), and it is not the only function of "
+               "its device, so where its VFs appear is known only once the boot stage has set the firmware and the host has "
+               "rebooted")
+        fix = ("Run the boot stage first (site.yml --tags preflight,boot -e gpuvirt_reboot_ok=true), then plan again on the "
+               "host (or a new capture of it); or give the tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
+    else:
+        why = "the host model lacks the PF's sriov_offset/sriov_stride, which say where the SR-IOV stage's VFs appear"
+        fix = ("Capture the host again with tools/capture_host.py (it takes sriov_offset and sriov_stride), or give the "
+               "tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
+    raise InputError("tenant %s: VF %s has no PCI address yet: PF %s's VFs do not exist yet and %s. %s. Nothing was changed"
+                     % (tenant, ", ".join(unnamed), pf, why, fix))
 
 
 def _single_function(pci, pf):

@@ -63,13 +63,20 @@ def tenant_vf_macs(tenant, addresses, mac=None, network=None):
     return out
 
 
+# /sys/class/net/<dev>/type of an IPoIB netdev (ARPHRD_INFINIBAND, include/uapi/linux/if_arp.h)
+ARPHRD_INFINIBAND = 32
+
+
 def is_network_vf(topology, address, pf=None):
-    """Whether the VF at ``address`` is an Ethernet function whose PF has a netdev (so its MAC,
-    VLAN, spoof check and trust are set through the PF, and the guest gets it as an
-    ``<interface type='hostdev'>``). Read from the host model; a VF not created yet is judged
-    by its PF (``pf``)."""
+    """Whether the VF at ``address`` is an Ethernet function whose PF has an Ethernet netdev (so
+    its MAC, VLAN, spoof check and trust are set through the PF, and the guest gets it as an
+    ``<interface type='hostdev'>``), or whose PF the boot stage sets to Ethernet in this run
+    (``netdev_after_boot``: planned on the port as the boot stage's firmware change leaves it).
+    Read from the host model; a VF not created yet is judged by its PF (``pf``)."""
     _pf, pf_dev, klass = vf_function(topology.get("pci_devices") or {}, address, pf)
-    return has_netdev(pf_dev) and klass.startswith("0x0200")
+    if pf_dev.get("netdev_after_boot"):
+        return True
+    return ethernet_netdev(topology, pf_dev) and klass.startswith("0x0200")
 
 
 def vf_function(pci, address, pf=None):
@@ -81,31 +88,43 @@ def vf_function(pci, address, pf=None):
     return pf, pf_dev, str(dev.get("class") or pf_dev.get("class") or "").lower()
 
 
-def has_netdev(pf_dev):
-    """Whether a PF has a netdev, or gets one from the boot stage (``netdev_after_boot``: the
-    projection's mark for a PF the boot stage sets to Ethernet, link_type eth)."""
-    return bool(pf_dev.get("netdevs") or pf_dev.get("netdev_after_boot"))
+def ethernet_netdev(topology, pf_dev):
+    """Whether a PF is an Ethernet port now: an Ethernet function (PCI class 0x0200) with a
+    netdev, none of them IPoIB (an InfiniBand port's netdev takes no VF MAC or VLAN)."""
+    netdevs = topology.get("netdevs") or {}
+    return (bool(pf_dev.get("netdevs")) and str(pf_dev.get("class") or "").lower().startswith("0x0200")
+            and not any((netdevs.get(name) or {}).get("type") == ARPHRD_INFINIBAND for name in pf_dev["netdevs"]))
+
+
+def _why_not_network(pf, pf_dev):
+    if not pf_dev.get("netdevs"):
+        return "PF %s has no netdev" % pf
+    return "PF %s is an InfiniBand port (PCI class %s, netdev %s), whose netdev takes no VF MAC or VLAN" % (
+        pf, pf_dev.get("class"), ", ".join(pf_dev["netdevs"]))
 
 
 def check_settings_reach(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None, ethernet_pfs=()):
     """A tenant that gives ``mac`` or ``vlan`` refused when one of its VFs is a network function (PCI
-    class 0x02, as the planner counts it) of a PF with no netdev: the VF's MAC, VLAN and spoof check
-    go through the PF's netdev, so they would be dropped without a word (an InfiniBand port, or a
-    netdev driver not loaded). ``ethernet_pfs``: PFs the boot stage sets to Ethernet in this run."""
+    class 0x02, as the planner counts it) that would be given as a plain hostdev (not
+    :func:`is_network_vf`): the VF's MAC, VLAN and spoof check go through the PF's Ethernet netdev,
+    so they would be dropped without a word (a PF with no netdev, or an InfiniBand port).
+    ``ethernet_pfs``: PFs the boot stage sets to Ethernet in this run."""
     if not mac and not vlan:
         return
     pci = topology.get("pci_devices") or {}
     lost = {}
     for vf in vfs or []:
         pf, pf_dev, klass = vf_function(pci, vf, (vf_pfs or {}).get(vf))
-        if pf and klass.startswith("0x02") and not has_netdev(pf_dev) and pf not in ethernet_pfs:
+        if pf and klass.startswith("0x02") and pf not in ethernet_pfs and not is_network_vf(topology, vf, pf):
             lost.setdefault(pf, []).append(vf)
     for pf, lost_vfs in sorted(lost.items()):
-        raise InputError("tenant %s: its %s cannot be set on VF %s: PF %s has no netdev, and a VF's MAC, VLAN and spoof check "
-                         "go through it (ip link set dev PF vf N). Set link_type: eth for %s in gpuvirt_sriov_pfs (the boot "
-                         "stage's firmware settings: an InfiniBand port has no Ethernet netdev), or load the PF's netdev driver, "
-                         "or leave vlan and mac out of the tenant. Nothing was changed"
-                         % (tenant, " and ".join(k for k, v in (("mac", mac), ("vlan", vlan)) if v), ", ".join(sorted(lost_vfs)), pf, pf))
+        raise InputError("tenant %s: its %s cannot be set on VF %s: %s, and a VF's MAC, VLAN and spoof check go through "
+                         "the PF's Ethernet netdev (ip link set dev PF vf N), so the VF would be given as a plain hostdev "
+                         "without them. Set link_type: eth for %s in gpuvirt_sriov_pfs (the boot stage's firmware settings: "
+                         "an InfiniBand port has no Ethernet netdev), or load the PF's netdev driver, or leave vlan and mac "
+                         "out of the tenant. Nothing was changed"
+                         % (tenant, " and ".join(k for k, v in (("mac", mac), ("vlan", vlan)) if v), ", ".join(sorted(lost_vfs)),
+                            _why_not_network(pf, pf_dev), pf))
 
 
 def tenant_network_vfs(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None):

@@ -135,9 +135,27 @@ def test_projection_keeps_existing_vfs(tmp_path):
 
 def test_a_pf_without_netdev_that_the_boot_stage_sets_to_ethernet_gets_one(tmp_path):
     """link_type eth: the boot stage's firmware setting gives the port an Ethernet netdev, which the tenants' VF
-    settings go through (vf_mac.has_netdev); without it the PF stays without one."""
+    settings go through (vf_mac.is_network_vf); without it the PF stays without one."""
     tree, _kernel = lab_host(tmp_path / "root")
     topology = read_topology(tree.root)
     pf = "0000:81:00.0"
     assert not project(topology, [{"pf": pf, "num_vfs": 2}])["pci_devices"][pf].get("netdev_after_boot")
     assert project(topology, [{"pf": pf, "num_vfs": 2, "link_type": "eth"}])["pci_devices"][pf]["netdev_after_boot"] is True
+
+
+@pytest.mark.parametrize("pf_class, netdev_type, marked", [
+    ("0x020000", 1, False),     # an Ethernet port already: nothing to project
+    ("0x020000", 32, True),     # an IPoIB netdev: InfiniBand now, Ethernet after the boot stage
+    ("0x020700", 32, True),     # an InfiniBand controller's function
+    ("0x020700", None, True),   # ... without IPoIB (no netdev)
+])
+def test_a_vpi_port_the_boot_stage_sets_to_ethernet_is_planned_as_ethernet(pf_class, netdev_type, marked):
+    """link_type eth: the VFs are planned on the port as the boot stage's firmware change leaves it."""
+    pf = "0000:19:00.0"
+    netdevs = ["ibp0"] if netdev_type else []
+    topology = {"pci_devices": {pf: {"address": pf, "class": pf_class, "netdevs": netdevs, "vendor_id": "0x15b3",
+                                     "device_id": "0x1017", "sriov_totalvfs": 8, "sriov_numvfs": 0, "virtfns": []}},
+                "netdevs": dict((name, {"type": netdev_type}) for name in netdevs), "numa_nodes": []}
+    projected = project(topology, [{"pf": pf, "num_vfs": 2, "link_type": "eth"}])
+    assert bool(projected["pci_devices"][pf].get("netdev_after_boot")) is marked
+    assert not project(topology, [{"pf": pf, "num_vfs": 2}])["pci_devices"][pf].get("netdev_after_boot")

@@ -9,6 +9,7 @@ import itertools
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import vf_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 TENANTS = ["tenant-a", "tenant-b", "inference-01", "inference-10", "a", "b", "ü-tenant"]
 
@@ -69,7 +70,12 @@ TOPOLOGY = {"pci_devices": {
     "0000:3b:00.0": {"class": "0x020700", "netdevs": ["ib0"], "virtfns": ["0000:3b:00.1"]},
     "0000:3b:00.1": {"class": "0x020700", "physfn": "0000:3b:00.0"},
     "0000:5b:00.0": {"class": "0x020000", "netdevs": [], "virtfns": []},
-}}
+    # a VPI port in InfiniBand mode that the boot stage sets to Ethernet (link_type eth): the projection's mark
+    "0000:3c:00.0": {"class": "0x020700", "netdevs": ["ibp1"], "virtfns": ["0000:3c:00.1"], "netdev_after_boot": True},
+    "0000:3c:00.1": {"class": "0x020700", "physfn": "0000:3c:00.0"},
+    # an Ethernet-class PF whose netdev is IPoIB (type 32): an InfiniBand port all the same
+    "0000:3d:00.0": {"class": "0x020000", "netdevs": ["ibp2"], "virtfns": []},
+}, "netdevs": {"ibp2": {"type": 32}, "ibp1": {"type": 32}, "enp12s0f0np0": {"type": 1}}}
 
 
 @pytest.mark.parametrize("address, pf, expected", [
@@ -78,6 +84,9 @@ TOPOLOGY = {"pci_devices": {
     ("0000:3b:00.1", None, False),          # an InfiniBand VF: no MAC/VLAN
     ("0000:0c:00.3", PF_ETH, True),         # not created yet (check mode): judged by its PF
     ("0000:5b:00.1", "0000:5b:00.0", False),  # a PF without a netdev (driver not loaded)
+    ("0000:3c:00.1", None, True),           # an InfiniBand port the boot stage sets to Ethernet: as it will be then
+    ("0000:3c:00.2", "0000:3c:00.0", True),  # the same, a VF not created yet
+    ("0000:3d:00.1", "0000:3d:00.0", False),  # an IPoIB netdev takes no VF MAC or VLAN
 ])
 def test_is_network_vf(address, pf, expected):
     assert vf_mac.is_network_vf(TOPOLOGY, address, pf) is expected
@@ -86,3 +95,33 @@ def test_is_network_vf(address, pf, expected):
 def test_tenant_network_vfs():
     got = vf_mac.tenant_network_vfs(TOPOLOGY, "t", ["0000:81:00.1", VF1], mac=None, vlan=100)
     assert got == [{"address": VF1, "pf": PF_ETH, "mac": vf_mac.derived_mac("t", 0), "vlan": 100}]
+
+
+@pytest.mark.parametrize("vfs, vf_pfs, options, ethernet, words", [
+    (["0000:3b:00.1"], None, {"vlan": 100}, (), "PF 0000:3b:00.0 is an InfiniBand port (PCI class 0x020700, netdev ib0)"),
+    (["0000:5b:00.1"], {"0000:5b:00.1": "0000:5b:00.0"}, {"mac": "02:00:00:00:00:01"}, (), "PF 0000:5b:00.0 has no netdev"),
+    (["0000:3d:00.1"], {"0000:3d:00.1": "0000:3d:00.0"}, {"vlan": 7}, (), "PF 0000:3d:00.0 is an InfiniBand port"),
+])
+def test_a_vlan_or_mac_a_vf_would_drop_is_refused(vfs, vf_pfs, options, ethernet, words):
+    """Never a setting dropped without a word: a network-class VF given as a plain hostdev refuses the tenant's vlan/mac,
+    naming the tenant, the VF, the PF and the fix."""
+    with pytest.raises(InputError) as refused:
+        vf_mac.tenant_network_vfs(TOPOLOGY, "t", vfs, vf_pfs, **options)
+    message = str(refused.value)
+    assert message.startswith("tenant t: its %s cannot be set on VF %s: " % (next(iter(options)), vfs[0])), message
+    assert words in message and "Set link_type: eth for" in message and message.endswith("Nothing was changed")
+
+
+@pytest.mark.parametrize("vfs, vf_pfs, options, ethernet", [
+    (["0000:3b:00.1"], None, {}, ()),                                   # nothing asked, nothing lost
+    (["0000:81:00.1"], None, {"vlan": 100}, ()),                        # an NVMe VF is no network function
+    (["0000:3b:00.1"], None, {"vlan": 100}, ("0000:3b:00.0",)),         # set to Ethernet by this run's boot stage
+    (["0000:3c:00.1"], None, {"vlan": 100}, ()),                        # marked by the projection
+])
+def test_settings_that_reach_their_vf_pass(vfs, vf_pfs, options, ethernet):
+    vf_mac.check_settings_reach(TOPOLOGY, "t", vfs, vf_pfs, ethernet_pfs=ethernet, **options)
+
+
+def test_a_port_set_to_ethernet_by_the_boot_stage_gets_its_vlan():
+    got = vf_mac.tenant_network_vfs(TOPOLOGY, "t", ["0000:3c:00.1"], vlan=101)
+    assert got == [{"address": "0000:3c:00.1", "pf": "0000:3c:00.0", "mac": vf_mac.derived_mac("t", 0), "vlan": 101}]
