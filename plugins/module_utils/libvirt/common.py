@@ -147,8 +147,18 @@ def interface_macs(root):
     return [mac.get("address").lower() for mac in root.findall("devices/interface/mac") if mac.get("address")]
 
 
+def disk_files(root):
+    """The files a definition's disks and cdroms are (``<source file=...>``): what the domain
+    writes, or a seed it reads. Not their backing files: a base image is shared by overlays."""
+    files = []
+    for source in root.findall("devices/disk/source"):
+        if source.get("file") and source.get("file") not in files:
+            files.append(source.get("file"))
+    return files
+
+
 def domain_holdings(conn):
-    """{domain: (its PCI devices, its interfaces' MACs)} over every domain on the connection, defined or
+    """{domain: (its PCI devices, its interfaces' MACs, its disks' files)} over every domain on the connection, defined or
     running (a VF as ``<interface type='hostdev'>`` counts, and so does a virtio NIC's MAC; a running
     one's live XML too)."""
     held = OrderedDict()
@@ -159,11 +169,12 @@ def domain_holdings(conn):
         roots = [_persistent_xml(domain, name)]
         if domain.is_active():
             roots.append(_live_xml(domain, name))
-        devices, macs = [], []
+        devices, macs, files = [], [], []
         for root in roots:
             devices.extend(a for a in device_addresses(root) if a not in devices)
             macs.extend(m for m in interface_macs(root) if m not in macs)
-        held[name] = (devices, macs)
+            files.extend(f for f in disk_files(root) if f not in files)
+        held[name] = (devices, macs, files)
     return held
 
 

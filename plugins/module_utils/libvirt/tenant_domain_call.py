@@ -77,8 +77,9 @@ def check_assignments(requests, holdings, topology, check_mode):
     entry would find them: a domain the list removes or redefines earlier frees what it held.
     Between entries of the call: an InputError. Against another domain: a StateError (with
     ``held_by``), a warning in check mode (a removal earlier in the run may free it). -> warnings."""
+    check_files(requests, holdings)
     claims = Claims(topology)
-    for name, (devices, macs) in holdings.items():
+    for name, (devices, macs, _files) in holdings.items():
         claims.hold(name, devices, macs)
     notes = []
     for request in requests:
@@ -114,6 +115,56 @@ def check_assignments(requests, holdings, topology, check_mode):
         error.details = {"held_by": held_by} if held_by else None
         raise error
     return notes
+
+
+def _tenant_files(request):
+    """(the files a tenant's domain writes or owns: its disks and seed; the image its overlay
+    reads: the base) of one present request."""
+    own = [disk["path"] for disk in request.spec.disks]
+    if request.spec.seed_cdrom:
+        own.append(request.spec.seed_cdrom)
+    guest = request.guest
+    base = guest.base["path"] if guest is not None and guest.image is not None and guest.base else None
+    return own, base
+
+
+def check_files(requests, holdings):
+    """No tenant is given a file another tenant or domain owns or reads: a tenant's disks and
+    seed belong to it alone (not another entry's disk, seed or base image, not a disk of another
+    domain on the host), and the base image its overlay reads is no other tenant's or domain's
+    disk (which that one writes). A tenant the call redefines or removes is compared as the call
+    leaves it. InputError before anything changes, naming both and the fix."""
+    owners, readers = {}, {}
+    for request in requests:
+        if not request.present:
+            continue
+        own, base = _tenant_files(request)
+        for path in own:
+            other = owners.get(path) or readers.get(path)
+            if other is not None and other != request.spec.name:
+                with labelled(request.label):
+                    raise InputError("%s is also a file of tenant %s; a tenant's disk or seed is its own: give it another "
+                                     "path, or leave disks out and give it an image (its own overlay)" % (path, other))
+            owners[path] = request.spec.name
+        if base is not None:
+            if owners.get(base) not in (None, request.spec.name):
+                with labelled(request.label):
+                    raise InputError("image.base: %s is a disk of tenant %s, which writes it; give the base cloud image "
+                                     "(read only, shared by the overlays)" % (base, owners[base]))
+            readers.setdefault(base, request.spec.name)
+    names = set(r.spec.name for r in requests)
+    for domain, (_devices, _macs, files) in holdings.items():
+        if domain in names:
+            continue
+        for request in requests:
+            if not request.present:
+                continue
+            own, base = _tenant_files(request)
+            taken = [f for f in own + ([base] if base else []) if f in files]
+            if taken:
+                with labelled(request.label):
+                    raise InputError("%s is a disk of domain %s, which reads or writes it; a tenant's files are its own: give "
+                                     "another path (for image.base, the base cloud image)" % (taken[0], domain))
 
 
 def vf_settings_addresses(options, topology):

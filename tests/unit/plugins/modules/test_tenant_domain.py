@@ -1027,6 +1027,37 @@ def test_a_bad_image_fails_before_any_domain_or_file(conn, args, guest_host):
     assert not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
 
 
+def test_no_tenant_is_given_another_tenants_or_domains_file(conn, args, guest_host):
+    a, b = args["name"], args["name"] + "-b"
+    entry_a = dict((k, v) for k, v in guest_args(args).items() if k != "uri")
+    entry_b = dict(entry_a, name=b, vfs=[VF2], network_vfs=[VF2], mac="52:54:00:00:00:0b",
+                   cloud_init=dict(entry_a["cloud_init"], rdma_address="10.20.0.12/24"),
+                   management=dict(entry_a["management"], address="192.168.150.12/24"))
+    disk_a = "/var/lib/libvirt/images/gpuvirt/tenants/%s/disk.qcow2" % a
+    try:
+        # in one call: B's extra disk is A's overlay
+        same = run_module(tenant_domain.main, {"uri": URI, "domains": [entry_a, dict(entry_b, disks=[{"path": disk_a}])]},
+                          host=guest_host)
+        assert same.get("failed") and not same["changed"], same
+        assert "domains[1] (%s): %s is also a file of tenant %s" % (b, disk_a, a) in same["msg"]
+        assert not defined(conn, a) and not os.path.exists(guest_host.path("/var/lib/libvirt/images/gpuvirt"))
+        assert run_module(tenant_domain.main, guest_args(args), host=guest_host)["created"]
+        before = sorted(os.listdir(guest_host.path("/var/lib/libvirt/images/gpuvirt/tenants")))
+        # B's overlay on A's disk, which A writes
+        backed = run_module(tenant_domain.main, {"uri": URI, "domains": [entry_a, dict(entry_b, image={"base": disk_a})]},
+                            host=guest_host)
+        assert backed.get("failed") and "image.base: %s is a disk of tenant %s, which writes it" % (disk_a, a) in backed["msg"]
+        # across calls: A is another domain now
+        later = run_module(tenant_domain.main, dict(guest_args(dict(args, name=b), vfs=[VF2], network_vfs=[VF2],
+                                                               mac="52:54:00:00:00:0b"), disks=[{"path": disk_a}]),
+                           host=guest_host)
+        assert later.get("failed") and "%s is a disk of domain %s" % (disk_a, a) in later["msg"], later
+        assert not defined(conn, b)
+        assert sorted(os.listdir(guest_host.path("/var/lib/libvirt/images/gpuvirt/tenants"))) == before
+    finally:
+        cleanup(a, b)
+
+
 def test_removing_the_tenant_deletes_its_guest_files(conn, args, guest_host):
     made = run_module(tenant_domain.main, guest_args(args), host=guest_host)["guest"]
     check = run_module(tenant_domain.main, {"name": args["name"], "uri": URI, "state": "absent"}, host=guest_host,
