@@ -94,8 +94,8 @@ def check_assignments(requests, holdings, topology, check_mode):
                     held_by.setdefault(claims.held[address], []).append(address)
             macs = dict((address, wanted["mac"]) for address, wanted in request.spec.interfaces.items())
             # the virtio NICs' MACs too: a MAC belongs to one interface on the host, whatever its kind
-            macs.update((role, nic["mac"]) for role, nic in (("management NIC", request.spec.management),
-                                                              ("data NIC", request.spec.data_nic)) if nic)
+            nics = (("management NIC", request.spec.management), ("data NIC", request.spec.data_nic))
+            macs.update((role, nic["mac"]) for role, nic in nics if nic)
             claims.add(name, request.devices, macs=macs)
             errors, with_others = claims.check(name)
             if errors:
