@@ -22,6 +22,8 @@ missing. Every read and change goes through the host seam (``host.path``, ``host
 from __future__ import absolute_import, division, print_function
 
 import base64
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -454,9 +456,10 @@ class GuestPlan:
     def _seed(self, host):
         self.documents = seed_documents(self.name, self.cloud_init, self.management, self.rdma_mac)
         self.seed_before = OrderedDict((n, _read(host, os.path.join(self.paths["seed_dir"], n)) or "") for n in SEED_FILES)
-        if _exists(host, self.paths["seed"]) and self.paths["seed"] not in self.made:
-            raise StateError("%s exists and the collection did not make it (not in %s); move it away or name another "
-                             "guest_dir" % (self.paths["seed"], self.paths["manifest"]))
+        for path in [self.paths["seed"]] + [os.path.join(self.paths["seed_dir"], n) for n in SEED_FILES]:
+            if _exists(host, path) and path not in self.made:
+                raise StateError("%s exists and the collection did not make it (not in %s); move it away or name another "
+                                 "guest_dir" % (path, self.paths["manifest"]))
         if self.seed_before != self.documents or not _exists(host, self.paths["seed"]):
             self.steps.append(("seed", self.paths["seed"]))
             iso_tool(host)
@@ -490,12 +493,16 @@ class GuestPlan:
     # ------------------------------------------------------------------ act
     def apply(self, host, run, kinds=None):
         """Make what the plan found missing (only the steps of ``kinds`` when given: the
-        downloads of every tenant go first)."""
+        downloads of every tenant go first). Each step holds a lock on its file (a download's
+        base image, a tenant's own directory): two runs at once on one host wait for each other,
+        and the second finds the file made instead of making it again under the first."""
         for kind, path in self.steps:
             if kinds is not None and kind not in kinds:
                 continue
             host.files.makedirs(host.path(os.path.dirname(path), "guest_dir"))
-            with run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
+            with file_lock(host, self.guest_dir, path), run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
+                if kind in ("fetch", "overlay", "copy") and self._made_meanwhile(host, kind, path):
+                    continue
                 if kind == "fetch":
                     self._fetch(host, path)
                 elif kind == "checksum":
@@ -506,6 +513,20 @@ class GuestPlan:
                     self._make_seed(host, run)
             run.changed = True
 
+    def _made_meanwhile(self, host, kind, path):
+        """Whether another run made the file this step makes after this one decided (under the
+        step's lock, so the other run is done with it): a base image whose checksum it verified,
+        or this tenant's disk in its list of made files."""
+        if not os.path.isfile(host.path(path, "guest_dir")):
+            return False
+        if kind == "fetch":
+            if (_read(host, path + ".checksum") or "").strip() != self.image["checksum"]:
+                return False
+            self.base["info"] = read_image_info(host, path)
+            self.check_size(self.base["info"])
+            return True
+        return path in read_manifest(host, self.paths)
+
     def _record(self, host, paths):
         for path in paths:
             if path not in self.made:
@@ -515,7 +536,8 @@ class GuestPlan:
         host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
 
     def _fetch(self, host, base):
-        part = host.path(base + ".part", "guest_dir")
+        # this run's own partial file: another run's download is never written into it
+        part = host.path("%s.part.%d" % (base, os.getpid()), "guest_dir")
         url = self.image["url"]
         if host.commands.which("curl"):
             argv = [host.commands.which("curl"), "-fsSL", "--retry", "3", "-o", part, url]
@@ -568,6 +590,23 @@ class GuestPlan:
                           + [host.path(p, "guest_dir") for p in files])
         os.rename(partial, host.path(self.paths["seed"], "guest_dir"))
         run.changed = True
+
+
+@contextlib.contextmanager
+def file_lock(host, guest_dir, path):
+    """An exclusive lock on ``path`` (a host path under ``guest_dir``), held while the caller makes
+    that file: ``<guest_dir>/.locks/<path relative to guest_dir, '/' as '%'>.lock``, apart from the
+    tenants' directories (a removal leaves them empty), flock (released when the process ends,
+    whatever ends it)."""
+    locks = host.path(os.path.join(guest_dir, ".locks"), "guest_dir")
+    host.files.makedirs(locks)
+    name = os.path.relpath(path, guest_dir).replace("/", "%")
+    with open(os.path.join(locks, name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def iso_tool(host):

@@ -353,3 +353,44 @@ def test_a_seed_without_a_key_says_nobody_can_log_in(host):
     opts["cloud_init"]["ssh_authorized_keys"] = []
     plan = plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
     assert any("nobody can log in" in note and "ssh_authorized_keys" in note for note in plan.notes)
+
+
+def test_an_operators_own_seed_file_is_never_taken_over(host):
+    base = make_base(host)
+    user_data = host.path(tenant_paths(GUEST_DIR, "tenant-a")["seed_dir"] + "/user-data")
+    os.makedirs(os.path.dirname(user_data))
+    with open(user_data, "w", encoding="utf-8") as handle:
+        handle.write("#cloud-config\n{}\n")
+    with pytest.raises(StateError, match=r"seed/user-data exists and the collection did not make it"):
+        plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
+    with open(user_data, encoding="utf-8") as handle:
+        assert handle.read() == "#cloud-config\n{}\n"
+
+
+def _apply_in_a_process(root, name, start):
+    from fakes.system_commands import SystemCommands  # pylint: disable=import-error,import-outside-toplevel
+    host = Host(root, commands=SystemCommands())
+    plan = plan_guest(host, name, options("/srv/images/base.qcow2"), vf_mac=VF_MAC)
+    start.wait()  # both decided before either acts
+    plan.apply(host, Run())
+
+
+@pytest.mark.parametrize("round_", range(8))
+def test_two_runs_at_once_on_one_root_lose_nothing(host, round_):
+    import multiprocessing  # pylint: disable=import-outside-toplevel
+    make_base(host)
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(2)
+    runs = [context.Process(target=_apply_in_a_process, args=(host.root, "tenant-a", start)) for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(60)
+    assert [run.exitcode for run in runs] == [0, 0], round_
+    paths = tenant_paths(GUEST_DIR, "tenant-a")
+    made = json.loads(open(host.path(paths["manifest"]), encoding="utf-8").read())["made"]
+    assert paths["disk"] in made and paths["seed"] in made
+    assert info(host, paths["disk"])["backing-filename"] == host.path("/srv/images/base.qcow2")
+    assert not [n for n in os.listdir(host.path(paths["dir"])) if ".part" in n]
+    # the next run has nothing to make
+    assert not plan_guest(host, "tenant-a", options("/srv/images/base.qcow2"), vf_mac=VF_MAC).changed
