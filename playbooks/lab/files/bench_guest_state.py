@@ -1,8 +1,8 @@
 """LAB ONLY (the tenant bench): what one tenant guest is, read inside it, as one JSON object for
 the bench's checks (playbooks/lab/tenant_bench_verify.yml): cloud-init's status, the user and its
 keys, the host name, the kernel and boot id, each NIC with its MAC and IPv4 addresses, the RDMA
-devices the kernel holds (rdma link) and those the verbs library sees (ibv_devices), the NCCL
-file's settings and the hosts file. Reads only; standard library."""
+devices the kernel holds (rdma link) and those the verbs library sees (ibv_devices), rxe0's GID
+table from sysfs, the NCCL file's settings and the hosts file. Reads only; standard library."""
 import json
 import os
 import pwd
@@ -43,6 +43,14 @@ for line in (read("/etc/nccl.conf") or "").splitlines():
     if "=" in line and not line.lstrip().startswith("#"):
         key, value = line.split("=", 1)
         nccl[key.strip()] = value.strip()
+# the GID table of rxe0's port 1, read from sysfs (unused slots answer EINVAL): index -> [gid, type, netdev]
+gids = {}
+port = "/sys/class/infiniband/rxe0/ports/1"
+for name in sorted(os.listdir(port + "/gids")) if os.path.isdir(port + "/gids") else []:
+    kind = read("%s/gid_attrs/types/%s" % (port, name))
+    if kind is not None:
+        gids[name] = [(read("%s/gids/%s" % (port, name)) or "").strip(), kind.strip(),
+                      (read("%s/gid_attrs/ndevs/%s" % (port, name)) or "").strip()]
 home = pwd.getpwnam(user).pw_dir if user else None
 print(json.dumps({
     "cloud_init": status.strip(),
@@ -56,5 +64,6 @@ print(json.dumps({
     "rdma_links": [{"device": link.get("ifname"), "netdev": link.get("netdev"), "state": link.get("state")} for link in json.loads(rdma or "[]")],
     "verbs_devices": [line.split()[0] for line in verbs.splitlines()[2:] if line.split()] if verbs_rc == 0 else None,
     "nccl": nccl,
+    "gids": gids,
     "hosts": read("/etc/hosts") or "",
 }))
