@@ -13,12 +13,18 @@ import sys
 
 import pytest
 
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+UNIT_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.abspath(os.path.join(UNIT_DIR, "..", ".."))
 COLLECTIONS = os.path.join(REPO_ROOT, ".build", "collections")
 FIXTURES = os.path.join(REPO_ROOT, "tests", "fixtures")
 
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+# The tests import their kit as top-level names (``fakes``, ``conftest``, ``built_collection``,
+# ``placement_*``). pytest.ini puts this directory on the path; ``ansible-test units`` runs pytest
+# with its own configuration from the collection's path, so this conftest (which pytest loads
+# before any test module) puts it there too.
+for _path in (UNIT_DIR, COLLECTIONS):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 
 class ModuleExit(Exception):

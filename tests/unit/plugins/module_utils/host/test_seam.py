@@ -52,7 +52,9 @@ def test_module_commands(module):
     assert commands.which("sh").endswith("/sh") and commands.which("no-such-program-here") is None
     with pytest.raises(StateError, match="no-such-program-here was not found on PATH: install it"):
         commands.which("no-such-program-here", required=True, hint="install it")
-    rc, out, _err = commands.run(["sh", "-c", "echo $LC_ALL; echo done"])
+    # printenv, not $LC_ALL: run_command expands $VARS in arguments itself, from this process's environment
+    # (ansible-test units sets LC_ALL=C.UTF-8 there)
+    rc, out, _err = commands.run(["sh", "-c", "printenv LC_ALL; echo done"])
     assert rc == 0 and out.split() == ["C", "done"]
 
 
