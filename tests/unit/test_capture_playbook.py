@@ -18,9 +18,10 @@ import yaml
 
 import built_collection  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 REPO = built_collection.REPO
-LAB_BARE = os.path.join(REPO, "tests", "fixtures", "lab", "bare")
+LAB_BARE = lab_capture("bare")
 
 
 def without_root(model):

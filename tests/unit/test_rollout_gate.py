@@ -2,7 +2,7 @@
 """site.yml's rollout gate, run the way AWX runs it (ansible-runner, the workflow survey's
 extra vars), on three hosts in three batches (serial 1), without the lab:
 
-- fake-bare: the real capture of the bare lab VM (tests/fixtures/lab/bare), read through a
+- fake-bare: the real capture of the bare lab VM (tests/fixtures/lab/bare.tar), read through a
   local connection; its IOMMU is present (DMAR) but off, which passes the gate with a warning;
 - fake-noiommu: the same capture without its ACPI DMAR table, what a host with VT-d off in the
   BIOS shows: it fails preflight;
@@ -23,13 +23,14 @@ import sys
 
 import pytest
 import yaml
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 fleet_runner = pytest.importorskip("fleet_runner")
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
-BARE = os.path.join(REPO, "tests", "fixtures", "lab", "bare")
+BARE = lab_capture("bare")
 WORKFLOW = os.path.join(REPO, "awx", "surveys", "workflow.json")
 PREFLIGHT = os.path.join(REPO, "awx", "surveys", "preflight.json")
 

@@ -3,7 +3,7 @@
 
 The layout (links under /sys/bus/pci/devices into /sys/devices/pciDDDD:BB/..., driver and
 iommu_group symlinks, virtfnN/physfn links, per-node hugepage directories) is the one a
-real kernel presents; tests/fixtures/lab/ holds a real capture to compare against. What the
+real kernel presents; tests/fixtures/lab/*.tar hold real captures to compare against. What the
 trees contain (which GPU sits where) comes from real public outputs, cited by each test.
 """
 

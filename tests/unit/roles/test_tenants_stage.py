@@ -3,7 +3,7 @@
 ansible-runner (as AWX runs it) on this machine in check mode, as site.yml runs it after the
 preflight gate: the libvirt read and the stage checks of that gate given (preflight_libvirt_read,
 preflight_stage_checks_read, as the preflight role hands them on). The domains are libvirt's test driver's (test:///default); the host is the
-real capture of the bare lab VM (tests/fixtures/lab/bare). The service part of the read says
+real capture of the bare lab VM (tests/fixtures/lab/bare.tar). The service part of the read says
 libvirt is installed, enabled and running (a converged host), as tenant_domain_info reports it.
 
 The stage is one module round trip, the tenant_domain call that reads the host model and the
@@ -13,15 +13,15 @@ converged host's stage makes no call of its own."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
-from conftest import LIBVIRT_TEST_URI as URI, REPO_ROOT  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
-BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
+BARE = lab_capture("bare")
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 TENANTS = [{"name": "stage-a", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none", "state": "running"},
            {"name": "stage-b", "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}]

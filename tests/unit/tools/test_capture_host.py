@@ -3,7 +3,7 @@
 collection edits and every path a preview reads (recorded through the host seam), reads nothing
 outside the tree and writes nothing outside its output (links that climb out, relative or
 absolute), refuses a bad argument in one line with a non-zero exit, and the bare lab capture
-(tests/fixtures/lab/bare) holds the lab's topology."""
+(tests/fixtures/lab/bare.tar) holds the lab's topology."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader, read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import check_stages
-from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture, load_dgx_tree  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.recorded_reads import RecordingSysfs, recording_host  # pylint: disable=import-error
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-LAB_BARE = os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "bare")
+LAB_BARE = lab_capture("bare")
 LAB_IDS = (["1234:11e8"], ["1b36:0010"])
 
 
@@ -309,8 +309,8 @@ def test_unreadable_files_are_skipped(host, tmp_path):
 
 
 def test_lab_fixture_after_the_boot_stage():
-    """tests/fixtures/lab/iommu-on: the lab after the boot stage's reboot (see its .source.txt)."""
-    model = read_topology(os.path.join(REPO_ROOT, "tests", "fixtures", "lab", "iommu-on"), *LAB_IDS)
+    """tests/fixtures/lab/iommu-on.tar: the lab after the boot stage's reboot (see its .source.txt)."""
+    model = read_topology(lab_capture("iommu-on"), *LAB_IDS)
     assert "intel_iommu=on" in model["cmdline"] and "intel_iommu=off" not in model["cmdline"]
     assert model["iommu"]["enabled"] is True
     grouped = sorted(addr for members in model["iommu"]["groups"].values() for addr in members)

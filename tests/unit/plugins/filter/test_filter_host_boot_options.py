@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot_options import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 
-from conftest import FIXTURES  # pylint: disable=import-error  # noqa: E402
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 FILTERS = FilterModule().filters()
 ROLE_DEFAULTS = {
@@ -62,8 +62,8 @@ def slurp(text):
 
 OLD_ID = "5c0b1f8e-2a83-4f5e-9d3a-0d9b3e1c7a11\n"
 NEW_ID = "9a2d44c1-7b1e-4c55-8f0e-6e0f4d2b9c20\n"
-# the lab host's /proc/cmdline after the boot stage (the capture tests/fixtures/lab/iommu-on)
-with open(os.path.join(FIXTURES, "lab", "iommu-on", "proc", "cmdline"), encoding="utf-8") as _handle:
+# the lab host's /proc/cmdline after the boot stage (the capture tests/fixtures/lab/iommu-on.tar)
+with open(os.path.join(lab_capture("iommu-on"), "proc", "cmdline"), encoding="utf-8") as _handle:
     CMDLINE = _handle.read()
 WANTED = {"args_missing": [arg for arg in CMDLINE.split() if "iommu" in arg], "args_unwanted": ["quiet"]}
 

@@ -6,7 +6,6 @@ the stages will leave it, and its refusal is the report's reason."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -14,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_plan import gate_plan, preflight_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
-from conftest import FIXTURES  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 PLAN = {"placements": {"a": {"node": 0}}, "unplaced": {}, "notes": [], "foreign": {}}
 
@@ -51,7 +50,7 @@ def test_stage_checks_that_are_not_a_dict_are_named():
         gate_plan([])
 
 
-LAB = read_topology(os.path.join(FIXTURES, "lab", "bare"), ["1234:11e8"], ["1b36:0010"])
+LAB = read_topology(lab_capture("bare"), ["1234:11e8"], ["1b36:0010"])
 LAB_PF = "0000:81:00.0"
 SMALL = {"name": "a", "vfs": 1, "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"}
 

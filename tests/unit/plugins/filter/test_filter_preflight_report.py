@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
-BARE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lab", "bare"))
+BARE = lab_capture("bare")
 FILTERS = FilterModule().filters()
 
 

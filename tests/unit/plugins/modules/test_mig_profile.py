@@ -231,7 +231,7 @@ def test_mig_parted_file_is_accepted_unchanged_with_device_filters(tmp_path, mon
 
 def test_mig_parted_example_custom_config_on_a_two_gpu_host(tmp_path, monkeypatch):
     make_state(tmp_path, monkeypatch, [gpu(A100, "00000000:36:00.0"), gpu(A100, "00000000:37:00.0")])
-    path = os.path.join(FIXTURES, "mig-parted", "examples_config.yaml")
+    path = os.path.join(FIXTURES, "mig-parted", "examples_config.yaml.txt")
     result = run({"config_file": path, "config": "custom-config"}, check_mode=True)
     assert not result.get("failed"), result
     # custom-config names GPUs 0-7; GPUs 0 and 1 are in its "mig-enabled: false" entry.
@@ -242,7 +242,7 @@ def test_mig_parted_example_custom_config_on_a_two_gpu_host(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("args, message", [
     ({"config_file": "/nonexistent/config.yaml", "config": "all-balanced"}, "cannot be read"),
-    ({"config_file": os.path.join(FIXTURES, "mig-parted", "examples_config.yaml"), "config": "nope"}, "config 'nope' is not in"),
+    ({"config_file": os.path.join(FIXTURES, "mig-parted", "examples_config.yaml.txt"), "config": "nope"}, "config 'nope' is not in"),
     ({"config_file": os.path.join(FIXTURES, "mig-parted", "deployments_systemd_hooks-default.yaml"), "config": "x"}, "has no 'mig-configs'"),
     ({"layout": [{"mig_enabled": False, "mig_devices": {"1g.10gb": 1}}]}, "sets mig_enabled: false but asks for mig_devices"),
     ({"layout": [{"mig_enabled": True, "mig_devices": {"big": 1}}]}, "is not a MIG profile name"),

@@ -17,9 +17,10 @@ from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=impo
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host  # pylint: disable=import-error
 from fakes.rdma import BOOLEAN, firmware_tool_on_path  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
-BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "fixtures", "lab", "bare"))
+BARE = lab_capture("bare")
 
 
 def test_reads_the_bare_lab_capture_in_check_mode():

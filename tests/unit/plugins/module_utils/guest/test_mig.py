@@ -35,7 +35,7 @@ def load_yaml(name):
         return yaml.safe_load(handle)
 
 
-@pytest.mark.parametrize("name", ["examples_config.yaml", "deployments_systemd_config-default.yaml"])
+@pytest.mark.parametrize("name", ["examples_config.yaml.txt", "deployments_systemd_config-default.yaml"])
 def test_every_config_of_the_mig_parted_files_is_accepted(name):
     document = load_yaml(name)
     for config in document["mig-configs"]:
@@ -56,7 +56,7 @@ def test_mig_parted_balanced_device_filters():
 
 
 def test_custom_config_indexes_and_unknown_gpus():
-    entries = mig.select_mig_parted_config(load_yaml("examples_config.yaml"), "custom-config", "examples")
+    entries = mig.select_mig_parted_config(load_yaml("examples_config.yaml.txt"), "custom-config", "examples")
     gpus = [{"index": i, "device_id": "10de:20b0", "bus_id": str(i)} for i in (0, 4, 7)]
     # a mig-parted file names the GPUs of every host it serves: the others are warned about, as mig-parted skips them
     wanted, warnings = mig.desired_per_gpu(entries, gpus, "warn")

@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 """The host model over a capture of a real kernel: the bare lab host (Debian 12 under QEMU,
-captured by tools/capture_host.py; see tests/fixtures/lab/bare/.source.txt)."""
+captured by tools/capture_host.py; see tests/fixtures/lab/bare.tar.source.txt)."""
 
 from __future__ import annotations
 
-import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
-CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "lab", "bare")
+CAPTURE = lab_capture("bare")
 
 
 def lab_topology():

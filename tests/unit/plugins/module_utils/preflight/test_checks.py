@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Preflight checks over real captures and trees built from real public outputs.
 
-- tests/fixtures/lab/bare: a capture of the bare lab VM (intel_iommu=off, DMAR table present);
+- tests/fixtures/lab/bare.tar: a capture of the bare lab VM (intel_iommu=off, DMAR table present);
   with its DMAR table removed it reads like a host whose BIOS has VT-d off.
 - fakes.kernel's cx4lx/v100/rtx trees: the IOMMU-group listings in tests/fixtures/iommu and
   tests/fixtures/pci (no ACS: PF and VFs in one group; GPUs paired in groups; a GPU with its
@@ -30,10 +30,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology impo
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.rdma import StandinCommands  # pylint: disable=import-error
 from fakes.kernel import cx4lx_no_acs_host, lab_host, nodeless_host, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
-from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture, load_dgx_tree  # pylint: disable=import-error
 
 HERE = os.path.dirname(__file__)
-BARE = os.path.abspath(os.path.join(HERE, "..", "..", "..", "..", "fixtures", "lab", "bare"))
+BARE = lab_capture("bare")
 STANDIN = os.path.join(STANDINS, "mlxconfig")
 LAB_IDS = {"gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}
 LAB_DESIRED = {

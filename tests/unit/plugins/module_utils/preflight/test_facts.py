@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -12,10 +11,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import H
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.facts import preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
-from conftest import FIXTURES  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
-BARE = os.path.join(FIXTURES, "lab", "bare")
+BARE = lab_capture("bare")
 
 
 def test_bare_lab_has_no_connectx_and_runs_nothing():

@@ -15,8 +15,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology impo
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 from placement_topologies import LAB_EDU, LAB_PF, lab  # noqa: E402  pylint: disable=import-error,wrong-import-position
 from fakes.kernel import lab_host  # noqa: E402  pylint: disable=import-error,wrong-import-position
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
-LAB_BARE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "lab", "bare")
+LAB_BARE = lab_capture("bare")
 LAB_IDS = {"gpu_ids": ["1234:11e8"], "nic_ids": ["1b36:0010"]}
 PREDICTED = {LAB_PF: [{"index": i, "address": "0000:81:00.%d" % (i + 1)} for i in range(4)]}
 
