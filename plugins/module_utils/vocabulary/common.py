@@ -168,9 +168,26 @@ def read_text(path, default=None, option=None, shown=None):
 def copy_model(data):
     """A deep copy of JSON-shaped data (the host model, a plan): marshal's round trip copies
     dicts, lists and scalars in C, several times faster than ``copy.deepcopy``, which the gate's
-    call paid once per stage on an 8-GPU host's model. Other types (a controller's tagged
-    strings) take ``copy.deepcopy``."""
+    call paid once per stage on an 8-GPU host's model. What marshal refuses (a controller's data as
+    ansible-core 2.19 and later hands it to a filter: lazily templated containers, tagged strings)
+    is rebuilt of plain types (:func:`plain_copy`)."""
     try:
         return marshal.loads(marshal.dumps(data))
     except ValueError:
-        return copy.deepcopy(data)
+        return plain_copy(data)
+
+
+def plain_copy(data):
+    """``data`` rebuilt of Python's own types: dicts, lists, tuples, strings, numbers, None.
+    ``copy.deepcopy`` of ansible-core's lazily templated containers copies their templar too,
+    and ansible-core 2.21 warns about that copy in every play that calls such a filter (a
+    deprecation a user cannot act on); values of other types take ``copy.deepcopy``."""
+    if isinstance(data, dict):
+        return dict((plain_copy(key), plain_copy(value)) for key, value in data.items())
+    if isinstance(data, (list, tuple)):
+        items = [plain_copy(value) for value in data]
+        return tuple(items) if isinstance(data, tuple) else items
+    for kind in (bool, int, float, str, bytes):  # bool before int: True is an int too
+        if isinstance(data, kind):
+            return kind(data)
+    return copy.deepcopy(data)

@@ -72,9 +72,27 @@ class Tagged(str):
     """Stands for a controller's tagged string (ansible-core 2.19), a str subclass marshal refuses."""
 
 
-def test_copy_model_of_other_types_keeps_them():
-    data = {"name": Tagged("tenant-a"), "vfs": [Tagged("0000:19:00.2")]}
+class Lazy(dict):
+    """Stands for ansible-core's lazily templated dict (2.19 and later): its deep copy copies its
+    templar, which ansible-core 2.21 warns about (a deprecation naming meta/runtime.yml)."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("deep-copied a lazily templated container")
+
+
+class LazyList(list):
+    def __deepcopy__(self, memo):
+        raise AssertionError("deep-copied a lazily templated container")
+
+
+def test_copy_model_of_a_controllers_data_is_plain_and_never_deep_copies_a_container():
+    data = Lazy(name=Tagged("tenant-a"), vfs=LazyList([Tagged("0000:19:00.2")]), pair=(1, Tagged("x")), count=3,
+                on=True, ratio=0.5, none=None, ids={"10de:20b0"})
     copied = copy_model(data)
-    assert copied == data and isinstance(copied["name"], Tagged) and isinstance(copied["vfs"][0], Tagged)
+    assert copied == data and isinstance(copied["pair"], tuple)
+    assert not isinstance(copied, Lazy) and not isinstance(copied["vfs"], LazyList)
+    assert not any(isinstance(value, Tagged) for value in (copied["name"], copied["vfs"][0], copied["pair"][1]))
+    assert copied["on"] is True and copied["count"] == 3 and copied["none"] is None and copied["ids"] == {"10de:20b0"}
     copied["vfs"].append("x")
-    assert len(data["vfs"]) == 1
+    copied["ids"].add("x")
+    assert len(data["vfs"]) == 1 and data["ids"] == {"10de:20b0"}
