@@ -21,6 +21,7 @@ What is copied:
   /sys/kernel/mm/hugepages    the page sizes the kernel offers, and their pools
   /sys/module/*               the loaded modules' names (directories only), and
                               /lib/modules/<release>/modules.builtin of the running kernel
+  /sys/class/dmi/id           sys_vendor (a VM's hypervisor, such as QEMU)
   /proc                       cmdline, cpuinfo (first CPU only), meminfo, boot_id,
                               osrelease, mounts, self/mountinfo, swaps, net/route,
                               net/if_inet6, net/ipv6_route (the devices the host needs)
@@ -350,6 +351,8 @@ class Capture:
         for path in PROC_FILES:
             self.copy_file(path)
         self.copy_file("/proc/cpuinfo", first_block_only=True)
+        # the hypervisor of a VM (its cpuinfo flags say hypervisor): the host model names it
+        self.copy_file("/sys/class/dmi/id/sys_vendor")
 
     def hugepage_sizes(self) -> None:
         base = "/sys/kernel/mm/hugepages"

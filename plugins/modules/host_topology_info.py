@@ -154,6 +154,13 @@ topology:
       description: V(intel), V(amd), or the raw vendor id.
       type: str
       sample: "intel"
+    virtual_machine:
+      description:
+        - Null on bare metal; on a virtual machine (the C(hypervisor) flag in C(/proc/cpuinfo)) the hypervisor's name from
+          C(/sys/class/dmi/id/sys_vendor), or V(unknown).
+        - Preflight then names a virtual IOMMU as the fix for a missing IOMMU, not a BIOS setting.
+      type: str
+      sample: "QEMU"
     hypervisor:
       description:
         - libvirt's and QEMU's versions as a captured O(root) holds them (C(.capture/libvirtd-version.txt),

@@ -142,7 +142,8 @@ def judge(summary, expect_changed=None, expect_failed_hosts=None, expect_untouch
 def gate_hosts(directory, capture=None):
     """An inventory of two hosts to put after the real ones in gpuvirt_hosts, for the rollout
     gate: ``fake-noiommu`` reads, through a local connection, the bare lab capture without its
-    ACPI DMAR table (what a host with VT-d off in the BIOS shows) and fails preflight;
+    ACPI DMAR table and its CPU's hypervisor flag (what a host with VT-d off in the BIOS shows) and
+    fails preflight;
     ``never-reached`` is an address of TEST-NET-1 (RFC 5737): any task on it would be
     unreachable. Returns the inventory file's path."""
     import shutil  # pylint: disable=import-outside-toplevel
@@ -160,6 +161,12 @@ def gate_hosts(directory, capture=None):
             else:
                 tar.extractall(root)  # nosec: the repository's own capture
     os.unlink(os.path.join(root, "sys", "firmware", "acpi", "tables", "DMAR"))
+    # bare metal: the lab VM's hypervisor CPU flag out (a VM is told of a virtual IOMMU instead)
+    cpuinfo = os.path.join(root, "proc", "cpuinfo")
+    with open(cpuinfo, encoding="utf-8") as handle:
+        text = handle.read()
+    with open(cpuinfo, "w", encoding="utf-8") as handle:
+        handle.write(text.replace(" hypervisor", ""))
     # Connection variables as host variables: they win over any group's (the lab inventory's
     # group of gpuvirt_hosts carries the lab VM's port lookup and key).
     inventory = {"gpuvirt_hosts": {"hosts": {

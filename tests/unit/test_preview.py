@@ -333,6 +333,11 @@ def test_preview_plans_runtime_2m_pages_and_refuses_a_grub_dropin_as_a_real_run(
     assert "hugepagesz=1G hugepages=1:100,3:100,5:100,7:100" in out
     dropin = tmp_path / "dgx" / "etc" / "default" / "grub.d" / "50-cloudimg-settings.cfg"
     dropin.write_text('GRUB_CMDLINE_LINUX="console=ttyS0"\n', encoding="utf-8")
-    rc, out, _records = preview(tmp_path, "--tags", "preflight,boot")
+    rc, _out, records = preview(tmp_path, "--tags", "preflight,boot")
     assert rc != 0
-    assert "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again after /etc/default/grub" in " ".join(out.split())
+    # in the report the gate printed (its table's lines wrapped at 160 characters) and in its JSON report
+    [table] = [r["result"]["msg"] for r in records if (r["task"] or "").endswith("Preflight | Show the report")]
+    refusal = "50-cloudimg-settings.cfg sets GRUB_CMDLINE_LINUX again after /etc/default/grub"
+    assert refusal in " ".join(" ".join(table).split()) and max(len(line) for line in table) <= 160
+    report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
+    assert refusal in report["failures"][0] and report["failures"][0].startswith("stage boot:")

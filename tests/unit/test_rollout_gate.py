@@ -4,8 +4,8 @@ extra vars), on three hosts in three batches (serial 1), without the lab:
 
 - fake-bare: the real capture of the bare lab VM (tests/fixtures/lab/bare.tar), read through a
   local connection; its IOMMU is present (DMAR) but off, which passes the gate with a warning;
-- fake-noiommu: the same capture without its ACPI DMAR table, what a host with VT-d off in the
-  BIOS shows: it fails preflight;
+- fake-noiommu: the same capture without its ACPI DMAR table and its CPU's hypervisor flag, what
+  a host with VT-d off in the BIOS shows: it fails preflight;
 - never-reached: an address of TEST-NET-1 (RFC 5737) that no packet reaches; any task on it
   would show as unreachable.
 
@@ -40,6 +40,9 @@ def fleet(tmp_path):
     noiommu = tmp_path / "noiommu"
     shutil.copytree(BARE, noiommu, symlinks=True)
     os.unlink(noiommu / "sys" / "firmware" / "acpi" / "tables" / "DMAR")
+    # bare metal with VT-d off in the BIOS: the lab VM's hypervisor CPU flag out too
+    cpuinfo = noiommu / "proc" / "cpuinfo"
+    cpuinfo.write_text(cpuinfo.read_text(encoding="utf-8").replace(" hypervisor", ""), encoding="utf-8")
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory = {
         "gpuvirt_hosts": {
@@ -112,8 +115,13 @@ def test_preflight_playbook_in_check_mode_reports_every_host(fleet):
     assert fleet_runner.judge(summary, expect_changed=0, expect_failed_hosts=["fake-noiommu"],
                               expect_untouched=["never-reached"]) == []
     [failure] = summary["failed"]
-    assert failure["msg"].startswith("PREFLIGHT FAILED on fake-noiommu") and "VT-d" in failure["msg"]
+    # one short line: the table printed just above says why and what to fix
+    assert failure["msg"] == "PREFLIGHT FAILED on fake-noiommu: iommu (why and what to fix: the report above; %s)" % (
+        fleet["reports"] / "fake-noiommu.json"), failure["msg"]
     tables = [m["msg"] for m in summary["messages"] if isinstance(m["msg"], list)]
+    noiommu = next(t for t in tables if t[0].startswith("Preflight fake-noiommu"))
+    assert any("Enable VT-d" in line and "BIOS" in line for line in noiommu)
+    assert max(len(line) for table in tables for line in table) <= 160
     bare = next(t for t in tables if t[0].startswith("Preflight fake-bare"))
     assert bare[0] == "Preflight fake-bare: WARN (0 failed, 2 warnings)"
     assert any("add intel_iommu=on iommu=pt" in line for line in bare)

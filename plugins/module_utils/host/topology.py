@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_programs import hypervisor_versions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo, virtual_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import MAX_CPUS, read_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZE_NAMES, SYSFS_NAMES
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import is_address
@@ -63,11 +63,14 @@ class TopologyReader:
         node_of_cpu = {cpu: node["id"] for node in nodes for cpu in node["cpus"]}
         for cpu in cpus:
             cpu["numa_node"] = node_of_cpu.get(cpu["id"])
+        cpuinfo = self.fs.read("/proc/cpuinfo", "")
         return {
             "root": self.fs.root,
             "kernel_release": self.fs.read("/proc/sys/kernel/osrelease"),
             "boot_id": self.fs.read("/proc/sys/kernel/random/boot_id"),
-            "cpu_vendor": self.read_cpu_vendor(),
+            "cpu_vendor": vendor_of_cpuinfo(cpuinfo),
+            # a VM's IOMMU is its hypervisor's to give (preflight's advice), not a BIOS setting
+            "virtual_machine": virtual_machine(cpuinfo, self.fs.read("/sys/class/dmi/id/sys_vendor")),
             "cmdline": split_cmdline(self.fs.read("/proc/cmdline", "")),
             "numa_nodes": nodes,
             "cpus": cpus,
@@ -89,9 +92,6 @@ class TopologyReader:
         }
 
     # ------------------------------------------------------------------ CPUs / NUMA
-    def read_cpu_vendor(self):
-        return vendor_of_cpuinfo(self.fs.read("/proc/cpuinfo", ""))
-
     def read_cpus(self):
         online_text = self.fs.read(CPU_DIR + "/online")
         online = set(read_cpulist(online_text)) if online_text else None

@@ -10,7 +10,8 @@ desired state (the ``gpuvirt_*`` inventory variables), plus the ConnectX firmwar
 Checks and their verdicts:
 
 - IOMMU: present (ACPI DMAR/IVRS table or ``/sys/class/iommu`` units) and enabled (IOMMU
-  groups exist). Absent fails: the fix is in the BIOS (VT-d / AMD-Vi). Present but off is a
+  groups exist). Absent fails: the fix is in the BIOS (VT-d / AMD-Vi), or on a virtual machine
+  (the host model's ``virtual_machine``) a virtual IOMMU its hypervisor gives it. Present but off is a
   warning by default (the boot stage turns it on with one reboot), a failure when the caller
   requires it on.
 - GPUs and NIC PFs with their NUMA nodes; the GPUs given to tenants must exist.
@@ -80,15 +81,25 @@ def iommu_status(topology, require_enabled=False):
     vendor = topology.get("cpu_vendor")
     cmdline = topology.get("cmdline") or []
     args = [a for a in cmdline if a.split("=", 1)[0] in ("intel_iommu", "amd_iommu", "iommu")]
+    machine = topology.get("virtual_machine")
     result = {"present": present, "enabled": enabled, "firmware_table": table, "units": units,
-              "cpu_vendor": vendor, "cmdline_args": args, "groups": len(iommu.get("groups") or {})}
+              "cpu_vendor": vendor, "cmdline_args": args, "groups": len(iommu.get("groups") or {}),
+              "virtual_machine": machine}
     if enabled:
         result.update(status=PASS, fix=None,
                       detail="on: %d IOMMU groups, %s%s" % (result["groups"], table or "no ACPI table name",
                                                             (" (" + " ".join(args) + ")") if args else ""))
         return result
     if not present:
-        if vendor == "amd":
+        if machine:
+            # no setting inside the VM adds an IOMMU: the hypervisor emulates one (QEMU's intel-iommu,
+            # as the lab VM has it: lab/lab.py), which needs q35 and, for interrupt remapping, a split irqchip
+            fix = ("VM (%s): its hypervisor gives it no virtual IOMMU, and no setting inside the VM adds one. Give the VM an "
+                   "emulated VT-d and start it again: QEMU -machine q35,kernel-irqchip=split -device "
+                   "intel-iommu,intremap=on,caching-mode=on; libvirt <iommu model='intel'><driver intremap='on' "
+                   "caching_mode='on'/></iommu> in <devices>, <ioapic driver='qemu'/> in <features>; then run preflight again"
+                   % machine)
+        elif vendor == "amd":
             fix = ("BIOS: the firmware gives no IVRS table. Enable the IOMMU (AMD-Vi, often 'IOMMU' or "
                    "'AMD-Vi' under the chipset/NBIO settings) and SVM in the BIOS/UEFI setup, then run preflight again")
         elif vendor == "intel":
@@ -98,7 +109,8 @@ def iommu_status(topology, require_enabled=False):
             fix = ("BIOS: the firmware gives no DMAR/IVRS table. Enable VT-d (Intel) or AMD-Vi/IOMMU (AMD) in "
                    "the BIOS/UEFI setup, then run preflight again")
         result.update(status=FAIL, fix=fix,
-                      detail="absent: no /sys/class/iommu units, no ACPI DMAR/IVRS table, no IOMMU groups")
+                      detail="absent%s: no /sys/class/iommu units, no ACPI DMAR/IVRS table, no IOMMU groups"
+                      % (" (a virtual machine: %s)" % machine if machine else ""))
         return result
     off = [a for a in args if a in ("intel_iommu=off", "amd_iommu=off")]
     if vendor == "amd":
@@ -438,7 +450,8 @@ def check_plan(model):
     section = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
                "notes": plan.get("notes") or [], "tenants_from": source}
     if unplaced:
-        finding = _check("plan", FAIL, "; ".join("%s does not fit: %s" % (n, r) for n, r in sorted(unplaced.items())),
+        # each tenant's reason is said once: in the report's plan (and the table's tenant plan)
+        finding = _check("plan", FAIL, "%s (why: the tenant plan)" % "; ".join("%s does not fit" % n for n in sorted(unplaced)),
                          "inventory: shrink or move those tenants (%s), or free resources" % source)
     else:
         finding = _check("plan", PASS, "fits: %s" % ", ".join(

@@ -6,20 +6,63 @@ a fleet summary, and the lines that stop a rollout."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
+import textwrap
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist
 
 __metaclass__ = type
 
-# A line a person reads in a terminal; a longer reason is cut at a clause (the report has it whole).
+# A line a person reads in a terminal: longer text is wrapped at a clause (the table) or cut at one
+# (a one-line summary; the report has it whole).
 LINE_CHARS = 160
+# The narrowest room a wrapped column gets, whatever the columns before it take.
+MIN_WRAP = 60
 
 
-def _table(headers, rows):
+def wrap(text, width=LINE_CHARS, indent="    "):
+    """``text`` as lines of at most ``width`` characters, broken after a clause (``; ``, then
+    ``, ``), else at a space; the lines after the first start with ``indent``."""
+    room = max(width - len(indent), MIN_WRAP // 2)
+    pieces = re.split(r"(; |, )", text)
+    tokens = []
+    for clause in (piece + sep for piece, sep in zip(pieces[::2], pieces[1::2] + [""])):
+        if len(clause.rstrip()) <= room:
+            tokens.append(clause)
+            continue
+        # a clause longer than a line: at its spaces (a word longer than a line is cut)
+        parts = textwrap.wrap(clause, width=room, break_on_hyphens=False)
+        tokens += [part + " " for part in parts[:-1]] + [parts[-1] + (" " if clause.endswith(" ") else "")]
+    lines, line = [], ""
+    for token in tokens:
+        if line.strip() and len(line) + len(token.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = indent
+        line += token
+    lines.append(line.rstrip())
+    return lines
+
+
+def _table(headers, rows, wrap_last=False):
+    """Columns padded to their widest cell; with ``wrap_last``, the last column's cells wrapped
+    (:func:`wrap`) so that no line passes :data:`LINE_CHARS`, each continuation under the column."""
     rows = [[("-" if v is None else str(v)) for v in row] for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
     lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lead = sum(widths[:-1]) + 2 * (len(headers) - 1)
     for row in rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        head = "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1])) + "  " if len(row) > 1 else ""
+        cells = wrap(row[-1], width=max(LINE_CHARS - lead, MIN_WRAP), indent="") if wrap_last else [row[-1]]
+        lines.append((head + cells[0]).rstrip())
+        lines += [(" " * lead + cell).rstrip() for cell in cells[1:]]
+    return lines
+
+
+def _items(items, bullet="  - "):
+    """Each item on its own bullet, wrapped, its continuation lines indented under its text."""
+    lines = []
+    for item in items:
+        lines += wrap(bullet + item, indent=" " * len(bullet))
     return lines
 
 
@@ -32,12 +75,19 @@ def port_change(change):
     return "%s %s: %s -> %s" % (change["pf"], change["port"], change["from"], change["to"])
 
 
-def shorten(text, limit=LINE_CHARS):
-    """``text`` cut at its last clause (``; `` or ``, ``) within ``limit`` characters, saying so."""
+MORE = " ... (whole in the report)"
+
+
+def shorten(text, limit=LINE_CHARS, more=MORE):
+    """``text`` cut at its last clause (``; `` or ``, ``; else at a space) so that, with ``more``
+    (what says so), it holds ``limit`` characters."""
     if len(text) <= limit:
         return text
-    cut = max(text.rfind("; ", 0, limit), text.rfind(", ", 0, limit))
-    return text[:cut if cut > 0 else limit] + " ... (whole in the report)"
+    room = limit - len(more)
+    cut = max(text.rfind("; ", 0, room), text.rfind(", ", 0, room))
+    if cut <= 0:  # no clause ends in the room: the last word that does
+        cut = text.rfind(" ", 0, room)
+    return text[:cut if cut > 0 else room] + more
 
 
 def batches_around(batch, play_hosts):
@@ -82,7 +132,9 @@ def summary_line(report, report_path=None):
         parts.append("%d item(s) the boot stage fixes (role host_boot)" % booted)
     if report.get("port_modes"):
         parts.append("link type changes: %s" % ", ".join(port_change(c) for c in report["port_modes"]))
-    line = "%s - %s" % (report["status"].upper(), "; ".join(parts) or "every check passed")
+    # each part cut to half a line, then the line to one (the report, and its table, have them whole)
+    parts = [shorten(part, LINE_CHARS // 2, " ...") for part in parts]
+    line = shorten("%s - %s" % (report["status"].upper(), "; ".join(parts) or "every check passed"))
     return line + (" (report: %s)" % report_path if report_path else "")
 
 
@@ -94,11 +146,13 @@ def render_table(report):
     lines = ["Preflight %s: %s (%d failed, %d warnings%s)" % (
         report.get("host") or "host", report["status"].upper(), failed, warned,
         ", %d for the boot stage" % booted if booted else ""), ""]
-    lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]])
+    lines += _table(["CHECK", "STATUS", "DETAIL"], [[c["name"], c["status"].upper(), c["detail"]] for c in report["checks"]],
+                    wrap_last=True)
     iommu = report["iommu"]
-    lines += ["", "IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s" % (
+    lines += [""] + wrap("IOMMU: present %s, enabled %s, ACPI table %s, units %d, groups %d, cmdline %s%s" % (
         _yes_no(iommu["present"]), _yes_no(iommu["enabled"]), iommu["firmware_table"] or "none", len(iommu["units"]),
-        iommu["groups"], " ".join(iommu["cmdline_args"]) or "-")]
+        iommu["groups"], " ".join(iommu["cmdline_args"]) or "-",
+        "; a virtual machine (%s)" % iommu["virtual_machine"] if iommu.get("virtual_machine") else ""))
     lines += [""] + _table(["GPU", "MODEL", "NODE", "GROUP", "DRIVER", "ISOLATED"],
                            [[g["address"], g["model"], g["numa_node"], g["iommu_group"], g["driver"], _yes_no(g["isolated"])]
                             for g in report["gpus"]] or [["none"] + [""] * 5])
@@ -123,11 +177,15 @@ def render_table(report):
              format_cpulist(p["cpus"]) or None,
              "%sx%s" % (p["hugepages"]["count"], p["hugepages"]["size"]) if p.get("hugepages") else None, "placed"]
             for name, p in sorted(plan.get("placements", {}).items())]
-    rows += [[name, None, None, None, None, None, "DOES NOT FIT: %s" % reason] for name, reason in sorted(plan.get("unplaced", {}).items())]
+    unplaced = sorted((plan.get("unplaced") or {}).items())
+    rows += [[name, None, None, None, None, None, "DOES NOT FIT (why: below)"] for name, _reason in unplaced]
     verdict = "fits" if plan.get("fits") else ("unknown" if plan.get("fits") is None else "DOES NOT FIT")
     lines += ["", "Tenant plan: %s" % verdict]
     if rows:
         lines += _table(["TENANT", "NODE", "GPUS", "VFS", "CPUS", "HUGEPAGES", "RESULT"], rows)
+    # each tenant that does not fit, its reason said once, whole, over lines a terminal holds
+    lines += _items("%s does not fit (%s): %s" % (name, plan.get("tenants_from") or "gpuvirt_tenants", reason)
+                    for name, reason in unplaced)
     for name, p in sorted(plan.get("placements", {}).items()):
         # a tenant spanning nodes: its guest cells, each on its host node
         for cell in p.get("cells") or []:
@@ -138,9 +196,9 @@ def render_table(report):
         lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
     if report.get("port_modes"):
         lines += ["", "Ports whose link type the boot stage changes (gpuvirt_sriov_pfs link_type):"]
-        lines += ["  - " + port_change(c) for c in report["port_modes"]]
+        lines += _items(port_change(c) for c in report["port_modes"])
     if report["boot_stage"]:
-        lines += ["", "Will be fixed by the boot stage (role host_boot):"] + ["  - " + item for item in report["boot_stage"]]
+        lines += ["", "Will be fixed by the boot stage (role host_boot):"] + _items(report["boot_stage"])
     if report["fixes"]:
-        lines += ["", "What to fix (by hand):"] + ["  - " + fix for fix in report["fixes"]]
+        lines += ["", "What to fix (by hand):"] + _items(report["fixes"])
     return "\n".join(lines)

@@ -55,6 +55,12 @@ def fixture_host(tmp_path):
     (dev / "config").write_bytes(b"\0" * 4096)
     os.symlink("..", dev / "subsystem_loop")
     os.symlink("../../../../devices", src / "sys" / "bus" / "pci" / "loop")
+    # the lab VM's hypervisor as DMI names it (the lab capture predates its capture), through the link
+    # a kernel makes: /sys/class/dmi/id -> ../../devices/virtual/dmi/id
+    (src / "sys" / "devices" / "virtual" / "dmi" / "id").mkdir(parents=True)
+    (src / "sys" / "devices" / "virtual" / "dmi" / "id" / "sys_vendor").write_text("QEMU\n")
+    (src / "sys" / "class" / "dmi").mkdir(parents=True)
+    os.symlink("../../devices/virtual/dmi/id", src / "sys" / "class" / "dmi" / "id")
     return src
 
 
@@ -85,6 +91,7 @@ def test_capture_reads_like_the_host(host, tmp_path, out_name):
             tar.extractall(unpacked)  # noqa: S202 - made by this test
         out = unpacked
     assert without_root(read_topology(str(out), *LAB_IDS)) == without_root(read_topology(str(host), *LAB_IDS))
+    assert read_topology(str(out), *LAB_IDS)["virtual_machine"] == "QEMU"
     assert "unit test" in (out / ".source.txt").read_text(encoding="utf-8")
     dev = out / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0"
     assert not (dev / "config").exists()

@@ -123,7 +123,7 @@ def test_dgx_a100_class_cpus_and_smt(tmp_path):
     assert cpus[0]["siblings"] == [0, 128] and cpus[128]["siblings"] == [0, 128]
     assert cpus[48]["numa_node"] == 3 and cpus[176]["numa_node"] == 3
     assert cpus[64]["package_id"] == 1 and cpus[63]["package_id"] == 0
-    assert topo["cpu_vendor"] == "amd"
+    assert topo["cpu_vendor"] == "amd" and topo["virtual_machine"] is None
 
 
 def test_pcie_only_server_gpu_levels_match_real_matrix(tmp_path):

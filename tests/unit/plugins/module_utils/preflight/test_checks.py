@@ -57,14 +57,20 @@ def lab_report(root=BARE, desired=None, firmware=None, **extra):
     return topo, preflight.evaluate(topo, desired, firmware or {}, plan)
 
 
-def no_iommu_copy(tmp_path, vendor=None):
-    """The bare lab capture without its ACPI DMAR table: what a host with VT-d off in the BIOS shows."""
+def no_iommu_copy(tmp_path, vendor=None, vm=None):
+    """The bare lab capture without its ACPI DMAR table: what a host with VT-d off in the BIOS shows
+    (the lab VM's ``hypervisor`` CPU flag taken out: bare metal); with ``vm`` (a DMI system vendor,
+    such as QEMU), what a VM without a virtual IOMMU shows."""
     root = tmp_path / "noiommu"
     shutil.copytree(BARE, root, symlinks=True)
     os.unlink(root / "sys" / "firmware" / "acpi" / "tables" / "DMAR")
-    if vendor:
-        cpuinfo = root / "proc" / "cpuinfo"
-        cpuinfo.write_text(cpuinfo.read_text().replace("GenuineIntel", vendor))
+    cpuinfo = root / "proc" / "cpuinfo"
+    text = cpuinfo.read_text()
+    assert " hypervisor" in text  # the lab VM's capture says it is a VM
+    cpuinfo.write_text((text if vm else text.replace(" hypervisor", "")).replace("GenuineIntel", vendor or "GenuineIntel"))
+    if vm:
+        (root / "sys" / "class" / "dmi" / "id").mkdir(parents=True)
+        (root / "sys" / "class" / "dmi" / "id" / "sys_vendor").write_text(vm + "\n")
     return str(root)
 
 
@@ -109,6 +115,25 @@ def test_host_without_iommu_fails_naming_the_bios_setting(tmp_path, vendor, word
         assert word in iommu["fix"]
     assert any(word in report["table"] for word in words)
     assert report["failures"] == ["iommu: " + iommu["detail"]]
+    assert report["iommu"]["virtual_machine"] is None
+
+
+@pytest.mark.parametrize("vendor", [None, "AuthenticAMD"])
+def test_a_vm_without_iommu_is_told_to_get_a_virtual_one_not_a_bios_setting(tmp_path, vendor):
+    """A VM (its CPU flags say hypervisor; DMI names QEMU) has no BIOS setting that adds an IOMMU:
+    the fix is the virtual IOMMU its hypervisor gives it (QEMU's intel-iommu on q35, libvirt's
+    <iommu model='intel'>), as the lab VM has one (lab/lab.py)."""
+    _topo, report = lab_report(no_iommu_copy(tmp_path, vendor, vm="QEMU"))
+    iommu = check(report, "iommu")
+    assert iommu["status"] == "fail" and "a virtual machine: QEMU" in iommu["detail"]
+    assert iommu["fix"].startswith("VM (QEMU): its hypervisor gives it no virtual IOMMU")
+    for words in ("-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on",
+                  "<iommu model='intel'><driver intremap='on' caching_mode='on'/></iommu>", "<ioapic driver='qemu'/>"):
+        assert words in iommu["fix"]
+    assert "BIOS" not in iommu["fix"] and report["iommu"]["virtual_machine"] == "QEMU"
+    table = report["table"].splitlines()
+    assert any("a virtual machine (QEMU)" in line for line in table)
+    assert max(len(line) for line in table) <= preflight_text.LINE_CHARS
 
 
 # ---------------------------------------------------------------------------- isolation
@@ -266,7 +291,10 @@ def test_vpi_link_type_agrees_with_the_boot_stage(tmp_path, link, link_type, sta
     if status == "boot":
         assert report["port_modes"] == [{"pf": "0000:01:00.0", "port": "port 1", "from": "IB", "to": "ETH"}]
         assert "  - 0000:01:00.0 port 1: IB -> ETH" in report["table"].splitlines()
-        assert "link type changes: 0000:01:00.0 port 1: IB -> ETH" in summary
+        # the summary line holds LINE_CHARS: this host's failures come first and take it; alone, the change is there
+        assert len(summary) <= preflight_text.LINE_CHARS
+        alone = preflight_text.summary_line(dict(report, failures=[], warnings=[]))
+        assert "link type changes: 0000:01:00.0 port 1: IB -> ETH" in alone
     else:
         assert report["status"] == "fail" and report["port_modes"] == []
 
@@ -382,9 +410,35 @@ def test_tenant_that_does_not_fit_fails_with_the_planners_reason():
     desired = dict(LAB_DESIRED, tenants=LAB_DESIRED["tenants"] + [{"name": "big", "vcpus": 8, "memory_mb": 64, "vfs": 1}])
     _topo, report = lab_report(desired=desired)
     plan = check(report, "plan")
-    assert plan["status"] == "fail" and "big does not fit" in plan["detail"]
+    assert plan["status"] == "fail" and plan["detail"] == "big does not fit (why: the tenant plan)"
     assert report["plan"]["fits"] is False and set(report["plan"]["placements"]) == {"tenant-a", "tenant-b"}
     assert "DOES NOT FIT" in report["table"]
+    # the planner's reason, said once: in the report's plan and once in the table, under the tenant plan
+    reason = report["plan"]["unplaced"]["big"]
+    assert reason and reason not in plan["detail"] and not any(reason in line for line in report["failures"])
+    assert " ".join(report["table"].split()).count(" ".join(reason.split())) == 1
+
+
+def test_a_tenant_that_does_not_fit_a_large_host_is_said_once_in_lines_a_terminal_holds(tmp_path):
+    """The DGX A100-class host with a tenant no node can hold: its reason (a clause per node, lines
+    long) is wrapped under the tenant plan, once; no line of the table passes
+    LINE_CHARS, nor the summary line, nor the rollout's stop lines."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    topo = read_topology(str(tmp_path / "dgx"), gpu_ids=["10de:20b0"])
+    gpus = [g["address"] for g in topo["gpus"]]
+    tenants = [{"name": "huge", "gpus": 9, "vfs": 0, "vcpus": 4, "memory_mb": 4096, "hugepage_size": "none"},
+               {"name": "small", "gpus": 1, "vcpus": 2, "memory_mb": 1024, "hugepage_size": "none"}]
+    plan = plan_tenants(topo, tenants, {"gpus": gpus, "numa": "required"})
+    report = preflight.evaluate(topo, {"host": "dgx01", "gpus": gpus, "tenants": tenants}, {}, plan)
+    reason = report["plan"]["unplaced"]["huge"]
+    assert len(reason) > 2 * preflight_text.LINE_CHARS and set(report["plan"]["placements"]) == {"small"}
+    table = report["table"].splitlines()
+    assert max(len(line) for line in table) <= preflight_text.LINE_CHARS
+    assert " ".join(report["table"].split()).count(" ".join(reason.split())) == 1
+    assert check(report, "plan")["detail"] == "huge does not fit (why: the tenant plan)"
+    assert len(preflight_text.summary_line(report)) <= preflight_text.LINE_CHARS
+    stop = preflight_text.stop_lines(report, ["dgx01"], [], [], "/r/dgx01.json")
+    assert max(len(line) for line in stop) <= preflight_text.LINE_CHARS
 
 
 def test_planner_error_and_no_tenants():
@@ -427,7 +481,7 @@ def test_stop_lines_name_the_tenants_variable_one_line_each():
     assert lines[3] == "  - tenant small (gpuvirt_survey_tenants) does not fit: CPUs short"
     assert lines[-2:] == ["  earlier batches, done: h0; later batches, not started: h2, h3", "  report: /r/h1.json"]
     assert lines[4:6] == ["  fix: " + fix for fix in report["fixes"]]
-    assert len(lines) == 8 and all(len(line) <= preflight_text.LINE_CHARS + len(" ... (whole in the report)") for line in lines)
+    assert len(lines) == 8 and all(len(line) <= preflight_text.LINE_CHARS for line in lines)
 
 
 def test_the_plan_names_the_variable_the_tenants_came_from():
