@@ -7,7 +7,10 @@ The hosts are captured trees of bad shapes, built by the tests' tree builders (t
 tests/tools/bare_trees.py) with the ConnectX firmware read through the mlxconfig stand-in
 (fakes/standins/mlxconfig) in the factory state: SR-IOV off (SRIOV_EN False, NUM_OF_VFS 0), the VPI
 ports in InfiniBand mode (LINK_TYPE_P1 IB). Each stage's call is the one site.yml builds from the
-example inventory (host_boot, host_vfio and tenant_vms tasks_from options, in a preview)."""
+example inventory (host_boot, host_vfio and tenant_vms tasks_from options, in a preview).
+
+Here, not under tests/unit/plugins/module_utils/: it runs the filters too (controller code, which
+ansible-test units keeps out of the module_utils tests)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ import uuid
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
@@ -19,7 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant
 
 from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.packages import DEBIAN_LIBVIRT, debian_libvirt  # pylint: disable=import-error
+from fakes.packages import debian_libvirt  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, lab  # pylint: disable=import-error
 
 POLICY = {"numa": "preferred", "reserved_cpus": [0]}
@@ -92,10 +91,9 @@ LAB_POLICY = {"numa": "preferred", "reserved_cpus": [0], "smt": "whole_cores", "
 def converge(topology, tenants, check_mode=False):
     """What tenant_vms does: read the domains, plan keeping them, one tenant_domain call for all;
     -> (each tenant's result in the plan's order, the call's result)."""
-    filters = FilterModule().filters()
     names = [t["name"] for t in tenants]
     existing = run_module(tenant_domain_info.main, {"names": names, "uri": URI})["domains"]
-    plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=existing))
+    plan = tenant_plan.plan(topology, tenants, dict(LAB_POLICY, existing=existing))  # what filter plan_tenants returns
     assert not plan["unplaced"], plan["unplaced"]
     entries = [dict(args, arch="i686") for args in tenant_plan.tenant_domains(plan, tenants, dict(SETTINGS, live=True))]
     result = run_module(tenant_domain.main, {"uri": URI, "domains": entries}, check_mode=check_mode, diff=check_mode)
@@ -177,14 +175,13 @@ def test_role_path_never_gives_what_a_foreign_domain_holds(libvirt_conn, running
     if running:
         domain.create()
     before = domain.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
-    filters = FilterModule().filters()
     topology = lab(pages_2m=(0, 64), cpus_per_node=4)
     tenants = [{"name": "a-" + suffix, "gpus": 1, "vfs": 1, "vcpus": 1, "memory_mb": 64},
                {"name": "b-" + suffix, "vfs": 4, "vcpus": 1, "memory_mb": 64},
                {"name": "c-" + suffix, "gpus": [LAB_EDU], "vcpus": 1, "memory_mb": 64, "hugepage_size": "none"},
                {"name": "d-" + suffix, "vcpus": 1, "memory_mb": 64}]
     info = run_module(tenant_domain_info.main, {"names": [t["name"] for t in tenants], "uri": URI})
-    plan = filters["plan_tenants"](topology, tenants, dict(LAB_POLICY, existing=info["domains"]), info["foreign"])
+    plan = tenant_plan.plan(topology, tenants, dict(LAB_POLICY, existing=info["domains"]), info["foreign"])
     assert plan["foreign"][other]["gpus"] == [LAB_EDU] and plan["foreign"][other]["vfs"] == ["0000:81:00.2"]
     given = [x for p in plan["placements"].values() for x in p["gpus"] + p["vfs"]]
     cpus = [c for p in plan["placements"].values() for c in p["cpus"]]
@@ -222,21 +219,6 @@ def test_service_and_domains_in_one_read(libvirt_conn, tmp_path):
                                  "missing": [], "enabled": "enabled", "active": "active", "answers": True, "message": None}
     assert result["query"] == {"names": ["nope"], "foreign": True, "uri": URI,
                                "service": {"name": "libvirtd", "uefi": False}}
-
-
-@pytest.mark.parametrize("uefi, packages, installed", [
-    (True, None, None),  # the module's Debian list, with OVMF
-    (False, ["libvirt-daemon-system", "qemu-system-x86"], ["libvirt-daemon-system", "qemu-system-x86"]),
-])
-def test_the_service_question_comes_back_as_asked(libvirt_conn, tmp_path, uefi, packages, installed):
-    # libvirt_host takes the gate's read only when its query equals the question libvirt_service_query builds
-    del libvirt_conn
-    question = FilterModule().filters()["libvirt_service_query"]("libvirtd", uefi, packages)
-    if installed is None:
-        installed = list(DEBIAN_LIBVIRT) + ["ovmf"]
-    host = Host(str(tmp_path), commands=RecordedCommands(replies=debian_libvirt(packages=installed)))
-    result = run_module(tenant_domain_info.main, {"names": [], "uri": URI, "service": question}, host=host)
-    assert result["query"]["service"] == question
 
 
 NO_LIBVIRT = "test:///no/such/definitions.xml"

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info
@@ -26,7 +26,8 @@ EDU = "0000:82:00.0"
 PF = "0000:84:00.0"
 VFS = ["0000:84:00.1", "0000:84:00.2"]
 GPU_IDS, NIC_IDS = ["1234:11e8"], ["15b3:1017"]
-PLAN = FilterModule().filters()["plan_tenants"]
+# the planner filter plan_tenants runs on the controller (its wrapping: tests/unit/plugins/filter)
+PLAN = tenant_plan.plan
 
 
 @pytest.fixture

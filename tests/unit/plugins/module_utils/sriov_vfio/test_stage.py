@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.plan_tenants import FilterModule as PlanFilters
-from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule as SriovFilters
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_groups import group_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import tenant_vf_settings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
@@ -18,8 +18,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac 
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
-GROUP_DEVICES = PlanFilters().filters()["tenant_group_devices"]
-TENANT_VF_SETTINGS = SriovFilters().filters()["tenant_vf_settings"]
+# what filters tenant_group_devices and tenant_vf_settings run on the controller (their wrapping:
+# tests/unit/plugins/filter)
+GROUP_DEVICES = group_devices
+TENANT_VF_SETTINGS = tenant_vf_settings
 GPU_IDS = ["1234:11e8"]
 
 

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
-"""The marked block of the hosts file: the text ansible.builtin.blockinfile writes with the same
-marker (checked against blockinfile itself, run in process), so hosts that the role's earlier
-blockinfile task wrote converge without a change."""
+"""The marked block of the hosts file (module_utils guest/hosts_block, the guest_rdma role's): the text
+ansible.builtin.blockinfile writes with the same marker (checked against blockinfile itself, run in
+process), so hosts that the role's earlier blockinfile task wrote converge without a change. Here,
+not under tests/unit/plugins/module_utils/: blockinfile is a module of ansible-core, which
+ansible-test units keeps out of the module_utils tests."""
 
 from __future__ import annotations
 
