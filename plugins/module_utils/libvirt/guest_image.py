@@ -21,22 +21,20 @@ missing. Every read and change goes through the host seam (``host.path``, ``host
 
 from __future__ import absolute_import, division, print_function
 
-import base64
 import contextlib
 import fcntl
 import hashlib
 import json
 import os
-import re
 from collections import OrderedDict
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import (
+    CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac
 
 __metaclass__ = type
 
-GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
 MANIFEST = "made.json"
 SEED_FILES = ("user-data", "meta-data", "network-config")
 # The ISO builders of Debian/Ubuntu (genisoimage; cloud-image-utils' cloud-localds calls it) and
@@ -48,85 +46,8 @@ QEMU_IMG_HINT = "install qemu-utils (Debian/Ubuntu) or qemu-img (RHEL)"
 GIB = 1024 ** 3
 # the steps that can take minutes (a download, a full copy): their seconds go to the result's elapsed_s
 LONG_STEPS = ("fetch", "copy")
-CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
-
-IMAGE_OPTIONS = dict(
-    base=dict(type="path"),
-    url=dict(type="str"),
-    checksum=dict(type="str"),
-    size_gb=dict(type="int"),
-    copy=dict(type="bool", default=False),
-)
-CLOUD_INIT_OPTIONS = dict(
-    user=dict(type="str", default="gpuvirt"),
-    # public keys: nothing secret
-    ssh_authorized_keys=dict(type="list", elements="str", default=[], no_log=False),
-    packages=dict(type="list", elements="str", default=[]),
-    hostname=dict(type="str"),
-    rdma_address=dict(type="str"),
-)
-MANAGEMENT_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    address=dict(type="str"),
-    gateway=dict(type="str"),
-    dns=dict(type="list", elements="str", default=[]),
-)
-# A data NIC (virtio) on a libvirt network or a host bridge: the tenant's RDMA NIC (soft-RoCE in the
-# guest) where it has no network VF, for hosts without SR-IOV NICs and tenants that need no VF.
-DATA_NIC_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    vlan=dict(type="int"),
-)
-# tenant_domain's options for a guest (each entry of ``domains`` too).
-GUEST_OPTIONS = dict(
-    image=dict(type="dict", options=IMAGE_OPTIONS),
-    cloud_init=dict(type="dict", options=CLOUD_INIT_OPTIONS),
-    management=dict(type="dict", options=MANAGEMENT_OPTIONS),
-    data_nic=dict(type="dict", options=DATA_NIC_OPTIONS),
-    guest_dir=dict(type="path", default=GUEST_DIR),
-)
-_ADDRESS_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(/(\d{1,2}))?$")
-# A Linux netdev name (a host bridge): at most 15 bytes (IFNAMSIZ 16 with its NUL), no blank, '/' or ':'
-# (dev_valid_name), not '.' or '..'. A libvirt network name: no '/', no blank or control character.
-_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,15}$")
-_NETWORK_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
-
 
 # --------------------------------------------------------------------------- pure
-def nic_mac(name, role):
-    """The MAC of tenant ``name``'s ``role`` NIC (management, data): locally administered unicast,
-    from SHA-256 over ``gpuvirt.tenancy/<name>/<role>`` (as vf_mac derives the VFs', in another space)."""
-    digest = bytearray(hashlib.sha256(("gpuvirt.tenancy/%s/%s" % (name, role)).encode("utf-8")).digest()[:6])
-    digest[0] = (digest[0] & 0xFC) | 0x02
-    return ":".join("%02x" % byte for byte in digest)
-
-
-def management_mac(name):
-    """The management NIC's MAC of tenant ``name`` (:func:`nic_mac`)."""
-    return nic_mac(name, "management")
-
-
-def data_nic_mac(name):
-    """The data NIC's MAC of tenant ``name`` (:func:`nic_mac`)."""
-    return nic_mac(name, "data")
-
-
-def check_ipv4(value, option, prefix_required):
-    """``value`` as an IPv4 address (with ``/prefix`` when ``prefix_required``), or InputError."""
-    match = _ADDRESS_RE.match(str(value or ""))
-    ok = match is not None and all(int(part) <= 255 for part in match.groups()[:4])
-    if ok and match.group(6) is not None:
-        ok = 0 < int(match.group(6)) <= 32
-    if not ok or (prefix_required and match.group(6) is None):
-        raise InputError("%s: %r is not an IPv4 address%s" % (option, value, " with its prefix, like 10.20.0.11/24"
-                                                              if prefix_required else ", like 192.168.150.1"))
-    return str(value)
-
-
 def tenant_paths(guest_dir, name):
     """Host paths of what tenant ``name`` gets; ``guest_dir`` an absolute normalised path (the
     directories made for it are the ones meant, and removal finds what was made)."""
@@ -184,58 +105,6 @@ def seed_documents(name, cloud_init, management, rdma_mac):
     ])
 
 
-# useradd's default NAME_REGEX (Debian's adduser is stricter still), its 32-character limit
-_USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-# a package as apt and dnf name one: Debian policy (lowercase, digits, + - .) and RPM names (also capitals
-# and '_'), with an architecture or a version; never starting with '-' (an option)
-_PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._-]*(:[a-z0-9]+)?(=[A-Za-z0-9.+~:_-]+)?$")
-# OpenSSH's public key types (ssh-keygen -Q key, without certificates)
-SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-                 "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com", "ssh-dss")
-_HOST_LABEL_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-
-
-def check_ssh_key(key, option):
-    """One OpenSSH public key line, ``TYPE BASE64 [comment]``, whose blob decodes and names the
-    same type (the key's wire format starts with its type as a length-prefixed string)."""
-    words = key.split() if isinstance(key, str) and "\n" not in key.strip() and "\r" not in key else []
-    blob = None
-    if len(words) >= 2 and words[0] in SSH_KEY_TYPES:
-        try:
-            blob = base64.b64decode(words[1].encode("ascii"), validate=True)
-        except (ValueError, UnicodeEncodeError):
-            blob = None
-    ok = blob is not None and len(blob) > 4 and blob[4:4 + int.from_bytes(blob[:4], "big")] == words[0].encode("ascii")
-    if not ok:
-        raise InputError("%s: not one OpenSSH public key line (TYPE BASE64 comment, TYPE one of %s, its key data base64 "
-                         "of that type, no line break); give the line of the key's .pub file" % (option, ", ".join(SSH_KEY_TYPES)))
-    return key.strip()
-
-
-def check_hostname(name, option):
-    """A host name the guest takes (hostname(7), RFC 1123): labels of letters, digits and '-' (not
-    at either end), 1-63 each, at most 64 characters (the kernel's limit)."""
-    if not isinstance(name, str) or len(name) > 64 or not all(_HOST_LABEL_RE.match(label) for label in name.split(".")):
-        raise InputError("%s: %r is not a host name (RFC 1123 labels: letters, digits and '-', not at either end, joined by "
-                         "'.', at most 64 characters)" % (option, name))
-    return name
-
-
-def rdma_nic_mac(name, vf_mac, data_nic, cloud_init):
-    """The MAC of tenant ``name``'s RDMA NIC, which the seed gives ``cloud_init.rdma_address``:
-    its first network VF (``vf_mac``), else its data NIC; None without either. A tenant with both
-    is refused (which of them carries RDMA would be a guess), and so is an ``rdma_address`` with
-    neither (it would be dropped)."""
-    if vf_mac is not None and data_nic is not None:
-        raise InputError("data_nic: tenant %s has a network VF too; its RDMA NIC is the VF or the data NIC: give the data NIC "
-                         "to tenants without a VF (vfs: 0), or drop data_nic" % name)
-    mac = vf_mac if vf_mac is not None else (data_nic or {}).get("mac")
-    if mac is None and cloud_init and cloud_init.get("rdma_address"):
-        raise InputError("cloud_init.rdma_address: tenant %s has no network VF and no data_nic to carry %s; give it a VF (vfs) "
-                         "or a data_nic, or leave the address out" % (name, cloud_init["rdma_address"]))
-    return mac
-
-
 def image_info(text, what):
     """``qemu-img info --output=json`` text -> {format, virtual_size, backing}."""
     try:
@@ -248,82 +117,6 @@ def image_info(text, what):
 
 def _gib(size):
     return "%.1f GiB" % (float(size) / GIB)
-
-
-def _check_nic_source(nic, option):
-    """A NIC's ``network`` or ``bridge``, one of them, with a name libvirt and the kernel take."""
-    if bool(nic.get("network")) == bool(nic.get("bridge")):
-        raise InputError("%s: give network (a libvirt network) or bridge (a host bridge), one of them" % option)
-    if nic.get("bridge") and (not _NETDEV_RE.match(nic["bridge"]) or nic["bridge"] in (".", "..")):
-        raise InputError("%s.bridge: %r is not a Linux bridge name (1 to 15 letters, digits, '_', '-', '.', '+'); give the "
-                         "bridge's name as `ip link` shows it" % (option, nic["bridge"]))
-    if nic.get("network") and not _NETWORK_RE.match(nic["network"]):
-        raise InputError("%s.network: %r is not a libvirt network name (letters, digits, '_', '-', '.', '+'); give the "
-                         "name `virsh net-list --all` shows" % (option, nic["network"]))
-
-
-def validate_data_nic(data_nic, name):
-    """A tenant's ``data_nic``, checked, with its MAC (given, or derived from ``name``): -> the NIC."""
-    _check_nic_source(data_nic, "data_nic")
-    data_nic = dict(data_nic)
-    data_nic["mac"] = check_mac(str(data_nic["mac"]), "data_nic.mac") if data_nic.get("mac") else data_nic_mac(name)
-    if data_nic.get("vlan") is not None and not 1 <= data_nic["vlan"] <= 4094:
-        raise InputError("data_nic.vlan: %r is not a VLAN ID; give 1 to 4094, or leave it out (untagged)" % data_nic["vlan"])
-    return data_nic
-
-
-def validate_guest(options, name):
-    """The guest options of one domain, checked without the host: -> (image, cloud_init,
-    management, data_nic), each None when not given."""
-    image, cloud_init, management = options.get("image"), options.get("cloud_init"), options.get("management")
-    data_nic = validate_data_nic(options["data_nic"], name) if options.get("data_nic") is not None else None
-    if image is not None:
-        if bool(image.get("base")) == bool(image.get("url")):
-            raise InputError("image: give base (a qcow2 image on the host) or url (with checksum), one of them")
-        if image.get("url"):
-            if not re.match(r"^(https?|ftp)://[^/]+/.*[^/]$", image["url"]):
-                raise InputError("image.url: %r is not an http(s) or ftp URL of a file" % image["url"])
-            if not image.get("checksum"):
-                raise InputError("image.checksum: required with image.url (sha256:HEX, as the image's SHA256SUMS says)")
-        if image.get("checksum") and not CHECKSUM_RE.match(image["checksum"]):
-            raise InputError("image.checksum: %r is not ALGORITHM:HEX (sha256:..., sha512:...)" % image["checksum"])
-        if image.get("size_gb") is not None and image["size_gb"] < 1:
-            raise InputError("image.size_gb: %d; give the disk size in GiB (at least the image's virtual size)" % image["size_gb"])
-    if cloud_init is not None:
-        if image is None:
-            raise InputError("cloud_init: needs image (the seed is read by the cloud image's cloud-init)")
-        if not _USER_RE.match(cloud_init["user"]) or cloud_init["user"] == "root":
-            raise InputError("cloud_init.user: %r is not a user name useradd takes for a new user (a lowercase letter or '_', "
-                             "then lowercase letters, digits, '_' or '-', at most 32, not root)" % cloud_init["user"])
-        for index, key in enumerate(cloud_init["ssh_authorized_keys"]):
-            check_ssh_key(key, "cloud_init.ssh_authorized_keys[%d]" % index)
-        # the guest's host name: the tenant's name unless given
-        check_hostname(cloud_init.get("hostname") or name, "cloud_init.hostname" if cloud_init.get("hostname") else
-                       "cloud_init.hostname (left out: the tenant's name; give one)")
-        for index, package in enumerate(cloud_init["packages"]):
-            if not _PACKAGE_RE.match(package or ""):
-                raise InputError("cloud_init.packages[%d]: %r is not a package name (Debian or RPM: letters, digits, '+', '.', "
-                                 "'_', '-', starting with a letter or digit, optionally :ARCH or =VERSION); an apt or dnf "
-                                 "option is not a package" % (index, package))
-        if cloud_init.get("rdma_address"):
-            check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
-    if management is not None:
-        _check_nic_source(management, "management")
-        management = dict(management)
-        if management.get("mac"):
-            management["mac"] = check_mac(str(management["mac"]), "management.mac")
-        else:
-            management["mac"] = management_mac(name)
-        if management.get("address"):
-            check_ipv4(management["address"], "management.address", True)
-        if management.get("gateway"):
-            check_ipv4(management["gateway"], "management.gateway", False)
-        for index, server in enumerate(management.get("dns") or []):
-            check_ipv4(server, "management.dns[%d]" % index, False)
-        if data_nic is not None and data_nic["mac"] == management["mac"]:
-            raise InputError("data_nic.mac: %s is the management NIC's MAC too; give each NIC its own MAC, or leave both "
-                             "out (each is derived from the tenant's name)" % data_nic["mac"])
-    return image, cloud_init, management, data_nic
 
 
 # --------------------------------------------------------------------------- reads
@@ -528,12 +321,16 @@ class GuestPlan:
         return path in read_manifest(host, self.paths)
 
     def _record(self, host, paths):
-        for path in paths:
-            if path not in self.made:
-                self.made.append(path)
+        """Add ``paths`` to the tenant's list of made files, read again under its lock: another
+        run at once may have added its own since this one read the list."""
         host.files.makedirs(host.path(self.paths["dir"], "guest_dir"))
-        made = json.dumps({"made": self.made + [self.paths["manifest"]]}, indent=2) + "\n"
-        host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
+        with file_lock(host, self.guest_dir, self.paths["manifest"]):
+            self.made = [p for p in read_manifest(host, self.paths) if p != self.paths["manifest"]]
+            for path in paths:
+                if path not in self.made:
+                    self.made.append(path)
+            made = json.dumps({"made": self.made + [self.paths["manifest"]]}, indent=2) + "\n"
+            host.files.write(host.path(self.paths["manifest"], "guest_dir"), made)
 
     def _fetch(self, host, base):
         # this run's own partial file: another run's download is never written into it

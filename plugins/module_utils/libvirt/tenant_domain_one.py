@@ -19,7 +19,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_rea
     cputune_qos, disk_targets, firmware_of, host_cpus, mmio_window_of, network_nics, read_pinning, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import CPU_QOS, IOTUNE_KEYS, copy_tree, to_kib, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GUEST_OPTIONS, GuestRemoval, console_log_path, plan_guest, tenant_paths)
+    GuestRemoval, console_log_path, plan_guest, tenant_paths)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import GUEST_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     PIN_OPTIONS, _definition_diff, _persistent_xml, _running_diff, apply_live_pins, live_pin_changes, mmio_window,
     pin_diff_lines, pin_restart_reasons)

@@ -13,7 +13,8 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GIB, GuestRemoval, data_nic_mac, image_info, management_mac, plan_guest, seed_documents, tenant_paths)
+    GIB, GuestRemoval, image_info, plan_guest, seed_documents, tenant_paths)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import data_nic_mac, management_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
@@ -381,7 +382,7 @@ def test_two_runs_at_once_on_one_root_lose_nothing(host, round_):
     make_base(host)
     context = multiprocessing.get_context("fork")
     start = context.Barrier(2)
-    runs = [context.Process(target=_apply_in_a_process, args=(host.root, "tenant-a", start)) for _ in range(2)]
+    runs = [context.Process(target=_apply_in_a_process, args=(host.root, "tenant-a", start)) for _index in range(2)]
     for run in runs:
         run.start()
     for run in runs:
