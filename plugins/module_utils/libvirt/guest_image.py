@@ -47,6 +47,7 @@ GIB = 1024 ** 3
 # the steps that can take minutes (a download, a full copy): their seconds go to the result's elapsed_s
 LONG_STEPS = ("fetch", "copy")
 
+
 # --------------------------------------------------------------------------- pure
 def tenant_paths(guest_dir, name):
     """Host paths of what tenant ``name`` gets; ``guest_dir`` an absolute normalised path (the

@@ -67,7 +67,6 @@ _NETDEV_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,15}$")
 _NETWORK_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 
 
-
 def nic_mac(name, role):
     """The MAC of tenant ``name``'s ``role`` NIC (management, data): locally administered unicast,
     from SHA-256 over ``gpuvirt.tenancy/<name>/<role>`` (as vf_mac derives the VFs', in another space)."""
@@ -96,7 +95,6 @@ def check_ipv4(value, option, prefix_required):
         raise InputError("%s: %r is not an IPv4 address%s" % (option, value, " with its prefix, like 10.20.0.11/24"
                                                               if prefix_required else ", like 192.168.150.1"))
     return str(value)
-
 
 
 # useradd's default NAME_REGEX (Debian's adduser is stricter still), its 32-character limit
@@ -149,7 +147,6 @@ def rdma_nic_mac(name, vf_mac, data_nic, cloud_init):
         raise InputError("cloud_init.rdma_address: tenant %s has no network VF and no data_nic to carry %s; give it a VF (vfs) "
                          "or a data_nic, or leave the address out" % (name, cloud_init["rdma_address"]))
     return mac
-
 
 
 def _check_nic_source(nic, option):
