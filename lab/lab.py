@@ -122,14 +122,15 @@ def file_in_use(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def locked(name: str):
-    """Serialize builds and starts between concurrent callers sharing one lab dir."""
-    os.makedirs(lab_dir(), exist_ok=True)
-    with open(os.path.join(lab_dir(), f".{name}.lock"), "w", encoding="utf-8") as handle:
+def locked(name: str, directory: str | None = None):
+    """Serialize builds and starts between concurrent callers sharing one lab dir (or ``directory``)."""
+    directory = directory or lab_dir()
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f".{name}.lock"), "w", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"waiting for another {name} in {lab_dir()}")
+            log(f"waiting for another {name} in {directory}")
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 

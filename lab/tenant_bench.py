@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import fcntl
 import json
 import os
 import re
@@ -49,7 +48,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from lab import kill_pid, recipe_hash as lab_recipe_hash  # noqa: E402  pylint: disable=wrong-import-position
+from lab import kill_pid, locked, recipe_hash as lab_recipe_hash  # noqa: E402  pylint: disable=wrong-import-position
 
 NETNS = "gpuvirt-bench"
 URI = "qemu:///system"
@@ -104,19 +103,6 @@ def sh(argv: list[str], check: bool = True, netns: bool = False, **kwargs) -> su
 
 def virsh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return sh(["virsh", "-q", "-c", URI] + list(args), check=check)
-
-
-@contextlib.contextmanager
-def locked():
-    """One bench at a time on a machine: its namespace, daemons and networks are the machine's."""
-    os.makedirs(bench_dir(), exist_ok=True)
-    with open(os.path.join(bench_dir(), ".bench.lock"), "w", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"waiting for another bench in {bench_dir()}")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 # ---------------------------------------------------------------- up
@@ -560,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        with locked():
+        # one bench at a time on a machine: its namespace, daemons and networks are the machine's
+        with locked("bench", bench_dir()):
             return args.func(args)
     except BenchError as exc:
         log(f"error: {exc}")
