@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 import base64
 import hashlib
+import ipaddress
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
@@ -86,15 +87,51 @@ def data_nic_mac(name):
 
 
 def check_ipv4(value, option, prefix_required):
-    """``value`` as an IPv4 address (with ``/prefix`` when ``prefix_required``), or InputError."""
+    """``value`` as an IPv4 address, with ``/prefix`` when ``prefix_required`` and without one
+    otherwise (a gateway, a name server), or InputError. Octets without leading zeros (read as
+    octal by some tools); never an address no host can hold: 0.0.0.0/8, loopback, link-local,
+    multicast, reserved, the broadcast address, nor, with a prefix, its subnet's network or
+    broadcast address."""
     match = _ADDRESS_RE.match(str(value or ""))
-    ok = match is not None and all(int(part) <= 255 for part in match.groups()[:4])
+    ok = match is not None and all(int(part) <= 255 and (part == "0" or not part.startswith("0")) for part in match.groups()[:4])
     if ok and match.group(6) is not None:
-        ok = 0 < int(match.group(6)) <= 32
+        ok = 0 < int(match.group(6)) <= 32 and not match.group(6).startswith("0")
     if not ok or (prefix_required and match.group(6) is None):
         raise InputError("%s: %r is not an IPv4 address%s" % (option, value, " with its prefix, like 10.20.0.11/24"
                                                               if prefix_required else ", like 192.168.150.1"))
+    if not prefix_required and match.group(6) is not None:
+        raise InputError("%s: %r has a prefix; give the address alone, like %s" % (option, value, value.split("/")[0]))
+    interface = ipaddress.ip_interface(u"%s" % value)
+    address = interface.ip
+    kind = next((word for test, word in ((address in ipaddress.ip_network(u"0.0.0.0/8"), "in 0.0.0.0/8"),
+                                         (address.is_loopback, "a loopback address"), (address.is_link_local, "link-local"),
+                                         (address.is_multicast, "a multicast address"), (address.is_reserved, "reserved"),
+                                         (address == ipaddress.ip_address(u"255.255.255.255"), "the broadcast address"))
+                 if test), None)
+    network = interface.network
+    if kind is None and match.group(6) is not None and network.prefixlen <= 30:
+        if address == network.network_address:
+            kind = "the network address of %s" % network
+        elif address == network.broadcast_address:
+            kind = "the broadcast address of %s" % network
+    if kind is not None:
+        raise InputError("%s: %s is %s, which no host can hold; give a host address" % (option, value, kind))
     return str(value)
+
+
+def check_addresses(management, rdma_address):
+    """The management NIC's gateway inside its address's subnet and not that address; the RDMA
+    address not the management address."""
+    address = ipaddress.ip_interface(u"%s" % management["address"]) if management.get("address") else None
+    if address is not None and management.get("gateway"):
+        gateway = ipaddress.ip_address(u"%s" % management["gateway"])
+        if gateway not in address.network or gateway == address.ip:
+            raise InputError("management.gateway: %s is %s; give the address of the router in %s (the management network's "
+                             "host address)" % (gateway, "the tenant's own address" if gateway == address.ip else
+                                                "outside the tenant's subnet %s" % address.network, address.network))
+    if address is not None and rdma_address and ipaddress.ip_interface(u"%s" % rdma_address).ip == address.ip:
+        raise InputError("cloud_init.rdma_address: %s is the management address too; give the RDMA NIC an address of its "
+                         "own" % rdma_address)
 
 
 # useradd's default NAME_REGEX (Debian's adduser is stricter still), its 32-character limit
@@ -219,6 +256,7 @@ def validate_guest(options, name):
             check_ipv4(management["gateway"], "management.gateway", False)
         for index, server in enumerate(management.get("dns") or []):
             check_ipv4(server, "management.dns[%d]" % index, False)
+        check_addresses(management, (cloud_init or {}).get("rdma_address"))
         if data_nic is not None and data_nic["mac"] == management["mac"]:
             raise InputError("data_nic.mac: %s is the management NIC's MAC too; give each NIC its own MAC, or leave both "
                              "out (each is derived from the tenant's name)" % data_nic["mac"])

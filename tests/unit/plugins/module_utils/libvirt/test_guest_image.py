@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
     GIB, GuestRemoval, image_info, plan_guest, seed_documents, tenant_paths)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import data_nic_mac, management_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import check_ipv4, data_nic_mac, management_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
@@ -395,3 +395,35 @@ def test_two_runs_at_once_on_one_root_lose_nothing(host, round_):
     assert not [n for n in os.listdir(host.path(paths["dir"])) if ".part" in n]
     # the next run has nothing to make
     assert not plan_guest(host, "tenant-a", options("/srv/images/base.qcow2"), vf_mac=VF_MAC).changed
+
+
+@pytest.mark.parametrize("change, message", [
+    # addresses no host can hold
+    (lambda o: o["management"].update(address="192.168.150.0/24"), r"management.address: .* the network address of 192.168.150.0/24"),
+    (lambda o: o["management"].update(address="192.168.150.255/24"), "the broadcast address of 192.168.150.0/24"),
+    (lambda o: o["management"].update(address="127.0.0.5/8"), "a loopback address"),
+    (lambda o: o["management"].update(address="224.0.0.5/24"), "a multicast address"),
+    (lambda o: o["management"].update(address="0.1.2.3/8"), r"in 0.0.0.0/8"),
+    (lambda o: o["management"].update(address="169.254.10.10/16"), "link-local"),
+    (lambda o: o["management"].update(address="192.168.150.011/24"), "is not an IPv4 address"),
+    (lambda o: o["cloud_init"].update(rdma_address="10.20.0.255/24"), r"cloud_init.rdma_address: .* broadcast"),
+    # a gateway or name server with a prefix, outside the subnet, or the tenant's own address
+    (lambda o: o["management"].update(gateway="192.168.150.1/24"), "management.gateway: '192.168.150.1/24' has a prefix"),
+    (lambda o: o["management"].update(dns=["192.168.150.1/24"]), r"management.dns\[0\]: .* has a prefix"),
+    (lambda o: o["management"].update(gateway="192.168.151.1"), "outside the tenant's subnet 192.168.150.0/24"),
+    (lambda o: o["management"].update(gateway="192.168.150.11"), "is the tenant's own address"),
+    # the RDMA address is its own
+    (lambda o: o["cloud_init"].update(rdma_address="192.168.150.11/24"), "cloud_init.rdma_address: .* the management address"),
+])
+def test_addresses_no_host_can_hold_are_refused(host, change, message):
+    opts = options(make_base(host))
+    change(opts)
+    with pytest.raises(InputError, match=message):
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
+    assert not os.path.exists(host.path(GUEST_DIR))
+
+
+@pytest.mark.parametrize("address", ["10.0.0.1/8", "192.168.150.254/24", "100.64.0.10/10", "172.16.0.1/30", "10.9.9.9/32",
+                                     "10.9.9.8/31"])
+def test_host_addresses_pass(address):
+    assert check_ipv4(address, "management.address", True) == address
