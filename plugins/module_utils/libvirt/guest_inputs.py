@@ -217,8 +217,15 @@ def validate_guest(options, name):
         if bool(image.get("base")) == bool(image.get("url")):
             raise InputError("image: give base (a qcow2 image on the host) or url (with checksum), one of them")
         if image.get("url"):
-            if not re.match(r"^(https?|ftp)://[^/]+/.*[^/]$", image["url"]):
-                raise InputError("image.url: %r is not an http(s) or ftp URL of a file" % image["url"])
+            match = re.match(r"^(https?|ftp)://([^/]+)/(.*/)?([^/]+)$", image["url"])
+            if match and "@" in match.group(2):
+                # never echoed: the URL's user part may hold a password
+                raise InputError("image.url: the URL names a user (and perhaps a password) before its host; they would be "
+                                 "printed in logs and kept on the host: give a URL without them, or put the image on the host "
+                                 "and give image.base")
+            if not match or match.group(4) in (".", "..") or any(c.isspace() or ord(c) < 32 for c in image["url"]):
+                raise InputError("image.url: %r is not an http(s) or ftp URL of a file (its last part names the file the "
+                                 "image is kept as)" % image["url"])
             if not image.get("checksum"):
                 raise InputError("image.checksum: required with image.url (sha256:HEX, as the image's SHA256SUMS says)")
         if image.get("checksum") and not CHECKSUM_RE.match(image["checksum"]):

@@ -427,3 +427,19 @@ def test_addresses_no_host_can_hold_are_refused(host, change, message):
                                      "10.9.9.8/31"])
 def test_host_addresses_pass(address):
     assert check_ipv4(address, "management.address", True) == address
+
+
+@pytest.mark.parametrize("url, message, secret", [
+    ("https://images.example/debian/..", "is not an http.s. or ftp URL of a file", None),
+    ("https://images.example/debian/.", "is not an http.s. or ftp URL of a file", None),
+    ("https://images.example/debian/", "is not an http.s. or ftp URL of a file", None),
+    ("https://images.example/a b.qcow2", "is not an http.s. or ftp URL of a file", None),
+    ("https://ops:s3cret@images.example/debian.qcow2", "names a user .and perhaps a password.", "s3cret"),
+])
+def test_bad_image_urls_are_refused_and_a_password_is_never_echoed(host, url, message, secret):
+    opts = options(None)
+    opts["image"].update(base=None, url=url, checksum="sha256:" + "0" * 64)
+    with pytest.raises(InputError, match=message) as error:
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
+    assert secret is None or secret not in str(error.value)
+    assert not os.path.exists(host.path(GUEST_DIR))
