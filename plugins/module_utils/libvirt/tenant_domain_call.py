@@ -73,8 +73,9 @@ def host_limits(conn, host, topology=None):
 def check_assignments(requests, holdings, topology, check_mode):
     """The isolation rules over every domain of the call, in list order, before any change: a
     device to one domain; an IOMMU group whole to one tenant or to none; a PF and its VFs not
-    split; a MAC on one interface (a VF, a management or data NIC). Against the other domains (``holdings``, domain_holdings) as each
-    entry would find them: a domain the list removes or redefines earlier frees what it held.
+    split; a MAC on one interface (a VF, a management or data NIC); a tenant's files its own
+    (:func:`check_files`). Against the other domains (``holdings``, domain_holdings) as each entry
+    would find them: a domain the list removes or redefines earlier frees what it held.
     Between entries of the call: an InputError. Against another domain: a StateError (with
     ``held_by``), a warning in check mode (a removal earlier in the run may free it). -> warnings."""
     check_files(requests, holdings)
@@ -134,11 +135,9 @@ def check_files(requests, holdings):
     domain on the host), and the base image its overlay reads is no other tenant's or domain's
     disk (which that one writes). A tenant the call redefines or removes is compared as the call
     leaves it. InputError before anything changes, naming both and the fix."""
+    present = [(request,) + _tenant_files(request) for request in requests if request.present]
     owners, readers = {}, {}
-    for request in requests:
-        if not request.present:
-            continue
-        own, base = _tenant_files(request)
+    for request, own, base in present:
         for path in own:
             other = owners.get(path) or readers.get(path)
             if other is not None and other != request.spec.name:
@@ -156,10 +155,7 @@ def check_files(requests, holdings):
     for domain, (_devices, _macs, files) in holdings.items():
         if domain in names:
             continue
-        for request in requests:
-            if not request.present:
-                continue
-            own, base = _tenant_files(request)
+        for request, own, base in present:
             taken = [f for f in own + ([base] if base else []) if f in files]
             if taken:
                 with labelled(request.label):
