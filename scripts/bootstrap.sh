@@ -22,6 +22,9 @@ APT_PACKAGES=(
   # networks' dnsmasq, and the tenant image's EFI system partition and GRUB (lab/tenant-image.sh)
   libvirt-daemon-system libvirt-daemon-driver-qemu ovmf python3-libvirt dnsmasq-base
   mtools grub-efi-amd64-bin iproute2
+  # the nested stage's guest (lab/nested-guest.sh): busybox as its shell, the kernel's ELF taken
+  # out of its bzImage and stripped
+  busybox-static binutils
 )
 
 missing=()
