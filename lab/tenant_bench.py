@@ -405,6 +405,11 @@ def report_lines(verify1: dict, verify2: dict | None) -> list[str]:
                          f"data NIC {nic.get('name', 'not found')} {mac} {' '.join(nic.get('ipv4', []))}; "
                          f"RDMA {rdma.get('device', 'none')} seen by verbs: {'yes' if rdma.get('device') in (guest['verbs_devices'] or []) else 'NO'}, "
                          f"GID index {guest['nccl'].get('NCCL_IB_GID_INDEX', 'unknown')}")
+            gpu = verify.get("gpu", {}).get(name) or {}
+            if gpu.get("mig") is not None:
+                lines.append(f"{name}: MIG (nvidia-smi stand-in) GPU instances of profiles {sorted(gpu['mig'])}")
+            if gpu.get("mps") is not None:
+                lines.append(f"{name}: MPS (control daemon stand-in) gpuvirt-mps@0 {gpu['mps']}")
         for exchange in verify["exchanges"]:
             reached = exchange["ping_rc"] == 0 or exchange["client_rc"] == 0
             if exchange["expect"] == "ok":
