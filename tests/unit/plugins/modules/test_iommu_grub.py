@@ -684,3 +684,40 @@ def test_a_call_that_waits_too_long_for_the_lock_fails_and_changes_nothing(host,
                              "time per root); nothing was changed. Wait for that call to end and run again" % host.root)
     assert read_grub(host) == before
     assert run(host, args=[dict(ONE_EACH[0])])["changed"] is True  # the lock is free again
+
+
+# ---------------------------------------------------------------------------- one run converges (issue 47, class 11)
+def _ubuntu_with(first, append):
+    text = lab_grub_text().replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % first)
+    return text.replace('GRUB_CMDLINE_LINUX="%s"\n' % first, 'GRUB_CMDLINE_LINUX="%s"\nGRUB_CMDLINE_LINUX+="%s"\n' % (first, append))
+
+
+def _centos_with(first, append):
+    text = read(CENTOS9)
+    line = [ln for ln in text.splitlines() if ln.startswith("GRUB_CMDLINE_LINUX=")][0]
+    return text.replace(line, '%s\nGRUB_CMDLINE_LINUX+="%s"' % (line[:-1] + " " + first + '"', append))
+
+
+@pytest.mark.parametrize("text", [
+    _ubuntu_with("console=ttyS0,115200n8 iommu=nopt", " intel_iommu=off"),
+    _ubuntu_with("iommu=nopt", " intel_iommu=off quiet"),
+    _ubuntu_with("intel_iommu=off", " iommu=nopt"),
+    _centos_with("iommu=nopt", " intel_iommu=off"),
+    _centos_with("intel_iommu=on iommu=nopt", " intel_iommu=off"),
+    # the append written as a CRLF line, then a second append
+    _centos_with("iommu=nopt", " intel_iommu=off").replace('intel_iommu=off"\n', 'intel_iommu=off"\r\n') + 'GRUB_CMDLINE_LINUX+=" quiet"\n',
+], ids=["ubuntu", "ubuntu-append-keeps-quiet", "ubuntu-nopt-appended", "centos", "centos-on-then-off", "centos-crlf-two-appends"])
+def test_nopt_and_an_appended_iommu_off_converge_in_one_run(host, text):
+    """``iommu=nopt`` in the assignment and ``intel_iommu=off`` added by ``+=`` (the real Ubuntu and CentOS Stream 9
+    files): one run gives the file bash reads as the wanted args, and the next run has nothing to do."""
+    put(host, COPY, text)
+    first = run(host)
+    assert first["changed"] and not first.get("failed"), first
+    sourced = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$GRUB_CMDLINE_LINUX"', "bash", host.p(COPY)],
+                             capture_output=True, text=True, check=True).stdout
+    assert sourced.split() == first["args"]
+    assert "intel_iommu=on" in first["args"] and "iommu=pt" in first["args"]
+    assert not [a for a in first["args"] if a in ("intel_iommu=off", "iommu=nopt")]
+    assert [a for a in text.split() if a == "rhgb"] == [a for a in first["args"] if a == "rhgb"]
+    again = run(host)
+    assert again["changed"] is False and again["args"] == first["args"]
