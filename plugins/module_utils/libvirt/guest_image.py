@@ -151,6 +151,29 @@ def read_image_info(host, host_path, option="guest_dir"):
     return image_info(out, host_path)
 
 
+def backing_chain(host, host_path, option="disks", depth=16):
+    """The real paths of ``host_path`` (when it is a file under the root) and of each file its
+    image reads through (its backing file, that one's, ...), as qemu-img names them; [] for a path
+    that is no file or leads outside the root."""
+    try:
+        real = host.path(host_path, option)
+    except InputError:
+        return []
+    chain = []
+    while real and os.path.isfile(real) and len(chain) < depth and os.path.realpath(real) not in chain:
+        real = os.path.realpath(real)
+        if not host.fs.contains(real):
+            break  # a backing file outside the root: read nothing there
+        chain.append(real)
+        try:
+            _rc, out, _err = host.commands.run([qemu_img(host), "info", "--output=json", "--force-share", real])
+            backing = image_info(out, host_path)["backing"]
+        except StateError:
+            break
+        real = os.path.join(os.path.dirname(real), backing) if backing else None
+    return chain
+
+
 def read_manifest(host, paths):
     """The files the collection made for a tenant (host paths), [] without a manifest."""
     text = _read(host, paths["manifest"])
