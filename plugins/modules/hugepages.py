@@ -23,6 +23,8 @@ description:
   - Runtime counts can be kept across reboots by a systemd unit (O(persist)) that writes them
     again before C(libvirtd) starts; the module enables the units it writes (O(enable_units)).
   - Nodes, their memory and their pools come from the host model (C(host_topology_info)).
+  - One call at a time per O(root) (an exclusive lock on the root directory, shared with M(gpuvirt.tenancy.iommu_grub));
+    a second call waits and decides from what the first wrote; one that waits more than 300 seconds fails, changing nothing.
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)

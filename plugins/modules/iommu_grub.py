@@ -26,6 +26,8 @@ description:
     (RV(args_in_other_variable)).
   - Compares the wanted args with the running kernel's C(/proc/cmdline) and says whether a reboot
     is needed; it never reboots.
+  - One call at a time per O(root) (an exclusive lock on the root directory, shared with M(gpuvirt.tenancy.hugepages));
+    a second call waits and decides from what the first wrote; one that waits more than 300 seconds fails, changing nothing.
   - With O(early_driver), also makes sure the pre-bind driver runs before the devices' own drivers
     at the next boot (files in C(/etc/modules-load.d), C(/etc/modprobe.d) and, when asked, the
     initramfs configuration) and says whether it runs now, so that one call decides everything

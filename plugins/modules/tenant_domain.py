@@ -356,6 +356,9 @@ options:
       - The tenant's disk from a base image. Its files go under O(guest_dir)C(/tenants/<name>/) (C(disk.qcow2), C(seed.iso),
         C(seed/), C(made.json), the list of what was made); an image fetched from O(image.url) goes to O(guest_dir)C(/base/).
       - The disk is made once; a later run keeps it (a larger O(image.size_gb) is reported, not applied).
+      - A raw base (or download) must start with a partition table or a filesystem; a step that fails removes what it made of
+        the tenant's own and its message lists what stays. A removal is refused while another tenant or domain reads one of
+        the files it would delete (as its disk or base, or through its disk's backing chain).
     type: dict
     suboptions:
       base:

@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.early_driver import EarlyDriver
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import host_sizes_kb
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.locks import root_lock
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 
 __metaclass__ = type
@@ -59,7 +60,13 @@ def iommu_grub_ops(params, fs, extra_args=()):
 def iommu_grub(params, host, run):
     """The iommu_grub module: decide, then write the early driver's files and the GRUB
     file and regenerate the boot menu unless in check mode. Everything is decided (and every
-    input checked) before the first write."""
+    input checked) before the first write. One call at a time per root (:func:`locks.root_lock`):
+    a second call decides from what the first wrote, so neither loses the other's args."""
+    with root_lock(host.root, "iommu_grub"):
+        return _iommu_grub(params, host, run)
+
+
+def _iommu_grub(params, host, run):
     pages = None
     if params.get("hugepages") is not None:
         pages_params = nested_params("hugepages", "gpuvirt.tenancy.hugepages without its GRUB options (boot_config, grub_file, "

@@ -24,6 +24,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.script import WANTS_DIR
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.locks import root_lock
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import kernel_part
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
     InputError, StateError, check_line_value, file_target, read_text)
@@ -566,5 +567,7 @@ def hugepages_act(manager, params, run):
 
 
 def hugepages(params, host, run):
-    """The hugepages module: decide, then act unless in check mode."""
-    return hugepages_act(hugepages_plan(params, host), params, run)
+    """The hugepages module: decide, then act unless in check mode; one call at a time per root,
+    as iommu_grub (both edit the GRUB file)."""
+    with root_lock(host.root, "hugepages"):
+        return hugepages_act(hugepages_plan(params, host), params, run)

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import (
     CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.disk_header import HEAD_BYTES, disk_contents, not_a_disk
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 
 __metaclass__ = type
@@ -150,6 +151,29 @@ def read_image_info(host, host_path, option="guest_dir"):
     return image_info(out, host_path)
 
 
+def backing_chain(host, host_path, option="disks", depth=16):
+    """The real paths of ``host_path`` (when it is a file under the root) and of each file its
+    image reads through (its backing file, that one's, ...), as qemu-img names them; [] for a path
+    that is no file or leads outside the root."""
+    try:
+        real = host.path(host_path, option)
+    except InputError:
+        return []
+    chain = []
+    while real and os.path.isfile(real) and len(chain) < depth and os.path.realpath(real) not in chain:
+        real = os.path.realpath(real)
+        if not host.fs.contains(real):
+            break  # a backing file outside the root: read nothing there
+        chain.append(real)
+        try:
+            _rc, out, _err = host.commands.run([qemu_img(host), "info", "--output=json", "--force-share", real])
+            backing = image_info(out, host_path)["backing"]
+        except StateError:
+            break
+        real = os.path.join(os.path.dirname(real), backing) if backing else None
+    return chain
+
+
 def read_manifest(host, paths):
     """The files the collection made for a tenant (host paths), [] without a manifest."""
     text = _read(host, paths["manifest"])
@@ -197,7 +221,9 @@ class GuestPlan:
                                  "image.url and image.checksum" % base)
             if image.get("checksum"):
                 self._verify(host.path(base, "image.base"), image["checksum"], "image.base %s" % base)
-            return {"path": base, "option": "image.base", "info": read_image_info(host, base, "image.base"), "fetch": None}
+            info = read_image_info(host, base, "image.base")
+            self._check_disk(host.path(base, "image.base"), info, "image.base: %s" % base)
+            return {"path": base, "option": "image.base", "info": info, "fetch": None}
         url = image["url"]
         base = os.path.join(self.guest_dir, "base", url.rsplit("/", 1)[-1])
         verified = base + ".checksum"
@@ -205,20 +231,34 @@ class GuestPlan:
             if (_read(host, verified) or "").strip() != image["checksum"]:
                 self._verify(host.path(base, "guest_dir"), image["checksum"], "image %s (downloaded from %s)" % (base, url))
                 self.steps.append(("checksum", base))
-            return {"path": base, "option": "guest_dir", "info": read_image_info(host, base), "fetch": None}
+            info = read_image_info(host, base)
+            self._check_disk(host.path(base, "guest_dir"), info, "image.url: %s (downloaded as %s)" % (url, base))
+            return {"path": base, "option": "guest_dir", "info": info, "fetch": None}
         self.steps.append(("fetch", base))
         if check_mode:
             self.notes.append("%s: the image %s is not downloaded yet; its size and checksum are checked when it is"
                               % (self.name, url))
         return {"path": base, "option": "guest_dir", "info": None, "fetch": url}
 
+    def _check_disk(self, real_path, info, what, done="Nothing was changed"):
+        """A file qemu-img takes as raw is a disk only with a partition table or a filesystem at its
+        start (qemu-img reads any file as raw): else an InputError saying what it is instead."""
+        if info["format"] != "raw":
+            return
+        with open(real_path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+        if disk_contents(head) is None:
+            raise InputError("%s (tenant %s) is not a disk image: qemu-img reads it as raw, and it is %s. %s. Give the "
+                             "tenant's base cloud image (qcow2, or a raw disk with a partition table or a filesystem)"
+                             % (what, self.name, not_a_disk(head, os.path.getsize(real_path)), done))
+
     @staticmethod
-    def _verify(real_path, checksum, what):
+    def _verify(real_path, checksum, what, done="nothing was changed"):
         algorithm, want = CHECKSUM_RE.match(checksum).groups()
         have = file_checksum(real_path, algorithm)
         if have.lower() != want.lower():
-            raise InputError("image.checksum: %s has %s %s, not %s; nothing was changed. Give the checksum the image's "
-                             "publisher lists, or the right image" % (what, algorithm, have, want.lower()))
+            raise InputError("image.checksum: %s has %s %s, not %s; %s. Give the checksum the image's "
+                             "publisher lists, or the right image" % (what, algorithm, have, want.lower(), done))
 
     def _disk(self, host):
         info = self.base["info"]
@@ -293,19 +333,83 @@ class GuestPlan:
         for kind, path in self.steps:
             if kinds is not None and kind not in kinds:
                 continue
-            host.files.makedirs(host.path(os.path.dirname(path), "guest_dir"))
-            with file_lock(host, self.guest_dir, path), run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
-                if kind in ("fetch", "overlay", "copy") and self._made_meanwhile(host, kind, path):
-                    continue
-                if kind == "fetch":
-                    self._fetch(host, path)
-                elif kind == "checksum":
-                    host.files.write(host.path(path + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
-                elif kind in ("overlay", "copy"):
-                    self._make_disk(host, kind, path, run)
-                elif kind == "seed":
-                    self._make_seed(host, run)
+            existed = self._existing(host, kind, path)
+            try:
+                self._step(host, run, kind, path)
+            except (InputError, StateError) as exc:
+                raise self._undone(host, kind, path, existed, exc)
             run.changed = True
+
+    def _step(self, host, run, kind, path):
+        host.files.makedirs(host.path(os.path.dirname(path), "guest_dir"))
+        with file_lock(host, self.guest_dir, path), run.timed("%s %s" % (kind, path) if kind in LONG_STEPS else None):
+            if kind in ("fetch", "overlay", "copy") and self._made_meanwhile(host, kind, path):
+                return
+            if kind == "fetch":
+                self._fetch(host, path)
+            elif kind == "checksum":
+                host.files.write(host.path(path + ".checksum", "guest_dir"), self.image["checksum"] + "\n")
+            elif kind in ("overlay", "copy"):
+                self._make_disk(host, kind, path, run)
+            elif kind == "seed":
+                self._make_seed(host, run)
+
+    # ------------------------------------------------------------------ a step that fails
+    def _step_files(self, kind, path):
+        """(the files a step makes, the directories it makes, the lock files it takes), host paths."""
+        files = [path, path + ".part"] + ([path + ".checksum"] if kind == "fetch" else [])
+        dirs = []
+        directory = os.path.dirname(path)
+        while directory not in ("/", ""):  # makedirs makes each missing one
+            dirs.append(directory)
+            directory = os.path.dirname(directory)
+        locks = [path]
+        if kind in ("overlay", "copy", "seed"):
+            files.append(self.paths["manifest"])
+            locks.append(self.paths["manifest"])
+        if kind == "seed":
+            files += [os.path.join(self.paths["seed_dir"], n) for n in SEED_FILES]
+            dirs.append(self.paths["seed_dir"])
+        lock_dir = os.path.join(self.guest_dir, ".locks")
+        lock_files = [os.path.join(lock_dir, os.path.relpath(p, self.guest_dir).replace("/", "%") + ".lock") for p in locks]
+        return files, dirs + [lock_dir], lock_files
+
+    def _existing(self, host, kind, path):
+        """Which of the paths a step may make exist before it runs."""
+        files, dirs, locks = self._step_files(kind, path)
+        return set(p for p in files + dirs + locks if _exists(host, p))
+
+    def _undone(self, host, kind, path, existed, exc):
+        """After a step failed: what it made of the tenant's own is removed (its partial or made
+        files, their lines in the tenant's list of made files, the tenant's directories it made,
+        when empty); the error then says exactly what of it stays (directories shared with other
+        tenants, lock files another run may be waiting on). -> the error to raise."""
+        files, dirs, locks = self._step_files(kind, path)
+        new = [p for p in files if p not in existed and p != self.paths["manifest"] and _exists(host, p)]
+        for made in new:
+            if kind != "fetch" or made not in (path, path + ".checksum"):  # a download that passed its checksum is kept
+                host.files.remove(host.path(made, "guest_dir"))
+        if kind != "fetch" and _exists(host, self.paths["manifest"]):
+            with file_lock(host, self.guest_dir, self.paths["manifest"]):
+                made = [p for p in read_manifest(host, self.paths) if p != self.paths["manifest"]]
+                kept = [p for p in made if p not in files or _exists(host, p)]
+                if not kept and self.paths["manifest"] not in existed:
+                    host.files.remove(host.path(self.paths["manifest"], "guest_dir"))
+                elif kept != made:
+                    text = json.dumps({"made": kept + [self.paths["manifest"]]}, indent=2) + "\n"
+                    host.files.write(host.path(self.paths["manifest"], "guest_dir"), text)
+        for directory in (self.paths["seed_dir"], self.paths["dir"]):
+            real = host.path(directory, "guest_dir")
+            if directory in dirs and directory not in existed and os.path.isdir(real) and not os.listdir(real):
+                os.rmdir(real)
+        stays = [p for p in sorted(set(files + dirs + locks)) if p not in existed and _exists(host, p)]
+        said = ("left on the host: %s" % ", ".join(stays)) if stays else "nothing of it is left on the host"
+        error = type(exc)("%s. The %s step of tenant %s stopped; what it made of the tenant's own was removed, %s"
+                          % (str(exc).rstrip("."), kind, self.name, said)) if isinstance(exc, InputError) else \
+            StateError("%s. The %s step of tenant %s stopped; what it made of the tenant's own was removed, %s"
+                       % (str(exc).rstrip("."), kind, self.name, said))
+        error.details = getattr(exc, "details", None)
+        return error
 
     def _made_meanwhile(self, host, kind, path):
         """Whether another run made the file this step makes after this one decided (under the
@@ -335,7 +439,8 @@ class GuestPlan:
 
     def _fetch(self, host, base):
         # this run's own partial file: another run's download is never written into it
-        part = host.path("%s.part.%d" % (base, os.getpid()), "guest_dir")
+        part_path = "%s.part.%d" % (base, os.getpid())
+        part = host.path(part_path, "guest_dir")
         url = self.image["url"]
         if host.commands.which("curl"):
             argv = [host.commands.which("curl"), "-fsSL", "--retry", "3", "-o", part, url]
@@ -346,7 +451,8 @@ class GuestPlan:
                              "host and give image.base" % url)
         try:
             host.commands.run(argv)
-            self._verify(part, self.image["checksum"], "the download of %s" % url)
+            self._verify(part, self.image["checksum"], "the download of %s" % url, done="the download was removed")
+            self._check_disk(part, read_image_info(host, part_path), "image.url: %s" % url, done="The download was removed")
         except (InputError, StateError):
             host.files.remove(part)
             raise

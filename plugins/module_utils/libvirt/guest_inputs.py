@@ -20,6 +20,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_add
 __metaclass__ = type
 
 GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
+# The largest qcow2 disk qemu-img makes with its default 64 KiB clusters: the L1 table holds at most 32 MiB of 8-byte
+# entries (QCOW_MAX_L1_SIZE, qemu's block/qcow2.h), each an L2 table of 8192 entries of 64 KiB: 2^22 * 2^13 * 2^16 bytes
+QCOW2_MAX_GB = (32 * 1024 * 1024 // 8) * (64 * 1024 // 8) * (64 * 1024) // 1024 ** 3
 CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
 
 IMAGE_OPTIONS = dict(
@@ -232,6 +235,9 @@ def validate_guest(options, name):
             raise InputError("image.checksum: %r is not ALGORITHM:HEX (sha256:..., sha512:...)" % image["checksum"])
         if image.get("size_gb") is not None and image["size_gb"] < 1:
             raise InputError("image.size_gb: %d; give the disk size in GiB (at least the image's virtual size)" % image["size_gb"])
+        if image.get("size_gb") is not None and image["size_gb"] > QCOW2_MAX_GB:
+            raise InputError("image.size_gb: %d GiB is more than qemu-img makes a qcow2 disk of (%d GiB, 2 PiB, with its default "
+                             "64 KiB clusters); give at most %d" % (image["size_gb"], QCOW2_MAX_GB, QCOW2_MAX_GB))
     if cloud_init is not None:
         if image is None:
             raise InputError("cloud_init: needs image (the seed is read by the cloud image's cloud-init)")

@@ -8,6 +8,7 @@ before anything changes, then acted on in order; with ``tenants``, the tenants s
 
 from __future__ import absolute_import, division, print_function
 
+import os
 from collections import OrderedDict
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -17,6 +18,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import pci_function_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     LIBVIRT_OPTIONS, decide_then_act, domain_holdings, host_model, maxphysaddr_gate, maxphysaddr_note)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import backing_chain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import (
@@ -161,6 +163,39 @@ def check_files(requests, holdings):
                 with labelled(request.label):
                     raise InputError("%s is a disk of domain %s, which reads or writes it; a tenant's files are its own: give "
                                      "another path (for image.base, the base cloud image)" % (taken[0], domain))
+
+
+def check_removals(requests, holdings, host):
+    """A removal never breaks another tenant: the files a removed tenant's guest made (its
+    ``made.json``), which the removal deletes, are no disk, seed or base of a tenant the call
+    keeps or defines, nor a file any of those reads through (an overlay's backing chain), nor a
+    disk of another domain on the host or a file it reads through. StateError before anything
+    changes (in check mode too), naming both and the fix."""
+    removed = OrderedDict()
+    for request in requests:
+        if not request.present and request.removal is not None:
+            for path in request.removal.files:
+                removed[os.path.realpath(host.path(path, "guest_dir"))] = (request, path)
+    if not removed:
+        return
+    readers = []  # (who, file it reads or writes)
+    for request in requests:
+        if request.present:
+            own, base = _tenant_files(request)
+            readers.extend(("tenant %s" % request.spec.name, path) for path in own + ([base] if base else []))
+    names = set(r.spec.name for r in requests)
+    for domain, (_devices, _macs, files) in holdings.items():
+        if domain not in names:
+            readers.extend(("domain %s" % domain, path) for path in files)
+    for who, path in readers:
+        for position, real in enumerate(backing_chain(host, path)):
+            if real in removed:
+                request, deleted = removed[real]
+                uses = "as its file %s" % path if position == 0 else "through its image %s (a backing file of it)" % path
+                raise StateError("%sremoving tenant %s would delete %s, which %s reads %s. A removal never breaks another "
+                                 "tenant; nothing was changed. Remove %s first (or in the same call), or give it a disk of its "
+                                 "own (qemu-img convert makes one without the backing file)"
+                                 % (request.label + ": " if request.label else "", request.spec.name, deleted, who, uses, who))
 
 
 def vf_settings_addresses(options, topology):
@@ -309,8 +344,10 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
         for request in requests:
             if request.pins_anything:
                 request.check_pins(model)
-    for note in check_assignments(requests, domain_holdings(conn), topology, run.check_mode):
+    holdings = domain_holdings(conn)
+    for note in check_assignments(requests, holdings, topology, run.check_mode):
         run.warn(note)
+    check_removals(requests, holdings, host)
     network = NetworkPlan(conn, network_options) if network_options else None
     if first and vf_options is not None and not run.check_mode:
         # the VF settings come after the removals: checked now, before anything changes

@@ -136,6 +136,19 @@ class VfioBinder:
                              "and a group goes to one tenant or to none. Nothing was changed. For %s: %s"
                              % (address, self.pci[address]["iommu_group"], other, "; ".join(reasons), address, GROUP_FIX))
 
+    def refuse_dangling_groups(self, targets):
+        """A device whose ``iommu_group`` link names a group that /sys/kernel/iommu_groups lacks (a
+        capture taken without it, or a device being removed): its group's other members cannot be
+        known, so it is refused, naming the device, as the run would find it."""
+        dangling = [(address, self.pci[address]["iommu_group"]) for address in targets
+                    if not self.fs.isdir("/sys/bus/pci/devices/%s/iommu_group" % address)]
+        if dangling:
+            raise StateError("%s: the iommu_group link names a group that /sys/kernel/iommu_groups does not hold, so the devices "
+                             "that share it (all of which vfio-pci would take) cannot be known. Nothing was changed. On a capture, "
+                             "capture the host again with /sys/kernel/iommu_groups; on the host, check that the device is still "
+                             "there (lspci -s ADDRESS) and run again"
+                             % "; ".join("%s (group %s)" % pair for pair in dangling))
+
     def plan(self, addresses, driver="vfio-pci", group_policy="strict", force=False):
         """A list of per-device plans {address, driver_before, driver_after, ...}; raises
         InputError/StateError (nothing changed) when a rule forbids the binding."""
@@ -152,6 +165,7 @@ class VfioBinder:
                                  "changed. Check that the IOMMU covers this device (dmesg: DMAR/AMD-Vi), or bind it to "
                                  "pci-stub (driver: pci-stub) to only keep host drivers off it"
                                  % (", ".join(groupless), "it" if len(groupless) == 1 else "them"))
+            self.refuse_dangling_groups(targets)
         if driver != "host":
             extra = []
             for address in targets:

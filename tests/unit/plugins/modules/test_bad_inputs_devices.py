@@ -75,6 +75,17 @@ def lab_groupless_world(tmp_path, monkeypatch, conn):
     return root, host
 
 
+def lab_dangling_group_world(tmp_path, monkeypatch, conn):
+    """The lab tree, plus a GPU on nvidia whose iommu_group link names group 31, which the tree's
+    /sys/kernel/iommu_groups lacks (a capture taken without that group)."""
+    import shutil  # pylint: disable=import-outside-toplevel
+    root, host = lab_groupless_world(tmp_path, monkeypatch, conn)
+    tree = host["kernel"].host
+    tree.set_iommu_group("0000:84:00.0", 31)
+    shutil.rmtree(tree.p("/sys/kernel/iommu_groups/31"))
+    return root, host
+
+
 def v100_world(tmp_path, monkeypatch, conn):
     """The 6x V100 tree: GPUs in IOMMU groups of two."""
     del monkeypatch, conn
@@ -92,6 +103,7 @@ def v100_held_world(tmp_path, monkeypatch, conn):
 
 
 WORLDS = {"cx4": cx4_world, "cx4 (VF 0 has a MAC)": cx4_vf0_mac_world, "lab": lab_world, "lab (GPU with no group)": lab_groupless_world,
+          "lab (GPU whose group link dangles)": lab_dangling_group_world,
           "v100": v100_world, "v100 (GPU held apart)": v100_held_world}
 
 
@@ -164,6 +176,9 @@ BAD_INPUTS = [
     # 29.7: half-done work
     ("vfio_bind", "GPU with no IOMMU group", "lab (GPU with no group)", {"devices": ["0000:84:00.0"]},
      "0000:84:00.0: no IOMMU group"),
+    # 47.11: a captured GPU whose iommu_group link names a group the capture lacks, refused in check mode too
+    ("vfio_bind", "GPU whose iommu_group link dangles", "lab (GPU whose group link dangles)", {"devices": ["0000:84:00.0"]},
+     "0000:84:00.0 (group 31): the iommu_group link names a group that /sys/kernel/iommu_groups does not hold"),
     ("vfio_bind", "vendor:device id of three hex digits", "lab", {"ids": ["10d:2330"]}, "ids: '10d:2330' is not a vendor:device id"),
     ("tenant_domain", "two entries naming the same GPU", "v100",
      {"uri": LIBVIRT_TEST_URI, "domains": [tenant("bad-a", gpus=[V100_A]), tenant("bad-b", gpus=[V100_A])]},

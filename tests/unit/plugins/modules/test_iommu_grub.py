@@ -603,3 +603,121 @@ def test_a_bad_grub_arg_stops_the_hugepages_too(numa_host):
                  args=[{"name": "bad name"}])
     assert result["failed"] and not result.get("changed")
     assert read(numa_host.p(NODE2M % 0)).strip() == "0"
+
+
+# ---------------------------------------------------------------------------- two calls at once (issue 47, class 9)
+HOLD_S = 0.3  # how long each call waits between deciding and writing: the other call decides meanwhile unless kept out
+ONE_EACH = ({"name": "nmi_watchdog", "value": "0"}, {"name": "mitigations", "value": "off"})
+
+
+def _call_in_a_process(host, arg, start, without_lock):
+    """One iommu_grub call that adds ``arg``, its GRUB write held back by HOLD_S; ``without_lock``: the
+    module's root lock made a no-op, to show what the lock prevents."""
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader, grub  # pylint: disable=import-outside-toplevel
+    apply = bootloader.GrubCmdlineEdit.apply
+
+    def held_back(self, run_, backup=False):
+        time.sleep(HOLD_S)
+        return apply(self, run_, backup=backup)
+
+    bootloader.GrubCmdlineEdit.apply = held_back
+    if without_lock:
+        grub.root_lock = lambda root, what: contextlib.nullcontext()
+    start.wait()
+    result = run(host, args=[arg])
+    assert result["changed"] and not result.get("failed"), result
+
+
+def _two_calls_at_once(host, without_lock=False):
+    """Both calls started together; -> the args of the GRUB variable after both."""
+    import multiprocessing  # pylint: disable=import-outside-toplevel
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(2)
+    calls = [context.Process(target=_call_in_a_process, args=(host, arg, start, without_lock)) for arg in ONE_EACH]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(60)
+    assert [call.exitcode for call in calls] == [0, 0]
+    return run(host, check_mode=True)["args"]
+
+
+def _lost(args):
+    return [a for a in ("nmi_watchdog=0", "mitigations=off") if a not in args]
+
+
+@pytest.mark.parametrize("round_", range(6))
+def test_two_calls_at_once_on_one_root_lose_no_arg(host, round_):
+    """Each call decides from the file and writes it back: without a lock the second write drops the
+    first call's arg (shown below); with it the second call decides from what the first wrote."""
+    args = _two_calls_at_once(host)
+    assert not _lost(args), (round_, args)
+    assert run(host, args=[dict(a) for a in ONE_EACH])["changed"] is False
+
+
+def test_without_the_root_lock_two_calls_at_once_lose_an_arg(host):
+    """The control of the test above: the same two calls with the lock made a no-op lose one arg (in
+    at least one of three rounds; each round starts from the lab file again)."""
+    before = read_grub(host)
+    losses = []
+    for _round in range(3):
+        put(host, COPY, before)
+        losses.append(_lost(_two_calls_at_once(host, without_lock=True)))
+    assert any(losses), losses
+
+
+def test_a_call_that_waits_too_long_for_the_lock_fails_and_changes_nothing(host, monkeypatch):
+    import fcntl  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import locks  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(locks, "WAIT_S", 0.2)
+    before = read_grub(host)
+    holder = os.open(host.root, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another call on the same root, still running
+        result = run(host, args=[dict(ONE_EACH[0])])
+    finally:
+        os.close(holder)
+    assert result["failed"] and not result.get("changed"), result
+    assert result["msg"] == ("iommu_grub: another call on root %s has held its lock for 0.2 s (a GRUB edit runs one call at a "
+                             "time per root); nothing was changed. Wait for that call to end and run again" % host.root)
+    assert read_grub(host) == before
+    assert run(host, args=[dict(ONE_EACH[0])])["changed"] is True  # the lock is free again
+
+
+# ---------------------------------------------------------------------------- one run converges (issue 47, class 11)
+def _ubuntu_with(first, append):
+    text = lab_grub_text().replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % first)
+    return text.replace('GRUB_CMDLINE_LINUX="%s"\n' % first, 'GRUB_CMDLINE_LINUX="%s"\nGRUB_CMDLINE_LINUX+="%s"\n' % (first, append))
+
+
+def _centos_with(first, append):
+    text = read(CENTOS9)
+    line = [ln for ln in text.splitlines() if ln.startswith("GRUB_CMDLINE_LINUX=")][0]
+    return text.replace(line, '%s\nGRUB_CMDLINE_LINUX+="%s"' % (line[:-1] + " " + first + '"', append))
+
+
+@pytest.mark.parametrize("text", [
+    _ubuntu_with("console=ttyS0,115200n8 iommu=nopt", " intel_iommu=off"),
+    _ubuntu_with("iommu=nopt", " intel_iommu=off quiet"),
+    _ubuntu_with("intel_iommu=off", " iommu=nopt"),
+    _centos_with("iommu=nopt", " intel_iommu=off"),
+    _centos_with("intel_iommu=on iommu=nopt", " intel_iommu=off"),
+    # the append written as a CRLF line, then a second append
+    _centos_with("iommu=nopt", " intel_iommu=off").replace('intel_iommu=off"\n', 'intel_iommu=off"\r\n') + 'GRUB_CMDLINE_LINUX+=" quiet"\n',
+], ids=["ubuntu", "ubuntu-append-keeps-quiet", "ubuntu-nopt-appended", "centos", "centos-on-then-off", "centos-crlf-two-appends"])
+def test_nopt_and_an_appended_iommu_off_converge_in_one_run(host, text):
+    """``iommu=nopt`` in the assignment and ``intel_iommu=off`` added by ``+=`` (the real Ubuntu and CentOS Stream 9
+    files): one run gives the file bash reads as the wanted args, and the next run has nothing to do."""
+    put(host, COPY, text)
+    first = run(host)
+    assert first["changed"] and not first.get("failed"), first
+    sourced = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$GRUB_CMDLINE_LINUX"', "bash", host.p(COPY)],
+                             capture_output=True, text=True, check=True).stdout
+    assert sourced.split() == first["args"]
+    assert "intel_iommu=on" in first["args"] and "iommu=pt" in first["args"]
+    assert not [a for a in first["args"] if a in ("intel_iommu=off", "iommu=nopt")]
+    assert [a for a in text.split() if a == "rhgb"] == [a for a in first["args"] if a == "rhgb"]
+    again = run(host)
+    assert again["changed"] is False and again["args"] == first["args"]

@@ -1070,6 +1070,57 @@ def test_removing_the_tenant_deletes_its_guest_files(conn, args, guest_host):
     assert os.path.isfile(guest_host.path("/srv/base.qcow2"))
 
 
+def _world(conn, host):
+    from fakes.interrupt import tree_state  # pylint: disable=import-error,import-outside-toplevel
+    return tree_state(host.root), sorted((d.name(), d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)) for d in conn.listAllDomains(0))
+
+
+def test_removing_a_tenant_never_breaks_another_that_reads_its_files(conn, args, guest_host):
+    """Issue 47, class 1: A's disk is the backing file of a domain defined apart (made by hand), or the base or disk
+    of a tenant of the same call: removing A is refused naming both, in check mode too, and the world (files,
+    links, libvirt's domains) is as before; removed together, both go."""
+    a, held, b = args["name"], args["name"] + "-held", args["name"] + "-b"
+    made = run_module(tenant_domain.main, guest_args(args), host=guest_host)["guest"]
+    overlay = "/srv/%s.qcow2" % held
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", guest_host.path(made["disk"]),
+                    guest_host.path(overlay)], check=True)
+    conn.defineXML("<domain type='test'><name>%s</name><memory unit='MiB'>64</memory><vcpu>1</vcpu><os><type arch='i686'>hvm"
+                   "</type></os><devices><disk type='file' device='disk'><source file='%s'/><target dev='vda' bus='virtio'/>"
+                   "</disk></devices></domain>" % (held, overlay))
+    entry_b = dict((k, v) for k, v in guest_args(dict(args, name=b), vfs=[VF2], network_vfs=[VF2], mac="52:54:00:00:00:0b",
+                                                 management={"network": "default", "address": "192.168.150.12/24"}).items()
+                   if k != "uri")
+    fix = "A removal never breaks another tenant; nothing was changed. Remove %s first (or in the same call), or give it a disk " \
+          "of its own (qemu-img convert makes one without the backing file)"
+    try:
+        before = _world(conn, guest_host)
+        for check_mode in (True, False):
+            result = run_module(tenant_domain.main, {"name": a, "uri": URI, "state": "absent"}, host=guest_host,
+                                check_mode=check_mode)
+            assert result.get("failed") and not result["changed"], result
+            assert result["msg"] == ("removing tenant %s would delete %s, which domain %s reads through its image %s (a backing "
+                                     "file of it). " % (a, made["disk"], held, overlay)) + fix % ("domain " + held)
+            assert _world(conn, guest_host) == before
+        conn.lookupByName(held).undefine()
+        before = _world(conn, guest_host)
+        # a tenant of the same call given A's disk as its base, or as its disk, while A goes
+        for given in ({"image": {"base": made["disk"]}}, {"disks": [{"path": made["disk"]}], "image": None, "cloud_init": None,
+                                                          "management": None}):
+            result = run_module(tenant_domain.main, {"uri": URI, "domains": [{"name": a, "state": "absent"}, dict(entry_b, **given)]},
+                                host=guest_host)
+            assert result.get("failed") and not result["changed"], result
+            assert result["msg"] == ("domains[0] (%s): removing tenant %s would delete %s, which tenant %s reads as its file %s. "
+                                     % (a, a, made["disk"], b, made["disk"])) + fix % ("tenant " + b)
+            assert _world(conn, guest_host) == before
+        # with nobody reading its files, the removal goes
+        assert run_module(tenant_domain.main, {"name": a, "uri": URI, "state": "absent"}, host=guest_host)["removed"]
+        assert not os.path.exists(guest_host.path(made["disk"]))
+    finally:
+        if defined(conn, held):
+            conn.lookupByName(held).undefine()
+        cleanup(a, b)
+
+
 def test_the_management_network_is_defined_started_and_set_to_autostart(conn, args, guest_host):
     network = "gpuvirt-" + uuid.uuid4().hex[:6]
     call = guest_args(args, management={"network": network, "address": "192.168.150.11/24", "gateway": "192.168.150.1"},

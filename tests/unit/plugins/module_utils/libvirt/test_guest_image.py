@@ -193,6 +193,9 @@ def test_a_download_with_the_wrong_checksum_is_removed(host, tmp_path):
     (lambda o: o["image"].update(base="/a", url="http://x/y"), "give base .* or url"),
     (lambda o: o["image"].update(checksum="abc"), "is not ALGORITHM:HEX"),
     (lambda o: o["image"].update(size_gb=0), "image.size_gb: 0"),
+    # a size qemu-img cannot make a qcow2 disk of (2 PiB with 64 KiB clusters): refused before any directory is made
+    (lambda o: o["image"].update(size_gb=2097153), "image.size_gb: 2097153 GiB is more than qemu-img makes a qcow2 disk of "
+                                                   r"\(2097152 GiB, 2 PiB, with its default 64 KiB clusters\); give at most 2097152"),
     (lambda o: o["cloud_init"].update(user="Root Admin"), "cloud_init.user"),
     (lambda o: o["cloud_init"].update(ssh_authorized_keys=["not a key"]), r"ssh_authorized_keys\[0\]"),
     (lambda o: o["cloud_init"].update(rdma_address="10.20.0.300/24"), "cloud_init.rdma_address"),
@@ -443,3 +446,198 @@ def test_bad_image_urls_are_refused_and_a_password_is_never_echoed(host, url, me
         plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
     assert secret is None or secret not in str(error.value)
     assert not os.path.exists(host.path(GUEST_DIR))
+
+
+# ---------------------------------------------------------------------------- a base that is no disk (issue 47, class 3)
+def _raw(real, size="4M"):
+    subprocess.run(["qemu-img", "create", "-q", "-f", "raw", real, size], check=True)
+
+
+def _partitioned(label):
+    def make(real):
+        _raw(real)
+        subprocess.run(["sfdisk", "-q", real], input="label: %s\n,,L\n" % label, text=True, check=True, capture_output=True)
+    return make
+
+
+def _mkfs(*argv):
+    def make(real):
+        _raw(real, "40M")
+        subprocess.run(list(argv) + [real], check=True, capture_output=True)
+    return make
+
+
+def _iso(real):
+    subprocess.run(["genisoimage", "-quiet", "-o", real, "-volid", "cidata", "/etc/hostname"], check=True)
+
+
+def _write(data):
+    def make(real):
+        with open(real, "wb") as handle:
+            handle.write(data)
+    return make
+
+
+def _packed(argv):
+    """A real qcow2 image put through ``argv`` (a compressor or archiver writing ``real``)."""
+    def make(real):
+        image = real + ".qcow2"
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", image, "1G"], check=True)
+        subprocess.run([a.format(real=real, image=image, name=os.path.basename(image), dir=os.path.dirname(image)) for a in argv],
+                       check=True, shell=False)
+        os.remove(image)
+    return make
+
+
+def _program(real):
+    with open("/bin/true", "rb") as source, open(real, "wb") as handle:
+        handle.write(source.read())
+
+
+SHADOW = b"root:*:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n"
+# (what, how the file is made, what the message says it is)
+NOT_DISKS = [
+    ("a shadow file", _write(SHADOW), "a text file of %d bytes" % len(SHADOW)),
+    ("an empty file", _write(b""), "an empty file"),
+    ("a raw file of zeros", _raw, "4194304 bytes that are all zeros where a partition table or filesystem would begin"),
+    ("a gzip of a qcow2 image", _packed(["sh", "-c", "gzip -c {image} > {real}"]), "gzip-compressed data (decompress it: gunzip)"),
+    ("a tar of a qcow2 image", _packed(["tar", "-C", "{dir}", "-cf", "{real}", "{name}"]),
+     "a tar archive (extract the image from it: tar -xf)"),
+    ("a program", _program, "an ELF program or library"),
+]
+DISKS = [
+    ("qcow2", lambda real: subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", real, "1G"], check=True)),
+    ("raw, MBR", _partitioned("dos")),
+    ("raw, GPT", _partitioned("gpt")),
+    ("raw, ext4", _mkfs("mkfs.ext4", "-q", "-F")),
+    ("raw, vfat", _mkfs("mkfs.vfat")),
+    ("raw, ISO 9660", _iso),
+    ("raw, swap", _mkfs("mkswap")),
+]
+# XFS, btrfs, squashfs, LUKS and LVM are taken by their superblock's magic (disk_header.py names each source); their
+# tools are not on the test machine, so they are not made here
+
+
+@pytest.mark.parametrize("what, make, found", NOT_DISKS, ids=[case[0] for case in NOT_DISKS])
+def test_a_base_that_is_no_disk_is_refused_saying_what_it_is(host, what, make, found):
+    """qemu-img reads any file as raw; a raw base needs a partition table or a filesystem at its start. The
+    message names the option, the file, the tenant and what the file is instead, and quotes none of it."""
+    from fakes.interrupt import tree_state  # pylint: disable=import-error,import-outside-toplevel
+    base = "/srv/images/base.img"
+    os.makedirs(os.path.dirname(host.path(base)))
+    make(host.path(base))
+    before = tree_state(host.root)
+    for check_mode in (True, False):
+        with pytest.raises(InputError) as error:
+            plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC, check_mode=check_mode)
+        assert str(error.value) == (
+            "image.base: %s (tenant tenant-a) is not a disk image: qemu-img reads it as raw, and it is %s. Nothing was changed. "
+            "Give the tenant's base cloud image (qcow2, or a raw disk with a partition table or a filesystem)" % (base, found)), what
+    assert "root:" not in str(error.value)
+    assert tree_state(host.root) == before
+
+
+@pytest.mark.parametrize("what, make", DISKS, ids=[case[0] for case in DISKS])
+def test_a_base_that_is_a_disk_is_taken(host, what, make):
+    base = "/srv/images/base.img"
+    os.makedirs(os.path.dirname(host.path(base)))
+    make(host.path(base))
+    plan = plan_guest(host, "tenant-a", options(base, size_gb=None), vf_mac=VF_MAC)
+    assert [step[0] for step in plan.steps] == ["overlay", "seed"], what
+
+
+# ---------------------------------------------------------------------------- a step that fails (issue 47, class 2)
+def _left(message):
+    """The host paths a failed step's message says are left on the host."""
+    said = message.rsplit("left on the host: ", 1)
+    return set(said[1].split(", ")) if len(said) == 2 else set()
+
+
+def _new_paths(host, before):
+    from fakes.interrupt import tree_state  # pylint: disable=import-error,import-outside-toplevel
+    return set("/" + p for p in set(tree_state(host.root)) - set(before))
+
+
+def test_qemu_img_at_the_largest_size_makes_the_disk(host):
+    """The bound is qemu-img's own: 2097152 GiB is made (a sparse overlay), one more GiB is refused up front."""
+    plan = plan_guest(host, "tenant-a", options(make_base(host), size_gb=2097152), vf_mac=VF_MAC)
+    plan.apply(host, Run())
+    assert info(host, tenant_paths(GUEST_DIR, "tenant-a")["disk"])["virtual-size"] == 2097152 * GIB
+
+
+def test_a_disk_step_that_fails_leaves_nothing_of_the_tenant_and_says_what_stays(host):
+    """qemu-img fails at the disk (the base removed after the plan read it): the partial disk, the tenant's
+    directory and its list of made files are gone; what stays (directories shared with other tenants, the
+    lock files) is said, path by path, and is all that is new on the host."""
+    from fakes.interrupt import tree_state  # pylint: disable=import-error,import-outside-toplevel
+    base = make_base(host)
+    before = tree_state(host.root)
+    plan = plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
+    os.remove(host.path(base))
+    with pytest.raises(StateError) as error:
+        plan.apply(host, Run())
+    message = str(error.value)
+    assert message.startswith("command failed (rc=1): ") and "The overlay step of tenant tenant-a stopped; what it made of " \
+        "the tenant's own was removed, left on the host: " in message
+    paths = tenant_paths(GUEST_DIR, "tenant-a")
+    assert not os.path.exists(host.path(paths["dir"]))
+    new = _new_paths(host, {k: v for k, v in before.items() if k != "srv/images/base.qcow2"})
+    assert _left(message) == new
+    assert new == {"/var", "/var/lib", "/var/lib/libvirt", "/var/lib/libvirt/images", GUEST_DIR, GUEST_DIR + "/tenants",
+                   GUEST_DIR + "/.locks", GUEST_DIR + "/.locks/tenants%tenant-a%disk.qcow2.lock",
+                   GUEST_DIR + "/.locks/tenants%tenant-a%made.json.lock"}
+    # the next run makes the disk afresh, nothing of the failed one in its way
+    make_base(host)
+    again = plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
+    assert [step[0] for step in again.steps] == ["overlay", "seed"]
+    again.apply(host, Run())
+    assert info(host, paths["disk"])["backing-filename"] == host.path(base)
+
+
+def test_a_seed_step_that_fails_keeps_the_disk_made_before_it_and_says_so(host):
+    """The disk is made, then the ISO builder fails: the seed's files and partial ISO are removed, the tenant's
+    list of made files still lists the disk (made by this run) and nothing of the seed."""
+    base = make_base(host)
+    plan = plan_guest(host, "tenant-a", options(base), vf_mac=VF_MAC)
+
+    class NoIso(SystemCommands):
+        def run(self, argv, check=True, data=None):
+            if os.path.basename(argv[0]) == "genisoimage":
+                return super().run(["sh", "-c", "echo 'genisoimage: No space left on device' >&2; exit 1"], check, data)
+            return super().run(argv, check, data)
+
+    host.commands = NoIso()
+    with pytest.raises(StateError) as error:
+        plan.apply(host, Run())
+    paths = tenant_paths(GUEST_DIR, "tenant-a")
+    assert "No space left on device. The seed step of tenant tenant-a stopped" in str(error.value)
+    assert not os.path.exists(host.path(paths["seed_dir"])) and not os.path.exists(host.path(paths["seed"] + ".part"))
+    made = json.loads(open(host.path(paths["manifest"]), encoding="utf-8").read())["made"]
+    assert made == [paths["disk"], paths["disk"] + ".part", paths["manifest"]]  # a partial disk is listed so a removal finds it
+    assert _left(str(error.value)) == {GUEST_DIR + "/.locks/tenants%tenant-a%seed.iso.lock"}
+
+
+def test_a_bad_download_says_what_stays(host, tmp_path):
+    """A download with the wrong checksum is removed; the message no longer says nothing was changed: it names the
+    directories and lock file the step made, which are all that is new on the host."""
+    from fakes.interrupt import tree_state  # pylint: disable=import-error,import-outside-toplevel
+    served = tmp_path / "served.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(served), "1G"], check=True)
+
+    class Curl(SystemCommands):
+        def run(self, argv, check=True, data=None):
+            if os.path.basename(argv[0]) == "curl":
+                with open(str(served), "rb") as src, open(argv[argv.index("-o") + 1], "wb") as dst:
+                    dst.write(src.read())
+                return 0, "", ""
+            return super().run(argv, check, data)
+
+    host.commands = Curl()
+    before = tree_state(host.root)
+    opts = options(None, url="http://images.example/debian-12-genericcloud-amd64.qcow2", checksum="sha256:" + "0" * 64)
+    with pytest.raises(InputError) as error:
+        plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC).apply(host, Run())
+    message = str(error.value)
+    assert "; the download was removed. Give the checksum" in message and "nothing was changed" not in message
+    assert _left(message) == _new_paths(host, before)
+    assert GUEST_DIR + "/base" in _left(message) and not os.listdir(host.path(GUEST_DIR + "/base"))
