@@ -22,19 +22,36 @@ while read -r module; do
   insmod "/lib/modules/$module" 2>/tmp/insmod.err || say "insmod-failed $module $(cat /tmp/insmod.err)"
 done </etc/nested/modules
 
-netdev=""
-for tries in $(seq 60); do
-  for dev in /sys/class/net/*; do
-    driver=$(readlink "$dev/device/driver" 2>/dev/null)
-    [ "${driver##*/}" = igbvf ] && netdev=${dev##*/}
+find_vf() {
+  netdev=""
+  for tries in $(seq 60); do
+    for dev in /sys/class/net/*; do
+      driver=$(readlink "$dev/device/driver" 2>/dev/null)
+      [ "${driver##*/}" = igbvf ] && netdev=${dev##*/}
+    done
+    [ -n "$netdev" ] && break
+    sleep 1
   done
-  [ -n "$netdev" ] && break
-  sleep 1
-done
+}
+find_vf
 [ -n "$netdev" ] || stop "fail=no-igbvf-netdev"
+# igbvf asks the PF for the MAC it set over the 82576's mailbox at probe; when the PF's driver
+# (in the lab, itself under TCG) does not answer within igbvf's wait, the VF comes up with a random
+# MAC ("PF still in reset state"). Reloading the VF driver asks again, as the PF driver's own
+# "Reload the VF driver to make this change effective" says.
+igbvf=$(grep '/igbvf.ko$' /etc/nested/modules)
+for attempt in $(seq 10); do
+  grep -qi "^$(cat /sys/class/net/$netdev/address) " /etc/nested/tenants && break
+  say "vf-mac-not-from-pf attempt=$attempt mac=$(cat /sys/class/net/$netdev/address) $(dmesg | grep -i -E 'igbvf|PF still' | tail -n 2 | tr '\n' ' ')"
+  rmmod igbvf
+  sleep 2
+  insmod "/lib/modules/$igbvf"
+  find_vf
+  [ -n "$netdev" ] || stop "fail=no-igbvf-netdev-after-reload"
+done
 pci=$(readlink "/sys/class/net/$netdev/device"); pci=${pci##*/}
 mac=$(cat "/sys/class/net/$netdev/address")
-say "vf netdev=$netdev mac=$mac pci=$pci id=$(cat /sys/class/net/$netdev/device/vendor):$(cat /sys/class/net/$netdev/device/device)"
+say "vf netdev=$netdev mac=$mac pci=$pci id=$(cat /sys/class/net/$netdev/device/vendor):$(cat /sys/class/net/$netdev/device/device) probes=$attempt"
 
 # mac name address role peer
 entry=$(grep -i "^$mac " /etc/nested/tenants)
