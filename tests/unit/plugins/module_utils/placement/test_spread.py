@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import balanced_split
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import check_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_plan import numa_cells
 
 from placement_checks import assert_exclusive  # pylint: disable=import-error
 from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  # pylint: disable=import-error
@@ -22,6 +24,7 @@ from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  #
 DGX = dgx_a100()
 GPU_NODE = dict((g["address"], g["numa_node"]) for g in DGX["gpus"])
 GPU_NODES = sorted(set(GPU_NODE.values()))
+DGX_CPU_NODE = dict((cpu["id"], cpu["numa_node"]) for cpu in DGX["cpus"])
 
 
 @pytest.mark.parametrize("total, caps, parts", [
@@ -140,6 +143,32 @@ def test_spread_existing_replanned_with_reason(change, why):
     change(changed)
     again = plan_tenants(DGX, [changed], dict(policy, existing=copy.deepcopy(first)))
     assert why in again["notes"]["big"]
+
+
+@pytest.mark.parametrize("form", ["memory only", "hot-plug vCPUs only"])
+def test_spread_existing_with_a_cell_without_vcpus_is_replanned(form):
+    """An existing spanning domain one of whose cells has no placed vCPU (a memory-only cell, which
+    libvirt takes, or one holding only the vCPUs above the current count) is re-planned, with the
+    reason, into cells that each have vCPUs and memory: what the domain code then takes
+    (domain_cells.check_cells), instead of the whole call failing on it."""
+    policy = {"numa": "spread"}
+    big = tenant("big", vcpus=32, memory_mb=65536, gpus=4, vfs=2)
+    first = copy.deepcopy(plan_tenants(DGX, [big], policy)["placements"]["big"])
+    cells = first["cells"]
+    # every vCPU in the first cell (pinned on its node), the second keeps only memory
+    pins = sorted(cpu for cpu, node in DGX_CPU_NODE.items() if node == cells[0]["node"])[:32]
+    first["emulator_cpus"] = [cells[1]["cpus"][0]]
+    first["vcpu_pins"] = dict((str(v), str(cpu)) for v, cpu in enumerate(pins))
+    cells[0]["vcpus"] = list(range(32))
+    cells[1]["vcpus"] = [] if form == "memory only" else [32, 33]
+    plan = plan_tenants(DGX, [big], dict(policy, existing={"big": first}))
+    assert plan["notes"]["big"] == ("re-planned: existing cell(s) 1 hold no vCPUs of the 32 placed, or no memory: "
+                                    "each cell needs both")
+    placed = plan["placements"]["big"]
+    assert not placed["kept"] and all(cell["vcpus"] and cell["memory_kib"] > 0 for cell in placed["cells"])
+    devices = placed["gpus"] + placed["vfs"]
+    assert check_cells(numa_cells(placed), placed["max_vcpus"], placed["memory_mb"] * 1024, devices, "q35")
+    assert_exclusive(DGX, plan, policy)
 
 
 def test_spread_reason_when_no_set_holds_it():
