@@ -12,8 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# the most plans with tenants spanning first tried after the search's own (each one is a search)
+# the most plans with tenants spanning first tried after the search's own (each one is a search:
+# fewer with many tenants, at least 2, at most ALTERNATIVES * 16 // tenants), and the share of the
+# search's budget (in nodes) they have together
 ALTERNATIVES = 12
+SHARE = 4
 
 
 def _most_within(demands, free):
@@ -45,16 +48,25 @@ class SpanningSearch:
             # every tenant placed on one node each (or none may span): no plan places more
             return placed, unplaced, state, spread
         best = (self._plan_value(placed), placed, unplaced, state, spread, None)
-        tried = 0
-        for first in self._firsts(allowed, placed, unplaced, spread):
-            trial = dict(report, not_proven=[])
-            result = self._spanning_first(base, tenants, prefer, trial, first)
-            if result is None:
-                continue
-            tried += 1
-            value = self._plan_value(result[0])
-            if value > best[0]:
-                best = (value,) + result + (trial,)
+        tried = spent = 0
+        budget, share = self.budget, max(1, self.budget // SHARE)
+        try:
+            # each plan's search gets its part of the share; the greedy it starts from is always made
+            self.budget = max(1, share // ALTERNATIVES)
+            for first in self._firsts(allowed, placed, unplaced, spread)[:max(2, ALTERNATIVES * 16 // len(tenants))]:
+                if spent >= share:
+                    break
+                trial = dict(report, not_proven=[])
+                result = self._spanning_first(base, tenants, prefer, trial, first)
+                if result is None:
+                    continue
+                tried += 1
+                spent += trial["nodes"]
+                value = self._plan_value(result[0])
+                if value > best[0]:
+                    best = (value,) + result + (trial,)
+        finally:
+            self.budget = budget
         _value, placed, unplaced, state, spread, trial = best
         if trial is not None:
             report.update(trial)
@@ -62,7 +74,10 @@ class SpanningSearch:
             report["spanning_first"] = sorted(name for name in spread if name in set(t["name"] for t in allowed))
         bound = self._bound(base, tenants)
         value = self._plan_value(placed)
-        if value[:2] != bound:
+        if value[:2] == bound:
+            # as many tenants and online ones as the host's resources added up hold: no plan places more
+            report.update(proven=True, not_proven=[])
+        else:
             report["proven"] = False
             report["not_proven"].append(
                 "tenants may span NUMA nodes (numa: spread): the plan is the best of the search's and of %d with some "
