@@ -172,8 +172,9 @@ class SpanningSearch:
                               + len(group) - len(same))
             counts.append(_most_within([t["vcpus"] + (1 if t["emulator"] == "isolate" else 0) for t in group],
                                        sum(self._cpu_room(base, node) for node in host.nodes)))
+            # every free GPU and VF, those of no node too (a numa: preferred tenant's split takes them)
             counts.append(_most_within([len(t["gpu_addresses"]) if t["gpu_addresses"] is not None else t["gpu_count"] for t in group],
-                                       sum(len(base.free_gpus.get(node, ())) for node in host.nodes)))
-            counts.append(_most_within([t["vf_count"] for t in group], sum(len(base.free_vfs.get(node, ())) for node in host.nodes)))
+                                       sum(map(len, base.free_gpus.values()))))
+            counts.append(_most_within([t["vf_count"] for t in group], sum(map(len, base.free_vfs.values()))))
             return min(counts)
         return most(tenants), most([t for t in tenants if t["priority"] == "online"])
