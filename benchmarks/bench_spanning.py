@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """The placement planner under ``numa: spread`` against the exact CP-SAT reference extended to
 spanning tenants (tests/unit/placement_cpsat.py, ``cells=True``) on the generated 2-, 4- and 8-node
@@ -36,7 +35,7 @@ def value(plan):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--seeds", default="2:20,4:20,8:12", help="NODES:COUNT,... (the unit test's instances by default)")
     args = parser.parse_args()
     print("| nodes | instances | at the optimum (count, online) | and fewest cells | proven | proven below the optimum "

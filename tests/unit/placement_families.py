@@ -134,8 +134,9 @@ def spanning_mix(rng, nodes):
     """``nodes`` nodes of 4-8 cores in SMT pairs, 0-2 GPUs, 0-4 VFs and 32-128 2M pages each; about
     a third of the tenants larger than a node (9-16 vCPUs, up to 4 GPUs), the rest small; few
     enough (up to nodes + 2 on 8 nodes) that the exact model proves its optimum in seconds."""
-    topology = synthetic(nodes, [rng.choice([4, 6, 8]) for _ in range(nodes)], 2, [rng.choice([0, 1, 2, 2]) for _ in range(nodes)],
-                         [rng.choice([0, 2, 4]) for _ in range(nodes)], [rng.choice([32, 64, 128]) for _ in range(nodes)])
+    def per_node(choices):
+        return [rng.choice(choices) for _node in range(nodes)]
+    topology = synthetic(nodes, per_node([4, 6, 8]), 2, per_node([0, 1, 2, 2]), per_node([0, 2, 4]), per_node([32, 64, 128]))
     tenants = []
     for index in range(rng.randint(nodes + 1, nodes + 2 if nodes > 4 else 2 * nodes + 2)):
         big = rng.random() < 0.3
