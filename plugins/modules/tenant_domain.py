@@ -328,7 +328,8 @@ options:
         under a C(pcie-expander-bus) whose C(<node>) is the cell, so the guest sees it on that cell's PCIe root bus.
       - The cells together hold every vCPU (up to O(max_vcpus)) once, the memory of the domain (O(memory_mb), in whole
         hugepages), and every address of O(gpus) and O(vfs) once. Devices in cells need a q35 O(machine).
-      - Give O(nodeset) the cells' host nodes and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) for a tenant
+      - Give O(nodeset) the cells' host nodes (or leave it out; a nodeset that names other nodes is refused, as is a cell on a node
+        the host does not have, before any domain changes) and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) for a tenant
         on one node, whose definition then loses the cells bound to host nodes and their expanders.
     type: list
     elements: dict

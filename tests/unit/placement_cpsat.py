@@ -13,6 +13,14 @@ its GPUs). Rules modelled, device by device:
 - GPUs and VFs: per IOMMU group, all of it to one tenant on its node or to none; a tenant's groups
   add up to exactly the count it asks for; VFs of unknown node are not local to any;
 - 2M pages from the node's pool.
+
+Spanning (``numa: spread``, the policy's or the tenant's): such a tenant may take one guest cell on
+each of several nodes, as placement/spread.py places it: each cell at least one vCPU and one page,
+its vCPUs, pages and groups adding up to the tenant's, each GPU and VF group on its own node's cell,
+the emulator thread (isolate) on one of its nodes. With ``cells=True`` the answer has a third
+term: the fewest guest cells (a tenant on one node is one cell) among the plans with that count and
+online count. The closest-set rule (NUMA distances) is not modelled: it picks among sets of the
+same size, which these counts do not tell apart.
 """
 
 from __future__ import annotations
@@ -60,9 +68,11 @@ def _rank(topology, gpu, vf, vf_pf, gpu_node, vf_node):
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)
 
 
-def optimum(topology, tenants, policy=None, seconds=20.0):
-    """-> (most tenants placed, most online ones at that count), proven optimal by CP-SAT."""
+def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
+    """-> (most tenants placed, most online ones at that count), proven optimal by CP-SAT; with
+    ``cells``, (count, online, fewest guest cells at those)."""
     policy = dict(policy or {})
+    spans = [tenant.get("numa", policy.get("numa")) == "spread" for tenant in tenants]
     reserved = set(policy.get("reserved_cpus_set") or ())
     whole = policy.get("smt", "whole_cores") == "whole_cores"
     require = policy.get("pcie_affinity", "prefer") == "require"
@@ -89,19 +99,36 @@ def optimum(topology, tenants, policy=None, seconds=20.0):
     vf_node = dict((a, n) for n, members in vf_units for a in members)
 
     model = cp_model.CpModel()
+    # x[t][n]: tenant t has a cell on node n; y[t]: t is placed; per cell its vCPUs v, pages p and
+    # the emulator thread e (one-node tenants: one cell holding all of it)
     x = [[model.NewBoolVar("x%d_%d" % (t, n)) for n in nodes] for t in range(len(tenants))]
+    y = [model.NewBoolVar("y%d" % t) for t in range(len(tenants))]
+    v, p, e = {}, {}, {}
     for t, spec in enumerate(tenants):
-        model.Add(sum(x[t]) <= 1)
-        want = spec["vcpus"] + 1
+        need_pages = -(-spec["memory_mb"] * 1024 // SIZES_KB["2M"])
+        if spans[t]:
+            model.Add(sum(x[t]) >= y[t])
+            for i in range(len(nodes)):
+                model.Add(x[t][i] <= y[t])
+        else:
+            model.Add(sum(x[t]) == y[t])
         for i, node in enumerate(nodes):
-            need_pages = -(-spec["memory_mb"] * 1024 // SIZES_KB["2M"])
-            if need_pages > pages[node]:
+            v[t, i] = model.NewIntVar(0, spec["vcpus"], "v%d_%d" % (t, i))
+            p[t, i] = model.NewIntVar(0, need_pages, "p%d_%d" % (t, i))
+            e[t, i] = model.NewBoolVar("e%d_%d" % (t, i))
+            model.Add(v[t, i] >= x[t][i])
+            model.Add(v[t, i] <= spec["vcpus"] * x[t][i])
+            model.Add(p[t, i] >= x[t][i])
+            model.Add(p[t, i] <= need_pages * x[t][i])
+            model.Add(e[t, i] <= x[t][i])
+            if not spans[t] and (need_pages > pages[node] or (not whole and spec["vcpus"] + 1 > threads[node])):
                 model.Add(x[t][i] == 0)
-            if not whole and want > threads[node]:
-                model.Add(x[t][i] == 0)
+        model.Add(sum(v[t, i] for i in range(len(nodes))) == spec["vcpus"] * y[t])
+        model.Add(sum(p[t, i] for i in range(len(nodes))) == need_pages * y[t])
+        model.Add(sum(e[t, i] for i in range(len(nodes))) == y[t])
     taken_cores = {}
     for i, node in enumerate(nodes):
-        model.Add(sum(-(-t["memory_mb"] * 1024 // SIZES_KB["2M"]) * x[k][i] for k, t in enumerate(tenants)) <= pages[node])
+        model.Add(sum(p[k, i] for k in range(len(tenants))) <= pages[node])
         if whole:
             for size, count in cores[node].items():
                 amounts = []
@@ -112,9 +139,9 @@ def optimum(topology, tenants, policy=None, seconds=20.0):
                     amounts.append(a)
                 model.Add(sum(amounts) <= count)
             for k, spec in enumerate(tenants):
-                model.Add(sum(size * taken_cores[(k, i, size)] for size in cores[node]) >= (spec["vcpus"] + 1) * x[k][i])
+                model.Add(sum(size * taken_cores[(k, i, size)] for size in cores[node]) >= v[k, i] + e[k, i])
         else:
-            model.Add(sum((t["vcpus"] + 1) * x[k][i] for k, t in enumerate(tenants)) <= threads[node])
+            model.Add(sum(v[k, i] + e[k, i] for k in range(len(tenants))) <= threads[node])
     index = dict((node, i) for i, node in enumerate(nodes))
     # GPU groups one by one under require (which GPUs a VF is near matters), else by node and
     # size; VF groups by node, size and the GPU groups each of their VFs is near
@@ -143,7 +170,7 @@ def optimum(topology, tenants, policy=None, seconds=20.0):
                 takes.setdefault((key, c), []).append(n)
                 takes[(key, k, (node, size, _near))] = n
                 amounts.append(size * n)
-            model.Add(sum(amounts) == want * sum(x[k]))
+            model.Add(sum(amounts) == want * y[k])
         for c, ((node, size, _near), count) in enumerate(sorted(classes.items(), key=repr)):
             if (key, c) in takes:
                 model.Add(sum(takes[(key, c)]) <= count)
@@ -157,14 +184,28 @@ def optimum(topology, tenants, policy=None, seconds=20.0):
                     continue
                 for near in near_of[vf_key]:
                     model.Add(n <= count * sum(takes[("gpus", k, g)] for g in near if ("gpus", k, g) in takes))
+    # lexicographic: the count, then the online count; then (cells), at that value, the fewest cells
     weight = len(tenants) + 1
-    model.Maximize(sum((weight + (1 if spec.get("priority", "online") == "online" else 0)) * sum(x[k])
-                       for k, spec in enumerate(tenants)))
+    objective = sum((weight + (1 if spec.get("priority", "online") == "online" else 0)) * y[k] for k, spec in enumerate(tenants))
+    model.Maximize(objective)
+    solver = _solve(model, seconds, any(spans))
+    value = int(round(solver.ObjectiveValue()))
+    if not cells:
+        return value // weight, value % weight
+    model.Add(objective == value)
+    model.Minimize(sum(sum(row) for row in x))
+    solver = _solve(model, seconds, any(spans))
+    return value // weight, value % weight, int(round(solver.ObjectiveValue()))
+
+
+def _solve(model, seconds, spanning):
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
+    if spanning:
+        # the LP with every constraint: the bounds of the spanning splits come from it
+        solver.parameters.linearization_level = 2
     solver.parameters.max_time_in_seconds = seconds
     status = solver.Solve(model)
     if status != cp_model.OPTIMAL:
         raise AssertionError("CP-SAT did not prove an optimum in %.0f s (status %s)" % (seconds, solver.StatusName(status)))
-    value = int(round(solver.ObjectiveValue()))
-    return value // weight, value % weight
+    return solver

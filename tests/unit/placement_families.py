@@ -6,7 +6,9 @@ cases that once left the planner below the optimum.
 - ``smt_offline``: the DGX A100-class model with some SMT threads offline;
 - ``mixed_groups``: 8-GPU nodes whose GPUs are in IOMMU groups of 4, 2 and 1;
 - ``two_switches``: nodes with two PCIe switches, each with GPUs and NICs, under
-  ``pcie_affinity: require``.
+  ``pcie_affinity: require``;
+- ``spanning_mix``: 2-, 4- and 8-node hosts under ``numa: spread`` with tenants of which some
+  no node holds (more vCPUs, pages or GPUs than one node has) and the others small.
 
 Each returns (topology, tenants, policy) from a ``random.Random``. The host model is the one
 ``host_topology_info`` reads: CPUs with their online flag (an offline CPU has no siblings of its
@@ -15,7 +17,7 @@ own; its online sibling lists only itself, as sysfs does), IOMMU groups on the P
 
 from __future__ import absolute_import, division, print_function
 
-from placement_topologies import _hugepages, dgx_a100, grouped
+from placement_topologies import _hugepages, dgx_a100, grouped, synthetic
 
 
 def switched_host(nodes, vfs_per_nic=4, pages=8192, offline=()):
@@ -126,3 +128,20 @@ def two_switches(rng):
 
 
 FAMILIES = {"acs_groups": acs_groups, "smt_offline": smt_offline, "mixed_groups": mixed_groups, "two_switches": two_switches}
+
+
+def spanning_mix(rng, nodes):
+    """``nodes`` nodes of 4-8 cores in SMT pairs, 0-2 GPUs, 0-4 VFs and 32-128 2M pages each; about
+    a third of the tenants larger than a node (9-16 vCPUs, up to 4 GPUs), the rest small; few
+    enough (up to nodes + 2 on 8 nodes) that the exact model proves its optimum in seconds."""
+    def per_node(choices):
+        return [rng.choice(choices) for _node in range(nodes)]
+    topology = synthetic(nodes, per_node([4, 6, 8]), 2, per_node([0, 1, 2, 2]), per_node([0, 2, 4]), per_node([32, 64, 128]))
+    tenants = []
+    for index in range(rng.randint(nodes + 1, nodes + 2 if nodes > 4 else 2 * nodes + 2)):
+        big = rng.random() < 0.3
+        tenants.append({"name": "t%02d" % index, "vcpus": rng.choice([9, 12, 16] if big else [1, 2, 3, 4, 6]),
+                        "memory_mb": rng.choice([32, 64, 128] if big else [16, 32, 64]),
+                        "gpus": rng.choice([0, 1, 2, 3, 4] if big else [0, 1]), "vfs": rng.choice([0, 1, 2]),
+                        "priority": rng.choice(["online", "online", "batch"])})
+    return topology, tenants, {"numa": "spread"}

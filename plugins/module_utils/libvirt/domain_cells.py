@@ -79,6 +79,28 @@ def check_cells(cells, max_vcpus, memory_kib, devices, machine):
     return out
 
 
+def check_cells_nodeset(cells, nodeset, name):
+    """The cells (check_cells) against the domain's ``nodeset`` (PinRequest's host nodes, None when
+    not given): when given, it is the cells' host nodes. ``name``: the domain, named in the error."""
+    if not cells or nodeset is None:
+        return
+    nodes = sorted(set(cell["node"] for cell in cells))
+    if sorted(set(nodeset)) != nodes:
+        raise InputError("nodeset: %s contradicts the host nodes of %s's numa_cells (%s); give nodeset %s, the cells' nodes "
+                         "(each cell's memory comes from its own node), or leave it out"
+                         % (format_cpulist(nodeset), name, format_cpulist(nodes), format_cpulist(nodes)))
+
+
+def check_cells_host(cells, host, name):
+    """The cells (check_cells) against the host (domain_readers.host_cpus: its NUMA ``cells``): each
+    on a node the host has. ``name``: the domain, named in the error."""
+    for cell in cells:
+        if cell["node"] not in host["cells"]:
+            raise InputError("numa_cells[%d]: host NUMA node %d of %s is not a node of this host (nodes %s); give each cell one of "
+                             "them (the cells of the plan's placement for this host)"
+                             % (cell["id"], cell["node"], name, format_cpulist(sorted(host["cells"])) or "none"))
+
+
 def sync_cells(root, cells, hugepage_kib, elements):
     """Bring ``root`` to ``cells`` (check_cells). Without cells, a definition whose cells this
     manages (each bound to one host node by a ``memnode``, or devices under an expander) loses

@@ -334,7 +334,11 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
     limits = host_limits(conn, host, topology) if any(r.present for r in requests) else None
     for request in requests:
         request.check_size(limits)
-    model = host_model(conn, host) if any(r.pins_anything for r in requests) else None
+    cells = any(r.present and r.spec.cells for r in requests)
+    model = host_model(conn, host) if cells or any(r.pins_anything for r in requests) else None
+    if cells:
+        for request in requests:
+            request.check_cells(model)
     present = [request.spec for request in requests if request.present]
     if present:
         supported, versions = maxphysaddr_gate(conn, host, topology)

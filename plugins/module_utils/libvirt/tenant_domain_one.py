@@ -12,7 +12,8 @@ import time
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import expander_layout, read_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import (
+    check_cells_host, check_cells_nodeset, expander_layout, read_cells)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning, check_page_size
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
@@ -376,6 +377,7 @@ class DomainRequest:
             if options.get("image") or options.get("management") or options.get("data_nic") is not None:
                 self._plan_guest(host, options, check_mode)
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
+            check_cells_nodeset(self.spec.cells, self.pins.nodeset, self.spec.name)
             if options["mmio_window_mb"] is None:
                 self.spec.mmio_window_mb, self.warnings = mmio_window(self.spec, host.fs)
             try:
@@ -428,6 +430,13 @@ class DomainRequest:
         if beyond:
             with labelled(self.label):
                 raise InputError(beyond)
+
+    def check_cells(self, model):
+        """Refuse guest cells on nodes the host does not have (``model``: domain_readers.host_cpus),
+        before any domain changes."""
+        if self.present and self.spec.cells:
+            with labelled(self.label):
+                check_cells_host(self.spec.cells, model, self.spec.name)
 
     def check_pins(self, model):
         """Refuse pins or a page size the host does not have, against the vCPUs the request

@@ -162,6 +162,12 @@ class ExistingAssignments:
                       "memory_kib": int(cell["memory_kib"])} for cell in raw["cells"]]
         except (KeyError, TypeError, ValueError) as exc:
             return None, "existing cells unreadable: %s" % exc
+        empty = [index for index, cell in enumerate(cells) if not cell["vcpus"] or cell["memory_kib"] <= 0]
+        if empty:
+            # a memory-only cell (libvirt takes one; the domain code and the planner's split give
+            # each cell vCPUs and memory): re-planned, not handed on to be refused
+            return None, "existing cell(s) %s hold no vCPUs of the %d placed, or no memory: each cell needs both" % (
+                ", ".join(map(str, empty)), len(pins))
         nodes = [cell["node"] for cell in cells]
         if len(set(nodes)) != len(nodes) or not set(nodes).issubset(host.nodes):
             return None, "existing cells' nodes %s are not distinct nodes of this host" % nodes

@@ -19,9 +19,12 @@ Guarantees (tested in tests/unit/plugins/module_utils/placement/test_planner.py)
 - stable across runs: a plan's placements given back as ``existing`` are all kept, in any
   tenant order, whatever tenants are added;
 - NUMA-local first: a tenant is split over nodes (``numa: preferred``), or spans nodes with guest
-  cells (``numa: spread``, placed after the search, greedily: ``search.spread`` names them and the
-  plan is then not proven the most), only when no node can hold it whole next to the tenants placed
-  locally;
+  cells (``numa: spread``: ``search.spread`` names them), only when no node can hold it whole next
+  to the tenants placed locally; under spread the search's plan (spanning tenants after it, online
+  first) is weighed against plans that place some tenants across nodes first
+  (placement/spanning.py), by the most placed, the most online, then the fewest guest cells; such a
+  plan is proven only when every tenant is placed or a bound over the host's resources added up
+  shows that no plan places more;
 - a tenant that cannot be placed gets a reason naming the short resource on each node;
 - resize in place: a defined tenant whose vCPU count changed keeps its node, devices, emulator
   CPUs and the pins of the vCPUs it keeps; a growing one gets its extra CPUs on its own node
@@ -42,6 +45,7 @@ The planner's files, one concept each (placement/planner.py composes them):
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement/counts.py and placement/search.py: which tenants go on which node, by counts;
 - placement/spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
+- placement/spanning.py: one-node and spanning placements weighed together, and what is then proven;
 - placement/report.py: what removed tenants release, what is left free, the groups' report.
 """
 
@@ -55,12 +59,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spanning import SpanningSearch
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
 
 __metaclass__ = type
 
 
-class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, PlanReport):
+class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, SpanningSearch, PlanReport):
     """Plans tenants on one host. ``plan()`` returns the plan dict (see ``plan_tenants``)."""
 
     def __init__(self, topology, policy=None):
@@ -118,6 +123,7 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         new = [t for t in active if t["name"] not in placements]
         prefer = dict((t["name"], self._prefer(existing.get(t["name"]))) for t in new)
         search = {"nodes": 0, "budget": self.budget, "exhausted": False, "proven": True, "not_proven": [], "kept": "search"}
+        spread = []
         if not new:
             # every tenant kept its assignment (a converged host): nothing to search for
             placed, unplaced = {}, {}
@@ -125,15 +131,13 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
             placed, unplaced = self._in_turn(state, new, prefer)
             search.update({"proven": False, "not_proven": ["strategy first_fit places each tenant in turn, without a search"],
                            "kept": "first_fit"})
+            spread = self._spread_all(state, new, placed, unplaced)
         else:
-            placed, unplaced, state = self._most(state, new, prefer, search)
-        # 3. the numa: spread tenants no node holds, over the fewest nodes, on what is left
-        spread = self._spread_all(state, new, placed, unplaced)
+            # 3. with the numa: spread tenants no node holds over the fewest nodes, and plans that
+            # place some of them across nodes first (placement/spanning.py)
+            placed, unplaced, state, spread = self._most_spanning(state, new, prefer, search)
         if spread:
             search["spread"] = spread
-            search["proven"] = False
-            search["not_proven"].append("tenants spanning NUMA nodes (%s) are placed after the search, in list order, on what it "
-                                        "left: the most tenants placed is proven for one-node placements only" % ", ".join(spread))
         placements.update(placed)
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
@@ -239,8 +243,9 @@ def plan_tenants(topology, tenants, policy=None):
     other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, clear: true}], the
     sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found, proven: no
-    assignment places more (placement_counts), not_proven: [why not], kept: search, greedy or
-    first_fit, spread: [the tenants spanning nodes, placed after the search], only when there are}, "groups":
+    assignment places more (placement_counts), not_proven: [why not], kept: search, greedy,
+    first_fit or spanning_first (a plan placing ``spanning_first``: [names] across nodes before the
+    search), spread: [the tenants spanning nodes], only when there are}, "groups":
     {left_out: {GPU or VF: why its IOMMU group keeps it out}, shared: {device: the GPUs or VFs of
     its group}, companions: {device: the functions it takes along}}}``.
     The inputs are read, never modified. Raises common.InputError on bad input.

@@ -56,11 +56,11 @@ class SpreadPlacement:
     ``_memory_free``, ``_needed_pages`` and ``_record``)."""
 
     def _spread_all(self, state, tenants, placements, unplaced):
-        """Each tenant of ``tenants`` that is ``numa: spread`` and not placed on one node, in list
-        order, over the fewest nodes that hold it; its reason kept when none do. Mutates
-        ``state``, ``placements`` and ``unplaced``; -> the names placed so."""
+        """Each tenant of ``tenants`` that is ``numa: spread`` and not placed on one node, the
+        ``online`` ones first, then in list order, over the fewest nodes that hold it; its reason
+        kept when none do. Mutates ``state``, ``placements`` and ``unplaced``; -> the names placed so."""
         spread = []
-        for tenant in tenants:
+        for tenant in sorted(tenants, key=lambda t: t["priority"] != "online"):
             name = tenant["name"]
             if tenant.get("numa") != "spread" or name in placements or name not in unplaced:
                 continue

@@ -1196,3 +1196,38 @@ def test_multi_cell_tenant_defined_then_unchanged(conn, args):
     moved = run_module(tenant_domain.main, dict(args, numa_cells=swapped, state="running"))
     assert moved["changed"] and moved["restart_required"]
     assert any("guest NUMA cells" in warning for warning in moved.get("warnings", [])), moved
+
+
+SPANNING = [{"node": 0, "vcpus": "0", "memory_kib": 51200, "devices": [EDU]},
+            {"node": 1, "vcpus": "1", "memory_kib": 51200, "devices": [VF1]}]
+
+
+def all_definitions(conn):
+    return sorted((d.name(), d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)) for d in conn.listAllDomains())
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("cells, nodeset, message", [
+    ([SPANNING[0], dict(SPANNING[1], node=7)], "0,7", "numa_cells[1]: host NUMA node 7 of {name} is not a node of this host "
+     "(nodes 0-1); give each cell one of them"),
+    ([dict(SPANNING[0], node=2), SPANNING[1]], None, "numa_cells[0]: host NUMA node 2 of {name} is not a node of this host"),
+    (SPANNING, "0", "nodeset: 0 contradicts the host nodes of {name}'s numa_cells (0-1); give nodeset 0-1, the cells' nodes"),
+    (SPANNING, "1", "nodeset: 1 contradicts the host nodes of {name}'s numa_cells (0-1)"),
+    (SPANNING, "0-2", "nodeset: 0-2 contradicts the host nodes of {name}'s numa_cells (0-1)"),
+])
+def test_cells_on_nodes_the_host_lacks_or_against_the_nodeset_are_refused(conn, args, cells, nodeset, message, batch):
+    """A guest cell on a host node the host does not have, or a nodeset that is not the cells' host
+    nodes: refused naming the tenant (and, in one call for every tenant, its entry), before any
+    domain changes (another tenant of the same call is not defined either)."""
+    spanning = dict(args, machine="q35", numa_cells=cells, vcpu_pins={"0": "0", "1": "4"}, emulator_cpus="1")
+    if nodeset is not None:
+        spanning["nodeset"] = nodeset
+    before = all_definitions(conn)
+    if batch:
+        other = entry(args, name=args["name"] + "-a", gpus=[], vfs=[VF2])
+        result = run_module(tenant_domain.main, {"uri": URI, "domains": [other, entry(spanning)]})
+        message = "domains[1] (%s): %s" % (args["name"], message)
+    else:
+        result = run_module(tenant_domain.main, spanning)
+    assert result.get("failed") and message.format(name=args["name"]) in result["msg"], result
+    assert all_definitions(conn) == before

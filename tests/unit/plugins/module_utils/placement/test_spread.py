@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import balanced_split
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import check_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_plan import numa_cells
 
 from placement_checks import assert_exclusive  # pylint: disable=import-error
 from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  # pylint: disable=import-error
@@ -22,6 +24,7 @@ from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  #
 DGX = dgx_a100()
 GPU_NODE = dict((g["address"], g["numa_node"]) for g in DGX["gpus"])
 GPU_NODES = sorted(set(GPU_NODE.values()))
+DGX_CPU_NODE = dict((cpu["id"], cpu["numa_node"]) for cpu in DGX["cpus"])
 
 
 @pytest.mark.parametrize("total, caps, parts", [
@@ -60,9 +63,8 @@ def test_four_gpu_tenant_spans_two_gpu_nodes_under_spread():
     assert [cell["hugepages"] for cell in big["cells"]] == [64, 64]
     assert big["hugepages"]["count"] == 128 and big["hugepages"]["node"] is None
     assert plan["placements"]["a"]["cells"] is None and plan["placements"]["b"]["cells"] is None
-    # what it says of the proof
-    assert plan["search"]["spread"] == ["big"] and not plan["search"]["proven"]
-    assert any("spanning NUMA nodes (big)" in why for why in plan["search"]["not_proven"])
+    # what it says of the proof: every tenant placed, so no plan places more
+    assert plan["search"]["spread"] == ["big"] and plan["search"]["proven"] and plan["search"]["not_proven"] == []
 
 
 def test_spread_tenant_that_fits_one_node_stays_on_one():
@@ -142,6 +144,32 @@ def test_spread_existing_replanned_with_reason(change, why):
     assert why in again["notes"]["big"]
 
 
+@pytest.mark.parametrize("form", ["memory only", "hot-plug vCPUs only"])
+def test_spread_existing_with_a_cell_without_vcpus_is_replanned(form):
+    """An existing spanning domain one of whose cells has no placed vCPU (a memory-only cell, which
+    libvirt takes, or one holding only the vCPUs above the current count) is re-planned, with the
+    reason, into cells that each have vCPUs and memory: what the domain code then takes
+    (domain_cells.check_cells), instead of the whole call failing on it."""
+    policy = {"numa": "spread"}
+    big = tenant("big", vcpus=32, memory_mb=65536, gpus=4, vfs=2)
+    first = copy.deepcopy(plan_tenants(DGX, [big], policy)["placements"]["big"])
+    cells = first["cells"]
+    # every vCPU in the first cell (pinned on its node), the second keeps only memory
+    pins = sorted(cpu for cpu, node in DGX_CPU_NODE.items() if node == cells[0]["node"])[:32]
+    first["emulator_cpus"] = [cells[1]["cpus"][0]]
+    first["vcpu_pins"] = dict((str(v), str(cpu)) for v, cpu in enumerate(pins))
+    cells[0]["vcpus"] = list(range(32))
+    cells[1]["vcpus"] = [] if form == "memory only" else [32, 33]
+    plan = plan_tenants(DGX, [big], dict(policy, existing={"big": first}))
+    assert plan["notes"]["big"] == ("re-planned: existing cell(s) 1 hold no vCPUs of the 32 placed, or no memory: "
+                                    "each cell needs both")
+    placed = plan["placements"]["big"]
+    assert not placed["kept"] and all(cell["vcpus"] and cell["memory_kib"] > 0 for cell in placed["cells"])
+    devices = placed["gpus"] + placed["vfs"]
+    assert check_cells(numa_cells(placed), placed["max_vcpus"], placed["memory_mb"] * 1024, devices, "q35")
+    assert_exclusive(DGX, plan, policy)
+
+
 def test_spread_reason_when_no_set_holds_it():
     """More GPUs than the host has: the one-node reasons and the spread's, together."""
     plan = plan_tenants(DGX, [tenant("huge", vcpus=8, gpus=9, numa="spread")])
@@ -161,15 +189,21 @@ def spread_instances(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spread_instances())
 def test_spread_keeps_the_one_node_plan_and_every_rule(instance):
-    """Under spread the rules hold for every tenant (cells included), the tenants placed on one node
-    are placed exactly as under required (the search and its proof unchanged), and spread only adds
-    tenants: those that no node held, each on two nodes or more."""
+    """Under spread the rules hold for every tenant (cells included), the plan places as many tenants
+    and online ones as under required or more; unless a plan with tenants spanning first was kept
+    (placement/spanning.py), the tenants placed on one node are placed exactly as under required
+    and spread only adds tenants: those that no node held, each on two nodes or more."""
     host, tenants, policy = instance
     required = plan_tenants(host, tenants, policy)
     spread = plan_tenants(host, tenants, dict(policy, numa="spread"))
     assert_exclusive(host, spread, dict(policy, numa="spread"))
+
+    def counts(plan):
+        return len(plan["placements"]), sum(1 for p in plan["placements"].values() if p["priority"] == "online")
+    assert counts(spread) >= counts(required)
     one_node = dict((name, place) for name, place in spread["placements"].items() if not place["cells"])
-    assert one_node == required["placements"]
     assert set(spread["placements"]) - set(one_node) == set(spread["search"].get("spread", []))
     assert all(len(spread["placements"][name]["cells"]) > 1 for name in spread["search"].get("spread", []))
-    assert set(spread["unplaced"]) <= set(required["unplaced"])
+    if spread["search"]["kept"] != "spanning_first":
+        assert one_node == required["placements"]
+        assert set(spread["unplaced"]) <= set(required["unplaced"])
