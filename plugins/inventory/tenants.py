@@ -50,9 +50,8 @@ EXAMPLES = r"""
 # lists the GPU hosts in gpuvirt_hosts and whose group_vars give their gpuvirt_tenants:
 #   ansible-inventory -i inventory/ --graph gpuvirt_guests
 plugin: gpuvirt.tenancy.tenants
-
-# The guests of some hosts only, with a group per GPU host
-plugin: gpuvirt.tenancy.tenants
+# Optional: the guests of the hosts of another group only (the default is gpuvirt_hosts), and a
+# group of guests per GPU host (tenants_of_dgx01, ...)
 hosts_group: rack1
 keyed_groups:
   - key: gpuvirt_tenant_host
