@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 # Guide (docs/<name>.md) -> page title in the docsite's extra-docs.yml; the order is the stage order.
-GUIDES = ("boot", "sriov_vfio", "tenants", "rdma_nccl", "gpu_sharing", "fleet", "CONTRACTS")
+GUIDES = ("example_host", "preview", "boot", "sriov_vfio", "tenants", "rdma_nccl", "gpu_sharing", "fleet", "CONTRACTS")
 UNDERLINES = "=-~^"
 LANGUAGES = {"sh": "shell", "": "text", "console": "console"}
 

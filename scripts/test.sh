@@ -16,7 +16,7 @@
 # galaxy    Galaxy's importer (galaxy-importer from PyPI, ansible-test off: it needs containers) on
 #           the built tarball: no error, no warning, docs for every plugin it lists, a README per role
 # oldest    on ansible-core of requirements-oldest.txt, in its own virtualenv: every file of
-#           plugins/modules and plugins/module_utils, and tools/capture_host.py, parses for Python 3.6 (that version's oldest
+#           plugins/modules and plugins/module_utils, and playbooks/files/capture_host.py, parses for Python 3.6 (that version's oldest
 #           target Python), then the unit tests and ansible-test sanity
 # bench     lab/tenant_bench.py run --down-after (docs/lab.md, "The tenant bench"): libvirtd in a
 #           network namespace of its own, the tenant image (cached by its recipe), the tenants
@@ -118,7 +118,7 @@ docs() {
 # syntax (:=, positional-only parameters, f"{x=}", match); the rest are names the parser accepts and 3.6
 # does not have.
 py36_parse() {
-  python3 - plugins/modules plugins/module_utils tools/capture_host.py <<'PY'
+  python3 - plugins/modules plugins/module_utils playbooks/files/capture_host.py <<'PY'
 import ast
 import os
 import sys

@@ -16,7 +16,7 @@ options:
     description:
       - Directory under which the module reads and changes the host's files (C(/sys), C(/proc),
         C(/etc), C(/dev)); C(/) is the machine itself.
-      - Any other directory is a captured or fake host tree (C(tools/capture_host.py) writes
+      - Any other directory is a captured or fake host tree (C(playbooks/files/capture_host.py) writes
         one); reads and file edits go under it, and steps that only make sense on the running
         machine (daemon reloads, bootloader updates, service restarts) are skipped.
       - It must be an existing directory; anything else is an error and nothing is changed.

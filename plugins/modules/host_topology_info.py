@@ -164,7 +164,7 @@ topology:
     hypervisor:
       description:
         - libvirt's and QEMU's versions as a captured O(root) holds them (C(.capture/libvirtd-version.txt),
-          C(.capture/qemu-version.txt), written by tools/capture_host.py), and whether it held any (C(captured)).
+          C(.capture/qemu-version.txt), written by playbooks/files/capture_host.py), and whether it held any (C(captured)).
         - All null on the running host (O(root) V(/)), whose programs are not run here.
       type: dict
       sample: {"libvirt": "8.0.0", "qemu": "6.2.0", "captured": true}

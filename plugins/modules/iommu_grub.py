@@ -170,7 +170,7 @@ options:
         initramfs rebuilt when the module configuration it carries changed.
       - The initramfs is read only on the running host (O(root) V(/)); RV(initramfs) says so. The daemons' state is asked
         of systemctl on the running host; under a captured O(root) it is read from the capture's
-        C(.capture/systemctl-show-nvidia.txt) (tools/capture_host.py writes it) and nothing is stopped there
+        C(.capture/systemctl-show-nvidia.txt) (playbooks/files/capture_host.py writes it) and nothing is stopped there
         (RV(gpu_stack.daemons_read), RV(gpu_stack.daemons_source)).
     type: dict
     suboptions:

@@ -6,7 +6,7 @@ usage: dgx_tree.py OUT_DIR
 
 On top of the unit tests' tree (sysfs/procfs: 8 NUMA nodes, 8 A100 SXM4 40GB, 10 mlx5
 functions under their PCIe switches, IOMMU groups, GPUs on nvidia) it writes what a capture by
-tools/capture_host.py also holds, each part filled in as stated:
+playbooks/files/capture_host.py also holds, each part filled in as stated:
   /etc/default/grub   Ubuntu 22.04's default (DGX OS 6 is Ubuntu 22.04): the packaging template
                       of tests/fixtures/boot with the two substitutions its .source.txt quotes
   /etc/os-release     ID=ubuntu, VERSION_ID=22.04

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """playbooks/capture.yml (gpuvirt.tenancy.capture) from the installed collection alone: it runs
-the shipped tools/capture_host.py on each host of gpuvirt_hosts and fetches the capture into
+the shipped playbooks/files/capture_host.py on each host of gpuvirt_hosts and fetches the capture into
 <gpuvirt_capture_dir>/<host>/ on the controller. Two hosts through local connections, each
 standing on a tree of its own (the bare lab capture and the DGX A100-class tree): each host's
 capture reads as that host (the same host model), in check mode too, and nothing is left on the
@@ -44,13 +44,20 @@ def hosts(tmp_path_factory):
     return where, roots
 
 
-def capture(where, out, *extra):
+def capture(where, out, *extra, cwd=None):
+    """Run gpuvirt.tenancy.capture from the installed collection in ``cwd`` (default ``where``);
+    ``out`` None: without gpuvirt_capture_dir (its default)."""
     collections = built_collection.installed()
     argv = [os.path.join(built_collection.BINDIR, "ansible-playbook"), "-i", str(where / "hosts.yml"), "gpuvirt.tenancy.capture",
-            "-e", "ansible_become=false", "-e", "gpuvirt_capture_dir=%s" % out] + list(extra)
+            "-e", "ansible_become=false"] + (["-e", "gpuvirt_capture_dir=%s" % out] if out is not None else []) + list(extra)
     env = dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1")
-    done = subprocess.run(argv, cwd=str(where), env=env, capture_output=True, text=True, check=False, timeout=600)
+    done = subprocess.run(argv, cwd=str(cwd or where), env=env, capture_output=True, text=True, check=False, timeout=600)
     return done.returncode, done.stdout + done.stderr
+
+
+def tree_listing(top):
+    return sorted(os.path.relpath(os.path.join(dirpath, name), top)
+                  for dirpath, dirnames, filenames in os.walk(top) for name in dirnames + filenames)
 
 
 @pytest.mark.parametrize("check", [False, True])
@@ -78,3 +85,23 @@ def test_a_second_run_replaces_the_capture(hosts):
     rc, log = capture(where, out, "--limit", "lab-bare")
     assert rc == 0, log[-4000:]
     assert not (out / "lab-bare" / "stale").exists()
+
+
+@pytest.mark.parametrize("out", [None, "site-a/caps"])
+def test_a_relative_capture_dir_is_where_ansible_playbook_runs(hosts, out):
+    """The default (captures) and a relative gpuvirt_capture_dir are taken from the working directory
+    of ansible-playbook: the capture lands there, the message names it, and the installed collection
+    (which may be read only) gains no file."""
+    where, roots = hosts
+    cwd = where / ("run-default" if out is None else "run-relative")
+    cwd.mkdir()
+    collection = os.path.join(built_collection.installed(), "ansible_collections", "gpuvirt", "tenancy")
+    before = tree_listing(collection)
+    rc, log = capture(where, out, "--limit", "lab-bare", cwd=cwd)
+    assert rc == 0, log[-4000:]
+    assert tree_listing(collection) == before
+    landed = cwd / ("captures" if out is None else out) / "lab-bare"
+    assert without_root(read_topology(str(landed))) == without_root(read_topology(roots["lab-bare"]))
+    assert (landed.parent / "lab-bare.tar.gz").is_file()
+    said = " ".join(log.split())
+    assert "unpacked in %s: preview it with -e gpuvirt_host_root=%s " % (landed, landed) in said

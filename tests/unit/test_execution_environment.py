@@ -8,8 +8,9 @@
 - meta/runtime.yml's action groups hold the modules that share their options (module_defaults).
 - execution-environment.yml: ansible-builder 3 accepts it and `ansible-builder create` (no
   container engine), from the installed collection alone, produces a build context with the collection and what runs on the controller
-  only: no libvirt-python, no compiler, no libvirt headers, for this EE or any EE that includes
-  the collection (`ansible-builder introspect` of the installed collection)."""
+  only: an SSH client and, for the preview, libvirt-python with libvirt's client library; libvirt's
+  headers, pkg-config and the compiler only in the compile profile (the builder stage), for this EE
+  or any EE that includes the collection (`ansible-builder introspect` of the installed collection)."""
 
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ def context(tmp_path_factory):
 LEFT_OUT = ("tests/", "molecule/", "lab/", "benchmarks/", "scripts/", "inventories/lab/", "playbooks/lab/",
             ".ci/", ".build/", ".venv/", "docs/lab.md", "docs/benchmarks.md", "requirements.txt", "ansible.cfg")
 SHIPPED_TEST_FILES = ("tests/config.yml",)
-# What a job on the controller must not pull in: libvirt-python and its build chain.
-HOST_ONLY = ("libvirt", "gcc", "pkg-config", "pkgconf", "python3-dev", "python3.11-devel")
+# What only builds libvirt-python (the builder stage, bindep's compile profile), never the image that runs jobs.
+BUILD_ONLY = ("libvirt-dev", "libvirt-devel", "gcc", "pkg-config", "pkgconf", "python3-dev", "python3.11-devel")
 
 
 def module_names():
@@ -78,7 +79,13 @@ def test_definition_is_a_valid_version_3_file():
     assert "python" not in definition["dependencies"]
     assert definition["dependencies"]["system"] == "bindep.txt"
     with open(os.path.join(REPO, "meta", "execution-environment.yml"), encoding="utf-8") as handle:
-        assert yaml.safe_load(handle)["dependencies"] == {"system": "bindep.txt"}
+        assert yaml.safe_load(handle)["dependencies"] == {"system": "bindep.txt", "python": "meta/ee-requirements.txt"}
+    assert pip_requirements(os.path.join(REPO, "meta", "ee-requirements.txt")) == ["libvirt-python>=9.0.0"]
+
+
+def pip_requirements(path):
+    with open(path, encoding="utf-8") as handle:
+        return [line.split("#", 1)[0].strip() for line in handle if line.split("#", 1)[0].strip()]
 
 
 def test_ee_pins_match_the_repository_pins():
@@ -89,13 +96,18 @@ def test_ee_pins_match_the_repository_pins():
     assert deps["ansible_runner"]["package_pip"] == "ansible-runner==" + repo["ansible-runner"]
 
 
-@pytest.mark.parametrize("profile, wanted", [("dpkg", {"openssh-client"}), ("rpm", {"openssh-clients"})])
-def test_bindep_holds_only_what_the_controller_runs(profile, wanted):
+@pytest.mark.parametrize("profile, run, build", [
+    ("dpkg", {"openssh-client", "libvirt0"}, {"libvirt-dev", "pkg-config", "gcc", "python3-dev"}),
+    ("rpm", {"openssh-clients", "libvirt-libs"}, {"libvirt-devel", "pkgconf-pkg-config", "gcc", "python3.11-devel"})])
+def test_bindep_holds_only_what_the_controller_runs(profile, run, build):
+    """At run time an SSH client and libvirt's client library (the preview's libvirt-python); its
+    build chain only in the compile profile."""
     from bindep.depends import Depends  # pylint: disable=import-outside-toplevel
     with open(os.path.join(REPO, "bindep.txt"), encoding="utf-8") as handle:
         depends = Depends(handle.read())
-    rules = depends.active_rules(["platform:%s" % profile, "compile", "test", "default"])
-    assert set(rule[0] for rule in rules) == wanted
+    running = set(rule[0] for rule in depends.active_rules(["platform:%s" % profile, "default"]))
+    assert running == run
+    assert set(rule[0] for rule in depends.active_rules(["platform:%s" % profile, "compile", "test", "default"])) == run | build
 
 
 def test_create_writes_the_build_context(context):
@@ -103,12 +115,14 @@ def test_create_writes_the_build_context(context):
     text = (context / containerfile).read_text()
     repo = pins(os.path.join(REPO, "requirements.txt"))
     assert 'ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (repo["ansible-core"], repo["ansible-runner"]) in text
-    assert "crb" not in text and "libvirt" not in text
+    # CRB (libvirt-devel) is enabled in the builder stage only, where pip builds libvirt-python
+    builder = text.split("FROM base AS builder", 1)[1].split("FROM base AS final", 1)[0]
+    assert "config-manager --set-enabled crb" in builder and text.count("crb") == 1 and "libvirt" not in text
     assert "ansible-galaxy collection install" in text
     build = context / "_build"
     assert not (build / "requirements.txt").exists()
     rules = [line for line in (build / "bindep.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
-    assert rules and not [line for line in rules if any(word in line for word in HOST_ONLY)]
+    assert rules and [line for line in rules if any(word in line for word in BUILD_ONLY) and "compile]" not in line] == []
     requirements = yaml.safe_load((build / "requirements.yml").read_text())
     assert requirements["collections"] == [{"name": "/build/collections/ansible_collections/gpuvirt/tenancy", "type": "dir"}]
     # The Containerfile copies _build to /build, where that requirement finds the installed collection.
@@ -192,14 +206,15 @@ def test_yamllint_passes_in_the_installed_tree(installed):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
 
 
-def test_installed_collection_pushes_nothing_of_the_hosts_into_an_ee(installed):
+def test_installed_collection_gives_an_ee_the_previews_libvirt_python_and_builds_it_apart(installed):
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-builder"), "introspect", str(installed)],
                           capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
     found = yaml.safe_load(proc.stdout)
     python, system = found["python"], found["system"]
-    assert python == []
-    assert system and not [line for line in system if any(word in line for word in HOST_ONLY)]
+    assert [line.split("#", 1)[0].strip() for line in python] == ["libvirt-python>=9.0.0"]
+    assert system and [line for line in system if any(word in line for word in BUILD_ONLY) and "compile]" not in line] == []
+    assert [line for line in system if line.startswith("libvirt-devel ")] == ["libvirt-devel [platform:rpm compile]  # from collection gpuvirt.tenancy"]
 
 
 def runtime():

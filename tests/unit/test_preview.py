@@ -26,6 +26,7 @@ import json
 import re
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -135,6 +136,25 @@ def test_a_preview_that_matches_no_host_fails(tmp_path):
     rc, out, _records = preview(tmp_path, "-e", "gpuvirt_hosts_limit=no-such-host")
     assert rc != 0
     assert "matches no host" in " ".join(out.split())
+
+
+def test_a_preview_without_libvirt_python_stops_first_with_the_fix(tmp_path):
+    """The preview's modules run on this controller: where their Python cannot import libvirt, the
+    run stops before any stage, naming that Python and how to install libvirt-python for it (a
+    virtualenv's pip build needs libvirt's headers first); nothing is called on the host."""
+    load_dgx_tree().write_tree(str(tmp_path / "dgx"))
+    bare = tmp_path / "bare-python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    python = str(bare / "bin" / "python")
+    assert subprocess.run([python, "-c", "import libvirt"], capture_output=True, check=False).returncode != 0
+    rc, out, records = preview(tmp_path, "-e", "ansible_python_interpreter=%s" % python)
+    assert rc != 0
+    flat = " ".join(out.split())
+    assert "cannot import libvirt (ModuleNotFoundError: No module named 'libvirt')" in flat, flat[-3000:]
+    assert "their Python (%s, the interpreter of dgx01-preview)" % python in flat
+    assert "apt install libvirt-dev pkg-config gcc python3-dev" in flat and "pip install libvirt-python" in flat
+    assert host_calls(records, "dgx01-preview") == []
+    assert not [r for r in records if (r["task"] or "").startswith(("Boot |", "SR-IOV/VFIO |", "Preflight |"))]
 
 
 def test_preflight_playbook_reads_a_capture(tmp_path):

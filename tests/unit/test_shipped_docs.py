@@ -29,7 +29,6 @@ PENDING = {
     "docs/boot.md": "the stage rewrite", "docs/docsite/rst/boot.rst": "the stage rewrite (from docs/boot.md)",
     "docs/sriov_vfio.md": "the stage rewrite", "docs/docsite/rst/sriov_vfio.rst": "the stage rewrite (from docs/sriov_vfio.md)",
     "docs/tenants.md": "the stage rewrite", "docs/docsite/rst/tenants.rst": "the stage rewrite (from docs/tenants.md)",
-    "docs/preview.md": "the stage rewrite",
 }
 
 

@@ -4,7 +4,7 @@
 """What the programs of a captured host answered, as the capture holds it.
 
 A module under a captured tree (``root`` other than ``/``, the preview) runs no program: the
-answers it would ask the host for come from files that tools/capture_host.py wrote while it
+answers it would ask the host for come from files that playbooks/files/capture_host.py wrote while it
 ran on the host, under :data:`CAPTURE_DIR` in the capture (one file per program, its stdout as
 printed). On the running host (``root`` ``/``) nothing is read from there: the callers ask the
 programs themselves. Pure apart from the reads through the ``Sysfs`` reader it is given.
@@ -23,7 +23,7 @@ import re
 __metaclass__ = type
 
 CAPTURE_DIR = "/.capture"
-# file name under CAPTURE_DIR -> the argv that tools/capture_host.py ran for it (kept equal to
+# file name under CAPTURE_DIR -> the argv that playbooks/files/capture_host.py ran for it (kept equal to
 # the tool's PROGRAMS: tests/unit/tools/test_capture_host.py checks it)
 LIBVIRTD_VERSION = "libvirtd-version.txt"
 QEMU_VERSION = "qemu-version.txt"

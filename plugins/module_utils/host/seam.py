@@ -109,7 +109,7 @@ class Host:
         root = os.path.abspath(root or "/")
         if not os.path.isdir(root):
             raise InputError("root %s is not a directory: give the host's / or a captured tree "
-                             "(tools/capture_host.py writes one)" % root)
+                             "(playbooks/files/capture_host.py writes one)" % root)
         self.root = root
         self.fs = Sysfs(root)
         self.kernel = kernel if kernel is not None else KernelWriter(self.fs)

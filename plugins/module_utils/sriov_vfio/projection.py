@@ -130,7 +130,7 @@ def check_vf_addresses(topology, tenant, vfs):
                "host (or a new capture of it); or give the tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
     else:
         why = "the host model lacks the PF's sriov_offset/sriov_stride, which say where the SR-IOV stage's VFs appear"
-        fix = ("Capture the host again with tools/capture_host.py (it takes sriov_offset and sriov_stride), or give the "
+        fix = ("Capture the host again with playbooks/files/capture_host.py (it takes sriov_offset and sriov_stride), or give the "
                "tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
     raise InputError("tenant %s: VF %s has no PCI address yet: PF %s's VFs do not exist yet and %s. %s. Nothing was changed"
                      % (tenant, ", ".join(unnamed), pf, why, fix))

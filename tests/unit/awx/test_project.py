@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 """awx/project/: the usual layout of an AWX project that uses the installed collection, as
-awx/job_templates.yml points AWX at it: collections/requirements.yml names the collection at
-its version, each playbook a job template runs is a thin import of a playbook of the
+awx/job_templates.yml points AWX at it: collections/requirements.yml asks Galaxy for nothing (the
+EE's image holds the collection), each playbook a job template runs is a thin import of a playbook of the
 collection, and the inventory source is a file of the project that lists no placeholder host.
-With only the built collection installed (as AWX installs collections/requirements.yml), the
+With only the built collection installed (as the EE's image holds it), the
 playbooks pass ansible-playbook --syntax-check and the inventory parses."""
 
 from __future__ import annotations
@@ -39,10 +39,17 @@ def project_playbooks():
     return sorted(name for name in os.listdir(PROJECT) if name.endswith(".yml"))
 
 
-def test_requirements_name_the_collection_at_its_version():
-    version = load(os.path.join(REPO, "galaxy.yml"))["version"]
-    assert load(os.path.join(PROJECT, "collections", "requirements.yml"))["collections"] == [
-        {"name": "gpuvirt.tenancy", "version": version}]
+def test_project_sync_asks_galaxy_for_nothing(tmp_path):
+    """gpuvirt.tenancy is not published on Galaxy: the project's requirements install nothing (the EE's
+    image holds the collection), and AWX's sync step, ansible-galaxy collection install -r, succeeds
+    with no server to ask."""
+    assert load(os.path.join(PROJECT, "collections", "requirements.yml"))["collections"] == []
+    (tmp_path / "ansible.cfg").write_text("[galaxy]\nserver = http://127.0.0.1:9/\n")
+    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-galaxy"), "collection", "install", "-r",
+                           os.path.join(PROJECT, "collections", "requirements.yml"), "-p", str(tmp_path / "collections")],
+                          env=dict(built_collection.clean_env(tmp_path), ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg")),
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("name", project_playbooks())
@@ -72,7 +79,7 @@ def test_no_documentation_address_is_a_default():
 @pytest.fixture(scope="module")
 def checked_out(tmp_path_factory):
     """A copy of the project, as AWX checks it out, and a collections path holding only the built
-    collection (what AWX installs from collections/requirements.yml)."""
+    collection (what the EE's image holds)."""
     where = tmp_path_factory.mktemp("project")
     shutil.copytree(PROJECT, str(where / "project"))
     return where / "project", built_collection.installed()
@@ -95,3 +102,25 @@ def test_inventory_parses_with_the_fleet_groups(checked_out):
     assert proc.returncode == 0, proc.stderr
     groups = yaml.safe_load(proc.stdout)["all"]["children"]
     assert {"gpuvirt_hosts", "gpuvirt_guests"} <= set(groups)
+
+
+@pytest.mark.parametrize("name", project_playbooks())
+@pytest.mark.parametrize("case", ["empty inventory", "mistyped host limit"])
+def test_a_job_that_matches_no_host_fails_saying_so(checked_out, tmp_path, name, case):
+    """A job on the project's inventory as it ships (no host yet), or with a survey's host limit that
+    names no host of it, fails with a message naming the pattern: not a green job that did nothing."""
+    project, collections = checked_out
+    inventory = "inventory/hosts.yml"
+    extra = []
+    if case == "mistyped host limit":
+        (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpuvirt_hosts": {"hosts": {
+            "node07": {"ansible_host": "node07.invalid", "ansible_connection": "ssh"}}}}}}))
+        inventory, extra = str(tmp_path / "hosts.yml"), ["-e", "gpuvirt_hosts_limit=node7"]
+    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-playbook"), "-i", inventory, name] + extra,
+                          cwd=str(project), env=dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1"),
+                          capture_output=True, text=True, check=False, timeout=300)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, said[-3000:]
+    pattern = "node7" if extra else "gpuvirt_hosts"
+    assert "matches no host: the pattern %s names none in this inventory" % pattern in said, said[-3000:]
+    assert "failed=1" in said and "node07" not in said.split("PLAY RECAP", 1)[1]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""tools/capture_host.py: a capture reads like the host it was taken from, holds the files the
+"""playbooks/files/capture_host.py: a capture reads like the host it was taken from, holds the files the
 collection edits and every path a preview reads (recorded through the host seam), reads nothing
 outside the tree and writes nothing outside its output (links that climb out, relative or
 absolute), refuses a bad argument in one line with a non-zero exit, and the bare lab capture
@@ -32,7 +32,7 @@ LAB_IDS = (["1234:11e8"], ["1b36:0010"])
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("capture_host", os.path.join(REPO_ROOT, "tools", "capture_host.py"))
+    spec = importlib.util.spec_from_file_location("capture_host", os.path.join(REPO_ROOT, "playbooks", "files", "capture_host.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

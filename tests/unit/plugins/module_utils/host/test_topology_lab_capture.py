@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The host model over a capture of a real kernel: the bare lab host (Debian 12 under QEMU,
-captured by tools/capture_host.py; see tests/fixtures/lab/bare.tar.source.txt)."""
+captured by playbooks/files/capture_host.py; see tests/fixtures/lab/bare.tar.source.txt)."""
 
 from __future__ import annotations
 

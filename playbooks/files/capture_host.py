@@ -506,7 +506,7 @@ def write_capture(args: argparse.Namespace, work: str) -> Capture:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     with open(cap.writable(os.path.join(work, ".source.txt")), "w", encoding="utf-8") as handle:
         handle.write(
-            f"Captured {stamp} by tools/capture_host.py from root {args.root} (kernel {osrelease}).\n"
+            f"Captured {stamp} by playbooks/files/capture_host.py from root {args.root} (kernel {osrelease}).\n"
             + (f"{args.note}\n" if args.note else "")
             + "A subset of /sys and /proc and the files the collection edits (see the tool's docstring),\n"
             "symlinks kept relative to this directory, /proc/cpuinfo trimmed to its first CPU block.\n"

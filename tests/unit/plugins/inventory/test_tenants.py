@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+"""The inventory plugin gpuvirt.tenancy.tenants, from the command line (ansible-inventory) and from
+the installed collection alone: an inventory directory whose hosts.yml lists a GPU host, whose
+group_vars give its tenants (as the example inventory does) and whose last file configures the
+plugin; the host's libvirt is libvirt's test driver on a node whose domains are the tenants'
+(tenant-a running with a VF, tenant-b shut off, tenant-c running without a guest image) and one
+domain that is no tenant. Only tenant-a's guest is listed, reached at its management address
+through the GPU host; a host whose libvirt does not answer fails the inventory naming the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+import built_collection  # pylint: disable=import-error
+
+# libvirt's test driver node (its format: libvirt's examples/xml/test/testnode.xml; runstate 5 is
+# VIR_DOMAIN_SHUTOFF, the test driver's <test:runstate>)
+NODE = """<node>
+  <domain type="test">
+    <name>tenant-a</name>
+    <memory>1048576</memory>
+    <os><type>hvm</type></os>
+    <devices>
+      <interface type="network"><mac address="52:54:00:10:00:01"/><source network="default"/></interface>
+      <interface type="hostdev" managed="no"><mac address="02:AB:CD:00:00:01"/>
+        <source><address type="pci" domain="0x0000" bus="0x19" slot="0x00" function="0x1"/></source></interface>
+    </devices>
+  </domain>
+  <domain type="test" xmlns:test="http://libvirt.org/schemas/domain/test/1.0">
+    <name>tenant-b</name>
+    <memory>1048576</memory>
+    <os><type>hvm</type></os>
+    <test:runstate>5</test:runstate>
+  </domain>
+  <domain type="test"><name>tenant-c</name><memory>1048576</memory><os><type>hvm</type></os></domain>
+  <domain type="test"><name>not-a-tenant</name><memory>1048576</memory><os><type>hvm</type></os></domain>
+</node>
+"""
+TENANTS = [
+    {"name": "tenant-a", "vcpus": 4, "memory_mb": 8192, "gpus": 1, "vfs": 1, "image": {"base": "/srv/debian-12.qcow2"},
+     "guest": {"address": "192.168.150.11/24"}},
+    {"name": "tenant-b", "vcpus": 4, "memory_mb": 8192, "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.12/24"}},
+    {"name": "tenant-c", "vcpus": 4, "memory_mb": 8192},
+]
+
+
+def inventory_dir(where, uri, jump=True):
+    """An inventory directory ``where`` (the node's file beside it, not in it: every file of the directory is a source)."""
+    where.mkdir()
+    (where.parent / "node.xml").write_text(NODE)
+    (where / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpuvirt_hosts": {"hosts": {"dgx01": {
+        "ansible_host": "dgx01.example.com", "ansible_user": "ops", "gpuvirt_inventory_libvirt_uri": uri}}}}}}))
+    (where / "group_vars").mkdir()
+    (where / "group_vars" / "gpuvirt_hosts.yml").write_text(yaml.safe_dump({
+        "gpuvirt_tenants": TENANTS, "gpuvirt_guest_access": {"user": "debian", "jump": jump}}))
+    (where / "zz-tenants.gpuvirt_tenants.yml").write_text("plugin: gpuvirt.tenancy.tenants\n")
+    return where
+
+
+def plain(value):
+    """A value of ansible-inventory's JSON without the mark of a value not to be templated
+    ({"__ansible_unsafe": text}: what an inventory plugin sets is data, never a template)."""
+    if isinstance(value, dict):
+        return value["__ansible_unsafe"] if set(value) == {"__ansible_unsafe"} else dict((k, plain(v)) for k, v in value.items())
+    return [plain(v) for v in value] if isinstance(value, list) else value
+
+
+def inventory_list(path, **env):
+    collections = built_collection.installed()
+    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-inventory"), "-i", str(path), "--list"],
+                          env=dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1", **env),
+                          capture_output=True, text=True, check=False, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_running_tenants_guests_are_listed_through_their_host(tmp_path):
+    path = inventory_dir(tmp_path / "inv", "test://%s" % (tmp_path / "node.xml"))
+    rc, out, err = inventory_list(path)
+    assert rc == 0, err
+    listed = json.loads(out)
+    assert listed["gpuvirt_guests"]["hosts"] == ["tenant-a"]
+    guest = plain(listed["_meta"]["hostvars"]["tenant-a"])
+    assert guest["ansible_host"] == "192.168.150.11" and guest["ansible_user"] == "debian"
+    assert guest["ansible_ssh_common_args"] == "-o ProxyJump=ops@dgx01.example.com -o StrictHostKeyChecking=accept-new"
+    assert guest["gpuvirt_tenant_host"] == "dgx01" and guest["gpuvirt_guest_vf_mac"] == "02:ab:cd:00:00:01"
+    assert "[WARNING]" not in err, err
+
+
+def test_no_jump_when_the_access_says_so(tmp_path):
+    path = inventory_dir(tmp_path / "inv", "test://%s" % (tmp_path / "node.xml"), jump=False)
+    rc, out, err = inventory_list(path)
+    assert rc == 0, err
+    assert "ansible_ssh_common_args" not in json.loads(out)["_meta"]["hostvars"]["tenant-a"]
+
+
+def test_a_host_whose_libvirt_does_not_answer_fails_naming_it(tmp_path):
+    path = inventory_dir(tmp_path / "inv", "test://%s" % (tmp_path / "no-such-node.xml"))
+    rc, out, err = inventory_list(path)
+    # ansible-inventory warns about a source that fails, and lists no guest
+    assert rc == 0 and "gpuvirt_guests" not in json.loads(out)
+    # with ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED it fails
+    rc, out, err = inventory_list(path, ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="true")
+    assert rc != 0
+    said = " ".join(err.split())
+    assert "gpuvirt.tenancy.tenants: host dgx01: cannot read its libvirt at test://%s" % (tmp_path / "no-such-node.xml") in said, said
+    assert "gpuvirt_inventory_libvirt_uri" in said and "no guest was added" in said
+
+
+@pytest.mark.parametrize("hostvars, uri", [
+    ({"ansible_host": "192.0.2.11", "ansible_user": "ops"}, "qemu+ssh://ops@192.0.2.11/system"),
+    ({"ansible_host": "2001:db8::11", "ansible_port": 2222}, "qemu+ssh://[2001:db8::11]:2222/system"),
+    ({}, "qemu+ssh://dgx01/system"),
+    ({"gpuvirt_inventory_libvirt_uri": "qemu+tls://dgx01/system"}, "qemu+tls://dgx01/system"),
+])
+def test_each_hosts_libvirt_as_the_controller_reaches_it(hostvars, uri):
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.tenant_inventory import libvirt_uri  # pylint: disable=import-outside-toplevel
+    assert libvirt_uri("dgx01", hostvars) == uri
