@@ -217,6 +217,8 @@ TWO_PFS = {"gpuvirt_sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4, "link_type
            "gpuvirt_survey_tenants": "[{name: tenant-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, "
                                      "vlan: 101, state: running}, {name: tenant-b, gpus: 1, vfs: 1, vcpus: 16, "
                                      "memory_mb: 65536, hugepage_size: 1G, vlan: 101, state: running}]"}
+
+
 def vpi_ib_without_ipoib(root):
     """The compute NICs' VPI ports in InfiniBand mode without IPoIB (tests/tools/bare_trees.py): no netdev."""
     load_tool("bare_trees").vpi_ib_without_ipoib(root)
