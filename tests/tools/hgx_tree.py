@@ -3,7 +3,7 @@
 tools/capture_host.py reads: the preview's test host for real shapes (issue 46), with Sub-NUMA
 Clustering off (2 NUMA nodes) or SNC-2 (4).
 
-usage: hgx_tree.py [--snc 1|2] OUT_DIR
+usage: hgx_tree.py [--snc 1|2] [--vars FILE] OUT_DIR   (--vars: write the preview's desired state there, JSON)
 
 Each part and where it comes from (fixtures under tests/fixtures, each with its .source.txt):
   CPUs, NUMA      2 sockets x 52 cores x 2 threads, node 0 CPUs 0-51,104-155 and node 1 52-103,156-207,
@@ -49,6 +49,7 @@ Needs the collection on the Python path (source scripts/env.sh).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -186,15 +187,37 @@ def write_tree(out, snc=1):
     return host, tree.gpus, tree.nics, tree.tenant_pfs
 
 
+TENANTS = ("[{name: h-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 301, state: running}, "
+           "{name: h-b, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 302, state: running}, "
+           "{name: h-c, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 303, state: running}, "
+           "{name: h-d, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 304, state: running}]")
+
+
+def preview_vars(gpus, pfs, snc):
+    """The desired state a preview of the tree takes as extra vars (over the example inventory's): its GPUs, 4
+    VFs on each BlueField-3 port, 200 1G pages on every node, the example's policy with the host's first cores
+    kept, four 1-GPU tenants with a VF and a VLAN each."""
+    return {"gpuvirt_gpu_pci_ids": ["10de:2330"], "gpuvirt_gpus": sorted(gpus.values()),
+            "gpuvirt_sriov_pfs": [{"pf": pf, "num_vfs": 4} for pf in pfs],
+            "gpuvirt_hugepages": [{"size": "1G", "count": 200, "node": node} for node in range(2 * snc)],
+            "gpuvirt_tenant_policy": {"numa": "required", "reserved_cpus": "0-1,104-105", "smt": "whole_cores",
+                                      "emulator": "isolate", "pcie_affinity": "prefer"},
+            "gpuvirt_survey_tenants": TENANTS}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--snc", type=int, choices=(1, 2), default=1, help="sub-NUMA clusters a socket (1: off)")
+    parser.add_argument("--vars", help="write the preview's desired state (extra vars, JSON) to this file")
     parser.add_argument("out")
     args = parser.parse_args(argv)
     if os.path.exists(args.out) and os.listdir(args.out):
         print("hgx_tree: %s exists and is not empty: give a new directory" % args.out, file=sys.stderr)
         return 2
-    write_tree(args.out, args.snc)
+    _host, gpus, _nics, pfs = write_tree(args.out, args.snc)
+    if args.vars:
+        with open(args.vars, "w", encoding="utf-8") as handle:
+            json.dump(preview_vars(gpus, pfs, args.snc), handle)
     return 0
 
 

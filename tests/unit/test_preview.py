@@ -407,23 +407,6 @@ def test_preview_of_a_dual_port_connectx_in_the_factory_state_plans_each_ports_v
     assert settings.count("spoofchk: true") == 8 and "spoofchk: false" not in settings
 
 
-HGX_TENANTS = ("[{name: h-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 301, state: running}, "
-               "{name: h-b, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 302, state: running}, "
-               "{name: h-c, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 303, state: running}, "
-               "{name: h-d, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 304, state: running}]")
-
-
-def hgx_vars(gpus, pfs, snc):
-    """The desired state of an HGX H100 host (tests/tools/hgx_tree.py): its GPUs, 4 VFs on each BlueField-3 port,
-    1G pages on every node, the example's policy with the host's first cores kept, four 1-GPU tenants."""
-    return {"gpuvirt_gpu_pci_ids": ["10de:2330"], "gpuvirt_gpus": sorted(gpus.values()),
-            "gpuvirt_sriov_pfs": [{"pf": pf, "num_vfs": 4} for pf in pfs],
-            "gpuvirt_hugepages": [{"size": "1G", "count": 200, "node": node} for node in range(2 * snc)],
-            "gpuvirt_tenant_policy": {"numa": "required", "reserved_cpus": "0-1,104-105", "smt": "whole_cores",
-                                      "emulator": "isolate", "pcie_affinity": "prefer"},
-            "gpuvirt_survey_tenants": HGX_TENANTS}
-
-
 @pytest.mark.parametrize("snc", [1, 2])
 def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp_path, snc):
     """The HGX H100 8-GPU host (tests/tools/hgx_tree.py: ConnectX-7 in InfiniBand mode under each GPU's switch,
@@ -431,8 +414,9 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     each tenant with its GPU and a BlueField-3 VF on one node, at the VF addresses the ports' offset and stride
     give, each VF an interface with its MAC and VLAN and spoof checking on, and virt-xml-validate accepts each
     domain."""
-    _host, gpus, _nics, pfs = load_tool("hgx_tree").write_tree(str(tmp_path / "dgx"), snc)
-    rc, out, _records = preview(tmp_path, "-e", json.dumps(hgx_vars(gpus, pfs, snc)))
+    hgx_tree = load_tool("hgx_tree")
+    _host, gpus, _nics, pfs = hgx_tree.write_tree(str(tmp_path / "dgx"), snc)
+    rc, out, _records = preview(tmp_path, "-e", json.dumps(hgx_tree.preview_vars(gpus, pfs, snc)))
     assert rc == 0, out[-4000:]
     assert "+GRUB_CMDLINE_LINUX=\"intel_iommu=on iommu=pt pci-stub.ids=10de:2330 " in out
     report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
