@@ -14,13 +14,14 @@
 #               running lab host (python3, + ansible's basic as a ping, + each module); --write.
 #   preview     benchmarks/bench_preview.py: the preview of the example inventory against the DGX
 #               A100-class capture (no lab): host-side module calls, CPU against a local ping, for
-#               1 host and --hosts N; --write docs/benchmarks.md.
+#               1 host and --hosts N; --hgx: the HGX H100 capture too, side by side in the same runs;
+#               --write docs/benchmarks.md.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,16p' "$0"; }
+usage() { sed -n '2,17p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift

@@ -8,7 +8,8 @@ usage: capture_host.py [--root /] [--note TEXT] OUT_DIR | OUT.tar | OUT.tar.gz
 What is copied:
   /sys/bus/pci/devices/*      the links, and in each PCI device directory they point to
                               (/sys/devices/pci*/...): small attribute files (vendor,
-                              device, class, numa_node, sriov_*, driver_override, ...),
+                              device, class, numa_node, sriov_*, driver_override, ...;
+                              config only of an SR-IOV PF without sriov_offset),
                               the links driver, iommu_group, physfn, virtfn*, the names
                               under net/ and infiniband/, and each RDMA port's link_layer
   /sys/devices/system/node    node*/{cpulist,meminfo,distance}, hugepages counts
@@ -271,6 +272,10 @@ class Capture:
         self.make_dir(path)
         for name in PCI_ATTRS:
             self.copy_file(f"{path}/{name}")
+        if os.path.exists(self.dest(f"{path}/sriov_totalvfs")) and not os.path.exists(self.dest(f"{path}/sriov_offset")):
+            # an SR-IOV PF whose kernel has no sriov_offset/sriov_stride: the host model reads its VF
+            # offset and stride from the SR-IOV capability in its config space (vocabulary/pci_config.py)
+            self.copy_file(f"{path}/config")
         for name in self.listdir(path):
             if name in PCI_LINKS or name.startswith("virtfn"):
                 self.copy_link(f"{path}/{name}")

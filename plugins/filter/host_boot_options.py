@@ -123,7 +123,13 @@ def host_boot_notes(result):
     if not isinstance(result, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.host_boot_notes: expected the iommu_grub result, got %s" % type(result).__name__)
     firmware = result.get("firmware") or {}
-    lines = list(firmware.get("messages") or []) + list((result.get("gpu_stack") or {}).get("notes") or [])
+    stack = result.get("gpu_stack") or {}
+    lines = list(firmware.get("messages") or []) + list(stack.get("notes") or [])
+    if stack.get("daemons_stopped"):
+        # the run's change, in the preview's report too (not only in the result -v prints)
+        lines.append("host daemons the boot stage stops and disables (systemctl disable --now): %s%s"
+                     % (", ".join(stack["daemons_stopped"]),
+                        " (as %s records them)" % stack["daemons_source"] if stack.get("daemons_source") else ""))
     cold = firmware.get("cold_boot") or []
     if result.get("cold_boot_required"):
         lines.append("COLD BOOT NEEDED: %d ConnectX PF(s) (%s) hold firmware settings that only a power cycle loads; power "

@@ -74,6 +74,28 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     return {"uefi": uefi, "hugetlbfs_mounts": mounts}
 
 
+def _libvirt_host_preview(needs, service="libvirtd"):
+    """What the libvirt host role (the tenants stage's first step) changes on a host, said in a preview
+    under a capture, which runs none of it (the role reads the host's libvirt, which a capture does
+    not answer): one line per hugetlbfs mount it makes for the tenants (``needs``: tenant_host_needs'
+    result) and one for the daemon's start or restart, each the change of that named role."""
+    if not isinstance(needs, dict):
+        raise AnsibleFilterError("gpuvirt.tenancy.libvirt_host_preview: expected tenant_host_needs' result (a dict), got %s"
+                                 % type(needs).__name__)
+    lines = []
+    for mount in needs.get("hugetlbfs_mounts") or []:
+        lines.append("hugetlbfs %s (pagesize=%s): the libvirt host role (tenants stage) mounts it with a systemd mount unit "
+                     "it enables, before %s starts, where the host has no such mount" % (mount.get("path"), mount.get("size"), service))
+    if lines:
+        lines.append("%s: the libvirt host role restarts it after mounting a hugetlbfs it did not have (running domains keep "
+                     "running), or installs and starts it where libvirt is missing or stopped" % service)
+    else:
+        lines.append("%s: the libvirt host role installs and starts it where libvirt is missing or stopped" % service)
+    if needs.get("uefi"):
+        lines.append("OVMF: the libvirt host role installs it where it is missing (a tenant boots with UEFI)")
+    return lines
+
+
 def _libvirt_service_query(name, uefi, packages=None):
     """The libvirt service question of tenant_domain_info's ``service`` (the gate's read and
     libvirt_host's own ask it alike, and libvirt_host compares the two): ``packages`` only when
@@ -166,6 +188,7 @@ class FilterModule:
     def filters(self):
         return {"plan_tenants": _plan_tenants,
                 "tenant_host_needs": _tenant_host_needs, "tenant_group_devices": _group_devices,
+                "libvirt_host_preview": _libvirt_host_preview,
                 "libvirt_service_query": _libvirt_service_query, "libvirt_gate_query": _libvirt_gate_query,
                 "libvirt_read_answers": _libvirt_read_answers, "libvirt_service_due": _libvirt_service_due,
                 "libvirt_host_changed": _libvirt_host_changed}

@@ -174,8 +174,10 @@ def ib(pfs):
 
 # name: (tree, gpuvirt_sriov_pfs, tenants, the firmware's PFs, the gate's failed checks (empty: it passes))
 SHAPES = {
-    # the storage pair: a dual-port ConnectX with SR-IOV off, whose VFs' addresses are known only after the reboot
-    "dual-port ConnectX, SR-IOV off": (dgx, ib(STORAGE[:1]), STORAGE_TENANT, STORAGE, {"stage tenants"}),
+    # the storage pair: a dual-port ConnectX with SR-IOV off, each port's VFs planned at the addresses the card's
+    # layout gives them once the boot stage has set NUM_OF_VFS (projection.connectx_vf_layout)
+    "dual-port ConnectX, SR-IOV off, port 1": (dgx, ib(STORAGE[:1]), STORAGE_TENANT, STORAGE, set()),
+    "dual-port ConnectX, SR-IOV off, port 2": (dgx, ib(STORAGE[1:]), STORAGE_TENANT, STORAGE, set()),
     "single-port ConnectX, SR-IOV off": (dgx_sriov_off, eth(COMPUTE), TENANTS, COMPUTE, set()),
     "VPI in IB, no IPoIB, link_type eth": (bare("vpi_ib_without_ipoib"), eth(COMPUTE), TENANTS, COMPUTE, set()),
     "VPI in IB, no IPoIB, no link_type": (bare("vpi_ib_without_ipoib"), ib(COMPUTE), TENANTS, COMPUTE,

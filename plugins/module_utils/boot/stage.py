@@ -69,6 +69,18 @@ def daemons_to_stop(units, wanted):
     return found
 
 
+def daemon_states(units, names):
+    """``names``' unit-file and active states as systemctl show names them, one unit a line; with
+    ``units`` None, as ``systemctl disable --now`` leaves them (disabled, inactive)."""
+    lines = []
+    for name in names:
+        unit = (units or {}).get(name) or {}
+        lines.append("%s: UnitFileState=%s ActiveState=%s\n" % (
+            name, unit.get("UnitFileState") if units is not None else "disabled",
+            unit.get("ActiveState") if units is not None else "inactive"))
+    return "".join(lines)
+
+
 class GpuStack:
     """``spec``: the iommu_grub option ``gpu_stack`` ({tenant_gpus, host_gpus, manage, initramfs});
     ``pre_bind``: (ids, driver) of the call."""
@@ -83,6 +95,7 @@ class GpuStack:
         self.daemons = []
         self.daemons_read = False
         self.daemons_source = None
+        self.units = {}
 
     @property
     def pre_bind_ids(self):
@@ -105,15 +118,21 @@ class GpuStack:
                 if systemctl:
                     _rc, out, _err = self.host.commands.run(
                         show_argv(systemctl, ["%s.service" % name for name in plan["services"]]), check=False)
-                    self.daemons = daemons_to_stop(units_by_id(out), plan["services"])
+                    self.units = units_by_id(out)
+                    self.daemons = daemons_to_stop(self.units, plan["services"])
                     self.daemons_read = True
             elif plan["services"]:
                 # under a capture: the units' state as systemctl showed it on the host when captured
                 out = captured_programs.read_output(self.host.fs, captured_programs.NVIDIA_UNITS)
                 if out is not None:
-                    self.daemons = daemons_to_stop(units_by_id(out), plan["services"])
+                    self.units = units_by_id(out)
+                    self.daemons = daemons_to_stop(self.units, plan["services"])
                     self.daemons_read = True
                     self.daemons_source = captured_programs.path_of(captured_programs.NVIDIA_UNITS)
+            if self.daemons:
+                # in the diff as in the run: each unit as systemctl shows it, then as disable --now leaves it
+                diff.add("host daemons (systemctl disable --now)", daemon_states(self.units, self.daemons),
+                         daemon_states(None, self.daemons))
         return {"active": plan["active"], "tenant_gpus": plan["tenant_gpus"], "host_gpus": plan["host_gpus"],
                 "pre_bind_ids": plan["pre_bind_ids"], "address_prebind": plan["address_prebind"],
                 "blacklist": plan["blacklist"], "kernel_args": plan["kernel_args"], "os_family": self.family,

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_config
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_programs import hypervisor_versions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
@@ -201,6 +202,8 @@ class TopologyReader:
                 target = self.fs.readlink_name(base + "/" + entry)
                 if target:
                     virtfns.append((int(match.group(1)), target))
+        totalvfs = self.fs.read_int(base + "/sriov_totalvfs")
+        layout = self.read_vf_layout(base) if totalvfs is not None else (None, None)
         return {
             "address": address,
             "vendor_id": vendor,
@@ -210,12 +213,12 @@ class TopologyReader:
             "driver_override": None if override in (None, "", "(null)") else override,
             "numa_node": None if numa is None or numa < 0 else numa,
             "iommu_group": int(group) if group and group.isdigit() else None,
-            "sriov_totalvfs": self.fs.read_int(base + "/sriov_totalvfs"),
+            "sriov_totalvfs": totalvfs,
             "sriov_numvfs": self.fs.read_int(base + "/sriov_numvfs"),
             "sriov_drivers_autoprobe": None if autoprobe is None else bool(autoprobe),
             # the routing-ID offset and stride of VF 0 and the next ones (PCIe SR-IOV capability)
-            "sriov_offset": self.fs.read_int(base + "/sriov_offset"),
-            "sriov_stride": self.fs.read_int(base + "/sriov_stride"),
+            "sriov_offset": layout[0],
+            "sriov_stride": layout[1],
             "physfn": self.fs.readlink_name(base + "/physfn"),
             "virtfns": [target for _index, target in sorted(virtfns)],
             "vf_index": None,
@@ -227,6 +230,17 @@ class TopologyReader:
             "is_bridge": class_value is not None and (class_value >> 8) == pci_ids.CLASS_BRIDGE_PCI,
             "model": pci_ids.gpu_model(vendor, device_id) or pci_ids.nic_model(vendor, device_id),
         }
+
+    def read_vf_layout(self, base):
+        """(First VF Offset, VF Stride) of an SR-IOV PF: sysfs ``sriov_offset``/``sriov_stride``,
+        else the SR-IOV capability in its ``config`` (a kernel without those attributes)."""
+        offset, stride = self.fs.read_int(base + "/sriov_offset"), self.fs.read_int(base + "/sriov_stride")
+        if offset is not None and stride is not None:
+            return offset, stride
+        capability = pci_config.sriov_capability(self.fs.read_bytes(base + "/config"))
+        if capability is None:
+            return offset, stride
+        return capability["offset"], capability["stride"]
 
     def read_link_layers(self, base):
         """{RDMA device: {port: link layer}} of a PCI function (``infiniband/<dev>/ports/<n>/link_layer``:

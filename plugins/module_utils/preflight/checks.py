@@ -117,10 +117,17 @@ def iommu_status(topology, require_enabled=False):
         boot_fix = "boot args: %sadd iommu=pt" % ("remove %s, " % " ".join(off) if off else "")
     else:
         boot_fix = "boot args: %sadd intel_iommu=on iommu=pt" % ("remove %s, " % " ".join(off) if off else "")
-    fix = boot_fix + " and reboot (the boot stage, role host_boot with gpuvirt_reboot_ok, does it with one reboot)"
     detail = "present (%s) but off%s: no IOMMU groups" % (
         table or "%d units" % len(units), (" (" + " ".join(args) + ")") if args else "")
-    result.update(status=FAIL if require_enabled else WARN, fix=fix, detail=detail)
+    if require_enabled:
+        # wanted on now (gpuvirt_require_iommu_enabled): a fix before this run, by hand
+        result.update(status=FAIL, detail=detail, fix=boot_fix + " and reboot (or run the boot stage, role host_boot with "
+                      "gpuvirt_reboot_ok, without gpuvirt_require_iommu_enabled)")
+        return result
+    # the boot stage's change, said once as its own (not also as a fix by hand)
+    wanted = "iommu=pt" if vendor == "amd" else "intel_iommu=on iommu=pt"
+    result.update(status=BOOT, detail=detail, fix="the boot stage sets %s%s on the kernel command line and reboots once "
+                  "(role host_boot, gpuvirt_reboot_ok)" % (wanted, " (removing %s)" % " ".join(off) if off else ""))
     return result
 
 
@@ -167,16 +174,27 @@ def _fw_value(params, name, column):
     return mlx.parse_value(shown)["num"]
 
 
-def firmware_verdict(pf, entry, num_vfs):
+def firmware_verdict(pf, entry, num_vfs, totalvfs=None):
     """Status, detail and fix of one ConnectX PF's firmware for ``num_vfs`` wanted VFs. What the
     boot stage sets (SRIOV_EN, NUM_OF_VFS; the link type: :func:`check_port_modes`) and loads
-    (firmware reset, else a cold boot it reports) is :data:`BOOT`, with what it will do as the fix."""
+    (firmware reset, else a cold boot it reports) is :data:`BOOT`, with what it will do as the fix.
+    ``totalvfs``: the PF's sysfs sriov_totalvfs (the NUM_OF_VFS its firmware has now, SR-IOV on):
+    without a firmware tool, what the boot stage then sets follows from it (it keeps a larger
+    NUM_OF_VFS: mlxconfig.sriov_firmware)."""
     if entry is None:
         return INFO, "not queried", None
     setting = "SRIOV_EN=1 NUM_OF_VFS=%d" % num_vfs
     if entry["status"] == "tool not found":
-        return BOOT if num_vfs else INFO, "tool not found", (
-            "the boot stage installs mstflint (mstconfig) and sets %s in the firmware" % setting if num_vfs else None)
+        if not num_vfs:
+            return INFO, "tool not found", None
+        if totalvfs and totalvfs >= num_vfs:
+            return BOOT, "tool not found; SR-IOV on, sysfs offers %d VFs (sriov_totalvfs)" % totalvfs, (
+                "the boot stage installs mstflint (mstconfig) to read the firmware; SR-IOV needs no firmware change")
+        if totalvfs:
+            return BOOT, "tool not found; SR-IOV on, sysfs offers %d VFs (sriov_totalvfs)" % totalvfs, (
+                "the boot stage installs mstflint (mstconfig) and raises NUM_OF_VFS from %d to %d in the firmware"
+                % (totalvfs, num_vfs))
+        return BOOT, "tool not found", "the boot stage installs mstflint (mstconfig) and sets %s in the firmware" % setting
     if entry["status"] != "ok":
         return (WARN if num_vfs else INFO), "query failed: %s" % entry["message"], None
     params = entry["params"]
@@ -324,7 +342,8 @@ def check_sriov(model):
                  "wanted_vfs": want, "connectx": bool(dev) and mlx.is_connectx_pf(dev)}
         status, detail, fix = _sriov_verdict(address, dev, want, entry["connectx"], firmware.get(address))
         if entry["connectx"]:
-            fw_status, fw_detail, fw_fix = firmware_verdict(address, firmware.get(address), want or 0)
+            fw_status, fw_detail, fw_fix = firmware_verdict(address, firmware.get(address), want or 0,
+                                                            (dev or {}).get("sriov_totalvfs"))
             entry["firmware"] = dict(firmware.get(address) or {}, verdict=fw_status, detail=fw_detail)
             if fw_status in (WARN, FAIL, BOOT) or want:
                 findings.append(_check("firmware %s" % address, fw_status, fw_detail, fw_fix))

@@ -6,7 +6,10 @@ and a preview plan the tenants on (docs/preview.md).
 
 Pure. ``project`` adds to a host model each wanted PF's VFs (those still to be created named
 ``<pf>/vfN``, ``planned: true``) and each node's wanted hugepage pools; ``finish`` makes of it
-the preview's model: each planned VF gets the PCI address the SR-IOV stage predicts for it, the
+the preview's model: each planned VF gets the PCI address the SR-IOV stage predicts for it (the
+kernel's rule, drivers/pci/iov.c pci_iov_virtfn_bus/devfn: the PF's routing ID plus the SR-IOV
+capability's First VF Offset plus VF Stride times the VF's number, PCIe SR-IOV spec 3.3.10 and
+3.3.11; with SR-IOV off in a ConnectX firmware, the card's layout: ``connectx_vf_layout``), the
 IOMMU is on, the tenants' GPUs and VFs sit on vfio-pci, and ``notes`` say, line by line, what
 was assumed.
 """
@@ -102,6 +105,7 @@ def project(topology, sriov_pfs=(), hugepages=()):
             vfs.append(address)
         dev["virtfns"] = vfs
         dev["sriov_numvfs"] = want
+    _firmware_vf_counts(pci)
     wanted, _unknown = wanted_pages(topo, hugepages)
     for node in topo.get("numa_nodes") or []:
         for size, count in wanted.get(int(node["id"]), {}).items():
@@ -111,6 +115,42 @@ def project(topology, sriov_pfs=(), hugepages=()):
                 pool["free"] = (pool.get("free") or 0) + count - (pool.get("total") or 0)
                 pool["total"] = count
     return topo
+
+
+def _card_functions(pci, pf):
+    """The functions of ``pf``'s PCI device in the host model (its ports), in address order."""
+    device = pf.rsplit(".", 1)[0]
+    return sorted(a for a in pci if a.rsplit(".", 1)[0] == device and not (pci[a] or {}).get("planned")
+                  and not (pci[a] or {}).get("physfn"))
+
+
+def _firmware_vf_counts(pci):
+    """Each PF whose VFs wait for the boot stage's SRIOV_EN/NUM_OF_VFS gets ``firmware_num_vfs``: the
+    NUM_OF_VFS its card will have, the most any of the card's PFs wants (the setting is the card's;
+    the boot stage keeps a larger value it finds, mlxconfig.sriov_firmware)."""
+    cards = {}
+    for address, dev in pci.items():
+        if (dev or {}).get("sriov_from_firmware"):
+            cards.setdefault(address.rsplit(".", 1)[0], []).append(address)
+    for pfs in cards.values():
+        count = max(int(pci[pf].get("sriov_totalvfs") or 0) for pf in pfs)
+        for pf in pfs:
+            pci[pf]["firmware_num_vfs"] = count
+
+
+def connectx_vf_layout(functions, index, num_vfs):
+    """(First VF Offset, VF Stride) a ConnectX PF will have once its firmware offers ``num_vfs``
+    VFs per PF (NUM_OF_VFS): ``index`` is the PF's place among its card's ``functions`` (1 or 2
+    ports). The VFs follow the PFs, port 1's after the VFs port 0 can have: offset
+    ``functions - index + index * num_vfs``, stride 1. As a real dual-port ConnectX-4 Lx with
+    NUM_OF_VFS 8 shows them (lspci -vvv, linux-rdma, 2019-04-30, "mlx5_core failed to load with
+    5.1.0-rc7-next-20190430+": 0b:00.0 "VF offset: 2, stride: 1", 0b:00.1 "VF offset: 9, stride:
+    1", Total VFs 8 on each) and the single-port ConnectX-4 after sriov_numvfs (VFs at PF+1,
+    PF+2, ...). None for other shapes (more than two functions): not known before the firmware
+    is set."""
+    if functions not in (1, 2) or not 0 <= index < functions or num_vfs < 0:
+        return None
+    return functions - index + index * num_vfs, 1
 
 
 def check_vf_addresses(topology, tenant, vfs):
@@ -123,9 +163,9 @@ def check_vf_addresses(topology, tenant, vfs):
         return
     pf = pci[unnamed[0]]["physfn"]
     if (pci.get(pf) or {}).get("sriov_from_firmware"):
-        why = ("SR-IOV is off in its ConnectX firmware (no SR-IOV capability in sysfs), and it is not the only function of "
-               "its device, so where its VFs appear is known only once the boot stage has set the firmware and the host has "
-               "rebooted")
+        why = ("SR-IOV is off in its ConnectX firmware (no SR-IOV capability in sysfs), and its card has %d functions, a "
+               "layout whose VF offsets are known only once the boot stage has set the firmware and the host has rebooted"
+               % len(_card_functions(pci, pf)))
         fix = ("Run the boot stage first (site.yml --tags preflight,boot -e gpuvirt_reboot_ok=true), then plan again on the "
                "host (or a new capture of it); or give the tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
     else:
@@ -134,12 +174,6 @@ def check_vf_addresses(topology, tenant, vfs):
                "tenant VFs of another PF (gpuvirt_sriov_pfs, the policy's vf_pfs)")
     raise InputError("tenant %s: VF %s has no PCI address yet: PF %s's VFs do not exist yet and %s. %s. Nothing was changed"
                      % (tenant, ", ".join(unnamed), pf, why, fix))
-
-
-def _single_function(pci, pf):
-    """Whether ``pf`` is the only function of its PCI device in the host model."""
-    device = pf.rsplit(".", 1)[0]
-    return not any(a != pf and a.rsplit(".", 1)[0] == device for a in pci if not (pci[a] or {}).get("planned"))
 
 
 def _rename_planned_vfs(topo, vf_addresses, notes):
@@ -159,13 +193,19 @@ def _rename_planned_vfs(topo, vf_addresses, notes):
             # PF's own offset and stride say where its VFs will be
             predicted = dict((pci[vf]["vf_index"], vf_address(pf, dev["sriov_offset"], dev["sriov_stride"], pci[vf]["vf_index"]))
                              for vf in planned)
-        elif not predicted and dev.get("sriov_from_firmware") and _single_function(pci, pf):
-            # SR-IOV off in the firmware hides the offset and stride; a single-function ConnectX
-            # PF puts its VFs right after it (offset 1, stride 1, as the ConnectX capture after
-            # sriov_numvfs shows): an assumption, said in the notes.
-            predicted = dict((pci[vf]["vf_index"], vf_address(pf, 1, 1, pci[vf]["vf_index"])) for vf in planned)
-            notes.append("%s: SR-IOV is off in its firmware; VF addresses assumed at offset 1, stride 1 from the PF "
-                         "(known once the boot stage has set the firmware and the host has rebooted)" % pf)
+        elif not predicted and dev.get("sriov_from_firmware"):
+            # SR-IOV off in the firmware hides the SR-IOV capability (its First VF Offset and VF
+            # Stride); a ConnectX card lays its VFs out after its ports (connectx_vf_layout): an
+            # assumption the plan says, and the run reads the real addresses after the reboot.
+            functions = _card_functions(pci, pf)
+            count = int(dev.get("firmware_num_vfs") or dev.get("sriov_totalvfs") or 0)
+            layout = connectx_vf_layout(len(functions), functions.index(pf) if pf in functions else -1, count)
+            if layout is not None:
+                predicted = dict((pci[vf]["vf_index"], vf_address(pf, layout[0], layout[1], pci[vf]["vf_index"])) for vf in planned)
+                notes.append("%s: SR-IOV is off in its firmware; VF addresses assumed at offset %d, stride %d from the PF "
+                             "(port %d of %d of a ConnectX card with NUM_OF_VFS=%d, as the boot stage sets it; the run "
+                             "reads them again once the host has rebooted)" % (pf, layout[0], layout[1], functions.index(pf) + 1,
+                                                                               len(functions), count))
         for vf in planned:
             address = predicted.get(pci[vf]["vf_index"])
             if address is None or address in pci:

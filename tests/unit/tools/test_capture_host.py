@@ -525,3 +525,29 @@ def test_a_preview_of_the_capture_decides_as_one_of_the_tree(tmp_path):
     assert on_capture["model"] == on_tree["model"]
     assert on_capture["ports"] == on_tree["ports"]
     assert json.loads(json.dumps(on_capture["checks"]).replace(out, "ROOT")) == json.loads(json.dumps(on_tree["checks"]).replace(root, "ROOT"))
+
+
+def test_a_pf_without_sriov_offset_has_its_config_space_captured_and_read(host, tmp_path):
+    """A kernel without sriov_offset/sriov_stride: the host model reads the VF offset and stride from
+    the SR-IOV capability in the PF's config space, which the capture then copies (and only then),
+    so the capture places the VFs as the host does. The space is laid out as the PCI Express
+    specification places it (extended capabilities from 0x100, SR-IOV's First VF Offset at +0x14, VF
+    Stride at +0x16), holding the lab PF's own TotalVFs (4), offset and stride as its capture reads them."""
+    dev = host / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0"
+    layout = (read_topology(str(host), *LAB_IDS)["pci_devices"]["0000:81:00.0"]["sriov_offset"],
+              read_topology(str(host), *LAB_IDS)["pci_devices"]["0000:81:00.0"]["sriov_stride"])
+    for name in ("sriov_offset", "sriov_stride"):
+        os.remove(dev / name)
+    space = bytearray(4096)
+    space[0x100:0x104] = (0x10 | 1 << 16).to_bytes(4, "little")  # SR-IOV, version 1, the last capability
+    space[0x10e:0x110] = (4).to_bytes(2, "little")
+    space[0x114:0x116] = layout[0].to_bytes(2, "little")
+    space[0x116:0x118] = layout[1].to_bytes(2, "little")
+    (dev / "config").write_bytes(bytes(space))
+    model = read_topology(str(host), *LAB_IDS)["pci_devices"]["0000:81:00.0"]
+    assert (model["sriov_offset"], model["sriov_stride"]) == layout
+    out = tmp_path / "capture"
+    assert capture_host.main(["--root", str(host), str(out)]) == 0
+    assert (out / "sys" / "devices" / "pci0000:80" / "0000:80:00.0" / "0000:81:00.0" / "config").read_bytes() == bytes(space)
+    captured = read_topology(str(out), *LAB_IDS)["pci_devices"]["0000:81:00.0"]
+    assert (captured["sriov_offset"], captured["sriov_stride"]) == layout

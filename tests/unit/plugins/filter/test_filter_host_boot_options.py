@@ -117,6 +117,13 @@ def test_the_new_kernel_is_settled_when_nothing_is_left_to_do(after, words):
     ({"firmware": {"messages": ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset"], "cold_boot": []},
       "gpu_stack": {"notes": ["nvidia-persistenced: stopped and disabled"]}},
      ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset", "nvidia-persistenced: stopped and disabled"]),
+    # the daemons the boot stage stops are said in the report, with the capture's record they were read from
+    ({"gpu_stack": {"notes": [], "daemons_stopped": ["nvidia-persistenced.service", "nvidia-fabricmanager.service"],
+                    "daemons_source": "/.capture/systemctl-show-nvidia.txt"}},
+     ["host daemons the boot stage stops and disables (systemctl disable --now): nvidia-persistenced.service, "
+      "nvidia-fabricmanager.service (as /.capture/systemctl-show-nvidia.txt records them)"]),
+    ({"gpu_stack": {"notes": [], "daemons_stopped": ["dcgm.service"], "daemons_source": None}},
+     ["host daemons the boot stage stops and disables (systemctl disable --now): dcgm.service"]),
     ({"firmware": {"messages": [], "cold_boot": ["0000:41:00.0", "0000:41:00.1"]}, "cold_boot_required": ["0000:41:00.0", "0000:41:00.1"]},
      ["COLD BOOT NEEDED: 2 ConnectX PF(s) (0000:41:00.0, 0000:41:00.1) hold firmware settings that only a power cycle loads; "
       "power the host off and on, then run the boot stage again."]),

@@ -523,3 +523,22 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
     assert again.find("cpu/numa") is None and again.find("numatune/memnode") is None
     assert again.find("devices/controller[@model='pcie-expander-bus']") is None
     assert all(e.find("address") is None for e in again.findall("devices/hostdev"))
+
+
+def test_the_libvirt_host_roles_changes_are_said_for_a_preview():
+    """A preview under a capture skips the libvirt host role: its mount, the daemon's restart and OVMF are said
+    as that role's changes, from what the tenants need."""
+    filters = FilterModule().filters()
+    needs = filters["tenant_host_needs"]([{"name": "a", "hugepage_size": "1G"}])
+    lines = filters["libvirt_host_preview"](needs)
+    assert lines == [
+        "hugetlbfs /dev/hugepages1G (pagesize=1G): the libvirt host role (tenants stage) mounts it with a systemd mount unit "
+        "it enables, before libvirtd starts, where the host has no such mount",
+        "libvirtd: the libvirt host role restarts it after mounting a hugetlbfs it did not have (running domains keep "
+        "running), or installs and starts it where libvirt is missing or stopped",
+        "OVMF: the libvirt host role installs it where it is missing (a tenant boots with UEFI)"]
+    plain = filters["libvirt_host_preview"](filters["tenant_host_needs"]([{"name": "b", "hugepage_size": "2M", "firmware": "bios"}]),
+                                            "virtqemud")
+    assert plain == ["virtqemud: the libvirt host role installs and starts it where libvirt is missing or stopped"]
+    with pytest.raises(AnsibleFilterError, match="expected tenant_host_needs' result"):
+        filters["libvirt_host_preview"]([])

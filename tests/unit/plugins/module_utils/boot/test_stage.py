@@ -133,6 +133,10 @@ def test_a_bare_dgx_host_in_one_call_then_converged(dgx):
     assert 0.2 <= first["elapsed_s"]["initramfs"] < 1 and 0.3 <= first["elapsed_s"]["firmware_reset"] < 2
     headers = [d["before_header"] for d in first["diff"]]
     assert "/etc/modprobe.d/gpuvirt-nvidia-host.conf" in headers and "/etc/default/grub" in headers
+    # the daemons the call stops are in its diff, as systemctl showed them and as disable --now leaves them
+    [daemons] = [d for d in first["diff"] if d["before_header"] == "host daemons (systemctl disable --now)"]
+    assert daemons["after"] == "nvidia-persistenced.service: UnitFileState=disabled ActiveState=inactive\n"
+    assert daemons["before"].startswith("nvidia-persistenced.service: UnitFileState=enabled ActiveState=")
     # the daemons are now off; the initramfs holds the new file
     commands = commands_for(dgx)
     stopped = SYSTEMCTL_SHOW.replace("ActiveState=active\nUnitFileState=enabled", "ActiveState=inactive\nUnitFileState=disabled")
@@ -228,6 +232,12 @@ def test_a_capture_gives_the_nvidia_services_state_and_nothing_is_stopped(dgx):
         assert stack["daemons_read"] is True and stack["daemons_source"] == "/.capture/systemctl-show-nvidia.txt"
         assert stack["daemons_stopped"] == ["nvidia-persistenced.service"]
         assert not commands.ran("systemctl")
+    # a preview shows them in its diff, not only in the stage's verbose result
+    result = run_module(iommu_grub.main, dict(options(dgx), bootloader_update="none"), check_mode=True, diff=True,
+                        host=Host(dgx["root"], commands=RecordedCommands()))
+    assert [(d["before"], d["after"]) for d in result["diff"] if d["before_header"] == "host daemons (systemctl disable --now)"] == [
+        ("nvidia-persistenced.service: UnitFileState=enabled ActiveState=active\n",
+         "nvidia-persistenced.service: UnitFileState=disabled ActiveState=inactive\n")]
 
 
 def test_the_daemons_to_stop_are_the_loaded_ones_enabled_or_running():

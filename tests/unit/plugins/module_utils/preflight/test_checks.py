@@ -79,9 +79,13 @@ def test_bare_lab_capture_reports_iommu_off_pf_edu_and_a_fitting_plan():
     topo, report = lab_report()
     assert topo["iommu"]["firmware_table"] == "DMAR" and not topo["iommu"]["enabled"]
     iommu = check(report, "iommu")
-    assert iommu["status"] == "warn"
+    # the boot stage's change, said once under what it fixes and not among the fixes by hand (issue 46 item 6)
+    assert iommu["status"] == "boot"
     assert "intel_iommu=off" in iommu["detail"]
-    assert "remove intel_iommu=off" in iommu["fix"] and "intel_iommu=on iommu=pt" in iommu["fix"]
+    assert iommu["fix"] == ("the boot stage sets intel_iommu=on iommu=pt (removing intel_iommu=off) on the kernel command line "
+                            "and reboots once (role host_boot, gpuvirt_reboot_ok)")
+    assert [line for line in report["boot_stage"] if line.startswith("iommu:")] == ["iommu: " + iommu["fix"]]
+    assert not [line for line in report["fixes"] if "iommu" in line]
     pf = next(s for s in report["sriov_pfs"] if s["address"] == "0000:81:00.0")
     assert (pf["sriov_totalvfs"], pf["sriov_numvfs"], pf["wanted_vfs"], pf["numa_node"]) == (4, 0, 4, 1)
     assert check(report, "sriov 0000:81:00.0")["status"] == "pass"
@@ -342,10 +346,27 @@ def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
     firmware = preflight_facts.query_firmware(topo, Host(str(tmp_path), commands=RecordedCommands()))
     assert set(e["status"] for e in firmware.values()) == {"tool not found"}
     report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
-    assert check(report, "firmware 0000:01:00.0")["detail"] == "tool not found"
+    # sysfs already offers 8 VFs: the boot stage installs the tool and sets nothing for SR-IOV (it keeps a larger
+    # NUM_OF_VFS), so no line says it sets NUM_OF_VFS=4 (issue 46 item 6)
+    assert check(report, "firmware 0000:01:00.0")["detail"] == "tool not found; SR-IOV on, sysfs offers 8 VFs (sriov_totalvfs)"
     assert "tool not found" in report["table"]
     assert check(report, "firmware 0000:01:00.0")["status"] == "boot"
-    assert "installs mstflint" in check(report, "firmware 0000:01:00.0")["fix"]
+    assert check(report, "firmware 0000:01:00.0")["fix"] == ("the boot stage installs mstflint (mstconfig) to read the firmware; "
+                                                             "SR-IOV needs no firmware change")
+    assert not [line for line in report["boot_stage"] + report["fixes"] if "NUM_OF_VFS=4" in line]
+
+
+@pytest.mark.parametrize("totalvfs, num_vfs, detail, fix", [
+    (16, 4, "tool not found; SR-IOV on, sysfs offers 16 VFs (sriov_totalvfs)",
+     "the boot stage installs mstflint (mstconfig) to read the firmware; SR-IOV needs no firmware change"),
+    (2, 4, "tool not found; SR-IOV on, sysfs offers 2 VFs (sriov_totalvfs)",
+     "the boot stage installs mstflint (mstconfig) and raises NUM_OF_VFS from 2 to 4 in the firmware"),
+    (None, 4, "tool not found", "the boot stage installs mstflint (mstconfig) and sets SRIOV_EN=1 NUM_OF_VFS=4 in the firmware"),
+    (16, 0, "tool not found", None),
+])
+def test_without_a_firmware_tool_the_boot_stages_change_follows_what_sysfs_shows(totalvfs, num_vfs, detail, fix):
+    status, said, change = preflight.firmware_verdict("0000:19:00.0", {"status": "tool not found"}, num_vfs, totalvfs)
+    assert (said, change) == (detail, fix) and status == ("boot" if num_vfs else "info")
 
 
 def test_no_connectx_no_query():

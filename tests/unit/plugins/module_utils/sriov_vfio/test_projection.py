@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import finish, project
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import (
+    check_vf_addresses, connectx_vf_layout, finish, project)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -94,6 +96,52 @@ def test_sriov_off_in_the_firmware_is_planned_as_the_boot_stage_sets_it(tmp_path
     base = int(pf.split(":")[1], 16)
     assert topo["pci_devices"][pf]["virtfns"] == ["0000:%02x:00.%d" % (base, i + 1) for i in range(4)]
     assert any("SR-IOV is off in its firmware; VF addresses assumed at offset 1, stride 1" in n for n in notes)
+
+
+@pytest.mark.parametrize("functions, index, num_vfs, layout", [
+    # the dual-port ConnectX-4 Lx of linux-rdma 2019-04-30 (lspci -vvv, Total VFs 8): 0b:00.0 "VF offset: 2,
+    # stride: 1", 0b:00.1 "VF offset: 9, stride: 1"
+    (2, 0, 8, (2, 1)), (2, 1, 8, (9, 1)),
+    # a single-port ConnectX-4 after sriov_numvfs (pci/lspci_connectx4_pf+8vf_after-sriov_numvfs.txt): VFs from PF+1
+    (1, 0, 8, (1, 1)),
+    # no real capture of other shapes: not guessed
+    (4, 0, 8, None), (2, 2, 8, None), (2, -1, 8, None),
+])
+def test_the_connectx_vf_layout_is_the_real_cards(functions, index, num_vfs, layout):
+    assert connectx_vf_layout(functions, index, num_vfs) == layout
+
+
+def test_sriov_off_on_a_dual_port_connectx_plans_each_ports_vfs_by_its_address(tmp_path):
+    """The DGX tree's storage card (two functions, 0000:a1:00.0/.1) with SR-IOV off: port 0's VFs
+    follow the two ports (offset 2), port 1's follow the NUM_OF_VFS port 0 can have (offset 1 + 4),
+    as the kernel numbers them (routing ID + offset + index * stride), and the notes say so."""
+    before, _pfs = sriov_off_dgx(tmp_path)
+    ports = ["0000:a1:00.0", "0000:a1:00.1"]
+    assert all(before["pci_devices"][pf]["sriov_totalvfs"] is None for pf in ports)
+    projected = project(before, [{"pf": ports[0], "num_vfs": 4}, {"pf": ports[1], "num_vfs": 3}], [])
+    topo, notes = finish(before, projected, [], {})
+    assert topo["pci_devices"][ports[0]]["virtfns"] == ["0000:a1:00.2", "0000:a1:00.3", "0000:a1:00.4", "0000:a1:00.5"]
+    assert topo["pci_devices"][ports[1]]["virtfns"] == ["0000:a1:00.6", "0000:a1:00.7", "0000:a1:01.0"]
+    assert all(topo["pci_devices"][vf]["physfn"] == pf for pf in ports for vf in topo["pci_devices"][pf]["virtfns"])
+    assert "%s: SR-IOV is off in its firmware; VF addresses assumed at offset 5, stride 1 from the PF (port 2 of 2 of a " \
+           "ConnectX card with NUM_OF_VFS=4, as the boot stage sets it; the run reads them again once the host has " \
+           "rebooted)" % ports[1] in notes
+    for pf in ports:
+        check_vf_addresses(topo, "t", topo["pci_devices"][pf]["virtfns"])
+    # port 1 alone: its VFs still follow the 4 VFs NUM_OF_VFS gives port 0 too
+    topo, _notes = finish(before, project(before, [{"pf": ports[1], "num_vfs": 4}], []), [], {})
+    assert topo["pci_devices"][ports[1]]["virtfns"][0] == "0000:a1:00.6"
+
+
+def test_sriov_off_on_a_card_of_more_functions_keeps_placeholders_and_the_tenant_is_refused(tmp_path):
+    before, _pfs = sriov_off_dgx(tmp_path)
+    for function in (2, 3):
+        extra = dict(before["pci_devices"]["0000:a1:00.1"], address="0000:a1:00.%d" % function)
+        before["pci_devices"][extra["address"]] = extra
+    topo, _notes = finish(before, project(before, [{"pf": "0000:a1:00.0", "num_vfs": 2}], []), [], {})
+    assert topo["pci_devices"]["0000:a1:00.0"]["virtfns"] == ["0000:a1:00.0/vf0", "0000:a1:00.0/vf1"]
+    with pytest.raises(InputError, match=r"tenant t: VF 0000:a1:00.0/vf0 has no PCI address yet: .* its card has 4 functions"):
+        check_vf_addresses(topo, "t", ["0000:a1:00.0/vf0"])
 
 
 def test_a_pf_that_is_not_connectx_without_sriov_is_not_given_vfs(tmp_path):
