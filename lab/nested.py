@@ -135,7 +135,7 @@ def boot(name: str, cmdline: str) -> None:
     # after <type> (and a firmware's <loader>/<nvram>), as libvirt orders them
     at = max(i for i, child in enumerate(os_el) if child.tag in ("type", "firmware", "loader", "nvram")) + 1
     for offset, (tag, text) in enumerate((("kernel", f"{GUEST_DIR}/vmlinux"), ("initrd", f"{GUEST_DIR}/initrd.cpio"),
-                                          ("cmdline", cmdline))):
+                                          ("cmdline", f"{cmdline} nested.name={name}"))):
         element = ET.Element(tag)
         element.text = text
         os_el.insert(at + offset, element)
