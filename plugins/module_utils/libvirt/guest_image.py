@@ -28,7 +28,7 @@ import json
 import os
 from collections import OrderedDict
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import (
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import (
     CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name

@@ -20,7 +20,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import check_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION

@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import LEVELS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import (
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
     check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, over_host)
 
 __metaclass__ = type
