@@ -16,6 +16,8 @@ Bad input is an InputError (common); the filters turn it into a filter error."""
 
 from __future__ import absolute_import, division, print_function
 
+from collections.abc import Mapping
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
@@ -36,7 +38,7 @@ def plan(topology, tenants, policy=None, foreign=None):
     tenants, tenant_domain_info's ``foreign``) kept out of it (:func:`reserve`): their tenants
     naming a GPU such a domain holds are unplaced, and ``foreign`` is the report of each."""
     topology, policy, report, refused = reserve(topology, tenants, policy or {}, foreign or {})
-    listed = [t for t in tenants if not (isinstance(t, dict) and t.get("name") in refused)] if refused else tenants
+    listed = [t for t in tenants if not (isinstance(t, Mapping) and t.get("name") in refused)] if refused else tenants
     found = plan_tenants(topology, listed, policy)
     found["unplaced"].update(refused)
     found["foreign"] = report
@@ -151,7 +153,7 @@ def reserve(topology, tenants, policy, foreign):
     topology["numa_nodes"] = nodes
     refused = {}
     for tenant in tenants or []:
-        if not isinstance(tenant, dict) or tenant.get("state") == "absent" or not isinstance(tenant.get("gpus"), (list, tuple)):
+        if not isinstance(tenant, Mapping) or tenant.get("state") == "absent" or not isinstance(tenant.get("gpus"), (list, tuple)):
             continue
         taken = [a for a in tenant["gpus"] if str(a).lower() in held_devices]
         if taken:
@@ -175,7 +177,7 @@ def by_name(tenants):
     """Tenant name -> the tenant as the inventory gives it (the first one of a name)."""
     found = {}
     for tenant in tenants or []:
-        if isinstance(tenant, dict):
+        if isinstance(tenant, Mapping):
             found.setdefault(tenant.get("name"), tenant)
     return found
 
@@ -308,9 +310,9 @@ def guest_domains(domains, tenants, access=None, images=True):
     and seed out and keeps the management NIC."""
     if not isinstance(domains, list):
         raise InputError("expected the tenant_domain entries (a list), got %s" % type(domains).__name__)
-    if not isinstance(tenants, list):
+    if not isinstance(tenants, (list, tuple)):
         raise InputError("expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
-    by_tenant = dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
+    by_tenant = dict((t.get("name"), t) for t in tenants if isinstance(t, Mapping))
     access = _dict(access, "the guest access (gpuvirt_guest_access)")
     management = _dict(access.get("management"), "gpuvirt_guest_access.management")
     out = []

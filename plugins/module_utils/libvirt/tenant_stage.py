@@ -23,28 +23,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import ten
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 
 __metaclass__ = type
 
 # The role's defaults where the module has none of its own for the stage.
 DEFAULT_PRIORITIES = {"online": {"cpu_shares": 1024},
                       "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000}}
-
-
-def check_tenants(tenants):
-    """``tenants`` as given, refused with the entry named when one has no name or a name listed
-    twice (the planner checks the rest, naming the tenant)."""
-    seen = {}
-    for index, tenant in enumerate(tenants):
-        name = tenant.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's domain name); got %r"
-                             % (index, name))
-        if name in seen:
-            raise InputError("tenants[%d] (%s): name %s is also tenants[%d]; list each tenant once"
-                             % (index, name, name, seen[name]))
-        seen[name] = index
-    return tenants
 
 
 def check_dict(value, option):
@@ -119,7 +104,8 @@ def domain_entries(found, tenants, params, topology, preview):
 
 def tenant_stage(params, host, run):
     """tenant_domain with ``tenants`` (see the module docstring)."""
-    tenants = check_tenants(params["tenants"])
+    # the tenants read once into records (tenancy.record); the planner and the entries take them
+    tenants = tenant_records(params["tenants"], firmware=params["firmware"])
     policy = check_dict(params.get("policy"), "policy")
     if "existing" in policy:
         raise InputError("policy.existing: the domains are read on the host; leave it out")
