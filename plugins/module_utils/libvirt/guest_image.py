@@ -133,6 +133,24 @@ def _read(host, host_path, option="guest_dir"):
         return None
 
 
+def seed_addresses(host, files):
+    """The guest addresses a domain's seeds give (IPv4, without prefix): for each ``seed.iso``
+    among its disk ``files``, the ``network-config`` this collection keeps in ``seed/`` beside it
+    (tenant_paths); a seed it did not make, or one it cannot read, gives none."""
+    out = []
+    for path in files:
+        if os.path.basename(path) != "seed.iso":
+            continue
+        try:
+            text = _read(host, os.path.join(os.path.dirname(path), "seed", "network-config"))
+            ethernets = json.loads(text)["ethernets"] if text else {}
+            for nic in ethernets.values():
+                out.extend(str(address).split("/")[0] for address in nic.get("addresses") or [] if str(address) not in out)
+        except (InputError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
 def file_checksum(real_path, algorithm):
     digest = hashlib.new(algorithm)
     with open(real_path, "rb") as handle:

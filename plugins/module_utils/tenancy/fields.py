@@ -26,6 +26,7 @@ MACHINE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 ARCH_RE = re.compile(r"\A[a-z0-9][a-z0-9_]{0,31}\Z")
 DOMAIN_TYPE_RE = re.compile(r"\A[a-z][a-z0-9]{0,15}\Z")
 
+
 def whole(value, what, minimum=None):
     """``value`` as an int (an int, or its decimal text); InputError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):

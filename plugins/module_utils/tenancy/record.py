@@ -163,8 +163,8 @@ def tenant_record(raw, index, firmware=None):
     data["gpus"] = _count_or_addresses(raw.get("gpus"), where, "gpus")
     data["vfs"] = whole(TENANT_DEFAULTS["vfs"] if raw.get("vfs") is None else raw["vfs"], "%s: vfs" % where, 0)
     prefix = where + ": "
-    data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(raw.get("vcpus"), raw.get("memory_mb"), raw.get("max_vcpus"),
-                                                                      where=prefix)
+    size = check_size(raw.get("vcpus"), raw.get("memory_mb"), raw.get("max_vcpus"), where=prefix)
+    data["vcpus"], data["max_vcpus"], data["memory_mb"] = size
     data["mac"] = check_tenant_mac(raw.get("mac"), prefix + "mac")
     data["vlan"] = check_tenant_vlan(raw.get("vlan"), prefix + "vlan")
     data["firmware"] = check_firmware(raw.get("firmware") or firmware, prefix + "firmware")
@@ -221,8 +221,9 @@ def tenant_addresses(record):
 
 def check_tenant_list(records, held=None, host_address=None):
     """The rules over the whole list: a name once; of the present tenants, a PCI device they name,
-    a MAC and an address to one tenant only. ``held``: {domain: {"macs": [...], "addresses": [...]}}
-    of the host's other domains (a tenant's own domain is not another's); ``host_address``: the
+    a MAC and an address to one tenant only. ``held``: {domain: {"addresses": [...]}} of the
+    host's other domains (a tenant's own domain is not another's; their MACs are checked against
+    every interface by the domain code, placement/tenant_request.Claims); ``host_address``: the
     host's address on the management network (a tenant address is never the host's)."""
     seen = {}
     for record in records:
@@ -240,11 +241,14 @@ def check_tenant_list(records, held=None, host_address=None):
         (label, option), others = whos[-1], whos[:-1]
         raise InputError("%s: %s %s is also the MAC of %s; a MAC belongs to one interface: give each tenant its own"
                          % (label, option, mac, ", ".join("%s (%s)" % other if other[0] != label else other[1] for other in others)))
-    addresses = [(address, (record.label, option)) for record in present for address, option in tenant_addresses(record)]
-    for address, whos in duplicates(addresses):
-        (label, option), others = whos[-1], whos[:-1]
-        raise InputError("%s: %s %s is also the address of %s; an address belongs to one guest: give each its own"
-                         % (label, option, address, ", ".join("%s %s" % other for other in others)))
+    owners = {}
+    for record in present:
+        for address, option in tenant_addresses(record):
+            # the management and the RDMA addresses are on networks of their own: each compared with its kind
+            other = owners.setdefault((option, address), record.label)
+            if other != record.label:
+                raise InputError("%s: %s %s is also the %s of %s; an address belongs to one guest: give each its own"
+                                 % (record.label, option, address, option, other))
     host = str(ipaddress.ip_interface(u"%s" % host_address).ip) if host_address else None
     names = set(seen)
     for record in present:
@@ -255,10 +259,6 @@ def check_tenant_list(records, held=None, host_address=None):
         for domain, holds in sorted((held or {}).items()):
             if domain in names:
                 continue
-            for mac, option in tenant_macs(record):
-                if mac in (holds.get("macs") or ()):
-                    raise InputError("%s: %s %s is already the MAC of an interface of domain %s; a MAC belongs to one "
-                                     "interface: give another, or leave it out to have one derived" % (record.label, option, mac, domain))
             for address, option in tenant_addresses(record):
                 if address in (holds.get("addresses") or ()):
                     raise InputError("%s: %s %s is already the address of domain %s; an address belongs to one guest: "
