@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
@@ -197,7 +198,8 @@ def tenant_domains(found, tenants, settings):
     own ``autostart`` when given. ``settings``: the role's ``domain_type``, ``machine``,
     ``memory_mode``, ``priorities`` and ``live``. Empty ``mac``, ``vlan``, ``machine``, ``live``
     and ``autostart`` are left out (the module's own default)."""
-    specs = by_name(tenants)
+    # records (tenancy.record) as the stage hands them; a list as the inventory gives it is read into them here
+    specs = by_name(tenant_records(tenants, firmware=settings.get("firmware")))
     priorities = settings.get("priorities") or {}
     topology = settings.get("topology")
     out = []
@@ -232,10 +234,8 @@ def tenant_domains(found, tenants, settings):
             # a tenant spanning nodes: its memory from all of them, each cell's from its own (domain_cells)
             args["nodeset"] = ",".join(str(cell["node"]) for cell in placement["cells"])
             args["numa_cells"] = numa_cells(placement)
-        try:
-            args["firmware"] = check_firmware(spec.get("firmware") or settings.get("firmware"))
-        except InputError as exc:
-            raise InputError("tenant %s: %s" % (name, exc))
+        # the record's: the tenant's own, else the stage's, else efi
+        args["firmware"] = spec.get("firmware") or check_firmware(settings.get("firmware"))
         if topology is not None:
             # each network VF with its own MAC (given or derived) and the tenant's VLAN, as the
             # VF settings on the PF (filter plan_vf_settings) have them
