@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
@@ -154,7 +155,7 @@ def reserve(topology, tenants, policy, foreign):
     topology["numa_nodes"] = nodes
     refused = {}
     for tenant in tenants or []:
-        if not isinstance(tenant, Mapping) or tenant.get("state") == "absent" or not isinstance(tenant.get("gpus"), (list, tuple)):
+        if not stays(tenant) or not isinstance(tenant.get("gpus"), (list, tuple)):
             continue
         taken = [a for a in tenant["gpus"] if str(a).lower() in held_devices]
         if taken:

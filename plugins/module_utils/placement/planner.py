@@ -56,6 +56,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index im
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import TenantRequests, read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 
 __metaclass__ = type
 
@@ -90,7 +91,7 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
     def plan(self, tenants):
         parsed = self._tenants(tenants)
         refused = dict((t["name"], t["refused"]) for t in parsed if t.get("refused"))
-        active = [t for t in parsed if str(t.get("state") or "present") != "absent" and not t.get("refused")]
+        active = [t for t in parsed if stays(t) and not t.get("refused")]
         existing = self.policy["existing"] or {}
         state = State(self.host, self.reserved)
         placements = {}

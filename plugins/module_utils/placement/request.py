@@ -13,7 +13,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import LEVELS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import over_host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 
 __metaclass__ = type
 

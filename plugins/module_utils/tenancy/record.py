@@ -6,7 +6,7 @@ stage's ``tenants``) read once into normalised, read-only records, and the rules
 
 :func:`tenant_records` is the one entry point: each entry checked (its name, state, size, device
 counts or addresses, placement choices, MACs, VLAN, firmware, machine, domain type, the guest's
-addresses), every default written once (:data:`TENANT_DEFAULTS`; the placement choices left out are
+addresses), every default written once (``tenancy/defaults.py``; the placement choices left out are
 the policy's, ``None`` in the record), then :func:`check_tenant_list` over all of them: no name,
 device, MAC or address to two tenants, nor a tenant address that is the host's or another
 domain's. A message names the tenant (``tenants[1] (b)``), the option and the fix.
@@ -25,21 +25,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
+    EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
     check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
 
 __metaclass__ = type
-
-TENANT_STATES = ("present", "defined", "running", "absent")
-PRIORITIES = ("online", "batch")
-NUMA_CHOICES = ("required", "preferred", "spread")
-EMULATOR_CHOICES = ("isolate", "housekeeping", "vcpus")
-# What a tenant gets for an option it leaves out: the one place these defaults are written. The
-# placement choices (numa, emulator, hugepage_size) left out are the planner policy's.
-TENANT_DEFAULTS = {"state": "present", "priority": "online", "gpus": 0, "vfs": 0}
-# hugepage_size given as none (no hugepages), apart from left out (the policy's)
-NO_HUGEPAGES = "none"
 
 
 def _freeze(value):
@@ -94,7 +86,7 @@ class Tenant(Mapping):
 
     @property
     def present(self):
-        return self._data["state"] != "absent"
+        return stays(self._data)
 
 
 def _choice(value, choices, where, option, left_out):

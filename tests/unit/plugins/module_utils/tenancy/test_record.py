@@ -9,8 +9,8 @@ import copy
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import (
-    TENANT_DEFAULTS, Tenant, check_tenant_list, tenant_records)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import TENANT_DEFAULTS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import Tenant, check_tenant_list, tenant_records
 
 GPU_A, GPU_B = "0000:07:00.0", "0000:0f:00.0"
 
