@@ -145,7 +145,10 @@ def seed_addresses(host, files):
             text = _read(host, os.path.join(os.path.dirname(path), "seed", "network-config"))
             ethernets = json.loads(text)["ethernets"] if text else {}
             for nic in ethernets.values():
-                out.extend(str(address).split("/", maxsplit=1)[0] for address in nic.get("addresses") or [] if str(address) not in out)
+                for address in nic.get("addresses") or []:
+                    address = str(address).split("/", maxsplit=1)[0]
+                    if address not in out:
+                        out.append(address)
         except (InputError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
