@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GIB, GuestRemoval, image_info, plan_guest, seed_documents, tenant_paths)
+    GIB, GuestRemoval, image_info, plan_guest, seed_addresses, seed_documents, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4, data_nic_mac, management_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
@@ -443,3 +443,17 @@ def test_bad_image_urls_are_refused_and_a_password_is_never_echoed(host, url, me
         plan_guest(host, "tenant-a", opts, vf_mac=VF_MAC)
     assert secret is None or secret not in str(error.value)
     assert not os.path.exists(host.path(GUEST_DIR))
+
+
+def test_seed_addresses_are_read_from_the_network_config_beside_a_seed(host):
+    """The addresses another domain's seed gives (the tenants stage refuses them to a tenant): read from
+    the network-config this code keeps beside the seed.iso; a disk that is no seed, or a seed without its
+    files, gives none."""
+    paths = tenant_paths(GUEST_DIR, "legacy")
+    documents = seed_documents("legacy", {"user": "ops", "ssh_authorized_keys": [], "packages": [], "rdma_address": "10.20.0.9/24"},
+                               {"network": "gpuvirt-mgmt", "mac": "52:54:00:00:00:99", "address": "192.168.150.9/24"}, VF_MAC)
+    os.makedirs(host.path(paths["seed_dir"]))
+    with open(host.path(paths["seed_dir"] + "/network-config"), "w", encoding="utf-8") as handle:
+        handle.write(documents["network-config"])
+    assert seed_addresses(host, [paths["disk"], paths["seed"], paths["seed"]]) == ["192.168.150.9", "10.20.0.9"]
+    assert seed_addresses(host, [paths["disk"], tenant_paths(GUEST_DIR, "other")["seed"]]) == []
