@@ -52,7 +52,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import data_nic_mac  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import guest_inventory as check  # pylint: disable=import-outside-toplevel
     name = "guest_hosts"

@@ -54,6 +54,7 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     its own or ``firmware``, is efi: OVMF installed) and ``hugetlbfs_mounts`` (``[{size, path}]``:
     a 1G hugetlbfs mount when a tenant, or the policy's default, backs its memory with 1G pages)."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays  # pylint: disable=import-outside-toplevel
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: expected the tenant list (gpuvirt_tenants), got %s"
                                  % type(tenants).__name__)
@@ -61,7 +62,7 @@ def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     uefi = False
     sizes = set()
     for tenant in tenants:
-        if not isinstance(tenant, dict) or tenant.get("state") == "absent":
+        if not isinstance(tenant, dict) or not stays(tenant):
             continue
         uefi = uefi or (tenant.get("firmware") or firmware or "efi") == "efi"
         try:

@@ -41,7 +41,8 @@ def gate_plan(stage_checks):
 
 
 def _present(tenants):
-    return [t for t in tenants if not (isinstance(t, dict) and t.get("state", "present") == "absent")]
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays  # pylint: disable=import-outside-toplevel
+    return [t for t in tenants if not isinstance(t, dict) or stays(t)]
 
 
 def _vf_pfs(sriov_pfs):

@@ -28,7 +28,7 @@ import json
 import os
 from collections import OrderedDict
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import (
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import (
     CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.disk_header import HEAD_BYTES, disk_contents, not_a_disk
@@ -132,6 +132,27 @@ def _read(host, host_path, option="guest_dir"):
             return handle.read()
     except (IOError, OSError, UnicodeDecodeError):
         return None
+
+
+def seed_addresses(host, files):
+    """The guest addresses a domain's seeds give (IPv4, without prefix): for each ``seed.iso``
+    among its disk ``files``, the ``network-config`` this collection keeps in ``seed/`` beside it
+    (tenant_paths); a seed it did not make, or one it cannot read, gives none."""
+    out = []
+    for path in files:
+        if os.path.basename(path) != "seed.iso":
+            continue
+        try:
+            text = _read(host, os.path.join(os.path.dirname(path), "seed", "network-config"))
+            ethernets = json.loads(text)["ethernets"] if text else {}
+            for nic in ethernets.values():
+                for address in nic.get("addresses") or []:
+                    address = str(address).split("/", maxsplit=1)[0]
+                    if address not in out:
+                        out.append(address)
+        except (InputError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
 
 
 def file_checksum(real_path, algorithm):

@@ -23,6 +23,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network im
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import (
     DomainRequest, TENANT_DOMAIN_FLAGS, TENANT_DOMAIN_OPTIONS, TENANT_DOMAIN_REQUIRED_IF)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.files import check_tenant_files
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import (
     Claims, RELAX_OPTION, limits_of_capabilities, limits_of_topology, vf_security)
 
@@ -132,37 +133,10 @@ def _tenant_files(request):
 
 
 def check_files(requests, holdings):
-    """No tenant is given a file another tenant or domain owns or reads: a tenant's disks and
-    seed belong to it alone (not another entry's disk, seed or base image, not a disk of another
-    domain on the host), and the base image its overlay reads is no other tenant's or domain's
-    disk (which that one writes). A tenant the call redefines or removes is compared as the call
-    leaves it. InputError before anything changes, naming both and the fix."""
-    present = [(request,) + _tenant_files(request) for request in requests if request.present]
-    owners, readers = {}, {}
-    for request, own, base in present:
-        for path in own:
-            other = owners.get(path) or readers.get(path)
-            if other is not None and other != request.spec.name:
-                with labelled(request.label):
-                    raise InputError("%s is also a file of tenant %s; a tenant's disk or seed is its own: give it another "
-                                     "path, or leave disks out and give it an image (its own overlay)" % (path, other))
-            owners[path] = request.spec.name
-        if base is not None:
-            if owners.get(base) not in (None, request.spec.name):
-                with labelled(request.label):
-                    raise InputError("image.base: %s is a disk of tenant %s, which writes it; give the base cloud image "
-                                     "(read only, shared by the overlays)" % (base, owners[base]))
-            readers.setdefault(base, request.spec.name)
-    names = set(r.spec.name for r in requests)
-    for domain, (_devices, _macs, files) in holdings.items():
-        if domain in names:
-            continue
-        for request, own, base in present:
-            taken = [f for f in own + ([base] if base else []) if f in files]
-            if taken:
-                with labelled(request.label):
-                    raise InputError("%s is a disk of domain %s, which reads or writes it; a tenant's files are its own: give "
-                                     "another path (for image.base, the base cloud image)" % (taken[0], domain))
+    """The contract's rule over files (tenancy/files.check_tenant_files) for the entries of the
+    call: what each present one owns and reads, as the call leaves it."""
+    present = [(request.spec.name, request.label) + _tenant_files(request) for request in requests if request.present]
+    check_tenant_files(present, set(r.spec.name for r in requests), holdings)
 
 
 def check_removals(requests, holdings, host):

@@ -21,12 +21,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_rea
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import CPU_QOS, IOTUNE_KEYS, copy_tree, to_kib, to_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
     GuestRemoval, console_log_path, plan_guest, tenant_paths)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import GUEST_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import GUEST_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
     PIN_OPTIONS, _definition_diff, _persistent_xml, _running_diff, apply_live_pins, live_pin_changes, mmio_window,
     pin_diff_lines, pin_restart_reasons)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import FIRMWARES, over_host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import DEFAULT_FIRMWARE, FIRMWARES, over_host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec, UNLIMITED_QUOTA
 
 __metaclass__ = type
@@ -53,7 +53,7 @@ TENANT_DOMAIN_OPTIONS = dict(
     )),
     machine=dict(type="str"),
     arch=dict(type="str", default="x86_64"),
-    firmware=dict(type="str", default="efi", choices=list(FIRMWARES)),
+    firmware=dict(type="str", default=DEFAULT_FIRMWARE, choices=list(FIRMWARES)),
     mmio_window_mb=dict(type="int"),
     qos=dict(type="dict", options=dict(
         cpu_shares=dict(type="int"),

@@ -16,11 +16,15 @@ Bad input is an InputError (common); the filters turn it into a filter error."""
 
 from __future__ import absolute_import, division, print_function
 
+from collections.abc import Mapping
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import check_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
@@ -36,7 +40,7 @@ def plan(topology, tenants, policy=None, foreign=None):
     tenants, tenant_domain_info's ``foreign``) kept out of it (:func:`reserve`): their tenants
     naming a GPU such a domain holds are unplaced, and ``foreign`` is the report of each."""
     topology, policy, report, refused = reserve(topology, tenants, policy or {}, foreign or {})
-    listed = [t for t in tenants if not (isinstance(t, dict) and t.get("name") in refused)] if refused else tenants
+    listed = [t for t in tenants if not (isinstance(t, Mapping) and t.get("name") in refused)] if refused else tenants
     found = plan_tenants(topology, listed, policy)
     found["unplaced"].update(refused)
     found["foreign"] = report
@@ -151,7 +155,7 @@ def reserve(topology, tenants, policy, foreign):
     topology["numa_nodes"] = nodes
     refused = {}
     for tenant in tenants or []:
-        if not isinstance(tenant, dict) or tenant.get("state") == "absent" or not isinstance(tenant.get("gpus"), (list, tuple)):
+        if not stays(tenant) or not isinstance(tenant.get("gpus"), (list, tuple)):
             continue
         taken = [a for a in tenant["gpus"] if str(a).lower() in held_devices]
         if taken:
@@ -175,7 +179,7 @@ def by_name(tenants):
     """Tenant name -> the tenant as the inventory gives it (the first one of a name)."""
     found = {}
     for tenant in tenants or []:
-        if isinstance(tenant, dict):
+        if isinstance(tenant, Mapping):
             found.setdefault(tenant.get("name"), tenant)
     return found
 
@@ -195,7 +199,8 @@ def tenant_domains(found, tenants, settings):
     own ``autostart`` when given. ``settings``: the role's ``domain_type``, ``machine``,
     ``memory_mode``, ``priorities`` and ``live``. Empty ``mac``, ``vlan``, ``machine``, ``live``
     and ``autostart`` are left out (the module's own default)."""
-    specs = by_name(tenants)
+    # records (tenancy.record) as the stage hands them; a list as the inventory gives it is read into them here
+    specs = by_name(tenant_records(tenants, firmware=settings.get("firmware")))
     priorities = settings.get("priorities") or {}
     topology = settings.get("topology")
     out = []
@@ -230,10 +235,8 @@ def tenant_domains(found, tenants, settings):
             # a tenant spanning nodes: its memory from all of them, each cell's from its own (domain_cells)
             args["nodeset"] = ",".join(str(cell["node"]) for cell in placement["cells"])
             args["numa_cells"] = numa_cells(placement)
-        try:
-            args["firmware"] = check_firmware(spec.get("firmware") or settings.get("firmware"))
-        except InputError as exc:
-            raise InputError("tenant %s: %s" % (name, exc))
+        # the record's: the tenant's own, else the stage's, else efi
+        args["firmware"] = spec.get("firmware") or check_firmware(settings.get("firmware"))
         if topology is not None:
             # each network VF with its own MAC (given or derived) and the tenant's VLAN, as the
             # VF settings on the PF (filter plan_vf_settings) have them
@@ -308,9 +311,9 @@ def guest_domains(domains, tenants, access=None, images=True):
     and seed out and keeps the management NIC."""
     if not isinstance(domains, list):
         raise InputError("expected the tenant_domain entries (a list), got %s" % type(domains).__name__)
-    if not isinstance(tenants, list):
+    if not isinstance(tenants, (list, tuple)):
         raise InputError("expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
-    by_tenant = dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
+    by_tenant = dict((t.get("name"), t) for t in tenants if isinstance(t, Mapping))
     access = _dict(access, "the guest access (gpuvirt_guest_access)")
     management = _dict(access.get("management"), "gpuvirt_guest_access.management")
     out = []

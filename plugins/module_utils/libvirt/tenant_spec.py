@@ -14,8 +14,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import IOTUNE_KEYS, address_attributes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import (
-    check_arch, check_domain_type, check_firmware, check_machine, check_size, check_tenant_vlan)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
+    check_arch, check_domain_type, check_firmware, check_machine, check_size, check_tenant_vlan, whole)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
@@ -33,15 +33,6 @@ def virtio_disk_target(index):
         number, rest = divmod(number - 1, 26)
         letters = chr(ord("a") + rest) + letters
     return "vd" + letters
-
-
-def _whole(value, what):
-    if isinstance(value, bool):
-        raise InputError("%s: %r is not a whole number" % (what, value))
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InputError("%s: %r is not a whole number" % (what, value))
 
 
 class TenantSpec(DomainBuilder):
@@ -125,7 +116,7 @@ class TenantSpec(DomainBuilder):
         for key, (low, high) in limits.items():
             value = qos.get(key)
             if value is not None:
-                value = _whole(value, "qos.%s" % key)
+                value = whole(value, "qos.%s" % key)
                 if not low <= value <= high:
                     raise InputError("qos.%s: %d is outside %d-%d (libvirt cputune)" % (key, value, low, high))
             out[key] = value
@@ -140,7 +131,7 @@ class TenantSpec(DomainBuilder):
         for key, value in iotune.items():
             if value is None:
                 continue
-            value = _whole(value, "qos.iotune.%s" % key)
+            value = whole(value, "qos.iotune.%s" % key)
             if value < 0:
                 raise InputError("qos.iotune.%s: %d is negative; 0 (or leaving it out) means no limit" % (key, value))
             if value:

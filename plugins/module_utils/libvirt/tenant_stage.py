@@ -17,12 +17,17 @@ was done."""
 
 from __future__ import absolute_import, division, print_function
 
+import ipaddress
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import domain_holdings
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
 
 __metaclass__ = type
 
@@ -31,26 +36,29 @@ DEFAULT_PRIORITIES = {"online": {"cpu_shares": 1024},
                       "batch": {"cpu_shares": 256, "cpu_period": 100000, "cpu_quota": 50000}}
 
 
-def check_tenants(tenants):
-    """``tenants`` as given, refused with the entry named when one has no name or a name listed
-    twice (the planner checks the rest, naming the tenant)."""
-    seen = {}
-    for index, tenant in enumerate(tenants):
-        name = tenant.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's domain name); got %r"
-                             % (index, name))
-        if name in seen:
-            raise InputError("tenants[%d] (%s): name %s is also tenants[%d]; list each tenant once"
-                             % (index, name, name, seen[name]))
-        seen[name] = index
-    return tenants
-
-
 def check_dict(value, option):
     if value is not None and not isinstance(value, dict):
         raise InputError("%s: expected a dict, got %s" % (option, type(value).__name__))
     return dict(value or {})
+
+
+def held_addresses(conn, host, names):
+    """{domain: {"addresses": [...]}}: the guest addresses the seeds of the domains that are not
+    listed tenants give (guest_image.seed_addresses)."""
+    return dict((name, {"addresses": seed_addresses(host, files)})
+                for name, (_devices, _macs, files) in domain_holdings(conn).items() if name not in names)
+
+
+def host_address(params):
+    """The host's address on the management network (the option, else the guest access's), or None."""
+    access = params.get("guest_access") if isinstance(params.get("guest_access"), dict) else {}
+    network = params.get("management_network") or access.get("management_network")
+    address = network.get("address") if isinstance(network, dict) else None
+    try:
+        return str(ipaddress.ip_interface(u"%s" % address)) if address else None
+    except ValueError:
+        # not an address: the management network's own check names it
+        return None
 
 
 def stage_topology(params, host):
@@ -119,7 +127,8 @@ def domain_entries(found, tenants, params, topology, preview):
 
 def tenant_stage(params, host, run):
     """tenant_domain with ``tenants`` (see the module docstring)."""
-    tenants = check_tenants(params["tenants"])
+    # the tenants read once into records (tenancy.record); the planner and the entries take them
+    tenants = tenant_records(params["tenants"], firmware=params["firmware"])
     policy = check_dict(params.get("policy"), "policy")
     if "existing" in policy:
         raise InputError("policy.existing: the domains are read on the host; leave it out")
@@ -129,6 +138,8 @@ def tenant_stage(params, host, run):
     with host.libvirt(params["uri"]) as conn:
         existing = domain_info.domain_assignments(conn, names)
         foreign = domain_info.foreign_domains(conn, names)
+        # across calls: no tenant address another domain's seed gives, nor the host's on the management network
+        check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])

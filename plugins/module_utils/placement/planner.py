@@ -61,6 +61,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import TenantRequests, read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spanning import SpanningSearch
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 
 __metaclass__ = type
 
@@ -95,7 +96,7 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
     def plan(self, tenants):
         parsed = self._tenants(tenants)
         refused = dict((t["name"], t["refused"]) for t in parsed if t.get("refused"))
-        active = [t for t in parsed if str(t.get("state") or "present") != "absent" and not t.get("refused")]
+        active = [t for t in parsed if stays(t) and not t.get("refused")]
         existing = self.policy["existing"] or {}
         state = State(self.host, self.reserved)
         placements = {}

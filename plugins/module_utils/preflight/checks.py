@@ -40,6 +40,8 @@ Checks and their verdicts:
 
 from __future__ import absolute_import, division, print_function
 
+from collections.abc import Mapping
+
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
@@ -50,6 +52,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup imp
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import lone_node
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import wanted_pages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import port_change, render_table
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 
 __metaclass__ = type
 
@@ -447,7 +450,7 @@ def check_hugepages(model):
 
 def check_plan(model):
     """The tenant plan over the host as the host stages will leave it."""
-    tenants = [t for t in model.desired.get("tenants") or [] if (t or {}).get("state", "present") != "absent"]
+    tenants = [t for t in model.desired.get("tenants") or [] if not isinstance(t, Mapping) or stays(t)]
     plan = model.plan
     # the variable the tenants came from: gpuvirt_tenants, or the survey's gpuvirt_survey_tenants
     source = model.desired.get("tenants_from") or "gpuvirt_tenants"

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, labelled
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
@@ -65,7 +66,7 @@ def sriov_request(params, host, topology):
                     "persist": params["persist"], "force": params["force"]})
     ethernet = set(manager.resolve_pf(entry["pf"]) for entry in entries if entry.get("link_type") == "eth")
     for tenant in params.get("tenants") or []:
-        if isinstance(tenant, dict) and tenant.get("state", "present") != "absent" and isinstance(tenant.get("vfs"), (list, tuple)):
+        if stays(tenant) and isinstance(tenant.get("vfs"), (list, tuple)):
             named = [normalize_address(vf.get("address") if isinstance(vf, dict) else vf) for vf in tenant["vfs"]]
             check_settings_reach(topology, tenant.get("name"), [a for a in named if a], owners, tenant.get("mac"), tenant.get("vlan"),
                                  ethernet)
@@ -79,7 +80,7 @@ def tenant_settings(tenants, owners):
     a PCI address, a VF of a listed PF with its VF count (``owners``: VF address -> its PF),
     named by one tenant, its MAC (given or derived) one VF's, its VLAN a VLAN id."""
     for position, tenant in enumerate(tenants):
-        if not isinstance(tenant, dict) or tenant.get("state", "present") == "absent":
+        if not stays(tenant):
             continue
         vfs = tenant.get("vfs")
         for index, vf in enumerate(vfs if isinstance(vfs, (list, tuple)) else []):

@@ -13,6 +13,7 @@ another MAC or VLAN, nor ask the PF for promiscuous mode."""
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
@@ -32,7 +33,7 @@ def named_vfs(tenants):
         raise InputError("expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
     found = []
     for position, tenant in enumerate(tenants):
-        if not isinstance(tenant, dict) or tenant.get("state", "present") == "absent":
+        if not stays(tenant):
             continue
         tenant_vfs = tenant.get("vfs", [])
         if not isinstance(tenant_vfs, (list, tuple)):

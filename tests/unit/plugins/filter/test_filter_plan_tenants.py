@@ -231,7 +231,7 @@ def test_tenant_domains_with_the_host_model_give_each_network_vf_its_mac():
     own = [dict(tenants[0], firmware="efi", machine="pc-q35-7.2")]
     assert (DOMAINS(plan, own, dict(SETTINGS, firmware="bios"))[0]["firmware"],
             DOMAINS(plan, own, SETTINGS)[0]["machine"]) == ("efi", "pc-q35-7.2")
-    with pytest.raises(InputError, match="tenant t: firmware: 'coreboot' is not one of efi, bios"):
+    with pytest.raises(InputError, match=r"tenants\[0\] \(t\): firmware: 'coreboot' is not one of efi, bios"):
         DOMAINS(plan, [dict(tenants[0], firmware="coreboot")], SETTINGS)
 
 

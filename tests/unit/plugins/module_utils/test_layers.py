@@ -18,12 +18,14 @@ PREFIX = "ansible_collections.gpuvirt.tenancy.plugins.module_utils."
 # stages: inside a tenant it needs the vocabulary, the host seam and the ConnectX firmware reader)
 LAYERS = {
     "vocabulary": set(),
+    # the tenant contract: the tenants as the inventory gives them, parsed once into records (pure)
+    "tenancy": {"vocabulary"},
     "host": {"vocabulary"},
     "boot": {"vocabulary", "host"},
-    "placement": {"vocabulary"},
-    "sriov_vfio": {"vocabulary", "host", "boot", "placement"},
-    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio"},
-    "preflight": {"vocabulary", "host", "boot", "placement", "sriov_vfio", "libvirt"},
+    "placement": {"vocabulary", "tenancy"},
+    "sriov_vfio": {"vocabulary", "host", "boot", "placement", "tenancy"},
+    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "tenancy"},
+    "preflight": {"vocabulary", "host", "boot", "placement", "sriov_vfio", "libvirt", "tenancy"},
     "guest": {"vocabulary", "host", "boot"},
 }
 

@@ -13,6 +13,7 @@ import os
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_documents, tenant_paths
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info
@@ -28,6 +29,7 @@ VFS = ["0000:84:00.1", "0000:84:00.2"]
 GPU_IDS, NIC_IDS = ["1234:11e8"], ["15b3:1017"]
 # the planner filter plan_tenants runs on the controller (its wrapping: tests/unit/plugins/filter)
 PLAN = tenant_plan.plan
+GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
 
 
 @pytest.fixture
@@ -163,6 +165,12 @@ def test_a_foreign_domains_devices_are_kept_out(libvirt_conn, stage_host):
     ({"uri": URI, "name": "st-a", "vcpus": 1, "memory_mb": 64, "policy": {}}, "missing parameter(s) required by 'policy': tenants"),
     (call([tenant("st-a")], policy={"existing": {}}), "policy.existing"),
     (call([tenant("st-a", vcpus=0)]), "st-a"),
+    # the tenant records' rules over the list, before the plan (tenancy/record.py)
+    (call([tenant("st-a", guest={"address": "192.168.150.11/24"}), tenant("st-b", guest={"address": "192.168.150.11/24"})]),
+     "tenants[1] (st-b): guest.address 192.168.150.11 is also the guest.address of tenants[0] (st-a)"),
+    (call([tenant("st-a", guest={"address": "192.168.150.1/24"})],
+          guest_access={"management_network": {"name": "gpuvirt-mgmt", "address": "192.168.150.1/24", "forward": "nat"}}),
+     "tenants[0] (st-a): guest.address 192.168.150.1 is the host's own address on the management network"),
 ])
 def test_bad_inputs_are_refused_naming_the_input(libvirt_conn, stage_host, args, words):
     done = run_module(tenant_domain.main, args, host=stage_host)
@@ -189,3 +197,25 @@ def test_the_gate_answers_the_tenants_stage_only_for_these_options(libvirt_conn,
     assert "tenants[0]: name" in failing["tenants"]["error"]
     assert stage_checks.check_result(failing["tenants"], call([{"vcpus": 1}])) == {}
     assert names(libvirt_conn) == ["st-a"]
+
+
+def test_an_address_another_domains_seed_gives_is_refused(libvirt_conn, stage_host):
+    """Across calls: a tenant's address is not one the seed of another domain on the host gives (its
+    network-config kept beside its seed.iso, as guest_image writes it); nothing changes."""
+    paths = tenant_paths(GUEST_DIR, "legacy")
+    documents = seed_documents("legacy", {"user": "ops", "ssh_authorized_keys": [], "packages": []},
+                               {"network": "gpuvirt-mgmt", "mac": "52:54:00:00:00:99", "address": "192.168.150.11/24"}, None)
+    os.makedirs(stage_host.path(paths["seed_dir"]))
+    with open(stage_host.path(paths["seed_dir"] + "/network-config"), "w", encoding="utf-8") as handle:
+        handle.write(documents["network-config"])
+    other = {"name": "legacy", "uri": URI, "domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1,
+             "memory_mb": 64, "mmio_window_mb": 0, "disks": [{"path": paths["seed"], "format": "raw", "target": "sda"}]}
+    assert not run_module(tenant_domain.main, other, host=stage_host).get("failed")
+    done = run_module(tenant_domain.main, call([tenant("st-a", guest={"address": "192.168.150.11/24"})]), host=stage_host)
+    assert done["failed"] and not done.get("changed"), done
+    assert done["msg"].startswith("tenants[0] (st-a): guest.address 192.168.150.11 is already the address of domain legacy")
+    assert names(libvirt_conn) == ["legacy"]
+    # another address is planned
+    fine = run_module(tenant_domain.main, call([tenant("st-a", guest={"address": "192.168.150.12/24"})]), check_mode=True,
+                      host=stage_host)
+    assert not fine.get("failed") and "st-a" in fine["placements"], fine

@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GIB, GuestRemoval, image_info, plan_guest, seed_documents, tenant_paths)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_inputs import check_ipv4, data_nic_mac, management_mac
+    GIB, GuestRemoval, image_info, plan_guest, seed_addresses, seed_documents, tenant_paths)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4, data_nic_mac, management_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
@@ -641,3 +641,17 @@ def test_a_bad_download_says_what_stays(host, tmp_path):
     assert "; the download was removed. Give the checksum" in message and "nothing was changed" not in message
     assert _left(message) == _new_paths(host, before)
     assert GUEST_DIR + "/base" in _left(message) and not os.listdir(host.path(GUEST_DIR + "/base"))
+
+
+def test_seed_addresses_are_read_from_the_network_config_beside_a_seed(host):
+    """The addresses another domain's seed gives (the tenants stage refuses them to a tenant): read from
+    the network-config this code keeps beside the seed.iso; a disk that is no seed, or a seed without its
+    files, gives none."""
+    paths = tenant_paths(GUEST_DIR, "legacy")
+    documents = seed_documents("legacy", {"user": "ops", "ssh_authorized_keys": [], "packages": [], "rdma_address": "10.20.0.9/24"},
+                               {"network": "gpuvirt-mgmt", "mac": "52:54:00:00:00:99", "address": "192.168.150.9/24"}, VF_MAC)
+    os.makedirs(host.path(paths["seed_dir"]))
+    with open(host.path(paths["seed_dir"] + "/network-config"), "w", encoding="utf-8") as handle:
+        handle.write(documents["network-config"])
+    assert seed_addresses(host, [paths["disk"], paths["seed"], paths["seed"]]) == ["192.168.150.9", "10.20.0.9"]
+    assert seed_addresses(host, [paths["disk"], tenant_paths(GUEST_DIR, "other")["seed"]]) == []

@@ -334,16 +334,16 @@ def test_inputs_are_not_modified_and_plans_repeat():
     ([tenant("a")], {"gpus": ["0000:ff:00.0"]}, "policy.gpus"),
     ([tenant("a")], {"vf_pfs": ["0000:10:00.0"]}, "policy.vf_pfs"),
     ([tenant("a", emulator="housekeeping")], {}, "reserved_cpus, which is empty"),
-    ([tenant("a"), tenant("a")], {}, "appears twice"),
+    ([tenant("a"), tenant("a")], {}, r"tenants\[1\] \(a\): name a is also tenants\[0\]"),
     ([{"name": "a", "memory_mb": 1}], {}, r"vcpus: required"),
     ([{"name": "a", "vcpus": 1}], {}, r"memory_mb: required"),
     ([tenant("a", vcpus=0)], {}, "vcpus: must be at least 1"),
     ([tenant("a", gpus=["0000:ff:00.0"])], {}, "not GPUs this host gives"),
     ([tenant("a", hugepage_size="3M")], {}, "hugepage_size"),
-    ([tenant("a", vfs="many")], {}, "vfs must be a whole number"),
-    ([{"vcpus": 1}], {}, "name is required"),
+    ([tenant("a", vfs="many")], {}, "vfs: 'many' is not a whole number"),
+    ([{"vcpus": 1}], {}, r"tenants\[0\]: name: required"),
     ("a", {}, "tenants: expected a list"),
-    # the tenant's own inputs as tenant_domain checks them (tenant_request)
+    # the tenant's own inputs, read into its record (tenancy/record.py) as tenant_domain checks them (tenancy/fields.py)
     ([tenant("a", mac="00:00:00:00:00:00")], {}, r"tenants\[0\] \(a\): mac: 00:00:00:00:00:00 is the all-zero address"),
     ([tenant("a", mac="01:00:5e:00:00:01")], {}, "multicast"),
     ([tenant("a", mac=["52:54:00:00:00:01", "52:54:00:00:00:01"])], {}, r"mac: 52:54:00:00:00:01 is listed 2 times"),
@@ -353,7 +353,7 @@ def test_inputs_are_not_modified_and_plans_repeat():
     ([tenant("a", machine="q35\n")], {}, "machine: "),
     ([tenant("a", vcpus=True)], {}, "vcpus: True is not a whole number"),
     ([tenant("a", mac="52:54:00:00:00:01"), tenant("b", mac=["52:54:00:00:00:01"])], {},
-     r"tenants\[1\] \(b\): mac 52:54:00:00:00:01 is also the MAC of tenants\[0\] \(a\)"),
+     r"tenants\[1\] \(b\): mac\[0\] 52:54:00:00:00:01 is also the MAC of tenants\[0\] \(a\) \(mac\)"),
 ])
 def test_bad_input_names_the_input(tenants, policy, message):
     with pytest.raises(InputError, match=message):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The planner's request (placement/request.py): the policy over its defaults, and the tenants'
-MACs each one VF's."""
+"""The planner's request (placement/request.py): the policy over its defaults (the tenants' MACs,
+each one interface's, are the tenant record's list rule: tenancy/test_record.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import (
-    POLICY_DEFAULTS, check_tenant_macs, hugepage_size_name, read_policy)
+    POLICY_DEFAULTS, hugepage_size_name, read_policy)
 
 
 def test_read_policy_defaults_and_choices():
@@ -33,9 +33,3 @@ def test_read_policy_rejects(policy, message):
 def test_hugepage_size_name():
     assert hugepage_size_name("2048kB") == "2M"
     assert hugepage_size_name("none") is None
-
-
-def test_check_tenant_macs_refuses_a_mac_twice():
-    check_tenant_macs([{"name": "a", "mac": "52:54:00:00:00:01"}, {"name": "b", "mac": ["52:54:00:00:00:02"]}])
-    with pytest.raises(InputError, match=r"tenants\[1\] \(b\): mac 52:54:00:00:00:01 is also the MAC of tenants\[0\] \(a\)"):
-        check_tenant_macs([{"name": "a", "mac": "52:54:00:00:00:01"}, {"name": "b", "mac": ["52:54:00:00:00:01"]}])

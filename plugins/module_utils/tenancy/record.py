@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tenant contract: the tenants as the inventory gives them (``gpuvirt_tenants``, the tenants
+stage's ``tenants``) read once into normalised, read-only records, and the rules over the list.
+
+:func:`tenant_records` is the one entry point: each entry checked (its name, state, size, device
+counts or addresses, placement choices, MACs, VLAN, firmware, machine, domain type, the guest's
+addresses), every default written once (``tenancy/defaults.py``; the placement choices left out are
+the policy's, ``None`` in the record), then :func:`check_tenant_list` over all of them: no name,
+device, MAC or address to two tenants, nor a tenant address that is the host's or another
+domain's. A message names the tenant (``tenants[1] (b)``), the option and the fix.
+
+A record reads as a mapping of the entry's keys (the given ones and the defaulted ones; a value
+read so is a plain copy) and by attribute (the frozen value). Keys the contract does not read
+(``qos``, ``disks``, ``image``, ``guest``, ...) are kept as given for the code that reads them."""
+
+from __future__ import absolute_import, division, print_function
+
+import ipaddress
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
+    EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
+    check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
+
+__metaclass__ = type
+
+
+def _freeze(value):
+    if isinstance(value, Mapping):
+        return MappingProxyType(dict((key, _freeze(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(item) for item in value)
+    return value
+
+
+def thaw(value):
+    """A frozen value as plain data (dicts and lists), a copy."""
+    if isinstance(value, Mapping):
+        return dict((key, thaw(item)) for key, item in value.items())
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+class Tenant(Mapping):
+    """One tenant, checked and normalised; read only. ``index`` and ``label`` say where it was
+    in the list; ``present`` whether it stays (its state is not absent)."""
+
+    __slots__ = ("_data", "index", "label")
+
+    def __init__(self, data, index, label):
+        object.__setattr__(self, "_data", MappingProxyType(dict((k, _freeze(v)) for k, v in data.items())))
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "label", label)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a tenant record is read only (tenant %s)" % self._data.get("name"))
+
+    __delattr__ = __setattr__
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._data.get(name)
+
+    def __getitem__(self, key):
+        return thaw(self._data[key])
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __repr__(self):
+        return "Tenant(%s)" % ", ".join("%s=%r" % (k, thaw(v)) for k, v in sorted(self._data.items()))
+
+    @property
+    def present(self):
+        return stays(self._data)
+
+
+def _choice(value, choices, where, option, left_out):
+    if value is None or value == "":
+        return None
+    if value not in choices:
+        raise InputError("%s: %s %r is not one of %s (%s)" % (where, option, value, ", ".join(choices), left_out))
+    return value
+
+
+def _count_or_addresses(value, where, option):
+    """``gpus``: a count or PCI addresses (a list, each once) -> int or [address]."""
+    if isinstance(value, (list, tuple)):
+        addresses = [str(address) for address in value]
+        if len(set(a.lower() for a in addresses)) != len(addresses):
+            raise InputError("%s: %s lists an address twice; list each device once" % (where, option))
+        return addresses
+    return whole(TENANT_DEFAULTS[option] if value is None else value, "%s: %s" % (where, option), 0)
+
+
+def _guest(value, where):
+    """The addresses and MAC of a tenant's ``guest`` (the rest is the guest code's), checked."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InputError("%s: guest: expected a dict (address, rdma_address, hostname, packages, management_mac), got %s"
+                         % (where, type(value).__name__))
+    guest = dict(value)
+    for key in ("address", "rdma_address"):
+        if guest.get(key):
+            check_ipv4(guest[key], "%s: guest.%s" % (where, key), True)
+    if guest.get("management_mac"):
+        guest["management_mac"] = check_mac(str(guest["management_mac"]), "%s: guest.management_mac" % where)
+    return guest
+
+
+def _data_nic(value, where):
+    if value is None or not isinstance(value, Mapping):
+        return value
+    nic = dict(value)
+    if nic.get("mac"):
+        nic["mac"] = check_mac(str(nic["mac"]), "%s: data_nic.mac" % where)
+    return nic
+
+
+def tenant_record(raw, index, firmware=None):
+    """One entry of the list -> its :class:`Tenant`. ``firmware``: what a tenant that gives none
+    boots with (the stage's setting; None: efi). A tenant that leaves (state absent) needs only
+    its name: what it held is read from its domain."""
+    if not isinstance(raw, Mapping):
+        raise InputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's libvirt domain name); got %r"
+                         % (index, name))
+    check_domain_name(name, "tenants[%d].name" % index)
+    where = "tenants[%d] (%s)" % (index, name)
+    state = str(raw.get("state") or TENANT_DEFAULTS["state"])
+    if state not in TENANT_STATES:
+        raise InputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))
+    if state == "absent":
+        keep = dict((key, raw[key]) for key in ("shutdown_timeout", "force_off", "guest_dir") if key in raw)
+        return Tenant(dict(keep, name=name, state=state), index, where)
+    data = dict(raw)
+    data.update(name=name, state=state)
+    data["gpus"] = _count_or_addresses(raw.get("gpus"), where, "gpus")
+    data["vfs"] = whole(TENANT_DEFAULTS["vfs"] if raw.get("vfs") is None else raw["vfs"], "%s: vfs" % where, 0)
+    prefix = where + ": "
+    size = check_size(raw.get("vcpus"), raw.get("memory_mb"), raw.get("max_vcpus"), where=prefix)
+    data["vcpus"], data["max_vcpus"], data["memory_mb"] = size
+    data["mac"] = check_tenant_mac(raw.get("mac"), prefix + "mac")
+    data["vlan"] = check_tenant_vlan(raw.get("vlan"), prefix + "vlan")
+    data["firmware"] = check_firmware(raw.get("firmware") or firmware, prefix + "firmware")
+    for key, check in (("machine", check_machine), ("domain_type", check_domain_type)):
+        if raw.get(key) is not None:
+            data[key] = check(raw[key], prefix + key)
+    priority = raw.get("priority") or TENANT_DEFAULTS["priority"]
+    if priority not in PRIORITIES:
+        raise InputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
+    data["priority"] = priority
+    if "hugepage_size" in raw:
+        data["hugepage_size"] = size_name(raw["hugepage_size"], "%s: hugepage_size" % where, allow_none=True) or NO_HUGEPAGES
+    data["numa"] = _choice(raw.get("numa"), NUMA_CHOICES, where, "numa", "leave it out for policy.numa")
+    data["emulator"] = _choice(raw.get("emulator"), EMULATOR_CHOICES, where, "emulator", "leave it out for policy.emulator")
+    data["guest"] = _guest(raw.get("guest"), where)
+    data["data_nic"] = _data_nic(raw.get("data_nic"), where)
+    return Tenant(dict((k, v) for k, v in data.items() if v is not None), index, where)
+
+
+def tenant_records(tenants, firmware=None, held=None, host_address=None):
+    """The one entry point: ``tenants`` (the inventory's list) -> [:class:`Tenant`], in list
+    order, each entry checked, then the list (:func:`check_tenant_list`). A list that is already
+    records is returned as it is (parsed once)."""
+    if isinstance(tenants, (list, tuple)) and all(isinstance(t, Tenant) for t in tenants):
+        return list(tenants)
+    if not isinstance(tenants, (list, tuple)):
+        raise InputError("tenants: expected a list of tenant dicts (gpuvirt_tenants)")
+    records = [tenant_record(raw, index, firmware) for index, raw in enumerate(tenants)]
+    check_tenant_list(records, held, host_address)
+    return records
+
+
+def tenant_macs(record):
+    """[(MAC, what)] a present tenant gives its interfaces: its ``mac`` (one or per network VF),
+    its management NIC's and its data NIC's."""
+    out = []
+    mac = record.mac
+    for index, value in enumerate([mac] if isinstance(mac, str) else (mac or ())):
+        if value is not None:
+            out.append((value, "mac" if isinstance(mac, str) else "mac[%d]" % index))
+    if record.guest and record.guest.get("management_mac"):
+        out.append((record.guest["management_mac"], "guest.management_mac"))
+    if isinstance(record.data_nic, Mapping) and record.data_nic.get("mac"):
+        out.append((record.data_nic["mac"], "data_nic.mac"))
+    return out
+
+
+def tenant_addresses(record):
+    """[(IPv4 address without prefix, option)] of a present tenant's guest."""
+    guest = record.guest or {}
+    return [(str(ipaddress.ip_interface(u"%s" % guest[key]).ip), "guest.%s" % key)
+            for key in ("address", "rdma_address") if guest.get(key)]
+
+
+def check_tenant_list(records, held=None, host_address=None):
+    """The rules over the whole list: a name once; of the present tenants, a PCI device they name,
+    a MAC and an address to one tenant only. ``held``: {domain: {"addresses": [...]}} of the
+    host's other domains (a tenant's own domain is not another's; their MACs are checked against
+    every interface by the domain code, placement/tenant_request.Claims); ``host_address``: the
+    host's address on the management network (a tenant address is never the host's)."""
+    seen = {}
+    for record in records:
+        if record.name in seen:
+            raise InputError("%s: name %s is also tenants[%d]; tenant names are domain names: list each tenant once"
+                             % (record.label, record.name, seen[record.name]))
+        seen[record.name] = record.index
+    present = [record for record in records if record.present]
+    devices = [(str(a).lower(), record.label) for record in present if isinstance(record.gpus, tuple) for a in record.gpus]
+    for address, whos in duplicates(devices):
+        raise InputError("%s: gpus: %s is also a GPU of %s; a device goes to one tenant only: give each tenant its own"
+                         % (whos[-1], address, ", ".join(whos[:-1])))
+    macs = [(mac, (record.label, option)) for record in present for mac, option in tenant_macs(record)]
+    for mac, whos in duplicates(macs):
+        (label, option), others = whos[-1], whos[:-1]
+        raise InputError("%s: %s %s is also the MAC of %s; a MAC belongs to one interface: give each tenant its own"
+                         % (label, option, mac, ", ".join("%s (%s)" % other if other[0] != label else other[1] for other in others)))
+    owners = {}
+    for record in present:
+        for address, option in tenant_addresses(record):
+            # the management and the RDMA addresses are on networks of their own: each compared with its kind
+            other = owners.setdefault((option, address), record.label)
+            if other != record.label:
+                raise InputError("%s: %s %s is also the %s of %s; an address belongs to one guest: give each its own"
+                                 % (record.label, option, address, option, other))
+    host = str(ipaddress.ip_interface(u"%s" % host_address).ip) if host_address else None
+    names = set(seen)
+    for record in present:
+        for address, option in tenant_addresses(record):
+            if address == host:
+                raise InputError("%s: %s %s is the host's own address on the management network (%s); give the guest "
+                                 "another address in that subnet" % (record.label, option, address, host_address))
+        for domain, holds in sorted((held or {}).items()):
+            if domain in names:
+                continue
+            for address, option in tenant_addresses(record):
+                if address in (holds.get("addresses") or ()):
+                    raise InputError("%s: %s %s is already the address of domain %s; an address belongs to one guest: "
+                                     "give another" % (record.label, option, address, domain))
+    return records
