@@ -29,7 +29,7 @@ def _plan_tenants(topology, tenants, policy=None, foreign=None):
     """The plan; ``foreign``: the domains that are not listed tenants (tenant_domain_info's
     ``foreign``), whose devices, CPUs and hugepages are kept out of it. The same code as
     tenant_domain's ``tenants`` plans with on the host (module_utils tenant_plan)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan  # pylint: disable=import-outside-toplevel
     try:
         return tenant_plan.plan(topology, tenants, policy, foreign)
     except InputError as exc:
@@ -40,11 +40,11 @@ def _group_devices(topology, policy=None):
     """The functions that go along with the tenants' GPUs and VFs to their tenants (they share
     their IOMMU groups), to bind to vfio-pci with them, and the pool devices their groups keep
     out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
-    [the pool devices of its group]}}`` (module_utils tenant_groups, which vfio_bind's ``gpus``
+    [the pool devices of its group]}}`` (module_utils placement/pool_groups, which vfio_bind's ``gpus``
     works out on the host)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_groups  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import pool_groups  # pylint: disable=import-outside-toplevel
     try:
-        return tenant_groups.group_devices(topology, policy)
+        return pool_groups.group_devices(topology, policy)
     except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
 

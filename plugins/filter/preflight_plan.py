@@ -76,7 +76,7 @@ def preflight_plan(info, tenants, policy=None, gpus=None, sriov_pfs=None, hugepa
     if taken:
         return {"plan": taken, "error": ""}
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import project
     merged = dict(policy or {}, gpus=gpus, vf_pfs=_vf_pfs(sriov_pfs))
     try:

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params

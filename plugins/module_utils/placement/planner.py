@@ -37,7 +37,7 @@ The planner's files, one concept each (placement/planner.py composes them):
 
 - placement/index.py: ``HostIndex``, the planner's index of the host model (per node its cores,
   GPUs, VFs and pools, per device its IOMMU group, the PCIe ranks of GPUs to VFs);
-- placement/request.py: the policy and each tenant's inputs, checked;
+- placement/planner_request.py: the policy and each tenant's inputs, checked;
 - placement/existing.py: previous assignments kept, resized in place, or re-planned;
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement/counts.py and placement/search.py: which tenants go on which node, by counts;
@@ -54,7 +54,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocati
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import TenantRequests, read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
 
 __metaclass__ = type

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain, tenant_domain_info

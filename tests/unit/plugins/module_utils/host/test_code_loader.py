@@ -22,7 +22,7 @@ from conftest import COLLECTIONS  # pylint: disable=import-error
 PACKAGE = "ansible_collections/gpuvirt/tenancy"
 UTILS = "ansible_collections.gpuvirt.tenancy.plugins.module_utils."
 # the gate's feature: it imports most of module_utils
-IMPORTED = [UTILS + "host.runner", UTILS + "preflight.facts", UTILS + "libvirt.tenant_domain_call"]
+IMPORTED = [UTILS + "host.runner", UTILS + "preflight.info", UTILS + "libvirt.tenant_domain_call"]
 
 PROBE = r"""
 import builtins, json, sys, zipimport

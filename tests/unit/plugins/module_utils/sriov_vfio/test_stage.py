@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_groups import group_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import group_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import tenant_vf_settings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError

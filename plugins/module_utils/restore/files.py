@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The files under the root that bring VFs and driver bindings back at boot (a config file
-each, the restore script of boot/script.py, a systemd unit each), shared by sriov_vfs and
+each, the restore script of restore/script.py, a systemd unit each), shared by sriov_vfs and
 vfio_bind. A change is a tuple ``(host_path, before_text, after_text)``; an ``after`` of
 None removes the file.
 
@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import read_text
 
 __metaclass__ = type
@@ -57,12 +57,12 @@ class BootFiles:
         return [(host_path, before, after)]
 
     def service_changes(self, unit, unit_text):
-        changes = self.change(boot.SCRIPT_PATH, boot.SCRIPT)
-        changes += self.change("%s/%s" % (boot.UNIT_DIR, unit), unit_text)
+        changes = self.change(restore.SCRIPT_PATH, restore.SCRIPT)
+        changes += self.change("%s/%s" % (restore.UNIT_DIR, unit), unit_text)
         return changes
 
     def wants_link_missing(self, unit):
-        return not os.path.lexists(self.host.path("%s/%s" % (boot.WANTS_DIR, unit), "persist", follow=False))
+        return not os.path.lexists(self.host.path("%s/%s" % (restore.WANTS_DIR, unit), "persist", follow=False))
 
     def apply(self, changes, enable_unit=None):
         files = self.host.files
@@ -72,11 +72,11 @@ class BootFiles:
                 files.remove(path)
                 continue
             files.makedirs(os.path.dirname(path))
-            files.write(path, after, mode=0o755 if host_path == boot.SCRIPT_PATH else 0o644)
+            files.write(path, after, mode=0o755 if host_path == restore.SCRIPT_PATH else 0o644)
         if enable_unit and self.wants_link_missing(enable_unit):
-            link = self.host.path("%s/%s" % (boot.WANTS_DIR, enable_unit), "persist", follow=False)
+            link = self.host.path("%s/%s" % (restore.WANTS_DIR, enable_unit), "persist", follow=False)
             files.makedirs(os.path.dirname(link))
-            files.symlink("%s/%s" % (boot.UNIT_DIR, enable_unit), link)
+            files.symlink("%s/%s" % (restore.UNIT_DIR, enable_unit), link)
 
 
 def add_diffs(diff, changes):

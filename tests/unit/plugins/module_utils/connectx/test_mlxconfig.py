@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from fakes.paths import STANDINS  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 

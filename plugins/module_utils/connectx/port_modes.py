@@ -14,9 +14,9 @@ firmware has no LINK_TYPE setting (not VPI) keeps its ports' mode: an InfiniBand
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import resolve_pf
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 
 __metaclass__ = type
 

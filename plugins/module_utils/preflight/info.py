@@ -10,7 +10,7 @@ stages need no call of their own. Reads only."""
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import NotAnswering

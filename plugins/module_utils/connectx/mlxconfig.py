@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import wanted_vfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import wanted_vfs
 
 __metaclass__ = type
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The planner's request (placement/request.py): the policy over its defaults, and the tenants'
+"""The planner's request (placement/planner_request.py): the policy over its defaults, and the tenants'
 MACs each one VF's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import (
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import (
     POLICY_DEFAULTS, check_tenant_macs, hugepage_size_name, read_policy)
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Vocabulary leaf: the SR-IOV PFs of ``gpuvirt_sriov_pfs`` (``[{pf, num_vfs}]``, a PF given as
+"""The SR-IOV PFs of ``gpuvirt_sriov_pfs`` (``[{pf, num_vfs}]``, a PF given as
 PCI address, short or full, or netdev name) resolved against the host model."""
 
 from __future__ import absolute_import, division, print_function

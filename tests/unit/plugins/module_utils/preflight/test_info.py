@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.facts import preflight_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.info import preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
