@@ -6,7 +6,6 @@ interpreter and checks which of the collection's module_utils are in sys.modules
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -56,17 +55,3 @@ def test_tenant_domain_imports_sriov_when_given_vf_settings():
     assert options["pfs"] == []
     assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None
 
-
-MODULES_DIR = os.path.join(COLLECTIONS, "ansible_collections", "gpuvirt", "tenancy", "plugins", "modules")
-
-
-@pytest.mark.parametrize("name", sorted(name for name in os.listdir(MODULES_DIR) if name.endswith(".py")))
-def test_the_runner_is_the_first_import_of_the_collection(name):
-    # the runner imports host/code_loader first, so the rest of the collection's code compiles once on the
-    # host (tests/unit/plugins/module_utils/host/test_code_loader.py)
-    with open(os.path.join(MODULES_DIR, name)) as source:
-        tree = ast.parse(source.read())
-    imported = [node.module for node in tree.body
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible_collections.gpuvirt.")]
-    if imported:
-        assert imported[0] == UTILS + "host.runner", "%s imports %s before the runner" % (name, imported[0])
