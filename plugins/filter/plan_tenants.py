@@ -40,11 +40,11 @@ def _group_devices(topology, policy=None):
     """The functions that go along with the tenants' GPUs and VFs to their tenants (they share
     their IOMMU groups), to bind to vfio-pci with them, and the pool devices their groups keep
     out of the plan: ``{companions: [addresses], left_out: {address: reason}, shared: {address:
-    [the pool devices of its group]}}`` (module_utils placement/pool_groups, which vfio_bind's ``gpus``
+    [the pool devices of its group]}}`` (module_utils placement/planner.py ``group_devices``; placement/pool_groups.py, which vfio_bind's ``gpus``
     works out on the host)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import pool_groups  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import planner  # pylint: disable=import-outside-toplevel
     try:
-        return pool_groups.group_devices(topology, policy)
+        return planner.group_devices(topology, policy)
     except InputError as exc:
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_group_devices: %s" % exc)
 

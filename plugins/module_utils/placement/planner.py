@@ -55,6 +55,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import groups_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
 
 __metaclass__ = type
@@ -246,3 +247,12 @@ def plan_tenants(topology, tenants, policy=None):
     The inputs are read, never modified. Raises common.InputError on bad input.
     """
     return Planner(topology, policy).plan(tenants)
+
+
+def group_devices(topology, policy=None):
+    """The IOMMU groups of the tenant pools (placement/pool_groups.py's ``groups_of``) of a plan of
+    no tenant under ``policy``, the whole policy checked as :func:`plan_tenants` checks it (the
+    filter ``tenant_group_devices``). Raises common.InputError on bad input."""
+    planner = Planner(topology, policy or {})
+    planner.plan([])
+    return groups_of(planner.host)

@@ -6,6 +6,7 @@ interpreter and checks which of the collection's module_utils are in sys.modules
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -55,3 +56,58 @@ def test_tenant_domain_imports_sriov_when_given_vf_settings():
     assert options["pfs"] == []
     assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None
 
+
+def shipped_utils(module):
+    """The module_utils a module's AnsiballZ zip holds: every file reached through an import of the
+    collection, those inside functions included (ansible-core's finder reads the source, not what
+    runs; benchmarks/bench_payload.py measures the zip with the finder itself)."""
+    root = os.path.join(COLLECTIONS, "ansible_collections", "gpuvirt", "tenancy", "plugins")
+    prefix = "ansible_collections.gpuvirt.tenancy.plugins."
+
+    def source(name):
+        path = os.path.join(root, *name.split(".")) + ".py"
+        return path if os.path.isfile(path) else None
+
+    found, todo = set(), ["modules." + module]
+    while todo:
+        name = todo.pop()
+        with open(source(name)) as handle:
+            tree = ast.parse(handle.read())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix)):
+                continue
+            base = node.module[len(prefix):]
+            # "from package import module" names files; "from module import name" the file itself
+            targets = [base + "." + alias.name for alias in node.names if source(base + "." + alias.name)] or [base]
+            for target in targets:
+                if source(target) and target not in found:
+                    found.add(target)
+                    todo.append(target)
+    return set(name[len("module_utils."):] for name in found if name.startswith("module_utils."))
+
+
+SEARCH = {"placement.planner", "placement.search", "placement.lagrange", "placement.allocation", "placement.counts",
+          "placement.spread", "placement.existing", "placement.dominance"}
+
+
+@pytest.mark.parametrize("module, shipped, not_shipped_packages, not_shipped", [
+    # the SR-IOV/VFIO stage reads the IOMMU groups of the planner's index, not its search
+    ("vfio_bind", {"placement.pool_groups", "placement.index", "sriov_vfio.stage"}, {"libvirt", "boot", "planning"}, SEARCH),
+    ("iommu_grub", {"boot.grub", "connectx.mlxconfig", "restore.files"}, {"sriov_vfio", "libvirt", "placement", "planning"},
+     set()),
+    # inside a guest: none of the host stages
+    ("mlx_rocev2", {"guest.roce", "connectx.mlxconfig"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore"},
+     set()),
+    ("nccl_env", {"guest.nccl_conf"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx"}, set()),
+    ("sriov_vfs", {"sriov_vfio.sriov", "restore.script"}, {"boot", "libvirt", "planning"}, SEARCH),
+    # the gate checks every stage in its one call: it ships them all
+    ("preflight_info", {"boot.grub", "sriov_vfio.vfio", "libvirt.tenant_domain_call", "planning.tenant_plan"} | SEARCH, set(),
+     set()),
+])
+def test_module_ships_what_its_calls_import(module, shipped, not_shipped_packages, not_shipped):
+    found = shipped_utils(module)
+    assert shipped <= found, "expected %s to ship %s" % (module, sorted(shipped - found))
+    assert not found & not_shipped, "%s ships %s" % (module, sorted(found & not_shipped))
+    packages = set(name.split(".")[0] for name in found)
+    assert not packages & not_shipped_packages, "%s ships %s" % (
+        module, sorted(name for name in found if name.split(".")[0] in not_shipped_packages))
