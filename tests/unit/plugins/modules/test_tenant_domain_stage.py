@@ -189,3 +189,14 @@ def test_the_gate_answers_the_tenants_stage_only_for_these_options(libvirt_conn,
     assert "tenants[0]: name" in failing["tenants"]["error"]
     assert stage_checks.check_result(failing["tenants"], call([{"vcpus": 1}])) == {}
     assert names(libvirt_conn) == ["st-a"]
+
+
+def test_every_policy_in_the_modules_examples_is_one_the_planner_takes():
+    # an example is what users copy: a policy value the planner refuses (numa: strict) must not be in one
+    import yaml  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import read_policy  # pylint: disable=import-outside-toplevel
+    policies = [task["gpuvirt.tenancy.tenant_domain"]["policy"] for task in yaml.safe_load(tenant_domain.EXAMPLES)
+                if isinstance(task.get("gpuvirt.tenancy.tenant_domain"), dict) and "policy" in task["gpuvirt.tenancy.tenant_domain"]]
+    assert policies, "the tenant_domain examples show a policy"
+    for policy in policies:
+        read_policy(policy)
