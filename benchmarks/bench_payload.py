@@ -14,7 +14,7 @@ wrapper script carries). No host, no lab: it runs on the controller in a few sec
 ``plugins/`` taken with ``git archive`` into a temporary collection tree) and shows both side by
 side.
 
-Usage: scripts/bench.sh payload [--against REV] [--write docs/benchmarks.md]
+Usage: scripts/bench.sh payload [--against REV] [--write docs/benchmarks.md [--note TEXT]]
 (``--write`` replaces the section "## Module payloads (AnsiballZ)" of that file).
 """
 
@@ -120,6 +120,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="REV", help="git revision to measure too, side by side")
     parser.add_argument("--write", help="Markdown file whose '%s' section is (re)written" % HEADING)
+    parser.add_argument("--note", help="a paragraph written after the table (with --write): what changed, what was not measured")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON (with the files shipped)")
     parser.add_argument("--measure-here", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -150,6 +151,8 @@ def main():
                    "the module reaches through imports, those inside functions included.\n\n%s\n"
                    % (HEADING, command, datetime.date.today().isoformat(), head or "?",
                       kb(min(m["base64"] for m in current.values())), text))
+        if args.note:
+            section += "\n%s\n" % args.note.strip()
         write_section(args.write, section)
     return 0
 
