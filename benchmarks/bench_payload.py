@@ -138,7 +138,7 @@ def main():
     if args.json:
         print(json.dumps({"now": current, "before": before, "against": args.against}, indent=1, sort_keys=True))
         return 0
-    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
     text = table(current, before, args.against)
     print(text)
     if args.write:
