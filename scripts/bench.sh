@@ -16,12 +16,14 @@
 #               A100-class capture (no lab): host-side module calls, CPU against a local ping, for
 #               1 host and --hosts N; --hgx: the HGX H100 capture too, side by side in the same runs;
 #               --write docs/benchmarks.md.
+#   payload     benchmarks/bench_payload.py: each module's AnsiballZ payload as ansible-core builds it
+#               (no lab); --against REV side by side with a git revision; --write docs/benchmarks.md.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,17p' "$0"; }
+usage() { sed -n '2,19p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift
@@ -31,7 +33,8 @@ case "$name" in
   planner|placement) script=benchmarks/bench_planner.py ;;
   imports) script=benchmarks/bench_imports.py ;;
   preview) script=benchmarks/bench_preview.py ;;
-  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports, preview)" >&2; usage >&2; exit 2 ;;
+  payload) script=benchmarks/bench_payload.py ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports, preview, payload)" >&2; usage >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/env.sh
 source scripts/env.sh

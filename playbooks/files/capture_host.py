@@ -284,7 +284,7 @@ class Capture:
                 for entry in self.listdir(f"{path}/{name}"):
                     self.make_dir(f"{path}/{name}/{entry}")
                     if name == "infiniband":
-                        # a port's mode where no netdev says it (IPoIB not loaded): boot/port_modes.py
+                        # a port's mode where no netdev says it (IPoIB not loaded): connectx/port_modes.py
                         for port in self.listdir(f"{path}/{name}/{entry}/ports"):
                             self.copy_file(f"{path}/{name}/{entry}/ports/{port}/link_layer")
 

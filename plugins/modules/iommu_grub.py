@@ -69,7 +69,8 @@ options:
   pre_bind_ids:
     description:
       - C(vendor:device) ids (as C(lspci -nn) prints them) of devices to hold from boot, so that no
-        host driver grabs or resets them.
+        host driver grabs or resets them. Each id may carry a C(0x) prefix, as C(gpu_ids) may
+        (C(0x10de:0x20b5) is C(10de:20b5)); the argument is written without it.
       - Merged with the ids already in the argument (order kept, new ids appended); the same ids
         leave the other driver's C(.ids) argument.
     type: list

@@ -128,7 +128,8 @@ nodeset:
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import LIBVIRT_OPTIONS, PIN_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import LIBVIRT_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.live_pins import PIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.numa_pin_domain import numa_pin
 
 MODULE_ARGS = dict(

@@ -148,7 +148,7 @@ stage_checks:
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.facts import preflight_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.info import preflight_info
 
 MODULE_ARGS = dict(
     argument_spec=dict(

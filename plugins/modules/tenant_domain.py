@@ -623,7 +623,7 @@ EXAMPLES = r"""
       - {name: tenant-a, vcpus: 16, memory_mb: 65536, gpus: 1, vfs: 1, vlan: 100, state: running}
       - {name: tenant-b, vcpus: 8, memory_mb: 32768, gpus: 1, priority: batch, state: running}
       - {name: tenant-old, state: absent}
-    policy: {numa: strict, reserved_cpus: "0-1", smt: whole_cores, emulator: housekeeping, hugepage_size: 1G}
+    policy: {numa: required, reserved_cpus: "0-1", smt: whole_cores, emulator: housekeeping, hugepage_size: 1G}
     machine: q35
     live: true
   register: tenants_stage

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as hugepages_feature
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import add_diffs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo

@@ -26,6 +26,7 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
@@ -97,7 +98,8 @@ def gpu_stack_plan(topology, tenant_gpus=None, host_gpus=None, pre_bind_ids=(), 
     - ``notes``: what was decided and why, for the role's messages.
     """
     tenant, host, gpus = split_gpus(topology, tenant_gpus, host_gpus)
-    wanted_ids = [str(i).lower() for i in pre_bind_ids or []]
+    # read as the kernel argument reads them (gpuvirt_gpu_pci_ids may give 0x10de:0x20b2), so that they compare with _id()
+    wanted_ids = kernel_args.validate_pci_ids(pre_bind_ids)
     host_ids = dict((_id(gpus[a]), a) for a in host)
     clashing = [i for i in wanted_ids if i in host_ids]
     notes = []

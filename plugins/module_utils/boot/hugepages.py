@@ -21,8 +21,8 @@ import posixpath
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.script import WANTS_DIR
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import BootFiles
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.script import WANTS_DIR
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.locks import root_lock
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import kernel_part

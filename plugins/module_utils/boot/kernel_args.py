@@ -18,10 +18,10 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
 
 __metaclass__ = type
 
-PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\Z")
 # Characters a new argument may hold. Anything else (blanks, quotes, $, `, \, ;, globs,
 # braces) means something to /bin/sh, to GRUB's script language, or to the kernel's own
 # quoting, and is refused rather than escaped three different ways.
@@ -75,16 +75,20 @@ def parse_size_kb(text):
 
 
 def validate_pci_ids(ids, option="pre_bind_ids"):
-    """Lower-cased ``vendor:device`` ids, order kept, duplicates dropped; InputError naming
-    the bad one otherwise."""
+    """Lower-cased ``vendor:device`` ids as the kernel's ``ids=`` takes them (``10de:20b5``), order
+    kept, duplicates dropped; InputError naming the bad one otherwise. Read by the one reader of a
+    vendor:device input (vocabulary/pci_ids.py), so an id the host model takes from
+    ``gpuvirt_gpu_pci_ids`` (``0x10de:0x20b5`` too) is taken here as well."""
     result = []
     for pci_id in ids or []:
-        text = str(pci_id).strip()
-        if not PCI_ID_RE.match(text):
+        try:
+            vendor, device = parse_vendor_device(str(pci_id).strip())
+        except ValueError:
             raise InputError("%s: %r is not a vendor:device pair of 4-digit hex ids such as 10de:20b5 "
                              "(as lspci -nn prints them in brackets)" % (option, pci_id))
-        if text.lower() not in result:
-            result.append(text.lower())
+        text = "%s:%s" % (vendor[2:], device[2:])
+        if text not in result:
+            result.append(text)
     return result
 
 

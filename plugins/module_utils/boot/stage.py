@@ -20,8 +20,8 @@ import re
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import captured_programs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import show_argv, units_by_id
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import host_stack
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Diff

@@ -104,7 +104,7 @@ def plan_firmware(params, host, result, diff):
         raise InputError("device: firmware settings need the PCI address of the ConnectX PF in device")
     if not device:
         return None
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx  # guests pass no PF: not compiled there
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx  # guests pass no PF: not compiled there
     mlx.check_values(wanted)
     address = normalize_address(device)
     if address and not host.fs.exists("/sys/bus/pci/devices/%s" % address):
@@ -128,7 +128,7 @@ def plan_firmware(params, host, result, diff):
 def apply_firmware(params, planned, run, result):
     if planned is None:
         return
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx  # as in plan_firmware
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx  # as in plan_firmware
     fw, parsed, changes = planned
     wanted = params["firmware"] or {}
     if changes:

@@ -17,10 +17,6 @@ A module may also run another module's feature inside its own call (``run_nested
 stage that needs two features costs one round trip: the other module's options arrive as one
 option of this module and are validated against that module's own ``MODULE_ARGS``, which is
 why such a module keeps its ``MODULE_ARGS`` in ``module_utils`` and its module file imports it.
-
-A module file imports the runner before the rest of the collection: the runner's first import,
-``host/code_loader``, makes every later file of the collection compile once on the host instead of
-twice (zipimport's double compile; see that module).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,8 +27,6 @@ from contextlib import contextmanager
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-# first of the collection's imports: from here on, each file of the collection is compiled once
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import code_loader  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 

@@ -7,7 +7,7 @@ hold, and with ``service`` whether libvirt is installed, enabled and running."""
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import held_resources, read_assignment
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import LIBVIRT_OPTIONS, _live_xml, _persistent_xml
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import LIBVIRT_OPTIONS, _live_xml, _persistent_xml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import NotAnswering
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.service import SERVICE_OPTIONS, read_service
 

@@ -10,9 +10,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import host_cpus, pinning_fields, read_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import copy_tree, to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
-    _definition_diff, _persistent_xml, _running_diff, apply_live_pins, decide_then_act, host_model, live_pin_changes,
-    pin_diff_lines, pin_restart_reasons)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import _definition_diff, _persistent_xml, _running_diff, decide_then_act
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import host_model
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.live_pins import apply_live_pins, live_pin_changes, pin_diff_lines, pin_restart_reasons
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 
 __metaclass__ = type

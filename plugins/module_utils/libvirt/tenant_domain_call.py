@@ -16,8 +16,9 @@ from ansible.module_utils.common.validation import check_required_if
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import pci_function_of
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
-    LIBVIRT_OPTIONS, decide_then_act, domain_holdings, host_model, maxphysaddr_gate, maxphysaddr_note)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import LIBVIRT_OPTIONS, decide_then_act
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import host_model, maxphysaddr_gate, maxphysaddr_note
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import backing_chain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params

@@ -22,9 +22,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tre
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
     GuestRemoval, console_log_path, plan_guest, tenant_paths)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import GUEST_OPTIONS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import (
-    PIN_OPTIONS, _definition_diff, _persistent_xml, _running_diff, apply_live_pins, live_pin_changes, mmio_window,
-    pin_diff_lines, pin_restart_reasons)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import _definition_diff, _persistent_xml, _running_diff
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import mmio_window
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.live_pins import (
+    PIN_OPTIONS, apply_live_pins, live_pin_changes, pin_diff_lines, pin_restart_reasons)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import DEFAULT_FIRMWARE, FIRMWARES, over_host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec, UNLIMITED_QUOTA

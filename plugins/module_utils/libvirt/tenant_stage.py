@@ -21,11 +21,11 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import domain_holdings
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
 

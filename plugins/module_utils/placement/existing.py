@@ -15,7 +15,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import node_of
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import hugepage_size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import hugepage_size_name
 
 __metaclass__ = type
 

@@ -40,7 +40,7 @@ The planner's files, one concept each (placement/planner.py composes them):
 
 - placement/index.py: ``HostIndex``, the planner's index of the host model (per node its cores,
   GPUs, VFs and pools, per device its IOMMU group, the PCIe ranks of GPUs to VFs);
-- placement/request.py: the policy and each tenant's inputs, checked;
+- placement/planner_request.py: the policy and each tenant's inputs, checked;
 - placement/existing.py: previous assignments kept, resized in place, or re-planned;
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement/counts.py and placement/search.py: which tenants go on which node, by counts;
@@ -58,7 +58,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocati
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import TenantRequests, read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import groups_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spanning import SpanningSearch
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
@@ -252,3 +253,12 @@ def plan_tenants(topology, tenants, policy=None):
     The inputs are read, never modified. Raises common.InputError on bad input.
     """
     return Planner(topology, policy).plan(tenants)
+
+
+def group_devices(topology, policy=None):
+    """The IOMMU groups of the tenant pools (placement/pool_groups.py's ``groups_of``) of a plan of
+    no tenant under ``policy``, the whole policy checked as :func:`plan_tenants` checks it (the
+    filter ``tenant_group_devices``). Raises common.InputError on bad input."""
+    planner = Planner(topology, policy or {})
+    planner.plan([])
+    return groups_of(planner.host)

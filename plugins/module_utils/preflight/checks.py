@@ -42,13 +42,13 @@ from __future__ import absolute_import, division, print_function
 
 from collections.abc import Mapping
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, SYSFS_NAMES
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import group_endpoints
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import wanted_vfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import wanted_vfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import lone_node
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import wanted_pages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import port_change, render_table

@@ -18,8 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import mlxconfig as mlx
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.pf_lookup import resolve_pf
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_programs import hypervisor_note
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, copy_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SYSFS_NAMES, size_name

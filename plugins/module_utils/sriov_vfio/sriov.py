@@ -14,8 +14,8 @@ from __future__ import absolute_import, division, print_function
 import errno
 import json
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles, add_diffs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import isolation, pci_function_of, usage_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import ZERO_MAC, check_mac, duplicates
@@ -298,7 +298,7 @@ class SriovManager:
 
     @staticmethod
     def persist_changes(plan, files):
-        config = files.load_json(boot.SRIOV_CONFIG, {})
+        config = files.load_json(restore.SRIOV_CONFIG, {})
         pfs = dict(config.get("pfs") or {})
         entry = {"num_vfs": plan["num_vfs_after"], "autoprobe": plan["autoprobe_after"]}
         # Settings of VFs this run does not name are kept (a run may set only the count).
@@ -315,8 +315,8 @@ class SriovManager:
             entry["link_up"] = True
         pfs[plan["pf"]] = entry
         text = json.dumps({"pfs": dict(sorted(pfs.items()))}, indent=2, sort_keys=True) + "\n"
-        changes = files.change(boot.SRIOV_CONFIG, text)
-        changes += files.service_changes(boot.SRIOV_UNIT, boot.SRIOV_UNIT_TEXT)
+        changes = files.change(restore.SRIOV_CONFIG, text)
+        changes += files.service_changes(restore.SRIOV_UNIT, restore.SRIOV_UNIT_TEXT)
         return changes
 
 
@@ -470,13 +470,13 @@ def one_pf(params, host, run, topology=None):
     changed = manager.changed(plan)
     files = BootFiles(host)
     changes = manager.persist_changes(plan, files) if params["persist"] else []
-    enable = params["persist"] and files.wants_link_missing(boot.SRIOV_UNIT)
+    enable = params["persist"] and files.wants_link_missing(restore.SRIOV_UNIT)
     before_text, after_text = state_texts(plan)
     if not run.check_mode:
         if changed:
             manager.apply(plan, run)
         if changes or enable:
-            files.apply(changes, enable_unit=boot.SRIOV_UNIT)
+            files.apply(changes, enable_unit=restore.SRIOV_UNIT)
             run.changed = True
             reload_units(host)
         if changed:

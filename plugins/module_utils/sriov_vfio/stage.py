@@ -9,7 +9,7 @@
   trust off of each VF a tenant names by address (sriov_vfio/tenant_vfs.py), each such VF checked to be a VF
   of a listed PF once its count is set;
 - the PFs whose VFs go to vfio-pci: those with ``num_vfs`` above 0;
-- the tenant GPUs and the functions that share their IOMMU groups (sriov_vfio/tenant_groups.py, the
+- the tenant GPUs and the functions that share their IOMMU groups (placement/pool_groups.py, the
   planner's groups report, as the filter ``tenant_group_devices`` gives it on the controller).
 
 Every input is checked before the first write, each refusal naming the input."""
@@ -22,7 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_groups import group_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import pool_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import named_vfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import check_settings_reach
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vlan_id import check_vlan
@@ -111,7 +111,7 @@ def tenant_settings(tenants, owners):
 
 def tenant_gpus(topology, gpus):
     """``gpus`` (the tenant GPU pool) checked against the host model, and the functions that
-    share their IOMMU groups and go along with them (:func:`tenant_groups.group_devices`, as the
+    share their IOMMU groups and go along with them (:func:`pool_groups.pool_groups`, as the
     filter ``tenant_group_devices`` answers for the same host model). -> (addresses, companions)."""
     if gpus is None:
         return [], []
@@ -131,7 +131,7 @@ def tenant_gpus(topology, gpus):
         if address not in addresses:
             addresses.append(address)
     try:
-        groups = group_devices(topology, {"gpus": addresses})
+        groups = pool_groups(topology, gpus=addresses)
     except InputError as exc:
         raise InputError("gpus: the IOMMU groups of the tenant GPUs: %s" % exc)
     # the planner's rule, in its words: a GPU whose group holds what the host keeps (an SR-IOV PF,

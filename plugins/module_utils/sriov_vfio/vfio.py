@@ -15,10 +15,10 @@ from __future__ import absolute_import, division, print_function
 import errno
 import json
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles, add_diffs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import BootFiles, add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import (
     VFIO_HOLDERS, isolation, pci_function_of, pfs_kept_for_vfs, usage_of)
@@ -283,7 +283,7 @@ class VfioBinder:
     # -- persistence -----------------------------------------------------------
     def persist_changes(self, plans, driver, files):
         """Changes to /etc/gpuvirt/vfio.json, the udev rule, modules-load.d and the unit."""
-        config = files.load_json(boot.VFIO_CONFIG, {})
+        config = files.load_json(restore.VFIO_CONFIG, {})
         devices = dict(config.get("devices") or {})
         sources = self.vf_sources
         for pf in set(sources.values()):
@@ -299,11 +299,11 @@ class VfioBinder:
                     entry["vfs_of"] = sources[plan["address"]]
                 devices[plan["address"]] = entry
         new_config = json.dumps({"devices": dict(sorted(devices.items()))}, indent=2, sort_keys=True) + "\n"
-        changes = files.change(boot.VFIO_CONFIG, new_config)
-        changes += files.change(boot.UDEV_RULES, render_udev_rules(devices))
+        changes = files.change(restore.VFIO_CONFIG, new_config)
+        changes += files.change(restore.UDEV_RULES, render_udev_rules(devices))
         uses_vfio = any(d.get("driver") == "vfio-pci" for d in devices.values())
-        changes += files.change(boot.MODULES_LOAD, "# Installed by gpuvirt.tenancy (vfio_bind).\nvfio-pci\n" if uses_vfio else None)
-        changes += files.service_changes(boot.VFIO_UNIT, boot.VFIO_UNIT_TEXT)
+        changes += files.change(restore.MODULES_LOAD, "# Installed by gpuvirt.tenancy (vfio_bind).\nvfio-pci\n" if uses_vfio else None)
+        changes += files.service_changes(restore.VFIO_UNIT, restore.VFIO_UNIT_TEXT)
         return changes
 
 
@@ -413,14 +413,14 @@ def vfio_bind(params, host, run):
     changed = binder.changed(plans)
     files = BootFiles(host)
     changes = binder.persist_changes(plans, driver, files) if params["persist"] else []
-    enable = params["persist"] and files.wants_link_missing(boot.VFIO_UNIT)
+    enable = params["persist"] and files.wants_link_missing(restore.VFIO_UNIT)
     before, after = driver_states(plans)
     if not run.check_mode:
         if any(p["rebind"] or p["driver_override_before"] != p["driver_override_after"] for p in plans):
             binder.apply(plans, driver, run)
             changed = binder.changed(plans)
         if changes or enable:
-            files.apply(changes, enable_unit=boot.VFIO_UNIT)
+            files.apply(changes, enable_unit=restore.VFIO_UNIT)
             run.changed = True
             reload_boot_config(host)
         after = driver_states(plans)[1]

@@ -17,7 +17,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import port_modes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader, read_topology

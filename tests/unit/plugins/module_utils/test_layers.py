@@ -14,20 +14,32 @@ from conftest import REPO_ROOT
 
 MODULE_UTILS = os.path.join(REPO_ROOT, "plugins", "module_utils")
 PREFIX = "ansible_collections.gpuvirt.tenancy.plugins.module_utils."
-# bottom first: a package may import the packages listed before it (guest sits beside the host
-# stages: inside a tenant it needs the vocabulary, the host seam and the ConnectX firmware reader)
+# bottom first: a package may import only the packages it names here, each listed before it
+# (test_the_layers_are_listed_bottom_first), and names only those it does import
+# (test_each_allowed_package_is_used), so that an import of a sibling (one stage's code from
+# another stage, say sriov_vfio from boot) fails the test instead of widening the table unseen.
+# Vendor specifics sit apart from the stages (connectx: the ConnectX firmware tools, as the
+# kernel keeps drivers/vfio/pci/mlx5/ apart from its core), and so does what the host restores
+# at every boot (restore: the boot script and its files, written by sriov_vfs and vfio_bind,
+# their unit ordered by hugepages). The planner's glue for the tenants stage (planning) sits
+# beside the planner, above the SR-IOV/VFIO stage whose VF projection it reads; guest runs
+# inside a tenant and needs the vocabulary, the host seam and the ConnectX firmware reader.
 LAYERS = {
     "vocabulary": set(),
     # the tenant contract: the tenants as the inventory gives them, parsed once into records (pure)
     "tenancy": {"vocabulary"},
     "host": {"vocabulary"},
-    "boot": {"vocabulary", "host"},
+    "connectx": {"vocabulary"},
+    "restore": {"vocabulary"},
     "placement": {"vocabulary", "tenancy"},
-    "sriov_vfio": {"vocabulary", "host", "boot", "placement", "tenancy"},
-    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "tenancy"},
-    "preflight": {"vocabulary", "host", "boot", "placement", "sriov_vfio", "libvirt", "tenancy"},
-    "guest": {"vocabulary", "host", "boot"},
+    "boot": {"vocabulary", "host", "connectx", "restore"},
+    "sriov_vfio": {"vocabulary", "host", "connectx", "restore", "placement", "tenancy"},
+    "planning": {"vocabulary", "placement", "sriov_vfio", "tenancy"},
+    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "planning", "tenancy"},
+    "guest": {"vocabulary", "host", "connectx"},
+    "preflight": {"vocabulary", "host", "connectx", "placement", "boot", "sriov_vfio", "libvirt", "tenancy"},
 }
+ORDER = list(LAYERS)
 
 
 def sources():
@@ -69,8 +81,33 @@ def test_no_file_over_600_lines(package, path):
     assert lines <= 600, "%s has %d lines" % (os.path.relpath(path, REPO_ROOT), lines)
 
 
-def test_the_rule_catches_an_import_from_above(tmp_path):
-    # the check itself can fail: a vocabulary leaf that imports a feature is reported
+def test_the_layers_are_listed_bottom_first():
+    # the table itself has no cycle and no sibling: every allowed package comes before the one allowed it
+    for position, package in enumerate(ORDER):
+        later = LAYERS[package] - set(ORDER[:position])
+        assert not later, "%s may import %s, which is not listed below it" % (package, sorted(later))
+
+
+def test_each_allowed_package_is_used():
+    # no allowance kept once its import is gone: a stale one would let a sibling import back in unseen
+    used = dict((package, set()) for package in LAYERS)
+    for package, path in sources():
+        used[package] |= imported_packages(path) - {package}
+    for package, allowed in LAYERS.items():
+        assert allowed <= used[package], "%s is allowed %s but imports none of it" % (package, sorted(allowed - used[package]))
+
+
+@pytest.mark.parametrize("package, imported, reported", [
+    ("vocabulary", "boot import grub", "boot"),  # a leaf that imports a feature
+    ("sriov_vfio", "boot import stage", "boot"),  # one stage's code from another stage
+    ("boot", "sriov_vfio.vfio import vfio_bind", "sriov_vfio"),
+    ("connectx", "restore import script", "restore"),  # the vendor package reaching into the boot files
+    ("placement", "planning import tenant_plan", "planning"),  # the planner reaching up to its glue
+    ("guest", "libvirt.domain_info import tenant_domain_info", "libvirt"),
+    ("restore", "connectx import mlxconfig", "connectx"),
+])
+def test_the_rule_catches_an_import_it_should_not_allow(tmp_path, package, imported, reported):
+    # the check itself can fail: the import, inside a function as AnsiballZ finds it, is reported
     leaf = tmp_path / "leaf.py"
-    leaf.write_text("def f():\n    from %sboot import grub\n" % PREFIX)
-    assert imported_packages(str(leaf)) - LAYERS["vocabulary"] == {"boot"}
+    leaf.write_text("def f():\n    from %s%s\n" % (PREFIX, imported))
+    assert imported_packages(str(leaf)) - LAYERS[package] - {package} == {reported}

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.modules import sriov_vfs
 from conftest import run_module  # pylint: disable=import-error
 from fakes.live import LiveHost  # pylint: disable=import-error
@@ -59,10 +59,10 @@ def test_converge_then_nothing_to_do(lab):
         ("0000:81:00.%d" % i, None, 1) for i in range(1, 5)]
     assert first["isolation"]["viable"] is True
     assert len({v["iommu_group"] for v in first["vfs"]}) == 4
-    assert sorted(first["persisted_files"]) == sorted([boot.SRIOV_CONFIG, boot.SCRIPT_PATH, boot.UNIT_DIR + "/" + boot.SRIOV_UNIT])
-    config = json.load(open(host.p(boot.SRIOV_CONFIG), encoding="utf-8"))
+    assert sorted(first["persisted_files"]) == sorted([restore.SRIOV_CONFIG, restore.SCRIPT_PATH, restore.UNIT_DIR + "/" + restore.SRIOV_UNIT])
+    config = json.load(open(host.p(restore.SRIOV_CONFIG), encoding="utf-8"))
     assert config == {"pfs": {PF: {"num_vfs": 4, "autoprobe": False}}}
-    assert os.path.islink(host.p(boot.WANTS_DIR + "/" + boot.SRIOV_UNIT))
+    assert os.path.islink(host.p(restore.WANTS_DIR + "/" + restore.SRIOV_UNIT))
     kernel.writes.clear()
     second = run(args)
     assert second["changed"] is False and not kernel.writes
@@ -78,9 +78,9 @@ def test_check_mode_and_diff_change_nothing(lab):
     assert [v["address"] for v in result["vfs"]] == ["0000:81:00.1", "0000:81:00.2"]   # from sriov_offset/stride
     state = result["diff"][0]
     assert '"num_vfs": 4' in state["before"] and '"num_vfs": 2' in state["after"]
-    assert any(d["before_header"] == boot.SRIOV_CONFIG for d in result["diff"])
+    assert any(d["before_header"] == restore.SRIOV_CONFIG for d in result["diff"])
     assert not kernel.writes
-    assert '"num_vfs": 4' in open(host.p(boot.SRIOV_CONFIG), encoding="utf-8").read()
+    assert '"num_vfs": 4' in open(host.p(restore.SRIOV_CONFIG), encoding="utf-8").read()
 
 
 def test_refusal_is_a_failure_naming_the_vf(lab):
@@ -116,7 +116,7 @@ def test_connectx_vf_settings_and_shared_group(cx4):
     assert (settings[1]["vlan"], settings[1]["qos"], settings[1]["link_state"]) == (102, 3, "enable")
     assert first["isolation"]["viable"] is False
     assert any("shares IOMMU group 1" in r for r in first["isolation"]["reasons"])
-    assert first["persisted_files"] == [] and not os.path.exists(host.p(boot.SRIOV_CONFIG))
+    assert first["persisted_files"] == [] and not os.path.exists(host.p(restore.SRIOV_CONFIG))
     assert ["ip", "link", "set", "dev", "enp1s0f0np0", "vf", "0", "mac", "52:54:00:a0:00:01", "vlan", "101",
             "spoofchk", "on", "trust", "off"] in run.calls
     del run.calls[:]
@@ -143,7 +143,7 @@ def test_pf_link_brought_up_for_tenant_vf_settings(cx4, flags, vfs, pf_link_up, 
     if brought_up:
         assert check["changed"] and '"link_up": false' in check["diff"][0]["before"]
         assert int(open(host.p("/sys/class/net/enp1s0f0np0/flags"), encoding="utf-8").read(), 16) & 1
-    config = json.load(open(host.p(boot.SRIOV_CONFIG), encoding="utf-8"))["pfs"]["0000:01:00.0"]
+    config = json.load(open(host.p(restore.SRIOV_CONFIG), encoding="utf-8"))["pfs"]["0000:01:00.0"]
     assert config.get("link_up", False) is (pf_link_up and bool(vfs))
     del run.calls[:]
     assert run(args)["changed"] is False
@@ -158,7 +158,7 @@ def test_vf_named_by_address_and_count_only_run_keeps_settings(cx4):
     first = run(settings)
     assert first["changed"]
     assert [v["settings"]["vlan"] for v in first["vfs"] if v["address"] == "0000:01:00.4"] == [7]
-    config = json.load(open(host.p(boot.SRIOV_CONFIG), encoding="utf-8"))
+    config = json.load(open(host.p(restore.SRIOV_CONFIG), encoding="utf-8"))
     assert config["pfs"]["0000:01:00.0"]["vfs"][0]["index"] == 2
     count_only = run({"pf": "0000:01:00.0", "num_vfs": 4})
     assert count_only["changed"] is False
@@ -181,7 +181,7 @@ def test_root_option_previews_a_captured_tree(tmp_path):
     result = run_module(sriov_vfs.main, {"root": tree.root, "pf": PF, "num_vfs": 4}, check_mode=True)
     assert result["changed"] and result["num_vfs"] == 4 and result["num_vfs_before"] == 0
     assert [v["address"] for v in result["vfs"]] == ["0000:81:00.%d" % i for i in range(1, 5)]
-    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))
+    assert not os.path.exists(tree.p(restore.SRIOV_CONFIG))
 
 
 # ---- several PFs in one call (pfs)
@@ -292,7 +292,7 @@ def test_vf_settings_on_an_infiniband_pf_are_refused_before_any_change(tmp_path,
     assert "vfs: PF 0000:01:00.0 (enp1s0f0np0) is an InfiniBand port" in result["msg"]
     assert "Nothing was changed" in result["msg"] and "LINK_TYPE_P1=ETH(2)" in result["msg"]
     assert not kernel.writes and not [call for call in run.calls if call[:3] == ["ip", "link", "set"]]
-    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG))
+    assert not os.path.exists(tree.p(restore.SRIOV_CONFIG))
 
 
 def test_a_connectx3_vf_without_vlan_or_trust_shown_is_converged_and_the_unshown_field_warned(tmp_path):

@@ -11,7 +11,7 @@ import uuid
 import libvirt
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.modules import numa_pin, tenant_domain, tenant_domain_info

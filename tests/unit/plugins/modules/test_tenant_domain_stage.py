@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_documents, tenant_paths
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
@@ -219,3 +219,14 @@ def test_an_address_another_domains_seed_gives_is_refused(libvirt_conn, stage_ho
     fine = run_module(tenant_domain.main, call([tenant("st-a", guest={"address": "192.168.150.12/24"})]), check_mode=True,
                       host=stage_host)
     assert not fine.get("failed") and "st-a" in fine["placements"], fine
+
+
+def test_every_policy_in_the_modules_examples_is_one_the_planner_takes():
+    # an example is what users copy: a policy value the planner refuses (numa: strict) must not be in one
+    import yaml  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import read_policy  # pylint: disable=import-outside-toplevel
+    policies = [task["gpuvirt.tenancy.tenant_domain"]["policy"] for task in yaml.safe_load(tenant_domain.EXAMPLES)
+                if isinstance(task.get("gpuvirt.tenancy.tenant_domain"), dict) and "policy" in task["gpuvirt.tenancy.tenant_domain"]]
+    assert policies, "the tenant_domain examples show a policy"
+    for policy in policies:
+        read_policy(policy)

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
@@ -49,7 +49,7 @@ def test_bind_gpu_and_vfs_then_nothing_to_do(lab):
         assert by[vf]["driver_before"] is None and by[vf]["driver_after"] == "vfio-pci"
         assert os.path.exists(host.p(by[vf]["vfio_device"]))
     assert first["isolation"]["viable"] is True
-    assert boot.UDEV_RULES in first["persisted_files"]
+    assert restore.UDEV_RULES in first["persisted_files"]
     kernel.writes.clear()
     second = run(lab, args)
     assert second["changed"] is False and not kernel.writes
@@ -61,7 +61,7 @@ def test_check_mode_predicts_and_changes_nothing(lab):
     assert result["changed"] and result["devices"][0]["driver_after"] == "vfio-pci"
     assert '"driver": "pci-stub"' in result["diff"][0]["before"] and '"driver": "vfio-pci"' in result["diff"][0]["after"]
     assert not kernel.writes and kernel.driver("0000:82:00.0") == "pci-stub"
-    assert not os.path.exists(host.p(boot.VFIO_CONFIG))
+    assert not os.path.exists(host.p(restore.VFIO_CONFIG))
 
 
 @pytest.mark.parametrize("address, reason", [
@@ -72,7 +72,7 @@ def test_host_devices_refused_nothing_changed(lab, address, reason):
     host, kernel = lab
     result = run(lab, {"devices": [address]})
     assert result["failed"] and address in result["msg"] and reason in result["msg"] and "force: true" in result["msg"]
-    assert not kernel.writes and not os.path.exists(host.p(boot.VFIO_CONFIG))
+    assert not kernel.writes and not os.path.exists(host.p(restore.VFIO_CONFIG))
 
 
 def test_hand_back_removes_persisted_binding(lab):
@@ -80,8 +80,8 @@ def test_hand_back_removes_persisted_binding(lab):
     run(lab, {"devices": ["0000:82:00.0"]})
     result = run(lab, {"devices": ["0000:82:00.0"], "driver": "host"})
     assert result["changed"] and result["devices"][0]["driver_after"] == "pci-stub"
-    assert "0000:82:00.0" not in open(host.p(boot.UDEV_RULES), encoding="utf-8").read()
-    assert not os.path.exists(host.p(boot.MODULES_LOAD))
+    assert "0000:82:00.0" not in open(host.p(restore.UDEV_RULES), encoding="utf-8").read()
+    assert not os.path.exists(host.p(restore.MODULES_LOAD))
 
 
 def test_requires_a_selector(lab):
@@ -108,7 +108,7 @@ def test_root_option_previews_a_captured_tree(tmp_path):
     tree, kernel = lab_host(tmp_path / "root")
     result = run_module(vfio_bind.main, {"root": tree.root, "devices": ["0000:82:00.0"]}, check_mode=True)
     assert result["changed"] and result["devices"][0]["driver_after"] == "vfio-pci"
-    assert kernel.driver("0000:82:00.0") == "pci-stub" and not os.path.exists(tree.p(boot.VFIO_CONFIG))
+    assert kernel.driver("0000:82:00.0") == "pci-stub" and not os.path.exists(tree.p(restore.VFIO_CONFIG))
 
 
 def test_handing_back_a_device_whose_default_is_the_stub_is_idempotent(lab):
@@ -255,7 +255,7 @@ def test_the_stage_from_its_desired_state_then_nothing_to_do(nic):
     assert sorted(d["address"] for d in first["devices"]) == sorted(bound)
     assert all(kernel.driver(address) == "vfio-pci" for address in bound)
     assert kernel.driver(NIC_PF) == "igb" and kernel.driver("0000:00:05.0") == "e1000e"
-    config = json.load(open(tree.p(boot.SRIOV_CONFIG), encoding="utf-8"))["pfs"]
+    config = json.load(open(tree.p(restore.SRIOV_CONFIG), encoding="utf-8"))["pfs"]
     assert [vf["vlan"] for vf in config[NIC_PF]["vfs"]] == [101, 102] and config[PF] == {"num_vfs": 4, "autoprobe": False}
     kernel.writes.clear()
     second, calls = stage(nic, INPUTS)
@@ -351,7 +351,7 @@ def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):
     assert [p["recreated"] for p in result["sriov"]["pfs"]] == [True, True]
     assert [vf["address"] for vf in result["sriov"]["pfs"][1]["vfs"]] == NIC_VFS
     assert not kernel.writes and not [c for c in calls if c[:3] == ["ip", "link", "set"]]
-    assert not os.path.exists(tree.p(boot.SRIOV_CONFIG)) and not os.path.exists(tree.p(boot.VFIO_CONFIG))
+    assert not os.path.exists(tree.p(restore.SRIOV_CONFIG)) and not os.path.exists(tree.p(restore.VFIO_CONFIG))
 
 
 def test_a_pf_without_vfs_is_not_bound_and_its_vfs_are_removed(nic):

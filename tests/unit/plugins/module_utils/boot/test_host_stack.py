@@ -90,8 +90,9 @@ def test_modprobe_file_is_read_by_modprobe_as_meant(tmp_path):
     (["0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"],
      None, ["0000:07:00.0"]),                                          # gpuvirt_gpus leaves one out
 ])
-def test_a_host_that_keeps_a_gpu_keeps_the_nvidia_stack_and_prebinds_by_address(tenant, host, expect_host):
-    plan = host_stack.gpu_stack_plan(EIGHT, tenant, host, pre_bind_ids=["10de:20b2"], pre_bind_driver="vfio-pci")
+@pytest.mark.parametrize("given_id", ["10de:20b2", "0x10DE:0x20b2"])  # gpuvirt_gpu_pci_ids as the host model reads it
+def test_a_host_that_keeps_a_gpu_keeps_the_nvidia_stack_and_prebinds_by_address(tenant, host, expect_host, given_id):
+    plan = host_stack.gpu_stack_plan(EIGHT, tenant, host, pre_bind_ids=[given_id], pre_bind_driver="vfio-pci")
     assert plan["host_gpus"] == expect_host and "0000:07:00.0" not in plan["tenant_gpus"]
     # the id of the host's GPU is not pre-bound by id: pci-stub.ids would take it too
     assert plan["pre_bind_ids"] == []

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args as ka
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import join_cmdline, split_cmdline
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import pci_ids
 
 BOOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "boot")
 
@@ -86,6 +87,8 @@ def test_iommu_ops_refuse():
     # ids move from the other driver, which keeps its other ids
     ("vfio-pci.ids=10de:20b5,15b3:101e", ["10de:20b5"], "pci-stub", "vfio-pci.ids=15b3:101e pci-stub.ids=10de:20b5"),
     ("pci-stub.ids=10de:20b5", ["10de:20b5"], "vfio-pci", "vfio-pci.ids=10de:20b5"),
+    # gpuvirt_gpu_pci_ids as the host model reads it (vocabulary/pci_ids.py): 0x-prefixed ids too
+    ("ro", ["0x10DE:0x20b5", "10de:20b5"], "vfio-pci", "ro vfio-pci.ids=10de:20b5"),
 ])
 def test_pre_bind_ids(before, ids, driver, after):
     ops = ka.pre_bind_ops(ids, driver)
@@ -93,10 +96,23 @@ def test_pre_bind_ids(before, ids, driver, after):
     assert ka.apply_ops(ops, after.split()) == after.split()
 
 
-@pytest.mark.parametrize("bad", ["10de-20b5", "zzzz:1", "10de:20b", "10de:20b5:1", "", "0x10de:0x20b5"])
+@pytest.mark.parametrize("bad", ["10de-20b5", "zzzz:1", "10de:20b", "10de:20b5:1", "", "0x10de", "0x0x10de:20b5", None])
 def test_pre_bind_ids_malformed(bad):
     with pytest.raises(InputError, match=r"pre_bind_ids: .* is not a vendor:device pair"):
         ka.pre_bind_ops([bad], "pci-stub")
+
+
+@pytest.mark.parametrize("value", ["10de:20b5", "10DE:20B5", "0x10de:0x20b5", "0X10DE:20b5", " 10de:20b5 ", "10de:20b",
+                                   "10de-20b5", "0x10de", "10de:20b5:1", "", "x10de:20b5"])
+def test_pre_bind_ids_read_as_the_host_model_reads_gpu_ids(value):
+    # one reader of a vendor:device input: what the host model takes from gpuvirt_gpu_pci_ids, the boot stage takes
+    try:
+        vendor, device = pci_ids.parse_vendor_device(value.strip())
+    except ValueError:
+        with pytest.raises(InputError):
+            ka.validate_pci_ids([value])
+    else:
+        assert ka.validate_pci_ids([value]) == ["%s:%s" % (vendor[2:], device[2:])]
 
 
 @pytest.mark.parametrize("before, items, after", [

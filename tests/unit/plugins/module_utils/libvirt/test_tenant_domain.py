@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The libvirt features (tenant_domain_one, domain_info, libvirt_common) on libvirt's test driver, where a module run cannot
+"""The libvirt features (tenant_domain_one, domain_info, libvirt/holdings) on libvirt's test driver, where a module run cannot
 reach: the removal of a guest that ignores the power button."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import foreign_domains
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.common import domain_holdings
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import Connection
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TenantDomain

@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import balanced_split
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import check_cells
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_plan import numa_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.tenant_plan import numa_cells
 
 from placement_checks import assert_exclusive  # pylint: disable=import-error
 from placement_topologies import dgx_a100, drawn_synthetic, synthetic, tenant  # pylint: disable=import-error

@@ -20,7 +20,7 @@ import pytest
 
 from fakes.paths import STANDINS  # pylint: disable=import-error
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import checks as preflight
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import facts as preflight_facts
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import info as preflight_facts
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import text as preflight_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError

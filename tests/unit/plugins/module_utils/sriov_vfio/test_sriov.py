@@ -11,9 +11,9 @@ import os
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import sriov
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import isolation
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
@@ -184,21 +184,21 @@ def test_persist_writes_config_unit_and_is_idempotent(tmp_path):
     plan = m.plan(PF, num_vfs=4, autoprobe=False)
     files = BootFiles(m.host)
     changes = m.persist_changes(plan, files)
-    assert [c[0] for c in changes] == [boot.SRIOV_CONFIG, boot.SCRIPT_PATH, boot.UNIT_DIR + "/" + boot.SRIOV_UNIT]
-    files.apply(changes, enable_unit=boot.SRIOV_UNIT)
-    unit = open(host.p(boot.UNIT_DIR + "/" + boot.SRIOV_UNIT), encoding="utf-8").read()
+    assert [c[0] for c in changes] == [restore.SRIOV_CONFIG, restore.SCRIPT_PATH, restore.UNIT_DIR + "/" + restore.SRIOV_UNIT]
+    files.apply(changes, enable_unit=restore.SRIOV_UNIT)
+    unit = open(host.p(restore.UNIT_DIR + "/" + restore.SRIOV_UNIT), encoding="utf-8").read()
     for line in ("WantedBy=multi-user.target", "Before=gpuvirt-vfio.service libvirtd.service", "Type=oneshot"):
         assert line in unit
-    assert os.access(host.p(boot.SCRIPT_PATH), os.X_OK)
+    assert os.access(host.p(restore.SCRIPT_PATH), os.X_OK)
     assert not m.persist_changes(plan, files)
 
 
 def test_boot_script_recreates_vfs_through_zero(tmp_path):
     host, kernel = lab_host(tmp_path)
     converge(host, kernel, count=2, autoprobe=True)
-    host.write(boot.SRIOV_CONFIG, '{"pfs": {"%s": {"num_vfs": 4, "autoprobe": false}}}' % PF)
+    host.write(restore.SRIOV_CONFIG, '{"pfs": {"%s": {"num_vfs": 4, "autoprobe": false}}}' % PF)
     namespace = {"__name__": "gpuvirt_boot"}
-    exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
+    exec(compile(restore.SCRIPT, restore.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
     tree = namespace["Tree"](host.root, writer=kernel.write)
     kernel.writes.clear()
     assert namespace["restore_sriov"](tree, 0) == 0

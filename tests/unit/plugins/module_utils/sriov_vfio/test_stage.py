@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_groups import group_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import group_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import pool_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import tenant_vf_settings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
@@ -47,6 +48,8 @@ def test_companions_on_the_host_are_the_filters(tmp_path, build, gpus):
     addresses, companions = vfio_stage.tenant_gpus(topology, gpus)
     assert addresses == gpus
     assert companions == GROUP_DEVICES(model(tree, GPU_IDS), {"gpus": gpus})["companions"]
+    # the host's groups (the planner's index, without its search) are the filter's, whole
+    assert pool_groups(topology, gpus=gpus) == GROUP_DEVICES(model(tree, GPU_IDS), {"gpus": gpus})
     if build is lab_host_with_nic:
         assert companions == [GPU_AUDIO]
     if build is rtx_group_host and gpus:

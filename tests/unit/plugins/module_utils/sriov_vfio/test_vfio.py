@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import script as boot
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import device_use
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import vfio
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.files import BootFiles
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import BootFiles
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_usage import HostUsage
@@ -198,19 +198,19 @@ def test_persist_files_and_boot_script_restore(tmp_path):
     plans = b.plan(selected)
     files = BootFiles(b.host)
     changes = b.persist_changes(plans, "vfio-pci", files)
-    files.apply(changes, enable_unit=boot.VFIO_UNIT)
-    rules = open(host.p(boot.UDEV_RULES), encoding="utf-8").read()
+    files.apply(changes, enable_unit=restore.VFIO_UNIT)
+    rules = open(host.p(restore.UDEV_RULES), encoding="utf-8").read()
     assert 'ACTION=="add", SUBSYSTEM=="pci", KERNEL=="0000:82:00.0", ATTR{driver_override}="vfio-pci"' in rules
     assert rules.count("ATTR{driver_override}") == 5
     rc, output = udevadm_verify(rules)
     assert rc == 0, output
-    assert open(host.p(boot.MODULES_LOAD), encoding="utf-8").read().splitlines()[-1] == "vfio-pci"
-    assert os.readlink(host.p(boot.WANTS_DIR + "/" + boot.VFIO_UNIT)) == boot.UNIT_DIR + "/" + boot.VFIO_UNIT
-    assert "Before=libvirtd.service" in open(host.p(boot.UNIT_DIR + "/" + boot.VFIO_UNIT), encoding="utf-8").read()
+    assert open(host.p(restore.MODULES_LOAD), encoding="utf-8").read().splitlines()[-1] == "vfio-pci"
+    assert os.readlink(host.p(restore.WANTS_DIR + "/" + restore.VFIO_UNIT)) == restore.UNIT_DIR + "/" + restore.VFIO_UNIT
+    assert "Before=libvirtd.service" in open(host.p(restore.UNIT_DIR + "/" + restore.VFIO_UNIT), encoding="utf-8").read()
     assert not b.persist_changes(plans, "vfio-pci", files)            # second run: nothing to write
     # "Reboot": the boot script, with its sysfs writes going to the kernel stand-in.
     namespace = {"__name__": "gpuvirt_boot"}
-    exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
+    exec(compile(restore.SCRIPT, restore.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
     tree = namespace["Tree"](host.root, writer=kernel.write)
     assert namespace["restore_vfio"](tree, 0) == 0
     for address in selected:
@@ -219,7 +219,7 @@ def test_persist_files_and_boot_script_restore(tmp_path):
 
 def test_boot_script_compiles_standalone_and_prints_usage(tmp_path):
     script = tmp_path / "gpuvirt-sriov-vfio"
-    script.write_text(boot.SCRIPT)
+    script.write_text(restore.SCRIPT)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "usage" in done.stderr
     done = subprocess.run([sys.executable, str(script), "vfio", "--root", str(tmp_path)], capture_output=True, text=True, check=False)
@@ -229,11 +229,11 @@ def test_boot_script_compiles_standalone_and_prints_usage(tmp_path):
 def test_boot_script_missing_device_costs_one_shared_wait(tmp_path):
     import time
     host, kernel = lab_host(tmp_path)
-    host.write(boot.VFIO_CONFIG, '{"devices": {"0000:81:00.3": {"driver": "vfio-pci", "vfs_of": "0000:81:00.0"},'
-                                 ' "0000:81:00.4": {"driver": "vfio-pci", "vfs_of": "0000:81:00.0"},'
-                                 ' "0000:82:00.0": {"driver": "vfio-pci"}}}')
+    host.write(restore.VFIO_CONFIG, '{"devices": {"0000:81:00.3": {"driver": "vfio-pci", "vfs_of": "0000:81:00.0"},'
+                                    ' "0000:81:00.4": {"driver": "vfio-pci", "vfs_of": "0000:81:00.0"},'
+                                    ' "0000:82:00.0": {"driver": "vfio-pci"}}}')
     namespace = {"__name__": "gpuvirt_boot"}
-    exec(compile(boot.SCRIPT, boot.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
+    exec(compile(restore.SCRIPT, restore.SCRIPT_PATH, "exec"), namespace)  # pylint: disable=exec-used
     tree = namespace["Tree"](host.root, writer=kernel.write)
     started = time.time()
     assert namespace["restore_vfio"](tree, 1) == 0

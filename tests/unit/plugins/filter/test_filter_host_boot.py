@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+"""host_boot_options: the role's inputs mapped to the boot stage's one iommu_grub call, parts
+left out when not asked for, and the options validated by iommu_grub's own argument spec."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot import INPUTS, FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
+
+FILTERS = FilterModule().filters()
+ROLE_DEFAULTS = {
+    "iommu": True, "vendor": "auto", "passthrough": True, "pre_bind_ids": ["10de:20b0"], "pre_bind_driver": "pci-stub",
+    "args": [], "grub_file": "/etc/default/grub", "variable": "GRUB_CMDLINE_LINUX", "bootloader_update": "auto",
+    "tenant_gpus": None, "host_gpus": [], "gpu_ids": [], "nic_ids": [], "gpu_host_stack": True, "early_driver": True,
+    "early_driver_before": ["nouveau", "nvidia", "nvidiafb"], "early_driver_initramfs": True,
+    "sriov_pfs": [{"pf": "0000:0c:00.0", "num_vfs": 8, "link_type": "eth"}], "firmware_sriov": True,
+    "firmware_install": True, "firmware_reset": True, "firmware_reset_level": 3, "reboot_ok": False,
+    "hugepages": [{"size": "1G", "count": 4, "node": 1}], "hugepages_at_boot": ["1G"], "hugepages_persist": True,
+    "hugepages_unit": "gpuvirt-hugepages.service", "hugepages_mounts": [],
+}
+
+
+def test_every_part_maps_and_validates_as_iommu_grub_does():
+    assert sorted(ROLE_DEFAULTS) == sorted(INPUTS)
+    options = FILTERS["host_boot_options"](ROLE_DEFAULTS)
+    assert options["gpu_stack"]["tenant_gpus"] == [] and options["gpu_stack"]["initramfs"] is True
+    assert options["firmware"]["sriov_pfs"] == ROLE_DEFAULTS["sriov_pfs"] and options["firmware"]["reset_ok"] is False
+    assert options["hugepages"]["persist_unit"] == "/etc/systemd/system/gpuvirt-hugepages.service"
+    validated = nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, options)
+    assert validated["firmware"]["reset_level"] == 3
+
+
+def test_parts_not_asked_for_are_left_out():
+    options = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, sriov_pfs=[], hugepages=[]))
+    assert "firmware" not in options and "hugepages" not in options
+    assert "firmware" not in FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, firmware_sriov=False))
+
+
+@pytest.mark.parametrize("value, message", [
+    (["x"], "expected a dict of the host_boot inputs, got list"),
+    ({"iommu": True}, "inputs vendor, passthrough"),
+])
+def test_bad_inputs_are_named(value, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        FILTERS["host_boot_options"](value)
+
+
+# ---- after the reboot: the proof and the check of the new kernel
+
+def slurp(text):
+    return {"content": base64.b64encode(text.encode()).decode(), "encoding": "base64"}
+
+
+OLD_ID = "5c0b1f8e-2a83-4f5e-9d3a-0d9b3e1c7a11\n"
+NEW_ID = "9a2d44c1-7b1e-4c55-8f0e-6e0f4d2b9c20\n"
+# the lab host's /proc/cmdline after the boot stage (the capture tests/fixtures/lab/iommu-on.tar)
+with open(os.path.join(lab_capture("iommu-on"), "proc", "cmdline"), encoding="utf-8") as _handle:
+    CMDLINE = _handle.read()
+WANTED = {"args_missing": [arg for arg in CMDLINE.split() if "iommu" in arg], "args_unwanted": ["quiet"]}
+
+
+@pytest.mark.parametrize("before, after_id, cmdline, result, problems", [
+    (OLD_ID, NEW_ID, CMDLINE, WANTED, []),
+    (OLD_ID, OLD_ID, CMDLINE, WANTED, ["did not boot again"]),
+    ("", NEW_ID, CMDLINE, WANTED, ["no boot id was read"]),
+    # an argument matches as written: iommu=pt is not intel_iommu=on's value
+    (OLD_ID, NEW_ID, CMDLINE.replace("intel_iommu=on", ""), WANTED, ["lacks intel_iommu=on"]),
+    (OLD_ID, NEW_ID, CMDLINE.replace(" ro ", " ro quiet "), WANTED, ["still has quiet"]),
+    (OLD_ID, OLD_ID, "ro\n", WANTED, ["did not boot again", "lacks " + " ".join(WANTED["args_missing"])]),
+])
+def test_the_reboot_is_proven_by_a_new_boot_and_the_wanted_command_line(before, after_id, cmdline, result, problems):
+    proof = FILTERS["host_boot_reboot_proof"](slurp(before), {"results": [slurp(after_id), slurp(cmdline)]}, result)
+    assert proof["ok"] is (not problems)
+    assert len(proof["problems"]) == len(problems)
+    for words, found in zip(problems, proof["problems"]):
+        assert words in found
+    assert cmdline.split()[0] in proof["message"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (({}, {"results": []}, WANTED), "looped slurp"),
+    (("text", {"results": [slurp(NEW_ID), slurp(CMDLINE)]}, WANTED), "slurp result"),
+    ((slurp(OLD_ID), {"results": [slurp(NEW_ID), slurp(CMDLINE)]}, None), "must be a dict"),
+])
+def test_the_proofs_inputs_are_named(args, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        FILTERS["host_boot_reboot_proof"](*args)
+
+
+POOL = {"node": 0, "size": "1G", "requested": 8, "allocated": 8, "free": 8, "at_boot": True}
+
+
+@pytest.mark.parametrize("after, words", [
+    ({"changed": False, "reboot_required": False, "hugepages": {"changed": False, "pages": [POOL]}}, []),
+    ({"changed": False, "reboot_required": False}, []),
+    ({"reboot_required": True, "pending": ["kernel command line"]}, ["a reboot is still required: kernel command line"]),
+    ({"hugepages": {"changed": True, "pages": [dict(POOL, allocated=6)]}},
+     ["the hugepage pools would still change", "1G pages on node 0: 6 allocated of 8 requested"]),
+    ({"failed": True, "msg": "grub_file: missing"}, ["the check failed: grub_file: missing"]),
+])
+def test_the_new_kernel_is_settled_when_nothing_is_left_to_do(after, words):
+    assert FILTERS["host_boot_unsettled"](after) == words
+
+
+@pytest.mark.parametrize("result, lines", [
+    (None, []),
+    ({"changed": False}, []),
+    ({"firmware": {"messages": ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset"], "cold_boot": []},
+      "gpu_stack": {"notes": ["nvidia-persistenced: stopped and disabled"]}},
+     ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset", "nvidia-persistenced: stopped and disabled"]),
+    # the daemons the boot stage stops are said in the report, with the capture's record they were read from
+    ({"gpu_stack": {"notes": [], "daemons_stopped": ["nvidia-persistenced.service", "nvidia-fabricmanager.service"],
+                    "daemons_source": "/.capture/systemctl-show-nvidia.txt"}},
+     ["host daemons the boot stage stops and disables (systemctl disable --now): nvidia-persistenced.service, "
+      "nvidia-fabricmanager.service (as /.capture/systemctl-show-nvidia.txt records them)"]),
+    ({"gpu_stack": {"notes": [], "daemons_stopped": ["dcgm.service"], "daemons_source": None}},
+     ["host daemons the boot stage stops and disables (systemctl disable --now): dcgm.service"]),
+    ({"firmware": {"messages": [], "cold_boot": ["0000:41:00.0", "0000:41:00.1"]}, "cold_boot_required": ["0000:41:00.0", "0000:41:00.1"]},
+     ["COLD BOOT NEEDED: 2 ConnectX PF(s) (0000:41:00.0, 0000:41:00.1) hold firmware settings that only a power cycle loads; "
+      "power the host off and on, then run the boot stage again."]),
+])
+def test_the_boot_notes_are_one_line_each(result, lines):
+    assert FILTERS["host_boot_notes"](result) == lines
+
+
+def test_the_boot_notes_name_a_bad_input():
+    with pytest.raises(AnsibleFilterError, match="expected the iommu_grub result"):
+        FILTERS["host_boot_notes"]([])
