@@ -29,7 +29,7 @@ CMDLINE="console=ttyS0,115200 panic=5 quiet loglevel=4 mitigations=off no_timer_
 
 die() { echo "nested guest: $*" >&2; exit 2; }
 source "$HERE/image-lib.sh"
-image_need "Debian: apt-get install busybox-static mtools fdisk qemu-utils xz-utils binutils python3, or run scripts/bootstrap.sh" \
+image_need "Debian: apt-get install busybox-static mtools fdisk qemu-utils binutils python3, or run scripts/bootstrap.sh" \
   busybox mformat mcopy sfdisk losetup partx qemu-img chroot mount umount strip python3
 
 image_work "$OUT"
