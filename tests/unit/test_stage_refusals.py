@@ -20,8 +20,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_tenants_plan import preflight_plan
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight import FilterModule as ReportFilters
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_plan import preflight_plan
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule as ReportFilters
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import standing_refusals
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info, tenant_domain, vfio_bind

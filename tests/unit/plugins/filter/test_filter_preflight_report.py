@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 

@@ -10,7 +10,7 @@ import os
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot import INPUTS, FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.host_boot_options import INPUTS, FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 

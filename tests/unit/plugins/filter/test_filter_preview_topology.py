@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preview import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preview_topology import FilterModule
 
 PREVIEW = FilterModule().filters()["preview_topology"]
 HOST = {"topology": {"numa_nodes": [{"id": 0, "cpus": [0], "hugepages": {}}], "pci_devices": {}, "iommu": {"enabled": True, "groups": {}}},

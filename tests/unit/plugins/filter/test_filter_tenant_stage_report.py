@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_vms_report import RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import RESTART, tenant_stage_report
 
 QUIET = {"plan": {"notes": [], "unplaced": {}}, "foreign": {}, "preview_notes": [], "vf_settings": [],
          "restart_required": [], "restart_reasons": []}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.stage_gate import gate_read, stage_outcome
+from ansible_collections.gpuvirt.tenancy.plugins.filter.gate_read import gate_read, stage_outcome
 
 CHECKS = {"boot": {"changed": False}, "sriov_vfio": {"changed": False, "options": {"gpus": []}}, "tenants": {"changed": True}}
 

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.gpu_sharing import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.mps_gpus import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.modules.mig_profile import MODULE_ARGS as MIG_PROFILE_ARGS
 
 FILTERS = FilterModule().filters()

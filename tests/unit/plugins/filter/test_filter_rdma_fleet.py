@@ -14,7 +14,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma import (
+from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import (
     NCCL_OPTIONAL, FilterModule, guest_rdma_calls, rdma_fleet, rdma_nccl_write)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env

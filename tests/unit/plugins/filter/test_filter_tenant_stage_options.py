@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_vms_options import INPUTS, tenant_stage_options
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_options import INPUTS, tenant_stage_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import TENANT_DOMAIN_ARGS
 
 INPUT = {"tenants": [{"name": "a", "vcpus": 1, "memory_mb": 64}], "policy": {"numa": "strict"}, "gpus": None, "vf_pfs": [],

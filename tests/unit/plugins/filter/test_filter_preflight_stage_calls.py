@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.stage_calls import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_stage_calls import FilterModule
 
 FILTERS = FilterModule().filters()
 OPTIONS = {"devices": ["0000:82:00.0"], "vfs_of": ["0000:81:00.0"], "persist": True}

@@ -11,7 +11,7 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_tenants_plan import gate_plan, preflight_plan
+from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_plan import gate_plan, preflight_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 

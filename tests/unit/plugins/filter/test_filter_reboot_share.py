@@ -9,7 +9,7 @@ import math
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.fleet import (
+from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import (
     deferred_hosts, fleet_host_refusal, fleet_hosts, fleet_libvirt_uri, reboot_share)
 
 BATCH = ["h0", "h1", "h2", "h3"]
