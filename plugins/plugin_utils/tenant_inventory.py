@@ -89,7 +89,7 @@ def guest_entries(name, hostvars, running, known):
     domain runs (``running``: {domain: XML}) and that have an ``image`` and a ``guest.address``, reached
     as ``gpuvirt_guest_access`` says, through the host (filter ``guest_hosts``); ``known``: the
     inventory's hosts (a guest listed there is left as it is)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.filter.guests import guest_hosts  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import guest_hosts  # pylint: disable=import-outside-toplevel
     tenants = hostvars.get("gpuvirt_tenants") or []
     if not isinstance(tenants, list):
         raise TenantInventoryError("host %s: gpuvirt_tenants must be the tenant list, got %s" % (name, type(tenants).__name__))

@@ -43,3 +43,13 @@ def test_every_filter_doc_loads_and_names_its_filter():
     assert sorted(docs) == ["gpuvirt.tenancy." + name for name in names]
     for key, doc in docs.items():
         assert doc["doc"]["name"] == key.split(".")[-1] and doc["doc"].get("short_description"), key
+
+
+def test_each_filter_file_is_named_after_a_filter_it_exports():
+    """Galaxy's importer lists every Python file of plugins/filter as a filter of that file's name
+    and looks its docs up by that name: a file named after no filter shows on Galaxy as an
+    undocumented filter that does not exist."""
+    for path in glob.glob(os.path.join(FILTER_DIR, "*.py")):
+        name = os.path.basename(path)[:-3]
+        module = importlib.import_module("ansible_collections.gpuvirt.tenancy.plugins.filter." + name)
+        assert name in module.FilterModule().filters(), "%s exports no filter named %s" % (path, name)
