@@ -17,7 +17,7 @@ from operator import contains, eq, itemgetter, lt
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import GROUP_FIX, group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import DANGLING_GROUP, GROUP_FIX, dangling_group, group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 
 __metaclass__ = type
@@ -250,6 +250,11 @@ class HostIndex:
         for address in sorted(pool):
             group = (pci.get(address) or {}).get("iommu_group")
             if group is None or group in done:
+                continue
+            if dangling_group(topology, address) is not None:
+                # who shares the group cannot be known: vfio_bind refuses it, the planner leaves it out
+                kind = "GPU" if address in self.gpu_node else "VF"
+                self.left_out[address] = "%s %s left out: %s" % (kind, address, DANGLING_GROUP % (group, address))
                 continue
             done.add(group)
             members = sorted([address] + group_endpoints(topology, address))

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import DANGLING_GROUP, dangling_group, group_endpoints
 
 __metaclass__ = type
 
@@ -119,6 +119,9 @@ class Claims:
         for address in sorted(a for a, t in self.owner.items() if t == tenant):
             dev = self.pci.get(address) or {}
             group = dev.get("iommu_group")
+            if dangling_group(self.topology, address) is not None:
+                errors.append("%s (%s): %s" % (address, label, DANGLING_GROUP % (group, address)))
+                continue
             for other in group_endpoints(self.topology, address) if group is not None else []:
                 who = self._who(other, tenant)
                 if who is not None:

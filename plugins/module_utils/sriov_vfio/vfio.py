@@ -22,7 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files impo
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import (
     VFIO_HOLDERS, isolation, pci_function_of, pfs_kept_for_vfs, usage_of)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import GROUP_FIX, group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import DANGLING_GROUP, GROUP_FIX, group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
@@ -137,17 +137,12 @@ class VfioBinder:
                              % (address, self.pci[address]["iommu_group"], other, "; ".join(reasons), address, GROUP_FIX))
 
     def refuse_dangling_groups(self, targets):
-        """A device whose ``iommu_group`` link names a group that /sys/kernel/iommu_groups lacks (a
-        capture taken without it, or a device being removed): its group's other members cannot be
-        known, so it is refused, naming the device, as the run would find it."""
-        dangling = [(address, self.pci[address]["iommu_group"]) for address in targets
-                    if not self.fs.isdir("/sys/bus/pci/devices/%s/iommu_group" % address)]
+        """A device whose ``iommu_group`` link names a group that /sys/kernel/iommu_groups lacks: its
+        group's other members cannot be known, so it is refused, naming the device."""
+        dangling = [address for address in targets if not self.fs.isdir("/sys/bus/pci/devices/%s/iommu_group" % address)]
         if dangling:
-            raise StateError("%s: the iommu_group link names a group that /sys/kernel/iommu_groups does not hold, so the devices "
-                             "that share it (all of which vfio-pci would take) cannot be known. Nothing was changed. On a capture, "
-                             "capture the host again with /sys/kernel/iommu_groups; on the host, check that the device is still "
-                             "there (lspci -s ADDRESS) and run again"
-                             % "; ".join("%s (group %s)" % pair for pair in dangling))
+            raise StateError("%s. Nothing was changed" % "; ".join(
+                "%s: %s" % (address, DANGLING_GROUP % (self.pci[address]["iommu_group"], address)) for address in dangling))
 
     def plan(self, addresses, driver="vfio-pci", group_policy="strict", force=False):
         """A list of per-device plans {address, driver_before, driver_after, ...}; raises

@@ -18,6 +18,10 @@ __metaclass__ = type
 # The fix for a device whose IOMMU group holds one the host keeps: the planner leaves it out, vfio_bind refuses it
 GROUP_FIX = ("enable ACS on the PCIe ports above it (BIOS: ACS/PCIe ACS enable), move the card to a slot "
              "with its own IOMMU group, or keep the device for the host (gpuvirt_host_gpus)")
+# Why a device whose iommu_group link names a group /sys/kernel/iommu_groups lacks is refused, and the fix
+DANGLING_GROUP = ("the iommu_group link names group %s, which /sys/kernel/iommu_groups does not hold, so the devices that share "
+                  "it (all of which vfio-pci would take) cannot be known; on a capture, capture the host again with "
+                  "/sys/kernel/iommu_groups; on the host, check that the device is still there (lspci -s %s) and run again")
 # PCI class of a PCI-to-PCI bridge (base 0x06, subclass 0x04): the ports of switches and root ports
 BRIDGE_CLASS = 0x0604
 
@@ -49,3 +53,12 @@ def group_endpoints(topology, address):
     """The other endpoints (bridges aside) of a device's IOMMU group."""
     pci = topology.get("pci_devices") or {}
     return [m for m in group_members(topology, address) if m != address and not is_bridge(pci.get(m))]
+
+
+def dangling_group(topology, address):
+    """The group number ``address``'s iommu_group link names where the host model's group table
+    (read from /sys/kernel/iommu_groups) lacks it (a capture taken without it, a device being
+    removed), else None; None too where the model has no table (IOMMU off: no group at all)."""
+    group = ((topology.get("pci_devices") or {}).get(address) or {}).get("iommu_group")
+    known = (topology.get("iommu") or {}).get("groups") or {}
+    return group if group is not None and known and str(group) not in known else None

@@ -178,7 +178,9 @@ BAD_INPUTS = [
      "0000:84:00.0: no IOMMU group"),
     # 47.11: a captured GPU whose iommu_group link names a group the capture lacks, refused in check mode too
     ("vfio_bind", "GPU whose iommu_group link dangles", "lab (GPU whose group link dangles)", {"devices": ["0000:84:00.0"]},
-     "0000:84:00.0 (group 31): the iommu_group link names a group that /sys/kernel/iommu_groups does not hold"),
+     "0000:84:00.0: the iommu_group link names group 31, which /sys/kernel/iommu_groups does not hold"),
+    ("tenant_domain", "a GPU whose iommu_group link dangles", "lab (GPU whose group link dangles)", one(gpus=["0000:84:00.0"]),
+     "0000:84:00.0 (bad-tenant): the iommu_group link names group 31, which /sys/kernel/iommu_groups does not hold"),
     ("vfio_bind", "vendor:device id of three hex digits", "lab", {"ids": ["10d:2330"]}, "ids: '10d:2330' is not a vendor:device id"),
     ("tenant_domain", "two entries naming the same GPU", "v100",
      {"uri": LIBVIRT_TEST_URI, "domains": [tenant("bad-a", gpus=[V100_A]), tenant("bad-b", gpus=[V100_A])]},

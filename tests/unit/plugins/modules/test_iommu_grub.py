@@ -686,6 +686,72 @@ def test_a_call_that_waits_too_long_for_the_lock_fails_and_changes_nothing(host,
     assert run(host, args=[dict(ONE_EACH[0])])["changed"] is True  # the lock is free again
 
 
+def _grub_call_in_a_process(host, module, start, without_lock):
+    """``module`` (iommu_grub adding nmi_watchdog=0, or hugepages reserving 1 GiB at boot on node
+    1) editing the one GRUB file, its write held back by HOLD_S; ``without_lock``: both modules'
+    root lock made a no-op."""
+    import contextlib  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader, grub  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as pages_utils  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as pages_module  # pylint: disable=import-outside-toplevel
+    apply = bootloader.GrubCmdlineEdit.apply
+
+    def held_back(self, run_, backup=False):
+        time.sleep(HOLD_S)
+        return apply(self, run_, backup=backup)
+
+    bootloader.GrubCmdlineEdit.apply = held_back
+    if without_lock:
+        grub.root_lock = pages_utils.root_lock = lambda root, what: contextlib.nullcontext()
+    start.wait()
+    if module == "iommu_grub":
+        result = run(host, args=[dict(ONE_EACH[0])])
+    else:
+        result = run_module(pages_module.main, {"pages": [{"size": "1G", "count": 1, "node": 1}], "boot_config": "grub",
+                                                "grub_file": host.grub, "bootloader_update": "none"},
+                            host=Host(host.root, commands=RecordedCommands()))
+    assert result["changed"] and not result.get("failed"), result
+
+
+def _grub_and_hugepages_at_once(host, without_lock=False):
+    """-> the GRUB_CMDLINE_LINUX line after an iommu_grub call and a hugepages call started together."""
+    import multiprocessing  # pylint: disable=import-outside-toplevel
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(2)
+    calls = [context.Process(target=_grub_call_in_a_process, args=(host, module, start, without_lock))
+             for module in ("iommu_grub", "hugepages")]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join(60)
+    assert [call.exitcode for call in calls] == [0, 0]
+    return [line for line in read_grub(host).splitlines() if line.startswith("GRUB_CMDLINE_LINUX=")][0]
+
+
+def _lost_of_both(line):
+    return [arg for arg in ("nmi_watchdog=0", "hugepagesz=1G hugepages=1:1") if arg not in line]
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_hugepages_and_iommu_grub_at_once_on_one_root_lose_nothing(numa_host, round_):
+    """hugepages takes the same root lock as iommu_grub (both read, decide and write the GRUB file):
+    started together, the second decides from what the first wrote and both edits stay."""
+    line = _grub_and_hugepages_at_once(numa_host)
+    assert not _lost_of_both(line), (round_, line)
+
+
+def test_without_the_root_lock_hugepages_and_iommu_grub_at_once_lose_an_edit(numa_host):
+    """The control of the test above: with both locks made a no-op, one edit is lost (in at least one
+    of three rounds, each from the lab file again)."""
+    before = read_grub(numa_host)
+    losses = []
+    for _round in range(3):
+        put(numa_host, COPY, before)
+        losses.append(_lost_of_both(_grub_and_hugepages_at_once(numa_host, without_lock=True)))
+    assert any(losses), losses
+
+
 # ---------------------------------------------------------------------------- one run converges (issue 47, class 11)
 def _ubuntu_with(first, append):
     text = lab_grub_text().replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % first)

@@ -90,6 +90,22 @@ def test_a_group_with_a_function_the_host_keeps_leaves_the_gpu_out(extra, policy
     assert plan["free"]["0"]["gpus"] == []
 
 
+def test_a_gpu_whose_group_link_dangles_is_left_out_naming_it():
+    """A GPU whose iommu_group link names a group /sys/kernel/iommu_groups lacks (a capture taken
+    without it, a device being removed): who shares the group cannot be known, so the planner leaves
+    it out with the reason, as vfio_bind refuses it, instead of planning it for a tenant."""
+    topology = grouped(host(gpus=2), {})
+    table = dict(topology["iommu"]["groups"])
+    del table[str(topology["pci_devices"][GPU_A]["iommu_group"])]
+    topology = dict(topology, iommu=dict(topology["iommu"], groups=table))
+    plan = plan_tenants(topology, [tenant("a", gpus=1), tenant("named", gpus=[GPU_A])])
+    why = plan["groups"]["left_out"][GPU_A]
+    assert why.startswith("GPU %s left out: the iommu_group link names group" % GPU_A), why
+    assert "/sys/kernel/iommu_groups" in why and "capture the host again" in why
+    assert plan["placements"]["a"]["gpus"] == [GPU_B]
+    assert plan["unplaced"]["named"] == why
+
+
 @pytest.mark.parametrize("groups, tenants, placed, left_out", [
     # no ACS above the PF: its VFs share its group, and the PF stays with the host
     ({9: [PF, VF_1, VF_2]}, [tenant("a", vfs=1)], {}, [VF_1, VF_2]),
