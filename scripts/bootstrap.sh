@@ -25,6 +25,8 @@ APT_PACKAGES=(
   # the nested stage's guest (lab/nested-guest.sh): busybox as its shell, the kernel's ELF taken
   # out of its bzImage and stripped
   busybox-static binutils
+  # the guest image tests' raw bases made by the real tools (XFS, btrfs, squashfs, LUKS)
+  xfsprogs btrfs-progs squashfs-tools cryptsetup-bin
 )
 
 missing=()

@@ -13,7 +13,8 @@ magic 0xEF53 at byte 56 of the superblock at 1024 (the kernel's fs/ext4/ext4.h, 
 XFS ``XFSB`` at 0 (xfs_format.h, XFS_SB_MAGIC); btrfs ``_BHRfS_M`` at 0x10040 (btrfs_tree.h,
 BTRFS_MAGIC, superblock at 64 KiB); ISO 9660 ``CD001`` at 0x8001 (ECMA-119 8.1); squashfs ``hsqs``
 at 0 (squashfs_fs.h); LUKS ``LUKS\\xba\\xbe`` at 0; LVM's ``LABELONE`` in sector 1; swap's
-``SWAPSPACE2`` at 4086 (a 4 KiB page's end). ``tests/unit`` makes each with the real tool."""
+``SWAPSPACE2`` at 4086 (a 4 KiB page's end). ``tests/unit`` makes each with the real tool but LVM
+(pvcreate writes only to a block device)."""
 
 from __future__ import absolute_import, division, print_function
 
