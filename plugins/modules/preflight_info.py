@@ -38,9 +38,10 @@ options:
     type: dict
   stage_checks:
     description:
-      - Host stages (V(boot), V(sriov_vfio), V(tenants)), each mapped to the options of its module's call as this run
-        would send them (V(boot) M(gpuvirt.tenancy.iommu_grub), V(sriov_vfio) M(gpuvirt.tenancy.vfio_bind), V(tenants)
-        M(gpuvirt.tenancy.tenant_domain)); each call runs here in check mode, in this same call, validated as its module
+      - Host stages (V(boot), V(sriov_vfio), V(tenants), V(libvirt_mounts)), each mapped to the options of its module's
+        call as this run would send them (V(boot) M(gpuvirt.tenancy.iommu_grub), V(sriov_vfio) M(gpuvirt.tenancy.vfio_bind),
+        V(tenants) M(gpuvirt.tenancy.tenant_domain), V(libvirt_mounts) the libvirt host role's hugetlbfs mounts,
+        M(gpuvirt.tenancy.hugepages) with C(mounts) only); each call runs here in check mode, in this same call, validated as its module
         validates it. Returned in RV(stage_checks); a stage whose options are exactly the ones checked, and whose check
         changes nothing, need not call its module (docs/ARCHITECTURE.md, section One call per stage).
       - A check that fails is reported in RV(stage_checks) and is not a failure here; the preflight report (filter

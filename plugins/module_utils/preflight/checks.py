@@ -483,8 +483,9 @@ def check_plan(model):
 
 
 # ---------------------------------------------------------------------------- the stages' refusals
-STAGE_ORDER = ("boot", "sriov_vfio", "tenants")
-STAGE_WORDS = {"boot": "boot", "sriov_vfio": "SR-IOV/VFIO", "tenants": "tenants"}
+STAGE_ORDER = ("boot", "sriov_vfio", "libvirt_mounts", "tenants")
+STAGE_WORDS = {"boot": "boot", "sriov_vfio": "SR-IOV/VFIO", "libvirt_mounts": "tenants (libvirt's hugetlbfs mounts)",
+               "tenants": "tenants"}
 ERROR_KINDS = ("InputError: ", "StateError: ", "CommandError: ")
 
 
@@ -496,6 +497,8 @@ def standing_refusals(stage_checks):
     - the SR-IOV/VFIO stage's, unless the boot stage's check says a reboot (or a firmware load)
       comes first: the stage then runs on the host as that reboot leaves it (in a preview: planned
       after the boot stage, role host_stages);
+    - the libvirt host role's hugetlbfs mounts, on the same terms (a page size the kernel offers
+      only after the boot stage's hugepagesz= is there after its reboot);
     - the tenants stage's in a preview (its call plans on the host as the earlier stages will
       leave it), else while the earlier stages' checks ran without error and change nothing (its
       call then meets the host the gate read)."""
@@ -509,7 +512,8 @@ def standing_refusals(stage_checks):
         check = checks.get(stage)
         if not check or not check.get("error"):
             continue
-        if stage == "sriov_vfio" and reboot_first:
+        if stage in ("sriov_vfio", "libvirt_mounts") and reboot_first:
+            # the host the call meets is the one the boot stage's reboot leaves (its hugepage sizes too)
             continue
         if stage == "tenants" and (check.get("options") or {}).get("preview") is None and not settled:
             continue
@@ -533,7 +537,9 @@ def check_stage_refusals(model):
     inputs = {"boot": "the boot stage's inputs (gpuvirt_gpu_pci_ids, gpuvirt_gpus, gpuvirt_host_gpus, gpuvirt_sriov_pfs, "
                       "gpuvirt_hugepages)",
               "sriov_vfio": "the SR-IOV/VFIO stage's inputs (gpuvirt_sriov_pfs, %s, gpuvirt_gpus)" % source,
-              "tenants": "the tenants stage's inputs (%s, gpuvirt_tenant_policy, gpuvirt_sriov_pfs)" % source}
+              "tenants": "the tenants stage's inputs (%s, gpuvirt_tenant_policy, gpuvirt_sriov_pfs)" % source,
+              "libvirt_mounts": "the libvirt host role's hugetlbfs mounts (libvirt_host_hugetlbfs_mounts, from %s and "
+                                "gpuvirt_tenant_policy's hugepage_size)" % source}
     for stage, check in standing_refusals(model.stage_checks):
         findings.append(_check(
             "stage %s" % stage, FAIL,

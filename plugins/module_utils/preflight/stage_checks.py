@@ -19,7 +19,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import
 
 __metaclass__ = type
 
-STAGE_MODULES = {"boot": "iommu_grub", "sriov_vfio": "vfio_bind", "tenants": "tenant_domain"}
+# libvirt_mounts: the libvirt host role's hugetlbfs mounts for the tenants (a hugepages call with
+# mounts only), checked so that a converged host needs no call of its own and a preview shows them
+STAGE_MODULES = {"boot": "iommu_grub", "sriov_vfio": "vfio_bind", "tenants": "tenant_domain", "libvirt_mounts": "hugepages"}
 
 
 def stage_feature(stage):
@@ -34,6 +36,9 @@ def stage_feature(stage):
     if stage == "tenants":
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
         return tenant_domain_call.TENANT_DOMAIN_ARGS, tenant_domain_call.tenant_domain
+    if stage == "libvirt_mounts":
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages
+        return hugepages.MODULE_ARGS, hugepages.hugepages
     raise InputError("stage_checks: %r is not a host stage; give some of %s" % (stage, ", ".join(sorted(STAGE_MODULES))))
 
 

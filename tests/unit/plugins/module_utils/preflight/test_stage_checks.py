@@ -127,7 +127,7 @@ def test_preflight_info_checks_the_stages_in_its_call(lab):
 
 
 @pytest.mark.parametrize("stage_checks, message", [
-    ({"grub": {}}, "stage_checks: grub is not a host stage; give some of boot, sriov_vfio, tenants"),
+    ({"grub": {}}, "stage_checks: grub is not a host stage; give some of boot, libvirt_mounts, sriov_vfio, tenants"),
     ({"tenants": "qemu:///system"}, "stage_checks.tenants: give the options of the tenant_domain call as a dict"),
 ])
 def test_preflight_info_refuses_bad_stage_checks(lab, stage_checks, message):
