@@ -82,6 +82,28 @@ def fleet_host_refusal(host, groups, capture_root="", hosts_limit="", connection
             % (capture_root, host, connection or "not set", _true(check_mode)))
 
 
+def guest_stage_refusal(groups, tenants_stage=False, run_tags=None, skip_tags=None):
+    """Why the guest stages of this run (rdma, gpu_sharing) would do nothing, or "" when they may run.
+
+    They run on the group ``gpuvirt_guests``. A playbook with the tenants stage (``tenants_stage``:
+    site.yml) whose run selects it (``run_tags`` 'all' or 'tenants', and 'tenants' not in
+    ``skip_tags``) adds the running tenants' guests there itself, so an empty group only means no
+    tenant has a guest. A run of the guest stages alone (AWX's guests job: site.yml with tags rdma,
+    gpu_sharing; rdma.yml, gpu_sharing.yml) takes the guests from the inventory: with none listed it
+    would be a green job that did nothing."""
+    run_tags = list(run_tags or ["all"])
+    skip_tags = list(skip_tags or [])
+    if _true(tenants_stage) and "tenants" not in skip_tags and ("all" in run_tags or "tenants" in run_tags):
+        return ""
+    if (groups or {}).get("gpuvirt_guests"):
+        return ""
+    return ("The guest stages (rdma, gpu_sharing) match no guest: the inventory lists no host in the group gpuvirt_guests, "
+            "and this run does not run the tenants stage, which adds the running tenants' guests. List them with the "
+            "collection's inventory plugin (a file with 'plugin: gpuvirt.tenancy.tenants' as the last source of the "
+            "inventory; AWX: the project's inventory directory, docs/fleet.md), or under gpuvirt_guests by hand, or run the "
+            "tenants stage in the same run (tags preflight,tenants,rdma).")
+
+
 def _true(value):
     if isinstance(value, str):
         return value.strip().lower() in ("true", "yes", "1")
@@ -97,4 +119,5 @@ class FilterModule:
 
     def filters(self):
         return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts, "fleet_hosts": fleet_hosts,
-                "fleet_libvirt_uri": fleet_libvirt_uri, "fleet_host_refusal": fleet_host_refusal}
+                "fleet_libvirt_uri": fleet_libvirt_uri, "fleet_host_refusal": fleet_host_refusal,
+                "guest_stage_refusal": guest_stage_refusal}

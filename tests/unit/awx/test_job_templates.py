@@ -149,7 +149,10 @@ def test_templates_use_credentials_the_play_creates_and_escalate(play):
 def test_inventory_source_is_an_inventory_of_the_project(play):
     """The project is the layout of awx/project/ (tests/unit/awx/test_project.py checks it)."""
     path = play["vars"]["gpuvirt_awx_inventory_path"]
-    assert os.path.isfile(os.path.join(REPO, "awx", "project", path)), "%s: no such inventory in the project" % path
+    assert os.path.isdir(os.path.join(REPO, "awx", "project", path)), "%s: no such inventory directory in the project" % path
+    # the guests come from the collection's inventory plugin, the directory's last file
+    last = sorted(name for name in os.listdir(os.path.join(REPO, "awx", "project", path)) if name.endswith(".yml"))[-1]
+    assert last == "zz-tenants.gpuvirt_tenants.yml"
     [source] = tasks_of(play, "inventory_source")
     assert source["awx.awx.inventory_source"]["source_path"] == "{{ gpuvirt_awx_inventory_path }}"
 
