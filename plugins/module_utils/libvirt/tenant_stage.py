@@ -111,13 +111,16 @@ def management_network(params, access):
                          {"argument_spec": NETWORK_OPTIONS}, wanted)
 
 
-def domain_entries(found, tenants, params, topology, preview):
-    """-> (the removals' entries, the placed tenants' entries), as ``domains`` entries."""
+def domain_entries(found, tenants, params, topology, preview, preview_notes=None):
+    """-> (the removals' entries, the placed tenants' entries), as ``domains`` entries. In a
+    preview, ``preview_notes`` takes what is planned but not defined (VFs whose addresses the
+    boot stage's reboot gives)."""
     access = check_dict(params.get("guest_access"), "guest_access")
     priorities = params.get("priorities")
     settings = {"domain_type": params["domain_type"], "machine": params.get("machine"), "memory_mode": params["memory_mode"],
                 "priorities": DEFAULT_PRIORITIES if priorities is None else check_dict(priorities, "priorities"),
-                "firmware": params["firmware"], "topology": topology, "live": params["live"]}
+                "firmware": params["firmware"], "topology": topology, "live": params["live"],
+                "preview_notes": preview_notes if preview else None}
     removals = tenant_plan.guest_domains(
         tenant_plan.tenant_removals(found, tenants, {"shutdown_timeout": params["shutdown_timeout"],
                                                      "force_off": params["force_off"]}), tenants, access)
@@ -141,7 +144,7 @@ def tenant_stage(params, host, run):
         # across calls: no tenant address another domain's seed gives, nor the host's on the management network
         check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
-        removals, placed, access = domain_entries(found, tenants, params, topology, preview)
+        removals, placed, access = domain_entries(found, tenants, params, topology, preview, preview_notes)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
         entries = tenant_domain_call.domain_options(removals + placed)
         # a preview reads a captured tree: the PFs' VF settings are not asked there, they are shown as planned

@@ -207,7 +207,18 @@ def tenant_domains(found, tenants, settings):
     for name, placement in found["placements"].items():
         spec = specs.get(name, {})
         if topology is not None:
-            check_vf_addresses(topology, name, placement["vfs"])
+            try:
+                check_vf_addresses(topology, name, placement["vfs"])
+            except InputError as exc:
+                if settings.get("preview_notes") is None:
+                    raise
+                # a preview plans on the host as the stages will leave it: VFs whose addresses only the
+                # boot stage's firmware change and reboot will give are planned by count, and said
+                settings["preview_notes"].append(
+                    "tenant %s: planned with %d VF(s) (%s) whose PCI addresses are known only after the boot stage's "
+                    "reboot; its domain is defined by the run, not in this preview (%s)"
+                    % (name, len(placement["vfs"]), ", ".join(placement["vfs"]), str(exc).split(": ", 1)[-1]))
+                continue
         priority = placement["priority"]
         if priority not in priorities:
             raise InputError("tenant %s has priority %s, which the priorities (%s) do not define"

@@ -144,6 +144,33 @@ def test_sriov_off_on_a_card_of_more_functions_keeps_placeholders_and_the_tenant
         check_vf_addresses(topo, "t", ["0000:a1:00.0/vf0"])
 
 
+def test_a_preview_plans_such_vfs_by_count_and_says_so(tmp_path):
+    """Issue 46 item 2: where a VF's address cannot be known before the boot stage's reboot (SR-IOV
+    off in the firmware of a card of four functions), a preview plans the tenant by count and says
+    so, defining no domain for it; a run (no preview) refuses it as above."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_stage import DEFAULT_PRIORITIES  # pylint: disable=import-outside-toplevel
+    before, _pfs = sriov_off_dgx(tmp_path)
+    for function in (2, 3):
+        extra = dict(before["pci_devices"]["0000:a1:00.1"], address="0000:a1:00.%d" % function)
+        before["pci_devices"][extra["address"]] = extra
+    topo, _notes = finish(before, project(before, [{"pf": "0000:a1:00.0", "num_vfs": 2}], []), [], {})
+    tenants = [{"name": "t", "vcpus": 2, "memory_mb": 1024, "vfs": 1, "hugepage_size": "none"},
+               {"name": "u", "vcpus": 2, "memory_mb": 1024, "hugepage_size": "none"}]
+    found = tenant_plan.plan(topo, tenants, {"vf_pfs": ["0000:a1:00.0"]}, [])
+    assert found["placements"]["t"]["vfs"] == ["0000:a1:00.0/vf0"]
+    settings = {"domain_type": "kvm", "memory_mode": "strict", "priorities": DEFAULT_PRIORITIES, "firmware": "efi",
+                "topology": topo, "live": None}
+    with pytest.raises(InputError, match="tenant t: VF 0000:a1:00.0/vf0 has no PCI address yet"):
+        tenant_plan.tenant_domains(found, tenants, settings)
+    notes = []
+    domains = tenant_plan.tenant_domains(found, tenants, dict(settings, preview_notes=notes))
+    assert [d["name"] for d in domains] == ["u"]
+    assert len(notes) == 1 and notes[0].startswith("tenant t: planned with 1 VF(s) (0000:a1:00.0/vf0) whose PCI addresses "
+                                                   "are known only after the boot stage's reboot"), notes
+    assert "its card has 4 functions" in notes[0]
+
+
 def test_a_pf_that_is_not_connectx_without_sriov_is_not_given_vfs(tmp_path):
     before = bare_lab()
     before["pci_devices"][LAB_PF]["sriov_totalvfs"] = None
