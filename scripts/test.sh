@@ -190,7 +190,7 @@ PY
 # ansible-galaxy of that version for the tests that run them), its own sanity virtualenv.
 oldest() {
   local rc=0
-  "$OLDEST_VENV/bin/ansible" --version | head -1
+  "$OLDEST_VENV/bin/ansible" --version | sed -n 1p
   py36_parse || rc=1
   PATH="$OLDEST_VENV/bin:$PATH" strict_pytest "$OLDEST_VENV/bin/python" || rc=1
   GPUVIRT_SANITY_VENV="$OLDEST_SANITY_VENV" SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-oldest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
@@ -203,7 +203,7 @@ oldest() {
 # own sanity virtualenv.
 newest() {
   local rc=0 python_version
-  "$NEWEST_VENV/bin/ansible" --version | head -1
+  "$NEWEST_VENV/bin/ansible" --version | sed -n 1p
   python_version="$("$NEWEST_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
   PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" || rc=1
   GPUVIRT_SANITY_VENV="$NEWEST_SANITY_VENV" SANITY_PYTHON="$python_version" \
@@ -215,7 +215,7 @@ newest() {
 # The collection as a user installs it, on the newest ansible-core (the oldest stage runs these
 # tests among the others on the oldest): its own virtualenv first on PATH.
 installed() {
-  "$NEWEST_VENV/bin/ansible" --version | head -1
+  "$NEWEST_VENV/bin/ansible" --version | sed -n 1p
   PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" tests/unit/test_installed_walkthrough.py \
     tests/unit/awx/test_project.py tests/unit/plugins/inventory
 }
