@@ -31,7 +31,8 @@ from __future__ import absolute_import, division, print_function
 from itertools import product
 from operator import le
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import affinity
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import UNKNOWN_RANK
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import VF_SOCKET
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 
 __metaclass__ = type
@@ -78,6 +79,7 @@ def search_nodes(planner, state, tenants, prefer):
     width = max([len(found) for found in switches.values()] or [0])
     if width and any(len(sizes) > 1 for sizes in (gpu_sizes, vf_sizes)):
         gaps.append("IOMMU groups of more than one device on nodes with GPUs under more than one switch (pcie_affinity require)")
+    shared = socket_vfs(planner, state, tenants, gaps, width, vf_sizes)
     caps, peak = [], []
     for node in host.nodes:
         used = state.hugepages_used.get(node, {})
@@ -94,6 +96,8 @@ def search_nodes(planner, state, tenants, prefer):
             cap += _level_counts(gpu_sizes, state.free_gpus[node], unit_size)
         if len(vf_sizes) > 1:
             cap += _level_counts(vf_sizes, state.free_vfs[node], unit_size)
+        if shared is not None:
+            cap += (shared[node],)
         for gpus, vfs in switches.get(node, ()):
             cap += (len(gpus), len(vfs))
         cap += (0, 0) * (width - len(switches.get(node, ())))
@@ -114,7 +118,9 @@ def search_nodes(planner, state, tenants, prefer):
         pages = planner._needed_pages(tenant)
         size = tenant["hugepage_size"]
         threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
-        rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
+        on_socket = shared is not None and tenant.get("numa") == VF_SOCKET
+        # a numa required_vf_socket tenant's VFs come from its socket's count, not its node's
+        rest = (tenant["gpu_count"], 0 if on_socket else tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
                 0 if size else tenant["memory_mb"])
         if with_threads:
             rest += (threads,)
@@ -124,7 +130,9 @@ def search_nodes(planner, state, tenants, prefer):
         if len(gpu_sizes) > 1:
             rest += _level_demand(gpu_sizes, tenant["gpu_count"], explicit, unit_size)
         if len(vf_sizes) > 1:
-            rest += _level_demand(vf_sizes, tenant["vf_count"], None, unit_size)
+            rest += _level_demand(vf_sizes, 0 if on_socket else tenant["vf_count"], None, unit_size)
+        if shared is not None:
+            rest += (tenant["vf_count"],)
         pairs = width and tenant["gpu_count"] and tenant["vf_count"]
         if width and not pairs:
             rest += (0, 0) * width
@@ -132,9 +140,10 @@ def search_nodes(planner, state, tenants, prefer):
         ranks = None
         if ranked and explicit is None:
             # the same for every tenant of as many VFs
-            ranks = node_rank.get(tenant["vf_count"])
+            ranks = node_rank.get((tenant["vf_count"], on_socket))
             if ranks is None:
-                ranks = node_rank[tenant["vf_count"]] = [rank_estimate(planner, tenant, node, rank_lists) for node in host.nodes]
+                lists = rank_lists if not on_socket else socket_ranks(planner, state)
+                ranks = node_rank[(tenant["vf_count"], on_socket)] = [rank_estimate(planner, tenant, node, lists) for node in host.nodes]
         # the demand differs between nodes only by their threads per core
         demands = {}
         for slot, node in slots:
@@ -249,15 +258,48 @@ def node_ranks(planner, state):
     return ranks
 
 
+def socket_vfs(planner, state, tenants, gaps, width, vf_sizes):
+    """Per node the free VFs of its socket, the count a ``numa: required_vf_socket`` tenant takes
+    its VFs from (and every tenant with VFs, its own node's too), or None when no such tenant asks
+    for VFs. Counted per node, a relaxation where the tenants that may go to one socket ask for
+    more VFs than it has free (two nodes of it could count the same VFs): ``gaps`` says so."""
+    host = planner.host
+    asking = [t for t in tenants if t.get("numa") == VF_SOCKET and t["vf_count"]]
+    if not asking:
+        return None
+    free = dict((node, sum(len(state.free_vfs[other]) for other in host.socket_nodes(node))) for node in host.nodes)
+    wanted = sum(t["vf_count"] for t in tenants)
+    tight = sorted(set(host.socket.get(node) for node in host.nodes
+                       if len(host.socket_nodes(node)) > 1 and free[node] < wanted))
+    if tight:
+        gaps.append("the VFs of socket %s shared by its nodes (numa: %s), counted per node"
+                    % (", ".join(map(str, tight)), VF_SOCKET))
+    if width or len(vf_sizes) > 1:
+        gaps.append("numa: %s with VF IOMMU groups of several sizes or pcie_affinity require over several switches" % VF_SOCKET)
+    return free
+
+
+def socket_ranks(planner, state):
+    """Per node, the free VFs of its socket ranked to the nearest free GPU of the node, nearest first."""
+    ranks = {}
+    host = planner.host
+    for node in host.nodes:
+        gpus = state.free_gpus[node]
+        vfs = [vf for other in host.socket_nodes(node) for vf in state.free_vfs[other]]
+        ranks[node] = sorted(host.nearest_ranks(gpus, vfs)) if gpus and vfs else []
+    return ranks
+
+
 def rank_estimate(planner, tenant, node, rank_lists):
     """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
     if not tenant["vf_count"] or not tenant["gpu_count"] or planner.policy["pcie_affinity"] == "ignore":
         return 0
     if tenant["gpu_addresses"] is not None:
-        nearest = sorted(planner.host.nearest_ranks(tenant["gpu_addresses"], planner.host.node_vfs[node]))
+        nodes = planner.host.socket_nodes(node) if tenant.get("numa") == VF_SOCKET else [node]
+        nearest = sorted(planner.host.nearest_ranks(tenant["gpu_addresses"], [vf for n in nodes for vf in planner.host.node_vfs[n]]))
     else:
         nearest = rank_lists.get(node) or []
-    return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else len(affinity.LEVELS)
+    return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else UNKNOWN_RANK
 
 
 def switch_devices(state, node, tenant, ways):
