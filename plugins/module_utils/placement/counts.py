@@ -54,7 +54,128 @@ def _level_demand(sizes, count, explicit, unit_size):
 def search_nodes(planner, state, tenants, prefer):
     """-> (node or None per tenant, the Search or None, gaps): the most ``tenants`` placed
     NUMA-locally by their counts, with what ``state`` left free; ``gaps`` lists where the counts
-    are a relaxation only (empty: the counts are exact)."""
+    are a relaxation only (empty: the counts are exact).
+
+    Under ``numa: required_vf_socket`` the VFs of a socket are shared by its nodes: each node counts
+    all of them first (a relaxation). Where the best assignment so found asks a socket for more VFs
+    than it has, the socket's VFs are split between its nodes, each split counted exactly (a node
+    holds its tenants' VFs within its share, its own VFs for the numa required ones), and the best
+    over the splits kept: the most there is, once the splits are all tried or one reaches the
+    relaxation's value."""
+    free, tight = socket_vfs(planner, state, tenants)
+    found = _counted(planner, state, tenants, prefer, free)
+    if not tight or found[2] is None:
+        return found
+    host = planner.host
+    has = dict((host.socket[node], free[node]) for node in host.nodes if host.socket.get(node) in tight)
+
+    def over(assignment):
+        asked = dict((socket, 0) for socket in tight)
+        for tenant, node in zip(tenants, assignment):
+            if node is not None and host.socket.get(node) in asked:
+                asked[host.socket[node]] += tenant["vf_count"]
+        return [socket for socket in tight if asked[socket] > has[socket]]
+
+    spent = found[2].nodes
+    split = []
+    while True:
+        violated = over(found[0])
+        if not violated:
+            # no socket asked for more VFs than it has: the best of the relaxation, so the best
+            break
+        # one socket more at a time: the fewer split, the fewer ways
+        split.append(next(socket for socket in violated if socket not in split))
+        splits = _splits(planner, state, tenants, split)
+        if splits is None:
+            found[3].append("the VFs of socket %s shared by its nodes (numa: %s): more than %d ways to split them, counted per node"
+                            % (", ".join(map(str, split)), VF_SOCKET, MOST_SPLITS))
+            break
+        bound, best, stopped, exhausted = found[2].best, None, False, False
+        for number, shares in enumerate(splits):
+            attempt = _counted(planner, state, tenants, prefer, _merged(free, shares))
+            if attempt[2] is None:
+                continue
+            spent += attempt[2].nodes
+            exhausted = exhausted or attempt[2].exhausted
+            key = (attempt[2].best, not over(attempt[0]))
+            if best is None or key > best[0]:
+                best = (key, attempt)
+            if key >= (bound, True):
+                break
+            if spent >= planner.budget:
+                stopped = number + 1 < len(splits)
+                break
+        if best is None:
+            found = ([None] * len(tenants), [None] * len(tenants), found[2], found[3])
+            break
+        found = best[1]
+        found[2].exhausted = found[2].exhausted or exhausted
+        if stopped:
+            found[3].append("the VFs of socket %s shared by its nodes (numa: %s): the search budget ran out before every way "
+                            "to split them was tried" % (", ".join(map(str, split)), VF_SOCKET))
+            break
+    found[2].nodes = spent
+    return found
+
+
+# the most ways to split the VFs of the sockets between their nodes that the search tries
+MOST_SPLITS = 1024
+
+
+def _splits(planner, state, tenants, sockets):
+    """Every way to split the free VFs of each of ``sockets`` between its nodes ({node: share}),
+    no node's share above the VFs of the tenants that fit it one at a time, or None when there are
+    more than MOST_SPLITS."""
+    host = planner.host
+    per_socket = []
+    total = 1
+    for socket in sockets:
+        nodes = [node for node in host.nodes if host.socket.get(node) == socket]
+        free = sum(len(state.free_vfs[node]) for node in nodes)
+        most = [min(free, sum(t["vf_count"] for t in tenants if t["vf_count"] and _fits_alone(planner, state, t, node))) for node in nodes]
+        ways = list(_compositions(min(free, sum(most)), most))
+        total *= len(ways)
+        if total > MOST_SPLITS:
+            return None
+        per_socket.append([dict(zip(nodes, way)) for way in ways])
+    out = [{}]
+    for ways in per_socket:
+        out = [_merged(done, way) for done in out for way in ways]
+    return out
+
+
+def _merged(first, second):
+    merged = dict(first)
+    merged.update(second)
+    return merged
+
+
+def _compositions(total, most):
+    """Each tuple of counts from 0 up to ``most`` (one each) adding up to ``total``."""
+    if len(most) == 1:
+        if total <= most[0]:
+            yield (total,)
+        return
+    for first in range(min(total, most[0]), -1, -1):
+        for rest in _compositions(total - first, most[1:]):
+            yield (first,) + rest
+
+
+def _fits_alone(planner, state, tenant, node):
+    """Whether ``tenant`` alone could go on ``node`` by its GPUs, CPUs and memory (what bounds the
+    VFs a node's share need hold)."""
+    explicit = tenant["gpu_addresses"]
+    if explicit is not None:
+        if any(planner.host.gpu_node.get(a) != node for a in explicit):
+            return False
+    elif tenant["gpu_count"] > len(state.free_gpus[node]):
+        return False
+    return planner._alloc_cpus(state, node, tenant, build=False) is None and planner._memory_check(state, node, tenant) is None
+
+
+def _counted(planner, state, tenants, prefer, shares):
+    """search_nodes with ``shares``: per node the VFs its numa required_vf_socket tenants (and all
+    its tenants with VFs) may take, or None without such tenants."""
     host = planner.host
     policy = planner.policy
     whole_cores = planner.whole_cores
@@ -79,7 +200,9 @@ def search_nodes(planner, state, tenants, prefer):
     width = max([len(found) for found in switches.values()] or [0])
     if width and any(len(sizes) > 1 for sizes in (gpu_sizes, vf_sizes)):
         gaps.append("IOMMU groups of more than one device on nodes with GPUs under more than one switch (pcie_affinity require)")
-    shared = socket_vfs(planner, state, tenants, gaps, width, vf_sizes)
+    shared = shares
+    if shared is not None and (width or len(vf_sizes) > 1):
+        gaps.append("numa: %s with VF IOMMU groups of several sizes or pcie_affinity require over several switches" % VF_SOCKET)
     caps, peak = [], []
     for node in host.nodes:
         used = state.hugepages_used.get(node, {})
@@ -258,25 +381,18 @@ def node_ranks(planner, state):
     return ranks
 
 
-def socket_vfs(planner, state, tenants, gaps, width, vf_sizes):
-    """Per node the free VFs of its socket, the count a ``numa: required_vf_socket`` tenant takes
-    its VFs from (and every tenant with VFs, its own node's too), or None when no such tenant asks
-    for VFs. Counted per node, a relaxation where the tenants that may go to one socket ask for
-    more VFs than it has free (two nodes of it could count the same VFs): ``gaps`` says so."""
+def socket_vfs(planner, state, tenants):
+    """-> (per node the free VFs of its socket, the sockets of several nodes with fewer free VFs
+    than the tenants ask for in all), or (None, []) when no ``numa: required_vf_socket`` tenant
+    asks for VFs. Counted so per node, a relaxation: two nodes of one socket may count the same
+    VFs (search_nodes then splits them where it matters)."""
     host = planner.host
-    asking = [t for t in tenants if t.get("numa") == VF_SOCKET and t["vf_count"]]
-    if not asking:
-        return None
+    if not any(t.get("numa") == VF_SOCKET and t["vf_count"] for t in tenants):
+        return None, []
     free = dict((node, sum(len(state.free_vfs[other]) for other in host.socket_nodes(node))) for node in host.nodes)
     wanted = sum(t["vf_count"] for t in tenants)
-    tight = sorted(set(host.socket.get(node) for node in host.nodes
-                       if len(host.socket_nodes(node)) > 1 and free[node] < wanted))
-    if tight:
-        gaps.append("the VFs of socket %s shared by its nodes (numa: %s), counted per node"
-                    % (", ".join(map(str, tight)), VF_SOCKET))
-    if width or len(vf_sizes) > 1:
-        gaps.append("numa: %s with VF IOMMU groups of several sizes or pcie_affinity require over several switches" % VF_SOCKET)
-    return free
+    tight = sorted(set(host.socket.get(node) for node in host.nodes if len(host.socket_nodes(node)) > 1 and free[node] < wanted))
+    return free, tight
 
 
 def socket_ranks(planner, state):

@@ -145,8 +145,8 @@ def _why(planner, name, placement, vf, worst, owner, ignore):
         said = "VF %s on node %s with %s, under another PCIe root" % (vf, vf_node, seen) if gpus else \
             "VF %s on node %s with its vCPUs" % (vf, vf_node)
     elif worst in (SOCKET_RANK, SYS_RANK):
-        said = "VF %s on node %s, %s socket than %s on node %s" % (
-            vf, vf_node, "the same" if worst == SOCKET_RANK else "another", seen, origin)
+        said = "VF %s on node %s, %s %s (node %s)" % (
+            vf, vf_node, "another NUMA node of the socket of" if worst == SOCKET_RANK else "on another socket than", seen, origin)
     else:
         said = "VF %s of unknown PCIe distance to %s (no affinity, no NUMA node)" % (vf, seen)
     if worst == 0:
