@@ -305,9 +305,10 @@ class Allocation:
         host = self.host
         pfs = host.sriov_pfs.get(node) or []
         if pfs:
+            several = len(pfs) > 1
             return ("VFs short on node %d: %d needed, none in the pool: its SR-IOV PF%s %s give%s none (create the VFs: "
-                    "gpuvirt_sriov_pfs, or list the PF in policy.vf_pfs)" % (node, count, "s" if len(pfs) > 1 else "",
-                                                                               ", ".join(pfs), "" if len(pfs) > 1 else "s"))
+                    "gpuvirt_sriov_pfs, or list the PF in policy.vf_pfs)"
+                    % (node, count, "s" if several else "", ", ".join(pfs), "" if several else "s"))
         mates = [other for other in host.socket_nodes(node)[1:] if host.node_vfs.get(other)]
         where = ("; the VFs of its socket %s are on node %s: numa: %s gives a tenant VFs of another node of its socket, "
                  "its GPUs, vCPUs and memory staying on node %d" % (host.socket.get(node), ",".join(map(str, mates)), VF_SOCKET, node)

@@ -240,3 +240,15 @@ def test_the_planner_places_the_cp_sat_optimum_on_socket_families(per_socket, se
         else:
             assert all(package[n] == package[node] for n in vf_nodes)
     assert_nearest_free(topology, tenants, plan, policy)
+
+
+def test_a_node_whose_sriov_pfs_have_no_vfs_yet_says_so(tmp_path):
+    """The BlueField-3 ports with SR-IOV on and no VF made: node 0's reason names its PFs and the fix;
+    node 1's says it has no VF-capable PF, with no socket hint (its socket has no VF either)."""
+    topology, _gpus, pfs = hgx(tmp_path, 2, vfs=0)
+    plan = plan_tenants(topology, one_gpu_tenants(1), {"numa": "required", "reserved_cpus": RESERVED})
+    reason = plan["unplaced"]["t0"]
+    assert ("VFs short on node 0: 1 needed, none in the pool: its SR-IOV PFs %s, %s give none (create the VFs: gpuvirt_sriov_pfs, "
+            "or list the PF in policy.vf_pfs)" % (pfs[0], pfs[1])) in reason
+    assert "VFs short on node 1: 1 needed, the node has no VF-capable PF (no SR-IOV NIC on it);" in reason
+    assert "required_vf_socket" not in reason
