@@ -17,7 +17,7 @@ __metaclass__ = type
 INPUTS = ("iommu", "vendor", "passthrough", "pre_bind_ids", "pre_bind_driver", "args", "grub_file", "variable",
           "bootloader_update", "tenant_gpus", "host_gpus", "gpu_ids", "nic_ids", "gpu_host_stack", "early_driver",
           "early_driver_before", "early_driver_initramfs", "sriov_pfs", "firmware_sriov", "firmware_install",
-          "firmware_reset", "firmware_reset_level", "reboot_ok", "hugepages", "hugepages_at_boot", "hugepages_persist",
+          "firmware_reset", "firmware_reset_level", "firmware_ats", "reboot_ok", "hugepages", "hugepages_at_boot", "hugepages_persist",
           "hugepages_unit", "hugepages_mounts")
 
 
@@ -44,6 +44,9 @@ def host_boot_options(inputs):
             "install": bool(inputs["firmware_install"]), "reset": bool(inputs["firmware_reset"]),
             "reset_level": int(inputs["firmware_reset_level"]), "reset_ok": bool(inputs["reboot_ok"]),
         }
+        ats = ats_pfs(inputs["firmware_ats"], inputs["sriov_pfs"])
+        if ats:
+            options["firmware"]["ats_pfs"] = ats
     if inputs["hugepages"] or inputs["hugepages_mounts"]:
         options["hugepages"] = {
             "pages": list(inputs["hugepages"] or []), "at_boot": list(inputs["hugepages_at_boot"] or []),
@@ -52,6 +55,21 @@ def host_boot_options(inputs):
             "mounts": list(inputs["hugepages_mounts"] or []), "enable_units": True,
         }
     return options
+
+
+def ats_pfs(wanted, sriov_pfs):
+    """The PFs to get ATS in their firmware (iommu_grub firmware.ats_pfs) from ``host_boot_firmware_ats``:
+    false (none, the default), true (every PF of ``sriov_pfs``: their VFs go to the tenants), or a
+    list of those PFs (the ones whose VFs go to GPU tenants)."""
+    if wanted is None or wanted is False:
+        return []
+    listed = [item.get("pf") for item in sriov_pfs or [] if isinstance(item, dict)]
+    if wanted is True:
+        return [str(pf) for pf in listed if pf]
+    if not isinstance(wanted, (list, tuple)) or not all(isinstance(pf, str) and pf for pf in wanted):
+        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: host_boot_firmware_ats must be true, false or a list of "
+                                 "PFs of gpuvirt_sriov_pfs whose VFs go to GPU tenants, got %r" % (wanted,))
+    return list(wanted)
 
 
 def _slurped(read, what):

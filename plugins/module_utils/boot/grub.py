@@ -188,6 +188,7 @@ IOMMU_GRUB_ARGS = dict(
         )),
         firmware=dict(type="dict", options=dict(
             sriov_pfs=dict(type="list", elements="dict", default=[]),
+            ats_pfs=dict(type="list", elements="str", default=[]),
             nic_ids=dict(type="list", elements="str", default=[]),
             install=dict(type="bool", default=False),
             reset=dict(type="bool", default=True),
