@@ -308,3 +308,30 @@ def test_without_ats_pfs_the_firmware_plan_is_as_before(dgx):
     with_ats_param(dgx)
     result = run(dgx, options(dgx), commands_for(dgx), check_mode=True)
     assert result["firmware"]["ats"] == [] and "ATS_ENABLED" not in result["firmware"]["changes"][dgx["pf"]]
+
+
+# -- ACS per path (issue 50 item 2) ---------------------------------------------------------------
+def test_acs_is_decided_from_the_host_model_and_said_where_not_written(dgx):
+    args = dict(options(dgx), acs={})
+    result = run(dgx, args, commands_for(dgx), check_mode=True, diff=True)
+    assert not result.get("failed"), result.get("msg")
+    decided = result["acs"]
+    # the tenants' GPUs of the GPU stack and the PF of sriov_pfs: the paths under this PF's switch
+    assert {p["pf"] for p in decided["paths"]} == {dgx["pf"]} and decided["bridges"] and decided["written"] is False
+    assert decided["kernel"] == RELEASE and "config_acs" not in result["cmdline"]
+    assert any("has no pci=config_acs=" in w and "Linux 6.11" in w for w in result["warnings"]), result["warnings"]
+    dgx["host"].write("/proc/sys/kernel/osrelease", "6.12.0-55-generic\n")
+    newer = run(dgx, dict(args, gpu_stack={"early_driver": False, "initramfs": False}), commands_for(dgx), check_mode=True)
+    assert newer["acs"]["written"] is False and "config_acs" not in newer["cmdline"]
+    assert any(newer["acs"]["arg"] in w and "Linux 6.15" in w for w in newer["warnings"])
+    # without acs the call is as before: no decision, no warning of it
+    dgx["host"].write("/proc/sys/kernel/osrelease", RELEASE + "\n")
+    assert run(dgx, options(dgx), commands_for(dgx), check_mode=True)["acs"] is None
+
+
+def test_acs_flags_that_merge_iommu_groups_fail_and_change_nothing(dgx):
+    grub = open(dgx["host"].p("/etc/default/grub"), encoding="utf-8").read()
+    args = dict(options(dgx), acs={"flags": "1xxxx00"})
+    result = run(dgx, args, commands_for(dgx))
+    assert result.get("failed") and "acs.flags: 1xxxx00 turns off Source Validation" in result["msg"]
+    assert open(dgx["host"].p("/etc/default/grub"), encoding="utf-8").read() == grub
