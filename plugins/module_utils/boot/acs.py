@@ -148,8 +148,8 @@ def acs_plan(model, gpus, pfs, flags=DEFAULT_FLAGS, release=None):
             "ACS: the running kernel %s has no pci=config_acs= (it came with Linux %d.%d, commit 47c8846a49ba): boot a "
             "Linux %d.%d or later kernel for the boot stage to set it; until then set it after each boot on %s with "
             "setpci (ECAP_ACS+0x6.w: bit 6 Direct Translated P2P on, bit 1 Translation Blocking off, the others as "
-            "they are), before the tenants start" % (release or "(unknown)", FIRST_KERNEL[0], FIRST_KERNEL[1],
-                                                      FIRST_KERNEL[0], FIRST_KERNEL[1], ", ".join(bridges)))
+            "they are), before the tenants start"
+            % (release or "(unknown)", FIRST_KERNEL[0], FIRST_KERNEL[1], FIRST_KERNEL[0], FIRST_KERNEL[1], ", ".join(bridges)))
         return result
     if len(bridges) > 1:
         result["notes"].append(
