@@ -18,6 +18,7 @@ import time
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage as boot_stage
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import units_by_id
 from conftest import run_module  # pylint: disable=import-error
@@ -255,9 +256,10 @@ ATS_CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "f
 def with_ats_param(dgx):
     """The PF's firmware offers ATS_ENABLED, off, as NVIDIA's guide shows it on a ConnectX-7 (the
     row parsed from the capture: its name and its shown value)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
     with open(ATS_CAPTURE, encoding="utf-8") as handle:
-        [(name, row)] = mlx.parse_rows(handle.read().splitlines(), ["next"]).items()
+        rows = list(mlx.parse_rows(handle.read().splitlines(), ["next"]).items())
+    assert len(rows) == 1
+    name, row = rows[0]
     assert (name, row["next"]) == ("ATS_ENABLED", "False(0)")
     data = json.loads(open(dgx["state"], encoding="utf-8").read())
     data["devices"][dgx["pf"]]["params"].append(
