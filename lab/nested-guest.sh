@@ -45,7 +45,9 @@ kver="$(ls "$MNT/lib/modules" | sort -V | tail -n 1)"
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,etc/nested,lib/modules,proc,sys,dev,tmp,run}
 
 # Modules in load order, each after what it needs: the image's own modprobe over its modules.dep.
-chroot "$MNT" modprobe -S "$kver" --show-depends -a igbvf rdma_rxe 2>>"$LOG" | awk '$1 == "insmod" {print $2}' |
+# crc32_generic: rdma_rxe asks the crypto API for "crc32" when a link is added (its ICRC); the kernel
+# would load it on demand, which an initramfs without modprobe's index cannot
+chroot "$MNT" modprobe -S "$kver" --show-depends -a igbvf rdma_rxe crc32_generic 2>>"$LOG" | awk '$1 == "insmod" {print $2}' |
   awk '!seen[$0]++' >"$WORK/modules" || die "modprobe --show-depends failed (log: $LOG)"
 [[ -s "$WORK/modules" ]] || die "modprobe found neither igbvf nor rdma_rxe in the lab image's kernel $kver"
 : >"$STAGE/etc/nested/modules"

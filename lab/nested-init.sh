@@ -87,7 +87,8 @@ for tries in $(seq 120); do
 done
 say "link carrier=$(cat /sys/class/net/$netdev/carrier 2>/dev/null) operstate=$(cat /sys/class/net/$netdev/operstate)"
 
-rdma link add rxe0 type rxe netdev "$netdev" 2>/tmp/rdma.err || say "rdma-link-add-failed $(head -c 200 /tmp/rdma.err | tr '\n' ' ')"
+rdma link add rxe0 type rxe netdev "$netdev" 2>/tmp/rdma.err ||
+  say "rdma-link-add-failed $(head -c 200 /tmp/rdma.err | tr '\n' ' ') $(dmesg | grep -i -E 'rxe|crc' | tail -n 2 | tr '\n' ' ')"
 ports=/sys/class/infiniband/rxe0/ports/1
 index=""
 for tries in $(seq 60); do
