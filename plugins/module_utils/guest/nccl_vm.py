@@ -60,18 +60,19 @@ def gpudirect_state(fs):
     dma_buf = kernel is not None and kernel >= DMA_BUF_KERNEL
     state = {"driver": driver, "peermem": peermem, "kernel": release, "dma_buf_kernel": dma_buf}
     if not driver:
-        state.update(status="no_driver", message="GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (%s "
-                                                  "absent); install the GPU driver, then load nvidia-peermem" % NVIDIA_MODULE)
+        status, message = "no_driver", ("GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (%s absent); "
+                                         "install the GPU driver, then load nvidia-peermem" % NVIDIA_MODULE)
     elif peermem:
-        state.update(status="peermem", message=None)
+        status, message = "peermem", None
     elif dma_buf:
-        state.update(status="dma_buf", message="nvidia-peermem is not loaded (none of %s): NCCL uses GPUDirect RDMA only "
-                                               "through DMA-BUF, which this kernel (%s) has but which needs the NVIDIA open "
-                                               "kernel modules; load it (modprobe nvidia-peermem, and add it to "
-                                               "/etc/modules-load.d) to be sure" % (", ".join(PEERMEM_FILES), release))
+        status, message = "dma_buf", ("nvidia-peermem is not loaded (none of %s): NCCL uses GPUDirect RDMA only through "
+                                      "DMA-BUF, which this kernel (%s) has but which needs the NVIDIA open kernel modules; "
+                                      "load it (modprobe nvidia-peermem, and add it to /etc/modules-load.d) to be sure"
+                                      % (", ".join(PEERMEM_FILES), release))
     else:
-        state.update(status="missing", message="no GPUDirect RDMA: nvidia-peermem is not loaded and this kernel (%s) predates "
-                                               "RDMA DMA-BUF (Linux 5.12), so NCCL stages every transfer through host "
-                                               "memory; load nvidia-peermem (modprobe nvidia-peermem, and add it to "
-                                               "/etc/modules-load.d)" % (release or "unknown"))
+        status, message = "missing", ("no GPUDirect RDMA: nvidia-peermem is not loaded and this kernel (%s) predates RDMA "
+                                      "DMA-BUF (Linux 5.12), so NCCL stages every transfer through host memory; load "
+                                      "nvidia-peermem (modprobe nvidia-peermem, and add it to /etc/modules-load.d)"
+                                      % (release or "unknown"))
+    state.update(status=status, message=message)
     return state
