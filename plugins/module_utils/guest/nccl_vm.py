@@ -33,6 +33,18 @@ NVIDIA_MODULE = "/sys/module/nvidia"
 DMA_BUF_KERNEL = (5, 12)
 
 
+# what the check says, per status (none with a peer-memory module loaded)
+LOAD = "load nvidia-peermem (modprobe nvidia-peermem, and add it to /etc/modules-load.d)"
+MESSAGES = {
+    "no_driver": ("GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (%(module)s absent); install the "
+                  "GPU driver, then " + LOAD),
+    "dma_buf": ("nvidia-peermem is not loaded (none of %(files)s): NCCL uses GPUDirect RDMA only through DMA-BUF, which this "
+                "kernel (%(kernel)s) has but which needs the NVIDIA open kernel modules; " + LOAD + " to be sure"),
+    "missing": ("no GPUDirect RDMA: nvidia-peermem is not loaded and this kernel (%(kernel)s) predates RDMA DMA-BUF (Linux "
+                "5.12), so NCCL stages every transfer through host memory; " + LOAD),
+}
+
+
 def check_relaxed_ordering(value, option="ib_pci_relaxed_ordering"):
     """NCCL_IB_PCI_RELAXED_ORDERING as NCCL reads it: 0, 1 or 2."""
     text = str(value).strip()
@@ -60,19 +72,13 @@ def gpudirect_state(fs):
     dma_buf = kernel is not None and kernel >= DMA_BUF_KERNEL
     state = {"driver": driver, "peermem": peermem, "kernel": release, "dma_buf_kernel": dma_buf}
     if not driver:
-        status, message = "no_driver", ("GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (%s absent); "
-                                         "install the GPU driver, then load nvidia-peermem" % NVIDIA_MODULE)
+        status = "no_driver"
     elif peermem:
-        status, message = "peermem", None
-    elif dma_buf:
-        status, message = "dma_buf", ("nvidia-peermem is not loaded (none of %s): NCCL uses GPUDirect RDMA only through "
-                                      "DMA-BUF, which this kernel (%s) has but which needs the NVIDIA open kernel modules; "
-                                      "load it (modprobe nvidia-peermem, and add it to /etc/modules-load.d) to be sure"
-                                      % (", ".join(PEERMEM_FILES), release))
+        status = "peermem"
     else:
-        status, message = "missing", ("no GPUDirect RDMA: nvidia-peermem is not loaded and this kernel (%s) predates RDMA "
-                                      "DMA-BUF (Linux 5.12), so NCCL stages every transfer through host memory; load "
-                                      "nvidia-peermem (modprobe nvidia-peermem, and add it to /etc/modules-load.d)"
-                                      % (release or "unknown"))
+        status = "dma_buf" if dma_buf else "missing"
+    message = MESSAGES.get(status)
+    if message:
+        message %= {"module": NVIDIA_MODULE, "files": ", ".join(PEERMEM_FILES), "kernel": release or "unknown"}
     state.update(status=status, message=message)
     return state
