@@ -44,6 +44,11 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+# The lab's GPU stand-in BAR (ivshmem, 2 GiB by default) makes its firmware move every 64-bit
+# prefetchable window above 4 GiB, the igb VFs' BARs with them; QEMU 10.0.2 decodes those VF BARs
+# as 32-bit, so a VF above 4 GiB is not mapped and igbvf never reaches its PF (docs/lab.md, "VF
+# passthrough seen from inside"). A 256 MiB stand-in keeps them below 4 GiB, where the VFs work.
+os.environ.setdefault("GPUVIRT_LAB_BAR_SIZE", "256M")
 import lab  # noqa: E402  (lab/lab.py: the lab host's life cycle)
 
 RECIPE = ("nested-guest.sh", "nested-init.sh", "nested-tenants.yml", "image-lib.sh")  # and nested.py's table

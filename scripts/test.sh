@@ -7,7 +7,8 @@
 # Installs what it needs first (as root on a fresh Debian 12 machine).
 #
 #   scripts/test.sh                 everything
-#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, galaxy, oldest, newest, bench, lab, nested)
+#   scripts/test.sh sanity lint     only the named stages (unit, sanity, lint, docs, galaxy, oldest, newest, installed, bench, lab,
+#                                   nested)
 #
 # unit      pytest tests/unit; fails when nothing is collected and when a test is skipped (a
 #           missing dependency such as libvirt-python must not pass green)
@@ -30,6 +31,11 @@
 # newest    on ansible-core of requirements-newest.txt (the newest line, which needs Python 3.12: pyenv's,
 #           in its own virtualenv): the unit tests (tests/unit/test_preview.py among them: the preview
 #           playbook of the example inventory on the DGX A100-class capture) and ansible-test sanity
+# installed the collection as a user has it, on the newest ansible-core (the oldest stage runs the same
+#           tests on the oldest): its tarball installed into an empty collections path, no checkout on any
+#           path; the shipped docs' commands, the capture, preflight and preview by FQCN as the docs say,
+#           failing on any warning (tests/unit/test_installed_walkthrough.py), the AWX project
+#           (tests/unit/awx/test_project.py) and the inventory plugin (tests/unit/plugins/inventory)
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
@@ -37,13 +43,14 @@ cd "$REPO_ROOT"
 stages=("$@")
 # newest (ansible-core 2.21 on Python 3.12) runs when named: it has run green whole, and its 20-40 minutes
 # (two virtualenvs, the unit tests and sanity again) do not fit the default run within CI's time
-((${#stages[@]})) || stages=(unit sanity lint docs galaxy oldest bench lab)
+((${#stages[@]})) || stages=(unit sanity lint docs galaxy oldest installed bench lab)
 
-# The stages with virtualenvs of their own, made only when asked.
+# The stages with virtualenvs of their own, made only when asked (installed: the newest core's).
 bootstrap_args=()
 for stage in oldest newest galaxy; do
   [[ " ${stages[*]} " == *" $stage "* ]] && bootstrap_args+=("$stage")
 done
+[[ " ${stages[*]} " == *" installed "* && " ${bootstrap_args[*]} " != *" newest "* ]] && bootstrap_args+=(newest)
 bash scripts/bootstrap.sh "${bootstrap_args[@]}" || { echo "test: bootstrap failed" >&2; exit 2; }
 source scripts/env.sh
 OLDEST_VENV="${GPUVIRT_OLDEST_VENV:-$REPO_ROOT/.build/oldest-venv}"
@@ -70,8 +77,9 @@ strict_pytest() {
   local python=$1; shift
   local report rc skipped
   report="$(mktemp)"
-  # -n auto: one worker per core (pytest-xdist); the suite is CPU-bound
-  "$python" -m pytest tests/unit -q -rfEs -n auto --junitxml="$report" "$@"
+  # -n auto: one worker per core (pytest-xdist); the suite is CPU-bound. The tests named after
+  # the Python, else the whole of tests/unit.
+  "$python" -m pytest "${@:-tests/unit}" -q -rfEs -n auto --junitxml="$report"
   rc=$?
   if [[ $rc -eq 5 ]]; then echo "unit: no tests collected" >&2; rm -f "$report"; return 1; fi
   skipped="$(python3 - "$report" <<'PY'
@@ -182,7 +190,7 @@ PY
 # ansible-galaxy of that version for the tests that run them), its own sanity virtualenv.
 oldest() {
   local rc=0
-  "$OLDEST_VENV/bin/ansible" --version | head -1
+  "$OLDEST_VENV/bin/ansible" --version | sed -n 1p
   py36_parse || rc=1
   PATH="$OLDEST_VENV/bin:$PATH" strict_pytest "$OLDEST_VENV/bin/python" || rc=1
   GPUVIRT_SANITY_VENV="$OLDEST_SANITY_VENV" SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-oldest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
@@ -195,13 +203,21 @@ oldest() {
 # own sanity virtualenv.
 newest() {
   local rc=0 python_version
-  "$NEWEST_VENV/bin/ansible" --version | head -1
+  "$NEWEST_VENV/bin/ansible" --version | sed -n 1p
   python_version="$("$NEWEST_VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
   PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" || rc=1
   GPUVIRT_SANITY_VENV="$NEWEST_SANITY_VENV" SANITY_PYTHON="$python_version" \
     SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-newest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
     bash scripts/sanity.sh || rc=1
   return $rc
+}
+
+# The collection as a user installs it, on the newest ansible-core (the oldest stage runs these
+# tests among the others on the oldest): its own virtualenv first on PATH.
+installed() {
+  "$NEWEST_VENV/bin/ansible" --version | sed -n 1p
+  PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" tests/unit/test_installed_walkthrough.py \
+    tests/unit/awx/test_project.py tests/unit/plugins/inventory
 }
 
 # Galaxy's importer on the tarball a release would upload: the files git would commit, built by
@@ -277,11 +293,12 @@ for stage in "${stages[@]}"; do
     docs) run_stage docs docs ;;
     galaxy) run_stage galaxy galaxy ;;
     oldest) run_stage oldest oldest ;;
+    installed) run_stage installed installed ;;
     newest) run_stage newest newest ;;
     bench) run_stage bench bench ;;
     nested) run_stage nested nested ;;
     lab) run_stage lab lab ;;
-    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, galaxy, oldest, newest, bench, lab, nested)" >&2; exit 2 ;;
+    *) echo "test: unknown stage '$stage' (unit, sanity, lint, docs, galaxy, oldest, newest, installed, bench, lab, nested)" >&2; exit 2 ;;
   esac
 done
 

@@ -17,7 +17,7 @@ __metaclass__ = type
 INPUTS = ("iommu", "vendor", "passthrough", "pre_bind_ids", "pre_bind_driver", "args", "grub_file", "variable",
           "bootloader_update", "tenant_gpus", "host_gpus", "gpu_ids", "nic_ids", "gpu_host_stack", "early_driver",
           "early_driver_before", "early_driver_initramfs", "sriov_pfs", "firmware_sriov", "firmware_install",
-          "firmware_reset", "firmware_reset_level", "reboot_ok", "hugepages", "hugepages_at_boot", "hugepages_persist",
+          "firmware_reset", "firmware_reset_level", "firmware_ats", "acs", "reboot_ok", "hugepages", "hugepages_at_boot", "hugepages_persist",
           "hugepages_unit", "hugepages_mounts")
 
 
@@ -44,6 +44,12 @@ def host_boot_options(inputs):
             "install": bool(inputs["firmware_install"]), "reset": bool(inputs["firmware_reset"]),
             "reset_level": int(inputs["firmware_reset_level"]), "reset_ok": bool(inputs["reboot_ok"]),
         }
+        ats = ats_pfs(inputs["firmware_ats"], inputs["sriov_pfs"])
+        if ats:
+            options["firmware"]["ats_pfs"] = ats
+    acs = acs_options(inputs["acs"], inputs)
+    if acs is not None:
+        options["acs"] = acs
     if inputs["hugepages"] or inputs["hugepages_mounts"]:
         options["hugepages"] = {
             "pages": list(inputs["hugepages"] or []), "at_boot": list(inputs["hugepages_at_boot"] or []),
@@ -51,6 +57,38 @@ def host_boot_options(inputs):
             "persist_unit": "/etc/systemd/system/%s" % inputs["hugepages_unit"],
             "mounts": list(inputs["hugepages_mounts"] or []), "enable_units": True,
         }
+    return options
+
+
+def ats_pfs(wanted, sriov_pfs):
+    """The PFs to get ATS in their firmware (iommu_grub firmware.ats_pfs) from ``host_boot_firmware_ats``:
+    false (none, the default), true (every PF of ``sriov_pfs``: their VFs go to the tenants), or a
+    list of those PFs (the ones whose VFs go to GPU tenants)."""
+    if wanted is None or wanted is False:
+        return []
+    listed = [item.get("pf") for item in sriov_pfs or [] if isinstance(item, dict)]
+    if wanted is True:
+        return [str(pf) for pf in listed if pf]
+    if not isinstance(wanted, (list, tuple)) or not all(isinstance(pf, str) and pf for pf in wanted):
+        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: host_boot_firmware_ats must be true, false or a list of "
+                                 "PFs of gpuvirt_sriov_pfs whose VFs go to GPU tenants, got %r" % (wanted,))
+    return list(wanted)
+
+
+def acs_options(wanted, inputs):
+    """iommu_grub's ``acs`` from ``host_boot_acs``: false (the default: none), true, or ``{flags}``;
+    the tenants' GPUs (``host_boot_tenant_gpus``, else the module's) and the PFs whose VFs go to
+    them (those of ``host_boot_firmware_ats`` when it lists them, else every PF of sriov_pfs)."""
+    if wanted is None or wanted is False:
+        return None
+    if wanted is not True and not (isinstance(wanted, dict) and set(wanted) <= {"flags"}):
+        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: host_boot_acs must be true, false or {flags: "
+                                 "<config_acs flags>}, got %r" % (wanted,))
+    ats = inputs["firmware_ats"]
+    pfs = list(ats) if isinstance(ats, (list, tuple)) else ats_pfs(True, inputs["sriov_pfs"])
+    options = {"gpus": list(inputs["tenant_gpus"] or []), "pfs": pfs}
+    if isinstance(wanted, dict) and wanted.get("flags") is not None:
+        options["flags"] = str(wanted["flags"])
     return options
 
 
@@ -124,7 +162,8 @@ def host_boot_notes(result):
         raise AnsibleFilterError("gpuvirt.tenancy.host_boot_notes: expected the iommu_grub result, got %s" % type(result).__name__)
     firmware = result.get("firmware") or {}
     stack = result.get("gpu_stack") or {}
-    lines = list(firmware.get("messages") or []) + list(stack.get("notes") or [])
+    lines = (list(firmware.get("messages") or []) + list(stack.get("notes") or [])
+             + list((result.get("acs") or {}).get("notes") or []))
     if stack.get("daemons_stopped"):
         # the run's change, in the preview's report too (not only in the result -v prints)
         lines.append("host daemons the boot stage stops and disables (systemctl disable --now): %s%s"

@@ -224,6 +224,15 @@ options:
         type: list
         elements: dict
         default: []
+      ats_pfs:
+        description:
+          - PFs of O(firmware.sriov_pfs) whose VFs go to GPU tenants - C(ATS_ENABLED=True) is set in their firmware with the
+            SR-IOV settings and loaded with them (PCIe ATS, which GPUDirect RDMA inside a VM needs; NVIDIA AI Enterprise,
+            "Optimizing VM Configuration for AI Inference", appendix "ATS and ACS configuration").
+          - A PF whose firmware has no C(ATS_ENABLED) fails, naming it, before anything is set.
+        type: list
+        elements: str
+        default: []
       nic_ids:
         description: Extra C(vendor:device) ids read as NICs in the host model.
         type: list
@@ -246,6 +255,35 @@ options:
         description: Run the reset in this call (the caller may restart the card's driver now).
         type: bool
         default: false
+  acs:
+    description:
+      - ACS per path, for fast tenants (opt-in) - the ACS settings of the PCIe bridges on each tenant GPU's path to its
+        nearest PF among O(acs.pfs) (the pairs the placement planner makes), set at boot by the kernel's
+        C(pci=config_acs=FLAGS@BRIDGE) (Linux 6.11 and later), never on bridges off those paths.
+      - The argument is written when it names one bridge and the running kernel has the parameter. Several bridges need
+        one C(;)-separated list (Linux 6.15, or a stable kernel with its fix) that GRUB reads as the end of a command,
+        and an older kernel has no parameter - then RV(acs) says the argument and what to do, and a warning says it.
+      - Flags that turn off Source Validation, Request or Completion Redirect or Upstream Forwarding on a path bridge
+        would merge IOMMU groups across tenants - refused.
+    type: dict
+    suboptions:
+      gpus:
+        description: The tenants' GPUs (PCI addresses); empty - the tenant GPUs of O(gpu_stack), else every GPU.
+        type: list
+        elements: str
+        default: []
+      pfs:
+        description: The PFs whose VFs go to GPU tenants; empty - the ConnectX PFs of O(firmware.sriov_pfs).
+        type: list
+        elements: str
+        default: []
+      flags:
+        description:
+          - The C(config_acs) flags, bit 6 first - C(0) force disabled, C(1) force enabled, C(x) unchanged. The default
+            turns Direct Translated P2P on and Translation Blocking off, so ATS-translated requests go directly through
+            the switch, and leaves the rest to the kernel.
+        type: str
+        default: 1xxxx0x
 notes:
   - The new command line takes effect at the next boot; O(ignore:reboot_required) says when one is due.
     The P(gpuvirt.tenancy.host_boot#role) role does the single reboot.
@@ -342,6 +380,16 @@ firmware:
   sample: {targets: ["0000:19:00.0"], tool: /usr/bin/mlxconfig, read: true,
            changes: {"0000:19:00.0": {SRIOV_EN: "True", NUM_OF_VFS: "8"}}, link_type_changes: {}, pending: [],
            cold_boot: [], reset: ["0000:19:00.0"], reset_devices: [], messages: [], changed: true}
+acs:
+  description:
+    - What O(acs) decided (null without it) - the C(flags), the C(paths) (C(gpu), C(pf), their C(bridges)), all
+      C(bridges), the kernel argument C(arg) they need, whether it was C(written) to the command line, the running
+      C(kernel) release and C(notes) (what to do where it is not written).
+  returned: always
+  type: dict
+  sample: {flags: 1xxxx0x, bridges: ["0000:12:00.0"], arg: "pci=config_acs=1xxxx0x@0000:12:00.0", written: true,
+           kernel: 6.12.0-55-generic, paths: [{gpu: "0000:15:00.0", pf: "0000:19:00.0", bridges: ["0000:12:00.0"]}],
+           notes: []}
 firmware_pending:
   description: ConnectX PFs whose firmware settings are not loaded yet.
   returned: always

@@ -25,7 +25,10 @@ description:
     not wanted (with their compute instances), change the MIG mode, create the missing GPU
     instances with their default compute instances (C(-cgi ... -C)). A GPU that already
     matches is not touched.
-  - A MIG mode change that stays pending is handled per O(reset).
+  - A MIG mode change that stays pending is handled per O(reset). A Hopper GPU (H100, H200,
+    GH200, told by the name nvidia-smi prints) takes a mode change without a reset or a
+    reboot (NVIDIA/gpu-operator#2600), so it never reports RV(gpus[].reboot_required); a
+    change a client left pending is set again, and one held by a client fails naming it.
   - While MIG mode is off a GPU lists no profiles; then profile names are checked for form
     only, and the full check runs right after the mode becomes current, before any
     instance is created.

@@ -49,6 +49,11 @@ def assert_exclusive(topology, plan, policy=None):
         if policy.get("numa", "required") == "required" and not place.get("cells"):
             assert place["local"]
             assert all(g["numa_node"] == place["numa_node"] for g in topology["gpus"] if g["address"] in place["gpus"])
+        if policy.get("numa") == "required_vf_socket":
+            # GPUs on the tenant's node, VFs on a node of its socket (the package_id of the nodes' CPUs)
+            package = dict((c["numa_node"], c.get("package_id")) for c in topology["cpus"])
+            assert all(g["numa_node"] == place["numa_node"] for g in topology["gpus"] if g["address"] in place["gpus"])
+            assert all(package[topology["pci_devices"][vf]["numa_node"]] == package[place["numa_node"]] for vf in place["vfs"])
     for (node, size), count in pages.items():
         key = "2048kB" if size == "2M" else "1048576kB"
         total = [n for n in topology["numa_nodes"] if n["id"] == node][0]["hugepages"][key]["total"]

@@ -12,7 +12,9 @@ its GPUs). Rules modelled, device by device:
   under whole_cores); a tenant takes whole cores giving at least vCPUs + 1 threads, or that many threads;
 - GPUs and VFs: per IOMMU group, all of it to one tenant on its node or to none; a tenant's groups
   add up to exactly the count it asks for; VFs of unknown node are not local to any;
-- 2M pages from the node's pool.
+- 2M pages from the node's pool;
+- ``numa: required_vf_socket`` (the policy's or the tenant's): the tenant's VF groups from any node
+  of its node's socket (the nodes whose CPUs have its CPUs' ``package_id``), the rest on its node.
 
 Spanning (``numa: spread``, the policy's or the tenant's): such a tenant may take one guest cell on
 each of several nodes, as placement/spread.py places it: each cell at least one vCPU and one page,
@@ -68,11 +70,23 @@ def _rank(topology, gpu, vf, vf_pf, gpu_node, vf_node):
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)
 
 
+def _sockets(topology):
+    """node -> the nodes of its socket (CPU package, the package_id of its CPUs), itself included."""
+    package = dict((cpu["id"], cpu.get("package_id")) for cpu in topology["cpus"])
+    socket = {}
+    for node in topology["numa_nodes"]:
+        found = set(package.get(cpu) for cpu in node["cpus"]) - {None}
+        socket[node["id"]] = found.pop() if len(found) == 1 else ("node", node["id"])
+    return dict((node, [other for other in socket if socket[other] == socket[node]]) for node in socket)
+
+
 def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
     """-> (most tenants placed, most online ones at that count), proven optimal by CP-SAT; with
     ``cells``, (count, online, fewest guest cells at those)."""
     policy = dict(policy or {})
     spans = [tenant.get("numa", policy.get("numa")) == "spread" for tenant in tenants]
+    # numa required_vf_socket: the tenant's VFs from any node of its node's socket
+    on_socket = [tenant.get("numa", policy.get("numa")) == "required_vf_socket" for tenant in tenants]
     reserved = set(policy.get("reserved_cpus_set") or ())
     whole = policy.get("smt", "whole_cores") == "whole_cores"
     require = policy.get("pcie_affinity", "prefer") == "require"
@@ -143,6 +157,7 @@ def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
         else:
             model.Add(sum(v[k, i] + e[k, i] for k in range(len(tenants))) <= threads[node])
     index = dict((node, i) for i, node in enumerate(nodes))
+    sockets = _sockets(topology)
     # GPU groups one by one under require (which GPUs a VF is near matters), else by node and
     # size; VF groups by node, size and the GPU groups each of their VFs is near
     near_of = {}
@@ -166,7 +181,10 @@ def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
                 if not want or size > want:
                     continue
                 n = model.NewIntVar(0, min(count, want // size), "%s%d_%d" % (key, k, c))
-                model.Add(n <= count * x[k][index[node]])
+                if key == "vfs" and on_socket[k]:
+                    model.Add(n <= count * sum(x[k][index[other]] for other in sockets[node]))
+                else:
+                    model.Add(n <= count * x[k][index[node]])
                 takes.setdefault((key, c), []).append(n)
                 takes[(key, k, (node, size, _near))] = n
                 amounts.append(size * n)

@@ -145,3 +145,27 @@ def spanning_mix(rng, nodes):
                         "gpus": rng.choice([0, 1, 2, 3, 4] if big else [0, 1]), "vfs": rng.choice([0, 1, 2]),
                         "priority": rng.choice(["online", "online", "batch"])})
     return topology, tenants, {"numa": "spread"}
+
+
+def socket_mix(rng, per_socket):
+    """2 sockets of ``per_socket`` NUMA nodes (Sub-NUMA Clustering SNC-2, or NPS4-like with 4): every
+    node 6-12 cores and 0-2 GPUs under one switch, NICs with 1-2 VFs on some nodes only (at least
+    one a socket, never all of them); tenants under numa required or required_vf_socket (the
+    policy's, or their own). The package_id of each node's CPUs is its socket, as sysfs
+    ``physical_package_id`` reads; across nodes the affinity is SYS, as ``nvidia-smi topo -m``
+    prints it whatever the socket."""
+    nodes = []
+    for socket in range(2):
+        with_nics = set(rng.sample(range(per_socket), rng.randint(1, per_socket - 1)))
+        for local in range(per_socket):
+            nodes.append({"cores": rng.choice([6, 8, 12]),
+                          "switches": [{"groups": [1] * rng.choice([0, 1, 2, 2]), "nics": 1 if local in with_nics else 0}]})
+    topology = switched_host(nodes, vfs_per_nic=rng.choice([1, 2]), pages=rng.choice([4096, 8192]))
+    for cpu in topology["cpus"]:
+        cpu["package_id"] = cpu["numa_node"] // per_socket
+    numa = rng.choice(["required", "required_vf_socket"])
+    tenants = tenants_mix(rng, rng.randint(6, 14), gpus=(0, 1, 1, 2), vfs=(0, 1, 1, 2), vcpus=(2, 4, 6, 8), memory=(2048, 4096))
+    for tenant in tenants:
+        if rng.random() < 0.3:
+            tenant["numa"] = rng.choice(["required", "required_vf_socket"])
+    return topology, tenants, {"numa": numa}

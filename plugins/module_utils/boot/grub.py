@@ -19,6 +19,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepa
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import add_diffs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import acs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.early_driver import EarlyDriver
@@ -73,9 +75,9 @@ def _iommu_grub(params, host, run):
                                      "variable, bootloader_update: this call's GRUB edit takes the boot sizes)",
                                      hugepages_feature.WITHOUT_GRUB_ARGS, params["hugepages"])
         pages = (hugepages_feature.hugepages_plan(pages_params, host), pages_params)
-    stack_spec, fw_spec = params.get("gpu_stack"), params.get("firmware")
-    stack = firmware = None
-    if stack_spec is not None or fw_spec is not None:
+    stack_spec, fw_spec, acs_spec = params.get("gpu_stack"), params.get("firmware"), params.get("acs")
+    stack = firmware = model = None
+    if stack_spec is not None or fw_spec is not None or acs_spec is not None:
         # imported here: only the boot stage's call needs the host model and the firmware tools
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage as boot_stage
         model = boot_stage.read_model(host, (stack_spec or {}).get("gpu_ids"), (fw_spec or {}).get("nic_ids"))
@@ -93,6 +95,11 @@ def _iommu_grub(params, host, run):
             early_spec = {"name": params["pre_bind_driver"], "softdep_for": stack_spec.get("early_driver_before") or [],
                           "initramfs": bool(stack_spec.get("initramfs"))}
     vendor, ops = iommu_grub_ops(call, host.fs, extra_args=extra_args)
+    acs_result = acs_decision(host, acs_spec, model, stack, firmware) if acs_spec is not None else None
+    if acs_result and acs_result["written"]:
+        ops.append(kernel_args.ConfigAcs(acs_result["arg"].split("=", 2)[2]))
+    for note in (acs_result or {}).get("notes") or []:
+        run.warn(note)
     edit = GrubCmdlineEdit(host, ops, grub_file=params["grub_file"], variable=params["variable"],
                            bootloader_update=params["bootloader_update"])
     early = EarlyDriver(host, early_spec) if early_spec else None
@@ -124,7 +131,7 @@ def _iommu_grub(params, host, run):
                                                "args_missing", "args_unwanted", "args_in_other_variable",
                                                "bootloader_commands"))
     result.update(vendor=vendor, backup_file=backup_file, early_driver=early_plan, hugepages=pages_result,
-                  gpu_stack=stack_result, initramfs=initramfs_result, firmware=fw_result)
+                  gpu_stack=stack_result, initramfs=initramfs_result, firmware=fw_result, acs=acs_result)
     result["changed"] = (plan["changed"] or bool(early_plan and early_plan["changed"])
                          or bool(pages_result and pages_result["changed"])
                          or any(bool(part and (part.get("changed") or part.get("rebuild")))
@@ -135,6 +142,20 @@ def _iommu_grub(params, host, run):
     result["cold_boot_required"] = list((fw_result or {}).get("cold_boot") or [])
     result["pending"] = pending_reasons(result)
     return result
+
+
+def acs_decision(host, spec, model, stack, firmware):
+    """ACS per path (boot/acs.py) for the tenants' GPUs (``acs.gpus``, else the GPU stack's tenant
+    GPUs, else every GPU of the host model) and the PFs whose VFs go to them (``acs.pfs``, else the
+    firmware targets), with the running kernel's release."""
+    gpus = list(spec.get("gpus") or [])
+    if not gpus:
+        gpus = list(stack.plan_["tenant_gpus"]) if stack else [g["address"] for g in model.get("gpus") or []]
+    pfs = [resolve_pf(model, pf) or str(pf) for pf in spec.get("pfs") or []]
+    if not pfs and firmware:
+        pfs = [t["pf"] for t in firmware.targets]
+    release = (host.fs.read("/proc/sys/kernel/osrelease") or "").strip() or None
+    return acs.acs_plan(model, gpus, pfs, spec.get("flags") or acs.DEFAULT_FLAGS, release)
 
 
 def pending_reasons(result):
@@ -188,11 +209,17 @@ IOMMU_GRUB_ARGS = dict(
         )),
         firmware=dict(type="dict", options=dict(
             sriov_pfs=dict(type="list", elements="dict", default=[]),
+            ats_pfs=dict(type="list", elements="str", default=[]),
             nic_ids=dict(type="list", elements="str", default=[]),
             install=dict(type="bool", default=False),
             reset=dict(type="bool", default=True),
             reset_level=dict(type="int", default=3, choices=[0, 3, 4]),
             reset_ok=dict(type="bool", default=False),
+        )),
+        acs=dict(type="dict", options=dict(
+            gpus=dict(type="list", elements="str", default=[]),
+            pfs=dict(type="list", elements="str", default=[]),
+            flags=dict(type="str", default=acs.DEFAULT_FLAGS),
         )),
         root=dict(type="path", default="/"),
     ),

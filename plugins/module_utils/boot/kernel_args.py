@@ -315,6 +315,35 @@ class HugepageReservation(Op):
         return "HugepageReservation(%r, %r, %r)" % (self.size, self.count, self.state)
 
 
+class ConfigAcs(Op):
+    """``pci=config_acs=VALUE`` (ACS per bridge, boot/acs.py) present exactly once: the kernel keeps
+    the last ``config_acs`` it reads, so a ``pci=`` arg that gives one becomes this one, further
+    ones go; other ``pci=`` args (``pci=realloc``) are left alone."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @staticmethod
+    def _is_config_acs(arg):
+        return arg_key(arg) == "pci" and (arg_value(arg) or "").startswith("config_acs=")
+
+    def apply(self, args):
+        wanted = make_arg("pci", "config_acs=" + self.value)
+        out, placed = [], False
+        for arg in args:
+            if not self._is_config_acs(arg):
+                out.append(arg)
+            elif not placed:
+                out.append(wanted)
+                placed = True
+        if not placed:
+            out.append(wanted)
+        return out
+
+    def __repr__(self):
+        return "ConfigAcs(%r)" % self.value
+
+
 def apply_ops(ops, args):
     out = list(args)
     for op in ops:

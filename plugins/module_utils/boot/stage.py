@@ -22,6 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd impor
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import host_stack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import port_modes
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Diff
@@ -211,6 +212,23 @@ def driver_file_pattern(driver):
 
 
 # -- the ConnectX firmware ------------------------------------------------------------------
+def ats_targets(model, ats_pfs, targets):
+    """The PFs of ``ats_pfs`` (those whose VFs go to GPU tenants; addresses, short or full, or
+    netdev names), each one of the firmware targets (the ConnectX PFs of sriov_pfs that want
+    VFs); InputError naming one that is not."""
+    known = [t["pf"] for t in targets]
+    wanted = []
+    for name in ats_pfs or []:
+        pf = resolve_pf(model, name) or str(name)
+        if pf not in known:
+            raise InputError("firmware.ats_pfs: %s is not a ConnectX PF of sriov_pfs that wants VFs (those are: %s); ATS is "
+                             "set on the cards whose VFs go to GPU tenants: list PFs of gpuvirt_sriov_pfs"
+                             % (pf, ", ".join(known) or "none"))
+        if pf not in wanted:
+            wanted.append(pf)
+    return sorted(wanted)
+
+
 class Firmware:
     """``spec``: the iommu_grub option ``firmware`` ({sriov_pfs, tool, install, reset, reset_level,
     reset_ok}). Sets SR-IOV on the ConnectX PFs that want VFs for the next firmware load, and
@@ -223,6 +241,7 @@ class Firmware:
         self.model = model
         self.link_types = port_modes.link_types(model, pfs)
         self.targets = mlx.firmware_targets(model, pfs)
+        self.ats = ats_targets(model, spec.get("ats_pfs"), self.targets)
         self.tools = {"config": None, "reset": None}
         self.sets = {}
         self.pending = {}
@@ -237,14 +256,16 @@ class Firmware:
         return mlx.pick_tools(found)
 
     def plan(self, diff):
-        result = {"targets": [t["pf"] for t in self.targets], "tool": None, "read": False, "changes": {},
+        result = {"targets": [t["pf"] for t in self.targets], "ats": list(self.ats), "tool": None, "read": False, "changes": {},
                   "link_type_changes": {}, "pending": [], "cold_boot": [], "reset": [], "messages": [],
                   "reset_devices": [], "changed": False}
         if not self.targets:
             return result
         if not self.host.live:
             result["messages"].append("ConnectX firmware of %s not read: a capture holds no firmware tool answers "
-                                      "(preflight reads them on the host)" % ", ".join(result["targets"]))
+                                      "(preflight reads them on the host)%s" % (", ".join(result["targets"]), (
+                                          "; on the host the boot stage sets %s=True on %s (ATS for GPUDirect RDMA in "
+                                          "the tenants)" % (mlx.ATS_PARAM, ", ".join(self.ats))) if self.ats else ""))
             return result
         self.tools = self._find()
         if not self.tools["config"]:
@@ -268,6 +289,8 @@ class Firmware:
             if refusal:
                 raise InputError(refusal)
             wanted.update(ports)
+            if target["pf"] in self.ats:
+                wanted.update(mlx.ats_firmware(shown, target["pf"]))
             changes = fw.plan(parsed, wanted)
             if switching:
                 result["link_type_changes"][target["pf"]] = dict((c["port"], "%s -> %s" % (c["from"], c["to"])) for c in switching)

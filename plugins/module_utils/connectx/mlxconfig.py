@@ -300,6 +300,22 @@ RESET_TOOLS = {"mlxconfig": "mlxfwreset", "mstconfig": "mstfwreset"}
 SRIOV_PARAMS = ("SRIOV_EN", "NUM_OF_VFS")
 LINK_TYPE_PARAMS = ("LINK_TYPE_P1", "LINK_TYPE_P2")
 LINK_TYPE_ETH = "ETH"
+# PCIe Address Translation Services of the card, for GPUDirect RDMA inside VMs: NVIDIA AI Enterprise,
+# "Optimizing VM Configuration for AI Inference", appendix "ATS and ACS configuration" (HGX H200 and
+# B300 editions): ``mlxconfig -d DEV set ATS_ENABLED=true``, shown as ``ATS_ENABLED False(0)`` /
+# ``True(1)`` in their captures (tests/fixtures/mellanox/mlxconfig-q_ATS_ENABLED_*), loaded at
+# the next firmware load like SR-IOV.
+ATS_PARAM = "ATS_ENABLED"
+
+
+def ats_firmware(params, pf):
+    """``{ATS_ENABLED: True}`` for a PF whose VFs go to GPU tenants, from its query; InputError
+    naming the PF when its firmware has no such parameter (cards before ConnectX-6 Dx)."""
+    if ATS_PARAM not in (params or {}):
+        raise InputError("firmware.ats_pfs: the firmware of %s does not offer %s (ATS for GPUDirect RDMA in VMs): leave %s out "
+                         "of host_boot_firmware_ats, or update the card's firmware (check '<tool> -d %s -e q')"
+                         % (pf, ATS_PARAM, pf, pf))
+    return {ATS_PARAM: True}
 
 
 def firmware_targets(topology, sriov_pfs):

@@ -23,6 +23,21 @@ __metaclass__ = type
 
 PROFILE_NAME = re.compile(r"^\d+g\.\d+gb([+-][a-z.]+)?\Z")
 
+# A MIG mode change needs no GPU reset from Hopper on: the driver makes it current at once on an
+# idle GPU (NVIDIA/gpu-operator#2600 and #2603, "from Hopper on, enabling it no longer needs a
+# reset"; NVIDIA/gpu-admin-tools#2, "On H100 the MIG enablement is controlled by driver"), while
+# an Ampere GPU (A100, A30) keeps it pending until a reset or a reboot. The architecture is told
+# by the product name nvidia-smi --query-gpu=name prints for the GH100 parts ("NVIDIA H100 PCIe",
+# "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 144G HBM3e", and the H800/H20 names that
+# mig-parted's config-default.yaml lists with them).
+HOPPER_NAME = re.compile(r"(?:^|\s)(?:NVIDIA\s+)?G?H(?:100|200|800|20)(?:\s|$)", re.I)
+
+
+def mode_switch_without_reset(gpu):
+    """Whether this GPU (as :mod:`nvidia_smi` read it) takes a MIG mode change without a reset or
+    a reboot: a Hopper GPU, told by its product name."""
+    return bool(HOPPER_NAME.search(str(gpu.get("name") or "")))
+
 
 def normalize_entry(raw, where):
     """One layout entry (module option or a mig-parted v1 entry, '-' or '_' keys) to
@@ -186,7 +201,9 @@ def plan_gpu(gpu, entry, reset_policy="auto"):
         plan["mode_already_pending"] = current != target and pending == target
     procs_by_gi = Counter(p["gpu_instance"] for p in gpu["processes"])
     existing = gpu["instances"]
-    if plan["mode"] and plan["mode_already_pending"] and reset_policy == "never":
+    # Hopper: a change left pending (a client held the GPU) is made again once idle, no reboot.
+    plan["reset_needed"] = not mode_switch_without_reset(gpu)
+    if plan["mode"] and plan["mode_already_pending"] and reset_policy == "never" and plan["reset_needed"]:
         # Nothing to do until the host reboots; the instances wait for that.
         plan["mode"] = None
         plan["pending_reboot"] = True
@@ -274,7 +291,9 @@ def describe_plan(gpu, plan):
     for gi in plan["destroy"]:
         out.append("%s: destroy GPU instance %d (%s, placement %d:%d) and its compute instances" % (prefix, gi["id"], gi["profile"], gi["start"], gi["size"]))
     if plan["mode"]:
-        out.append("%s: %s MIG mode%s" % (prefix, plan["mode"], " (already pending: reset or reboot)" if plan.get("mode_already_pending") else ""))
+        pending = (" (already pending: reset or reboot)" if plan.get("reset_needed", True)
+                   else " (already pending: set again; a Hopper GPU needs no reset or reboot)")
+        out.append("%s: %s MIG mode%s" % (prefix, plan["mode"], pending if plan.get("mode_already_pending") else ""))
     for name in plan["create"]:
         out.append("%s: create GPU instance %s with its default compute instance" % (prefix, name))
     return out

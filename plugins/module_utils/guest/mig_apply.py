@@ -63,7 +63,8 @@ def mig_profile(params, host, run):
             # Honest: a mode change that was already pending changes nothing by itself; a
             # reset that made it current does.
             changed = changed or bool(gpu_plan["destroy"] or gpu_plan["create"] or result["reset_performed"]
-                                      or (gpu_plan["mode"] and not gpu_plan.get("mode_already_pending"))
+                                      or (gpu_plan["mode"] and not (gpu_plan.get("mode_already_pending")
+                                                                    and gpu_plan.get("reset_needed", True)))
                                       or (run.check_mode and gpu_plan["mode"] and not result["reboot_required"]))
         results.append(result)
     run.diff.extend([{"before": before, "after": after}])
@@ -115,7 +116,9 @@ def predict(gpu, entry, gpu_plan, reset_policy, result):
     target = "enabled" if entry["mig_enabled"] else "disabled"
     # A change already pending stays pending without a reset (or while the GPU is busy);
     # whether a new change goes pending is known only when it is made.
-    stays_pending = bool(gpu_plan.get("mode_already_pending")) and (reset_policy == "never" or bool(gpu["processes"]))
+    # A Hopper GPU takes the change without a reset (mig.mode_switch_without_reset): never a reboot.
+    stays_pending = (bool(gpu_plan.get("mode_already_pending")) and gpu_plan.get("reset_needed", True)
+                     and (reset_policy == "never" or bool(gpu["processes"])))
     result["mig_mode_after"] = {"current": gpu["mig_mode"]["current"] if stays_pending else target, "pending": target}
     result["instances_after"] = predicted_after(entry, gpu_plan)
     if stays_pending:
@@ -205,7 +208,7 @@ class GpuApplier:
             self.run.changed = True
         if plan["mode"]:
             want_enabled = plan["mode"] == "enable"
-            if not plan.get("mode_already_pending"):
+            if not plan.get("mode_already_pending") or not plan.get("reset_needed", True):
                 text, results = self.smi.set_mode(index, want_enabled)
                 self.run.changed = True
                 messages.extend(line for line in text.splitlines() if line.startswith("Warning"))
@@ -213,6 +216,11 @@ class GpuApplier:
                     raise NvidiaSmiError("GPU %d: nvidia-smi -mig gave no result: %s" % (index, text.strip()))
             state = self._mode_of(index)
             target = "enabled" if want_enabled else "disabled"
+            if state["current"] != target and not plan.get("reset_needed", True):
+                # Hopper: no reset or reboot makes it current, an idle GPU does (mig.mode_switch_without_reset)
+                raise StateError("MIG mode change to %s is pending on %s (%s): a Hopper GPU takes it without a reset "
+                                 "or reboot once no client holds it; stop the GPU's clients (nvidia-smi, "
+                                 "nvidia-persistenced, DCGM) and run again" % (target, gpu["bus_id"], gpu.get("name")))
             if state["current"] != target:
                 if self.reset_policy == "auto" and not self._busy(index):
                     rc, text, outcome = self.smi.reset(index)

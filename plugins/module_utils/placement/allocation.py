@@ -14,6 +14,7 @@ from operator import eq
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import LEVELS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import VF_SOCKET
 
 __metaclass__ = type
 
@@ -205,6 +206,13 @@ class Allocation:
     def _allowed(self, node, local_only):
         return [node] if local_only else self.host.nodes + [None]
 
+    def _vf_allowed(self, tenant, node, local_only):
+        """The nodes ``tenant`` on ``node`` may take VFs from: ``node``, under numa
+        required_vf_socket every node of its socket (its own first), else as ``_allowed``."""
+        if local_only and tenant.get("numa") == VF_SOCKET:
+            return self.host.socket_nodes(node)
+        return self._allowed(node, local_only)
+
     def _pick_gpus(self, state, tenant, allowed_nodes, node, near_vfs, build=True):
         """GPUs for ``tenant``: explicit ones if free, else the best ``count`` free ones
         (without ``build``: any ``count`` of them; with ``near_vfs``: nearest the free VFs of
@@ -265,6 +273,11 @@ class Allocation:
             if use_affinity and self.policy["pcie_affinity"] == "require":
                 return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
+            if len(allowed_nodes) > 1 and None not in allowed_nodes:
+                return "VFs short on socket %s (nodes %s, numa: %s): %d free, %d needed" % (
+                    self.host.socket.get(node), ",".join(map(str, allowed_nodes)), VF_SOCKET, len(free), count)
+            if not on_node:
+                return self._no_vf_note(node, count)
             return "VFs short on node %d: %d free of %d, %d needed%s%s" % (
                 node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
                 self._left_out_note(node, self.host.vf_node))
@@ -276,11 +289,31 @@ class Allocation:
             # a tenant without GPUs leaves the VFs near the node's GPUs to the tenants that need them near
             rank_of = dict((vf, rank <= self.threshold) for vf, rank in zip(free, self.host.nearest_ranks(state.free_gpus[node], free)))
 
+        # the tenant's node first, then the other nodes of its socket, then the other sockets;
+        # among them the nearest to its GPUs
+        node_level = self.host.node_level
+
         def key(vf):
-            return (self.host.vf_node.get(vf) != node, rank_of.get(vf, 0), order[vf])
+            return (node_level(node, self.host.vf_node.get(vf)), rank_of.get(vf, 0), order[vf])
         if grouped:
             return pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
+
+    def _no_vf_note(self, node, count):
+        """Why a node with no VF in the pool gives a tenant none, and the fix: no SR-IOV capable PF
+        on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs."""
+        host = self.host
+        pfs = host.sriov_pfs.get(node) or []
+        if pfs:
+            several = len(pfs) > 1
+            return ("VFs short on node %d: %d needed, none in the pool: its SR-IOV PF%s %s give%s none (create the VFs: "
+                    "gpuvirt_sriov_pfs, or list the PF in policy.vf_pfs)"
+                    % (node, count, "s" if several else "", ", ".join(pfs), "" if several else "s"))
+        mates = [other for other in host.socket_nodes(node)[1:] if host.node_vfs.get(other)]
+        where = ("; the VFs of its socket %s are on node %s: numa: %s gives a tenant VFs of another node of its socket, "
+                 "its GPUs, vCPUs and memory staying on node %d" % (host.socket.get(node), ",".join(map(str, mates)), VF_SOCKET, node)
+                 if mates else "")
+        return "VFs short on node %d: %d needed, the node has no VF-capable PF (no SR-IOV NIC on it)%s" % (node, count, where)
 
     def _pool_mb(self, node):
         return sum(SIZES_KB[s] * n // 1024 for s, n in self.host.hugepages.get(node, {}).items())
@@ -368,6 +401,7 @@ class Allocation:
         if cpus is not None:
             shortages.append(cpus)
         allowed = self._allowed(node, local_only)
+        vf_allowed = self._vf_allowed(tenant, node, local_only)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
         if devices is not None:
             gpus, vfs = devices
@@ -381,10 +415,10 @@ class Allocation:
             if isinstance(gpus, str):
                 shortages.append(gpus)
             near = gpus if isinstance(gpus, list) and nearest else []
-            key = ("vfs", node, local_only, tenant["vf_count"])
+            key = ("vfs", node, len(vf_allowed) if local_only else local_only, tenant["vf_count"])
             vfs = checks.get(key) if shortages and not near else None
             if vfs is None:
-                vfs = self._pick_vfs(state, tenant, allowed, node, near, build=not shortages)
+                vfs = self._pick_vfs(state, tenant, vf_allowed, node, near, build=not shortages)
                 if shortages and not near:
                     checks[key] = vfs
         if isinstance(vfs, str):

@@ -31,7 +31,8 @@ from __future__ import absolute_import, division, print_function
 from itertools import product
 from operator import le
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import affinity
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import UNKNOWN_RANK
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import VF_SOCKET
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 
 __metaclass__ = type
@@ -53,7 +54,128 @@ def _level_demand(sizes, count, explicit, unit_size):
 def search_nodes(planner, state, tenants, prefer):
     """-> (node or None per tenant, the Search or None, gaps): the most ``tenants`` placed
     NUMA-locally by their counts, with what ``state`` left free; ``gaps`` lists where the counts
-    are a relaxation only (empty: the counts are exact)."""
+    are a relaxation only (empty: the counts are exact).
+
+    Under ``numa: required_vf_socket`` the VFs of a socket are shared by its nodes: each node counts
+    all of them first (a relaxation). Where the best assignment so found asks a socket for more VFs
+    than it has, the socket's VFs are split between its nodes, each split counted exactly (a node
+    holds its tenants' VFs within its share, its own VFs for the numa required ones), and the best
+    over the splits kept: the most there is, once the splits are all tried or one reaches the
+    relaxation's value."""
+    free, tight = socket_vfs(planner, state, tenants)
+    found = _counted(planner, state, tenants, prefer, free)
+    if not tight or found[2] is None:
+        return found
+    host = planner.host
+    has = dict((host.socket[node], free[node]) for node in host.nodes if host.socket.get(node) in tight)
+
+    def over(assignment):
+        asked = dict((socket, 0) for socket in tight)
+        for tenant, node in zip(tenants, assignment):
+            if node is not None and host.socket.get(node) in asked:
+                asked[host.socket[node]] += tenant["vf_count"]
+        return [socket for socket in tight if asked[socket] > has[socket]]
+
+    spent = found[2].nodes
+    split = []
+    while True:
+        violated = over(found[0])
+        if not violated:
+            # no socket asked for more VFs than it has: the best of the relaxation, so the best
+            break
+        # one socket more at a time: the fewer split, the fewer ways
+        split.append(next(socket for socket in violated if socket not in split))
+        splits = _splits(planner, state, tenants, split)
+        if splits is None:
+            found[3].append("the VFs of socket %s shared by its nodes (numa: %s): more than %d ways to split them, counted per node"
+                            % (", ".join(map(str, split)), VF_SOCKET, MOST_SPLITS))
+            break
+        bound, best, stopped, exhausted = found[2].best, None, False, False
+        for number, shares in enumerate(splits):
+            attempt = _counted(planner, state, tenants, prefer, _merged(free, shares))
+            if attempt[2] is None:
+                continue
+            spent += attempt[2].nodes
+            exhausted = exhausted or attempt[2].exhausted
+            key = (attempt[2].best, not over(attempt[0]))
+            if best is None or key > best[0]:
+                best = (key, attempt)
+            if key >= (bound, True):
+                break
+            if spent >= planner.budget:
+                stopped = number + 1 < len(splits)
+                break
+        if best is None:
+            found = ([None] * len(tenants), [None] * len(tenants), found[2], found[3])
+            break
+        found = best[1]
+        found[2].exhausted = found[2].exhausted or exhausted
+        if stopped:
+            found[3].append("the VFs of socket %s shared by its nodes (numa: %s): the search budget ran out before every way "
+                            "to split them was tried" % (", ".join(map(str, split)), VF_SOCKET))
+            break
+    found[2].nodes = spent
+    return found
+
+
+# the most ways to split the VFs of the sockets between their nodes that the search tries
+MOST_SPLITS = 1024
+
+
+def _splits(planner, state, tenants, sockets):
+    """Every way to split the free VFs of each of ``sockets`` between its nodes ({node: share}),
+    no node's share above the VFs of the tenants that fit it one at a time, or None when there are
+    more than MOST_SPLITS."""
+    host = planner.host
+    per_socket = []
+    total = 1
+    for socket in sockets:
+        nodes = [node for node in host.nodes if host.socket.get(node) == socket]
+        free = sum(len(state.free_vfs[node]) for node in nodes)
+        most = [min(free, sum(t["vf_count"] for t in tenants if t["vf_count"] and _fits_alone(planner, state, t, node))) for node in nodes]
+        ways = list(_compositions(min(free, sum(most)), most))
+        total *= len(ways)
+        if total > MOST_SPLITS:
+            return None
+        per_socket.append([dict(zip(nodes, way)) for way in ways])
+    out = [{}]
+    for ways in per_socket:
+        out = [_merged(done, way) for done in out for way in ways]
+    return out
+
+
+def _merged(first, second):
+    merged = dict(first)
+    merged.update(second)
+    return merged
+
+
+def _compositions(total, most):
+    """Each tuple of counts from 0 up to ``most`` (one each) adding up to ``total``."""
+    if len(most) == 1:
+        if total <= most[0]:
+            yield (total,)
+        return
+    for first in range(min(total, most[0]), -1, -1):
+        for rest in _compositions(total - first, most[1:]):
+            yield (first,) + rest
+
+
+def _fits_alone(planner, state, tenant, node):
+    """Whether ``tenant`` alone could go on ``node`` by its GPUs, CPUs and memory (what bounds the
+    VFs a node's share need hold)."""
+    explicit = tenant["gpu_addresses"]
+    if explicit is not None:
+        if any(planner.host.gpu_node.get(a) != node for a in explicit):
+            return False
+    elif tenant["gpu_count"] > len(state.free_gpus[node]):
+        return False
+    return planner._alloc_cpus(state, node, tenant, build=False) is None and planner._memory_check(state, node, tenant) is None
+
+
+def _counted(planner, state, tenants, prefer, shares):
+    """search_nodes with ``shares``: per node the VFs its numa required_vf_socket tenants (and all
+    its tenants with VFs) may take, or None without such tenants."""
     host = planner.host
     policy = planner.policy
     whole_cores = planner.whole_cores
@@ -78,6 +200,9 @@ def search_nodes(planner, state, tenants, prefer):
     width = max([len(found) for found in switches.values()] or [0])
     if width and any(len(sizes) > 1 for sizes in (gpu_sizes, vf_sizes)):
         gaps.append("IOMMU groups of more than one device on nodes with GPUs under more than one switch (pcie_affinity require)")
+    shared = shares
+    if shared is not None and (width or len(vf_sizes) > 1):
+        gaps.append("numa: %s with VF IOMMU groups of several sizes or pcie_affinity require over several switches" % VF_SOCKET)
     caps, peak = [], []
     for node in host.nodes:
         used = state.hugepages_used.get(node, {})
@@ -94,6 +219,8 @@ def search_nodes(planner, state, tenants, prefer):
             cap += _level_counts(gpu_sizes, state.free_gpus[node], unit_size)
         if len(vf_sizes) > 1:
             cap += _level_counts(vf_sizes, state.free_vfs[node], unit_size)
+        if shared is not None:
+            cap += (shared[node],)
         for gpus, vfs in switches.get(node, ()):
             cap += (len(gpus), len(vfs))
         cap += (0, 0) * (width - len(switches.get(node, ())))
@@ -114,7 +241,9 @@ def search_nodes(planner, state, tenants, prefer):
         pages = planner._needed_pages(tenant)
         size = tenant["hugepage_size"]
         threads = tenant["vcpus"] + isolate_extra[tenant["name"]]
-        rest = (tenant["gpu_count"], tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
+        on_socket = shared is not None and tenant.get("numa") == VF_SOCKET
+        # a numa required_vf_socket tenant's VFs come from its socket's count, not its node's
+        rest = (tenant["gpu_count"], 0 if on_socket else tenant["vf_count"], pages if size == "2M" else 0, pages if size == "1G" else 0,
                 0 if size else tenant["memory_mb"])
         if with_threads:
             rest += (threads,)
@@ -124,7 +253,9 @@ def search_nodes(planner, state, tenants, prefer):
         if len(gpu_sizes) > 1:
             rest += _level_demand(gpu_sizes, tenant["gpu_count"], explicit, unit_size)
         if len(vf_sizes) > 1:
-            rest += _level_demand(vf_sizes, tenant["vf_count"], None, unit_size)
+            rest += _level_demand(vf_sizes, 0 if on_socket else tenant["vf_count"], None, unit_size)
+        if shared is not None:
+            rest += (tenant["vf_count"],)
         pairs = width and tenant["gpu_count"] and tenant["vf_count"]
         if width and not pairs:
             rest += (0, 0) * width
@@ -132,9 +263,10 @@ def search_nodes(planner, state, tenants, prefer):
         ranks = None
         if ranked and explicit is None:
             # the same for every tenant of as many VFs
-            ranks = node_rank.get(tenant["vf_count"])
+            ranks = node_rank.get((tenant["vf_count"], on_socket))
             if ranks is None:
-                ranks = node_rank[tenant["vf_count"]] = [rank_estimate(planner, tenant, node, rank_lists) for node in host.nodes]
+                lists = rank_lists if not on_socket else socket_ranks(planner, state)
+                ranks = node_rank[(tenant["vf_count"], on_socket)] = [rank_estimate(planner, tenant, node, lists) for node in host.nodes]
         # the demand differs between nodes only by their threads per core
         demands = {}
         for slot, node in slots:
@@ -249,15 +381,41 @@ def node_ranks(planner, state):
     return ranks
 
 
+def socket_vfs(planner, state, tenants):
+    """-> (per node the free VFs of its socket, the sockets of several nodes with fewer free VFs
+    than the tenants ask for in all), or (None, []) when no ``numa: required_vf_socket`` tenant
+    asks for VFs. Counted so per node, a relaxation: two nodes of one socket may count the same
+    VFs (search_nodes then splits them where it matters)."""
+    host = planner.host
+    if not any(t.get("numa") == VF_SOCKET and t["vf_count"] for t in tenants):
+        return None, []
+    free = dict((node, sum(len(state.free_vfs[other]) for other in host.socket_nodes(node))) for node in host.nodes)
+    wanted = sum(t["vf_count"] for t in tenants)
+    tight = sorted(set(host.socket.get(node) for node in host.nodes if len(host.socket_nodes(node)) > 1 and free[node] < wanted))
+    return free, tight
+
+
+def socket_ranks(planner, state):
+    """Per node, the free VFs of its socket ranked to the nearest free GPU of the node, nearest first."""
+    ranks = {}
+    host = planner.host
+    for node in host.nodes:
+        gpus = state.free_gpus[node]
+        vfs = [vf for other in host.socket_nodes(node) for vf in state.free_vfs[other]]
+        ranks[node] = sorted(host.nearest_ranks(gpus, vfs)) if gpus and vfs else []
+    return ranks
+
+
 def rank_estimate(planner, tenant, node, rank_lists):
     """The PCIe rank a tenant with GPUs and VFs can get on ``node``: its VFs the nearest ones."""
     if not tenant["vf_count"] or not tenant["gpu_count"] or planner.policy["pcie_affinity"] == "ignore":
         return 0
     if tenant["gpu_addresses"] is not None:
-        nearest = sorted(planner.host.nearest_ranks(tenant["gpu_addresses"], planner.host.node_vfs[node]))
+        nodes = planner.host.socket_nodes(node) if tenant.get("numa") == VF_SOCKET else [node]
+        nearest = sorted(planner.host.nearest_ranks(tenant["gpu_addresses"], [vf for n in nodes for vf in planner.host.node_vfs[n]]))
     else:
         nearest = rank_lists.get(node) or []
-    return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else len(affinity.LEVELS)
+    return nearest[tenant["vf_count"] - 1] if len(nearest) >= tenant["vf_count"] else UNKNOWN_RANK
 
 
 def switch_devices(state, node, tenant, ways):

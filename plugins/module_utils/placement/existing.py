@@ -16,6 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import node_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import hugepage_size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import VF_SOCKET
 
 __metaclass__ = type
 
@@ -117,8 +118,11 @@ class ExistingAssignments:
             for cpu in added:
                 pins[len(pins)] = cpu
                 held.update(self.host.core_of[cpu] if self.whole_cores else (cpu,))
-        remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) != node)
-        if remote and tenant.get("numa", self.policy["numa"]) != "preferred":
+        numa = tenant.get("numa", self.policy["numa"])
+        # under numa required_vf_socket a VF of another node of its socket is as good as local
+        vf_nodes = self.host.socket_nodes(node) if numa == VF_SOCKET else [node]
+        remote = sum(1 for g in gpus if self.host.gpu_node.get(g) != node) + sum(1 for v in vfs if self.host.vf_node.get(v) not in vf_nodes)
+        if remote and numa != "preferred":
             return None, "existing assignment is not NUMA-local and numa is %s" % tenant.get("numa", self.policy["numa"])
         return self._record(tenant, node, gpus, vfs, [pins[index] for index in sorted(pins)], emulator, held, kept=True,
                             resized_from=old_count if old_count != tenant["vcpus"] else None), None

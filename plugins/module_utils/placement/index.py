@@ -22,8 +22,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_add
 
 __metaclass__ = type
 
-LEVELS = affinity.LEVELS
+# nvidia-smi topo -m's levels (vocabulary/affinity.py) with SOCKET between NODE and SYS: two NUMA
+# nodes of one CPU package (Sub-NUMA Clustering, NPS2/4), which topo -m prints as SYS like two sockets
+LEVELS = affinity.LEVELS[:-1] + ("SOCKET",) + affinity.LEVELS[-1:]
 UNKNOWN_RANK = len(LEVELS)
+NODE_RANK = LEVELS.index("NODE")
+SOCKET_RANK = LEVELS.index("SOCKET")
+SYS_RANK = LEVELS.index("SYS")
 
 # PCI base classes of the functions a GPU or VF takes along to its tenant when they share its
 # IOMMU group: multimedia (a card's HDMI/DP audio) and serial bus (its USB-C controller, UCSI).
@@ -56,8 +61,27 @@ _RANK_OF = dict((level, rank) for rank, level in enumerate(LEVELS))
 def _level_rank(level):
     rank = _RANK_OF.get(level)
     if rank is None:
-        rank = affinity.rank(str(level).upper()) if level is not None else UNKNOWN_RANK
+        rank = _RANK_OF.get(str(level).upper(), UNKNOWN_RANK) if level is not None else UNKNOWN_RANK
     return rank
+
+
+def level_rank(level):
+    """0 for PIX .. 5 for SYS (``LEVELS``); UNKNOWN_RANK for a level it does not know."""
+    return _level_rank(level)
+
+
+def node_sockets(cpus, node_cpus):
+    """node -> the CPU package (socket) of its CPUs, as sysfs ``cpuN/topology/physical_package_id``
+    gives it (the topology reader's ``package_id``); None for a node without CPUs (memory only) or
+    whose CPUs name no package or more than one."""
+    package = dict((cpu.get("id"), cpu.get("package_id")) for cpu in cpus or () if isinstance(cpu, dict))
+    out = {}
+    for node, ids in node_cpus.items():
+        # an offline CPU shows no topology directory: it names no package
+        found = set(package.get(cpu) for cpu in ids) - {None}
+        socket = found.pop() if len(found) == 1 else None
+        out[node] = socket if isinstance(socket, int) and not isinstance(socket, bool) and socket >= 0 else None
+    return out
 
 
 class HostIndex:
@@ -95,6 +119,8 @@ class HostIndex:
 
         # CPUs: online CPUs per node, and each CPU's physical core (its sibling set)
         listed_cpus = topology.get("cpus") or []
+        # each node's socket (CPU package): on SNC/NPS hosts several nodes share one
+        self.socket = node_sockets(listed_cpus, node_cpus)
         plain = _plain_cpus(listed_cpus, self.nodes)
         if plain is None:
             self._read_cpus(listed_cpus, node_cpus)
@@ -158,6 +184,34 @@ class HostIndex:
             self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
         self.affinity = topology.get("gpu_nic_affinity") or {}
         self._rank_rows = {}
+        # per node the SR-IOV capable PFs on it (sysfs sriov_totalvfs above 0), VFs made or not
+        self.sriov_pfs = dict((node, []) for node in self.nodes)
+        for address, dev in sorted(pci.items()):
+            if (dev.get("sriov_totalvfs") or dev.get("virtfns")) and not dev.get("physfn"):
+                node = node_of(dev.get("numa_node"))
+                self.sriov_pfs.setdefault(only if node is None else node, []).append(address)
+
+    def same_socket(self, first, second):
+        """Whether NUMA nodes ``first`` and ``second`` (not the same) are on one socket (False
+        when either socket is unknown)."""
+        socket = self.socket.get(first)
+        return socket is not None and socket == self.socket.get(second)
+
+    def node_level(self, first, second):
+        """The rank of node ``second`` seen from node ``first``: NODE (the same), SOCKET (another
+        node of its socket), SYS (another socket), UNKNOWN_RANK (a node not known)."""
+        if first is None or second is None:
+            return UNKNOWN_RANK
+        if first == second:
+            return NODE_RANK
+        return SOCKET_RANK if self.same_socket(first, second) else SYS_RANK
+
+    def socket_nodes(self, node):
+        """The nodes of ``node``'s socket, itself first (only itself where its socket is unknown)."""
+        socket = self.socket.get(node)
+        if socket is None:
+            return [node]
+        return [node] + [other for other in self.nodes if other != node and self.socket.get(other) == socket]
 
     def _node_listed_cpus(self, node_cpus, known):
         """The CPUs the nodes list that the CPU list does not place, on their node; ``cpu_bound``
@@ -373,11 +427,12 @@ class _RankRow(dict):
 
     # the index's maps, not the index: a row the index holds refers to no cycle back to it, so a
     # plan's index is freed when the plan ends, not left to the garbage collector
-    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels")
+    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels", "socket")
 
     def __init__(self, host, gpu):
         dict.__init__(self)
         self.gpu_node, self.vf_pf, self.vf_node = host.gpu_node.get(gpu), host.vf_pf, host.vf_node
+        self.socket = host.socket
         # the GPU's row of the affinity matrix: VF or PF -> level
         self.levels = host.affinity.get(gpu) or {}
 
@@ -391,7 +446,13 @@ class _RankRow(dict):
                 rank = _level_rank(levels[pf])
             else:
                 gpu_node, vf_node = self.gpu_node, self.vf_node.get(vf)
-                rank = affinity.rank("SYS") if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
+                rank = SYS_RANK if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
+        if rank == SYS_RANK:
+            # across NUMA nodes: SOCKET when both nodes are on one CPU package
+            vf_node = self.vf_node.get(vf)
+            socket = self.socket.get(self.gpu_node)
+            if vf_node != self.gpu_node and socket is not None and socket == self.socket.get(vf_node):
+                rank = SOCKET_RANK
         self[vf] = rank
         return rank
 

@@ -51,18 +51,18 @@ The planner's files, one concept each (placement/planner.py composes them):
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary import affinity
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import Allocation, State
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, read_host_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, level_rank, read_host_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.locality import nearest_free, vf_locality
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import TenantRequests, read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import groups_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spanning import SpanningSearch
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.spread import SpreadPlacement
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import VF_SOCKET, stays
 
 __metaclass__ = type
 
@@ -87,7 +87,7 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
                              % (merged["reserved_memory_mb"], merged["search_budget"]))
         # what bounds one tenant's size: the host's online CPUs and its memory
         self.limits = {"cpus": len(self.host.online) or None, "memory_mb": sum(self.host.memory_mb.values()) or None}
-        self.threshold = affinity.rank(merged["pcie_affinity_level"])
+        self.threshold = level_rank(merged["pcie_affinity_level"])
         self.first_fit = merged["strategy"] == "first_fit"
         self.whole_cores = merged["smt"] == "whole_cores"
         if not isinstance(merged["existing"] or {}, dict):
@@ -141,6 +141,10 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         if spread:
             search["spread"] = spread
         placements.update(placed)
+        # never a farther VF while a nearer one its numa allows stays free; then where each VF is
+        nearest_free(self, state, new, placements)
+        for name, where in vf_locality(self, placements).items():
+            placements[name]["vf_locality"] = where
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
         released = dict((name, self._released(existing[name])) for name in removed)
@@ -186,8 +190,10 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         placements = {}
         short = []
         # explicit GPUs first: a tenant asking for a count then takes the GPUs they leave; those
-        # with GPUs and VFs before the others, which take what they leave (placement_counts)
+        # with GPUs and VFs before the others, which take what they leave (placement_counts); numa
+        # required_vf_socket tenants after the others alike, their VFs from what the socket's nodes leave
         for index in sorted(range(len(tenants)), key=lambda i: (tenants[i]["gpu_addresses"] is None,
+                                                                tenants[i].get("numa") == VF_SOCKET,
                                                                 not (tenants[i]["gpu_count"] and tenants[i]["vf_count"]))):
             tenant, node = tenants[index], assignment[index]
             if node is None:
@@ -236,8 +242,10 @@ def plan_tenants(topology, tenants, policy=None):
     Returns ``{"placements": {name: {numa_node (None for a tenant spanning nodes), numa_nodes,
     cells (None on one node; else per guest cell {id, node, vcpus, cpus, memory_kib, hugepages,
     gpus, vfs}), gpus, vfs, network_vfs, vf_pfs, vcpu_pins,
-    emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity,
-    kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
+    emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity (the
+    farthest GPU/VF level: PIX, PXB, PHB, NODE, SOCKET or SYS), vf_locality ({level, why}: where its
+    farthest VF is relative to its nearest GPU, or to its node without GPUs, and why none nearer;
+    None without VFs; placement/locality.py), kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
     functions sharing its devices' IOMMU groups, given to it with them}},
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing

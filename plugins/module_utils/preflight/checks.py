@@ -467,7 +467,8 @@ def check_plan(model):
     placements = dict((name, {"numa_node": p.get("numa_node"), "numa_nodes": p.get("numa_nodes") or [p.get("numa_node")],
                               "cells": p.get("cells"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
                               "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
-                              "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity")})
+                              "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity"),
+                              "vf_locality": p.get("vf_locality")})
                       for name, p in (plan.get("placements") or {}).items())
     section = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
                "notes": plan.get("notes") or [], "tenants_from": source}

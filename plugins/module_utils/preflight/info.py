@@ -18,7 +18,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import
 
 __metaclass__ = type
 
-FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS
+# ATS_ENABLED where the card has it: the fast-tenants setting the boot stage sets (host_boot_firmware_ats)
+FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS + (mlx.ATS_PARAM,)
 
 
 def preflight_info(params, host, run):
@@ -59,7 +60,7 @@ def libvirt_read(options, host, run):
 
 
 def query_firmware(topology, host, tool="auto"):
-    """SRIOV_EN / NUM_OF_VFS / LINK_TYPE_P1/P2 where the card has them (default, current, next) of every ConnectX PF of the host model,
+    """SRIOV_EN / NUM_OF_VFS / LINK_TYPE_P1/P2 / ATS_ENABLED where the card has them (default, current, next) of every ConnectX PF of the host model,
     read with mlxconfig or mstconfig on the host; "tool not found" when neither is there."""
     pfs = sorted(a for a, d in (topology.get("pci_devices") or {}).items() if mlx.is_connectx_pf(d))
     if not pfs or tool == "none":

@@ -192,6 +192,10 @@ def render_table(report):
             lines.append("%s cell %d on node %d: vCPUs %s, %d MiB, CPUs %s%s" % (
                 name, cell["id"], cell["node"], format_cpulist(cell["vcpus"]), cell["memory_kib"] // 1024, format_cpulist(cell["cpus"]),
                 "".join(", %s %s" % (kind, ",".join(cell[kind])) for kind in ("gpus", "vfs") if cell[kind])))
+    for name, p in sorted(plan.get("placements", {}).items()):
+        # where a tenant's VF sits from its GPU (PIX .. SOCKET, SYS) and why none nearer
+        if p.get("vf_locality"):
+            lines.append("%s VF locality %s: %s" % (name, p["vf_locality"]["level"], p["vf_locality"]["why"]))
     if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
         lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
     if report.get("port_modes"):

@@ -13,7 +13,11 @@ __metaclass__ = type
 
 TENANT_STATES = ("present", "defined", "running", "absent")
 PRIORITIES = ("online", "batch")
-NUMA_CHOICES = ("required", "preferred", "spread")
+# required: GPUs, VFs, vCPUs and memory on one NUMA node; required_vf_socket: the same but the VFs,
+# which may come from another node of that node's socket (SNC/NPS hosts whose NICs sit on some
+# nodes only); preferred: one node when one holds the tenant, else split; spread: guest NUMA cells
+NUMA_CHOICES = ("required", "required_vf_socket", "preferred", "spread")
+VF_SOCKET = "required_vf_socket"
 EMULATOR_CHOICES = ("isolate", "housekeeping", "vcpus")
 # What a tenant gets for an option it leaves out. The placement choices (numa, emulator,
 # hugepage_size) left out are the planner policy's; firmware: fields.DEFAULT_FIRMWARE.

@@ -23,7 +23,7 @@ ROLE_DEFAULTS = {
     "tenant_gpus": None, "host_gpus": [], "gpu_ids": [], "nic_ids": [], "gpu_host_stack": True, "early_driver": True,
     "early_driver_before": ["nouveau", "nvidia", "nvidiafb"], "early_driver_initramfs": True,
     "sriov_pfs": [{"pf": "0000:0c:00.0", "num_vfs": 8, "link_type": "eth"}], "firmware_sriov": True,
-    "firmware_install": True, "firmware_reset": True, "firmware_reset_level": 3, "reboot_ok": False,
+    "firmware_install": True, "firmware_reset": True, "firmware_reset_level": 3, "firmware_ats": False, "acs": False, "reboot_ok": False,
     "hugepages": [{"size": "1G", "count": 4, "node": 1}], "hugepages_at_boot": ["1G"], "hugepages_persist": True,
     "hugepages_unit": "gpuvirt-hugepages.service", "hugepages_mounts": [],
 }
@@ -43,6 +43,29 @@ def test_parts_not_asked_for_are_left_out():
     options = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, sriov_pfs=[], hugepages=[]))
     assert "firmware" not in options and "hugepages" not in options
     assert "firmware" not in FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, firmware_sriov=False))
+
+
+def test_ats_is_opt_in_and_names_the_pfs_of_sriov_pfs():
+    assert "ats_pfs" not in FILTERS["host_boot_options"](ROLE_DEFAULTS)["firmware"]
+    every = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, firmware_ats=True))
+    assert every["firmware"]["ats_pfs"] == ["0000:0c:00.0"]
+    listed = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, firmware_ats=["0c:00.0"]))
+    assert listed["firmware"]["ats_pfs"] == ["0c:00.0"]
+    assert nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, listed)["firmware"]["ats_pfs"] == ["0c:00.0"]
+    with pytest.raises(AnsibleFilterError, match="host_boot_firmware_ats must be true, false or a list of PFs"):
+        FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, firmware_ats="yes please"))
+
+
+def test_acs_is_opt_in_and_names_the_tenants_devices():
+    assert "acs" not in FILTERS["host_boot_options"](ROLE_DEFAULTS)
+    every = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, acs=True))
+    assert every["acs"] == {"gpus": [], "pfs": ["0000:0c:00.0"]}
+    chosen = FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, acs={"flags": "1xxxx0x"}, firmware_ats=["0c:00.0"],
+                                               tenant_gpus=["0000:15:00.0"]))
+    assert chosen["acs"] == {"gpus": ["0000:15:00.0"], "pfs": ["0c:00.0"], "flags": "1xxxx0x"}
+    assert nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, every)["acs"]["flags"] == "1xxxx0x"
+    with pytest.raises(AnsibleFilterError, match="host_boot_acs must be true, false or"):
+        FILTERS["host_boot_options"](dict(ROLE_DEFAULTS, acs={"flag": "1"}))
 
 
 @pytest.mark.parametrize("value, message", [
@@ -135,3 +158,9 @@ def test_the_boot_notes_are_one_line_each(result, lines):
 def test_the_boot_notes_name_a_bad_input():
     with pytest.raises(AnsibleFilterError, match="expected the iommu_grub result"):
         FILTERS["host_boot_notes"]([])
+
+
+def test_the_notes_say_what_acs_could_not_write():
+    note = "ACS: the running kernel 5.15.0-91-generic has no pci=config_acs= (it came with Linux 6.11, ...)"
+    assert FILTERS["host_boot_notes"]({"acs": {"notes": [note]}}) == [note]
+    assert FILTERS["host_boot_notes"]({"acs": None}) == []

@@ -133,6 +133,32 @@ def test_pending_with_a_client_is_not_reset(tmp_path, monkeypatch):
     assert read_state(state)["gpus"][0]["mig"] == {"current": "Disabled", "pending": "Enabled"}
 
 
+def test_hopper_takes_a_pending_mode_change_without_a_reboot(tmp_path, monkeypatch):
+    # H100: the driver makes the mode current without a reset (NVIDIA/gpu-operator#2600). A change
+    # a client left pending is set again once the GPU is idle, even with reset: never; no reboot.
+    left_pending = gpu(H100, "00000000:01:00.0")
+    left_pending["mig"]["pending"] = "Enabled"
+    state = make_state(tmp_path, monkeypatch, [left_pending])
+    args = {"layout": [{"mig_enabled": True, "mig_devices": {"3g.40gb": 1}}], "reset": "never"}
+    check = run(args, check_mode=True)
+    assert check["changed"] is True and check["reboot_required"] is False, check
+    assert check["gpus"][0]["mig_mode_after"] == {"current": "enabled", "pending": "enabled"}
+    assert mutating_calls(state) == []
+    result = run(args)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["reboot_required"] is False, result
+    assert result["gpus"][0]["reset_performed"] is False and result["gpus"][0]["instances_after"] == ["3g.40gb"]
+    assert not any(call[:1] == ["--gpu-reset"] for call in read_state(state)["calls"])
+    # the A100 in the same state waits for the reboot (test_pending_without_reset_reports_reboot_required)
+
+
+def test_hopper_held_by_a_client_fails_naming_the_clients_not_a_reboot(tmp_path, monkeypatch):
+    make_state(tmp_path, monkeypatch, [gpu(H100, "00000000:01:00.0", clients=["nvidia-persistenced"])])
+    result = run({"layout": [{"mig_enabled": True, "mig_devices": {"3g.40gb": 1}}], "reset": "auto"})
+    assert result.get("failed") and result.get("reboot_required") is not True, result
+    assert "a Hopper GPU takes it without a reset or reboot once no client holds it" in result["msg"], result
+
+
 def test_instances_with_processes_are_not_destroyed_without_force(tmp_path, monkeypatch):
     layout = h100_fixture_layout()
     layout["processes"] = [{"gi": 7, "ci": 0, "pid": 4242, "name": "python3"}]

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage as boot_stage
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import units_by_id
 from conftest import run_module  # pylint: disable=import-error
@@ -245,3 +246,94 @@ def test_the_daemons_to_stop_are_the_loaded_ones_enabled_or_running():
     assert sorted(units) == ["dcgm.service", "nvidia-dcgm.service", "nvidia-fabricmanager.service", "nvidia-persistenced.service"]
     assert boot_stage.daemons_to_stop(units, ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"]) == [
         "nvidia-persistenced.service"]
+
+
+# -- ATS on the ConnectX cards whose VFs go to GPU tenants (issue 50 item 1) ---------------------
+ATS_CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "mellanox",
+                           "mlxconfig-q_grep-ATS_ENABLED_cx7_FRAGMENT_nvaie-inference-guide.txt")
+
+
+def with_ats_param(dgx):
+    """The PF's firmware offers ATS_ENABLED, off, as NVIDIA's guide shows it on a ConnectX-7 (the
+    row parsed from the capture: its name and its shown value)."""
+    with open(ATS_CAPTURE, encoding="utf-8") as handle:
+        rows = list(mlx.parse_rows(handle.read().splitlines(), ["next"]).items())
+    assert len(rows) == 1
+    name, row = rows[0]
+    assert (name, row["next"]) == ("ATS_ENABLED", "False(0)")
+    data = json.loads(open(dgx["state"], encoding="utf-8").read())
+    data["devices"][dgx["pf"]]["params"].append(
+        [name, {"default": row["next"], "current": row["next"], "next": row["next"], "choices": BOOLEAN}])
+    with open(dgx["state"], "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+
+
+def ats_options(dgx, **kwargs):
+    args = options(dgx, **kwargs)
+    args["firmware"]["ats_pfs"] = [dgx["pf"]]
+    return args
+
+
+def test_ats_is_set_in_the_firmware_plan_and_loaded_with_sriov(dgx):
+    with_ats_param(dgx)
+    check = run(dgx, ats_options(dgx), commands_for(dgx), check_mode=True, diff=True)
+    assert not check.get("failed"), check.get("msg")
+    assert check["firmware"]["ats"] == [dgx["pf"]] and check["firmware"]["changes"][dgx["pf"]]["ATS_ENABLED"] == "True"
+    [fw_diff] = [d for d in check["diff"] if d["before_header"].startswith("firmware %s" % dgx["pf"])]
+    assert "ATS_ENABLED=False(0)\n" in fw_diff["before"] and "ATS_ENABLED=True\n" in fw_diff["after"]
+    commands = commands_for(dgx)
+    first = run(dgx, ats_options(dgx), commands)
+    assert not first.get("failed"), first.get("msg")
+    [set_call] = [c for c in commands.ran("mlxconfig") if "set" in c]
+    assert "ATS_ENABLED=True" in set_call and "SRIOV_EN=True" in set_call  # one set, one firmware load
+    assert first["firmware"]["reset"] == [dgx["pf"]] and first["firmware"]["pending"] == []
+    again = run(dgx, ats_options(dgx), commands_for(dgx))
+    assert again["firmware"]["changes"] == {} and again["firmware"]["pending"] == []
+
+
+def test_ats_without_the_firmware_parameter_fails_naming_the_pf_and_sets_nothing(dgx):
+    before = open(dgx["state"], encoding="utf-8").read()
+    commands = commands_for(dgx)
+    result = run(dgx, ats_options(dgx), commands)
+    assert result.get("failed") and "firmware.ats_pfs: the firmware of %s does not offer ATS_ENABLED" % dgx["pf"] in result["msg"]
+    assert open(dgx["state"], encoding="utf-8").read() == before and not [c for c in commands.ran("mlxconfig") if "set" in c]
+
+
+def test_ats_on_a_pf_that_wants_no_vfs_is_refused(dgx):
+    args = options(dgx)
+    args["firmware"]["ats_pfs"] = ["0000:ff:00.0"]
+    result = run(dgx, args, commands_for(dgx))
+    assert result.get("failed") and "firmware.ats_pfs: 0000:ff:00.0 is not a ConnectX PF of sriov_pfs" in result["msg"]
+
+
+def test_without_ats_pfs_the_firmware_plan_is_as_before(dgx):
+    with_ats_param(dgx)
+    result = run(dgx, options(dgx), commands_for(dgx), check_mode=True)
+    assert result["firmware"]["ats"] == [] and "ATS_ENABLED" not in result["firmware"]["changes"][dgx["pf"]]
+
+
+# -- ACS per path (issue 50 item 2) ---------------------------------------------------------------
+def test_acs_is_decided_from_the_host_model_and_said_where_not_written(dgx):
+    args = dict(options(dgx), acs={})
+    result = run(dgx, args, commands_for(dgx), check_mode=True, diff=True)
+    assert not result.get("failed"), result.get("msg")
+    decided = result["acs"]
+    # the tenants' GPUs of the GPU stack and the PF of sriov_pfs: the paths under this PF's switch
+    assert {p["pf"] for p in decided["paths"]} == {dgx["pf"]} and decided["bridges"] and decided["written"] is False
+    assert decided["kernel"] == RELEASE and "config_acs" not in result["cmdline"]
+    assert any("has no pci=config_acs=" in w and "Linux 6.11" in w for w in result["warnings"]), result["warnings"]
+    dgx["host"].write("/proc/sys/kernel/osrelease", "6.12.0-55-generic\n")
+    newer = run(dgx, dict(args, gpu_stack={"early_driver": False, "initramfs": False}), commands_for(dgx), check_mode=True)
+    assert newer["acs"]["written"] is False and "config_acs" not in newer["cmdline"]
+    assert any(newer["acs"]["arg"] in w and "Linux 6.15" in w for w in newer["warnings"])
+    # without acs the call is as before: no decision, no warning of it
+    dgx["host"].write("/proc/sys/kernel/osrelease", RELEASE + "\n")
+    assert run(dgx, options(dgx), commands_for(dgx), check_mode=True)["acs"] is None
+
+
+def test_acs_flags_that_merge_iommu_groups_fail_and_change_nothing(dgx):
+    grub = open(dgx["host"].p("/etc/default/grub"), encoding="utf-8").read()
+    args = dict(options(dgx), acs={"flags": "1xxxx00"})
+    result = run(dgx, args, commands_for(dgx))
+    assert result.get("failed") and "acs.flags: 1xxxx00 turns off Source Validation" in result["msg"]
+    assert open(dgx["host"].p("/etc/default/grub"), encoding="utf-8").read() == grub

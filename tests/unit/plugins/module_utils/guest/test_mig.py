@@ -125,3 +125,45 @@ def test_place_is_sound_and_complete(requests, occupied):
 def test_place_balanced_layout():
     assert mig.place([19, 19, 14, 9], H100_PLACEMENTS) is not None
     assert mig.place([5, 9, 19], H100_PLACEMENTS) is None
+
+
+def _names_in_list_captures():
+    """GPU product names as nvidia-smi -L prints them in the real captures ("GPU 0: NAME (UUID: ...)")."""
+    names = {}
+    for fname in sorted(os.listdir(MIG)):
+        if fname.startswith("nvidia-smi-L_") and not fname.endswith(".source.txt"):
+            with open(os.path.join(MIG, fname), "r", encoding="utf-8") as handle:
+                for line in handle:
+                    if line.startswith("GPU "):
+                        names[line.split(": ", 1)[1].split(" (UUID", 1)[0].strip()] = fname
+    return names
+
+
+def test_hopper_is_told_by_the_product_name_nvidia_smi_prints():
+    names = _names_in_list_captures()
+    hopper = sorted(n for n in names if mig.mode_switch_without_reset({"name": n}))
+    others = sorted(n for n in names if not mig.mode_switch_without_reset({"name": n}))
+    # the captures hold both generations: the H100 SXM and PCIe names, and the A100's
+    assert hopper == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"], names
+    assert others == ["A100-SXM4-40GB"], names
+    # the GH200 of its -lgip capture's source, and names that only contain the letters
+    assert mig.mode_switch_without_reset({"name": "NVIDIA GH200 144G HBM3e"})
+    for name in ("NVIDIA A100-SXM4-80GB", "NVIDIA A30", "NVIDIA H100X-custom", "", None):
+        assert not mig.mode_switch_without_reset({"name": name}), name
+
+
+def _pending_gpu(name):
+    return {"index": 0, "name": name, "bus_id": "00000000:01:00.0", "mig_capable": True,
+            "mig_mode": {"current": "disabled", "pending": "enabled"}, "processes": [], "instances": [],
+            "profiles": [], "placements": {}}
+
+
+def test_a_pending_mode_change_asks_a_reboot_on_ampere_only():
+    entry = mig.normalize_entry({"mig_enabled": True, "mig_devices": {"3g.40gb": 1}}, "layout[0]")
+    ampere = mig.plan_gpu(_pending_gpu("A100-SXM4-40GB"), entry, "never")
+    assert ampere["pending_reboot"] is True and ampere["mode"] is None and ampere["reset_needed"] is True
+    hopper = mig.plan_gpu(_pending_gpu("NVIDIA H100 PCIe"), entry, "never")
+    assert not hopper.get("pending_reboot") and hopper["mode"] == "enable" and hopper["reset_needed"] is False
+    assert hopper["create"] == ["3g.40gb"]
+    assert mig.describe_plan(_pending_gpu("NVIDIA H100 PCIe"), hopper)[0] == (
+        "GPU 0: enable MIG mode (already pending: set again; a Hopper GPU needs no reset or reboot)")

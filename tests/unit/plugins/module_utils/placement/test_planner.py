@@ -175,7 +175,7 @@ def test_lab_third_tenant_is_refused_and_the_others_unchanged():
 def test_lab_numa_required_refuses_tenant_b_with_the_cpu_reason():
     plan = plan_tenants(lab(pages_2m=(0, 64)), LAB_TENANTS, dict(LAB_POLICY, numa="required"))
     assert "CPUs short on node 1: 0 free in whole cores" in plan["unplaced"]["tenant-b"]
-    assert "VFs short on node 0: 0 free of 0" in plan["unplaced"]["tenant-b"]
+    assert "VFs short on node 0: 1 needed, the node has no VF-capable PF (no SR-IOV NIC on it)" in plan["unplaced"]["tenant-b"]
 
 
 def test_lab_hugepages_short():

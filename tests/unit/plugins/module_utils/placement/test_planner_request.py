@@ -21,7 +21,7 @@ def test_read_policy_defaults_and_choices():
 
 @pytest.mark.parametrize("policy, message", [
     ({"nmua": "required"}, "policy: unknown key.s. nmua"),
-    ({"numa": "sometimes"}, "policy.numa: 'sometimes' is not one of required, preferred"),
+    ({"numa": "sometimes"}, "policy.numa: 'sometimes' is not one of required, required_vf_socket, preferred"),
     ({"pcie_affinity_level": "far"}, "policy.pcie_affinity_level: 'FAR' is not one of"),
     ({"hugepage_size": "3M"}, "policy.hugepage_size"),
 ])

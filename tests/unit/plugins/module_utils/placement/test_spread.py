@@ -89,7 +89,7 @@ def test_tenant_numa_spread_under_policy_required():
 
 
 def test_bad_tenant_numa_is_named():
-    with pytest.raises(InputError, match=r"tenants\[0\] \(a\): numa 'wide' is not one of required, preferred, spread"):
+    with pytest.raises(InputError, match=r"tenants\[0\] \(a\): numa 'wide' is not one of required, required_vf_socket, preferred, spread"):
         plan_tenants(DGX, [tenant("a", numa="wide")])
 
 

@@ -94,10 +94,16 @@ def test_bare_lab_capture_reports_iommu_off_pf_edu_and_a_fitting_plan():
     assert report["plan"]["fits"] is True
     assert report["plan"]["placements"]["tenant-a"]["gpus"] == ["0000:82:00.0"]
     assert report["plan"]["placements"]["tenant-a"]["vfs"] == ["0000:81:00.0/vf0"]
+    # where each tenant's VF is from its GPU (from its node without one), and why none nearer
+    assert report["plan"]["placements"]["tenant-a"]["vf_locality"] == {
+        "level": "PHB", "why": "VF 0000:81:00.0/vf0 through the PCIe host bridge of its GPU 0000:82:00.0: no VF of the pool is nearer"}
+    assert report["plan"]["placements"]["tenant-b"]["vf_locality"]["level"] == "NODE"
     assert report["status"] == "warn" and report["failures"] == []
     table = report["table"]
     for words in ("Preflight lab: WARN", "present yes, enabled NO, ACPI table DMAR", "0000:82:00.0  0x1234:0x11e8  1",
-                  "Tenant plan: fits", "tenant-a", "tenant-b"):
+                  "Tenant plan: fits", "tenant-a", "tenant-b",
+                  "tenant-a VF locality PHB: VF 0000:81:00.0/vf0 through the PCIe host bridge of its GPU 0000:82:00.0",
+                  "tenant-b VF locality NODE: VF 0000:81:00.0/vf1 on node 1 with its vCPUs"):
         assert words in table
     json.dumps(report)  # the JSON file is this dict
 

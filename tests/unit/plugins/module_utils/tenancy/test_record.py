@@ -134,7 +134,7 @@ def test_records_are_parsed_once():
     ([entry(vfs="many")], "tenants[0] (a): vfs: 'many' is not a whole number"),
     ([entry(vfs=[GPU_A])], "tenants[0] (a): vfs: ['0000:07:00.0'] is not a whole number"),
     ([entry(priority="gold")], "tenants[0] (a): priority 'gold' is not one of online, batch"),
-    ([entry(numa="wide")], "tenants[0] (a): numa 'wide' is not one of required, preferred, spread (leave it out for policy.numa)"),
+    ([entry(numa="wide")], "tenants[0] (a): numa 'wide' is not one of required, required_vf_socket, preferred, spread (leave it out for policy.numa)"),
     ([entry(emulator="x")], "tenants[0] (a): emulator 'x' is not one of isolate, housekeeping, vcpus (leave it out"),
     ([entry(hugepage_size="3M")], "tenants[0] (a): hugepage_size: '3M' is not a hugepage size; use 2M or 1G or none"),
     ([entry(mac="00:00:00:00:00:00")], "tenants[0] (a): mac: 00:00:00:00:00:00 is the all-zero address"),
