@@ -24,7 +24,7 @@ HINT = ("Set it right on those hosts (address order decides GID order), or use g
         "or gid_index auto (NCCL >= 2.21).")
 
 # the optional NCCL settings: left out when unset, never passed as null or ""
-NCCL_OPTIONAL = ("socket_ifname", "net_gdr_level", "addr_range", "nccl_version")
+NCCL_OPTIONAL = ("socket_ifname", "net_gdr_level", "ib_pci_relaxed_ordering", "addr_range", "nccl_version")
 
 
 def _flag(inputs, name):

@@ -254,6 +254,12 @@ roce_v2_ipv4_index:
   returned: when an RDMA device is handled
   type: dict
   sample: {"mlx5_0": {"1": 3}}
+gpudirect:
+  description: With O(nccl_env), whether NCCL can use GPUDirect RDMA in this guest, as RV(gpuvirt.tenancy.nccl_env#module:gpudirect) says.
+  returned: when nccl_env is given and decided
+  type: dict
+  sample: {"status": "peermem", "driver": true, "peermem": "/sys/module/nvidia_peermem/version", "kernel": "6.8.0-45-generic",
+           "dma_buf_kernel": true, "message": null}
 nccl_env:
   description:
     - With O(nccl_env_write=true), the result fields of M(gpuvirt.tenancy.nccl_env) (C(path), C(gid_index),

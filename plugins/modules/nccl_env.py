@@ -60,6 +60,12 @@ options:
   net_gdr_level:
     description: C(NCCL_NET_GDR_LEVEL) (C(LOC), C(PIX), C(PXB), C(PHB), C(SYS) or 0-5), how far GPUDirect RDMA may reach. Left as it is when not given.
     type: str
+  ib_pci_relaxed_ordering:
+    description:
+      - C(NCCL_IB_PCI_RELAXED_ORDERING) (C(0) off, C(1) on, C(2) on where the verbs library can, NCCL's default). Relaxed ordering
+        matters with ACS and ATS, that is inside VMs, little on bare metal (NVIDIA/nccl#1205); the guest stage gives C(1) in tenant
+        guests. Left as it is when not given.
+    type: str
   gid_index:
     description:
       - An integer GID index (validated), V(discover) or V(auto) (see the description).
@@ -192,6 +198,16 @@ removed:
   type: list
   elements: str
   sample: ["NCCL_IB_ADDR_FAMILY"]
+gpudirect:
+  description:
+    - Whether NCCL can use GPUDirect RDMA in this guest, read only (never a failure; a warning says what is missing and the fix).
+    - C(status) is C(peermem) (a peer-memory module loaded, as NCCL's C(ncclIbGdrSupport) checks), C(dma_buf) (none, but a
+      kernel of 5.12 or later whose RDMA core imports DMA-BUF, which NCCL tries at init and which needs the NVIDIA open kernel
+      modules), C(missing) (neither) or C(no_driver) (no NVIDIA driver loaded, nothing checked).
+  returned: success
+  type: dict
+  sample: {"status": "no_driver", "driver": false, "peermem": null, "kernel": "6.8.0-45-generic", "dma_buf_kernel": true,
+           "message": "GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (/sys/module/nvidia absent); ..."}
 gid_table:
   description: The GID tables of the checked ports, like show_gids.
   returned: success

@@ -352,6 +352,18 @@ options:
         type: list
         elements: str
         default: []
+  pcie_switches:
+    description:
+      - The GPUs and VFs that the host has under one PCIe switch, one list of PCI addresses per switch (the tenants stage gives each
+        tenant's from the host model, a GPU and the VFs within PIX or PXB of it). Each list goes under one emulated switch in the
+        guest, a C(pcie-switch-upstream-port) on a C(pcie-root-port) with one C(pcie-switch-downstream-port) per device, so that
+        C(nvidia-smi topo -m) and NCCL in the guest read the GPU and its VF as PIX, as on the host, not as PHB. On a tenant with
+        O(numa_cells) the switch's root port sits on its cell's C(pcie-expander-bus) (all of a switch's devices in one cell).
+      - Each list holds 2 to 32 addresses of O(gpus) and O(vfs), each address in one list at most; needs a q35 O(machine). A device
+        in no list keeps its own root port. Empty (the default), no emulated switch holds the tenant's devices.
+    type: list
+    elements: list
+    default: []
   image:
     description:
       - The tenant's disk from a base image. Its files go under O(guest_dir)C(/tenants/<name>/) (C(disk.qcow2), C(seed.iso),

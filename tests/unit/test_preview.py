@@ -27,6 +27,7 @@ import re
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -86,9 +87,15 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     for name in tenants:
         assert "+++ after: %s (persistent XML)" % name in out
     assert out.count('+  <os firmware="efi">') == len(tenants)
-    # one A100 40GB: 64 GiB BAR1 + 32 MiB BAR3 + headroom -> 128 GiB; two -> 256 GiB
+    # one A100 40GB: 64 GiB BAR1 + 32 MiB BAR3 + headroom -> 128 GiB; two -> 256 GiB; the capture is of an AMD
+    # host, where each window is raised to 1 TiB, which OVMF places above the HyperTransport hole (pci_bars.ovmf_window)
     windows = sorted(int(w) for w in re.findall(r'<qemu:arg value="name=opt/ovmf/X-PciMmio64Mb,string=(\d+)" />', out))
-    assert windows == sorted({1: 131072, 2: 262144}[gpus] for gpus in tenants.values())
+    assert windows == sorted(max({1: 131072, 2: 262144}[gpus], 1 << 20) for gpus in tenants.values())
+    # each tenant's GPUs and VFs share a switch on the host (PXB): one emulated switch holds them (issue 50 item 3)
+    for name, xml in sorted(domain_xmls(out).items()):
+        devices = xml.count("<hostdev ") + xml.count('<interface type="hostdev"')
+        assert devices == 2 * tenants[name], (name, xml)
+        assert xml.count('model="pcie-switch-upstream-port"') == 1 and xml.count('model="pcie-switch-downstream-port"') == devices
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
     # one module call on the host, the gate's read: it checked each stage's call in check mode, and each stage
@@ -391,7 +398,14 @@ def test_preview_shows_a_tenant_spanning_two_nodes(tmp_path):
     assert [cell[0] for cell in cells] == ["0", "1"] and len(set(cell[1] for cell in cells)) == 2, out[-4000:]
     xml = domain_xmls(out)["wide"]
     assert xml.count("<cell ") == 2 and xml.count("<memnode ") == 2 and xml.count('model="pcie-expander-bus"') == 2
-    assert xml.count('model="pcie-root-port"') == 6
+    # per cell, its two GPUs and its VF share a switch on the host (PXB): one emulated switch on the cell's expander,
+    # a downstream port per device (issue 50 item 3; before, a root port per device)
+    assert xml.count('model="pcie-root-port"') == 2 and xml.count('model="pcie-switch-upstream-port"') == 2
+    assert xml.count('model="pcie-switch-downstream-port"') == 6
+    root = ET.fromstring(xml)
+    models = dict((c.get("index"), c.get("model")) for c in root.findall("devices/controller"))
+    on = [int(e.find("address").get("bus"), 16) for e in root.findall("devices/hostdev") + root.findall("devices/interface")]
+    assert len(on) == 6 and all(models[str(bus)] == "pcie-switch-downstream-port" for bus in on), xml
     path = tmp_path / "wide.xml"
     path.write_text(xml, encoding="utf-8")
     check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)

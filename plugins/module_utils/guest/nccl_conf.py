@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, file_target, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_found, block_lines, check_marker, render_block
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_vm import check_relaxed_ordering, gpudirect_state
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
 
@@ -41,6 +42,7 @@ MODULE_ARGS = dict(
         ib_hca=dict(type="list", elements="str", default=[]),
         socket_ifname=dict(type="str"),
         net_gdr_level=dict(type="str"),
+        ib_pci_relaxed_ordering=dict(type="str"),
         gid_index=dict(type="str", default="discover"),
         addr_range=dict(type="str"),
         nccl_version=dict(type="str"),
@@ -384,6 +386,8 @@ def wanted_settings(params, host, tables, result):
         settings["NCCL_SOCKET_IFNAME"] = check_socket_ifname(params["socket_ifname"])
     if params["net_gdr_level"] is not None:
         settings["NCCL_NET_GDR_LEVEL"] = check_gdr_level(params["net_gdr_level"])
+    if params["ib_pci_relaxed_ordering"] is not None:
+        settings["NCCL_IB_PCI_RELAXED_ORDERING"] = check_relaxed_ordering(params["ib_pci_relaxed_ordering"])
     for key, value in (params["extra"] or {}).items():
         if not KEY_RE.match(str(key)):
             raise InputError("extra: %r is not an environment variable name such as NCCL_IB_TC" % key)
@@ -413,6 +417,8 @@ def check_inputs(params):
     parse_hca(entries, option)
     if params["net_gdr_level"] is not None:
         check_gdr_level(params["net_gdr_level"])
+    if params["ib_pci_relaxed_ordering"] is not None:
+        check_relaxed_ordering(params["ib_pci_relaxed_ordering"])
     for key, value in (params["extra"] or {}).items():
         check_line_value(key, "extra")
         check_line_value(value, "extra.%s" % key)
@@ -501,6 +507,8 @@ def decide(params, host):
     result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
     result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(conf.before or ""))
     result["gid_table"] = [r for _k, rows in sorted(tables.items()) for r in rows]
+    # read-only: whether NCCL can use GPUDirect RDMA here (nccl_vm), said, never a failure
+    result["gpudirect"] = gpudirect_state(host.fs)
     if hosts is not None:
         result["hosts_path"] = params["hosts_path"]
         result["hosts_lines"] = hosts_lines
@@ -536,4 +544,7 @@ def plan(decision):
 def nccl_env(params, host, run):
     """The nccl_env module: edit the NCCL file (and, with ``hosts_entries``, the hosts file)
     under the host's root. Both files are decided before either is written."""
-    return apply(decide(params, host), params, host, run)
+    decision = decide(params, host)
+    if decision.result["gpudirect"]["message"]:
+        run.warn(decision.result["gpudirect"]["message"])
+    return apply(decision, params, host, run)

@@ -63,6 +63,10 @@ def mlx_rocev2(params, host, run):
         result["packages"] = missing_packages(host, wanted_packages)
     run.diff.extend([diff])
     if isinstance(nccl, nccl_conf.Decision):
+        # the guest stage's GPUDirect RDMA check: said, never a failure
+        result["gpudirect"] = nccl.result["gpudirect"]
+        if nccl.result["gpudirect"]["message"]:
+            run.warn(nccl.result["gpudirect"]["message"])
         result["nccl_env"] = (nccl_conf.apply(nccl, nccl_options, host, run) if params["nccl_env_write"]
                               else nccl_conf.plan(nccl))
     elif nccl is not None:

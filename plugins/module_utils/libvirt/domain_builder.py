@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import sync_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import sync_switches
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_elements, source_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
@@ -77,7 +78,9 @@ class DomainBuilder:
         ET.SubElement(devices, "console", {"type": "pty"})
         ET.SubElement(devices, "memballoon", {"model": "none"})
         if self.cells:
-            sync_cells(root, self.cells, self.hugepage_kib, device_elements(root))
+            sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches)
+        elif self.switches:
+            sync_switches(root, self.switches, device_elements(root))
         return root
 
     @staticmethod
@@ -365,7 +368,9 @@ class DomainBuilder:
             changed = True
         if self._sync_phys_bits(root):
             changed = True
-        if sync_cells(root, self.cells, self.hugepage_kib, device_elements(root)):
+        if sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches):
+            changed = True
+        if not self.cells and sync_switches(root, self.switches, device_elements(root)):
             changed = True
         current = firmware_of(root)
         if current != self.firmware:

@@ -29,6 +29,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_elements
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import find_or_add, to_kib
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import (
+    add_switch, controllers_under, root_port_of, switches_right)
 
 __metaclass__ = type
 
@@ -101,18 +103,20 @@ def check_cells_host(cells, host, name):
                              % (cell["id"], cell["node"], name, format_cpulist(sorted(host["cells"])) or "none"))
 
 
-def sync_cells(root, cells, hugepage_kib, elements):
+def sync_cells(root, cells, hugepage_kib, elements, switches=()):
     """Bring ``root`` to ``cells`` (check_cells). Without cells, a definition whose cells this
     manages (each bound to one host node by a ``memnode``, or devices under an expander) loses
     them, their expanders and ports; any other is left as it is. ``elements``: host PCI address
-    -> its ``hostdev`` or ``interface`` element (domain_devices.device_elements). -> True when anything changed."""
+    -> its ``hostdev`` or ``interface`` element (domain_devices.device_elements); ``switches``:
+    the groups of devices that share an emulated switch (domain_switch), its root port on their
+    cell's expander. -> True when anything changed."""
     if not cells and not read_cells(root) and root.find("devices/controller[@model='%s']" % EXPANDER) is None:
         return False
     changed = _sync_numa(root, cells)
     changed = _sync_memnodes(root, cells) or changed
     if hugepage_kib:
         changed = _sync_page_nodeset(root, cells) or changed
-    return _sync_expanders(root, cells, elements) or changed
+    return _sync_expanders(root, cells, elements, switches if cells else ()) or changed
 
 
 def _sync_numa(root, cells):
@@ -204,28 +208,29 @@ def _expander_node(controller):
         return None
 
 
-def _sync_expanders(root, cells, elements):
+def _sync_expanders(root, cells, elements, switches=()):
     devices = root.find("devices")
     controllers = devices.findall("controller[@type='pci']") if devices is not None else []
     by_index = dict((_index(c), c) for c in controllers)
     expanders = [c for c in controllers if c.get("model") == EXPANDER]
-    # every wanted device on a root port of the expander of its cell
+    # every wanted device on a root port (its own or its switch's) of the expander of its cell
     right = bool(cells) or not expanders
     for cell in cells:
         for address in cell["devices"]:
             element = elements.get(address)
-            port = by_index.get(_bus(element)) if element is not None else None
-            expander = by_index.get(_bus(port)) if port is not None and port.get("model") == ROOT_PORT else None
+            port = root_port_of(element, by_index) if element is not None else None
+            expander = by_index.get(_bus(port)) if port is not None else None
             if expander is None or expander.get("model") != EXPANDER or _expander_node(expander) != cell["id"]:
                 right = False
     if cells and sorted(map(_expander_node, expanders)) != [cell["id"] for cell in cells if cell["devices"]]:
         right = False
+    if cells and not switches_right(switches, elements, by_index):
+        right = False
     if right:
         return False
-    # rebuilt: the old expanders, their ports and the addresses on them out, then one per cell
+    # rebuilt: the old expanders, their ports and switches and the addresses on them out, then one per cell
     gone = set(_index(c) for c in expanders)
-    ports = [c for c in controllers if c.get("model") == ROOT_PORT and _bus(c) in gone]
-    gone.update(_index(c) for c in ports)
+    ports = controllers_under([c for c in controllers if c not in expanders], gone)
     for controller in expanders + ports:
         devices.remove(controller)
     for element in list(elements.values()):
@@ -239,7 +244,9 @@ def _sync_expanders(root, cells, elements):
     for cell in cells:
         if not cell["devices"]:
             continue
-        top -= 1 + len(cell["devices"])
+        units = _units(cell["devices"], switches)
+        # a bus of its own, one per root port, and per switch one inside it and one per downstream port
+        top -= 1 + sum(1 if len(unit) == 1 else len(unit) + 2 for unit in units)
         expander = ET.Element("controller", {"type": "pci", "index": str(index), "model": EXPANDER})
         target = ET.SubElement(expander, "target", {"busNr": str(top)})
         ET.SubElement(target, "node").text = str(cell["id"])
@@ -247,7 +254,11 @@ def _sync_expanders(root, cells, elements):
         position += 1
         expander_index = index
         index += 1
-        for slot, address in enumerate(cell["devices"]):
+        for slot, unit in enumerate(units):
+            if len(unit) > 1:
+                position, index = add_switch(devices, position, index, unit, elements, expander_index, slot)
+                continue
+            address = unit[0]
             port = ET.Element("controller", {"type": "pci", "index": str(index), "model": ROOT_PORT})
             ET.SubElement(port, "address", {"type": "pci", "domain": "0x0000", "bus": "0x%02x" % expander_index,
                                             "slot": "0x%02x" % slot, "function": "0x0"})
@@ -261,6 +272,18 @@ def _sync_expanders(root, cells, elements):
                                                "function": "0x0"})
             index += 1
     return True
+
+
+def _units(addresses, switches):
+    """A cell's devices (in order) as what each root port holds: a switch's devices, or one device."""
+    units = []
+    for address in addresses:
+        group = next((g for g in switches if address in g), None)
+        if group is None:
+            units.append([address])
+        elif address == next(a for a in group if a in addresses):
+            units.append([a for a in group if a in addresses])
+    return units
 
 
 def _controller_position(devices):
@@ -305,7 +328,7 @@ def expander_layout(root):
     by_index = dict((_index(c), c) for c in root.findall("devices/controller[@type='pci']"))
     out = {}
     for address, element in sorted(device_elements(root).items()):
-        port = by_index.get(_bus(element))
-        expander = by_index.get(_bus(port)) if port is not None and port.get("model") == ROOT_PORT else None
+        port = root_port_of(element, by_index)
+        expander = by_index.get(_bus(port)) if port is not None else None
         out[address] = _expander_node(expander) if expander is not None and expander.get("model") == EXPANDER else None
     return out

@@ -9,7 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.captured_programs import MAXPHYSADDR_LIBVIRT, maxphysaddr_supported
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import host_cpus, host_cpus_from_topology
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_bars import read_mmio64_sizes, window_setting_mb
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_bars import (
+    ABOVE_HT_HOLE_MB, read_mmio64_sizes, window_above_ht_hole_mb, window_setting_mb)
 
 __metaclass__ = type
 
@@ -72,3 +74,24 @@ def mmio_window(spec, fs):
                         "the 64-bit MMIO window of %s leaves their BARs out (give mmio_window_mb to size it, or "
                         "capture the host again)" % (", ".join(unknown), spec.name))
     return window_setting_mb(sizes), warnings
+
+
+def place_above_ht_hole(spec, given_mb, cpu_vendor):
+    """On an AMD host, the 64-bit window of a UEFI tenant with GPUs or VFs sized so that OVMF puts
+    it above the HyperTransport hole (pci_bars.ovmf_window: at least 1 TiB, which needs guest
+    address bits above 40, i.e. ``<maxphysaddr mode='passthrough'/>``); ``given_mb``: the caller's
+    ``mmio_window_mb`` (None when not given; 0, no entry, is kept; a smaller one is refused,
+    nothing changed). -> a warning, or None; ``spec.mmio_window_mb`` set."""
+    if cpu_vendor != "amd" or spec.firmware != "efi" or not (spec.gpus or spec.vfs) or given_mb == 0:
+        return None
+    if spec.maxphysaddr is False:
+        return ("%s: this AMD host's libvirt predates <maxphysaddr>, so the guest keeps QEMU's 40 address bits and OVMF "
+                "may put its 64-bit window in the HyperTransport hole (0xfd00000000-0xffffffffff), where peer-to-peer DMA "
+                "between its GPUs and VFs fails; with libvirt 8.7.0 or later the window is placed above it" % spec.name)
+    if given_mb is not None and given_mb < ABOVE_HT_HOLE_MB:
+        raise InputError("mmio_window_mb: %d MiB for %s on an AMD host: OVMF could place a window that small in the "
+                         "HyperTransport hole (0xfd00000000-0xffffffffff), where peer-to-peer DMA fails; give at least %d "
+                         "(1 TiB, placed above it) or leave mmio_window_mb out"
+                         % (spec.mmio_window_mb, spec.name, ABOVE_HT_HOLE_MB))
+    spec.mmio_window_mb = window_above_ht_hole_mb(spec.mmio_window_mb)
+    return None

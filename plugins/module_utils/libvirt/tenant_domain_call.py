@@ -18,7 +18,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import pci_function_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import LIBVIRT_OPTIONS, decide_then_act
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import host_model, maxphysaddr_gate, maxphysaddr_note
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import (
+    host_model, maxphysaddr_gate, maxphysaddr_note, place_above_ht_hole)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import backing_chain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params
@@ -319,6 +320,13 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
         supported, versions = maxphysaddr_gate(conn, host, topology)
         for spec in present:
             spec.maxphysaddr = supported
+        vendor = (topology or {}).get("cpu_vendor")
+        for request in requests:
+            if request.present:
+                with labelled(request.label):
+                    warning = place_above_ht_hole(request.spec, request.options["mmio_window_mb"], vendor)
+                if warning:
+                    run.warn(warning)
     if batch:
         for request in requests:
             if request.pins_anything:

@@ -24,6 +24,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_imag
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import GUEST_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import _definition_diff, _persistent_xml, _running_diff
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import mmio_window
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import switch_layout
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.live_pins import (
     PIN_OPTIONS, apply_live_pins, live_pin_changes, pin_diff_lines, pin_restart_reasons)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import LibvirtError
@@ -73,6 +74,7 @@ TENANT_DOMAIN_OPTIONS = dict(
         memory_kib=dict(type="int", required=True),
         devices=dict(type="list", elements="str", default=[]),
     )),
+    pcie_switches=dict(type="list", elements="list", default=[]),
     **dict(PIN_OPTIONS, **GUEST_OPTIONS)
 )
 # A domain that is not removed needs its size; checked per domain (the top-level state's
@@ -170,6 +172,8 @@ class TenantDomain:
             later.append("hugepage backing")
         if read_cells(before) != read_cells(after) or expander_layout(before) != expander_layout(after):
             later.append("guest NUMA cells")
+        if switch_layout(before) != switch_layout(after):
+            later.append("emulated PCIe switches")
         if mmio_window_of(before) != mmio_window_of(after):
             later.append("64-bit MMIO window")
         want_count = self.spec.vcpus

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_builder import DomainBuilder
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import check_cells
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import check_switch_cells, check_switches
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import IOTUNE_KEYS, address_attributes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZES_KB, size_name
@@ -86,6 +87,9 @@ class TenantSpec(DomainBuilder):
         self.machine = check_machine(params.get("machine"))
         # guest NUMA cells of a tenant spanning host nodes (domain_cells); [] on one node
         self.cells = check_cells(params.get("numa_cells"), self.max_vcpus, self.memory_kib, self.gpus + self.vfs, self.machine)
+        # the devices the host has under one PCIe switch, under one emulated switch (domain_switch)
+        self.switches = check_switches(params.get("pcie_switches"), self.gpus + self.vfs, self.machine)
+        check_switch_cells(self.switches, self.cells)
         self.arch = check_arch(params.get("arch")) or "x86_64"
         # set by tenant_domain from the guest options (guest_image): the cloud-init seed ISO, the
         # management NIC ({network or bridge, mac}) and the serial console's log file

@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pcie_switches import switch_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_network_vfs
 
@@ -248,6 +249,12 @@ def tenant_domains(found, tenants, settings):
             args["numa_cells"] = numa_cells(placement)
         # the record's: the tenant's own, else the stage's, else efi
         args["firmware"] = spec.get("firmware") or check_firmware(settings.get("firmware"))
+        machine = spec.get("machine") or settings.get("machine")
+        if topology is not None and "q35" in (machine or ""):
+            # the GPUs and VFs under one host switch under one emulated switch (pcie_switches)
+            groups = switch_groups(topology, placement["gpus"], placement["vfs"], placement.get("vf_pfs"))
+            if groups:
+                args["pcie_switches"] = [group["devices"] for group in groups]
         if topology is not None:
             # each network VF with its own MAC (given or derived) and the tenant's VLAN, as the
             # VF settings on the PF (filter plan_vf_settings) have them

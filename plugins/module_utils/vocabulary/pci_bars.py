@@ -115,3 +115,55 @@ def window_setting_mb(sizes, headroom_mb=HEADROOM_MB):
         return None
     wanted = window_mb(sizes, headroom_mb)
     return min(wanted, MAX_WINDOW_MB) if wanted > OVMF_DEFAULT_MB else None
+
+
+# AMD hosts: the HyperTransport hole, the range below 1 TiB that AMD CPUs reserve, where a guest's
+# 64-bit BARs do not take peer-to-peer DMA (cloud-hypervisor#8896); a window on an AMD host must
+# lie wholly above it.
+HT_HOLE = (0xFD00000000, 0xFFFFFFFFFF)
+# The smallest window OVMF places at 1 TiB or above whichever way it places it (ovmf_window): its
+# base is aligned to the window's size, and with guest address bits of 41 or more its dynamic
+# window starts at 7/8 of a space of at least 2 TiB.
+ABOVE_HT_HOLE_MB = 1 << 20
+GIB = 1 << 30
+
+
+def _align(value, alignment):
+    return -(-value // alignment) * alignment
+
+
+def _power_of_two_at_most(value):
+    power = 1
+    while power * 2 <= value:
+        power *= 2
+    return power
+
+
+def ovmf_window(window_mb, first_non_address, phys_bits):
+    """-> (base, size) in bytes of the 64-bit aperture OVMF makes, as edk2's
+    OvmfPkg/Library/PlatformInitLib/MemDetect.c does: the classic window
+    (PlatformGetFirstNonAddress: base the end of RAM, ``first_non_address``, aligned to 1 GiB and
+    then to the size rounded down to a power of two, the size ``window_mb`` aligned to 1 GiB),
+    unless the guest's address width is known (``phys_bits``, None when OVMF does not take it:
+    PlatformAddressWidthFromCpuid, limited to 46) and the window asked for is smaller than an
+    eighth of that space: then the dynamic window, that eighth at its top
+    (PlatformDynamicMmioWindow)."""
+    size = _align(window_mb * MIB, GIB)
+    base = _align(_align(first_non_address, GIB), _power_of_two_at_most(size))
+    if phys_bits is not None:
+        bits = min(phys_bits, 46)
+        space, mmio = 1 << bits, 1 << (bits - 3)
+        if size < mmio and base + mmio < space:
+            return space - mmio, mmio
+    return base, size
+
+
+def overlaps_ht_hole(base, size):
+    """Whether [base, base + size) meets the HyperTransport hole."""
+    return base <= HT_HOLE[1] and base + size > HT_HOLE[0]
+
+
+def window_above_ht_hole_mb(window_mb):
+    """The window to ask OVMF for on an AMD host: ``window_mb`` (None: OVMF's default) raised to
+    :data:`ABOVE_HT_HOLE_MB`, so that OVMF puts it above the HyperTransport hole."""
+    return max(window_mb or OVMF_DEFAULT_MB, ABOVE_HT_HOLE_MB)

@@ -333,3 +333,17 @@ def test_netdev_by_mac_from_gathered_facts():
     assert FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0A") == "enp7s0"
     with pytest.raises(AnsibleFilterError, match="no netdev carries 52:54:00:00:00:0b .*mgmt0 56:2f:1c:aa:03:9e"):
         FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0b")
+
+
+@pytest.mark.parametrize("level, gdr", [("PIX", "PIX"), ("PXB", "PXB"), ("PHB", "PHB"), ("NODE", "PHB"), ("SYS", "SYS"), (None, None)])
+def test_a_tenant_guest_gets_the_nccl_settings_of_a_vm(level, gdr):
+    """The guest stage's NCCL settings for a VM (issue 50 item 4): GPUDirect RDMA as far as the plan's level
+    between the tenant's GPUs and VFs on the host, as NCCL_NET_GDR_LEVEL names it, and relaxed ordering on."""
+    plan = {"placements": {"tenant-a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:81:00.2"], "mac": None, "pcie_affinity": level}}}
+    a = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]
+    assert a.get("gpuvirt_guest_gdr_level") == gdr and a["gpuvirt_guest_relaxed_ordering"] == "1"
+    # a tenant without GPUs has no GPU-to-VF level; one without VFs no RDMA NIC to set
+    plan["placements"]["tenant-a"]["gpus"] = []
+    assert "gpuvirt_guest_gdr_level" not in FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]
+    b = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[1]
+    assert "gpuvirt_guest_relaxed_ordering" not in b and "gpuvirt_guest_gdr_level" not in b

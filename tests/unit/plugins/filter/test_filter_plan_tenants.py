@@ -457,7 +457,8 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
     """A 4-GPU tenant on the DGX A100-class host (NPS4: 2 GPUs a node) under numa: spread: its
     tenant_domain entry, checked as the module checks it, builds a definition with one guest cell
     per host node (vCPUs, memory, memnode strict on the node, hugepages in both cells, vCPUs pinned
-    on the cell's node) and each GPU and VF on a root port of its cell's pcie-expander-bus; libvirt's
+    on the cell's node) and each GPU and VF under a root port of its cell's pcie-expander-bus, those
+    that share a switch on the host under one emulated switch on it (pcie_switches); libvirt's
     schema (virt-xml-validate) accepts it, and bringing it to the same entry again changes nothing."""
     topology = dgx_a100()
     tenants = [{"name": "wide", "vcpus": 32, "memory_mb": 131072, "gpus": 4, "vfs": 2, "hugepage_size": "1G", "numa": "spread"}]
@@ -486,13 +487,22 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
     gpu_cell = dict((a, cell["id"]) for cell in placed["cells"] for a in cell["gpus"] + cell["vfs"])
     elements = root.findall("devices/hostdev") + root.findall("devices/interface[@type='hostdev']")
     assert len(elements) == 6
+    # each cell's two GPUs and its VF share a switch on the host (PXB on this tree): the entry says so
+    assert sorted(map(sorted, options["pcie_switches"])) == sorted(sorted(cell["gpus"] + cell["vfs"]) for cell in placed["cells"])
+    upstreams = {}
     for element in elements:
         source = element.find("source/address")
         host = "%04x:%02x:%02x.%x" % tuple(int(source.get(k), 16) for k in ("domain", "bus", "slot", "function"))
-        port = controllers[str(int(element.find("address").get("bus"), 16))]
+        downstream = controllers[str(int(element.find("address").get("bus"), 16))]
+        assert downstream.get("model") == "pcie-switch-downstream-port"
+        upstream = controllers[str(int(downstream.find("address").get("bus"), 16))]
+        assert upstream.get("model") == "pcie-switch-upstream-port"
+        upstreams.setdefault(upstream.get("index"), set()).add(host)
+        port = controllers[str(int(upstream.find("address").get("bus"), 16))]
         assert port.get("model") == "pcie-root-port"
         expander = controllers[str(int(port.find("address").get("bus"), 16))]
         assert expander.find("target/node").text == str(gpu_cell[host])
+    assert sorted(map(sorted, upstreams.values())) == sorted(map(sorted, options["pcie_switches"]))
     path = tmp_path / "wide.xml"
     path.write_text(to_text(root), encoding="utf-8")
     check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
@@ -513,16 +523,31 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
         elif controller.get("model") == "pcie-root-port":
             controller.insert(0, ET.Element("model", {"name": "pcie-root-port"}))
             controller.insert(1, ET.Element("target", {"chassis": controller.get("index"), "port": "0x0"}))
+        elif controller.get("model") == "pcie-switch-upstream-port":
+            controller.insert(0, ET.Element("model", {"name": "x3130-upstream"}))
+        elif controller.get("model") == "pcie-switch-downstream-port":
+            controller.insert(0, ET.Element("model", {"name": "xio3130-downstream"}))
+            controller.insert(1, ET.Element("target", {"chassis": controller.get("index"), "port": "0x0"}))
     assert not TenantSpec(options).update(stored)
     # the domain read back is the planner's existing: the tenant is kept as it is
     kept = PLAN(topology, tenants, {"existing": {"wide": read_assignment(root)}})["placements"]["wide"]
     assert kept["kept"] and kept["cells"] == placed["cells"] and kept["vcpu_pins"] == placed["vcpu_pins"]
-    # back on one node: the cells, memnodes and expanders leave, the devices' guest addresses with them
+    # back on one node: the cells, memnodes and expanders leave, the devices' guest addresses with them; the
+    # switches stay, each on a root port of its own (on pcie-root, placed by libvirt), and are then kept
     one = dict(options, numa_cells=[], nodeset=str(placed["numa_nodes"][0]))
     assert TenantSpec(one).update(again)
     assert again.find("cpu/numa") is None and again.find("numatune/memnode") is None
     assert again.find("devices/controller[@model='pcie-expander-bus']") is None
+    ports = again.findall("devices/controller[@model='pcie-root-port']")
+    assert len(ports) == 2 and all(p.find("address") is None for p in ports)
+    assert len(again.findall("devices/controller[@model='pcie-switch-downstream-port']")) == 6
+    assert not TenantSpec(one).update(again)
+    # and without the switches, the devices' guest addresses leave with them
+    plain = dict(one, pcie_switches=[])
+    assert TenantSpec(plain).update(again)
+    assert again.find("devices/controller[@type='pci']") is None
     assert all(e.find("address") is None for e in again.findall("devices/hostdev"))
+    assert not TenantSpec(plain).update(again)
 
 
 def test_the_libvirt_host_roles_changes_are_said_for_a_preview():

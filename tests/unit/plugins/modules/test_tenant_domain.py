@@ -447,6 +447,25 @@ def test_a_window_given_wins_and_unknown_bars_are_named(conn, args):
     assert fwcfg(ET.fromstring(result["xml"])) == {"opt/ovmf/X-PciMmio64Mb": "65536"}
 
 
+def test_on_an_amd_host_the_window_is_placed_above_the_hypertransport_hole(conn, args, a100_tree):
+    """An AMD host (issue 50 item 6): the window is at least 1 TiB, which OVMF places above
+    0xfd00000000-0xffffffffff, with the guest's address bits the host's (<maxphysaddr>); a smaller
+    window given is refused, nothing defined; 0 (no entry) is the caller's to give."""
+    FakeHost(a100_tree.root).set_cpuinfo("AuthenticAMD")
+    del args["mmio_window_mb"]
+    args.update(gpus=[EDU], machine="pc")
+    failed = run_module(tenant_domain.main, dict(args, mmio_window_mb=262144), host=a100_tree)
+    assert failed.get("failed"), failed
+    assert "mmio_window_mb: 262144 MiB for %s on an AMD host" % args["name"] in failed["msg"] and "1048576" in failed["msg"]
+    with pytest.raises(libvirt.libvirtError):
+        conn.lookupByName(args["name"])
+    result = run_module(tenant_domain.main, args, host=a100_tree)
+    assert result["changed"] and result["mmio_window_mb"] == 1 << 20
+    assert fwcfg(ET.fromstring(result["xml"])) == {"opt/ovmf/X-PciMmio64Mb": "1048576"}
+    conn.lookupByName(args["name"]).undefine()
+    assert run_module(tenant_domain.main, dict(args, mmio_window_mb=0), host=a100_tree)["mmio_window_mb"] is None
+
+
 def test_bios_tenant_has_no_window(conn, args, a100_tree):
     del args["mmio_window_mb"]
     args["firmware"] = "bios"

@@ -123,3 +123,38 @@ def test_a_resource_file_that_is_not_whole_reads_as_unknown_not_as_no_bars(tmp_p
 def test_the_kernels_resource_files_are_whole(tree):
     for address in ("0000:07:00.0", "0000:0c:00.2"):
         assert pci_bars.is_resource_file(tree.read("/sys/bus/pci/devices/%s/resource" % address))
+
+
+# --------------------------------------------------------------------------- AMD: the window above the HyperTransport hole
+GIB = 1 << 30
+TIB = 1 << 40
+
+
+def test_ovmf_on_amd_with_40_address_bits_puts_its_window_in_the_hole():
+    """QEMU's default 40 address bits count as known on AMD (edk2's PlatformAddressWidthFromCpuid): the
+    dynamic window is the top eighth of 1 TiB, 0xe000000000-0xffffffffff, over the HyperTransport hole."""
+    base, size = pci_bars.ovmf_window(pci_bars.OVMF_DEFAULT_MB, 4 * GIB + 64 * GIB, 40)
+    assert (base, size) == (0xE000000000, 128 * GIB)
+    assert pci_bars.overlaps_ht_hole(base, size)
+
+
+@pytest.mark.parametrize("bits", [41, 42, 43, 44, 46, 48, 52, None])
+@pytest.mark.parametrize("ram_top", [4 * GIB + 64 * GIB, 4 * GIB + 900 * GIB, 4 * GIB + 1536 * GIB])
+@pytest.mark.parametrize("needed", [None, 131072, 262144, 2 << 20])
+def test_the_amd_window_lies_above_the_hole_whichever_way_ovmf_places_it(bits, ram_top, needed):
+    """The window asked for on an AMD host (at least 1 TiB) lies wholly above 0xffffffffff for every
+    guest address width of 41 bits or more (the dynamic window) and without one (the classic window,
+    after RAM, aligned to its size), whatever the guest's RAM."""
+    window = pci_bars.window_above_ht_hole_mb(needed)
+    assert window >= (needed or 0) and window >= 1 << 20
+    base, size = pci_bars.ovmf_window(window, ram_top, bits)
+    assert base > pci_bars.HT_HOLE[1] and not pci_bars.overlaps_ht_hole(base, size)
+    assert base >= ram_top and size >= (needed or 0) * pci_bars.MIB
+
+
+def test_a_window_that_ovmf_would_place_below_1tib_is_what_the_rule_replaces():
+    """Without the rule, a window smaller than an eighth of a 40-bit space (64 GiB) lands in the hole;
+    with it, the window is 1 TiB and OVMF puts it at 1 TiB exactly (classic: aligned to its size)."""
+    assert pci_bars.overlaps_ht_hole(*pci_bars.ovmf_window(65536, 68 * GIB, 40))
+    assert pci_bars.ovmf_window(pci_bars.window_above_ht_hole_mb(131072), 68 * GIB, 43) == (TIB, TIB)
+    assert not pci_bars.overlaps_ht_hole(0xFC00000000, 4 * GIB) and pci_bars.overlaps_ht_hole(0xFC00000000, 4 * GIB + 1)
