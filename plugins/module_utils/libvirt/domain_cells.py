@@ -30,7 +30,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_elements
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import find_or_add, to_kib
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import (
-    add_switch, controllers_under, root_port_of, switches_right)
+    add_switch, bus_of, controllers_under, index_of, root_port_of, switches_right)
 
 __metaclass__ = type
 
@@ -182,24 +182,6 @@ def _sync_page_nodeset(root, cells):
     return changed
 
 
-def _index(element):
-    try:
-        return int(element.get("index"))
-    except (TypeError, ValueError):
-        return None
-
-
-def _bus(element):
-    """The guest bus number of an element's own ``<address type='pci'>``, or None."""
-    address = element.find("address")
-    if address is None or address.get("type") not in (None, "pci") or address.get("bus") is None:
-        return None
-    try:
-        return int(address.get("bus"), 0)
-    except ValueError:
-        return None
-
-
 def _expander_node(controller):
     node = controller.find("target/node")
     try:
@@ -211,7 +193,7 @@ def _expander_node(controller):
 def _sync_expanders(root, cells, elements, switches=()):
     devices = root.find("devices")
     controllers = devices.findall("controller[@type='pci']") if devices is not None else []
-    by_index = dict((_index(c), c) for c in controllers)
+    by_index = dict((index_of(c), c) for c in controllers)
     expanders = [c for c in controllers if c.get("model") == EXPANDER]
     # every wanted device on a root port (its own or its switch's) of the expander of its cell
     right = bool(cells) or not expanders
@@ -219,7 +201,7 @@ def _sync_expanders(root, cells, elements, switches=()):
         for address in cell["devices"]:
             element = elements.get(address)
             port = root_port_of(element, by_index) if element is not None else None
-            expander = by_index.get(_bus(port)) if port is not None else None
+            expander = by_index.get(bus_of(port)) if port is not None else None
             if expander is None or expander.get("model") != EXPANDER or _expander_node(expander) != cell["id"]:
                 right = False
     if cells and sorted(map(_expander_node, expanders)) != [cell["id"] for cell in cells if cell["devices"]]:
@@ -229,15 +211,15 @@ def _sync_expanders(root, cells, elements, switches=()):
     if right:
         return False
     # rebuilt: the old expanders, their ports and switches and the addresses on them out, then one per cell
-    gone = set(_index(c) for c in expanders)
+    gone = set(index_of(c) for c in expanders)
     ports = controllers_under([c for c in controllers if c not in expanders], gone)
     for controller in expanders + ports:
         devices.remove(controller)
     for element in list(elements.values()):
         address = element.find("address")
-        if address is not None and _bus(element) in gone:
+        if address is not None and bus_of(element) in gone:
             element.remove(address)
-    kept = [i for i in (_index(c) for c in controllers if c not in expanders and c not in ports) if i is not None]
+    kept = [i for i in (index_of(c) for c in controllers if c not in expanders and c not in ports) if i is not None]
     index = max(kept + [0]) + 1
     top = TOP_BUS + 1
     position = _controller_position(devices)
@@ -325,10 +307,10 @@ def read_cells(root):
 def expander_layout(root):
     """Per guest device (host address), the guest cell of the expander its root port is on (None
     when it is on none): what a running domain keeps until it is restarted."""
-    by_index = dict((_index(c), c) for c in root.findall("devices/controller[@type='pci']"))
+    by_index = dict((index_of(c), c) for c in root.findall("devices/controller[@type='pci']"))
     out = {}
     for address, element in sorted(device_elements(root).items()):
         port = root_port_of(element, by_index)
-        expander = by_index.get(_bus(port)) if port is not None else None
+        expander = by_index.get(bus_of(port)) if port is not None else None
         out[address] = _expander_node(expander) if expander is not None and expander.get("model") == EXPANDER else None
     return out

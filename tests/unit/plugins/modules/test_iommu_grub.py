@@ -610,12 +610,13 @@ HOLD_S = 0.3  # how long each call waits between deciding and writing: the other
 ONE_EACH = ({"name": "nmi_watchdog", "value": "0"}, {"name": "mitigations", "value": "off"})
 
 
-def _call_in_a_process(host, arg, start, without_lock):
-    """One iommu_grub call that adds ``arg``, its GRUB write held back by HOLD_S; ``without_lock``: the
-    module's root lock made a no-op, to show what the lock prevents."""
+def _hold_back_grub_writes(without_lock):
+    """In this (forked) process: every GRUB write waits HOLD_S after its call decided; ``without_lock``:
+    the root lock of iommu_grub and hugepages made a no-op, to show what the lock prevents."""
     import contextlib  # pylint: disable=import-outside-toplevel
     import time  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader, grub  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as pages_utils  # pylint: disable=import-outside-toplevel
     apply = bootloader.GrubCmdlineEdit.apply
 
     def held_back(self, run_, backup=False):
@@ -624,7 +625,12 @@ def _call_in_a_process(host, arg, start, without_lock):
 
     bootloader.GrubCmdlineEdit.apply = held_back
     if without_lock:
-        grub.root_lock = lambda root, what: contextlib.nullcontext()
+        grub.root_lock = pages_utils.root_lock = lambda root, what: contextlib.nullcontext()
+
+
+def _call_in_a_process(host, arg, start, without_lock):
+    """One iommu_grub call that adds ``arg``, its GRUB write held back (:func:`_hold_back_grub_writes`)."""
+    _hold_back_grub_writes(without_lock)
     start.wait()
     result = run(host, args=[arg])
     assert result["changed"] and not result.get("failed"), result
@@ -690,20 +696,8 @@ def _grub_call_in_a_process(host, module, start, without_lock):
     """``module`` (iommu_grub adding nmi_watchdog=0, or hugepages reserving 1 GiB at boot on node
     1) editing the one GRUB file, its write held back by HOLD_S; ``without_lock``: both modules'
     root lock made a no-op."""
-    import contextlib  # pylint: disable=import-outside-toplevel
-    import time  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import bootloader, grub  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as pages_utils  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as pages_module  # pylint: disable=import-outside-toplevel
-    apply = bootloader.GrubCmdlineEdit.apply
-
-    def held_back(self, run_, backup=False):
-        time.sleep(HOLD_S)
-        return apply(self, run_, backup=backup)
-
-    bootloader.GrubCmdlineEdit.apply = held_back
-    if without_lock:
-        grub.root_lock = pages_utils.root_lock = lambda root, what: contextlib.nullcontext()
+    _hold_back_grub_writes(without_lock)
     start.wait()
     if module == "iommu_grub":
         result = run(host, args=[dict(ONE_EACH[0])])
