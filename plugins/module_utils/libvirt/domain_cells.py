@@ -30,7 +30,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_elements
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import find_or_add, to_kib
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import (
-    add_switch, bus_of, controllers_under, index_of, root_port_of, switches_right)
+    add_switch, bus_of, controller_position, controllers_under, index_of, root_port_of, switches_right)
 
 __metaclass__ = type
 
@@ -222,7 +222,7 @@ def _sync_expanders(root, cells, elements, switches=()):
     kept = [i for i in (index_of(c) for c in controllers if c not in expanders and c not in ports) if i is not None]
     index = max(kept + [0]) + 1
     top = TOP_BUS + 1
-    position = _controller_position(devices)
+    position = controller_position(devices)
     for cell in cells:
         if not cell["devices"]:
             continue
@@ -266,15 +266,6 @@ def _units(addresses, switches):
         elif address == next(a for a in group if a in addresses):
             units.append([a for a in group if a in addresses])
     return units
-
-
-def _controller_position(devices):
-    """Where new controllers go: after the disks and the other controllers (libvirt's order)."""
-    position = 0
-    for number, child in enumerate(devices):
-        if child.tag in ("emulator", "disk", "controller"):
-            position = number + 1
-    return position
 
 
 def read_cells(root):

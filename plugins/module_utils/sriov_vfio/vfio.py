@@ -22,7 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files impo
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.device_use import (
     VFIO_HOLDERS, isolation, pci_function_of, pfs_kept_for_vfs, usage_of)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import DANGLING_GROUP, GROUP_FIX, group_endpoints
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.iommu_groups import DANGLING_GROUP, GROUP_FIX, dangling_group, group_endpoints
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
@@ -138,8 +138,9 @@ class VfioBinder:
 
     def refuse_dangling_groups(self, targets):
         """A device whose ``iommu_group`` link names a group that /sys/kernel/iommu_groups lacks: its
-        group's other members cannot be known, so it is refused, naming the device."""
-        dangling = [address for address in targets if not self.fs.isdir("/sys/bus/pci/devices/%s/iommu_group" % address)]
+        group's other members cannot be known, so it is refused, naming the device (the rule the
+        planner and the tenants stage apply: iommu_groups.dangling_group)."""
+        dangling = [address for address in targets if dangling_group(self.topology, address) is not None]
         if dangling:
             raise StateError("%s. Nothing was changed" % "; ".join(
                 "%s: %s" % (address, DANGLING_GROUP % (self.pci[address]["iommu_group"], address)) for address in dangling))

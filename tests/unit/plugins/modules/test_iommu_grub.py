@@ -5,6 +5,7 @@ Every run injects a Host over the tree with recorded commands; nothing is patche
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -628,25 +629,32 @@ def _hold_back_grub_writes(without_lock):
         grub.root_lock = pages_utils.root_lock = lambda root, what: contextlib.nullcontext()
 
 
-def _call_in_a_process(host, arg, start, without_lock):
-    """One iommu_grub call that adds ``arg``, its GRUB write held back (:func:`_hold_back_grub_writes`)."""
+def _in_a_process(call, start, without_lock):
+    """``call`` (a module call, -> its result) once every process is ready, its GRUB write held back
+    (:func:`_hold_back_grub_writes`); it must change the file and not fail."""
     _hold_back_grub_writes(without_lock)
     start.wait()
-    result = run(host, args=[arg])
+    result = call()
     assert result["changed"] and not result.get("failed"), result
 
 
-def _two_calls_at_once(host, without_lock=False):
-    """Both calls started together; -> the args of the GRUB variable after both."""
+def _at_once(calls, without_lock):
+    """Each of ``calls`` in a process of its own (forked), all started together."""
     import multiprocessing  # pylint: disable=import-outside-toplevel
     context = multiprocessing.get_context("fork")
-    start = context.Barrier(2)
-    calls = [context.Process(target=_call_in_a_process, args=(host, arg, start, without_lock)) for arg in ONE_EACH]
-    for call in calls:
-        call.start()
-    for call in calls:
-        call.join(60)
-    assert [call.exitcode for call in calls] == [0, 0]
+    start = context.Barrier(len(calls))
+    processes = [context.Process(target=_in_a_process, args=(call, start, without_lock)) for call in calls]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [process.exitcode for process in processes] == [0] * len(calls)
+
+
+def _two_calls_at_once(host, without_lock=False):
+    """Two iommu_grub calls, each adding one arg of ONE_EACH, started together; -> the args of the
+    GRUB variable after both."""
+    _at_once([functools.partial(run, host, args=[arg]) for arg in ONE_EACH], without_lock)
     return run(host, check_mode=True)["args"]
 
 
@@ -692,34 +700,15 @@ def test_a_call_that_waits_too_long_for_the_lock_fails_and_changes_nothing(host,
     assert run(host, args=[dict(ONE_EACH[0])])["changed"] is True  # the lock is free again
 
 
-def _grub_call_in_a_process(host, module, start, without_lock):
-    """``module`` (iommu_grub adding nmi_watchdog=0, or hugepages reserving 1 GiB at boot on node
-    1) editing the one GRUB file, its write held back by HOLD_S; ``without_lock``: both modules'
-    root lock made a no-op."""
-    from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as pages_module  # pylint: disable=import-outside-toplevel
-    _hold_back_grub_writes(without_lock)
-    start.wait()
-    if module == "iommu_grub":
-        result = run(host, args=[dict(ONE_EACH[0])])
-    else:
-        result = run_module(pages_module.main, {"pages": [{"size": "1G", "count": 1, "node": 1}], "boot_config": "grub",
-                                                "grub_file": host.grub, "bootloader_update": "none"},
-                            host=Host(host.root, commands=RecordedCommands()))
-    assert result["changed"] and not result.get("failed"), result
-
-
 def _grub_and_hugepages_at_once(host, without_lock=False):
-    """-> the GRUB_CMDLINE_LINUX line after an iommu_grub call and a hugepages call started together."""
-    import multiprocessing  # pylint: disable=import-outside-toplevel
-    context = multiprocessing.get_context("fork")
-    start = context.Barrier(2)
-    calls = [context.Process(target=_grub_call_in_a_process, args=(host, module, start, without_lock))
-             for module in ("iommu_grub", "hugepages")]
-    for call in calls:
-        call.start()
-    for call in calls:
-        call.join(60)
-    assert [call.exitcode for call in calls] == [0, 0]
+    """An iommu_grub call adding nmi_watchdog=0 and a hugepages call reserving 1 GiB at boot on node
+    1, editing the one GRUB file, started together; -> its GRUB_CMDLINE_LINUX line after both."""
+    from ansible_collections.gpuvirt.tenancy.plugins.modules import hugepages as pages_module  # pylint: disable=import-outside-toplevel
+    pages = {"pages": [{"size": "1G", "count": 1, "node": 1}], "boot_config": "grub", "grub_file": host.grub,
+             "bootloader_update": "none"}
+    _at_once([functools.partial(run, host, args=[dict(ONE_EACH[0])]),
+              functools.partial(run_module, pages_module.main, pages, host=Host(host.root, commands=RecordedCommands()))],
+             without_lock)
     return [line for line in read_grub(host).splitlines() if line.startswith("GRUB_CMDLINE_LINUX=")][0]
 
 
