@@ -35,11 +35,12 @@ requirements:
 """
 
 # Actions that ansible runs on the controller without sending a module to the host (the
-# collection's gate_check too: it takes the gate's result, it asks the host nothing).
+# collection's gate_check and report_file too: they take the gate's result or write the report on
+# the controller, they ask the host nothing).
 CONTROLLER_ACTIONS = frozenset((
     "add_host", "assert", "debug", "fail", "group_by", "import_playbook", "import_role", "import_tasks",
     "include", "include_role", "include_tasks", "include_vars", "meta", "pause", "set_fact", "set_stats",
-    "validate_argument_spec", "gpuvirt.tenancy.gate_check",
+    "validate_argument_spec", "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.report_file",
 ))
 LOCAL_HOSTS = frozenset(("localhost", "127.0.0.1", "::1"))
 
