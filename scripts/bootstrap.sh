@@ -74,6 +74,20 @@ if ! "$UDEV_VERIFY/bin/udevadm" verify --help >/dev/null 2>&1; then
   "$UDEV_VERIFY/bin/udevadm" verify --help >/dev/null
 fi
 
+# user_wheels VENV REQUIREMENTS: the wheels of what a user installs (ansible-core and libvirt-python
+# at REQUIREMENTS' pins, and what they need) in VENV/wheelhouse, built by VENV's pip. The
+# installed-collection tests make a fresh virtualenv from them at every run, outside the checkout
+# and without the network (tests/unit/built_collection.py).
+user_wheels() {
+  local dir=$1 requirements=$2 want
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [[ "$(cat "$dir/wheelhouse/.stamp" 2>/dev/null)" != "$want" ]]; then
+    rm -rf "$dir/wheelhouse"
+    "$dir/bin/pip" wheel -q -w "$dir/wheelhouse" "$(grep '^ansible-core==' "$requirements")" "$(grep '^libvirt-python==' "$requirements")"
+    echo "$want" >"$dir/wheelhouse/.stamp"
+  fi
+}
+
 stamp="$VENV/.requirements.sha256"
 want="$(sha256sum "$REPO_ROOT/requirements.txt" | cut -d' ' -f1)"
 if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
@@ -83,6 +97,7 @@ if [[ ! -x "$VENV/bin/python" || ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]
   "$VENV/bin/pip" install -q -r "$REPO_ROOT/requirements.txt"
   echo "$want" >"$stamp"
 fi
+user_wheels "$VENV" "$REPO_ROOT/requirements.txt"
 
 # ansible-test sanity runs with --local in its own virtualenv holding ansible-test's
 # pinned tool versions (its --venv mode downloads a pip bootstrap from a host that
@@ -128,6 +143,7 @@ core_venvs() {
     "$dir/bin/pip" install -q -r "$requirements"
     echo "$want" >"$dir/.stamp"
   fi
+  user_wheels "$dir" "$requirements"
   sanity_venv "$sanity_dir" "$dir" "$requirements" "$python"
 }
 

@@ -32,8 +32,9 @@
 #           in its own virtualenv): the unit tests (tests/unit/test_preview.py among them: the preview
 #           playbook of the example inventory on the DGX A100-class capture) and ansible-test sanity
 # installed the collection as a user has it, on the newest ansible-core (the oldest stage runs the same
-#           tests on the oldest): its tarball installed into an empty collections path, no checkout on any
-#           path; the shipped docs' commands, the capture, preflight and preview by FQCN as the docs say,
+#           tests on the oldest): its tarball installed into an empty collections path, run by a fresh
+#           virtualenv made for the run outside the checkout (ansible-core and libvirt-python only, from
+#           the wheels bootstrap keeps beside the line's virtualenv), no checkout on any path; the shipped docs' commands, the capture, preflight and preview by FQCN as the docs say,
 #           failing on any warning (tests/unit/test_installed_walkthrough.py), the AWX project
 #           (tests/unit/awx/test_project.py) and the inventory plugin (tests/unit/plugins/inventory)
 set -uo pipefail
@@ -101,7 +102,13 @@ PY
   return $rc
 }
 
-unit_tests() { strict_pytest python; }
+# The installed-collection tests run the commands of a fresh virtualenv made from the wheels
+# bootstrap keeps beside the virtualenv (tests/unit/built_collection.py); the other stages of an
+# ansible-core line likewise.
+unit_tests() {
+  GPUVIRT_USER_WHEELHOUSE="$(python -c 'import sys; print(sys.prefix)')/wheelhouse" GPUVIRT_USER_REQUIREMENTS="$REPO_ROOT/requirements.txt" \
+    strict_pytest python
+}
 
 # Molecule's prerun installs a copy of this collection into ~/.ansible/collections, which
 # ansible-lint's syntax check then finds before the checkout: a copy left by an earlier lab run
@@ -192,7 +199,8 @@ oldest() {
   local rc=0
   "$OLDEST_VENV/bin/ansible" --version | sed -n 1p
   py36_parse || rc=1
-  PATH="$OLDEST_VENV/bin:$PATH" strict_pytest "$OLDEST_VENV/bin/python" || rc=1
+  PATH="$OLDEST_VENV/bin:$PATH" GPUVIRT_USER_WHEELHOUSE="$OLDEST_VENV/wheelhouse" GPUVIRT_USER_REQUIREMENTS="$REPO_ROOT/requirements-oldest.txt" \
+    strict_pytest "$OLDEST_VENV/bin/python" || rc=1
   GPUVIRT_SANITY_VENV="$OLDEST_SANITY_VENV" SANITY_BUILD_DIR="${TMPDIR:-/tmp}/gpuvirt-sanity-oldest-$(echo "$REPO_ROOT" | sha256sum | cut -c1-12)" \
     bash scripts/sanity.sh || rc=1
   return $rc
@@ -216,7 +224,8 @@ newest() {
 # tests among the others on the oldest): its own virtualenv first on PATH.
 installed() {
   "$NEWEST_VENV/bin/ansible" --version | sed -n 1p
-  PATH="$NEWEST_VENV/bin:$PATH" strict_pytest "$NEWEST_VENV/bin/python" tests/unit/test_installed_walkthrough.py \
+  PATH="$NEWEST_VENV/bin:$PATH" GPUVIRT_USER_WHEELHOUSE="$NEWEST_VENV/wheelhouse" GPUVIRT_USER_REQUIREMENTS="$REPO_ROOT/requirements-newest.txt" \
+    strict_pytest "$NEWEST_VENV/bin/python" tests/unit/test_installed_walkthrough.py \
     tests/unit/awx/test_project.py tests/unit/plugins/inventory
 }
 

@@ -1,7 +1,13 @@
 # -*- coding: utf-8 -*-
 """The collection as a user gets it: the tarball a release holds (``ansible-galaxy collection
 build`` of the files git would commit), and that tarball installed into an empty collections path,
-run with an environment that sees nothing of the checkout. Built once per test run."""
+run with an environment that sees nothing of the checkout. Built once per test run.
+
+The ansible-* commands a user runs are those of :func:`bindir`: where GPUVIRT_USER_WHEELHOUSE
+names a folder of wheels (scripts/bootstrap.sh makes one beside each ansible-core line's
+virtualenv), a fresh virtualenv made for this test run outside the checkout, holding only what the
+README tells a user to install (ansible-core and libvirt-python of GPUVIRT_USER_REQUIREMENTS'
+pins, from those wheels: no network); else the test's own Python's."""
 
 from __future__ import annotations
 
@@ -13,7 +19,8 @@ import sys
 import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BINDIR = os.path.dirname(sys.executable)
+# what a user installs on the controller (README, "Requirements"): the rest comes with ansible-core
+USER_PACKAGES = ("ansible-core", "libvirt-python")
 _BUILT = {}
 
 
@@ -22,6 +29,31 @@ def _work():
         _BUILT["work"] = tempfile.mkdtemp(prefix="gpuvirt-built.")
         atexit.register(shutil.rmtree, _BUILT["work"], True)
     return _BUILT["work"]
+
+
+def _user_venv(wheelhouse, requirements):
+    """A fresh virtualenv in this run's temporary folder with USER_PACKAGES at the pins of
+    ``requirements``, installed from ``wheelhouse`` only; its bin folder."""
+    with open(requirements, encoding="utf-8") as handle:
+        pins = [line.strip() for line in handle if line.split("==")[0].strip() in USER_PACKAGES]
+    assert len(pins) == len(USER_PACKAGES), "%s pins %s, not each of %s" % (requirements, pins, USER_PACKAGES)
+    venv = os.path.join(_work(), "user-venv")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    proc = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse]
+                          + pins, capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, "the user's virtualenv from %s: %s" % (wheelhouse, proc.stdout + proc.stderr)
+    return os.path.join(venv, "bin")
+
+
+def bindir():
+    """The folder of the ansible-* commands (and the Python) a user runs: see the module's docstring."""
+    if "bindir" not in _BUILT:
+        wheelhouse = os.environ.get("GPUVIRT_USER_WHEELHOUSE")
+        if wheelhouse:
+            _BUILT["bindir"] = _user_venv(wheelhouse, os.environ.get("GPUVIRT_USER_REQUIREMENTS") or os.path.join(REPO, "requirements.txt"))
+        else:
+            _BUILT["bindir"] = os.path.dirname(sys.executable)
+    return _BUILT["bindir"]
 
 
 def artifact():
@@ -34,7 +66,7 @@ def artifact():
             handle.write(files)
         subprocess.run(["rsync", "-a", "--files-from=%s" % os.path.join(work, "files"), REPO + "/", os.path.join(work, "src") + "/"],
                        check=True)
-        proc = subprocess.run([os.path.join(BINDIR, "ansible-galaxy"), "collection", "build", os.path.join(work, "src"),
+        proc = subprocess.run([os.path.join(bindir(), "ansible-galaxy"), "collection", "build", os.path.join(work, "src"),
                                "--output-path", os.path.join(work, "out")], capture_output=True, text=True, check=False, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         [name] = [name for name in os.listdir(os.path.join(work, "out")) if name.endswith(".tar.gz")]
@@ -55,7 +87,7 @@ def install(path):
     os.makedirs(str(path), exist_ok=True)
     with open(os.path.join(str(path), "ansible.cfg"), "w", encoding="utf-8") as handle:
         handle.write("[defaults]\n")
-    return subprocess.run([os.path.join(BINDIR, "ansible-galaxy"), "collection", "install", artifact(), "-p", str(path)],
+    return subprocess.run([os.path.join(bindir(), "ansible-galaxy"), "collection", "install", artifact(), "-p", str(path)],
                           capture_output=True, text=True, env=clean_env(path), check=False, timeout=300)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -38,7 +37,7 @@ def hosts(tmp_path_factory):
     dgx_tree.write_tree(str(where / "dgx"))
     roots = {"lab-bare": LAB_BARE, "dgx01": str(where / "dgx")}
     inventory = {"all": {"children": {"gpuvirt_hosts": {"hosts": dict(
-        (name, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpuvirt_capture_root": root})
+        (name, {"ansible_connection": "local", "ansible_python_interpreter": os.path.join(built_collection.bindir(), "python"), "gpuvirt_capture_root": root})
         for name, root in roots.items())}}}}
     (where / "hosts.yml").write_text(yaml.safe_dump(inventory))
     return where, roots
@@ -48,7 +47,7 @@ def capture(where, out, *extra, cwd=None):
     """Run gpuvirt.tenancy.capture from the installed collection in ``cwd`` (default ``where``);
     ``out`` None: without gpuvirt_capture_dir (its default)."""
     collections = built_collection.installed()
-    argv = [os.path.join(built_collection.BINDIR, "ansible-playbook"), "-i", str(where / "hosts.yml"), "gpuvirt.tenancy.capture",
+    argv = [os.path.join(built_collection.bindir(), "ansible-playbook"), "-i", str(where / "hosts.yml"), "gpuvirt.tenancy.capture",
             "-e", "ansible_become=false"] + (["-e", "gpuvirt_capture_dir=%s" % out] if out is not None else []) + list(extra)
     env = dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1")
     done = subprocess.run(argv, cwd=str(cwd or where), env=env, capture_output=True, text=True, check=False, timeout=600)

@@ -13,11 +13,11 @@ working directory holding a copy of the installed example inventory as ``mine``,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -64,17 +64,35 @@ def workdir(tmp_path_factory):
     load_dgx_tree().write_tree(str(where / "dgx-host"))
     (where / "mine" / "host_vars").mkdir()
     (where / "mine" / "host_vars" / "dgx01.yml").write_text(yaml.safe_dump({
-        "ansible_connection": "local", "ansible_become": False, "ansible_python_interpreter": sys.executable,
+        "ansible_connection": "local", "ansible_become": False, "ansible_python_interpreter": os.path.join(built_collection.bindir(), "python"),
         "gpuvirt_capture_root": str(where / "dgx-host")}))
     return where
 
 
 def run(workdir, command, *extra):
     env = dict(built_collection.clean_env(built_collection.installed()), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="true",
-               PATH=built_collection.BINDIR + os.pathsep + os.environ.get("PATH", ""))
+               PATH=built_collection.bindir() + os.pathsep + os.environ.get("PATH", ""))
     done = subprocess.run(["bash", "-c", command + "".join(" " + arg for arg in extra)], cwd=str(workdir), env=env,
                           capture_output=True, text=True, check=False, timeout=900)
     return done.returncode, done.stdout + done.stderr
+
+
+def test_the_users_python_sees_nothing_of_the_checkout(tmp_path):
+    """The ansible-* commands and the Python the walkthrough runs are a fresh virtualenv's, made for
+    this run outside the checkout (scripts/test.sh installed and oldest): neither its prefix nor any
+    folder of its sys.path is inside the checkout, and it imports no gpuvirt code."""
+    if not os.environ.get("GPUVIRT_USER_WHEELHOUSE"):
+        pytest.skip("GPUVIRT_USER_WHEELHOUSE is unset: the commands are the test's own Python's (the installed and oldest stages set it)")
+    python = os.path.join(built_collection.bindir(), "python")
+    # run where a user runs it (sys.path's '' is the working directory), not in the checkout
+    done = subprocess.run([python, "-c", "import json, sys; print(json.dumps([sys.prefix] + sys.path))"], capture_output=True, text=True,
+                          env=built_collection.clean_env(built_collection.installed()), cwd=str(tmp_path), check=True, timeout=60)
+    paths = json.loads(done.stdout)
+    resolved = [os.path.realpath(os.path.join(str(tmp_path), p)) for p in paths]
+    inside = [p for p in resolved if p == built_collection.REPO or p.startswith(built_collection.REPO + os.sep)]
+    assert inside == [], inside
+    assert subprocess.run([python, "-c", "import ansible_collections.gpuvirt"], capture_output=True, check=False, cwd=str(tmp_path),
+                          env=built_collection.clean_env(built_collection.installed())).returncode != 0
 
 
 def test_the_docs_hold_the_walkthrough_commands():

@@ -45,7 +45,7 @@ def test_project_sync_asks_galaxy_for_nothing(tmp_path):
     with no server to ask."""
     assert load(os.path.join(PROJECT, "collections", "requirements.yml"))["collections"] == []
     (tmp_path / "ansible.cfg").write_text("[galaxy]\nserver = http://127.0.0.1:9/\n")
-    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-galaxy"), "collection", "install", "-r",
+    proc = subprocess.run([os.path.join(built_collection.bindir(), "ansible-galaxy"), "collection", "install", "-r",
                            os.path.join(PROJECT, "collections", "requirements.yml"), "-p", str(tmp_path / "collections")],
                           env=dict(built_collection.clean_env(tmp_path), ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg")),
                           capture_output=True, text=True, check=False, timeout=120)
@@ -88,7 +88,7 @@ def checked_out(tmp_path_factory):
 @pytest.mark.parametrize("name", project_playbooks())
 def test_playbook_passes_syntax_check_with_the_installed_collection(checked_out, name):
     project, collections = checked_out
-    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-playbook"), "--syntax-check", "-i", "inventory/hosts.yml", name],
+    proc = subprocess.run([os.path.join(built_collection.bindir(), "ansible-playbook"), "--syntax-check", "-i", "inventory/hosts.yml", name],
                           cwd=str(project), env=built_collection.clean_env(collections), capture_output=True, text=True,
                           check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -99,7 +99,7 @@ def test_inventory_parses_with_the_fleet_groups(checked_out, source):
     """The file, and the directory AWX's inventory source names: its last file is the collection's
     inventory plugin, which, with no GPU host listed yet, lists no guest and fails nothing."""
     project, collections = checked_out
-    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-inventory"), "-i", source, "--list"],
+    proc = subprocess.run([os.path.join(built_collection.bindir(), "ansible-inventory"), "-i", source, "--list"],
                           cwd=str(project), env=dict(built_collection.clean_env(collections), ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED="true"),
                           capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -120,7 +120,7 @@ def test_a_job_that_matches_no_host_fails_saying_so(checked_out, tmp_path, name,
         (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpuvirt_hosts": {"hosts": {
             "node07": {"ansible_host": "node07.invalid", "ansible_connection": "ssh"}}}}}}))
         inventory, extra = str(tmp_path / "hosts.yml"), ["-e", "gpuvirt_hosts_limit=node7"]
-    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-playbook"), "-i", inventory, name] + extra,
+    proc = subprocess.run([os.path.join(built_collection.bindir(), "ansible-playbook"), "-i", inventory, name] + extra,
                           cwd=str(project), env=dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1"),
                           capture_output=True, text=True, check=False, timeout=300)
     said = " ".join((proc.stdout + proc.stderr).split())

@@ -72,7 +72,7 @@ def plain(value):
 
 def inventory_list(path, **env):
     collections = built_collection.installed()
-    proc = subprocess.run([os.path.join(built_collection.BINDIR, "ansible-inventory"), "-i", str(path), "--list"],
+    proc = subprocess.run([os.path.join(built_collection.bindir(), "ansible-inventory"), "-i", str(path), "--list"],
                           env=dict(built_collection.clean_env(collections), ANSIBLE_NOCOLOR="1", **env),
                           capture_output=True, text=True, check=False, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
