@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -123,3 +124,51 @@ def test_a_host_whose_libvirt_does_not_answer_fails_naming_it(tmp_path):
 def test_each_hosts_libvirt_as_the_controller_reaches_it(hostvars, uri):
     from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.tenant_inventory import libvirt_uri  # pylint: disable=import-outside-toplevel
     assert libvirt_uri("dgx01", hostvars) == uri
+
+
+# The example inventory's dgx01 running its tenants a-c (tenant-d defined, shut off), as libvirt's
+# test driver node (the format above)
+EXAMPLE_NODE = "<node>\n%s</node>\n" % "".join(
+    '  <domain type="test" xmlns:test="http://libvirt.org/schemas/domain/test/1.0"><name>%s</name><memory>1048576</memory>'
+    '<os><type>hvm</type></os>%s</domain>\n' % (name, "<test:runstate>5</test:runstate>" if name == "tenant-d" else "")
+    for name in ("tenant-a", "tenant-b", "tenant-c", "tenant-d"))
+MODULE_WARNING = "[WARNING]: tenants stage (checked by the gate): "
+
+
+def test_the_example_inventory_with_the_source_lists_the_guests_and_previews_without_them(tmp_path):
+    """The installed example inventory with the plugin's file as its last source (as the AWX project
+    has it), dgx01's libvirt running tenants a-c: its guests are listed, reached through dgx01; the
+    preview of that inventory on the DGX A100-class capture (the docs' command) exits 0, warns of
+    nothing but the tenants module's own, and asks no guest anything (the guest stages run inside
+    tenants that exist: a preview has none)."""
+    from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error,import-outside-toplevel
+    collection = os.path.join(built_collection.installed(), "ansible_collections", "gpuvirt", "tenancy")
+    mine = tmp_path / "mine"
+    shutil.copytree(os.path.join(collection, "inventories", "example"), str(mine))
+    (tmp_path / "node.xml").write_text(EXAMPLE_NODE)
+    (mine / "host_vars").mkdir()
+    (mine / "host_vars" / "dgx01.yml").write_text(yaml.safe_dump({"gpuvirt_inventory_libvirt_uri": "test://%s" % (tmp_path / "node.xml")}))
+    (mine / "zz-tenants.gpuvirt_tenants.yml").write_text("plugin: gpuvirt.tenancy.tenants\n")
+    rc, out, err = inventory_list(mine)
+    assert rc == 0 and "[WARNING]" not in err, err
+    listed = json.loads(out)
+    assert sorted(listed["gpuvirt_guests"]["hosts"]) == ["tenant-a", "tenant-b", "tenant-c"]
+    guest = plain(listed["_meta"]["hostvars"]["tenant-c"])
+    assert guest["ansible_host"] == "192.168.150.13" and guest["gpuvirt_tenant_host"] == "dgx01"
+    assert "ProxyJump=" in guest["ansible_ssh_common_args"] and "192.0.2.11" in guest["ansible_ssh_common_args"]
+
+    load_dgx_tree().write_tree(str(tmp_path / "dgx01"))
+    env = dict(built_collection.clean_env(built_collection.installed()), ANSIBLE_NOCOLOR="1",
+               PATH=built_collection.bindir() + os.pathsep + os.environ.get("PATH", ""))
+    done = subprocess.run(["ansible-playbook", "-i", "mine", "gpuvirt.tenancy.site", "--check", "--diff",
+                           "-e", "gpuvirt_host_root=%s" % (tmp_path / "dgx01")], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, check=False, timeout=900)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-4000:]
+    warnings = [line for line in said.splitlines() if "WARNING]" in line and not line.startswith(MODULE_WARNING)]
+    assert warnings == [], warnings
+    # no task ran on a guest: each one is skipped, none reached
+    touched = [line for line in said.splitlines() if line.startswith(("ok: [tenant-", "changed: [tenant-", "fatal: [tenant-"))]
+    assert touched == [], touched
+    recap = dict((line.split()[0], line) for line in said.splitlines() if line.startswith("tenant-"))
+    assert sorted(recap) == ["tenant-a", "tenant-b", "tenant-c"] and all("unreachable=0" in line and "ok=0" in line for line in recap.values()), recap
