@@ -24,7 +24,8 @@ USER_PACKAGES = ("ansible-core", "libvirt-python")
 _BUILT = {}
 
 
-def _work():
+def work():
+    """This run's temporary folder (the tarball, its install, the user's virtualenv)."""
     if "work" not in _BUILT:
         _BUILT["work"] = tempfile.mkdtemp(prefix="gpuvirt-built.")
         atexit.register(shutil.rmtree, _BUILT["work"], True)
@@ -37,7 +38,7 @@ def _user_venv(wheelhouse, requirements):
     with open(requirements, encoding="utf-8") as handle:
         pins = [line.strip() for line in handle if line.split("==")[0].strip() in USER_PACKAGES]
     assert len(pins) == len(USER_PACKAGES), "%s pins %s, not each of %s" % (requirements, pins, USER_PACKAGES)
-    venv = os.path.join(_work(), "user-venv")
+    venv = os.path.join(work(), "user-venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
     proc = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse]
                           + pins, capture_output=True, text=True, check=False, timeout=600)
@@ -59,18 +60,18 @@ def bindir():
 def artifact():
     """Path of the built tarball."""
     if "artifact" not in _BUILT:
-        work = _work()
+        folder = work()
         files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True,
                                check=True).stdout
-        with open(os.path.join(work, "files"), "w", encoding="utf-8") as handle:
+        with open(os.path.join(folder, "files"), "w", encoding="utf-8") as handle:
             handle.write(files)
-        subprocess.run(["rsync", "-a", "--files-from=%s" % os.path.join(work, "files"), REPO + "/", os.path.join(work, "src") + "/"],
+        subprocess.run(["rsync", "-a", "--files-from=%s" % os.path.join(folder, "files"), REPO + "/", os.path.join(folder, "src") + "/"],
                        check=True)
-        proc = subprocess.run([os.path.join(bindir(), "ansible-galaxy"), "collection", "build", os.path.join(work, "src"),
-                               "--output-path", os.path.join(work, "out")], capture_output=True, text=True, check=False, timeout=300)
+        proc = subprocess.run([os.path.join(bindir(), "ansible-galaxy"), "collection", "build", os.path.join(folder, "src"),
+                               "--output-path", os.path.join(folder, "out")], capture_output=True, text=True, check=False, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        [name] = [name for name in os.listdir(os.path.join(work, "out")) if name.endswith(".tar.gz")]
-        _BUILT["artifact"] = os.path.join(work, "out", name)
+        [name] = [name for name in os.listdir(os.path.join(folder, "out")) if name.endswith(".tar.gz")]
+        _BUILT["artifact"] = os.path.join(folder, "out", name)
     return _BUILT["artifact"]
 
 
@@ -94,7 +95,7 @@ def install(path):
 def installed():
     """A collections path holding only the installed artifact."""
     if "installed" not in _BUILT:
-        path = os.path.join(_work(), "collections")
+        path = os.path.join(work(), "collections")
         proc = install(path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         _BUILT["installed"] = path

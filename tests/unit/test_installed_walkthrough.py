@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 import yaml
@@ -55,12 +57,15 @@ def listing(top):
     return sorted(os.path.relpath(os.path.join(d, n), top) for d, dirs, files in os.walk(top) for n in dirs + files)
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    """A working directory with ``mine``, the installed example inventory, whose server dgx01 is
-    reached here: a local host whose capture root is the DGX A100-class tree."""
-    where = tmp_path_factory.mktemp("walkthrough")
-    shutil.copytree(os.path.join(collection_dir(), "inventories", "example"), str(where / "mine"))
+def make_workdir(where, collections):
+    """``where`` as a user's working directory: ``mine``, the example inventory of the collection
+    installed in ``collections``, whose server dgx01 is reached here: a local host whose capture root
+    is the DGX A100-class tree."""
+    collection = os.path.join(collections, "ansible_collections", "gpuvirt", "tenancy")
+    # a user's own copy: writable, whatever the modes of the installed files
+    shutil.copytree(os.path.join(collection, "inventories", "example"), str(where / "mine"), copy_function=shutil.copyfile)
+    for folder, _dirs, _files in os.walk(str(where / "mine")):
+        os.chmod(folder, 0o755)
     load_dgx_tree().write_tree(str(where / "dgx-host"))
     (where / "mine" / "host_vars").mkdir()
     (where / "mine" / "host_vars" / "dgx01.yml").write_text(yaml.safe_dump({
@@ -69,12 +74,39 @@ def workdir(tmp_path_factory):
     return where
 
 
-def run(workdir, command, *extra):
-    env = dict(built_collection.clean_env(built_collection.installed()), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="true",
-               PATH=built_collection.bindir() + os.pathsep + os.environ.get("PATH", ""))
-    done = subprocess.run(["bash", "-c", command + "".join(" " + arg for arg in extra)], cwd=str(workdir), env=env,
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return make_workdir(tmp_path_factory.mktemp("walkthrough"), built_collection.installed())
+
+
+def run(workdir, command, *extra, collections=None, user=(), env=None):
+    """``command`` in ``workdir`` with the installed collection's environment (``collections``: another
+    install), as ``user`` (a command prefix) with ``env`` added; -> (rc, stdout + stderr)."""
+    env = dict(built_collection.clean_env(collections or built_collection.installed()), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_DEPRECATION_WARNINGS="true", PATH=built_collection.bindir() + os.pathsep + os.environ.get("PATH", ""), **(env or {}))
+    done = subprocess.run(list(user) + ["bash", "-c", command + "".join(" " + arg for arg in extra)], cwd=str(workdir), env=env,
                           capture_output=True, text=True, check=False, timeout=900)
     return done.returncode, done.stdout + done.stderr
+
+
+def walkthrough(workdir, **how):
+    """The docs' walkthrough in ``workdir`` (``how``: run()'s collections, user, env), each command
+    checked as the docs promise."""
+    for command in WALKTHROUGH:
+        rc, out = run(workdir, command.replace("=DIR", "=$PWD/captures/dgx01"), **how)
+        assert rc == 0, "%s:\n%s" % (command, out[-4000:])
+        # the tenants module's own warnings about the previewed tenants (a bare capture's VFs have no BARs yet,
+        # the test driver keeps no <qemu:commandline>) are the preview's report; any other warning fails
+        warnings = [line for line in out.splitlines() if "WARNING]" in line and not line.startswith(MODULE_WARNING)]
+        assert warnings == [], "%s:\n%s" % (command, "\n".join(warnings))
+        if "gpuvirt.tenancy.capture" in command:
+            assert (workdir / "captures" / "dgx01" / ".source.txt").is_file()
+            assert "-e gpuvirt_host_root=%s" % (workdir / "captures" / "dgx01") in " ".join(out.split())
+        elif "gpuvirt.tenancy.preflight" in command:
+            assert (workdir / "preflight-reports" / "dgx01-preview.json").is_file(), out[-3000:]
+        else:
+            assert re.search(r"['\"]plan +PASS +fits: tenant-a on node", out), out[-3000:]
+            assert "+GRUB_CMDLINE_LINUX=\"iommu=pt" in out
 
 
 def test_the_users_python_sees_nothing_of_the_checkout(tmp_path):
@@ -112,19 +144,38 @@ def test_every_doc_command_resolves_in_the_installed_collection(workdir):
 
 def test_capture_preflight_and_preview_as_the_docs_say(workdir):
     before = listing(collection_dir())
-    for command in WALKTHROUGH:
-        rc, out = run(workdir, command.replace("=DIR", "=$PWD/captures/dgx01"))
-        assert rc == 0, "%s:\n%s" % (command, out[-4000:])
-        # the tenants module's own warnings about the previewed tenants (a bare capture's VFs have no BARs yet,
-        # the test driver keeps no <qemu:commandline>) are the preview's report; any other warning fails
-        warnings = [line for line in out.splitlines() if "WARNING]" in line and not line.startswith(MODULE_WARNING)]
-        assert warnings == [], "%s:\n%s" % (command, "\n".join(warnings))
-        if "gpuvirt.tenancy.capture" in command:
-            assert (workdir / "captures" / "dgx01" / ".source.txt").is_file()
-            assert "-e gpuvirt_host_root=%s" % (workdir / "captures" / "dgx01") in " ".join(out.split())
-        elif "gpuvirt.tenancy.preflight" in command:
-            assert (workdir / "preflight-reports" / "dgx01-preview.json").is_file(), out[-3000:]
-        else:
-            assert re.search(r"['\"]plan +PASS +fits: tenant-a on node", out), out[-3000:]
-            assert "+GRUB_CMDLINE_LINUX=\"iommu=pt" in out
+    walkthrough(workdir)
     assert listing(collection_dir()) == before
+
+
+def test_the_walkthrough_on_a_read_only_collections_path():
+    """The same walkthrough where the collection is installed read-only (a shared collections path):
+    the collection installed into a path of its own, its files 0444 and folders 0555; where the tests
+    run as root (whom modes do not stop), the commands run in a mount namespace of their own where
+    that path is a read-only bind mount, so that no user can write it. Each command passes as above,
+    from a working directory of the user's, and nothing is written into the collection."""
+    collections = tempfile.mkdtemp(prefix="gpuvirt-ro-collections.")
+    where = pathlib.Path(tempfile.mkdtemp(prefix="gpuvirt-user."))
+    try:
+        assert built_collection.install(collections).returncode == 0
+        before = listing(collections)
+        for folder, _dirs, files in os.walk(collections):
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o444)
+            os.chmod(folder, 0o555)
+        make_workdir(where, collections)
+        user = ()
+        if os.geteuid() == 0:
+            # root: a private mount namespace whose collections path is mounted read-only (the command
+            # then runs as given: "$@" of the sh -c)
+            user = ("unshare", "--mount", "sh", "-c", 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"',
+                    collections)
+            rc, out = run(where, "touch %s/written-as-root" % collections, collections=collections, user=user)
+            assert rc != 0 and "Read-only file system" in out, out
+        walkthrough(where, collections=collections, user=user)
+        assert listing(collections) == before
+    finally:
+        for folder, _dirs, _files in os.walk(collections):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(collections, ignore_errors=True)
+        shutil.rmtree(str(where), ignore_errors=True)
