@@ -201,6 +201,9 @@ def test_a_foreign_domains_devices_are_kept_out(libvirt_conn, stage_host):
     ({"uri": URI, "name": "st-a", "vcpus": 1, "memory_mb": 64, "policy": {}}, "missing parameter(s) required by 'policy': tenants"),
     (call([tenant("st-a")], policy={"existing": {}}), "policy.existing"),
     (call([tenant("st-a", vcpus=0)]), "st-a"),
+    # the stage's own settings, every tenant's default: checked once, naming the option
+    (call([tenant("st-a")], machine="q35\n"), "machine: 'q35\\n' is not a name such as q35 or pc-q35-8.2"),
+    (call([tenant("st-a")], domain_type="KVM!"), "domain_type: 'KVM!' is not a name such as kvm"),
     # the tenant records' rules over the list, before the plan (tenancy/record.py)
     (call([tenant("st-a", guest={"address": "192.168.150.11/24"}), tenant("st-b", guest={"address": "192.168.150.11/24"})]),
      "tenants[1] (st-b): guest.address 192.168.150.11 is also the guest.address of tenants[0] (st-a)"),
