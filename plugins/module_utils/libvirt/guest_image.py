@@ -212,10 +212,10 @@ def read_manifest(host, paths):
 class GuestPlan:
     """What one tenant's guest needs made, decided from its options and the host (reads only)."""
 
-    def __init__(self, host, name, options, vf_mac=None, check_mode=False):
+    def __init__(self, host, name, options, vf_mac=None, check_mode=False, planned=False):
         self.name = name
         self.notes = []
-        self.image, self.cloud_init, self.management, self.data_nic = validate_guest(options, name)
+        self.image, self.cloud_init, self.management, self.data_nic = validate_guest(options, name, planned)
         self.guest_dir = options.get("guest_dir") or GUEST_DIR
         self.paths = tenant_paths(self.guest_dir, name)
         self.steps = []  # (kind, detail) in order
@@ -544,9 +544,9 @@ def iso_tool(host):
                      % (", ".join(ISO_TOOLS), ISO_HINT))
 
 
-def plan_guest(host, name, options, vf_mac=None, check_mode=False, label=None):
+def plan_guest(host, name, options, vf_mac=None, check_mode=False, label=None, planned=False):
     with labelled(label):
-        return GuestPlan(host, name, options, vf_mac=vf_mac, check_mode=check_mode)
+        return GuestPlan(host, name, options, vf_mac=vf_mac, check_mode=check_mode, planned=planned)
 
 
 # --------------------------------------------------------------------------- removal

@@ -8,6 +8,7 @@ before anything changes, then acted on in order; with ``tenants``, the tenants s
 
 from __future__ import absolute_import, division, print_function
 
+import copy
 import os
 from collections import OrderedDict
 
@@ -49,6 +50,34 @@ def domain_options(entries):
             raise InputError("%s: name %s is also domains[%d]; list each domain once" % (label, name, seen[name]))
         seen[name] = index
         out.append((checked.validated_parameters, label))
+    return out
+
+
+# What an entry of the tenants stage passes on as the user gave it (the tenant's disks, QoS,
+# image, data NIC, autostart and removal settings; the guest access's cloud-init user and keys,
+# management NIC and guest_dir): validated here by the module's argument spec, their one check.
+# The rest of a planned entry is the planner's and the tenant records' (tenant_plan), taken as it is.
+PASSED_ON = ("image", "cloud_init", "management", "data_nic", "disks", "qos", "autostart", "shutdown_timeout", "force_off",
+             "guest_dir")
+
+
+def planned_options(entries):
+    """The tenants stage's entries (tenant_plan: the tenant records as the planner placed them,
+    the removals of those it released) -> [(options, label)] as :func:`domain_options` gives them,
+    without checking again what the records and the planner made: the module's defaults filled
+    in and only what the entry passes on from the user (:data:`PASSED_ON`) validated. A bad one
+    is an InputError naming the entry and the option, as :func:`domain_options` names it."""
+    validator = ArgumentSpecValidator(dict((key, TENANT_DOMAIN_OPTIONS[key]) for key in PASSED_ON))
+    out = []
+    for index, entry in enumerate(entries):
+        label = "domains[%d] (%s)" % (index, entry["name"])
+        checked = validator.validate(dict((key, entry[key]) for key in PASSED_ON if key in entry))
+        if checked.error_messages:
+            raise InputError("%s: %s" % (label, "; ".join(checked.error_messages)))
+        options = dict((key, copy.deepcopy(option.get("default"))) for key, option in TENANT_DOMAIN_OPTIONS.items())
+        options.update(entry)
+        options.update(checked.validated_parameters)
+        out.append((options, label))
     return out
 
 
@@ -285,11 +314,12 @@ class PreparedDomains:
         self.topology = topology
 
 
-def prepare_domains(entries, sriov_vfs, host, run):
-    """[(options, label)] (each entry validated as the module's options) -> PreparedDomains:
-    each entry's request (spec, pins, guest, MMIO window), the VF settings validated as sriov_vfs
-    validates them and checked against the tenants' opt-ins; nothing is read of libvirt."""
-    requests = [DomainRequest(options, host, label, check_mode=run.check_mode) for options, label in entries]
+def prepare_domains(entries, sriov_vfs, host, run, planned=False):
+    """[(options, label)] (each entry validated as the module's options; ``planned``: the
+    tenants stage's, :func:`planned_options`) -> PreparedDomains: each entry's request (spec,
+    pins, guest, MMIO window), the VF settings validated as sriov_vfs validates them and checked
+    against the tenants' opt-ins; nothing is read of libvirt."""
+    requests = [DomainRequest(options, host, label, check_mode=run.check_mode, planned=planned) for options, label in entries]
     vf_options = vf_settings_options({"sriov_vfs": sriov_vfs})
     for request in requests:
         for warning in request.warnings:

@@ -361,7 +361,9 @@ class DomainRequest:
     (with the warnings that go with it). ``label``: how an error names it (``domains[1]
     (tenant-b)``), None for the module's single domain."""
 
-    def __init__(self, options, host, label=None, check_mode=False):
+    def __init__(self, options, host, label=None, check_mode=False, planned=False):
+        """``planned``: an entry of the tenants stage (tenant_domain_call.planned_options),
+        whose fields the tenant records and the planner made: not checked again."""
         self.options = options
         self.label = label
         self.warnings = []
@@ -378,9 +380,9 @@ class DomainRequest:
                 # the tenant's own disk comes first: the guest boots from it
                 disk = {"path": tenant_paths(options["guest_dir"], options["name"])["disk"], "format": "qcow2", "target": None}
                 options = dict(options, disks=[disk] + list(options["disks"] or []))
-            self.spec = TenantSpec(options)
+            self.spec = TenantSpec(options, planned=planned)
             if options.get("image") or options.get("management") or options.get("data_nic") is not None:
-                self._plan_guest(host, options, check_mode)
+                self._plan_guest(host, options, check_mode, planned)
             self.pins = PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"])
             check_cells_nodeset(self.spec.cells, self.pins.nodeset, self.spec.name)
             if options["mmio_window_mb"] is None:
@@ -401,11 +403,11 @@ class DomainRequest:
     def devices(self):
         return list(self.spec.gpus) + list(self.spec.vfs) if self.present else []
 
-    def _plan_guest(self, host, options, check_mode):
+    def _plan_guest(self, host, options, check_mode, planned=False):
         """The guest's disk, seed, management NIC and data NIC (guest_image), checked and read now."""
         spec = self.spec
         vf_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
-        self.guest = plan_guest(host, spec.name, options, vf_mac=vf_mac, check_mode=check_mode)
+        self.guest = plan_guest(host, spec.name, options, vf_mac=vf_mac, check_mode=check_mode, planned=planned)
         self.warnings.extend(self.guest.notes)
         spec.seed_cdrom = self.guest.seed_cdrom()
         spec.management = self.guest.management

@@ -39,30 +39,44 @@ def virtio_disk_target(index):
 class TenantSpec(DomainBuilder):
     """The ``tenant_domain`` options, validated; builds a new definition or brings one to them."""
 
-    def __init__(self, params, limits=None):
-        """``limits``: what the host has (tenant_request.limits_of_*), which bounds the size."""
-        self.name = check_domain_name(params["name"], "name")
-        self.domain_type = check_domain_type(params.get("domain_type")) or "kvm"
-        self.vcpus, self.max_vcpus, memory_mb = check_size(params.get("vcpus"), params.get("memory_mb"), params.get("max_vcpus"),
-                                                           limits)
+    def __init__(self, params, limits=None, planned=False):
+        """``limits``: what the host has (tenant_request.limits_of_*), which bounds the size.
+        ``planned``: ``params`` is an entry the tenants stage made (tenant_plan.tenant_domains)
+        from the tenant records the planner placed: its name, size, hugepage size, devices,
+        network VFs, MAC, VLAN, firmware, machine and domain type are taken as they are
+        (checked once: the tenant's in its record, the stage's settings in tenant_stage), not
+        checked again; what the entry passes on as the user gave it (QoS, disks) is checked here."""
+        self.name = params["name"] if planned else check_domain_name(params["name"], "name")
+        self.domain_type = (params.get("domain_type") if planned else check_domain_type(params.get("domain_type"))) or "kvm"
+        if planned:
+            self.vcpus, self.max_vcpus, memory_mb = params["vcpus"], params["max_vcpus"], params["memory_mb"]
+        else:
+            self.vcpus, self.max_vcpus, memory_mb = check_size(params.get("vcpus"), params.get("memory_mb"),
+                                                               params.get("max_vcpus"), limits)
         self.qos = self._qos(params.get("qos"))
         self.memory_kib = memory_mb * 1024
         self.hugepage_kib = None
-        size = size_name(params.get("hugepage_size"), "hugepage_size", allow_none=True)
+        # a planned entry's size is the planner's size name, or none
+        size = (params.get("hugepage_size") if params.get("hugepage_size") in SIZES_KB else None) if planned else \
+            size_name(params.get("hugepage_size"), "hugepage_size", allow_none=True)
         if size:
             self.hugepage_kib = SIZES_KB[size]
             # guest memory is whole hugepages
             self.memory_kib = -(-self.memory_kib // self.hugepage_kib) * self.hugepage_kib
-        self.gpus = [self._addr(a, "gpus") for a in params.get("gpus") or []]
-        self.vfs = [self._addr(a, "vfs") for a in params.get("vfs") or []]
-        all_devices = self.gpus + self.vfs
-        if len(set(all_devices)) != len(all_devices):
-            raise InputError("gpus/vfs: a PCI address is listed twice")
-        self.mac = self._mac(params.get("mac"), "mac")
-        self.vlan = check_tenant_vlan(params.get("vlan"), "vlan")
-        self.interfaces = self._interfaces(params.get("network_vfs") or [])
+        if planned:
+            # the host model's addresses, each once (the planner's)
+            self.gpus, self.vfs = list(params.get("gpus") or []), list(params.get("vfs") or [])
+        else:
+            self.gpus = [self._addr(a, "gpus") for a in params.get("gpus") or []]
+            self.vfs = [self._addr(a, "vfs") for a in params.get("vfs") or []]
+            all_devices = self.gpus + self.vfs
+            if len(set(all_devices)) != len(all_devices):
+                raise InputError("gpus/vfs: a PCI address is listed twice")
+        self.mac = params.get("mac") if planned else self._mac(params.get("mac"), "mac")
+        self.vlan = params.get("vlan") if planned else check_tenant_vlan(params.get("vlan"), "vlan")
+        self.interfaces = self._interfaces(params.get("network_vfs") or [], planned)
         self.network_vfs = list(self.interfaces)
-        self.firmware = check_firmware(params.get("firmware"))
+        self.firmware = params["firmware"] if planned else check_firmware(params.get("firmware"))
         # the OVMF 64-bit aperture in MiB; None: no fw_cfg entry (OVMF's default window)
         self.mmio_window_mb = params.get("mmio_window_mb") or None
         # False on a libvirt driver that drops <qemu:commandline> (the test driver of a preview):
@@ -84,13 +98,13 @@ class TenantSpec(DomainBuilder):
                 raise InputError("disks[%d]: target %s used twice" % (index, target))
             targets.add(target)
             self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
-        self.machine = check_machine(params.get("machine"))
+        self.machine = (params.get("machine") or None) if planned else check_machine(params.get("machine"))
         # guest NUMA cells of a tenant spanning host nodes (domain_cells); [] on one node
         self.cells = check_cells(params.get("numa_cells"), self.max_vcpus, self.memory_kib, self.gpus + self.vfs, self.machine)
         # the devices the host has under one PCIe switch, under one emulated switch (domain_switch)
         self.switches = check_switches(params.get("pcie_switches"), self.gpus + self.vfs, self.machine)
         check_switch_cells(self.switches, self.cells)
-        self.arch = check_arch(params.get("arch")) or "x86_64"
+        self.arch = (params.get("arch") if planned else check_arch(params.get("arch"))) or "x86_64"
         # set by tenant_domain from the guest options (guest_image): the cloud-init seed ISO, the
         # management NIC ({network or bridge, mac}) and the serial console's log file
         self.seed_cdrom = None
@@ -156,10 +170,16 @@ class TenantSpec(DomainBuilder):
     def _mac(mac, what):
         return check_mac(mac, what) if mac else None
 
-    def _interfaces(self, entries):
+    def _interfaces(self, entries, planned=False):
         """VF address -> {mac, vlan} of the network VFs: an entry's own MAC and VLAN, else the
         tenant's ``vlan`` and its ``mac`` for the first one, and a MAC derived from the tenant
-        name and the VF's index for each other (vf_mac)."""
+        name and the VF's index for each other (vf_mac). ``planned``: the plan's entries (the
+        host model's addresses, the records' MACs and VLANs), taken as they are."""
+        if planned:
+            own = dict((entry["address"], entry) if isinstance(entry, dict) else (entry, {}) for entry in entries)
+            derived = tenant_vf_macs(self.name, self.vfs, mac=self.mac, network=set(own))
+            return dict((addr, {"mac": own[addr].get("mac") or derived[addr], "vlan": own[addr].get("vlan", self.vlan)})
+                        for addr in self.vfs if addr in own)
         own = {}
         for index, entry in enumerate(entries):
             what = "network_vfs[%d]" % index

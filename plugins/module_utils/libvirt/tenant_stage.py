@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network im
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_domain_type, check_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
 
 __metaclass__ = type
@@ -116,6 +117,9 @@ def domain_entries(found, tenants, params, topology, preview, preview_notes=None
     preview, ``preview_notes`` takes what is planned but not defined (VFs whose addresses the
     boot stage's reboot gives)."""
     access = check_dict(params.get("guest_access"), "guest_access")
+    # the stage's own settings, the default of every tenant that gives none (a tenant's own: its record)
+    check_machine(params.get("machine"), "machine")
+    check_domain_type(params["domain_type"], "domain_type")
     priorities = params.get("priorities")
     settings = {"domain_type": params["domain_type"], "machine": params.get("machine"), "memory_mode": params["memory_mode"],
                 "priorities": DEFAULT_PRIORITIES if priorities is None else check_dict(priorities, "priorities"),
@@ -146,9 +150,10 @@ def tenant_stage(params, host, run):
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview, preview_notes)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
-        entries = tenant_domain_call.domain_options(removals + placed)
+        # the entries the plan made from the records: not checked again, only what they pass on as the user gave it
+        entries = tenant_domain_call.planned_options(removals + placed)
         # a preview reads a captured tree: the PFs' VF settings are not asked there, they are shown as planned
-        prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run)
+        prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run, planned=True)
         network = management_network(params, access)
         result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals))
     result["plan"] = found

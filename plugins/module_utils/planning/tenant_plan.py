@@ -24,7 +24,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepag
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records, thaw
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pcie_switches import switch_groups
@@ -331,21 +331,22 @@ def guest_domains(domains, tenants, access=None, images=True):
         raise InputError("expected the tenant_domain entries (a list), got %s" % type(domains).__name__)
     if not isinstance(tenants, (list, tuple)):
         raise InputError("expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
-    by_tenant = dict((t.get("name"), t) for t in tenants if isinstance(t, Mapping))
+    # the records (tenancy.record), as the stage hands them; a list as the inventory gives it is read into them here
+    by_tenant = dict((record.name, record) for record in tenant_records(tenants))
     access = _dict(access, "the guest access (gpuvirt_guest_access)")
     management = _dict(access.get("management"), "gpuvirt_guest_access.management")
     out = []
     for entry in domains:
         entry = dict(entry)
-        tenant = by_tenant.get(entry.get("name")) or {}
-        guest = _dict(tenant.get("guest"), "tenant %s: guest" % entry.get("name"))
+        tenant = by_tenant.get(entry.get("name"))
         if access.get("guest_dir"):
             entry["guest_dir"] = access["guest_dir"]
-        if entry.get("state") == "absent":
+        if entry.get("state") == "absent" or tenant is None:
             out.append(entry)
             continue
-        if tenant.get("image") and images:
-            entry["image"] = _set(_dict(tenant["image"], "tenant %s: image" % entry["name"]))
+        guest = thaw(tenant.guest or {})
+        if tenant.image and images:
+            entry["image"] = _set(thaw(tenant.image))
             # only what is asked for: each package in the seed costs the first boot an apt run (package_update),
             # which fails on a tenant without an uplink; the guest stage installs the RDMA userspace it finds missing
             packages = list(access.get("packages") or []) + list(guest.get("packages") or [])
@@ -354,8 +355,8 @@ def guest_domains(domains, tenants, access=None, images=True):
                                         "hostname": guest.get("hostname")})
         if management and guest.get("address"):
             entry["management"] = _set(dict(management, address=guest["address"], mac=guest.get("management_mac")))
-        if tenant.get("data_nic"):
-            entry["data_nic"] = _set(_dict(tenant["data_nic"], "tenant %s: data_nic" % entry["name"]))
+        if tenant.data_nic:
+            entry["data_nic"] = _set(thaw(tenant.data_nic))
         out.append(entry)
     return out
 

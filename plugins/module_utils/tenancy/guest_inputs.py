@@ -201,21 +201,27 @@ def _check_nic_source(nic, option):
                          "name `virsh net-list --all` shows" % (option, nic["network"]))
 
 
-def validate_data_nic(data_nic, name):
-    """A tenant's ``data_nic``, checked, with its MAC (given, or derived from ``name``): -> the NIC."""
+def validate_data_nic(data_nic, name, planned=False):
+    """A tenant's ``data_nic``, checked, with its MAC (given, or derived from ``name``): -> the NIC.
+    ``planned``: its MAC is the tenant record's, checked there."""
     _check_nic_source(data_nic, "data_nic")
     data_nic = dict(data_nic)
-    data_nic["mac"] = check_mac(str(data_nic["mac"]), "data_nic.mac") if data_nic.get("mac") else data_nic_mac(name)
+    if data_nic.get("mac"):
+        data_nic["mac"] = data_nic["mac"] if planned else check_mac(str(data_nic["mac"]), "data_nic.mac")
+    else:
+        data_nic["mac"] = data_nic_mac(name)
     if data_nic.get("vlan") is not None and not 1 <= data_nic["vlan"] <= 4094:
         raise InputError("data_nic.vlan: %r is not a VLAN ID; give 1 to 4094, or leave it out (untagged)" % data_nic["vlan"])
     return data_nic
 
 
-def validate_guest(options, name):
+def validate_guest(options, name, planned=False):
     """The guest options of one domain, checked without the host: -> (image, cloud_init,
-    management, data_nic), each None when not given."""
+    management, data_nic), each None when not given. ``planned``: an entry of the tenants stage,
+    whose management address and MAC, RDMA address and data NIC MAC are the tenant record's
+    (``guest``, ``data_nic``), checked there once; the rest is checked here."""
     image, cloud_init, management = options.get("image"), options.get("cloud_init"), options.get("management")
-    data_nic = validate_data_nic(options["data_nic"], name) if options.get("data_nic") is not None else None
+    data_nic = validate_data_nic(options["data_nic"], name, planned) if options.get("data_nic") is not None else None
     if image is not None:
         if bool(image.get("base")) == bool(image.get("url")):
             raise InputError("image: give base (a qcow2 image on the host) or url (with checksum), one of them")
@@ -254,16 +260,16 @@ def validate_guest(options, name):
                 raise InputError("cloud_init.packages[%d]: %r is not a package name (Debian or RPM: letters, digits, '+', '.', "
                                  "'_', '-', starting with a letter or digit, optionally :ARCH or =VERSION); an apt or dnf "
                                  "option is not a package" % (index, package))
-        if cloud_init.get("rdma_address"):
+        if cloud_init.get("rdma_address") and not planned:
             check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
     if management is not None:
         _check_nic_source(management, "management")
         management = dict(management)
-        if management.get("mac"):
-            management["mac"] = check_mac(str(management["mac"]), "management.mac")
-        else:
+        if not management.get("mac"):
             management["mac"] = management_mac(name)
-        if management.get("address"):
+        elif not planned:
+            management["mac"] = check_mac(str(management["mac"]), "management.mac")
+        if management.get("address") and not planned:
             check_ipv4(management["address"], "management.address", True)
         if management.get("gateway"):
             check_ipv4(management["gateway"], "management.gateway", False)

@@ -13,7 +13,9 @@ domain's. A message names the tenant (``tenants[1] (b)``), the option and the fi
 
 A record reads as a mapping of the entry's keys (the given ones and the defaulted ones; a value
 read so is a plain copy) and by attribute (the frozen value). Keys the contract does not read
-(``qos``, ``disks``, ``image``, ``guest``, ...) are kept as given for the code that reads them."""
+(``qos``, ``disks``, the options of ``image`` and ``data_nic``, ``guest.packages``, ...) are kept as
+given for the code that reads them (tenant_domain validates them where the tenants stage passes
+them on)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -123,9 +125,16 @@ def _guest(value, where):
     return guest
 
 
-def _data_nic(value, where):
-    if value is None or not isinstance(value, Mapping):
+def _options(value, where, option, keys):
+    """A tenant's dict of options (``image``, ``data_nic``) or None; anything else is refused."""
+    if value is None or isinstance(value, Mapping):
         return value
+    raise InputError("%s: %s: expected a dict (%s), got %s" % (where, option, keys, type(value).__name__))
+
+
+def _data_nic(value, where):
+    if _options(value, where, "data_nic", "network or bridge, mac, vlan") is None:
+        return None
     nic = dict(value)
     if nic.get("mac"):
         nic["mac"] = check_mac(str(nic["mac"]), "%s: data_nic.mac" % where)
@@ -173,6 +182,7 @@ def tenant_record(raw, index, firmware=None):
     data["emulator"] = _choice(raw.get("emulator"), EMULATOR_CHOICES, where, "emulator", "leave it out for policy.emulator")
     data["guest"] = _guest(raw.get("guest"), where)
     data["data_nic"] = _data_nic(raw.get("data_nic"), where)
+    data["image"] = _options(raw.get("image"), where, "image", "base or url, checksum, size_gb, copy")
     return Tenant(dict((k, v) for k, v in data.items() if v is not None), index, where)
 
 

@@ -17,19 +17,23 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TENANT_DOMAIN_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 FILTERS = FilterModule().filters()
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
-TENANTS = [
+# the tenant list as the inventory gives it (guest_domains reads it into tenant records)
+SIZE = {"vcpus": 2, "memory_mb": 1024}
+TENANTS = [dict(SIZE, **tenant) for tenant in [
     {"name": "tenant-a", "state": "running", "vlan": 101, "image": {"base": "/srv/debian-12.qcow2", "size_gb": 40},
      "guest": {"address": "192.168.150.11/24", "rdma_address": "10.20.0.11/24", "packages": ["numactl"]}},
     {"name": "tenant-b", "state": "running", "mac": "52:54:00:00:00:0B", "image": {"url": "https://x/y.qcow2", "checksum": "sha256:ab"},
      "guest": {"address": "192.168.150.12/24"}},
     {"name": "tenant-c", "state": "defined", "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.13/24"}},
     {"name": "tenant-d", "state": "running"},
-]
+]]
 ACCESS = {"user": "ops", "ssh_authorized_keys": [KEY],
           "management": {"network": "gpuvirt-mgmt", "gateway": "192.168.150.1", "dns": ["192.168.150.1"]}}
 
@@ -59,8 +63,25 @@ def test_guest_options_reach_the_entries_and_pass_the_module_spec():
     assert "image" not in preview and "cloud_init" not in preview and preview["management"]["address"] == "192.168.150.11/24"
 
 
+def test_guest_domains_reads_the_tenants_as_records():
+    """The tenant's fields are the record's (tenancy/record.py: checked and normalised there once), not read again."""
+    entries = [{"name": "tenant-a", "state": "running", "vcpus": 2, "memory_mb": 1024}]
+    tenants = [dict(TENANTS[0], guest=dict(TENANTS[0]["guest"], management_mac="52:54:00:AA:00:0A"),
+                    data_nic={"network": "gpuvirt-data", "mac": "02:00:00:AA:BB:CC"})]
+    (entry,) = tenant_plan.guest_domains(entries, tenants, ACCESS)
+    assert entry["management"]["mac"] == "52:54:00:aa:00:0a" and entry["data_nic"]["mac"] == "02:00:00:aa:bb:cc"
+    # the records the tenants stage hands on are taken as they are
+    assert tenant_plan.guest_domains(entries, tenant_records(tenants), ACCESS) == [entry]
+    for bad, message in (({"image": "/srv/debian-12.qcow2"}, "tenants[0] (tenant-a): image: expected a dict"),
+                         ({"data_nic": "gpuvirt-data"}, "tenants[0] (tenant-a): data_nic: expected a dict"),
+                         ({"guest": "192.168.150.11"}, "tenants[0] (tenant-a): guest: expected a dict"),
+                         ({"vcpus": None}, "tenants[0] (tenant-a): vcpus: required")):
+        with pytest.raises(InputError, match=re.escape(message)):
+            tenant_plan.guest_domains(entries, [dict(tenants[0], **bad)], ACCESS)
+
+
 def test_a_data_nic_reaches_the_entry_and_its_mac_the_guest_stage():
-    tenant = {"name": "tenant-e", "state": "running", "vfs": 0, "image": {"base": "/srv/debian-12.qcow2"},
+    tenant = {"name": "tenant-e", "state": "running", "vfs": 0, "vcpus": 1, "memory_mb": 1024, "image": {"base": "/srv/debian-12.qcow2"},
               "data_nic": {"network": "gpuvirt-data"}, "guest": {"address": "192.168.150.15/24", "rdma_address": "10.20.0.15/24"}}
     entry = tenant_plan.guest_domains([{"name": "tenant-e", "state": "running", "vcpus": 1, "memory_mb": 1024}], [tenant], ACCESS)[0]
     assert entry["data_nic"] == {"network": "gpuvirt-data"}

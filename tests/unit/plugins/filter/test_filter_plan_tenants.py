@@ -19,7 +19,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import read_assignment
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import parse_xml, to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import domain_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import domain_options, planned_options
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
@@ -99,6 +100,47 @@ def test_tenant_domains_are_the_entries_of_one_tenant_domain_call():
     assert [(options["name"], options["state"], options["autostart"], label) for options, label in checked] == [
         ("a", "running", False, "domains[0] (a)"), ("b", "defined", None, "domains[1] (b)")]
     assert "live" not in DOMAINS(plan, tenants, SETTINGS)[0]
+
+
+GUEST_TENANTS = [dict(TENANTS[0], autostart=False, image={"base": "/srv/debian-12.qcow2", "size_gb": 8},
+                      guest={"address": "192.168.150.11/24", "rdma_address": "10.20.0.11/24", "packages": ["numactl"],
+                             "management_mac": "52:54:00:00:01:0A"}),
+                 dict(TENANTS[1], data_nic={"network": "gpuvirt-data", "mac": "02:00:00:AA:BB:CC", "vlan": 7})]
+GUEST_ACCESS = {"user": "ops", "guest_dir": "/srv/guests",
+                "management": {"network": "gpuvirt-mgmt", "gateway": "192.168.150.1", "dns": ["192.168.150.1"]}}
+
+
+def planned_entries(tenants):
+    records = tenant_records(tenants)
+    plan = PLAN(lab(pages_2m=(0, 64)), records, {"reserved_cpus": [0], "numa": "preferred"})
+    return tenant_plan.guest_domains(DOMAINS(plan, records, dict(SETTINGS, live=True)), records, GUEST_ACCESS)
+
+
+def test_the_tenants_stage_entries_are_the_module_options_without_a_second_check():
+    """planned_options (the tenants stage's path) gives what domain_options (a user's ``domains``) gives
+    for the entries the plan makes from the records, with only what they pass on validated again."""
+    entries = planned_entries(GUEST_TENANTS)
+    assert entries[0]["management"]["mac"] == "52:54:00:00:01:0a" and entries[1]["data_nic"]["mac"] == "02:00:00:aa:bb:cc"
+    assert planned_options(entries) == domain_options(entries)
+    assert [spec.interfaces for spec in (TenantSpec(options, planned=True) for options, _label in planned_options(entries))] == [
+        TenantSpec(options).interfaces for options, _label in domain_options(entries)]
+
+
+@pytest.mark.parametrize("passed_on, words", [
+    ({"qos": {"cpu_shares": "many"}}, "cpu_shares"),
+    ({"disks": [{"format": "raw"}]}, "path"),
+    ({"image": {"base": "/srv/debian-12.qcow2", "size_gb": "big"}}, "size_gb"),
+    ({"autostart": "perhaps"}, "autostart"),
+    ({"force_off": "sometimes"}, "force_off"),
+])
+def test_what_a_planned_entry_passes_on_as_the_user_gave_it_is_validated_as_domains_validates_it(passed_on, words):
+    entries = planned_entries(GUEST_TENANTS)
+    entries[1] = dict(entries[1], **passed_on)
+    with pytest.raises(InputError) as planned:
+        planned_options(entries)
+    with pytest.raises(InputError) as given:
+        domain_options(entries)
+    assert str(planned.value) == str(given.value) and str(planned.value).startswith("domains[1] (b): ") and words in str(planned.value)
 
 
 def test_tenant_domains_need_each_priority_class():

@@ -13,6 +13,8 @@ import os
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_spec
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy import guest_inputs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_documents, tenant_paths
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import stage_checks
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run
@@ -145,6 +147,40 @@ def test_check_mode_changes_nothing(libvirt_conn, stage_host, tmp_path):
     assert names(libvirt_conn) == [] and vf_state(tmp_path, 0) == ("00:00:00:00:00:00", 0)
 
 
+def test_the_planned_entries_are_not_checked_again_a_users_domains_are(libvirt_conn, stage_host, monkeypatch):
+    """The tenants stage hands the entries it makes from the tenant records to the domain code: the
+    field checkers of tenant_domain's options (TenantSpec's, the guest's address and MAC checks) do
+    not run over them again (the records checked those fields once, with their own checkers), while
+    an entry of a user's ``domains`` still passes through them."""
+    ran = []
+
+    def checker(name):
+        def refuse(*_args, **_kwargs):
+            ran.append(name)
+            raise AssertionError("%s ran" % name)
+        return refuse
+
+    for module, checkers in ((tenant_spec, ("check_domain_name", "check_domain_type", "check_size", "size_name", "check_mac",
+                                            "check_tenant_vlan", "check_firmware", "check_machine", "check_arch",
+                                            "address_attributes")),
+                             (guest_inputs, ("check_mac", "check_ipv4"))):
+        for name in checkers:
+            monkeypatch.setattr(module, name, checker(name))
+    tenants = [tenant("st-a", gpus=1, vfs=1, vlan=100, mac="52:54:00:AA:00:01", state="running"),
+               tenant("st-b", data_nic={"network": "gpuvirt-data", "mac": "02:00:00:AA:BB:CC"},
+                      guest={"address": "192.168.150.12/24", "rdma_address": "10.20.0.12/24", "management_mac": "52:54:00:AA:00:02"})]
+    done = run_module(tenant_domain.main, call(tenants, guest_access={"management": {"network": "gpuvirt-mgmt"}}),
+                      check_mode=True, host=stage_host)
+    assert not done.get("failed") and done["created"] == ["st-a", "st-b"] and ran == [], (done, ran)
+    guest = done["domains"]["st-b"]["guest"]
+    assert (guest["management"]["mac"], guest["data_nic"]["mac"]) == ("52:54:00:aa:00:02", "02:00:00:aa:bb:cc"), guest
+    # a user's domains: its fields checked, the first one its name
+    with pytest.raises(AssertionError, match="check_domain_name ran"):
+        run_module(tenant_domain.main, {"uri": URI, "domains": [{"name": "st-c", "domain_type": "test", "vcpus": 1, "memory_mb": 64,
+                                                                "firmware": "bios"}]}, check_mode=True, host=stage_host)
+    assert ran == ["check_domain_name"]
+
+
 def test_a_foreign_domains_devices_are_kept_out(libvirt_conn, stage_host):
     other = {"name": "legacy", "uri": URI, "domain_type": "test", "arch": "i686", "firmware": "bios", "vcpus": 1,
              "memory_mb": 64, "gpus": [EDU], "mmio_window_mb": 0}
@@ -165,6 +201,9 @@ def test_a_foreign_domains_devices_are_kept_out(libvirt_conn, stage_host):
     ({"uri": URI, "name": "st-a", "vcpus": 1, "memory_mb": 64, "policy": {}}, "missing parameter(s) required by 'policy': tenants"),
     (call([tenant("st-a")], policy={"existing": {}}), "policy.existing"),
     (call([tenant("st-a", vcpus=0)]), "st-a"),
+    # the stage's own settings, every tenant's default: checked once, naming the option
+    (call([tenant("st-a")], machine="q35\n"), "machine: 'q35\\n' is not a name such as q35 or pc-q35-8.2"),
+    (call([tenant("st-a")], domain_type="KVM!"), "domain_type: 'KVM!' is not a name such as kvm"),
     # the tenant records' rules over the list, before the plan (tenancy/record.py)
     (call([tenant("st-a", guest={"address": "192.168.150.11/24"}), tenant("st-b", guest={"address": "192.168.150.11/24"})]),
      "tenants[1] (st-b): guest.address 192.168.150.11 is also the guest.address of tenants[0] (st-a)"),

@@ -67,6 +67,7 @@ def one(**options):
     ({"guest": {"address": "192.168.150.11/24", "management_mac": "52:54:00:AA:00:09"}}, "guest",
      {"address": "192.168.150.11/24", "management_mac": "52:54:00:aa:00:09"}),
     ({"data_nic": {"network": "data", "mac": "52:54:00:AA:00:08"}}, "data_nic", {"network": "data", "mac": "52:54:00:aa:00:08"}),
+    ({"image": {"base": "/srv/debian-12.qcow2", "size_gb": 8}}, "image", {"base": "/srv/debian-12.qcow2", "size_gb": 8}),
     # what the contract does not read is kept as given, for the code that reads it
     ({"disks": [{"path": "/srv/a.qcow2"}]}, "disks", ({"path": "/srv/a.qcow2"},)),
     ({"qos": {"cpu_shares": 512}}, "qos", {"cpu_shares": 512}),
@@ -151,6 +152,8 @@ def test_records_are_parsed_once():
     ([entry(guest={"rdma_address": "010.20.0.1/24"})], "tenants[0] (a): guest.rdma_address: '010.20.0.1/24' is not an IPv4"),
     ([entry(guest={"management_mac": "nope"})], "tenants[0] (a): guest.management_mac: 'nope' is not a MAC address"),
     ([entry(data_nic={"network": "d", "mac": "nope"})], "tenants[0] (a): data_nic.mac: 'nope' is not a MAC address"),
+    ([entry(data_nic="gpuvirt-data")], "tenants[0] (a): data_nic: expected a dict (network or bridge, mac, vlan), got str"),
+    ([entry(image="/srv/debian-12.qcow2")], "tenants[0] (a): image: expected a dict (base or url, checksum, size_gb, copy), got str"),
 ])
 def test_each_bad_input_names_the_tenant_the_option_and_the_fix(tenants, message):
     before = copy.deepcopy(tenants)
