@@ -179,3 +179,16 @@ def test_the_walkthrough_on_a_read_only_collections_path():
             os.chmod(folder, 0o755)
         shutil.rmtree(collections, ignore_errors=True)
         shutil.rmtree(str(where), ignore_errors=True)
+
+
+def test_install_page_lists_every_module_the_installed_collection_has():
+    """docs/docsite/rst/install.rst shows ``ansible-doc -l gpuvirt.tenancy`` after the install: the
+    modules it lists are those the installed collection's ansible-doc lists, each with its short
+    description's start."""
+    with open(os.path.join(collection_dir(), "docs", "docsite", "rst", "install.rst"), encoding="utf-8") as handle:
+        shown = dict(re.findall(r"^   (gpuvirt\.tenancy\.[a-z0-9_]+) +(.+?)(?:\.\.\.)?$", handle.read(), re.M))
+    done = subprocess.run([os.path.join(built_collection.bindir(), "ansible-doc"), "-l", "-j", "gpuvirt.tenancy"], capture_output=True,
+                          text=True, env=built_collection.clean_env(built_collection.installed()), check=True, timeout=300)
+    listed = json.loads(done.stdout)
+    assert sorted(shown) == sorted(listed), (sorted(shown), sorted(listed))
+    assert [name for name in shown if not listed[name].startswith(shown[name])] == []
