@@ -21,6 +21,8 @@ PARTS = (
     ("tenants that do not fit (refused at the end, after the others are done)", "plan.unplaced"),
     ("VF settings the tenants get (preview: the PFs' settings are not read under a capture)", "vf_settings"),
 )
+# where each tenant's VFs sit from its GPU (the plan's vf_locality): after the tenants that do not fit
+LOCALITY = "where each tenant's VFs sit from its GPU (PIX, PXB, PHB, NODE, SOCKET or SYS) and why none nearer"
 RESTART = "running tenants that keep part of their change until they are restarted (never restarted here)"
 
 
@@ -31,10 +33,25 @@ def _field(result, path):
     return value
 
 
+def vf_localities(result):
+    """{tenant: "LEVEL: why"} of the placements (the plan's, or the result's own copy) that carry a
+    ``vf_locality`` (the tenants with VFs; placement/locality.py), in name order."""
+    placements = _field(result, "plan.placements") or result.get("placements") or {}
+    if not isinstance(placements, dict):
+        return {}
+    out = {}
+    for name in sorted(placements):
+        where = placements[name].get("vf_locality") if isinstance(placements[name], dict) else None
+        if isinstance(where, dict) and where.get("level"):
+            out[name] = "%s: %s" % (where["level"], where.get("why") or "")
+    return out
+
+
 def tenant_stage_report(result, preview=False):
     """[{label: what}] of the tenants stage's result (tenant_domain's, or the gate's check of the
     same call), in reading order, the parts with nothing to say left out; VF settings only in a
-    preview."""
+    preview. Each placed tenant with VFs has a line of where they sit from its GPU, after the
+    tenants that do not fit."""
     if not isinstance(result, dict):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_stage_report: expected the tenants stage's result (a dict), got %s"
                                  % type(result).__name__)
@@ -45,6 +62,10 @@ def tenant_stage_report(result, preview=False):
         value = _field(result, path)
         if value:
             report.append({label: value})
+        if path == "plan.unplaced":
+            locality = vf_localities(result)
+            if locality:
+                report.append({LOCALITY: locality})
     restart = result.get("restart_required") or []
     if restart:
         report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})

@@ -1,16 +1,23 @@
 # -*- coding: utf-8 -*-
 """The tenants stage's one report: each part only when it has something to say, VF settings only
-in a preview, restarts with their reasons; a result that is not one is named."""
+in a preview, each placed tenant's VF locality (level and why) as its plan says, restarts with their
+reasons; a result that is not one is named."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import LOCALITY, RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
+
+from placement_topologies import dgx_a100  # pylint: disable=import-error
 
 QUIET = {"plan": {"notes": [], "unplaced": {}}, "foreign": {}, "preview_notes": [], "vf_settings": [],
          "restart_required": [], "restart_reasons": []}
+UNPLACED = "tenants that do not fit (refused at the end, after the others are done)"
+FAR = {"level": "SOCKET", "why": "VF 0000:1b:02.2 on node 0, another NUMA node of the socket of its GPU 0000:4c:00.0 (node 1): "
+                                 "no VF of the pool is nearer; node 1 has no VF-capable PF"}
 VF = [{"pf": "0000:19:00.0", "vfs": [{"index": 0, "mac": "52:54:00:00:00:01", "vlan": 100}]}]
 
 CASES = [
@@ -29,6 +36,16 @@ CASES = [
     ("restarts with their reasons", dict(QUIET, restart_required=["a"], restart_reasons=["a: memory 4096 -> 8192 MiB"]), False,
      [{RESTART: {"tenants": ["a"], "why": ["a: memory 4096 -> 8192 MiB"]}}]),
     ("a result without the optional fields", {"changed": False}, True, []),
+    ("each tenant with VFs: where they sit and why, after the tenants that do not fit",
+     dict(QUIET, plan={"notes": [], "unplaced": {"big": "no node holds it"},
+                       "placements": {"b": {"vf_locality": FAR}, "a": {"vf_locality": {"level": "PIX", "why": "under its GPU's switch"}},
+                                      "cpu-only": {"vf_locality": None}}},
+          restart_required=["a"], restart_reasons=["a: x"]), False,
+     [{UNPLACED: {"big": "no node holds it"}},
+      {LOCALITY: {"a": "PIX: under its GPU's switch", "b": "SOCKET: " + FAR["why"]}},
+      {RESTART: {"tenants": ["a"], "why": ["a: x"]}}]),
+    ("the result's own copy of the placements (tenant_domain puts them at the top too)",
+     dict(QUIET, placements={"b": {"vf_locality": FAR}}), False, [{LOCALITY: {"b": "SOCKET: " + FAR["why"]}}]),
 ]
 
 
@@ -42,6 +59,23 @@ def test_parts_come_in_reading_order():
     assert [label for part in tenant_stage_report(result, True) for label in part] == [
         "what the preview assumes", "defined tenants kept, resized or re-planned",
         "tenants that do not fit (refused at the end, after the others are done)", RESTART]
+
+
+def test_each_placed_tenants_vf_locality_is_the_plans():
+    """A plan of the DGX A100-class host (real captures): a line per tenant with VFs, its level and
+    why as the plan carries them; none for a tenant without VFs."""
+    tenants = [{"name": "g%d" % i, "gpus": 1, "vfs": 2, "vcpus": 8, "memory_mb": 8192} for i in range(8)]
+    tenants.append({"name": "nic-only", "vfs": 1, "vcpus": 4, "memory_mb": 4096})
+    tenants.append({"name": "cpu-only", "vcpus": 4, "memory_mb": 4096})
+    plan = plan_tenants(dgx_a100(), tenants, {"reserved_cpus": "0-1,128-129"})
+    assert len(plan["placements"]) == len(tenants)
+    result = dict(QUIET, plan=plan, placements=plan["placements"])
+    lines = dict(part for entry in tenant_stage_report(result) for part in entry.items())[LOCALITY]
+    assert sorted(lines) == sorted(t["name"] for t in tenants if t.get("vfs"))
+    for name, line in lines.items():
+        where = plan["placements"][name]["vf_locality"]
+        assert line == "%s: %s" % (where["level"], where["why"])
+        assert where["level"] in ("PIX", "PXB", "PHB", "NODE", "SOCKET", "SYS") and where["why"]
 
 
 def test_a_result_that_is_not_a_dict_is_named():
