@@ -46,6 +46,8 @@ class Partitions:
             return None
         what = "the %s board (NVSwitch %s)" % (board.name, ", ".join(board.switches))
         if board.table is None:
+            if count == 1:
+                return None  # a GPU alone needs no NVLink partner; its partition is reported unknown
             return ("tenant %s asks for %d GPUs: on %s a tenant's GPUs reach each other only as one Fabric Manager partition, and "
                     "this board's partitions are not known to the collection; ask for 1 GPU" % (tenant["name"], count, what))
         sizes = ", ".join(map(str, board.sizes()))

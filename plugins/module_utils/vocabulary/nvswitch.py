@@ -93,7 +93,7 @@ def read_board(pci_devices, gpus, gpu_modules):
     ids = sorted(set(ident for _address, ident in switches))
     known = [BOARDS[ident] for ident in ids if ident in BOARDS]
     name, table = known[0] if len(known) == 1 and len(ids) == 1 else (
-        "NVSwitch board (%s)" % ", ".join("%s:%s" % (v[2:], d[2:]) for v, d in ids), None)
+        "NVSwitch %s" % ", ".join("%s:%s" % (v[2:], d[2:]) for v, d in ids), None)
     addresses = [address for address, _ident in switches]
     if not gpu_modules:
         return Board(name, addresses, table)

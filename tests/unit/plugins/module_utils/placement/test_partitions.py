@@ -110,3 +110,18 @@ def test_a_host_without_nvswitch_has_no_partition_in_its_plan():
     topology = families.switched_host([{"cores": 8, "switches": [{"groups": [1, 1, 1], "nics": 0}]}])
     plan = plan_tenants(topology, [{"name": "t", "gpus": 3, "vcpus": 2, "memory_mb": 1024}])
     assert len(plan["placements"]["t"]["gpus"]) == 3 and plan["placements"]["t"]["nvswitch_partition"] is None
+
+
+def test_on_a_board_whose_partitions_are_not_known_single_gpus_are_planned_and_several_refused():
+    """An HGX A100 board (NVSwitch 10de:1af1): the collection has no published table of its partitions."""
+    topology, _tenants, _policy, _partitions = board()
+    topology["pci_devices"]["0000:e0:00.0"]["device_id"] = "0x1af1"
+    gpu = sorted(g["address"] for g in topology["gpus"])[0]
+    tenants = [{"name": "named", "gpus": [gpu], "vcpus": 2, "memory_mb": 1024}, {"name": "one", "gpus": 1, "vcpus": 2, "memory_mb": 1024},
+               {"name": "two", "gpus": 2, "vcpus": 2, "memory_mb": 1024}]
+    plan = plan_tenants(topology, tenants, {})
+    assert sorted(plan["placements"]) == ["named", "one"]
+    assert plan["placements"]["named"]["nvswitch_partition"]["id"] is None
+    assert plan["unplaced"]["two"] == (
+        "tenant two asks for 2 GPUs: on the NVSwitch 10de:1af1 board (NVSwitch 0000:e0:00.0) a tenant's GPUs reach each "
+        "other only as one Fabric Manager partition, and this board's partitions are not known to the collection; ask for 1 GPU")
