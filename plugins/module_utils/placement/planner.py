@@ -252,8 +252,8 @@ def plan_tenants(topology, tenants, policy=None):
     farthest VF is relative to its nearest GPU, or to its node without GPUs, and why none nearer;
     None without VFs; placement/locality.py), nvswitch_partition (on an HGX board with NVSwitches, the
     Fabric Manager partition its GPUs are: {id, gpus, physical_ids, board}, id None with ``why`` where not
-    known; None without GPUs or NVSwitches; placement/partitions.py), kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
-    functions sharing its devices' IOMMU groups, given to it with them}},
+    known; None without GPUs or NVSwitches; placement/partitions.py), kept, resized_from, name, vcpus, max_vcpus,
+    priority, memory_mb, mac, vlan, companions: the functions sharing its devices' IOMMU groups, given to it with them}},
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
