@@ -82,8 +82,9 @@ options:
     description:
       - With O(tenants), the planner policy - C(numa), C(reserved_cpus), C(smt), C(emulator), C(pcie_affinity),
         C(hugepage_size), C(host_devices), C(strategy), C(gpus) (the GPUs given to tenants; left out, every GPU of the host
-        model) and C(vf_pfs) (the PFs whose VFs are; left out, every PF with VFs). C(existing) is not given - the domains
-        are read on the host.
+        model), C(vf_pfs) (the PFs whose VFs are; left out, every PF with VFs) and C(gpu_modules) (on an HGX board with
+        NVSwitches, each GPU's module ID by its PCI address - a tenant's GPUs are then one Fabric Manager partition).
+        C(existing) is not given - the domains are read on the host.
     type: dict
   priorities:
     description:

@@ -24,6 +24,13 @@ Each part and where it comes from (fixtures under tests/fixtures, each with its 
                   Region 4 32M, each 64-bit prefetchable).
   NVSwitches      4x 10de:22a3, class 0x068000 (the same lspci -nn), on nvidia, under a switch of
                   their own on socket 0 (their place in the host's tree: assumed).
+  GPU module IDs  (the Fabric Manager's physicalId; not in sysfs: the preview's policy.gpu_modules) in
+                  bus order 8, 5, 7, 6, 4, 1, 3, 2, as OpenNebula's Fabric Manager probe maps them on an HGX
+                  host with 10de:22a3 NVSwitches and Xeon Platinum 8480C CPUs (fabricmanager/onefabric_
+                  nvswitch-partition_module-id-to-pci_hgx-8480c_FRAGMENT.txt: modules 1-4 at buses c3, df,
+                  d1, 9d, 5-8 at 43, 61, 52, 1b), applied to this tree's GPUs in their bus order (that the
+                  board keeps the order across hosts: assumed). Modules 5-8 are then GPU0-3 (socket 0) and
+                  1-4 GPU4-7 (socket 1), as the published host has 1-4 on its higher buses.
   PCIe            each GPU and its ConnectX-7 under one Broadcom PEX890xx Gen5 switch (1000:c030,
                   pci.ids "PEX890xx PCIe Gen 5 Switch") on a root port of its socket: the GPU and its
                   NIC PIX, other NICs of the socket NODE, the other socket's SYS, as
@@ -74,6 +81,8 @@ BF3 = ((0x1b, (1, 2)), (0x9d, (7, 8)))
 BF3_TOTALVFS = 16
 SWITCH = ("0x1000", "0xc030")
 ROOT_PORT = ("0x8086", "0x352c")
+# GPU0..GPU7's module IDs (the docstring's GPU module IDs)
+MODULE_IDS = (8, 5, 7, 6, 4, 1, 3, 2)
 H100_BARS = {0: (16 << 20, BAR_MEM64_PREFETCH), 2: (128 << 30, BAR_MEM64_PREFETCH), 4: (32 << 20, BAR_MEM64_PREFETCH)}
 
 
@@ -187,22 +196,30 @@ def write_tree(out, snc=1):
     return host, tree.gpus, tree.nics, tree.tenant_pfs
 
 
+def gpu_modules(gpus):
+    """{GPU address: module ID} of the tree's ``gpus`` ({GPUn: address})."""
+    return dict((gpus["GPU%d" % index], module) for index, module in enumerate(MODULE_IDS))
+
+
 TENANTS = ("[{name: h-a, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 301, state: running}, "
            "{name: h-b, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 302, state: running}, "
            "{name: h-c, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 303, state: running}, "
            "{name: h-d, gpus: 1, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 304, state: running}]")
+# with Sub-NUMA Clustering off: a tenant of two GPUs too (an NVSwitch partition of 2 lies within a socket;
+# under SNC-2 the tree puts the two GPUs of each such partition in different clusters)
+PAIR = "{name: h-e, gpus: 2, vfs: 1, vcpus: 16, memory_mb: 65536, hugepage_size: 1G, vlan: 305, state: running}"
 
 
 def preview_vars(gpus, pfs, snc):
     """The desired state a preview of the tree takes as extra vars (over the example inventory's): its GPUs, 4
     VFs on each BlueField-3 port, 200 1G pages on every node, the example's policy with the host's first cores
-    kept, four 1-GPU tenants with a VF and a VLAN each."""
+    kept and the GPUs' module IDs, four 1-GPU tenants with a VF and a VLAN each (and a 2-GPU one with SNC off)."""
     return {"gpuvirt_gpu_pci_ids": ["10de:2330"], "gpuvirt_gpus": sorted(gpus.values()),
             "gpuvirt_sriov_pfs": [{"pf": pf, "num_vfs": 4} for pf in pfs],
             "gpuvirt_hugepages": [{"size": "1G", "count": 200, "node": node} for node in range(2 * snc)],
             "gpuvirt_tenant_policy": {"numa": "required", "reserved_cpus": "0-1,104-105", "smt": "whole_cores",
-                                      "emulator": "isolate", "pcie_affinity": "prefer"},
-            "gpuvirt_survey_tenants": TENANTS}
+                                      "emulator": "isolate", "pcie_affinity": "prefer", "gpu_modules": gpu_modules(gpus)},
+            "gpuvirt_survey_tenants": TENANTS if snc != 1 else TENANTS[:-1] + ", " + PAIR + "]"}
 
 
 def main(argv=None):

@@ -13,6 +13,7 @@ its GPUs). Rules modelled, device by device:
 - GPUs and VFs: per IOMMU group, all of it to one tenant on its node or to none; a tenant's groups
   add up to exactly the count it asks for; VFs of unknown node are not local to any;
 - 2M pages from the node's pool;
+- NVSwitch boards (``partitions``): a tenant's GPUs are exactly one Fabric Manager partition's;
 - ``numa: required_vf_socket`` (the policy's or the tenant's): the tenant's VF groups from any node
   of its node's socket (the nodes whose CPUs have its CPUs' ``package_id``), the rest on its node.
 
@@ -80,9 +81,12 @@ def _sockets(topology):
     return dict((node, [other for other in socket if socket[other] == socket[node]]) for node in socket)
 
 
-def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
+def optimum(topology, tenants, policy=None, seconds=20.0, cells=False, partitions=None):
     """-> (most tenants placed, most online ones at that count), proven optimal by CP-SAT; with
-    ``cells``, (count, online, fewest guest cells at those)."""
+    ``cells``, (count, online, fewest guest cells at those). ``partitions`` (an NVSwitch board's
+    Fabric Manager partitions, each a tuple of GPU addresses): a tenant asking for GPUs takes
+    exactly the GPUs of one partition of that size, each GPU in at most one tenant's partition
+    (GPUs each in an IOMMU group of their own)."""
     policy = dict(policy or {})
     spans = [tenant.get("numa", policy.get("numa")) == "spread" for tenant in tenants]
     # numa required_vf_socket: the tenant's VFs from any node of its node's socket
@@ -173,9 +177,13 @@ def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
         vf_classes[key] = vf_classes.get(key, 0) + 1
         near_of[key] = near
     takes = {}
+    if partitions is not None:
+        _partition_rule(model, tenants, partitions, gpu_node, x, y, index, spans)
     for classes, key in ((dict((k, len(v)) for k, v in gpu_classes.items()), "gpus"), (vf_classes, "vfs")):
         for k, spec in enumerate(tenants):
             want = spec.get(key, 0)
+            if key == "gpus" and partitions is not None:
+                continue
             amounts = []
             for c, ((node, size, _near), count) in enumerate(sorted(classes.items(), key=repr)):
                 if not want or size > want:
@@ -214,6 +222,31 @@ def optimum(topology, tenants, policy=None, seconds=20.0, cells=False):
     model.Minimize(sum(sum(row) for row in x))
     solver = _solve(model, seconds, any(spans))
     return value // weight, value % weight, int(round(solver.ObjectiveValue()))
+
+
+def _partition_rule(model, tenants, partitions, gpu_node, x, y, index, spans):
+    """z[t, q]: tenant t takes partition q, whole, of the size it asks for, on its node (a
+    spanning tenant: on the nodes of its cells); a GPU in one taken partition at most."""
+    users = {}
+    for t, spec in enumerate(tenants):
+        want = spec.get("gpus", 0)
+        if not want:
+            continue
+        chosen = []
+        for q, members in enumerate(partitions):
+            if len(members) != want or any(gpu not in gpu_node for gpu in members):
+                continue
+            z = model.NewBoolVar("z%d_%d" % (t, q))
+            for node in set(gpu_node[gpu] for gpu in members):
+                model.Add(z <= x[t][index[node]])
+            if not spans[t] and len(set(gpu_node[gpu] for gpu in members)) > 1:
+                model.Add(z == 0)
+            chosen.append(z)
+            for gpu in members:
+                users.setdefault(gpu, []).append(z)
+        model.Add(sum(chosen) == y[t])
+    for found in users.values():
+        model.Add(sum(found) <= 1)
 
 
 def _solve(model, seconds, spanning):

@@ -7,6 +7,8 @@ cases that once left the planner below the optimum.
 - ``mixed_groups``: 8-GPU nodes whose GPUs are in IOMMU groups of 4, 2 and 1;
 - ``two_switches``: nodes with two PCIe switches, each with GPUs and NICs, under
   ``pcie_affinity: require``;
+- ``nvswitch_board``: an HGX H100-class board (NVSwitch 10de:22a3, 8 GPUs, 4 a socket) whose GPUs'
+  module IDs are drawn, under tenants of 0-8 GPUs (3 included): each tenant's GPUs one partition;
 - ``spanning_mix``: 2-, 4- and 8-node hosts under ``numa: spread`` with tenants of which some
   no node holds (more vCPUs, pages or GPUs than one node has) and the others small.
 
@@ -17,6 +19,10 @@ own; its online sibling lists only itself, as sysfs does), IOMMU groups on the P
 
 from __future__ import absolute_import, division, print_function
 
+import os
+import re
+
+from conftest import FIXTURES
 from placement_topologies import _hugepages, dgx_a100, grouped, synthetic
 
 
@@ -125,6 +131,43 @@ def two_switches(rng):
     topology = switched_host(nodes, vfs_per_nic=rng.choice([1, 2]))
     tenants = tenants_mix(rng, rng.randint(10, 18), gpus=(0, 1, 1, 2), vfs=(0, 1, 1, 2), vcpus=(2, 4, 6))
     return topology, tenants, {"pcie_affinity": "require"}
+
+
+def partition_table():
+    """(ID, GPU module IDs) of each partition the Fabric Manager lists on an HGX H100-class board,
+    read from the published listing (tests/fixtures/fabricmanager), not from the collection's table."""
+    path = os.path.join(FIXTURES, "fabricmanager", "partitioner-o0_hgx-8gpu-nvlink18_15-partitions.txt")
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"^(\d+)\s+\d+\s+([\d, ]+?)\s{2,}\d+\s+(?:ACTIVE|INACTIVE)$", line.rstrip("\n"))
+            if match:
+                rows.append((int(match.group(1)), tuple(int(m) for m in match.group(2).split(","))))
+    return rows
+
+
+def nvswitch_board(rng):
+    """Two sockets of 4 GPUs, each GPU and a NIC under one switch of their own, an NVSwitch 10de:22a3 on
+    socket 0; module IDs 1-4 on one socket and 5-8 on the other (as the published HGX host has them,
+    tests/fixtures/fabricmanager), in a drawn order; sometimes a third node without GPUs. -> (topology,
+    tenants, policy with gpu_modules, partitions as tuples of GPU addresses for placement_cpsat)."""
+    nodes = [{"cores": rng.choice([16, 24, 32]), "switches": [{"groups": [1], "nics": rng.choice([0, 1])} for _gpu in range(4)]}
+             for _socket in range(2)]
+    if rng.random() < 0.3:
+        nodes.append({"cores": 16, "switches": []})
+    topology = switched_host(nodes)
+    topology["pci_devices"]["0000:e0:00.0"] = {"address": "0000:e0:00.0", "vendor_id": "0x10de", "device_id": "0x22a3",
+                                               "class": "0x068000", "numa_node": 0, "virtfns": []}
+    halves = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    rng.shuffle(halves)
+    for half in halves:
+        rng.shuffle(half)
+    by_node = dict((node, sorted(g["address"] for g in topology["gpus"] if g["numa_node"] == node)) for node in (0, 1))
+    modules = dict(zip(by_node[0] + by_node[1], halves[0] + halves[1]))
+    address = dict((module, gpu) for gpu, module in modules.items())
+    partitions = [tuple(address[m] for m in members) for _number, members in partition_table()]
+    tenants = tenants_mix(rng, rng.randint(6, 12), gpus=(0, 1, 1, 1, 2, 2, 3, 4, 4, 8), vcpus=(2, 4, 6, 8))
+    return topology, tenants, {"gpu_modules": modules}, partitions
 
 
 FAMILIES = {"acs_groups": acs_groups, "smt_offline": smt_offline, "mixed_groups": mixed_groups, "two_switches": two_switches}

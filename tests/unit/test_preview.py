@@ -479,7 +479,9 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     two dual-port BlueField-3 for the tenants), Sub-NUMA Clustering off and SNC-2: the preview exits 0, places
     each tenant with its GPU and a BlueField-3 VF on one node, at the VF addresses the ports' offset and stride
     give, each VF an interface with its MAC and VLAN and spoof checking on, and virt-xml-validate accepts each
-    domain."""
+    domain. The board's NVSwitches (10de:22a3) and the GPUs' module IDs (policy.gpu_modules) give each tenant
+    its Fabric Manager partition, in the plan and one line each in the report: a 1-GPU partition for each
+    1-GPU tenant and, with SNC off, a 2-GPU partition for h-e."""
     hgx_tree = load_tool("hgx_tree")
     _host, gpus, _nics, pfs = hgx_tree.write_tree(str(tmp_path / "dgx"), snc)
     rc, out, _records = preview(tmp_path, "-e", json.dumps(hgx_tree.preview_vars(gpus, pfs, snc)))
@@ -488,7 +490,22 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
     assert report["plan"]["fits"], report["plan"]
     placements = report["plan"]["placements"]
-    assert sorted(placements) == ["h-a", "h-b", "h-c", "h-d"]
+    assert sorted(placements) == ["h-a", "h-b", "h-c", "h-d"] + (["h-e"] if snc == 1 else [])
+    modules = hgx_tree.gpu_modules(gpus)
+    for name, placement in placements.items():
+        partition = placement["nvswitch_partition"]
+        assert partition["gpus"] == placement["gpus"] or sorted(partition["gpus"]) == sorted(placement["gpus"]), placement
+        assert partition["physical_ids"] == [modules[gpu] for gpu in partition["gpus"]]
+        # the board's 1-GPU partitions are 7-14 for modules 1-8
+        if len(placement["gpus"]) == 1:
+            assert partition["id"] == 6 + modules[placement["gpus"][0]], placement
+        line = "%s NVSwitch partition %d of the HGX H100/H200 8-GPU board, GPUs %s" % (name, partition["id"], ", ".join(
+            "%s (module %d)" % (gpu, modules[gpu]) for gpu in partition["gpus"]))
+        assert line in " ".join(report["table"].split()), line
+    if snc == 1:
+        # one of the board's four 2-GPU partitions, its modules as the Fabric Manager lists them
+        pair = placements["h-e"]["nvswitch_partition"]
+        assert {3: [1, 3], 4: [2, 4], 5: [5, 7], 6: [6, 8]}[pair["id"]] == pair["physical_ids"]
     # the ports' VFs as the kernel will number them: 0000:1b:00.0 offset 2, 0000:1b:00.1 offset 17 (stride 1)
     possible = set("0000:%02x:00.%d" % (bus, f) for bus in (0x1b, 0x9d) for f in range(2, 6)) | \
         set("0000:%02x:02.%d" % (bus, f) for bus in (0x1b, 0x9d) for f in range(2, 6))
@@ -507,6 +524,6 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
         path.write_text(xml, encoding="utf-8")
         check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
         assert check.returncode == 0, "%s: %s\n%s" % (tenant, check.stdout + check.stderr, xml)
-        vlan = {"h-a": 301, "h-b": 302, "h-c": 303, "h-d": 304}[tenant]
+        vlan = {"h-a": 301, "h-b": 302, "h-c": 303, "h-d": 304, "h-e": 305}[tenant]
         assert '<tag id="%d" />' % vlan in xml
     check_vfs_keep_their_settings(out, xmls)

@@ -157,7 +157,8 @@ class State:
 
 class Allocation:
     """The Planner's allocation on one node (a mixin: it needs ``policy``, ``host``, ``reserved``,
-    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores`` and ``_needed_pages``)."""
+    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``_needed_pages`` and, for NVSwitch
+    boards, placement/partitions.py's ``_partitioned``, ``_partition_gpus`` and ``board``)."""
 
     def _free_cores(self, state, node, prefer=()):
         """Whole cores of ``node`` with no thread taken or reserved, preferred ones first."""
@@ -236,17 +237,20 @@ class Allocation:
             return "GPUs short on node %d: %d free of %d, %d needed%s%s%s" % (
                 node, len(state.free_gpus[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
                 " in whole IOMMU groups" if len(free) >= count else "", self._left_out_note(node, self.host.gpu_node_all))
-        if not build:
-            return free[:count]
-        if len(free) == 1:
-            return free  # the one there is (its group was checked above)
-        candidate_vfs = [vf for n in allowed_nodes for vf in state.free_vfs.get(n, ())] if near_vfs else []
+        candidate_vfs = [vf for n in allowed_nodes for vf in state.free_vfs.get(n, ())] if near_vfs and build else []
 
         def key(addr):
             local = self.host.gpu_node.get(addr) != node
             if self.first_fit or self.policy["pcie_affinity"] == "ignore" or not candidate_vfs:
                 return (local, 0, addr)
             return (local, min(map(self.host.rank_row(addr).__getitem__, candidate_vfs)), addr)
+        if self._partitioned():
+            # an NVSwitch board: one Fabric Manager partition's GPUs (placement/partitions.py)
+            return self._partition_gpus(state, free, count, key)
+        if not build:
+            return free[:count]
+        if len(free) == 1:
+            return free  # the one there is (its group was checked above)
         if grouped:
             return pick_units(sorted(free, key=key), count, self.host.units)
         return sorted(free, key=key)[:count]
@@ -403,6 +407,8 @@ class Allocation:
         allowed = self._allowed(node, local_only)
         vf_allowed = self._vf_allowed(tenant, node, local_only)
         nearest = not shortages or self.policy["pcie_affinity"] == "require"
+        if devices is not None and self._partitioned() and devices[0] and self.board.partition_of(devices[0]) is None:
+            devices = None  # a switch's GPUs that are no NVSwitch partition: picked below, as one
         if devices is not None:
             gpus, vfs = devices
         else:

@@ -46,7 +46,8 @@ The planner's files, one concept each (placement/planner.py composes them):
 - placement/counts.py and placement/search.py: which tenants go on which node, by counts;
 - placement/spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
 - placement/spanning.py: one-node and spanning placements weighed together, and what is then proven;
-- placement/report.py: what removed tenants release, what is left free, the groups' report.
+- placement/report.py: what removed tenants release, what is left free, the groups' report;
+- placement/partitions.py: on HGX boards with NVSwitches, a tenant's GPUs are one Fabric Manager partition.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -57,6 +58,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocati
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, level_rank, read_host_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.locality import nearest_free, vf_locality
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.partitions import Partitions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import TenantRequests, read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import groups_of
@@ -67,12 +69,14 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults i
 __metaclass__ = type
 
 
-class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, SpanningSearch, PlanReport):
+class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, SpanningSearch, PlanReport, Partitions):
     """Plans tenants on one host. ``plan()`` returns the plan dict (see ``plan_tenants``)."""
 
     def __init__(self, topology, policy=None):
         merged = self.policy = read_policy(policy)
         self.host = HostIndex(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]))
+        # HGX boards with NVSwitches: a tenant's GPUs are one Fabric Manager partition (placement/partitions.py)
+        self._read_partitions(topology, merged["gpu_modules"])
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
@@ -145,6 +149,7 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         nearest_free(self, state, new, placements)
         for name, where in vf_locality(self, placements).items():
             placements[name]["vf_locality"] = where
+        self._partition_report(placements)
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
         released = dict((name, self._released(existing[name])) for name in removed)
@@ -245,8 +250,10 @@ def plan_tenants(topology, tenants, policy=None):
     emulator_cpus, cpus, hugepages: {size, size_kb, count, node} | None, local, pcie_affinity (the
     farthest GPU/VF level: PIX, PXB, PHB, NODE, SOCKET or SYS), vf_locality ({level, why}: where its
     farthest VF is relative to its nearest GPU, or to its node without GPUs, and why none nearer;
-    None without VFs; placement/locality.py), kept, resized_from, name, vcpus, max_vcpus, priority, memory_mb, mac, vlan, companions: the
-    functions sharing its devices' IOMMU groups, given to it with them}},
+    None without VFs; placement/locality.py), nvswitch_partition (on an HGX board with NVSwitches, the
+    Fabric Manager partition its GPUs are: {id, gpus, physical_ids, board}, id None with ``why`` where not
+    known; None without GPUs or NVSwitches; placement/partitions.py), kept, resized_from, name, vcpus, max_vcpus,
+    priority, memory_mb, mac, vlan, companions: the functions sharing its devices' IOMMU groups, given to it with them}},
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,

@@ -36,6 +36,8 @@ POLICY_DEFAULTS = {
     "strategy": "best_fit",
     "search_budget": SEARCH_BUDGET,
     "host_devices": {},
+    # GPU PCI address -> module ID on an HGX board with NVSwitches (vocabulary/nvswitch.py)
+    "gpu_modules": None,
 }
 POLICY_CHOICES = {
     "numa": NUMA_CHOICES,
@@ -103,6 +105,9 @@ class TenantRequests:
             tenant["gpu_addresses"] = None
             tenant["gpu_count"] = gpus
         tenant["vf_count"] = record.vfs
+        unfit = self._partition_refusal(tenant)
+        if unfit:
+            return {"name": name, "state": record.state, "refused": unfit}
         beyond = over_host(record.vcpus, record.max_vcpus, record.memory_mb, self.limits)
         if beyond:
             # no node, nor all of them, can ever hold it: not placed, and the input named

@@ -468,7 +468,7 @@ def check_plan(model):
                               "cells": p.get("cells"), "gpus": p.get("gpus") or [], "vfs": p.get("vfs") or [],
                               "cpus": p.get("cpus") or [], "emulator_cpus": p.get("emulator_cpus") or [],
                               "hugepages": p.get("hugepages"), "local": p.get("local"), "pcie_affinity": p.get("pcie_affinity"),
-                              "vf_locality": p.get("vf_locality")})
+                              "vf_locality": p.get("vf_locality"), "nvswitch_partition": p.get("nvswitch_partition")})
                       for name, p in (plan.get("placements") or {}).items())
     section = {"fits": not unplaced, "placements": placements, "unplaced": unplaced, "tenants": len(tenants),
                "notes": plan.get("notes") or [], "tenants_from": source}

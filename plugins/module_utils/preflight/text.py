@@ -138,6 +138,15 @@ def summary_line(report, report_path=None):
     return line + (" (report: %s)" % report_path if report_path else "")
 
 
+def partition_line(name, partition):
+    """One tenant's Fabric Manager partition on an NVSwitch board, as the report says it."""
+    gpus = ", ".join("%s (module %s)" % pair for pair in zip(partition["gpus"], partition.get("physical_ids") or ["?"] * len(partition["gpus"])))
+    if partition.get("id") is None:
+        return "%s NVSwitch partition unknown on the %s board, GPUs %s: %s" % (name, partition.get("board"), gpus, partition.get("why"))
+    return ("%s NVSwitch partition %d of the %s board, GPUs %s: the Fabric Manager (service VM, not built by the collection) must "
+            "activate it before the tenant starts" % (name, partition["id"], partition.get("board"), gpus))
+
+
 def render_table(report):
     """The report as text for a person: a header, the checks, then one table per area."""
     failed = len(report.get("failures") or [])
@@ -196,6 +205,10 @@ def render_table(report):
         # where a tenant's VF sits from its GPU (PIX .. SOCKET, SYS) and why none nearer
         if p.get("vf_locality"):
             lines.append("%s VF locality %s: %s" % (name, p["vf_locality"]["level"], p["vf_locality"]["why"]))
+    for name, p in sorted(plan.get("placements", {}).items()):
+        # on an HGX board with NVSwitches: the Fabric Manager partition each tenant needs (placement/partitions.py)
+        if p.get("nvswitch_partition"):
+            lines.append(partition_line(name, p["nvswitch_partition"]))
     if any("/vf" in vf for p in plan.get("placements", {}).values() for vf in p["vfs"]):
         lines.append("(<pf>/vfN: a VF the SR-IOV stage will create)")
     if report.get("port_modes"):

@@ -97,3 +97,19 @@ def test_the_bluefield_ports_place_their_vfs_as_a_connectx_card(hgx):
     pci = topo["pci_devices"]
     assert [(pci[pf]["sriov_totalvfs"], pci[pf]["sriov_offset"], pci[pf]["sriov_stride"]) for pf in pfs] == [(16, 2, 1), (16, 17, 1)] * 2
     assert all(pci[pf]["model"] == "BlueField-3 integrated ConnectX-7" for pf in pfs)
+
+
+def test_the_gpu_module_ids_follow_the_published_hgx_hosts_bus_order(hgx):
+    """The module IDs the preview gives (policy.gpu_modules) are those of OpenNebula's HGX host in the order of
+    its GPUs' buses, put on this tree's GPUs in theirs: modules 5-8 on socket 0 (node 0), 1-4 on socket 1."""
+    text = fixture("fabricmanager/onefabric_nvswitch-partition_module-id-to-pci_hgx-8480c_FRAGMENT.txt")
+    published = {}
+    for addresses, ids in re.findall(r'PARTITION_GPU_ADDR="([^"]+)",\s+PARTITION_GPU_IDS="([^"]+)"', text):
+        published.update(zip(addresses.split(), map(int, ids.split())))
+    in_bus_order = [published[address] for address in sorted(published)]
+    topology, gpus, _nics, _pfs = hgx
+    modules = load_tool().gpu_modules(gpus)
+    assert [modules[address] for address in sorted(modules)] == in_bus_order
+    node = dict((gpu["address"], gpu["numa_node"]) for gpu in topology["gpus"])
+    assert sorted(m for a, m in modules.items() if node[a] == 0) == [5, 6, 7, 8]
+    assert sorted(m for a, m in modules.items() if node[a] == 1) == [1, 2, 3, 4]
