@@ -5,11 +5,10 @@ an answer shows the check's changed and diff as the call's own; bad inputs are n
 
 from __future__ import annotations
 
-from unittest import mock
-
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import gate_check
+from fakes.actions import run_action  # pylint: disable=import-error
 
 OPTIONS = {"devices": ["0000:82:00.0"], "vfs_of": ["0000:81:00.0"], "persist": True}
 DIFF = [{"before_header": "0000:82:00.0 driver", "after_header": "0000:82:00.0 driver", "before": "nvidia\n",
@@ -25,13 +24,7 @@ def check(changed=False, error=None, options=None, diff=None):
 
 
 def run(args, check_mode=False):
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.action = "gpuvirt.tenancy.gate_check"
-    task.check_mode = check_mode
-    task.async_val = 0
-    action = gate_check.ActionModule(task, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
-    return action.run(task_vars={})
+    return run_action(gate_check, "gate_check", args, check_mode)
 
 
 # (the gate's check, the options sent now, check mode) -> answered, changed

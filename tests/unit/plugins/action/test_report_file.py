@@ -6,21 +6,14 @@ named and write nothing."""
 from __future__ import annotations
 
 import os
-from unittest import mock
-
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import report_file
+from fakes.actions import run_action  # pylint: disable=import-error
 
 
 def run(args, check_mode=False):
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.action = "gpuvirt.tenancy.report_file"
-    task.check_mode = check_mode
-    task.async_val = 0
-    action = report_file.ActionModule(task, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
-    return action.run(task_vars={})
+    return run_action(report_file, "report_file", args, check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True], ids=["run", "check mode"])
