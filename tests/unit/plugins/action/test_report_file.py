@@ -6,6 +6,7 @@ named and write nothing."""
 from __future__ import annotations
 
 import os
+
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import report_file
