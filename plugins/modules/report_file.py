@@ -10,11 +10,12 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: report_file
-short_description: Write a report file on the controller, only when its content differs
+short_description: Write a JSON report file on the controller, only when it differs
 version_added: 0.2.0
 description:
-  - Writes O(content) to O(dest) on the controller, atomically (a temporary file in the same directory, then a
-    rename), creating the directory; a file that already holds O(content) is left as it is.
+  - Writes O(data) as JSON (two-space indented, keys sorted, a final newline) to O(dest) on the controller,
+    atomically (a temporary file in the same directory, then a rename), creating the directory; a file that already
+    holds that text is left as it is.
   - The preflight role writes each host's JSON report with it. A report is not a change to the host, so the result
     is never C(changed), in check mode too (the report of a preview is written).
   - Runs on the controller and asks nothing of the host; unlike M(ansible.builtin.copy) it runs no module, which
@@ -32,9 +33,9 @@ attributes:
   platform:
     platforms: posix
 options:
-  content:
-    description: The report's text.
-    type: str
+  data:
+    description: The report.
+    type: dict
     required: true
   dest:
     description: The report file's absolute path on the controller.
@@ -47,13 +48,13 @@ author:
 EXAMPLES = r"""
 - name: Write the host's JSON report on the controller
   gpuvirt.tenancy.report_file:
-    content: "{{ preflight_report | ansible.builtin.to_nice_json(indent=2) }}\n"
+    data: "{{ preflight_report }}"
     dest: "{{ playbook_dir }}/preflight-reports/{{ inventory_hostname }}.json"
 """
 
 RETURN = r"""
 written:
-  description: Whether the file was written (false when it already held O(content)).
+  description: Whether the file was written (false when it already held the report).
   returned: success
   type: bool
   sample: true
