@@ -54,7 +54,10 @@ def doc_commands():
 
 
 def listing(top):
-    return sorted(os.path.relpath(os.path.join(d, n), top) for d, dirs, files in os.walk(top) for n in dirs + files)
+    """Every file and folder under ``top``, but Python's bytecode caches (``__pycache__``: Python's own
+    writes where it may, as for any installed package, not the collection's)."""
+    return sorted(os.path.relpath(os.path.join(d, n), top) for d, dirs, files in os.walk(top) for n in dirs + files
+                  if "__pycache__" not in os.path.relpath(os.path.join(d, n), top).split(os.sep))
 
 
 def make_workdir(where, collections):
