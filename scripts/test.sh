@@ -34,7 +34,8 @@
 # installed the collection as a user has it, on the newest ansible-core (the oldest stage runs the same
 #           tests on the oldest): its tarball installed into an empty collections path, run by a fresh
 #           virtualenv made for the run outside the checkout (ansible-core and libvirt-python only, from
-#           the wheels bootstrap keeps beside the line's virtualenv), no checkout on any path; the shipped docs' commands, the capture, preflight and preview by FQCN as the docs say,
+#           the wheels bootstrap keeps beside the line's virtualenv), no checkout on any path; the
+#           shipped docs' commands, the capture, preflight and preview by FQCN as the docs say,
 #           failing on any warning (tests/unit/test_installed_walkthrough.py), the AWX project
 #           (tests/unit/awx/test_project.py) and the inventory plugin (tests/unit/plugins/inventory)
 set -uo pipefail

@@ -24,7 +24,7 @@ USER_PACKAGES = ("ansible-core", "libvirt-python")
 _BUILT = {}
 
 
-def work():
+def _work():
     """This run's temporary folder (the tarball, its install, the user's virtualenv)."""
     if "work" not in _BUILT:
         _BUILT["work"] = tempfile.mkdtemp(prefix="gpuvirt-built.")
@@ -38,7 +38,7 @@ def _user_venv(wheelhouse, requirements):
     with open(requirements, encoding="utf-8") as handle:
         pins = [line.strip() for line in handle if line.split("==")[0].strip() in USER_PACKAGES]
     assert len(pins) == len(USER_PACKAGES), "%s pins %s, not each of %s" % (requirements, pins, USER_PACKAGES)
-    venv = os.path.join(work(), "user-venv")
+    venv = os.path.join(_work(), "user-venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
     proc = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", wheelhouse]
                           + pins, capture_output=True, text=True, check=False, timeout=600)
@@ -60,7 +60,7 @@ def bindir():
 def artifact():
     """Path of the built tarball."""
     if "artifact" not in _BUILT:
-        folder = work()
+        folder = _work()
         files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True,
                                check=True).stdout
         with open(os.path.join(folder, "files"), "w", encoding="utf-8") as handle:
@@ -83,6 +83,23 @@ def clean_env(collections):
     return env
 
 
+def user_env(collections=None, **extra):
+    """The environment a user runs the ansible-* commands in: :func:`clean_env` of ``collections``
+    (default: the installed artifact), :func:`bindir` first on PATH, no colour, and ``extra``."""
+    return dict(clean_env(collections or installed()), ANSIBLE_NOCOLOR="1", PATH=bindir() + os.pathsep + os.environ.get("PATH", ""),
+                **extra)
+
+
+# The tenants module's own warnings about previewed tenants (a bare capture's VFs have no BARs yet,
+# the test driver keeps no <qemu:commandline>) are the preview's report.
+MODULE_WARNING = "[WARNING]: tenants stage (checked by the gate): "
+
+
+def other_warnings(output):
+    """The warning lines of ``output`` but the tenants module's own (MODULE_WARNING)."""
+    return [line for line in output.splitlines() if "WARNING]" in line and not line.startswith(MODULE_WARNING)]
+
+
 def install(path):
     """Install the artifact into the empty directory ``path``; the process's result."""
     os.makedirs(str(path), exist_ok=True)
@@ -95,7 +112,7 @@ def install(path):
 def installed():
     """A collections path holding only the installed artifact."""
     if "installed" not in _BUILT:
-        path = os.path.join(work(), "collections")
+        path = os.path.join(_work(), "collections")
         proc = install(path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         _BUILT["installed"] = path

@@ -28,7 +28,6 @@ import built_collection  # pylint: disable=import-error
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
 
 COMMAND = re.compile(r"ansible-playbook -i (?:mine|INVENTORY) gpuvirt\.tenancy\.[a-z_]+[^`#\\\n]*")
-MODULE_WARNING = "[WARNING]: tenants stage (checked by the gate): "
 # The commands run for real, in this order (the others need a real GPU host: syntax-checked).
 WALKTHROUGH = (
     "ansible-playbook -i mine gpuvirt.tenancy.capture --limit dgx01",
@@ -56,8 +55,11 @@ def doc_commands():
 def listing(top):
     """Every file and folder under ``top``, but Python's bytecode caches (``__pycache__``: Python's own
     writes where it may, as for any installed package, not the collection's)."""
-    return sorted(os.path.relpath(os.path.join(d, n), top) for d, dirs, files in os.walk(top) for n in dirs + files
-                  if "__pycache__" not in os.path.relpath(os.path.join(d, n), top).split(os.sep))
+    found = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        found.extend(os.path.relpath(os.path.join(folder, name), top) for name in dirs + files)
+    return sorted(found)
 
 
 def make_workdir(where, collections):
@@ -85,8 +87,7 @@ def workdir(tmp_path_factory):
 def run(workdir, command, *extra, collections=None, user=(), env=None):
     """``command`` in ``workdir`` with the installed collection's environment (``collections``: another
     install), as ``user`` (a command prefix) with ``env`` added; -> (rc, stdout + stderr)."""
-    env = dict(built_collection.clean_env(collections or built_collection.installed()), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_DEPRECATION_WARNINGS="true", PATH=built_collection.bindir() + os.pathsep + os.environ.get("PATH", ""), **(env or {}))
+    env = built_collection.user_env(collections, ANSIBLE_DEPRECATION_WARNINGS="true", **(env or {}))
     done = subprocess.run(list(user) + ["bash", "-c", command + "".join(" " + arg for arg in extra)], cwd=str(workdir), env=env,
                           capture_output=True, text=True, check=False, timeout=900)
     return done.returncode, done.stdout + done.stderr
@@ -98,9 +99,8 @@ def walkthrough(workdir, **how):
     for command in WALKTHROUGH:
         rc, out = run(workdir, command.replace("=DIR", "=$PWD/captures/dgx01"), **how)
         assert rc == 0, "%s:\n%s" % (command, out[-4000:])
-        # the tenants module's own warnings about the previewed tenants (a bare capture's VFs have no BARs yet,
-        # the test driver keeps no <qemu:commandline>) are the preview's report; any other warning fails
-        warnings = [line for line in out.splitlines() if "WARNING]" in line and not line.startswith(MODULE_WARNING)]
+        # any warning but the tenants module's own about the previewed tenants fails
+        warnings = built_collection.other_warnings(out)
         assert warnings == [], "%s:\n%s" % (command, "\n".join(warnings))
         if "gpuvirt.tenancy.capture" in command:
             assert (workdir / "captures" / "dgx01" / ".source.txt").is_file()
