@@ -299,7 +299,14 @@ def playbook(label: str, extra: list[str] | None = None, path: str = PLAYBOOK) -
             recap[match.group(1)] = dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups()[1:])))
     seconds = time.monotonic() - start
     log(f"{label}: rc {rc} in {seconds:.0f} s, recap {recap}")
-    return {"rc": rc, "recap": recap, "seconds": round(seconds, 1), "log": log_path}
+    # what failed, for the check's line (the report and CI's summary show it without the log)
+    errors = [line.strip() for line in lines if line.startswith(("[ERROR]:", "fatal:"))][:4]
+    return {"rc": rc, "recap": recap, "seconds": round(seconds, 1), "log": log_path, "errors": errors}
+
+
+def failed_because(run: dict) -> str:
+    """A failed playbook's rc, its first errors and its log, for a check's detail."""
+    return f"rc {run['rc']}, see {run['log']}" + "".join(f"\n    {line}" for line in run.get("errors", []))
 
 
 def read_json(path: str) -> dict:
@@ -449,7 +456,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         banners = json.loads(probe.communicate(timeout=BANNER_TIMEOUT + 30)[0] or "{}")
         timings["phase1"] = provisioning("phase1", first, banners)
         if not check(results, "phase 1: the tenants stage, the guest stages and the checks inside the guests pass", first["rc"] == 0,
-                     f"rc {first['rc']}, see {first['log']}"):
+                     failed_because(first)):
             return finish(results, timings, started, None, None)
         verify1 = read_json(rpath("verify-phase1.json"))
         again = playbook("phase1-again")
@@ -467,7 +474,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         banners = json.loads(probe.communicate(timeout=BANNER_TIMEOUT + 30)[0] or "{}")
         timings["phase2"] = provisioning("phase2", second, banners)
         check(results, "phase 2: bench-b removed, bench-c started on another data network, the checks inside pass",
-              second["rc"] == 0, f"rc {second['rc']}, see {second['log']}")
+              second["rc"] == 0, failed_because(second))
         verify2 = read_json(rpath("verify-phase2.json")) if os.path.exists(rpath("verify-phase2.json")) else None
         if verify2 is not None:
             a1, a2 = verify1["guests"]["bench-a"], verify2["guests"].get("bench-a", {})
