@@ -38,10 +38,34 @@ def test_each_host_stage_is_wired_once():
     assert imports_of(rolling["tasks"]) == [("gpuvirt.tenancy.host_stages:%s" % name[:-4], [name[:-4]]) for name in HOST_STAGES]
     for name in HOST_STAGES:
         plays = load(name)
-        assert len(plays) == 1 and plays[0]["hosts"] == "gpuvirt_hosts"
+        assert plays[0]["hosts"] == "gpuvirt_hosts"
         assert imports_of(plays[0]["tasks"]) == [("gpuvirt.tenancy.host_stages:%s" % name[:-4], [])]
+        # after the tenants stage only: the play that waits for the guests it added (test below)
+        assert [p["hosts"] for p in plays[1:]] == (["gpuvirt_guests"] if name == "tenants.yml" else [])
         assert os.path.isfile(os.path.join(REPO, "roles", "host_stages", "tasks", name))
     assert not os.path.exists(os.path.join(REPO, "playbooks", "stages"))
+
+
+def _guests_ready_plays(name):
+    return [p for p in load(name) if p.get("hosts") == "gpuvirt_guests"
+            and any(t.get("ansible.builtin.import_role", {}).get("tasks_from") == "ready" for t in p.get("tasks") or [])]
+
+
+def test_the_guests_the_tenants_stage_added_are_waited_for_one_way():
+    """tenants.yml and site.yml wait for the guests' login and cloud-init with the same task, after the
+    tenants stage and before the guest stages (site.yml)."""
+    tasks = {}
+    for name in ("tenants.yml", "site.yml"):
+        plays = _guests_ready_plays(name)
+        assert len(plays) == 1, name
+        task = dict(plays[0]["tasks"][0])
+        task.pop("name")
+        tasks[name] = task
+    assert tasks["tenants.yml"] == tasks["site.yml"]
+    assert tasks["site.yml"]["ansible.builtin.import_role"]["name"] == "gpuvirt.tenancy.tenant_guests"
+    plays = load("site.yml")
+    ready = plays.index(_guests_ready_plays("site.yml")[0])
+    assert plays.index(rolling_play()) < ready < min(i for i, p in enumerate(plays) if "import_playbook" in str(p))
 
 
 def test_rolling_play_keywords_and_gate():
