@@ -42,8 +42,9 @@ finds one. It is exact and cuts by:
   its completions were all looked at the first time.
 
 The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
-per node as the search takes and gives back. After ``budget``
-search nodes it stops and keeps the best found (``exhausted``).
+per node as the search takes and gives back (each node's room packed into one integer, so that a
+demand is checked by one subtraction), and so is the room left over all the nodes. After
+``budget`` search nodes it stops and keeps the best found (``exhausted``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -117,6 +118,9 @@ class Search(Bounds):
         # the search's own order: the largest tenants first (a small tenant left out then rules out
         # every larger one still to come, see placement_dominance), equal ones in list order
         totals = list(map(sum, zip(*self.caps)))
+        # the capacity left over all the nodes, kept as the depth-first search takes and gives back
+        self.total = list(totals)
+        self.rooms = self.guards = self.packed = None
         size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
@@ -192,16 +196,35 @@ class Search(Bounds):
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
+            self._pack()
             for number, item in enumerate(self.queue):
                 per_slot = {}
                 for slot, demand in item.fits:
-                    per_slot.setdefault(slot, []).append(demand)
+                    per_slot.setdefault(slot, []).append(self.packed[demand])
                 for slot, needs in per_slot.items():
                     self.takers[slot].append((number, needs))
             # per node, the queue position of each of its takers (in order: those after a position start at bisect_right)
             self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
+
+    def _pack(self):
+        """The room of each node packed into one integer, a field per resource with a guard bit
+        above it (as placement_lagrange.Packing): the room left minus a packed demand keeps every
+        guard bit exactly when the demand fits, so one subtraction checks all the resources and
+        gives the room left. A node already short of something (its memory below nothing) holds
+        no demand: no tenant may go there (``masks``), so its room (0) is never checked."""
+        demands = set(demand for item in self.queue for _slot, demand in item.fits)
+        if any(value < 0 for demand in demands for value in demand):
+            raise ValueError("placement search: a demand below nothing (%r)" % sorted(demands))
+        shifts, self.guards, shift = [], 0, 0
+        for r in range(self.width):
+            bits = max([cap[r] for cap in self.caps] + [demand[r] for demand in demands] + [0]).bit_length()
+            shifts.append(shift)
+            self.guards |= 1 << (shift + bits)
+            shift += bits + 1
+        self.packed = dict((demand, sum(value << at for value, at in zip(demand, shifts))) for demand in demands)
+        self.rooms = [self.guards + sum(value << at for value, at in zip(cap, shifts)) if min(cap) >= 0 else 0 for cap in self.caps]
 
     def _configurations(self):
         """Lower the ceiling by the bound of what each node holds whole (placement_lagrange), and
@@ -331,7 +354,7 @@ class Search(Bounds):
             return
         # the same tenants decided with the same room left, reached before at no lower value: its
         # completions were all looked at then
-        key = (index, tuple(map(tuple, self.caps)), self.blocked, self.forced, self.claimed)
+        key = (index, tuple(self.rooms), self.blocked, self.forced, self.claimed)
         seen = self.seen.get(key)
         if seen is not None and seen >= value:
             return
@@ -350,9 +373,10 @@ class Search(Bounds):
             tried = set()
             forced = self.forced
             masks = self.masks
+            rooms, guards, total = self.rooms, self.guards, self.total
             for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
-                state = (self.classes[slot], tuple(cap), demand)
+                state = (self.classes[slot], rooms[slot], demand)
                 if state in tried:
                     continue
                 tried.add(state)
@@ -360,6 +384,10 @@ class Search(Bounds):
                 if not self.forced & self.blocked:
                     for r in width:
                         cap[r] -= demand[r]
+                        total[r] -= demand[r]
+                    packed = self.packed[demand]
+                    rooms[slot] -= packed
+                    room = rooms[slot]
                     # only this node changed, and only for the worse
                     self.masks = after = list(masks)
                     on = 1 << slot
@@ -367,8 +395,12 @@ class Search(Bounds):
                     takers = self.takers[slot]
                     for position in range(bisect_right(self.taker_positions[slot], index), len(takers)):
                         number, needs = takers[position]
-                        if after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
-                            after[number] &= off
+                        if after[number] & on:
+                            for need in needs:
+                                if (room - need) & guards == guards:
+                                    break
+                            else:
+                                after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
                     self.choice[index] = demand
@@ -381,8 +413,10 @@ class Search(Bounds):
                     self.assignment[index] = None
                     self.masks = masks
                     self.claimed &= ~item.claims
+                    rooms[slot] += packed
                     for r in width:
                         cap[r] += demand[r]
+                        total[r] += demand[r]
                 self.forced = forced
                 if self.exhausted or self.best >= self.ceiling:
                     return

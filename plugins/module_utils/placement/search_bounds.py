@@ -86,7 +86,7 @@ class Bounds:
             most = min(most, int(self.dual_cap + self.suffix[index] + 1e-7))
             if cut and (count + most, online + min(most, online_left), -rank) <= best:
                 return None
-        total = list(map(sum, zip(*caps)))
+        total = self.total
         # the tenants that must be placed (dominance) take their part first
         after = self._most_after(members, forced, total)
         if after is None:
