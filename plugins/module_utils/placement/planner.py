@@ -43,7 +43,8 @@ The planner's files, one concept each (placement/planner.py composes them):
 - placement/planner_request.py: the policy and each tenant's inputs, checked;
 - placement/existing.py: previous assignments kept, resized in place, or re-planned;
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
-- placement/counts.py and placement/search.py: which tenants go on which node, by counts;
+- placement/counts.py and placement/search.py: which tenants go on which node, by counts (the
+  search's bounds in placement/search_bounds.py);
 - placement/spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
 - placement/spanning.py: one-node and spanning placements weighed together, and what is then proven;
 - placement/report.py: what removed tenants release, what is left free, the groups' report;

@@ -41,18 +41,20 @@ finds one. It is exact and cuts by:
   ruled out, forced and the GPUs claimed) reached again at no better value is not searched again:
   its completions were all looked at the first time.
 
-Where each tenant fits is kept per node as the search takes and gives back. After ``budget``
-search nodes it stops and keeps the best found (``exhausted``).
+The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
+per node as the search takes and gives back (each node's room packed into one integer, so that a
+demand is checked by one subtraction), and so is the room left over all the nodes. After
+``budget`` search nodes it stops and keeps the best found (``exhausted``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
-from itertools import accumulate, compress
 from operator import ge, itemgetter, mul, sub
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, capacity_prices, most_that_fit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import SCALE, Bounds
 
 __metaclass__ = type
 
@@ -72,9 +74,6 @@ CONFIG_BONUSES = (0.3, 0.0)
 # more steps when the bound is this close to proving the best found
 CONFIG_CLOSE = 0.5
 CONFIG_MORE = 30
-
-# fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order
-SCALE = 1 << 20
 
 # demand/capacity vector layout (the best-fit order reads GPUs, VFs, CPUs left)
 CPU, GPU, VF = 0, 1, 2
@@ -100,7 +99,7 @@ class Candidate:
         self.multi = len(set(map(itemgetter(0), self.fits))) < len(self.fits)
 
 
-class Search:
+class Search(Bounds):
     """``Search(capacities, classes, candidates, budget).run()`` -> list of node slot or None per
     candidate; ``best_choice`` then has the demand each placed candidate takes there."""
 
@@ -119,6 +118,9 @@ class Search:
         # the search's own order: the largest tenants first (a small tenant left out then rules out
         # every larger one still to come, see placement_dominance), equal ones in list order
         totals = list(map(sum, zip(*self.caps)))
+        # the capacity left over all the nodes, kept as the depth-first search takes and gives back
+        self.total = list(totals)
+        self.rooms = self.guards = self.packed = None
         size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
         self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
         self.queue = [candidates[number] for number in self.order]
@@ -194,16 +196,35 @@ class Search:
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
+            self._pack()
             for number, item in enumerate(self.queue):
                 per_slot = {}
                 for slot, demand in item.fits:
-                    per_slot.setdefault(slot, []).append(demand)
+                    per_slot.setdefault(slot, []).append(self.packed[demand])
                 for slot, needs in per_slot.items():
                     self.takers[slot].append((number, needs))
             # per node, the queue position of each of its takers (in order: those after a position start at bisect_right)
             self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
+
+    def _pack(self):
+        """The room of each node packed into one integer, a field per resource with a guard bit
+        above it (as placement_lagrange.Packing): the room left minus a packed demand keeps every
+        guard bit exactly when the demand fits, so one subtraction checks all the resources and
+        gives the room left. A node already short of something (its memory below nothing) holds
+        no demand: no tenant may go there (``masks``), so its room (0) is never checked."""
+        demands = set(demand for item in self.queue for _slot, demand in item.fits)
+        if any(value < 0 for demand in demands for value in demand):
+            raise ValueError("placement search: a demand below nothing (%r)" % sorted(demands))
+        shifts, self.guards, shift = [], 0, 0
+        for r in range(self.width):
+            bits = max([cap[r] for cap in self.caps] + [demand[r] for demand in demands] + [0]).bit_length()
+            shifts.append(shift)
+            self.guards |= 1 << (shift + bits)
+            shift += bits + 1
+        self.packed = dict((demand, sum(value << at for value, at in zip(demand, shifts))) for demand in demands)
+        self.rooms = [self.guards + sum(value << at for value, at in zip(cap, shifts)) if min(cap) >= 0 else 0 for cap in self.caps]
 
     def _configurations(self):
         """Lower the ceiling by the bound of what each node holds whole (placement_lagrange), and
@@ -333,7 +354,7 @@ class Search:
             return
         # the same tenants decided with the same room left, reached before at no lower value: its
         # completions were all looked at then
-        key = (index, tuple(map(tuple, self.caps)), self.blocked, self.forced, self.claimed)
+        key = (index, tuple(self.rooms), self.blocked, self.forced, self.claimed)
         seen = self.seen.get(key)
         if seen is not None and seen >= value:
             return
@@ -352,9 +373,10 @@ class Search:
             tried = set()
             forced = self.forced
             masks = self.masks
+            rooms, guards, total = self.rooms, self.guards, self.total
             for _score, slot, demand, item_rank in self._order(index):
                 cap = caps[slot]
-                state = (self.classes[slot], tuple(cap), demand)
+                state = (self.classes[slot], rooms[slot], demand)
                 if state in tried:
                     continue
                 tried.add(state)
@@ -362,6 +384,10 @@ class Search:
                 if not self.forced & self.blocked:
                     for r in width:
                         cap[r] -= demand[r]
+                        total[r] -= demand[r]
+                    packed = self.packed[demand]
+                    rooms[slot] -= packed
+                    room = rooms[slot]
                     # only this node changed, and only for the worse
                     self.masks = after = list(masks)
                     on = 1 << slot
@@ -369,8 +395,12 @@ class Search:
                     takers = self.takers[slot]
                     for position in range(bisect_right(self.taker_positions[slot], index), len(takers)):
                         number, needs = takers[position]
-                        if after[number] & on and not any(all(map(ge, cap, need)) for need in needs):
-                            after[number] &= off
+                        if after[number] & on:
+                            for need in needs:
+                                if (room - need) & guards == guards:
+                                    break
+                            else:
+                                after[number] &= off
                     self.claimed |= item.claims
                     self.assignment[index] = slot
                     self.choice[index] = demand
@@ -383,8 +413,10 @@ class Search:
                     self.assignment[index] = None
                     self.masks = masks
                     self.claimed &= ~item.claims
+                    rooms[slot] += packed
                     for r in width:
                         cap[r] += demand[r]
+                        total[r] += demand[r]
                 self.forced = forced
                 if self.exhausted or self.best >= self.ceiling:
                     return
@@ -394,194 +426,6 @@ class Search:
             if not self.forced & self.blocked:
                 self._dfs(index + 1, count, online, rank)
             self.blocked = blocked
-
-    # ------------------------------------------------------------------ bound
-    def _duals(self):
-        """Prices for the node capacities at the root (placement_lagrange.capacity_prices): what
-        the capacity left is worth at them, and per queue position what the tenants from there on
-        can add; the search reads this bound at every node."""
-        queue = self.queue
-        live = [number for number in range(len(queue)) if not self.blocked >> number & 1 and self.masks[number]]
-        # the count proven (the search is after online tenants or ranks): all the steps, for prices
-        # that cut deeper, rather than the first that prove the count
-        target = self.best[0] - 1 if self.best[0] >= self.ceiling[0] else self.best[0]
-        self.prices = capacity_prices(self.caps, [queue[number].fits for number in live], target)
-        self.dual_cap = sum(sum(map(mul, row, cap)) for row, cap in zip(self.prices, self.caps))
-        gains = [0.0] * (len(queue) + 1)
-        for number in live:
-            gains[number] = max([0.0] + [1.0 - sum(map(mul, self.prices[slot], demand)) for slot, demand in queue[number].fits])
-        self.suffix = list(accumulate(gains[::-1]))[::-1]
-
-    def _fitting(self, index):
-        """(queue positions, node bit masks): the tenants from ``index`` on that may still be
-        placed and where each fits now; None when one that must be placed fits nowhere."""
-        blocked, claimed, masks = self.blocked, self.claimed, self.masks
-        members = list(compress(range(index, len(masks)), masks[index:]))
-        if blocked:
-            members = [number for number in members if not blocked >> number & 1]
-        if claimed:
-            queue = self.queue
-            members = [number for number in members if not queue[number].claims & claimed]
-        bits = sum(map(self.bits.__getitem__, members))
-        if self.forced >> index << index & ~bits:
-            return None
-        return members, list(map(masks.__getitem__, members)), bits
-
-    def _bound(self, index, count, online, rank, exact=False, fitting=None, cut=False):
-        """The best value any completion from ``index`` could reach (an upper bound), or None
-        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
-        some node, no more than each resource's total holds; and for each set of nodes that some
-        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
-        total, and node by node: resource by resource, or with ``exact`` the most that fit
-        together). With ``cut`` (the search's question: does this branch end?) None as soon as
-        the bound is known to end it: each part only lowers it, so the answer is the same."""
-        if fitting is None:
-            fitting = self._fitting(index)
-            if fitting is None:
-                return None
-        members, where, bits = fitting
-        online_left = bin(self.online_bits & bits).count("1")
-        ceiling = (count + len(members), online + online_left, -rank)
-        if ceiling <= self.best:
-            return ceiling
-        caps = self.caps
-        forced = self.forced & bits
-        best = self.best
-        most = len(members)
-        if self.suffix is not None:
-            # the Lagrangian bound of the root's multipliers (placement_search._duals)
-            most = min(most, int(self.dual_cap + self.suffix[index] + 1e-7))
-            if cut and (count + most, online + min(most, online_left), -rank) <= best:
-                return None
-        total = list(map(sum, zip(*caps)))
-        # the tenants that must be placed (dominance) take their part first
-        after = self._most_after(members, forced, total)
-        if after is None:
-            return None
-        most = min(most, after)
-        if cut and (count + most, online + min(most, online_left), -rank) <= best:
-            return None
-        # enough to cut the branch: fewer tenants than the best found
-        enough = self.best[0] - count
-        # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
-        # search those of one or two nodes that tenants which must be placed are confined to
-        # (most branches these cut end there; wider sets cost more than the branches they cut)
-        if exact or index == 0:
-            confined = set(where)
-        elif forced:
-            confined = set(its for its in compress(where, [forced >> number & 1 for number in members]) if bin(its).count("1") <= 2)
-        else:
-            confined = ()
-        for slots in sorted(confined):
-            if slots == self.all_slots:
-                continue
-            if most < enough and not forced:
-                break  # enough to cut already: no later set changes the answer
-            group = [number for number, its in zip(members, where) if not its & ~slots]
-            chosen = self._slots(slots)
-            if exact:
-                per_node = sum(self._most_together(group, slot) for slot in chosen)
-            else:
-                per_node = sum(self._count(group, caps[slot]) for slot in chosen)
-            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
-            if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
-                return None
-            held = min(per_node, together)
-            most = min(most, len(members) - len(group) + held)
-            if held and (exact or index == 0 or not forced):
-                most = min(most, self._with_rest(members, group, held, total))
-            if cut and (count + most, online + min(most, online_left), -rank) <= best:
-                return None
-        online_most = min(most, online_left)
-        # each tenant can at best be on its own best node: no rank added
-        return (count + most, online + online_most, -rank)
-
-    def _with_rest(self, members, group, held, total):
-        """The most tenants placed when at most ``held`` of ``group`` (confined to some nodes) are:
-        ``k`` of them take at least the ``k`` least of each resource, and the others get no more
-        than what is left of ``total``, for the best ``k``."""
-        inside = set(group)
-        rest = [number for number in members if number not in inside]
-        if not rest:
-            return held
-        sums = [(r, list(accumulate(sorted(map(column.__getitem__, group))))) for r, column in self.columns]
-        best = self._count(rest, total)
-        for k in range(1, held + 1):
-            left = list(total)
-            for r, running in sums:
-                left[r] -= running[k - 1]
-            best = max(best, k + self._count(rest, left))
-            if best >= held + len(rest):
-                break
-        return best
-
-    def _most_after(self, members, forced, total):
-        """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
-        resource, when those in ``forced`` are all among them; None when these do not fit."""
-        must = [number for number in members if forced >> number & 1] if forced else ()
-        if not must:
-            return self._count(members, total)
-        others = [number for number in members if not forced >> number & 1]
-        left = list(total)
-        for r, column in self.columns:
-            left[r] -= sum(map(column.__getitem__, must))
-            if left[r] < 0:
-                return None
-        return len(must) + self._count(others, left)
-
-    def _slots(self, mask):
-        """The node slots of a bit mask."""
-        slots = self.slot_lists.get(mask)
-        if slots is None:
-            slots = self.slot_lists[mask] = [slot for slot in range(len(self.caps)) if mask >> slot & 1]
-        return slots
-
-    def _count(self, members, cap):
-        """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
-        resource by resource (the smallest needs first); each question asked once per search."""
-        key = (tuple(members), tuple(cap))
-        most = self.counted.get(key)
-        if most is not None:
-            return most
-        most = len(members)
-        binding = []
-        for r, column in self.columns:
-            if sum(map(column.__getitem__, members)) > cap[r]:
-                needs = sorted(map(column.__getitem__, members))
-                most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
-                if cap[r] > 0:
-                    binding.append((column, cap[r]))
-        if len(binding) > 1 and most > 1:
-            # the resources together: each tenant's shares of them, added up, fit in as many shares
-            shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
-            most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
-        self.counted[key] = most
-        return most
-
-    def _most_together(self, members, slot):
-        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small
-        subsets; the same for nodes of one class with the same room)."""
-        key = (tuple(members), self.classes[slot], tuple(self.caps[slot]))
-        if key not in self.together:
-            self.together[key] = self._count_together(members, slot)
-        return self.together[key]
-
-    def _count_together(self, members, slot):
-        # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
-        demands = []
-        for number in members:
-            found = [option[1] for option in self.queue[number].options if option[0] == slot]
-            if found:
-                demands.append(tuple(map(min, zip(*found))))
-        demands.sort()
-        limit = self.together_left
-        best, steps = most_that_fit(demands, self.caps[slot], limit)
-        # cut short: the resource-by-resource count, which never says fewer
-        if steps <= limit:
-            self.together_left -= steps
-            return best
-        self.together_left = 0
-        return self._count(members, self.caps[slot])
 
 
 def _bits(slots):

@@ -30,7 +30,9 @@ def brute_force(caps, candidates):
             claimed |= candidate.claims
             room[slot] = [left - need for left, need in zip(room[slot], demand)]
             count, online, rank = count + 1, online + candidate.online, rank + item_rank
-        if fits and all(left >= 0 for cap in room for left in cap):
+        # a node nothing goes to is not checked (one may be short of something already)
+        used = set(candidate.options[option][0] for candidate, option in zip(candidates, choice) if option is not None)
+        if fits and all(left >= 0 for slot in used for left in room[slot]):
             best = max(best, (count, online, -rank))
     return best
 
@@ -45,7 +47,7 @@ def value_of(caps, candidates, assignment, choice):
         assert ranks, "a candidate placed with a demand it does not have there"
         room[slot] = [left - need for left, need in zip(room[slot], demand)]
         count, online, rank = count + 1, online + candidate.online, rank + min(ranks)
-    assert all(left >= 0 for cap in room for left in cap)
+    assert all(left >= 0 for slot in set(assignment) - {None} for left in room[slot])
     return (count, online, -rank)
 
 
@@ -85,3 +87,56 @@ def test_small_budget_keeps_the_best_found(seed):
     greedy = Search(caps, list(range(len(caps))), candidates, 0)._greedy()[0]
     assert value_of(caps, candidates, assignment, search.best_choice) == search.best >= greedy
     assert search.best <= brute_force(caps, candidates)
+
+
+def short_instance(rng):
+    """As instance(), with a fourth resource that some node already lacks (its memory below
+    nothing, as the counts give a node whose pools and reserve exceed its memory) and fields of 0."""
+    caps, candidates = instance(rng)
+    caps = [cap + (rng.choice([-2, 0, 1, 3, 40]),) for cap in caps]
+    grown = []
+    for candidate in candidates:
+        need = rng.choice([0, 0, 1, 3])
+        options = [(slot, demand + (need,), rank, sticky) for slot, demand, rank, sticky in candidate.options if caps[slot][-1] >= need]
+        if options:
+            grown.append(Candidate(options, candidate.online))
+    return caps, grown
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_search_with_a_node_short_already(seed):
+    caps, candidates = short_instance(random.Random(3000 + seed))
+    if not candidates:
+        return
+    search = Search(caps, list(range(len(caps))), candidates, 100000)
+    assignment = search.run()
+    assert value_of(caps, candidates, assignment, search.best_choice) == search.best == brute_force(caps, candidates)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_packed_rooms_fit_as_the_counts_do(seed):
+    # the depth-first search checks a demand against a node's room by one subtraction of packed
+    # integers: the same answer as resource by resource, as the room shrinks
+    rng = random.Random(4000 + seed)
+    caps, candidates = short_instance(rng)
+    if not candidates:
+        return
+    search = Search(caps, list(range(len(caps))), candidates, 100000)
+    search._pack()  # pylint: disable=protected-access
+    demands = sorted(set(demand for candidate in candidates for _slot, demand in candidate.fits))
+    room = [list(cap) for cap in caps]
+    for _step in range(6):
+        for slot, cap in enumerate(room):
+            if min(cap) < 0:
+                # a node short already: no tenant may go there, so its room is never asked
+                assert not any(mask >> slot & 1 for mask in search.masks)
+                continue
+            for demand in demands:
+                fits = all(left >= need for left, need in zip(cap, demand))
+                packed = (search.rooms[slot] - search.packed[demand]) & search.guards == search.guards
+                assert packed == fits, (cap, demand)
+        slot = rng.randrange(len(room))
+        demand = rng.choice(demands)
+        if all(left >= need for left, need in zip(room[slot], demand)):
+            room[slot] = [left - need for left, need in zip(room[slot], demand)]
+            search.rooms[slot] -= search.packed[demand]

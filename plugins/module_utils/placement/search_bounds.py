@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The bounds of the placement search (placement/search.py): the most tenants any completion of
+a search state could still place, from counts that never say fewer than fit.
+
+``Bounds`` is the part of ``Search`` that asks them: the Lagrangian prices of the root
+(placement_lagrange.capacity_prices), the tenants that may still be placed and where, the count
+resource by resource (the smallest needs first, and the resources' shares added up), per set of
+nodes that some tenants are confined to, and exactly per node where a bound is worth its steps
+(placement_lagrange.most_that_fit).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+from bisect import bisect_right
+from itertools import accumulate, compress
+from operator import mul
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import capacity_prices, most_that_fit
+
+__metaclass__ = type
+
+# fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order and the shares' count
+SCALE = 1 << 20
+
+
+class Bounds:
+    """The bounds of ``Search`` (placement_search): a mixin over its state (``caps``, ``queue``,
+    ``masks``, ``blocked``, ``forced``, ``claimed``, ``best`` ...)."""
+
+    def _duals(self):
+        """Prices for the node capacities at the root (placement_lagrange.capacity_prices): what
+        the capacity left is worth at them, and per queue position what the tenants from there on
+        can add; the search reads this bound at every node."""
+        queue = self.queue
+        live = [number for number in range(len(queue)) if not self.blocked >> number & 1 and self.masks[number]]
+        # the count proven (the search is after online tenants or ranks): all the steps, for prices
+        # that cut deeper, rather than the first that prove the count
+        target = self.best[0] - 1 if self.best[0] >= self.ceiling[0] else self.best[0]
+        self.prices = capacity_prices(self.caps, [queue[number].fits for number in live], target)
+        self.dual_cap = sum(sum(map(mul, row, cap)) for row, cap in zip(self.prices, self.caps))
+        gains = [0.0] * (len(queue) + 1)
+        for number in live:
+            gains[number] = max([0.0] + [1.0 - sum(map(mul, self.prices[slot], demand)) for slot, demand in queue[number].fits])
+        self.suffix = list(accumulate(gains[::-1]))[::-1]
+
+    def _fitting(self, index):
+        """(queue positions, node bit masks): the tenants from ``index`` on that may still be
+        placed and where each fits now; None when one that must be placed fits nowhere."""
+        blocked, claimed, masks = self.blocked, self.claimed, self.masks
+        members = list(compress(range(index, len(masks)), masks[index:]))
+        if blocked:
+            members = [number for number in members if not blocked >> number & 1]
+        if claimed:
+            queue = self.queue
+            members = [number for number in members if not queue[number].claims & claimed]
+        bits = sum(map(self.bits.__getitem__, members))
+        if self.forced >> index << index & ~bits:
+            return None
+        return members, list(map(masks.__getitem__, members)), bits
+
+    def _bound(self, index, count, online, rank, exact=False, fitting=None, cut=False):
+        """The best value any completion from ``index`` could reach (an upper bound), or None
+        when a tenant that must be placed fits nowhere: the remaining tenants that still fit on
+        some node, no more than each resource's total holds; and for each set of nodes that some
+        tenants can only go to (the GPU nodes, say), no more of those than these nodes hold (in
+        total, and node by node: resource by resource, or with ``exact`` the most that fit
+        together). With ``cut`` (the search's question: does this branch end?) None as soon as
+        the bound is known to end it: each part only lowers it, so the answer is the same."""
+        if fitting is None:
+            fitting = self._fitting(index)
+            if fitting is None:
+                return None
+        members, where, bits = fitting
+        online_left = bin(self.online_bits & bits).count("1")
+        ceiling = (count + len(members), online + online_left, -rank)
+        if ceiling <= self.best:
+            return ceiling
+        caps = self.caps
+        forced = self.forced & bits
+        best = self.best
+        most = len(members)
+        if self.suffix is not None:
+            # the Lagrangian bound of the root's multipliers (placement_search._duals)
+            most = min(most, int(self.dual_cap + self.suffix[index] + 1e-7))
+            if cut and (count + most, online + min(most, online_left), -rank) <= best:
+                return None
+        total = self.total
+        # the tenants that must be placed (dominance) take their part first
+        after = self._most_after(members, forced, total)
+        if after is None:
+            return None
+        most = min(most, after)
+        if cut and (count + most, online + min(most, online_left), -rank) <= best:
+            return None
+        # enough to cut the branch: fewer tenants than the best found
+        enough = self.best[0] - count
+        # the sets of nodes some tenants are confined to: all of them for the ceiling; in the
+        # search those of one or two nodes that tenants which must be placed are confined to
+        # (most branches these cut end there; wider sets cost more than the branches they cut)
+        if exact or index == 0:
+            confined = set(where)
+        elif forced:
+            confined = set(its for its in compress(where, [forced >> number & 1 for number in members]) if bin(its).count("1") <= 2)
+        else:
+            confined = ()
+        for slots in sorted(confined):
+            if slots == self.all_slots:
+                continue
+            if most < enough and not forced:
+                break  # enough to cut already: no later set changes the answer
+            group = [number for number, its in zip(members, where) if not its & ~slots]
+            chosen = self._slots(slots)
+            if exact:
+                per_node = sum(self._most_together(group, slot) for slot in chosen)
+            else:
+                per_node = sum(self._count(group, caps[slot]) for slot in chosen)
+            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
+            if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
+                return None
+            held = min(per_node, together)
+            most = min(most, len(members) - len(group) + held)
+            if held and (exact or index == 0 or not forced):
+                most = min(most, self._with_rest(members, group, held, total))
+            if cut and (count + most, online + min(most, online_left), -rank) <= best:
+                return None
+        online_most = min(most, online_left)
+        # each tenant can at best be on its own best node: no rank added
+        return (count + most, online + online_most, -rank)
+
+    def _with_rest(self, members, group, held, total):
+        """The most tenants placed when at most ``held`` of ``group`` (confined to some nodes) are:
+        ``k`` of them take at least the ``k`` least of each resource, and the others get no more
+        than what is left of ``total``, for the best ``k``."""
+        inside = set(group)
+        rest = [number for number in members if number not in inside]
+        if not rest:
+            return held
+        sums = [(r, list(accumulate(sorted(map(column.__getitem__, group))))) for r, column in self.columns]
+        best = self._count(rest, total)
+        for k in range(1, held + 1):
+            left = list(total)
+            for r, running in sums:
+                left[r] -= running[k - 1]
+            best = max(best, k + self._count(rest, left))
+            if best >= held + len(rest):
+                break
+        return best
+
+    def _most_after(self, members, forced, total):
+        """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
+        resource, when those in ``forced`` are all among them; None when these do not fit."""
+        must = [number for number in members if forced >> number & 1] if forced else ()
+        if not must:
+            return self._count(members, total)
+        others = [number for number in members if not forced >> number & 1]
+        left = list(total)
+        for r, column in self.columns:
+            left[r] -= sum(map(column.__getitem__, must))
+            if left[r] < 0:
+                return None
+        return len(must) + self._count(others, left)
+
+    def _slots(self, mask):
+        """The node slots of a bit mask."""
+        slots = self.slot_lists.get(mask)
+        if slots is None:
+            slots = self.slot_lists[mask] = [slot for slot in range(len(self.caps)) if mask >> slot & 1]
+        return slots
+
+    def _count(self, members, cap):
+        """How many of the tenants at queue positions ``members`` a capacity ``cap`` holds,
+        resource by resource (the smallest needs first); each question asked once per search."""
+        key = (tuple(members), tuple(cap))
+        most = self.counted.get(key)
+        if most is not None:
+            return most
+        most = len(members)
+        binding = []
+        for r, column in self.columns:
+            if sum(map(column.__getitem__, members)) > cap[r]:
+                needs = sorted(map(column.__getitem__, members))
+                most = min(most, bisect_right(list(accumulate(needs)), cap[r]))
+                if cap[r] > 0:
+                    binding.append((column, cap[r]))
+        if len(binding) > 1 and most > 1:
+            # the resources together: each tenant's shares of them, added up, fit in as many shares
+            shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
+            most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
+        self.counted[key] = most
+        return most
+
+    def _most_together(self, members, slot):
+        """The most of the tenants at ``members`` that fit on node ``slot`` together (exact, small
+        subsets; the same for nodes of one class with the same room)."""
+        key = (tuple(members), self.classes[slot], tuple(self.caps[slot]))
+        if key not in self.together:
+            self.together[key] = self._count_together(members, slot)
+        return self.together[key]
+
+    def _count_together(self, members, slot):
+        # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
+        demands = []
+        for number in members:
+            found = [option[1] for option in self.queue[number].options if option[0] == slot]
+            if found:
+                demands.append(tuple(map(min, zip(*found))))
+        demands.sort()
+        limit = self.together_left
+        best, steps = most_that_fit(demands, self.caps[slot], limit)
+        # cut short: the resource-by-resource count, which never says fewer
+        if steps <= limit:
+            self.together_left -= steps
+            return best
+        self.together_left = 0
+        return self._count(members, self.caps[slot])
