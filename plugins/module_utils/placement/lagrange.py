@@ -214,6 +214,23 @@ class Configurations:
         return picks
 
 
+def guard_fields(maxima):
+    """The packed layout of vectors whose values stay within ``maxima`` (per resource): ([(shift,
+    mask)] per resource, the guard bits), a field per resource with a guard bit above it."""
+    fields, guards, shift = [], 0, 0
+    for value in maxima:
+        bits = value.bit_length()
+        fields.append((shift, (1 << bits) - 1))
+        guards |= 1 << (shift + bits)
+        shift += bits + 1
+    return fields, guards
+
+
+def pack(vector, fields):
+    """``vector`` as one integer in the layout ``fields`` (:func:`guard_fields`), without the guards."""
+    return sum(value << at for value, (at, _mask) in zip(vector, fields))
+
+
 class Packing:
     """A node's room and the demands that may go there, packed into one integer each: a field per
     resource with a guard bit above it. The room left minus a demand keeps every guard bit exactly
@@ -224,14 +241,9 @@ class Packing:
     __slots__ = ("room", "guards", "fields", "packed", "below")
 
     def __init__(self, cap, needs):
-        self.fields, self.guards, shift = [], 0, 0
-        for r, value in enumerate(cap):
-            bits = max([value] + [need[r] for need in needs]).bit_length()
-            self.fields.append((shift, (1 << bits) - 1))
-            self.guards |= 1 << (shift + bits)
-            shift += bits + 1
-        self.room = self.guards + sum(value << at for value, (at, _mask) in zip(cap, self.fields))
-        self.packed = dict((need, sum(value << at for value, (at, _mask) in zip(need, self.fields))) for need in needs)
+        self.fields, self.guards = guard_fields([max([value] + [need[r] for need in needs]) for r, value in enumerate(cap)])
+        self.room = self.guards + pack(cap, self.fields)
+        self.packed = dict((need, pack(need, self.fields)) for need in needs)
         # per demand, the demands that take no more of any resource (itself among them)
         guards, packed = self.guards, self.packed
         self.below = dict((need, [other for other, small in packed.items() if (large | guards) - small & guards == guards])

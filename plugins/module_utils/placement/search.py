@@ -52,7 +52,7 @@ from __future__ import absolute_import, division, print_function
 from bisect import bisect_right
 from operator import ge, itemgetter, mul, sub
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, guard_fields, pack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import SCALE, Bounds
 
@@ -209,22 +209,19 @@ class Search(Bounds):
         return list(self.best_assignment)
 
     def _pack(self):
-        """The room of each node packed into one integer, a field per resource with a guard bit
-        above it (as placement_lagrange.Packing): the room left minus a packed demand keeps every
-        guard bit exactly when the demand fits, so one subtraction checks all the resources and
-        gives the room left. A node already short of something (its memory below nothing) holds
-        no demand: no tenant may go there (``masks``), so its room (0) is never checked."""
+        """The room of each node packed into one integer, one layout for all the nodes
+        (placement_lagrange.guard_fields, as its Packing does per node): the room left minus a
+        packed demand keeps every guard bit exactly when the demand fits, so one subtraction checks
+        all the resources and gives the room left. A node already short of something (its memory
+        below nothing) holds no demand: no tenant may go there (``masks``), so its room (0) is
+        never checked."""
         demands = set(demand for item in self.queue for _slot, demand in item.fits)
         if any(value < 0 for demand in demands for value in demand):
             raise ValueError("placement search: a demand below nothing (%r)" % sorted(demands))
-        shifts, self.guards, shift = [], 0, 0
-        for r in range(self.width):
-            bits = max([cap[r] for cap in self.caps] + [demand[r] for demand in demands] + [0]).bit_length()
-            shifts.append(shift)
-            self.guards |= 1 << (shift + bits)
-            shift += bits + 1
-        self.packed = dict((demand, sum(value << at for value, at in zip(demand, shifts))) for demand in demands)
-        self.rooms = [self.guards + sum(value << at for value, at in zip(cap, shifts)) if min(cap) >= 0 else 0 for cap in self.caps]
+        fields, self.guards = guard_fields([max([cap[r] for cap in self.caps] + [demand[r] for demand in demands] + [0])
+                                            for r in range(self.width)])
+        self.packed = dict((demand, pack(demand, fields)) for demand in demands)
+        self.rooms = [self.guards + pack(cap, fields) if min(cap) >= 0 else 0 for cap in self.caps]
 
     def _configurations(self):
         """Lower the ceiling by the bound of what each node holds whole (placement_lagrange), and
