@@ -20,6 +20,9 @@ description:
     not a failure.
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
+  - Where the host is a captured tree on the controller (a local connection, without become or async,
+    and O(root) other than V(/): the preview), the module's code runs in the controller's process
+    instead of a module process, with the same validation and the same result (see RV(topology)).
 options:
   firmware_tool:
     description:
@@ -55,6 +58,11 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.host
   - gpuvirt.tenancy.device_ids
 attributes:
+  action:
+    support: full
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    details:
+      - The whole call runs on the controller where the host is a captured tree there (a preview).
   platform:
     platforms: posix
 requirements:
@@ -149,22 +157,13 @@ stage_checks:
 """
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.info import preflight_info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import info
 
-MODULE_ARGS = dict(
-    argument_spec=dict(
-        root=dict(type="path", default="/"),
-        gpu_ids=dict(type="list", elements="str", default=[]),
-        nic_ids=dict(type="list", elements="str", default=[]),
-        firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
-        libvirt=dict(type="dict"),
-        stage_checks=dict(type="dict"),
-    ),
-)
+MODULE_ARGS = info.MODULE_ARGS
 
 
 def main(host=None):
-    run_module(MODULE_ARGS, preflight_info, host=host)
+    run_module(MODULE_ARGS, info.preflight_info, host=host)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,10 @@ def run_module(main, args, check_mode=False, diff=False, host=None):
     def fail_json(self, msg, **kwargs):  # pylint: disable=unused-argument
         kwargs["msg"] = msg
         kwargs["failed"] = True
+        # a failed module's result carries its warnings too, as AnsibleModule's fail_json does
+        messages = list(module_warnings.get_warning_messages())
+        if messages:
+            kwargs.setdefault("warnings", messages)
         raise ModuleExit(json.loads(json.dumps(kwargs, default=str)), True)
 
     original = (basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json)

@@ -21,11 +21,17 @@ why such a module keeps its ``MODULE_ARGS`` in ``module_utils`` and its module f
 
 from __future__ import absolute_import, division, print_function
 
+import json
+import os
+import subprocess
 import time
 from contextlib import contextmanager
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.basic import AnsibleModule, jsonify
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator, ModuleArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
+from ansible.module_utils.common.process import get_bin_path
+from ansible.module_utils.common.text.converters import to_bytes, to_text
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
@@ -106,6 +112,28 @@ def run_nested(option, module_name, module_args, feature, params, host, run):
     return dict(feature(nested_params(option, module_name, module_args, params), host, run) or {})
 
 
+def feature_outcome(feature, params, host, run):
+    """``(message, fields)`` of one run of ``feature``: ``message`` None and the module's result
+    fields, or the collection error's message and its details. ``host`` is a callable that gives
+    the bound :class:`Host` (building it from ``root`` can itself be refused). The one place that
+    turns a feature's return or error into a module result, for both ways a call runs."""
+    try:
+        result = feature(params, host(), run) or {}
+    except (InputError, StateError) as exc:
+        details = dict(getattr(exc, "details", None) or {})
+        details["changed"] = run.changed or bool(details.get("changed"))
+        if run.elapsed_s:
+            details["elapsed_s"] = dict(run.elapsed_s)
+        return str(exc), details
+    result = dict(result)
+    result["changed"] = bool(result.get("changed")) or run.changed
+    if run.diff.entries:
+        result["diff"] = run.diff.entries
+    if run.elapsed_s:
+        result["elapsed_s"] = dict(run.elapsed_s)
+    return None, result
+
+
 def run_module(module_args, feature, host=None):
     """Build the AnsibleModule from ``module_args`` (the keyword arguments of AnsibleModule:
     argument_spec, mutually_exclusive, ...), run ``feature`` against ``host`` (built from the
@@ -114,24 +142,63 @@ def run_module(module_args, feature, host=None):
     kwargs.setdefault("supports_check_mode", True)
     module = AnsibleModule(**kwargs)
     run = Run(check_mode=module.check_mode, diff=module._diff)  # pylint: disable=protected-access
-    try:
-        if host is None:
-            host = Host(module.params.get("root") or "/")
-        result = feature(module.params, host.bind(module), run) or {}
-    except (InputError, StateError) as exc:
-        for message in run.warnings:
-            module.warn(message)
-        details = dict(getattr(exc, "details", None) or {})
-        details["changed"] = run.changed or bool(details.get("changed"))
-        if run.elapsed_s:
-            details["elapsed_s"] = dict(run.elapsed_s)
-        module.fail_json(msg=str(exc), **details)
-    for message in run.warnings:
-        module.warn(message)
-    result = dict(result)
-    result["changed"] = bool(result.get("changed")) or run.changed
-    if run.diff.entries:
-        result["diff"] = run.diff.entries
-    if run.elapsed_s:
-        result["elapsed_s"] = dict(run.elapsed_s)
-    module.exit_json(**result)
+    message, fields = feature_outcome(
+        feature, module.params, lambda: (host or Host(module.params.get("root") or "/")).bind(module), run)
+    for warning in run.warnings:
+        module.warn(warning)
+    if message is not None:
+        module.fail_json(msg=message, **fields)
+    module.exit_json(**fields)
+
+
+class ControllerProcess:
+    """What :class:`seam.ModuleCommands` asks of an AnsibleModule (``get_bin_path``,
+    ``run_command``), for a call run in the controller's own process (:func:`run_here`)."""
+
+    def get_bin_path(self, name):
+        try:
+            return get_bin_path(name)
+        except ValueError:
+            return None
+
+    def run_command(self, argv, environ_update=None, data=None, binary_data=False):
+        if data is not None and not binary_data:
+            data += "\n"
+        try:
+            proc = subprocess.run(list(argv), input=None if data is None else to_bytes(data), check=False,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=dict(os.environ, **dict(environ_update or {})))
+        except OSError as exc:
+            raise StateError("%s: %s" % (" ".join(argv), exc))
+        return (proc.returncode, to_text(proc.stdout, errors="surrogate_or_strict"),
+                to_text(proc.stderr, errors="surrogate_or_strict"))
+
+
+def run_here(module_name, module_args, feature, args, check_mode=False, diff=False):
+    """The result of the module ``module_name`` with options ``args``, run in this process
+    instead of shipped to a host: for a module whose host is a directory on the controller (a
+    captured tree, the preview), where a module process would only compile the same code again.
+    The options are validated against the module's own ``module_args`` as AnsibleModule validates
+    them, the feature runs through :func:`feature_outcome` as in :func:`run_module`, and the
+    result passes through JSON as a module's does, so the play sees the same data either way."""
+    kwargs = dict((key, value) for key, value in module_args.items() if key != "argument_spec")
+    kwargs.pop("supports_check_mode", None)
+    validation = ModuleArgumentSpecValidator(module_args["argument_spec"], **kwargs).validate(
+        json.loads(jsonify(dict(args or {}))))
+    if validation.error_messages:
+        # worded as AnsibleModule words its first validation error
+        message = validation.errors.msg
+        if isinstance(validation.errors[0], UnsupportedError):
+            message = "Unsupported parameters for (%s) module: %s" % (module_name, message)
+        return {"failed": True, "msg": message}
+    params = validation.validated_parameters
+    run = Run(check_mode=check_mode, diff=diff)
+    process = ControllerProcess()
+    message, fields = feature_outcome(feature, params, lambda: Host(params.get("root") or "/").bind(process), run)
+    fields = json.loads(jsonify(fields))
+    if message is not None:
+        fields.update(failed=True, msg=message)
+    if run.warnings:
+        fields["warnings"] = list(run.warnings)
+    return fields
+

@@ -22,6 +22,20 @@ __metaclass__ = type
 FIRMWARE_PARAMS = mlx.SRIOV_PARAMS + mlx.LINK_TYPE_PARAMS + (mlx.ATS_PARAM,)
 
 
+# the module's options (plugins/modules/preflight_info.py documents them); here so that the
+# controller-side run of a preview (plugins/action/preflight_info.py) validates the same spec
+MODULE_ARGS = dict(
+    argument_spec=dict(
+        root=dict(type="path", default="/"),
+        gpu_ids=dict(type="list", elements="str", default=[]),
+        nic_ids=dict(type="list", elements="str", default=[]),
+        firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
+        libvirt=dict(type="dict"),
+        stage_checks=dict(type="dict"),
+    ),
+)
+
+
 def preflight_info(params, host, run):
     """The preflight_info module's result fields."""
     try:

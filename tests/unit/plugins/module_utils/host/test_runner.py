@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Diff, Run, run_module as runner_run_module, run_nested
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import (
+    ControllerProcess, Diff, Run, run_here, run_module as runner_run_module, run_nested)
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -126,3 +127,33 @@ def test_nested_options_are_validated_by_the_other_modules_spec(tmp_path, inner_
     for word in words:
         assert word in result["msg"]
     assert "gpuvirt.tenancy.inner" in result["msg"]
+
+
+def without_seconds(result):
+    return dict((key, value) for key, value in result.items() if key not in ("elapsed_s", "invocation"))
+
+
+@pytest.mark.parametrize("params, check_mode, diff", [
+    ({}, False, True), ({}, True, True), ({}, True, False), ({"fail": True}, False, False), ({"fail": "maybe"}, False, False),
+    ({"colour": "red"}, False, False),
+])
+def test_a_call_run_here_answers_as_the_module_does(tmp_path, params, check_mode, diff):
+    """run_here (the controller-side run of a captured tree): the same validation, result,
+    warnings, diff and errors as the module run, the commands run for real on both sides."""
+    params = dict(params, root=str(tmp_path))
+    here = run_here("main", ARGS, feature, params, check_mode=check_mode, diff=diff)
+    module = run_module(main, params, check_mode=check_mode, diff=diff)
+    if "msg" in module:
+        module["msg"] = module["msg"].replace("(basic.py) module", "(main) module")
+    assert without_seconds(here) == without_seconds(module)
+    assert ("elapsed_s" in here) == ("elapsed_s" in module)
+
+
+def test_the_controllers_commands_answer_as_run_command_does(tmp_path):
+    process = ControllerProcess()
+    assert process.get_bin_path("no-such-program-here") is None
+    assert process.run_command([process.get_bin_path("cat")], data="a") == (0, "a\n", "")
+    assert process.run_command([process.get_bin_path("cat")], data="a", binary_data=True) == (0, "a", "")
+    assert process.run_command(["sh", "-c", "echo $LC_ALL; exit 3"], environ_update={"LC_ALL": "C"}) == (3, "C\n", "")
+    with pytest.raises(StateError, match=str(tmp_path / "missing")):
+        process.run_command([str(tmp_path / "missing")])
