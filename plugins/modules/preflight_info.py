@@ -20,9 +20,10 @@ description:
     not a failure.
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
     with the filter P(gpuvirt.tenancy.preflight_report#filter).
-  - Where the host is a captured tree on the controller (a local connection, without become or async,
-    and O(root) other than V(/): the preview), the module's code runs in the controller's process
-    instead of a module process, with the same validation and the same result (see RV(topology)).
+  - Where the host is a captured tree on the controller (a preview, with a local connection whose Python is
+    the one running ansible-playbook, without become or async, and O(root) other than V(/)), the module's
+    code runs in the controller's process instead of a module process, with the same validation and the
+    same result.
 options:
   firmware_tool:
     description:

@@ -201,4 +201,3 @@ def run_here(module_name, module_args, feature, args, check_mode=False, diff=Fal
     if run.warnings:
         fields["warnings"] = list(run.warnings)
     return fields
-
