@@ -298,6 +298,11 @@ def read_cells(root):
     return out
 
 
+def memnode_modes(root):
+    """Each cell's memory mode (its ``memnode``), by cell: what a running domain keeps until it is restarted."""
+    return sorted((m.get("cellid"), m.get("mode")) for m in root.findall("numatune/memnode"))
+
+
 def expander_layout(root):
     """Per guest device (host address), the guest cell of the expander its root port is on (None
     when it is on none): what a running domain keeps until it is restarted."""

@@ -1235,6 +1235,11 @@ def test_a_running_one_node_tenant_keeps_its_layout_until_restarted(conn, args):
     assert [(m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [("0", "strict", "1")]
     assert [e.find("target/node").text for e in root.findall("devices/controller[@model='pcie-expander-bus']")] == ["0"]
     assert not run_module(tenant_domain.main, dict(one, numa_cells=cell))["changed"]
+    # the cell's memory bound as the domain's memory mode says: a new mode for the running domain waits for its restart
+    preferred = run_module(tenant_domain.main, dict(one, numa_cells=cell, memory_mode="preferred"))
+    assert preferred["changed"] and preferred["restart_required"], preferred
+    assert any("guest NUMA cells" in warning for warning in preferred.get("warnings", [])), preferred
+    assert [m.get("mode") for m in xml_of(conn, args["name"]).findall("numatune/memnode")] == ["preferred"]
 
 
 SPANNING = [{"node": 0, "vcpus": "0", "memory_kib": 51200, "devices": [EDU]},
