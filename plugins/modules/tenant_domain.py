@@ -323,15 +323,17 @@ options:
     default: false
   numa_cells:
     description:
-      - The guest NUMA cells of a tenant that spans host NUMA nodes (a placement of the planner under C(numa=spread)), one per host node, in
-        order (cell 0 first). Each becomes a C(<cpu><numa><cell>) with its vCPUs and memory and a C(<numatune><memnode>) binding
-        its memory to its host node (C(strict)); hugepages back every cell; each device of a cell sits on a C(pcie-root-port)
-        under a C(pcie-expander-bus) whose C(<node>) is the cell, so the guest sees it on that cell's PCIe root bus.
+      - The guest NUMA cells of a tenant, one per host node of a tenant that spans nodes (a placement of the planner under C(numa=spread)),
+        in order (cell 0 first), or one cell for a tenant on one node that has GPUs or VFs (the tenants stage gives it on a q35 machine,
+        so that each device's guest NUMA node is set). Each becomes a C(<cpu><numa><cell>) with its vCPUs and memory and a
+        C(<numatune><memnode>) binding its memory to its host node (with O(memory_mode)); hugepages back every cell; each device of a
+        cell sits on a C(pcie-root-port) under a C(pcie-expander-bus) whose C(<node>) is the cell, so the guest sees it on that cell's
+        PCIe root bus (its C(numa_node) in sysfs, which C(nvidia-smi topo -m) and NCCL read).
       - The cells together hold every vCPU (up to O(max_vcpus)) once, the memory of the domain (O(memory_mb), in whole
         hugepages), and every address of O(gpus) and O(vfs) once. Devices in cells need a q35 O(machine).
       - Give O(nodeset) the cells' host nodes (or leave it out; a nodeset that names other nodes is refused, as is a cell on a node
-        the host does not have, before any domain changes) and O(vcpu_pins) each vCPU on its cell's node. Empty (the default) for a tenant
-        on one node, whose definition then loses the cells bound to host nodes and their expanders.
+        the host does not have, before any domain changes) and O(vcpu_pins) each vCPU on its cell's node. Empty (the default), no cells,
+        and a definition loses the cells bound to host nodes and their expanders.
     type: list
     elements: dict
     default: []

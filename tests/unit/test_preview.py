@@ -92,10 +92,19 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     windows = sorted(int(w) for w in re.findall(r'<qemu:arg value="name=opt/ovmf/X-PciMmio64Mb,string=(\d+)" />', out))
     assert windows == sorted(max({1: 131072, 2: 262144}[gpus], 1 << 20) for gpus in tenants.values())
     # each tenant's GPUs and VFs share a switch on the host (PXB): one emulated switch holds them (issue 50 item 3)
+    # and, since each is on one node, one guest NUMA cell on that node: the switch sits on the cell's expander, so
+    # each GPU and VF reads guest node 0 (before: no cell, the switch on pcie-root, numa_node -1 in the guest)
+    report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
     for name, xml in sorted(domain_xmls(out).items()):
         devices = xml.count("<hostdev ") + xml.count('<interface type="hostdev"')
         assert devices == 2 * tenants[name], (name, xml)
         assert xml.count('model="pcie-switch-upstream-port"') == 1 and xml.count('model="pcie-switch-downstream-port"') == devices
+        # the cell holds every vCPU up to max_vcpus (the inventory's: tenant-c has room to grow to 28)
+        cpus, node, chains = guest_cell(xml)
+        assert (cpus, node) == ({"tenant-c": "0-27", "tenant-d": "0-7"}.get(name, "0-15"),
+                                report["plan"]["placements"][name]["numa_node"]), (name, xml)
+        assert chains == [["pcie-switch-downstream-port", "pcie-switch-upstream-port", "pcie-root-port",
+                           "pcie-expander-bus@0"]] * devices, (name, chains)
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
     # one module call on the host, the gate's read: it checked each stage's call in check mode, and each stage
@@ -221,6 +230,27 @@ def domain_xmls(out):
     for match in re.finditer(r"\+\+\+ after: (\S+) \(persistent XML\)\n@@[^\n]*\n((?:\+[^\n]*\n)+)", out):
         found[match.group(1)] = "".join(line[1:] + "\n" for line in match.group(2).splitlines())
     return found
+
+
+def guest_cell(xml):
+    """A one-node tenant's guest NUMA view (issue 50 item 3): -> (its one cell's vCPUs, its memnode's host node,
+    [the models from each GPU and VF up to the root bus, the expander with its guest node]). Every device is
+    under the one pcie-expander-bus, whose <target><node> is guest cell 0."""
+    root = ET.fromstring(xml)
+    cells = root.findall("cpu/numa/cell")
+    memnodes = root.findall("numatune/memnode")
+    assert len(cells) == 1 and cells[0].get("id") == "0" and len(memnodes) == 1 and memnodes[0].get("cellid") == "0", xml
+    controllers = dict((c.get("index"), c) for c in root.findall("devices/controller[@type='pci']"))
+    chains = []
+    for element in root.findall("devices/hostdev") + root.findall("devices/interface[@type='hostdev']"):
+        chain = []
+        while element.find("address") is not None and str(int(element.find("address").get("bus"), 16)) in controllers:
+            element = controllers[str(int(element.find("address").get("bus"), 16))]
+            node = element.find("target/node")
+            chain.append(element.get("model") + ("@%s" % node.text if node is not None else ""))
+        chains.append(chain)
+    assert len(root.findall("devices/controller[@model='pcie-expander-bus']")) == 1, xml
+    return cells[0].get("cpus"), int(memnodes[0].get("nodeset")), chains
 
 
 def bare_intel_iommu_off(root):
@@ -520,6 +550,12 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     xmls = domain_xmls(out)
     assert sorted(xmls) == sorted(placements), out[-3000:]
     for tenant, xml in sorted(xmls.items()):
+        # one node each: one guest cell on it, every GPU and VF on that cell's expander (issue 50 item 3; before, no
+        # cell and each device on a root port of pcie-root); the BlueField VFs share no switch with the GPUs
+        placed = placements[tenant]
+        cpus, node, chains = guest_cell(xml)
+        assert (cpus, node) == ("0-%d" % (int(ET.fromstring(xml).find("vcpu").text) - 1), placed["numa_node"]), (tenant, xml)
+        assert chains == [["pcie-root-port", "pcie-expander-bus@0"]] * (len(placed["gpus"]) + len(placed["vfs"])), (tenant, chains)
         path = tmp_path / ("%s.xml" % tenant)
         path.write_text(xml, encoding="utf-8")
         check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)

@@ -78,7 +78,7 @@ class DomainBuilder:
         ET.SubElement(devices, "console", {"type": "pty"})
         ET.SubElement(devices, "memballoon", {"model": "none"})
         if self.cells:
-            sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches)
+            sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches, self.memory_mode)
         elif self.switches:
             sync_switches(root, self.switches, device_elements(root))
         return root
@@ -368,7 +368,7 @@ class DomainBuilder:
             changed = True
         if self._sync_phys_bits(root):
             changed = True
-        if sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches):
+        if sync_cells(root, self.cells, self.hugepage_kib, device_elements(root), self.switches, self.memory_mode):
             changed = True
         if not self.cells and sync_switches(root, self.switches, device_elements(root)):
             changed = True

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The guest NUMA cells of a tenant spanning host nodes (``numa: spread``, placement_spread): the
-``numa_cells`` option checked, and a definition brought to it. Per cell (libvirt formatdomain,
-"CPU model and topology" / "NUMA Node Tuning" / "Memory Backing" / "Controllers"):
+"""The guest NUMA cells of a tenant: one per host node of a tenant spanning nodes (``numa: spread``,
+placement_spread), one for a tenant on one node that has GPUs or VFs (planning/tenant_plan
+``numa_cells``: the one cell is the degenerate case of N). The ``numa_cells`` option checked, and a
+definition brought to it. Per cell (libvirt formatdomain, "CPU model and topology" / "NUMA Node
+Tuning" / "Memory Backing" / "Controllers"):
 
 - ``<cpu><numa><cell id= cpus= memory= unit='KiB'/>``: its vCPUs and memory;
-- ``<numatune><memnode cellid= mode='strict' nodeset=HOST NODE/>``: its memory from its own host node
-  (the vCPUs' pins, on that node's CPUs, are the pins' own, domain_pinning);
+- ``<numatune><memnode cellid= mode=THE DOMAIN'S MEMORY MODE nodeset=HOST NODE/>``: its memory from
+  its own host node (the vCPUs' pins, on that node's CPUs, are the pins' own, domain_pinning);
 - ``<memoryBacking><hugepages><page nodeset=ALL CELLS/>``: hugepages in every cell;
 - one ``pcie-expander-bus`` controller (QEMU ``pxb-pcie``) with ``<target busNr=N><node>CELL</node>``
   per cell that holds devices, and under it one ``pcie-root-port`` per device, the device's guest
@@ -103,17 +105,18 @@ def check_cells_host(cells, host, name):
                              % (cell["id"], cell["node"], name, format_cpulist(sorted(host["cells"])) or "none"))
 
 
-def sync_cells(root, cells, hugepage_kib, elements, switches=()):
+def sync_cells(root, cells, hugepage_kib, elements, switches=(), mode="strict"):
     """Bring ``root`` to ``cells`` (check_cells). Without cells, a definition whose cells this
     manages (each bound to one host node by a ``memnode``, or devices under an expander) loses
     them, their expanders and ports; any other is left as it is. ``elements``: host PCI address
     -> its ``hostdev`` or ``interface`` element (domain_devices.device_elements); ``switches``:
     the groups of devices that share an emulated switch (domain_switch), its root port on their
-    cell's expander. -> True when anything changed."""
+    cell's expander; ``mode``: each ``memnode``'s, the domain's memory mode (libvirt refuses a
+    ``restrictive`` memory with any other memnode mode). -> True when anything changed."""
     if not cells and not read_cells(root) and root.find("devices/controller[@model='%s']" % EXPANDER) is None:
         return False
     changed = _sync_numa(root, cells)
-    changed = _sync_memnodes(root, cells) or changed
+    changed = _sync_memnodes(root, cells, mode) or changed
     if hugepage_kib:
         changed = _sync_page_nodeset(root, cells) or changed
     return _sync_expanders(root, cells, elements, switches if cells else ()) or changed
@@ -144,10 +147,10 @@ def _sync_numa(root, cells):
     return True
 
 
-def _sync_memnodes(root, cells):
+def _sync_memnodes(root, cells, mode="strict"):
     numatune = root.find("numatune")
     have = sorted((m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in (numatune.findall("memnode") if numatune is not None else []))
-    want = sorted((str(cell["id"]), "strict", str(cell["node"])) for cell in cells)
+    want = sorted((str(cell["id"]), mode, str(cell["node"])) for cell in cells)
     if have == want:
         return False
     if numatune is not None:
@@ -156,7 +159,7 @@ def _sync_memnodes(root, cells):
     if cells:
         numatune = find_or_add(root, "numatune", after=("cputune", "vcpu", "vcpus", "iothreads"))
         for cell in cells:
-            ET.SubElement(numatune, "memnode", {"cellid": str(cell["id"]), "mode": "strict", "nodeset": str(cell["node"])})
+            ET.SubElement(numatune, "memnode", {"cellid": str(cell["id"]), "mode": mode, "nodeset": str(cell["node"])})
     elif numatune is not None and len(numatune) == 0:
         root.remove(numatune)
     return True
@@ -293,6 +296,11 @@ def read_cells(root):
             return []
         out.append({"id": int(cell_id), "node": memnodes[cell_id], "vcpus": vcpus, "memory_kib": memory})
     return out
+
+
+def memnode_modes(root):
+    """Each cell's memory mode (its ``memnode``), by cell: what a running domain keeps until it is restarted."""
+    return sorted((m.get("cellid"), m.get("mode")) for m in root.findall("numatune/memnode"))
 
 
 def expander_layout(root):

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_cells import (
-    check_cells_host, check_cells_nodeset, expander_layout, read_cells)
+    check_cells_host, check_cells_nodeset, expander_layout, memnode_modes, read_cells)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_devices import device_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pinning import PinRequest, apply_pinning, check_page_size
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
@@ -170,7 +170,8 @@ class TenantDomain:
             later.append("domain type")
         if read_pinning(before)["hugepages"] != read_pinning(after)["hugepages"]:
             later.append("hugepage backing")
-        if read_cells(before) != read_cells(after) or expander_layout(before) != expander_layout(after):
+        if (read_cells(before) != read_cells(after) or expander_layout(before) != expander_layout(after)
+                or memnode_modes(before) != memnode_modes(after)):
             later.append("guest NUMA cells")
         if switch_layout(before) != switch_layout(after):
             later.append("emulated PCIe switches")

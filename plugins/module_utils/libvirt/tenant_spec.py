@@ -99,7 +99,10 @@ class TenantSpec(DomainBuilder):
             targets.add(target)
             self.disks.append({"path": path, "format": disk.get("format") or "qcow2", "target": target})
         self.machine = (params.get("machine") or None) if planned else check_machine(params.get("machine"))
-        # guest NUMA cells of a tenant spanning host nodes (domain_cells); [] on one node
+        # guest NUMA cells (domain_cells): one per host node of a spanning tenant, one for a tenant on one
+        # node with GPUs or VFs (as the tenants stage gives them), [] for none; each cell's memory bound as
+        # the domain's memory is (memory_mode, checked with the pins: domain_pinning)
+        self.memory_mode = params.get("memory_mode") or "strict"
         self.cells = check_cells(params.get("numa_cells"), self.max_vcpus, self.memory_kib, self.gpus + self.vfs, self.machine)
         # the devices the host has under one PCIe switch, under one emulated switch (domain_switch)
         self.switches = check_switches(params.get("pcie_switches"), self.gpus + self.vfs, self.machine)

@@ -243,13 +243,15 @@ def tenant_domains(found, tenants, settings):
             "memory_mode": settings.get("memory_mode"),
             "nodeset": str(placement["numa_node"]),
         }
-        if placement.get("cells"):
-            # a tenant spanning nodes: its memory from all of them, each cell's from its own (domain_cells)
-            args["nodeset"] = ",".join(str(cell["node"]) for cell in placement["cells"])
-            args["numa_cells"] = numa_cells(placement)
+        machine = spec.get("machine") or settings.get("machine")
+        cells = numa_cells(placement, machine)
+        if cells:
+            # guest NUMA cells (domain_cells): a spanning tenant's memory from all of its nodes, each cell's from
+            # its own; a tenant on one node with GPUs or VFs gets one cell, so that its devices carry its node
+            args["nodeset"] = ",".join(str(cell["node"]) for cell in cells)
+            args["numa_cells"] = cells
         # the record's: the tenant's own, else the stage's, else efi
         args["firmware"] = spec.get("firmware") or check_firmware(settings.get("firmware"))
-        machine = spec.get("machine") or settings.get("machine")
         if topology is not None and "q35" in (machine or ""):
             # the GPUs and VFs under one host switch under one emulated switch (pcie_switches)
             groups = switch_groups(topology, placement["gpus"], placement["vfs"], placement.get("vf_pfs"))
@@ -272,12 +274,22 @@ def tenant_domains(found, tenants, settings):
     return out
 
 
-def numa_cells(placement):
-    """A spanning placement's cells as ``tenant_domain``'s ``numa_cells``: per cell its host node,
+def numa_cells(placement, machine=None):
+    """A placement's guest NUMA cells as ``tenant_domain``'s ``numa_cells``: per cell its host node,
     vCPUs (the last cell also takes the vCPUs above the current count, up to ``max_vcpus``), memory
     and devices; a companion function (a GPU's audio) in the cell of the device whose slot it
-    shares, else in the first cell with devices."""
-    cells = placement["cells"]
+    shares, else in the first cell with devices. A spanning placement has its own cells; a
+    placement on one node that has GPUs or VFs, on a q35 ``machine`` (the expander's), is one cell
+    on that node holding all of it (its memory in whole hugepages, as the domain's), so that its
+    devices sit on an expander of that guest node; any other placement has none ([])."""
+    cells = placement.get("cells") or []
+    if not cells:
+        if not (placement["gpus"] or placement["vfs"]) or "q35" not in (machine or ""):
+            return []
+        page_kib = SIZES_KB.get(placement["hugepages"]["size"], 1024) if placement.get("hugepages") else 1024
+        memory_kib = -(-placement["memory_mb"] * 1024 // page_kib) * page_kib
+        cells = [{"node": placement["numa_node"], "vcpus": list(range(placement["vcpus"])), "memory_kib": memory_kib,
+                  "gpus": placement["gpus"], "vfs": placement["vfs"]}]
     out = []
     for cell in cells:
         vcpus = list(cell["vcpus"])

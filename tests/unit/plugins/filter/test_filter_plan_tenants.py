@@ -592,6 +592,79 @@ def test_spanning_tenant_domain_has_its_cells_and_validates(tmp_path):
     assert not TenantSpec(plain).update(again)
 
 
+def chain_of(root, element):
+    """The models and guest cells from a device's port up to its root bus: [(model, node or None)]."""
+    controllers = dict((c.get("index"), c) for c in root.findall("devices/controller[@type='pci']"))
+    out = []
+    while element.find("address") is not None and str(int(element.find("address").get("bus"), 16)) in controllers:
+        element = controllers[str(int(element.find("address").get("bus"), 16))]
+        node = element.find("target/node")
+        out.append((element.get("model"), node.text if node is not None else None))
+    return out
+
+
+@pytest.mark.parametrize("size, memory_mb, cell_kib", [("1G", 16384, 16 << 20), ("2M", 1001, 1002 * 1024), ("none", 1001, 1001 * 1024)])
+def test_a_tenant_on_one_node_gets_one_cell_and_its_devices_carry_its_node(tmp_path, size, memory_mb, cell_kib):
+    """A tenant one node holds, with a GPU and a VF (issue 50 item 3: each device's guest NUMA node
+    is set): its tenant_domain entry has one guest cell on its node (all of its vCPUs up to
+    max_vcpus, its memory in whole hugepages as the domain has it, its devices), built by the
+    spanning tenants' code: a memnode on its node, one pcie-expander-bus of guest node 0 with the
+    GPU and the VF (PXB on the host) under one emulated switch on it, so that each reads numa_node
+    0 in the guest instead of -1. libvirt's schema accepts it, the same entry changes nothing, and
+    the domain read back is a one-node tenant the planner keeps."""
+    topology = dgx_a100()
+    tenants = [{"name": "one", "vcpus": 8, "max_vcpus": 10, "memory_mb": memory_mb, "gpus": 1, "vfs": 1, "hugepage_size": size}]
+    plan = PLAN(topology, tenants)
+    placed = plan["placements"]["one"]
+    assert placed["cells"] is None and placed["numa_node"] is not None
+    entries = DOMAINS(plan, tenants, dict(SETTINGS, machine="q35", topology=topology))
+    (options, _label), = domain_options(entries)
+    devices = placed["gpus"] + placed["vfs"]
+    assert options["numa_cells"] == [{"node": placed["numa_node"], "vcpus": "0-9", "memory_kib": cell_kib, "devices": devices}]
+    assert options["nodeset"] == str(placed["numa_node"]) and options["pcie_switches"] == [devices]
+    root = TenantSpec(options).build()
+    assert [(c.get("id"), c.get("cpus"), c.get("memory")) for c in root.findall("cpu/numa/cell")] == [("0", "0-9", str(cell_kib))]
+    assert [(m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [
+        ("0", "strict", str(placed["numa_node"]))]
+    assert [p.get("nodeset") for p in root.findall("memoryBacking/hugepages/page")] == (["0"] if size != "none" else [])
+    expanders = root.findall("devices/controller[@model='pcie-expander-bus']")
+    assert [(e.find("target").get("busNr"), e.find("target/node").text) for e in expanders] == [("251", "0")]
+    elements = root.findall("devices/hostdev") + root.findall("devices/interface[@type='hostdev']")
+    assert len(elements) == 2
+    for element in elements:
+        assert chain_of(root, element) == [("pcie-switch-downstream-port", None), ("pcie-switch-upstream-port", None),
+                                           ("pcie-root-port", None), ("pcie-expander-bus", "0")]
+    apply_pinning(root, PinRequest(options["vcpu_pins"], options["emulator_cpus"], options["memory_mode"], options["nodeset"]))
+    path = tmp_path / "one.xml"
+    path.write_text(to_text(root), encoding="utf-8")
+    check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr + to_text(root)
+    assert not TenantSpec(options).update(parse_xml(to_text(root)))
+    # read back: one node (no spanning cells), the same node; the planner keeps the tenant where it is
+    held = read_assignment(root)
+    assert held["cells"] is None and held["numa_node"] == placed["numa_node"]
+    kept = PLAN(topology, tenants, {"existing": {"one": held}})["placements"]["one"]
+    assert kept["kept"] and kept["cells"] is None and kept["vcpu_pins"] == placed["vcpu_pins"]
+
+
+def test_one_node_cells_only_for_devices_on_a_q35_machine_and_bound_as_the_domains_memory():
+    """No cell for a tenant without GPUs or VFs (its definition as before) nor off q35 (the expander
+    needs it); the cell's memnode takes the domain's memory mode (libvirt refuses a strict memnode
+    under restrictive memory), for spanning cells too."""
+    topology = dgx_a100()
+    tenants = [{"name": "plain", "vcpus": 4, "memory_mb": 4096, "gpus": 0, "vfs": 0, "hugepage_size": "none"},
+               {"name": "dev", "vcpus": 4, "memory_mb": 4096, "gpus": 1, "vfs": 1, "hugepage_size": "none"}]
+    plan = PLAN(topology, tenants)
+    q35 = dict((e["name"], e) for e in DOMAINS(plan, tenants, dict(SETTINGS, machine="q35", topology=topology)))
+    assert "numa_cells" not in q35["plain"] and len(q35["dev"]["numa_cells"]) == 1
+    pc = dict((e["name"], e) for e in DOMAINS(plan, tenants, dict(SETTINGS, machine="pc", topology=topology)))
+    assert "numa_cells" not in pc["dev"] and "pcie_switches" not in pc["dev"]
+    plain = TenantSpec(dict(q35["plain"], machine="q35")).build()
+    assert plain.find("cpu/numa") is None and plain.find("devices/controller") is None
+    restrictive = TenantSpec(dict(q35["dev"], memory_mode="restrictive")).build()
+    assert [m.get("mode") for m in restrictive.findall("numatune/memnode")] == ["restrictive"]
+
+
 def test_the_libvirt_host_roles_changes_are_said_for_a_preview():
     """A preview under a capture skips the libvirt host role: its mount, the daemon's restart and OVMF are said
     as that role's changes, from what the tenants need."""

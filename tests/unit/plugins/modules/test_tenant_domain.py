@@ -1217,6 +1217,31 @@ def test_multi_cell_tenant_defined_then_unchanged(conn, args):
     assert any("guest NUMA cells" in warning for warning in moved.get("warnings", [])), moved
 
 
+def test_a_running_one_node_tenant_keeps_its_layout_until_restarted(conn, args):
+    """A tenant on one node defined before its devices got a guest cell (no cells, each device placed
+    by libvirt), running: given its one cell (as the tenants stage now gives a one-node tenant with
+    GPUs or VFs), the definition changes (one cell, one memnode, its devices on the cell's
+    expander) and the running domain keeps its layout until it is restarted; the same call then
+    changes nothing."""
+    one = dict(args, machine="q35", nodeset="1", vcpu_pins={"0": "4", "1": "5"}, emulator_cpus="6", state="running")
+    assert run_module(tenant_domain.main, one)["created"]
+    assert xml_of(conn, args["name"]).find("cpu/numa") is None
+    cell = [{"node": 1, "vcpus": "0-1", "memory_kib": 102400, "devices": [EDU, VF1]}]
+    moved = run_module(tenant_domain.main, dict(one, numa_cells=cell))
+    assert moved["changed"] and moved["restart_required"], moved
+    assert any("guest NUMA cells" in warning for warning in moved.get("warnings", [])), moved
+    root = xml_of(conn, args["name"])
+    assert [(c.get("id"), c.get("cpus")) for c in root.findall("cpu/numa/cell")] == [("0", "0-1")]
+    assert [(m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in root.findall("numatune/memnode")] == [("0", "strict", "1")]
+    assert [e.find("target/node").text for e in root.findall("devices/controller[@model='pcie-expander-bus']")] == ["0"]
+    assert not run_module(tenant_domain.main, dict(one, numa_cells=cell))["changed"]
+    # the cell's memory bound as the domain's memory mode says: a new mode for the running domain waits for its restart
+    preferred = run_module(tenant_domain.main, dict(one, numa_cells=cell, memory_mode="preferred"))
+    assert preferred["changed"] and preferred["restart_required"], preferred
+    assert any("guest NUMA cells" in warning for warning in preferred.get("warnings", [])), preferred
+    assert [m.get("mode") for m in xml_of(conn, args["name"]).findall("numatune/memnode")] == ["preferred"]
+
+
 SPANNING = [{"node": 0, "vcpus": "0", "memory_kib": 51200, "devices": [EDU]},
             {"node": 1, "vcpus": "1", "memory_kib": 51200, "devices": [VF1]}]
 
