@@ -217,13 +217,14 @@ def one_word_list(words):
     return 'for arg in %s; do echo "$arg"; done\n' % " ".join(words)
 
 
-def acs_edit(tmp_path, ops=ACS_OPS, os_release="ID=debian\n"):
-    host = FakeHost(tmp_path) if not os.path.exists(str(tmp_path / "etc")) else None
-    if host:
-        host.write("/etc/os-release", os_release)
+def acs_edit(tmp_path, ops=None):
+    """The GRUB edit of ``ops`` (ACS_OPS when None) on a Debian tree, made on the first call."""
+    if not os.path.exists(str(tmp_path / "etc")):
+        host = FakeHost(tmp_path)
+        host.write("/etc/os-release", "ID=debian\n")
         host.write("/etc/default/grub", LINUX)
     commands = RecordedCommands(programs=["update-grub"], replies=[(["update-grub"],)])
-    return bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=commands), ops)
+    return bootloader.GrubCmdlineEdit(Host(str(tmp_path), commands=commands), ACS_OPS if ops is None else ops)
 
 
 @real_grub
