@@ -27,6 +27,8 @@ APT_PACKAGES=(
   busybox-static binutils
   # the guest image tests' raw bases made by the real tools (XFS, btrfs, squashfs, LUKS)
   xfsprogs btrfs-progs squashfs-tools cryptsetup-bin
+  # the GRUB quoting tests: grub-script-check, /etc/grub.d/10_linux and grub-mkconfig_lib
+  grub-common
 )
 
 missing=()

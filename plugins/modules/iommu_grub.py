@@ -260,9 +260,13 @@ options:
       - ACS per path, for fast tenants (opt-in) - the ACS settings of the PCIe bridges on each tenant GPU's path to its
         nearest PF among O(acs.pfs) (the pairs the placement planner makes), set at boot by the kernel's
         C(pci=config_acs=FLAGS@BRIDGE) (Linux 6.11 and later), never on bridges off those paths.
-      - The argument is written when it names one bridge and the running kernel has the parameter. Several bridges need
-        one C(;)-separated list (Linux 6.15, or a stable kernel with its fix) that GRUB reads as the end of a command,
-        and an older kernel has no parameter - then RV(acs) says the argument and what to do, and a warning says it.
+      - The argument is written when the running kernel takes it - one bridge from Linux 6.11, several bridges (one
+        C(;)-separated list) from Linux 6.15. A list goes into O(variable) in GRUB's single quotes
+        (C('pci=config_acs=F@A;F@B')), because GRUB's script language reads an unquoted C(;) as the end of the command;
+        GRUB takes the quotes off, so the kernel gets the list whole, and the file's quoted word and the kernel's
+        unquoted argument count as the same argument in every comparison. On RHEL-family hosts (grubby, BLS entries) a
+        list is not written. Where it is not written RV(acs) says the argument and what to do, and a warning says it.
+      - With no bridge on the tenants' paths, a C(pci=config_acs=) argument on the command line goes.
       - Flags that turn off Source Validation, Request or Completion Redirect or Upstream Forwarding on a path bridge
         would merge IOMMU groups across tenants - refused.
     type: dict
@@ -387,9 +391,9 @@ acs:
       C(kernel) release and C(notes) (what to do where it is not written).
   returned: always
   type: dict
-  sample: {flags: 1xxxx0x, bridges: ["0000:12:00.0"], arg: "pci=config_acs=1xxxx0x@0000:12:00.0", written: true,
-           kernel: 6.12.0-55-generic, paths: [{gpu: "0000:15:00.0", pf: "0000:19:00.0", bridges: ["0000:12:00.0"]}],
-           notes: []}
+  sample: {flags: 1xxxx0x, bridges: ["0000:12:00.0", "0000:16:00.0"], written: true, kernel: 6.15.0-1-amd64,
+           arg: "pci=config_acs=1xxxx0x@0000:12:00.0;1xxxx0x@0000:16:00.0", notes: [],
+           paths: [{gpu: "0000:15:00.0", pf: "0000:19:00.0", bridges: ["0000:12:00.0", "0000:16:00.0"]}]}
 firmware_pending:
   description: ConnectX PFs whose firmware settings are not loaded yet.
   returned: always
@@ -422,7 +426,10 @@ cmdline:
   type: str
   sample: "intel_iommu=on iommu=pt pci-stub.ids=1234:11e8"
 args:
-  description: O(ignore:cmdline) split into args.
+  description:
+    - O(ignore:cmdline) split into its words, as the file holds them - an argument GRUB must read in single quotes (a
+      C(pci=config_acs=) list) with its quotes; RV(args_missing) and RV(args_unwanted) name the arguments as the
+      kernel gets them, without GRUB's quotes.
   returned: always
   type: list
   elements: str

@@ -23,7 +23,14 @@ Extend ACS configurability"); a list of more than one device failed to parse ("P
 ACS command line parameter") until "PCI/ACS: Fix 'pci=config_acs=' parameter" (Linux 6.15, also
 in 6.14.y stable). The kernel keeps the last ``pci=config_acs=`` it reads, so every bridge goes
 in one argument, and a list needs ``;``, which GRUB's script language reads as the end of a
-command: a list is said, not written (see :func:`acs_plan`).
+command (grub-core/script/yylex.l: ``";"`` is a token, a single-quoted string a part of a word
+whose quotes the lexer drops). The boot stage writes a list in single quotes into the GRUB
+defaults file (``'pci=config_acs=F@A;F@B'``): grub-mkconfig's 10_linux copies the variable into
+each ``linux`` line as it is, GRUB's lexer takes the quotes off, grub-core/lib/cmdline.c passes an
+arg without a blank as it is, and the kernel splits its command line on blanks only, with double
+quotes (lib/cmdline.c ``next_arg``), so it reads ``pci=config_acs=F@A;F@B`` whole. Where the boot
+menu is built another way (RHEL-family: grubby and the BLS entries), a list is said, not written
+(see :func:`acs_plan`).
 
 IOMMU groups: the kernel calls a device isolated when the bridges above it have Source
 Validation, P2P Request Redirect, P2P Completion Redirect and Upstream Forwarding
@@ -93,15 +100,16 @@ def _below(pci, bridge):
     return sorted(addr for addr, dev in pci.items() if bridge in (dev.get("upstream") or []) and not dev.get("is_bridge"))
 
 
-def acs_plan(model, gpus, pfs, flags=DEFAULT_FLAGS, release=None):
+def acs_plan(model, gpus, pfs, flags=DEFAULT_FLAGS, release=None, list_refused=None):
     """The ACS decision for the tenants' GPUs (``gpus``) and the PFs whose VFs go to them (``pfs``):
     each GPU's path to its nearest PF(s) (the pairs the planner makes), their bridges only.
 
     Returns ``{flags, paths: [{gpu, pf, bridges}], bridges, arg, written, kernel, notes}``: ``arg``
-    the kernel argument the bridges need (``pci=config_acs=FLAGS@BRIDGE``), ``written`` whether the
-    boot stage writes it (one bridge, a kernel that has the parameter), ``notes`` what the operator
-    must know or do. InputError for bad flags, unknown devices, and flags that would merge IOMMU
-    groups across tenants."""
+    the kernel argument the bridges need (``pci=config_acs=FLAGS@BRIDGE[;...]``), ``written``
+    whether the boot stage writes it (a kernel that has the parameter: from 6.11 for one bridge,
+    from 6.15 for a list; a list only where ``list_refused``, the reason this host's boot menu may
+    not get a ``;``, is None), ``notes`` what the operator must know or do. InputError for bad
+    flags, unknown devices, and flags that would merge IOMMU groups across tenants."""
     flags = check_flags(flags)
     pci = model.get("pci_devices") or {}
     for option, addresses in (("acs.gpus", gpus), ("acs.pfs", pfs)):
@@ -151,13 +159,21 @@ def acs_plan(model, gpus, pfs, flags=DEFAULT_FLAGS, release=None):
             "they are), before the tenants start"
             % (release or "(unknown)", FIRST_KERNEL[0], FIRST_KERNEL[1], FIRST_KERNEL[0], FIRST_KERNEL[1], ", ".join(bridges)))
         return result
-    if len(bridges) > 1:
+    if len(bridges) > 1 and version < LIST_KERNEL:
         result["notes"].append(
             "ACS: %d bridges are on the tenants' GPU-to-NIC paths; the kernel takes them as one list, %s, which needs "
-            "Linux %d.%d (or a stable kernel with 'PCI/ACS: Fix pci=config_acs= parameter') and a ';' that GRUB reads "
-            "as the end of a command, so the boot stage does not write it: add it to the kernel command line in single "
-            "quotes ('%s') by hand, or set the bridges with setpci after each boot" % (
-                len(bridges), result["arg"], LIST_KERNEL[0], LIST_KERNEL[1], result["arg"]))
+            "Linux %d.%d (or a stable kernel with 'PCI/ACS: Fix pci=config_acs= parameter'); the running kernel is %s, "
+            "so the boot stage does not write it: boot a Linux %d.%d or later kernel, or, on a stable kernel with that "
+            "fix, add it to GRUB_CMDLINE_LINUX in single quotes ('%s') by hand; or set the bridges with setpci after "
+            "each boot" % (len(bridges), result["arg"], LIST_KERNEL[0], LIST_KERNEL[1], release, LIST_KERNEL[0],
+                           LIST_KERNEL[1], result["arg"]))
+        return result
+    if len(bridges) > 1 and list_refused:
+        result["notes"].append(
+            "ACS: %d bridges are on the tenants' GPU-to-NIC paths; the kernel takes them as one list, %s, whose ';' "
+            "GRUB's script language reads as the end of a command, and %s: add it to the kernel command line by hand "
+            "where it reaches the kernel whole (check /proc/cmdline after the reboot), or set the bridges with setpci "
+            "after each boot" % (len(bridges), result["arg"], list_refused))
         return result
     result["written"] = True
     return result

@@ -16,7 +16,8 @@ import io
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import join_cmdline, kernel_part, split_cmdline
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import (
+    grub_cut, grub_read, grub_words, join_cmdline, kernel_part, split_cmdline)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import UNKNOWN, GrubDefaults, GrubParseError, sourced_value
 
@@ -46,12 +47,36 @@ def read_os_release(fs):
 def cfg_stale(text, after_args):
     """True when a generated grub.cfg has Linux entries lacking the wanted args (an earlier
     run wrote the file but the regeneration failed)."""
-    # split as the kernel splits (quoted values with blanks are one arg, as in after_args)
-    lines = [split_cmdline(line) for line in (text or "").splitlines() if line.split()[:1] in (["linux"], ["linuxefi"])]
+    # split as the kernel splits (quoted values with blanks are one arg, as in after_args), each word
+    # as GRUB's lexer reads it (a single-quoted arg is the arg)
+    lines = [[grub_read(word) for word in split_cmdline(line)]
+             for line in (text or "").splitlines() if line.split()[:1] in (["linux"], ["linuxefi"])]
     if not lines:
         return False
     # Recovery entries leave out GRUB_CMDLINE_LINUX_DEFAULT: one full entry is enough.
     return not any(all(arg in line for arg in after_args) for line in lines)
+
+
+def quoted_arg_refusal(fs, which):
+    """Why this host's boot menu may not get an arg that GRUB must read in single quotes (a ``;`` in
+    it), or None when it may. Debian-family hosts build it with grub-mkconfig, whose 10_linux copies
+    GRUB_CMDLINE_LINUX into each ``linux`` line as it is, where GRUB's lexer takes the quotes off. On
+    RHEL-family hosts grubby writes the args into the BLS entries' ``options`` lines (EL8: into
+    ``kernelopts`` in grubenv, which the entries name as ``$kernelopts``); GRUB's blscfg
+    (rhboot/grub2 grub-core/commands/blscfg.c) makes each entry a script whose ``linux`` command
+    gets the options, so an unquoted ``;`` ends the command there too, and whether grubby and
+    grub2-editenv carry GRUB's single quotes through is not proven: refused there.
+    ``which``: the host's command lookup (``host.commands.which``)."""
+    family = read_os_release(fs)
+    if family & RHEL_LIKE:
+        return ("this is a RHEL-family host (/etc/os-release ID %s): grubby writes kernel args into the BLS entries' "
+                "options lines (EL8: kernelopts in grubenv), which GRUB's blscfg turns into a linux command where an "
+                "unquoted ';' ends the command, and that grubby keeps GRUB's single quotes there is not proven, so an "
+                "argument with ';' is not written there" % " ".join(sorted(family)))
+    if family & DEBIAN_LIKE or which("update-grub") or which("grub-mkconfig"):
+        return None
+    return ("this host's boot menu is built by none of update-grub and grub-mkconfig (/etc/os-release ID %s), so "
+            "whether an argument with ';' reaches the kernel whole is not known" % (" ".join(sorted(family)) or "unknown"))
 
 
 # Their meaning depends on the args before them (a count is for the size named last): never
@@ -164,7 +189,10 @@ class GrubCmdlineEdit:
         if before is None:
             raise InputError("grub_file: %s cannot be read (permissions?)" % self.grub_file)
         grub = GrubDefaults(before, self.grub_file)
-        current_args = split_cmdline(grub.value(self.variable))
+        # the variable's words as the file gives them, and the args GRUB makes of them (a single-quoted
+        # word is its arg): the operations and every comparison work on the args
+        current_words = split_cmdline(grub.value(self.variable))
+        current_args = [grub_read(word) for word in current_words]
         wanted_args = kernel_args.apply_ops(self.ops, current_args)
         # the drop-ins, read and parsed once for both checks
         dropins = self._dropins()
@@ -172,14 +200,16 @@ class GrubCmdlineEdit:
         self._check_dropins(dropins)
         elsewhere = given_elsewhere(self.ops, current_args, wanted_args, other_args)
         wanted_args = [a for a in wanted_args if a not in elsewhere]
-        changed = wanted_args != current_args
-        after = grub.with_value(self.variable, join_cmdline(wanted_args)) if changed else before
+        wanted_words = self._words(wanted_args, current_words)
+        changed = wanted_words != current_words
+        after = grub.with_value(self.variable, join_cmdline(wanted_words)) if changed else before
         if changed:
-            # The written file must give back exactly the args that were meant.
+            # The written file must give back exactly the words that were meant, and GRUB the args.
             again = GrubDefaults(after, self.grub_file)
-            if split_cmdline(again.value(self.variable)) != wanted_args:
+            words_again = split_cmdline(again.value(self.variable))
+            if words_again != wanted_words or [grub_read(word) for word in words_again] != wanted_args:
                 raise GrubParseError("grub_file: %s: the edited %s would not read back as %s; nothing was changed"
-                                     % (self.grub_file, self.variable, join_cmdline(wanted_args)))
+                                     % (self.grub_file, self.variable, join_cmdline(wanted_words)))
         running = self.host.fs.read("/proc/cmdline", "")
         missing, unwanted = kernel_args.pending_changes(self.ops, kernel_part(split_cmdline(running)))
         self._check_boots_from_grub(missing, unwanted)
@@ -193,8 +223,8 @@ class GrubCmdlineEdit:
             "before": before,
             "after": after,
             "file_changed": changed,
-            "cmdline": join_cmdline(wanted_args),
-            "args": wanted_args,
+            "cmdline": join_cmdline(wanted_words),
+            "args": wanted_words,
             "running_cmdline": running,
             "args_missing": missing,
             "args_unwanted": unwanted,
@@ -204,6 +234,22 @@ class GrubCmdlineEdit:
         }
         self.result["changed"] = changed or bool(self.result["bootloader_commands"])
         return self.result
+
+    def _words(self, wanted_args, current_words):
+        """The variable's words for the wanted args (:func:`cmdline.grub_words`): an arg that GRUB would
+        read otherwise goes in single quotes. A word that GRUB cuts (a ``;`` outside quotes) and that the
+        edit keeps is refused: the kernel would get only its part before the ``;``."""
+        for word in current_words:
+            if grub_cut(word) and grub_read(word) in wanted_args:
+                raise InputError("grub_file: %s: %s holds %s, whose ';' GRUB's script language reads as the end of the "
+                                 "linux command (the kernel gets only %s, and GRUB runs the rest as a command of its own): "
+                                 "put it in single quotes ('%s') or remove it, and run again; nothing was changed"
+                                 % (self.grub_file, self.variable, word, grub_read(word), word.replace("'", "")))
+        try:
+            return grub_words(wanted_args, current_words)
+        except ValueError as exc:
+            raise InputError("grub_file: %s: %s: no quoting makes GRUB read it back as one argument; nothing was "
+                             "changed" % (self.grub_file, exc))
 
     def _check_boots_from_grub(self, missing, unwanted):
         """A host that booted with systemd-boot reads its kernel args from its own entries, not from the
@@ -235,9 +281,10 @@ class GrubCmdlineEdit:
                 raise InputError("%s (the file sets %s, whose args the kernel reads with %s's: they cannot be "
                                  "checked)" % (parsed, other_name, self.variable))
         other = sourced_value(files, other_name, ignored=[self.variable])
-        other_args = [a for a in split_cmdline(other.value) if UNKNOWN not in a]
+        other_words = [w for w in split_cmdline(other.value) if UNKNOWN not in w]
+        other_args = [grub_read(w) for w in other_words]
         kept = kernel_args.apply_ops(self.ops, other_args)
-        conflicts = [a for a in other_args if a not in kept]
+        conflicts = [w for w, a in zip(other_words, other_args) if a not in kept]
         if conflicts:
             places = []
             for arg in conflicts:
@@ -321,6 +368,12 @@ class GrubCmdlineEdit:
                 missing, unwanted = bls_pending(self.host.fs, self.ops)
                 added += [a for a in missing if a not in added]
                 removed += [a for a in unwanted if a not in removed and a not in added]
+                cut = [a for a in added if ";" in a]
+                if cut:
+                    raise InputError("grub_file: %s would go into the BLS entries' options lines through grubby, and "
+                                     "GRUB's blscfg makes them a linux command where the ';' ends the command; add it "
+                                     "there by hand in a form that reaches the kernel whole (check /proc/cmdline); "
+                                     "nothing was changed" % " ".join(cut))
                 command = [bins["grubby"], "--update-kernel=ALL"]
                 if added:
                     command.append("--args=%s" % " ".join(added))

@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages as hugepages_feature
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore.files import add_diffs
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import GrubCmdlineEdit, quoted_arg_refusal
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import acs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
@@ -98,6 +98,9 @@ def _iommu_grub(params, host, run):
     acs_result = acs_decision(host, acs_spec, model, stack, firmware) if acs_spec is not None else None
     if acs_result and acs_result["written"]:
         ops.append(kernel_args.ConfigAcs(acs_result["arg"].split("=", 2)[2]))
+    elif acs_result and not acs_result["bridges"]:
+        # no bridge on the tenants' paths: a config_acs an earlier decision wrote goes
+        ops.append(kernel_args.ConfigAcs(None))
     for note in (acs_result or {}).get("notes") or []:
         run.warn(note)
     edit = GrubCmdlineEdit(host, ops, grub_file=params["grub_file"], variable=params["variable"],
@@ -155,7 +158,8 @@ def acs_decision(host, spec, model, stack, firmware):
     if not pfs and firmware:
         pfs = [t["pf"] for t in firmware.targets]
     release = (host.fs.read("/proc/sys/kernel/osrelease") or "").strip() or None
-    return acs.acs_plan(model, gpus, pfs, spec.get("flags") or acs.DEFAULT_FLAGS, release)
+    return acs.acs_plan(model, gpus, pfs, spec.get("flags") or acs.DEFAULT_FLAGS, release,
+                        list_refused=quoted_arg_refusal(host.fs, host.commands.which))
 
 
 def pending_reasons(result):

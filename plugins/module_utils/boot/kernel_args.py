@@ -318,7 +318,9 @@ class HugepageReservation(Op):
 class ConfigAcs(Op):
     """``pci=config_acs=VALUE`` (ACS per bridge, boot/acs.py) present exactly once: the kernel keeps
     the last ``config_acs`` it reads, so a ``pci=`` arg that gives one becomes this one, further
-    ones go; other ``pci=`` args (``pci=realloc``) are left alone."""
+    ones go; other ``pci=`` args (``pci=realloc``) are left alone. With ``value`` None every
+    ``config_acs`` arg goes. The args are the kernel's (a list's ``;`` as it is): the GRUB file's
+    quoting is the bootloader edit's (bootloader.py, cmdline.grub_words)."""
 
     def __init__(self, value):
         self.value = value
@@ -328,8 +330,8 @@ class ConfigAcs(Op):
         return arg_key(arg) == "pci" and (arg_value(arg) or "").startswith("config_acs=")
 
     def apply(self, args):
-        wanted = make_arg("pci", "config_acs=" + self.value)
-        out, placed = [], False
+        wanted = None if self.value is None else make_arg("pci", "config_acs=" + self.value)
+        out, placed = [], wanted is None
         for arg in args:
             if not self._is_config_acs(arg):
                 out.append(arg)

@@ -80,9 +80,12 @@ def test_only_the_tenants_devices_count(dgx):
 @pytest.mark.parametrize("release, words", [
     ("5.15.0-91-generic", ["has no pci=config_acs=", "Linux 6.11", "setpci"]),
     (None, ["(unknown)", "Linux 6.11"]),
-    ("6.12.0-55-generic", ["Linux 6.15", "GRUB reads as the end of a command", "in single quotes"]),
+    # a list needs 6.15 (or a stable kernel with the fix, which the version does not tell)
+    ("6.12.0-55-generic", ["Linux 6.15", "running kernel is 6.12.0-55-generic", "in single quotes", "setpci"]),
+    ("6.14.11", ["Linux 6.15", "PCI/ACS: Fix pci=config_acs= parameter"]),
 ])
 def test_what_is_not_written_is_said_with_what_to_do(dgx, release, words):
+    # on a host whose boot menu may get the list (list_refused None): only the kernel keeps it back
     plan = acs.acs_plan(dgx["model"], dgx["gpus"][:1], dgx["pfs"], release=release)
     assert plan["written"] is False and len(plan["bridges"]) > 1
     assert plan["arg"] == "pci=config_acs=" + ";".join("1xxxx0x@%s" % b for b in plan["bridges"])
@@ -112,3 +115,24 @@ def test_the_kernel_argument_is_one_config_acs_and_leaves_other_pci_args():
     missing, unwanted = ka.pending_changes([op], ["pci=realloc"])
     assert missing == ["pci=config_acs=1xxxx0x@0000:12:00.0"] and unwanted == []
     assert ka.SAFE_ARG_RE.match("config_acs=1xxxx0x@0000:12:00.0")
+
+
+def test_a_list_is_written_from_linux_6_15_where_the_boot_menu_takes_it_and_said_where_not(dgx):
+    plan = acs.acs_plan(dgx["model"], dgx["gpus"][:1], dgx["pfs"], release="6.15.0-1-amd64")
+    assert len(plan["bridges"]) > 1 and plan["written"] is True and plan["notes"] == []
+    assert plan["arg"] == "pci=config_acs=" + ";".join("1xxxx0x@%s" % b for b in plan["bridges"])
+    refused = acs.acs_plan(dgx["model"], dgx["gpus"][:1], dgx["pfs"], release="6.15.0", list_refused="this is a RHEL-family host")
+    assert refused["written"] is False and refused["arg"] == plan["arg"]
+    assert len(refused["notes"]) == 1 and all(w in refused["notes"][0] for w in (
+        plan["arg"], "end of a command", "this is a RHEL-family host", "by hand", "/proc/cmdline", "setpci")), refused["notes"]
+
+
+def test_one_bridge_needs_linux_6_11_only_and_no_quoting():
+    # a GPU and a PF on the two functions' ports of one root complex: one bridge, the root port above the GPU
+    pci = {"0000:00:01.0": {"is_bridge": True, "upstream": [], "root_bus": "0000:00"},
+           "0000:01:00.0": {"upstream": ["0000:00:01.0"], "root_bus": "0000:00"},
+           "0000:00:02.0": {"upstream": [], "root_bus": "0000:00"}}
+    plan = acs.acs_plan({"pci_devices": pci}, ["0000:01:00.0"], ["0000:00:02.0"], release="6.11.0",
+                        list_refused="this is a RHEL-family host")
+    assert plan["bridges"] == ["0000:00:01.0"] and plan["written"] is True
+    assert plan["arg"] == "pci=config_acs=1xxxx0x@0000:00:01.0"

@@ -21,6 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import stage 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import mlxconfig as mlx
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.systemd import units_by_id
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, Reply  # pylint: disable=import-error
 from fakes.live import LiveHost  # pylint: disable=import-error
@@ -209,7 +210,6 @@ def test_vpi_ports_in_ib_mode_need_an_explicit_link_type(dgx, link_type, words):
 
 def test_a_capture_reads_no_program(dgx):
     """Under a capture (root not /) nothing is asked of programs: the firmware and the initramfs say so."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     commands = RecordedCommands()
     result = run_module(iommu_grub.main, dict(options(dgx), bootloader_update="none"), check_mode=True,
                         host=Host(dgx["root"], commands=commands))
@@ -222,7 +222,6 @@ def test_a_capture_gives_the_nvidia_services_state_and_nothing_is_stopped(dgx):
     """Under a capture the NVIDIA units' state is the one systemctl showed on the host when it was
     captured (.capture/systemctl-show-nvidia.txt): the enabled and running one is reported as to be
     stopped, no program runs, and a run under the capture stops nothing on this machine."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
     dgx["host"].write("/.capture/systemctl-show-nvidia.txt", SYSTEMCTL_SHOW)
     for check_mode in (True, False):
         commands = RecordedCommands()
@@ -329,6 +328,55 @@ def test_acs_is_decided_from_the_host_model_and_said_where_not_written(dgx):
     # without acs the call is as before: no decision, no warning of it
     dgx["host"].write("/proc/sys/kernel/osrelease", RELEASE + "\n")
     assert run(dgx, options(dgx), commands_for(dgx), check_mode=True)["acs"] is None
+
+
+def test_acs_list_is_written_in_single_quotes_from_linux_6_15_and_compared_as_the_kernel_reads_it(dgx):
+    dgx["host"].write("/proc/sys/kernel/osrelease", "6.15.0-1-amd64\n")
+    args = dict(options(dgx), acs={}, gpu_stack={"early_driver": False, "initramfs": False})
+    grub_path = dgx["host"].p("/etc/default/grub")
+    check = run(dgx, args, commands_for(dgx), check_mode=True, diff=True)
+    assert not check.get("failed"), check.get("msg")
+    decided = check["acs"]
+    arg, quoted = decided["arg"], "'%s'" % decided["arg"]
+    assert decided["written"] is True and len(decided["bridges"]) > 1 and ";" in arg
+    assert not any("config_acs" in w for w in check.get("warnings") or [])
+    # check mode and diff: the file's word in single quotes, the kernel's arg missing as /proc/cmdline will show it
+    assert check["args"][-1] == quoted and arg in check["args_missing"]
+    [grub_diff] = [d for d in check["diff"] if d["before_header"] == "/etc/default/grub"]
+    assert "config_acs" not in grub_diff["before"] and 'GRUB_CMDLINE_LINUX="%s %s"' % (
+        " ".join(check["args"][:-1]), quoted) in grub_diff["after"]
+    assert open(grub_path, encoding="utf-8").read() == GRUB
+    commands = commands_for(dgx)
+    first = run(dgx, args, commands)
+    assert not first.get("failed"), first.get("msg")
+    assert quoted in open(grub_path, encoding="utf-8").read() and commands.ran("update-grub")
+    # the second run: nothing to write, the reboot still owed
+    commands = commands_for(dgx)
+    again = run(dgx, args, commands)
+    assert again["args"] == first["args"] and not commands.ran("update-grub") and again["reboot_required"]
+    # after the reboot the kernel has the arg without GRUB's quotes: nothing missing
+    dgx["host"].write("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.15.0-1-amd64 root=UUID=0 ro %s\n"
+                      % " ".join(a if a != quoted else arg for a in first["args"]))
+    booted = run(dgx, args, commands_for(dgx), check_mode=True)
+    assert (booted["args_missing"], booted["args_unwanted"], booted["reboot_required"]) == ([], [], False)
+    # removal: the tenants' GPU far from the PF (another host bridge) leaves no bridge, and the arg goes
+    pci = Host(dgx["root"]).topology((), ())["pci_devices"]
+    far = [g for g in dgx["gpus"] if pci[g]["root_bus"] != pci[dgx["pf"]]["root_bus"]][0]
+    gone = run(dgx, dict(args, acs={"gpus": [far]}), commands_for(dgx), check_mode=True, diff=True)
+    assert gone["acs"]["bridges"] == [] and quoted not in gone["args"] and gone["args_unwanted"] == [arg]
+
+
+def test_acs_list_on_a_rhel_family_host_is_said_not_written(dgx):
+    dgx["host"].write("/proc/sys/kernel/osrelease", "6.15.0-1-amd64\n")
+    dgx["host"].write("/etc/os-release", 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\n')
+    grub_path = dgx["host"].p("/etc/default/grub")
+    args = dict(options(dgx), acs={}, gpu_stack={"manage": False, "early_driver": False, "initramfs": False},
+                bootloader_update="none")
+    result = run(dgx, args, commands_for(dgx), check_mode=True)
+    assert not result.get("failed"), result.get("msg")
+    assert result["acs"]["written"] is False and "config_acs" not in result["cmdline"]
+    assert any(result["acs"]["arg"] in w and "RHEL-family host" in w for w in result["warnings"]), result["warnings"]
+    assert open(grub_path, encoding="utf-8").read() == GRUB
 
 
 def test_acs_flags_that_merge_iommu_groups_fail_and_change_nothing(dgx):
