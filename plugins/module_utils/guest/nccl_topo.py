@@ -123,10 +123,13 @@ def guest_devices(fs, rdma_devices):
 
 
 def _node(device, nodes):
-    """The guest NUMA node of a device; the only node of a guest with one (QEMU gives a device -1 then)."""
+    """The guest NUMA node of a device; the only node of a guest with one (QEMU gives a device -1 then), node 0
+    of a kernel without NUMA (no node directories); None where several nodes leave it open."""
     if device["numa_node"] is not None:
         return device["numa_node"]
-    return nodes[0] if len(nodes) <= 1 else None
+    if len(nodes) > 1:
+        return None
+    return nodes[0] if nodes else 0
 
 
 def _common_bridge(devices):

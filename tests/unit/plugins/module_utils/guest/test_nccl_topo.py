@@ -174,3 +174,8 @@ def test_kernel_speed_strings_are_nccls():
     """Both forms the kernel prints (before and after Linux 5.7) are in NCCL's table; a value without the unit is not."""
     assert nccl_topo.speed_ok("16 GT/s") and nccl_topo.speed_ok("32.0 GT/s PCIe") and nccl_topo.speed_ok("64.0 GT/s PCIe")
     assert not nccl_topo.speed_ok("16.0") and not nccl_topo.speed_ok("Unknown")
+
+
+def test_a_guest_kernel_without_numa_puts_everything_on_node_0(tmp_path):
+    fs, _gpus, _nic = guest_tree(tmp_path, nodes=())
+    assert parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PIX))[0]).subs[0].attrs == {"numaid": "0"}
