@@ -291,12 +291,12 @@ nccl_env:
       sample: false
     topology:
       description: With O(gpuvirt.tenancy.nccl_env#module:topo_links), the NCCL topology file as
-        RV(gpuvirt.tenancy.nccl_env#module:topology) says it (null without).
+        RV(gpuvirt.tenancy.nccl_env#module:topology) says it; absent without.
       type: dict
       sample: {"path": "/etc/nccl-topo.xml", "written": false, "gpus": [], "nics": [], "level": null,
                "reason": "the RDMA device rxe0 is not a PCI function (soft-RoCE): NCCL's topology has no NIC to place"}
     topo_differs:
-      description: Whether the NCCL topology file would change.
+      description: With O(gpuvirt.tenancy.nccl_env#module:topo_links), whether the NCCL topology file would change.
       type: bool
       sample: false
     hosts_path:

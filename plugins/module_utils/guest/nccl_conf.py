@@ -569,8 +569,9 @@ def plan(decision):
     another form), so that the controller can compare the lines it decides later."""
     planned = dict((key, decision.result[key]) for key in ("path", "gid_index", "settings", "removed"))
     planned["conf_differs"] = decision.conf.differs
-    planned["topology"] = decision.result.get("topology")
-    planned["topo_differs"] = decision.topo is not None and decision.topo.differs
+    if decision.result.get("topology") is not None:
+        planned["topology"] = decision.result["topology"]
+        planned["topo_differs"] = decision.topo is not None and decision.topo.differs
     if decision.hosts is not None:
         planned["hosts_path"] = decision.result["hosts_path"]
         planned["hosts_differs"] = decision.hosts.differs
