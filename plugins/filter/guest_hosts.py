@@ -43,7 +43,7 @@ def _address(value):
     return str(value).split("/", 1)[0] if value else None
 
 
-def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True):
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True, links=None):
     """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
     management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
     address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
@@ -51,7 +51,8 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
     name, the console log, and the MAC of the tenant's RDMA NIC: its first VF (from ``plan``, the
     tenants stage's plan, or the tenant's ``mac``), else its ``data_nic``, by which the guest stage
-    finds the NIC. Tenants ``known``
+    finds the NIC; with ``links`` (the tenants stage's ``pci_links``), a tenant's host link facts for its
+    NCCL topology file. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
@@ -64,6 +65,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
     host = _dict(host, "host", name)
     placements = _dict(_dict(plan, "plan", name).get("placements"), "plan.placements", name)
+    links = _dict(links, "links (the tenants stage's pci_links)", name)
     # Every input is checked before the first entry (plugin_utils/guest_inventory.py: the tenant's name as an
     # inventory host name, ports 1-65535, strict booleans, the jump as ssh takes it): a bad one is an
     # AnsibleFilterError naming it and the fix, and no host is added.
@@ -102,6 +104,9 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
             level = GDR_LEVEL_OF.get(placement.get("pcie_affinity")) if placement.get("gpus") else None
             if level:
                 entry["gpuvirt_guest_gdr_level"] = level
+            if isinstance(links.get(tenant_name), dict):
+                # the host's link facts of its GPUs and VFs: the guest's NCCL topology file (guest_rdma, nccl_env topo_links)
+                entry["gpuvirt_guest_pci_links"] = links[tenant_name]
             entry["gpuvirt_guest_relaxed_ordering"] = "1"
         out.append(entry)
     return out

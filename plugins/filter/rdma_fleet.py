@@ -24,7 +24,7 @@ HINT = ("Set it right on those hosts (address order decides GID order), or use g
         "or gid_index auto (NCCL >= 2.21).")
 
 # the optional NCCL settings: left out when unset, never passed as null or ""
-NCCL_OPTIONAL = ("socket_ifname", "net_gdr_level", "ib_pci_relaxed_ordering", "addr_range", "nccl_version")
+NCCL_OPTIONAL = ("socket_ifname", "net_gdr_level", "ib_pci_relaxed_ordering", "addr_range", "nccl_version", "topo_file", "topo_links")
 
 
 def _flag(inputs, name):
@@ -189,6 +189,8 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix, options=Non
             reasons.append("the fleet's gid_index %s is not the guest's %s" % (index, planned["gid_index"]))
         if planned.get("conf_differs"):
             reasons.append("%s differs" % planned.get("path"))
+        if planned.get("topo_differs"):
+            reasons.append("the NCCL topology file %s differs" % (planned.get("topology") or {}).get("path"))
         if "hosts_found" in planned:
             found, wanted = planned["hosts_found"], _lines(entries)
             if found is None or wanted is None or found != wanted:

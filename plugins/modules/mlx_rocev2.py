@@ -263,7 +263,7 @@ gpudirect:
 nccl_env:
   description:
     - With O(nccl_env_write=true), the result fields of M(gpuvirt.tenancy.nccl_env) (C(path), C(gid_index),
-      C(settings), C(removed), C(gid_table), C(hosts_path), C(hosts_lines), the backups).
+      C(settings), C(removed), C(gid_table), C(hosts_path), C(hosts_lines), C(topology), the backups).
     - With O(nccl_env_write=false), the fields below (nothing was written), or only RV(nccl_env.error).
   returned: when nccl_env is given
   type: dict
@@ -287,6 +287,16 @@ nccl_env:
       sample: []
     conf_differs:
       description: Whether the NCCL file would change.
+      type: bool
+      sample: false
+    topology:
+      description: With O(gpuvirt.tenancy.nccl_env#module:topo_links), the NCCL topology file as
+        RV(gpuvirt.tenancy.nccl_env#module:topology) says it; absent without.
+      type: dict
+      sample: {"path": "/etc/nccl-topo.xml", "written": false, "gpus": [], "nics": [], "level": null,
+               "reason": "the RDMA device rxe0 is not a PCI function (soft-RoCE): NCCL's topology has no NIC to place"}
+    topo_differs:
+      description: With O(gpuvirt.tenancy.nccl_env#module:topo_links), whether the NCCL topology file would change.
       type: bool
       sample: false
     hosts_path:

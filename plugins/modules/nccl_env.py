@@ -27,6 +27,8 @@ description:
     marker, so one module call per guest sets both NCCL and the names of the tenants' RDMA addresses.
     Both files are decided (and every input checked) before either is written; each is written whole
     and atomically.
+  - With O(topo_links), the same call writes the NCCL topology file O(topo_file) (C(NCCL_TOPO_FILE)) of the guest's GPUs and RDMA
+    NIC with the GPU host's link speeds and distance, and names it in O(path).
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:
@@ -123,6 +125,28 @@ options:
         C(ansible.builtin.blockinfile) block this module takes over unchanged.
     type: str
     default: "# {mark} gpuvirt.tenancy guest_rdma"
+  topo_links:
+    description:
+      - The GPU host's PCIe link facts of this tenant, C({level, gpu, nic, switch, missing}) as the tenants stage gives them
+        (C(gpuvirt_guest_pci_links), the module tenant_domain's RV(gpuvirt.tenancy.tenant_domain#module:pci_links)) - C(level) the plan's
+        distance between the tenant's GPUs and VFs (C(PIX), C(PXB), C(PHB), C(NODE), C(SYS)), C(gpu), C(nic) and C(switch) each
+        C({link_speed, link_width}) (a speed string NCCL reads, C(16.0 GT/s PCIe) or C(16 GT/s); 1-32 lanes), C(missing) why the
+        host could not give them.
+      - With it, the NCCL topology file O(topo_file) (C(NCCL_TOPO_FILE), NCCL's XML topology format) maps the guest's NVIDIA GPUs
+        and the PCI functions of the HCAs NCCL is given (O(ib_hca)) by their guest bus IDs, grouped by guest NUMA node, under the
+        guest bridge they share (or a bridge only the file names, C(ffff:ff:NN.0), as the topology files published for VMs do)
+        where the host has them under one switch (C(PIX)), directly under their NUMA node for C(PHB), C(NODE) and C(SYS), each
+        with the host's link speed and width; NCCL reads the rest (CPU affinity, device IDs, the NICs' ports) in the guest.
+        C(NCCL_TOPO_FILE) in O(path) is set to it.
+      - No file is written, never a failure - a warning and the result's RV(topology) say why - where the facts are C(missing)
+        (a host model without C(max_link_speed)), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), the
+        host level is C(PXB), or the guest's NUMA nodes cannot show the host's distance. C(NCCL_TOPO_FILE) is then left as it is.
+    type: dict
+  topo_file:
+    description: The NCCL topology file of O(topo_links), a host path under O(root), written whole and atomically; its directory is
+      created when missing. Another file than O(path) and O(hosts_path).
+    type: path
+    default: /etc/nccl-topo.xml
   backup:
     description: Keep a copy of each file (O(path), O(hosts_path)) before changing it.
     type: bool
@@ -169,6 +193,13 @@ EXAMPLES = r"""
       - {ip: 192.168.83.10, names: [tenant-a-rdma]}
       - {ip: 192.168.84.10, names: [tenant-b-rdma]}
 
+- name: In a tenant guest, the NCCL topology file of its GPU and VF with the host's links (given by the tenants stage)
+  gpuvirt.tenancy.nccl_env:
+    ib_hca: [mlx5_0:1]
+    net_gdr_level: PIX
+    ib_pci_relaxed_ordering: "1"
+    topo_links: "{{ gpuvirt_guest_pci_links }}"
+
 - name: A per-tenant file (two tenants simulated on one lab VM)
   gpuvirt.tenancy.nccl_env:
     path: /etc/nccl.conf.d/tenant-a.conf
@@ -208,6 +239,14 @@ gpudirect:
   type: dict
   sample: {"status": "no_driver", "driver": false, "peermem": null, "kernel": "6.8.0-45-generic", "dma_buf_kernel": true,
            "message": "GPUDirect RDMA not checked: no NVIDIA driver is loaded in this guest (/sys/module/nvidia absent); ..."}
+topology:
+  description:
+    - With O(topo_links), the NCCL topology file - C(path), C(written) (false - no file, C(reason) says why), the guest bus IDs of the
+      C(gpus) and C(nics) read in the guest, the host C(level) between them.
+  returned: success, with O(topo_links)
+  type: dict
+  sample: {"path": "/etc/nccl-topo.xml", "written": true, "gpus": ["0000:06:00.0"], "nics": ["0000:07:00.0"], "level": "PIX",
+           "reason": null}
 gid_table:
   description: The GID tables of the checked ports, like show_gids.
   returned: success

@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, file_target, read_text
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_found, block_lines, check_marker, render_block
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import check_links, topology_file
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_vm import check_relaxed_ordering, gpudirect_state
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
@@ -53,6 +54,8 @@ MODULE_ARGS = dict(
         )),
         hosts_path=dict(type="path", default="/etc/hosts"),
         hosts_marker=dict(type="str", default="# {mark} gpuvirt.tenancy guest_rdma"),
+        topo_file=dict(type="path", default="/etc/nccl-topo.xml"),
+        topo_links=dict(type="dict"),
         backup=dict(type="bool", default=False),
     ),
 )
@@ -422,6 +425,11 @@ def check_inputs(params):
     for key, value in (params["extra"] or {}).items():
         check_line_value(key, "extra")
         check_line_value(value, "extra.%s" % key)
+    if params["topo_links"] is not None:
+        check_links(params["topo_links"])
+        check_line_value(params["topo_file"], "topo_file")
+        if "NCCL_TOPO_FILE" in (params["extra"] or {}):
+            raise InputError("extra: NCCL_TOPO_FILE is managed by topo_file with topo_links; set it there")
 
 
 class FileEdit:
@@ -458,11 +466,32 @@ class Decision:
     """What nccl_env would write: the NCCL file's edit, the hosts file's edit (None without
     ``hosts_entries``), the lines its marked block holds now, and the result fields."""
 
-    def __init__(self, conf, hosts, hosts_found, result):
+    def __init__(self, conf, hosts, hosts_found, result, topo=None):
         self.conf = conf
         self.hosts = hosts
         self.hosts_found = hosts_found
         self.result = result
+        # the NCCL topology file's edit (None: not written, the result's topology says why)
+        self.topo = topo
+
+
+def topo_edit(params, host, conf, hosts, tables):
+    """The NCCL topology file of ``topo_links`` (nccl_topo) -> (edit or None, the result's ``topology``:
+    {path, written, gpus, nics, level, reason}); no file, and its reason, where it cannot be made honestly."""
+    if params["topo_links"] is None:
+        return None, None
+    text, details = topology_file(host.fs, sorted(set(dev for dev, _port in tables)), check_links(params["topo_links"]))
+    details["path"] = params["topo_file"]
+    details["written"] = text is not None
+    if text is None:
+        return None, details
+    edit = FileEdit(host, params["topo_file"], "topo_file", create_parent=True)
+    others = [os.path.realpath(other.real) for other in (conf, hosts) if other is not None]
+    if os.path.realpath(edit.real) in others:
+        raise InputError("topo_file: %s is the NCCL settings file or the hosts file; give the topology a file of its own "
+                         "(the default /etc/nccl-topo.xml)" % params["topo_file"])
+    edit.after = text
+    return edit, details
 
 
 def hosts_edit(params, host):
@@ -503,6 +532,9 @@ def decide(params, host):
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": params["path"]}
     settings = wanted_settings(params, host, tables, result)
+    topo, result["topology"] = topo_edit(params, host, conf, hosts, tables)
+    if topo is not None:
+        settings["NCCL_TOPO_FILE"] = params["topo_file"]
     conf.after = render_conf(conf.before or "", settings)
     result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
     result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(conf.before or ""))
@@ -512,12 +544,15 @@ def decide(params, host):
     if hosts is not None:
         result["hosts_path"] = params["hosts_path"]
         result["hosts_lines"] = hosts_lines
-    return Decision(conf, hosts, hosts_found, result)
+    return Decision(conf, hosts, hosts_found, result, topo)
 
 
 def apply(decision, params, host, run):
     """Write the files of ``decision`` that differ (not in check mode); the result fields."""
     result = dict(decision.result)
+    if decision.topo is not None:
+        # the file NCCL_TOPO_FILE names is in place before the setting that names it
+        decision.topo.apply(host, run, False)
     backup = decision.conf.apply(host, run, params["backup"])
     if backup is not None:
         result["backup_file"] = backup
@@ -534,6 +569,9 @@ def plan(decision):
     another form), so that the controller can compare the lines it decides later."""
     planned = dict((key, decision.result[key]) for key in ("path", "gid_index", "settings", "removed"))
     planned["conf_differs"] = decision.conf.differs
+    if decision.result.get("topology") is not None:
+        planned["topology"] = decision.result["topology"]
+        planned["topo_differs"] = decision.topo is not None and decision.topo.differs
     if decision.hosts is not None:
         planned["hosts_path"] = decision.result["hosts_path"]
         planned["hosts_differs"] = decision.hosts.differs
@@ -547,4 +585,8 @@ def nccl_env(params, host, run):
     decision = decide(params, host)
     if decision.result["gpudirect"]["message"]:
         run.warn(decision.result["gpudirect"]["message"])
+    topology = decision.result.get("topology")
+    if topology and not topology["written"]:
+        # said, never a failure: NCCL then reads the guest's own PCIe tree
+        run.warn("no NCCL topology file (%s): %s" % (topology["path"], topology["reason"]))
     return apply(decision, params, host, run)

@@ -228,6 +228,10 @@ class TopologyReader:
             "upstream": upstream,
             "root_bus": root_bus,
             "is_bridge": class_value is not None and (class_value >> 8) == pci_ids.CLASS_BRIDGE_PCI,
+            # the link the device can train to, as the kernel prints it ("16.0 GT/s PCIe", "16 GT/s" before 5.7;
+            # None where a capture lacks it): what NCCL reads for its topology (guest.nccl_topo)
+            "max_link_speed": self.fs.read(base + "/max_link_speed") or None,
+            "max_link_width": self.fs.read_int(base + "/max_link_width"),
             "model": pci_ids.gpu_model(vendor, device_id) or pci_ids.nic_model(vendor, device_id),
         }
 

@@ -21,7 +21,7 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import pci_links, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
@@ -160,5 +160,7 @@ def tenant_stage(params, host, run):
     for key in ("placements", "unplaced", "notes", "foreign"):
         result[key] = found[key]
     result["vf_settings"] = settings
+    # per tenant with GPUs and VFs: the host's links of them, for its guest's NCCL topology file (guest_rdma)
+    result["pci_links"] = pci_links.plan_links(found, topology)
     result["preview_notes"] = preview_notes
     return result

@@ -368,3 +368,16 @@ def test_a_tenant_guest_gets_the_nccl_settings_of_a_vm(level, gdr):
     assert "gpuvirt_guest_gdr_level" not in FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]
     b = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[1]
     assert "gpuvirt_guest_relaxed_ordering" not in b and "gpuvirt_guest_gdr_level" not in b
+
+
+def test_a_tenant_guest_gets_the_hosts_link_facts_for_its_nccl_topology_file():
+    """The tenants stage's pci_links reach the guest with GPUs and VFs as gpuvirt_guest_pci_links (guest_rdma's topo_links)."""
+    gen4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
+    links = {"tenant-a": {"level": "PIX", "gpu": gen4, "nic": gen4, "switch": gen4, "missing": None}}
+    plan = {"placements": {"tenant-a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:81:00.2"], "mac": None, "pcie_affinity": "PIX"}}}
+    a, b = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan, None, True, links)[:2]
+    assert a["gpuvirt_guest_pci_links"] == links["tenant-a"] and "gpuvirt_guest_pci_links" not in b
+    # without the stage's links (an older stage result): nothing, and the guest stage says there is no file
+    assert "gpuvirt_guest_pci_links" not in FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]
+    with pytest.raises(AnsibleFilterError, match="links .the tenants stage's pci_links. must be a dict"):
+        FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan, None, True, ["tenant-a"])

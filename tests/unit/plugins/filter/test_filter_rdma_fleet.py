@@ -65,9 +65,10 @@ class Guest:
         with open(real, encoding="utf-8") as handle:
             return handle.read()
 
-    def inputs(self, gid_index, pin_hosts):
+    def inputs(self, gid_index, pin_hosts, topo_links=None):
         """The role's inputs (vars/main.yml's __guest_rdma_inputs) for this guest."""
         return {"device": self.device, "vf_mac": "", "port": "1", "netdev": "", "soft_roce": False, "install": False,
+                "topo_file": "/etc/nccl-topo.xml", "topo_links": topo_links,
                 "packages": [], "default_roce_mode": "v2", "persist": False, "gid_index": gid_index,
                 "gid_policy": "per_host", "nccl_conf_path": self.conf, "socket_ifname": None, "net_gdr_level": None,
                 "nccl_extra": {}, "addr_range": None, "nccl_version": None, "pin_hosts": pin_hosts,
@@ -84,11 +85,12 @@ class Guest:
         return run_module(nccl_env.main, write["options"], host=self.host())
 
 
-def role_run(guests, gid_index="discover", policy="per_host", pin_hosts=True):
+def role_run(guests, gid_index="discover", policy="per_host", pin_hosts=True, topo_links=None):
     """The role's module calls on every guest, as tasks/main.yml and fleet.yml make them, with the
     options its filters build: {host: (number of module calls, changed, the write decision)}; a
     failed fleet check raises."""
-    calls = dict((guest.name, guest_rdma_calls(guest.inputs(gid_index, pin_hosts))) for guest in guests)
+    calls = dict((guest.name, guest_rdma_calls(guest.inputs(gid_index, pin_hosts, (topo_links or {}).get(guest.name))))
+                 for guest in guests)
     results = dict((guest.name, guest.first_call(calls[guest.name])) for guest in guests)
     hostvars = dict((name, {RESULT_VAR: result}) for name, result in results.items())
     fleet = rdma_fleet([guest.name for guest in guests], hostvars, RESULT_VAR, gid_index)
@@ -192,6 +194,9 @@ FLEET = {"expected": 1, "outliers": [], "report": "", "rows": [
     ({"gid_index": 2}, "discover", "uniform", "1", ["the fleet's gid_index 1 is not the guest's 2"]),
     ({"gid_index": 2}, 1, "per_host", "1", ["the fleet's gid_index 1 is not the guest's 2"]),
     ({"conf_differs": True}, "discover", "per_host", "discover", ["/etc/nccl.conf differs"]),
+    # the NCCL topology file the guest's decision would write differs from the one in place
+    ({"topo_differs": True, "topology": {"path": "/etc/nccl-topo.xml", "written": True}}, "discover", "per_host", "discover",
+     ["the NCCL topology file /etc/nccl-topo.xml differs"]),
     ({"hosts_found": ["192.168.83.10 tenant-a-rdma"]}, "discover", "uniform", "1", ["the block in /etc/hosts differs"]),
     ({"hosts_found": []}, "discover", "uniform", "1", ["the block in /etc/hosts differs"]),
     # a block in another form (CRLF): the same lines would still rewrite it
@@ -405,3 +410,34 @@ def test_guest_verbs_problem(found, installed, recheck, words):
 def test_guest_verbs_problem_names_a_bad_input(args, words):
     with pytest.raises(AnsibleFilterError, match=words):
         FILTERS_RDMA["guest_verbs_problem"](*args)
+
+
+GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
+PHB_LINKS = {"level": "PHB", "gpu": GEN4, "nic": GEN4, "switch": None, "missing": None}
+
+
+def test_the_topology_file_in_the_roles_calls(tmp_path):
+    """The guest stage with the host's link facts: a GPU guest (tenant-c, its mlx5_0 a PCI function beside an NVIDIA GPU)
+    gets the file and NCCL_TOPO_FILE in the second call and none on a re-run; a soft-RoCE guest (tenant-a, as on the
+    tenant bench) gets no file and the reason, and converges in one call all the same."""
+    from fakes.host_tree import FakeHost  # pylint: disable=import-error,import-outside-toplevel
+    ipv4 = GUESTS["tenant-c"][1] + [(2, "0000:0000:0000:0000:0000:ffff:0b00:0048", "v1", "ens3np0"),
+                                    (3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "v2", "ens3np0")]
+    guests = [Guest(tmp_path, "tenant-a"), Guest(tmp_path, "tenant-c", rows=ipv4)]
+    tree = FakeHost(guests[1].root)
+    tree.add_pci("0000:00:02.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:00")
+    tree.add_pci("0000:00:03.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:00")
+    tree.add_pci("0000:01:00.0", "0x10de", "0x20b0", "0x030200", parent="0000:00:02.0")
+    tree.link("/sys/class/infiniband/mlx5_0/device", tree.add_pci("0000:02:00.0", "0x15b3", "0x101e", "0x020000", parent="0000:00:03.0"))
+    links = {"tenant-a": PHB_LINKS, "tenant-c": PHB_LINKS}
+    first = role_run(guests, topo_links=links, pin_hosts=False)
+    assert first["tenant-c"][0] == 2 and "NCCL_TOPO_FILE=/etc/nccl-topo.xml\n" in guests[1].read(guests[1].conf)
+    assert '<pci busid="0000:01:00.0" class="0x030200" link_speed="16.0 GT/s PCIe" link_width="16"/>' in guests[1].read("/etc/nccl-topo.xml")
+    assert guests[0].read("/etc/nccl-topo.xml") is None and "NCCL_TOPO_FILE" not in guests[0].read(guests[0].conf)
+    again = role_run(guests, topo_links=links, pin_hosts=False)
+    assert [(calls, changed) for calls, changed, _write in again.values()] == [(1, False), (1, False)]
+    # the first call's plan carries what the role publishes as guest_rdma_topology
+    planned = dict((guest.name, guest.first_call(guest_rdma_calls(guest.inputs("discover", False, links[guest.name])))["nccl_env"])
+                   for guest in guests)
+    assert planned["tenant-c"]["topology"]["written"] is True and planned["tenant-c"]["topo_differs"] is False
+    assert "rxeA is not a PCI function" in planned["tenant-a"]["topology"]["reason"]

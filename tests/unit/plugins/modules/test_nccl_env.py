@@ -400,3 +400,72 @@ def test_the_gpudirect_check_says_what_is_missing_and_fails_nothing(cx6):
     result = nccl(root, args)
     assert result["gpudirect"]["status"] == "peermem" and result["gpudirect"]["message"] is None
     assert not any("GPUDirect" in w for w in result.get("warnings", []))
+
+
+# ---------------------------------------------------------------- the NCCL topology file (topo_links)
+GEN5 = {"link_speed": "32.0 GT/s PCIe", "link_width": 16}
+PIX_LINKS = {"level": "PIX", "gpu": GEN5, "nic": GEN5, "switch": GEN5, "missing": None}
+TOPO = "/etc/nccl-topo.xml"
+
+
+@pytest.fixture
+def tenant_guest(cx6):
+    """The cx6 GID table on a guest whose GPU and VF (mlx5_0's PCI function) sit under one emulated switch."""
+    from fakes.host_tree import FakeHost  # pylint: disable=import-error,import-outside-toplevel
+    tree = FakeHost(cx6["root"])
+    tree.write("/sys/devices/system/node/node0/cpulist", "0-7")
+    tree.add_pci("0000:00:02.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:00")
+    tree.add_pci("0000:01:00.0", "0x1b36", "0x000e", "0x060400", parent="0000:00:02.0")
+    tree.add_pci("0000:02:00.0", "0x1b36", "0x000e", "0x060400", parent="0000:01:00.0")
+    tree.add_pci("0000:02:01.0", "0x1b36", "0x000e", "0x060400", parent="0000:01:00.0")
+    tree.add_pci("0000:03:00.0", "0x10de", "0x2330", "0x030200", parent="0000:02:00.0")
+    tree.link("/sys/class/infiniband/mlx5_0/device", tree.add_pci("0000:04:00.0", "0x15b3", "0x101e", "0x020000", parent="0000:02:01.0"))
+    return dict(cx6, topo=os.path.join(cx6["root"], TOPO.lstrip("/")))
+
+
+def topo_args(cx6, **extra):
+    return dict({"path": cx6["path"], "ib_hca": ["mlx5_0:1"], "gid_index": "discover", "topo_links": PIX_LINKS}, **extra)
+
+
+def test_topology_file_written_and_named(tenant_guest):
+    from nccl_topo_rules import parse  # pylint: disable=import-error,import-outside-toplevel
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest), diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["settings"]["NCCL_TOPO_FILE"] == TOPO
+    assert result["topology"] == {"path": TOPO, "written": True, "gpus": ["0000:03:00.0"], "nics": ["0000:04:00.0"],
+                                  "level": "PIX", "reason": None}
+    text = open(tenant_guest["topo"], encoding="utf-8").read()
+    bridge = parse(text).subs[0].subs[0]
+    assert bridge.attrs["busid"] == "0000:01:00.0" and [leaf.attrs["busid"] for leaf in bridge.subs] == ["0000:03:00.0", "0000:04:00.0"]
+    assert "NCCL_TOPO_FILE=%s\n" % TOPO in open(tenant_guest["real"], encoding="utf-8").read()
+    assert [entry["after_header"] for entry in result["diff"]] == [TOPO, tenant_guest["path"]]
+    assert result["diff"][0]["after"] == text and not result["diff"][0]["before"]
+    again = nccl(tenant_guest["root"], topo_args(tenant_guest))
+    assert again["changed"] is False
+
+
+def test_topology_file_check_mode_writes_nothing(tenant_guest):
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest), check_mode=True, diff=True)
+    assert result["changed"] is True and result["topology"]["written"] is True
+    assert not os.path.exists(tenant_guest["topo"]) and open(tenant_guest["real"], encoding="utf-8").read() == EXISTING
+    assert TOPO in [entry["after_header"] for entry in result["diff"]]
+
+
+def test_unknown_host_links_leave_the_file_out_and_say_why(tenant_guest):
+    missing = {"missing": "the host model has no max_link_speed/max_link_width for 0000:1b:00.0"}
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=missing))
+    assert not result.get("failed"), result
+    assert result["topology"]["written"] is False and "max_link_speed" in result["topology"]["reason"]
+    assert "NCCL_TOPO_FILE" not in result["settings"] and not os.path.exists(tenant_guest["topo"])
+    assert any(w.startswith("no NCCL topology file (%s): the GPU host's link facts are unknown" % TOPO) for w in result["warnings"])
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"topo_links": dict(PIX_LINKS, level="far")}, "topo_links.level"),
+    ({"topo_file": "/etc/nccl.conf"}, "topo_file: /etc/nccl.conf is the NCCL settings file"),
+    ({"extra": {"NCCL_TOPO_FILE": "/x.xml"}}, "NCCL_TOPO_FILE is managed by topo_file"),
+])
+def test_bad_topology_inputs_change_nothing(tenant_guest, extra, message):
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, **extra))
+    assert result.get("failed") and message in result["msg"], result
+    assert open(tenant_guest["real"], encoding="utf-8").read() == EXISTING and not os.path.exists(tenant_guest["topo"])

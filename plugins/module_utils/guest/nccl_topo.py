@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NCCL topology file of a tenant guest (``NCCL_TOPO_FILE``): the guest's GPUs and RDMA NICs by
+their guest PCI addresses, with the GPU host's link speeds and widths and the host's distance
+between them.
+
+The format is NCCL's own (NVIDIA/nccl ``src/graph/xml.cc``, ``ncclTopoGetXmlFromFile`` and the
+``ncclTopoXmlLoad*`` rules): ``<system version="1">`` holding ``<cpu numaid="N">``, each holding
+``<pci>`` elements (a bridge, class ``0x060400``, may hold more ``<pci>``); a ``pci`` element names
+its device by ``busid`` (``DDDD:BB:DD.F``, lower-case hex as NCCL prints bus IDs) and carries
+``class``, ``link_speed`` (one of the strings of NCCL's ``kvDictPciGen``, ``src/graph/topo.cc``)
+and ``link_width``. NCCL fills in what the file leaves out from the guest itself
+(``ncclTopoGetXmlFromSys``, ``ncclTopoGetXmlFromCpu``: the CPU's affinity, arch and vendor, the
+devices' vendor and device IDs, the ``gpu``, ``nic`` and ``net`` elements), and never overrides
+an attribute the file sets but ``class``, which it reads from sysfs where the device exists.
+This is the layout of the topology files published for VMs (Azure's ``ndv4-topo.xml``,
+``ndv5-topo.xml``): each GPU and NIC a leaf ``pci`` under the bridge it shares on the host.
+
+Inside a VM NCCL reads the emulated PCIe tree: link speeds of emulated ports, and a distance
+between GPU and NIC that need not be the host's. The file gives NCCL the host's facts, which
+the tenants stage reads on the GPU host (``planning.pci_links``) and passes per guest.
+
+Pure logic with reads through a Sysfs reader; nothing here writes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+
+__metaclass__ = type
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+IB_CLASS = "/sys/class/infiniband"
+NODE_DIR = "/sys/devices/system/node"
+NVIDIA = "0x10de"
+BRIDGE_CLASS = "0x060400"
+# NCCL's kvDictPciGen (src/graph/topo.cc): the link_speed strings NCCL converts (a prefix match);
+# anything else falls back to 8 GT/s without an error, so anything else is refused here.
+LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
+               "2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe")
+# the host's distance between the tenant's GPUs and VFs, as the plan names it (nvidia-smi's names)
+LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
+VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
+
+
+def speed_ok(text):
+    """Whether NCCL's kvDictPciGen converts ``text`` (a prefix match, as kvConvertToInt does)."""
+    return any(str(text).startswith(entry) for entry in LINK_SPEEDS)
+
+
+def _link(value, what):
+    if not isinstance(value, dict):
+        raise InputError("topo_links.%s: expected {link_speed, link_width} (the host's link of the device, as the tenants stage "
+                         "gives it in gpuvirt_guest_pci_links), got %r" % (what, value))
+    speed, width = value.get("link_speed"), value.get("link_width")
+    if not speed_ok(speed or ""):
+        raise InputError("topo_links.%s.link_speed: %r is not a speed NCCL reads; use one of %s" % (what, speed, ", ".join(LINK_SPEEDS)))
+    try:
+        width = int(str(width), 10)
+    except ValueError:
+        width = 0
+    if not 1 <= width <= 32:
+        raise InputError("topo_links.%s.link_width: %r is not a PCIe link width (1-32 lanes)" % (what, value.get("link_width")))
+    return {"link_speed": str(speed), "link_width": width}
+
+
+def check_links(value):
+    """The host's link facts of one tenant (``gpuvirt_guest_pci_links``), checked: {level, gpu, nic,
+    switch, missing}; ``missing`` (a reason) when the host could not give them."""
+    if not isinstance(value, dict):
+        raise InputError("topo_links: expected the host's link facts of this tenant (gpuvirt_guest_pci_links: level, gpu, nic, "
+                         "switch, missing), got %r" % (value,))
+    unknown = sorted(set(value) - {"level", "gpu", "nic", "switch", "missing"})
+    if unknown:
+        raise InputError("topo_links: unknown keys %s; give level, gpu, nic, switch and missing" % ", ".join(unknown))
+    if value.get("missing"):
+        return {"level": None, "gpu": None, "nic": None, "switch": None, "missing": str(value["missing"])}
+    level = value.get("level")
+    if level not in LEVELS:
+        raise InputError("topo_links.level: %r is not a distance of the plan; use %s" % (level, ", ".join(LEVELS)))
+    switch = value.get("switch")
+    if level == "PIX" and switch is None:
+        raise InputError("topo_links.switch: the host's link of the switch the GPUs and VFs share is needed with level PIX")
+    return {"level": level, "gpu": _link(value.get("gpu"), "gpu"), "nic": _link(value.get("nic"), "nic"),
+            "switch": None if switch is None else _link(switch, "switch"), "missing": None}
+
+
+def _pci_device(fs, address):
+    base = "%s/%s" % (PCI_DEVICES, address)
+    real = fs.realpath(base) or ""
+    chain = [part for part in real.split("/") if ADDRESS_RE.match(part)]
+    numa = fs.read_int(base + "/numa_node")
+    return {"address": address, "class": (fs.read(base + "/class") or "").lower() or None,
+            "upstream": list(reversed(chain[:-1])) if chain and chain[-1] == address else [],
+            "numa_node": None if numa is None or numa < 0 else numa}
+
+
+def guest_devices(fs, rdma_devices):
+    """The guest's NVIDIA GPUs (vendor 0x10de, display class) and the PCI functions of the RDMA devices
+    ``rdma_devices`` (the HCAs NCCL is given), each {address, class, upstream, numa_node}; a device
+    that is not a PCI function (soft-RoCE) is listed in ``not_pci``."""
+    gpus = []
+    for address in sorted(fs.listdir(PCI_DEVICES)):
+        base = "%s/%s" % (PCI_DEVICES, address)
+        if (fs.read(base + "/vendor") or "").lower() == NVIDIA and (fs.read(base + "/class") or "").lower().startswith("0x03"):
+            gpus.append(_pci_device(fs, address))
+    nics, not_pci = [], []
+    for device in sorted(set(rdma_devices)):
+        real = fs.realpath("%s/%s/device" % (IB_CLASS, device)) or ""
+        address = real.rsplit("/", 1)[-1]
+        if ADDRESS_RE.match(address):
+            if address not in [nic["address"] for nic in nics]:
+                nics.append(_pci_device(fs, address))
+        else:
+            not_pci.append(device)
+    nodes = [entry for entry in fs.listdir(NODE_DIR) if re.match(r"^node\d+$", entry)]
+    return {"gpus": gpus, "nics": nics, "not_pci": not_pci, "numa_nodes": sorted(int(n[4:]) for n in nodes)}
+
+
+def _node(device, nodes):
+    """The guest NUMA node of a device; the only node of a guest with one (QEMU gives a device -1 then), node 0
+    of a kernel without NUMA (no node directories); None where several nodes leave it open."""
+    if device["numa_node"] is not None:
+        return device["numa_node"]
+    if len(nodes) > 1:
+        return None
+    return nodes[0] if nodes else 0
+
+
+def _common_bridge(devices):
+    chains = [device["upstream"] for device in devices]
+    return next((bridge for bridge in chains[0] if all(bridge in chain for chain in chains[1:])), None)
+
+
+def plan_tree(devices, links):
+    """-> (cpus, reason): ``cpus`` [(numaid, [element])], an element ("pci", attrs, children); None
+    and the reason when no honest file can be made (the file is then left out)."""
+    if links is None:
+        return None, "no host link facts were given (the tenants stage gives them as gpuvirt_guest_pci_links)"
+    if links["missing"]:
+        return None, "the GPU host's link facts are unknown: %s" % links["missing"]
+    if devices["not_pci"] and not devices["nics"]:
+        return None, "the RDMA device %s is not a PCI function (soft-RoCE): NCCL's topology has no NIC to place" % ", ".join(devices["not_pci"])
+    if not devices["gpus"]:
+        return None, "no NVIDIA GPU in this guest"
+    if not devices["nics"]:
+        return None, "no RDMA NIC of this tenant in this guest"
+    groups = {}
+    for kind, device in [("gpu", d) for d in devices["gpus"]] + [("nic", d) for d in devices["nics"]]:
+        node = _node(device, devices["numa_nodes"])
+        if node is None:
+            return None, "%s has no NUMA node in this guest (numa_node -1 with %d guest nodes)" % (device["address"], len(devices["numa_nodes"]))
+        groups.setdefault(node, []).append((kind, device))
+    level = links["level"]
+    if level == "PXB":
+        return None, ("the host's GPUs and VFs are PXB apart (several switches); this version writes the file for PIX, PHB, NODE and SYS "
+                      "only, and NCCL_NET_GDR_LEVEL carries the distance")
+    cpus = []
+    for index, (node, members) in enumerate(sorted(groups.items())):
+        kinds = set(kind for kind, _device in members)
+        if level == "SYS" and len(kinds) > 1:
+            return None, ("the host's GPUs and VFs are SYS apart (different NUMA nodes) but share guest NUMA node %d; give the tenant "
+                          "guest NUMA cells" % node)
+        if level == "PIX" and len(kinds) < 2:
+            return None, "the host's GPUs and VFs share a switch (PIX) but guest NUMA node %d holds only %ss" % (node, kinds.pop().upper())
+        leaves = [("pci", [("busid", device["address"]), ("class", device["class"] or ("0x030200" if kind == "gpu" else "0x020000")),
+                           ("link_speed", links[kind]["link_speed"]), ("link_width", str(links[kind]["link_width"]))], [])
+                  for kind, device in sorted(members, key=lambda m: m[1]["address"])]
+        if level == "PIX":
+            bridge = _common_bridge([device for _kind, device in members]) or VIRTUAL_BRIDGE % (index + 1)
+            leaves = [("pci", [("busid", bridge), ("class", BRIDGE_CLASS), ("link_speed", links["switch"]["link_speed"]),
+                               ("link_width", str(links["switch"]["link_width"]))], leaves)]
+        cpus.append((node, leaves))
+    return cpus, None
+
+
+def _render(element, depth, lines):
+    name, attrs, children = element
+    text = "%s<%s %s" % ("  " * depth, name, " ".join('%s="%s"' % pair for pair in attrs))
+    if not children:
+        lines.append(text + "/>")
+        return
+    lines.append(text + ">")
+    for child in children:
+        _render(child, depth + 1, lines)
+    lines.append("%s</%s>" % ("  " * depth, name))
+
+
+def render(cpus):
+    """NCCL's XML of ``cpus`` (from :func:`plan_tree`): spaces between elements (NCCL's parser skips only
+    blanks and line ends, no tabs), no XML declaration (NCCL would read it as an element)."""
+    lines = ['<system version="1">']
+    for node, children in cpus:
+        lines.append('  <cpu numaid="%d">' % node)
+        for child in children:
+            _render(child, 2, lines)
+        lines.append("  </cpu>")
+    lines.append("</system>")
+    return "\n".join(lines) + "\n"
+
+
+def topology_file(fs, rdma_devices, links):
+    """-> (text, details): the file's text (None when it is left out) and what was read and decided:
+    {gpus, nics, level, reason}."""
+    devices = guest_devices(fs, rdma_devices)
+    cpus, reason = plan_tree(devices, links)
+    details = {"gpus": [d["address"] for d in devices["gpus"]], "nics": [d["address"] for d in devices["nics"]],
+               "level": links["level"] if links else None, "reason": reason}
+    return (render(cpus) if cpus is not None else None), details

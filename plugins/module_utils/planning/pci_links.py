@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPU host's PCIe link facts of each placed tenant, for the NCCL topology file its guest writes
+(guest.nccl_topo): the link of its GPUs, of its VFs' PFs and of the switch they share, taken as NCCL
+takes a link on bare metal (``ncclTopoGetXmlFromSys``, NVIDIA/nccl ``src/graph/xml.cc``: the lower of
+the device's ``max_link_speed`` and its parent port's, the same for ``max_link_width``), and the
+plan's distance between them (``pcie_affinity``). Pure function of the plan and the host model."""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+__metaclass__ = type
+
+
+def _speed(text):
+    match = re.match(r"^\s*([0-9.]+) GT/s", text or "")
+    return float(match.group(1)) if match else None
+
+
+def nccl_link(pci, address):
+    """{link_speed, link_width} of ``address`` as NCCL reads it on the host, or (None, why)."""
+    device = pci.get(address)
+    if device is None:
+        return None, "%s is not in the host model" % address
+    if device.get("max_link_speed") is None or device.get("max_link_width") is None:
+        return None, ("the host model has no max_link_speed/max_link_width for %s (a capture or host model taken before they "
+                      "were read)" % address)
+    speed, width = device["max_link_speed"], device["max_link_width"]
+    if _speed(speed) is None or not 1 <= width <= 32:
+        # a conventional PCI function (the kernel prints "Unknown" and 255): no PCIe link to give NCCL
+        return None, "%s has no PCIe link the host can name (max_link_speed %r, max_link_width %r)" % (address, speed, width)
+    parent = pci.get((device.get("upstream") or [None])[0])
+    # NCCL: sscanf "%f GT/s" of both, FLT_MAX where the port has none; the lower one's string, the lower width
+    if parent is not None and parent.get("max_link_speed") is not None:
+        mine, port = _speed(speed), _speed(parent["max_link_speed"])
+        if port is not None and (mine is None or port < mine):
+            speed = parent["max_link_speed"]
+    if parent is not None and parent.get("max_link_width") is not None:
+        width = min(width, parent["max_link_width"])
+    return {"link_speed": speed, "link_width": width}, None
+
+
+def _one(pci, addresses, what):
+    links, reasons = [], []
+    for address in addresses:
+        link, why = nccl_link(pci, address)
+        if link is None:
+            reasons.append(why)
+        elif link not in links:
+            links.append(link)
+    if reasons:
+        return None, "; ".join(reasons)
+    if len(links) != 1:
+        return None, "the tenant's %s have different links on the host (%s)" % (
+            what, ", ".join("%s x%s" % (link["link_speed"], link["link_width"]) for link in links))
+    return links[0], None
+
+
+def _shared_bridges(pci, gpus, pfs):
+    """The nearest bridge each GPU shares with a PF of the tenant (the switch of PIX)."""
+    bridges = []
+    for gpu in gpus:
+        chain = (pci.get(gpu) or {}).get("upstream") or []
+        for bridge in chain:
+            if any(bridge in ((pci.get(pf) or {}).get("upstream") or []) for pf in pfs):
+                if bridge not in bridges:
+                    bridges.append(bridge)
+                break
+    return bridges
+
+
+def tenant_links(placement, topology):
+    """{level, gpu, nic, switch, missing} of one placement (its GPUs and VFs), or None for a tenant
+    without both."""
+    gpus, vfs = placement.get("gpus") or [], placement.get("vfs") or []
+    if not gpus or not vfs:
+        return None
+    pci = topology.get("pci_devices") or {}
+    unknown = {"level": None, "gpu": None, "nic": None, "switch": None}
+    level = placement.get("pcie_affinity")
+    if level is None:
+        return dict(unknown, missing="the plan gives no distance between the tenant's GPUs and VFs")
+    pfs = sorted(set((placement.get("vf_pfs") or {}).get(vf) or (pci.get(vf) or {}).get("physfn") or vf for vf in vfs))
+    gpu, why_gpu = _one(pci, gpus, "GPUs")
+    nic, why_nic = _one(pci, pfs, "VFs' PFs")
+    switch, why_switch = None, None
+    if level == "PIX":
+        bridges = _shared_bridges(pci, gpus, pfs)
+        switch, why_switch = _one(pci, bridges, "switches") if bridges else (None, "no bridge shared by the GPUs and PFs")
+    why = "; ".join(w for w in (why_gpu, why_nic, why_switch) if w)
+    if why:
+        return dict(unknown, missing=why)
+    return {"level": level, "gpu": gpu, "nic": nic, "switch": switch, "missing": None}
+
+
+def plan_links(plan, topology):
+    """{tenant: tenant_links} of the plan's placements that have GPUs and VFs."""
+    out = {}
+    for name, placement in sorted(((plan or {}).get("placements") or {}).items()):
+        links = tenant_links(placement, topology or {})
+        if links is not None:
+            out[name] = links
+    return out

@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+"""The NCCL topology file of a tenant guest (guest/nccl_topo): its text read back by NCCL's parser
+rules (tests/unit/nccl_topo_rules.py, from NVIDIA/nccl src/graph/xml.cc), the topology files published
+for VMs (tests/fixtures/nccl_topo, Azure's ndv4/ndv5) read by the same rules, broken files refused,
+and every case where no honest file can be made said, not guessed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import nccl_topo
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+
+from conftest import FIXTURES  # pylint: disable=import-error
+from fakes.host_tree import FakeHost  # pylint: disable=import-error
+from nccl_topo_rules import TopoError, parse  # pylint: disable=import-error
+
+GEN5 = {"link_speed": "32.0 GT/s PCIe", "link_width": 16}
+GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
+PIX = {"level": "PIX", "gpu": GEN5, "nic": GEN5, "switch": GEN5, "missing": None}
+
+
+def fixture_text(name):
+    with open(os.path.join(FIXTURES, "nccl_topo", name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def guest_tree(tmp_path, switch=True, nodes=(0,), gpu_node=-1, nic_node=-1, gpus=1):
+    """A q35 guest as libvirt lays a GPU and a VF out under one emulated switch (a pcie-root-port, a
+    switch's upstream and downstream ports) or each under its own root port; the VF is the PCI
+    function of RDMA device mlx5_0."""
+    tree = FakeHost(tmp_path)
+    for node in nodes:
+        tree.write("/sys/devices/system/node/node%d/cpulist" % node, "0-3")
+    tree.add_pci("0000:00:02.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:00")
+    if switch:
+        tree.add_pci("0000:01:00.0", "0x1b36", "0x000e", "0x060400", parent="0000:00:02.0")
+        tree.add_pci("0000:02:00.0", "0x1b36", "0x000e", "0x060400", parent="0000:01:00.0")
+        tree.add_pci("0000:02:01.0", "0x1b36", "0x000e", "0x060400", parent="0000:01:00.0")
+        gpu_parents, nic_parent = ["0000:02:00.0"], "0000:02:01.0"
+        if gpus > 1:
+            tree.add_pci("0000:02:02.0", "0x1b36", "0x000e", "0x060400", parent="0000:01:00.0")
+            gpu_parents.append("0000:02:02.0")
+        gpu_addresses, nic_address = ["0000:03:00.0", "0000:05:00.0"][:gpus], "0000:04:00.0"
+    else:
+        tree.add_pci("0000:00:03.0", "0x1b36", "0x000c", "0x060400", root_bus="pci0000:00")
+        gpu_parents, nic_parent = ["0000:00:02.0"], "0000:00:03.0"
+        gpu_addresses, nic_address = ["0000:01:00.0"], "0000:02:00.0"
+    for address, parent in zip(gpu_addresses, gpu_parents):
+        tree.add_pci(address, "0x10de", "0x2330", "0x030200", parent=parent, numa_node=gpu_node)
+    path = tree.add_pci(nic_address, "0x15b3", "0x101e", "0x020000", parent=nic_parent, numa_node=nic_node)
+    tree.link("/sys/class/infiniband/mlx5_0/device", path)
+    return Sysfs(str(tmp_path)), gpu_addresses, nic_address
+
+
+def test_published_vm_files_read_by_the_rules():
+    for name, cpus, leaves in (("ndv4-topo.xml", 4, 16), ("ndv5-topo.xml", 2, 16)):
+        top = parse(fixture_text(name))
+        assert len(top.subs) == cpus
+        assert sum(1 for node in top.walk() if node.name == "pci" and not node.subs) == leaves
+
+
+@pytest.mark.parametrize("broken, rule", [
+    (lambda t: t.replace("  <cpu", "\t<cpu", 1), "expecting '<'"),
+    (lambda t: t.replace('<system version="1">', '<system version="2">'), "wrong version"),
+    (lambda t: t.replace("</pci>", "</cpu>", 1), "XML Mismatch"),
+    (lambda t: t.replace('busid="0003:00:00.0"', 'busid="0003:00:00.0:0"'), "bus ID"),
+    (lambda t: t.replace('busid="000d:00:00.0"', 'busid="000D:00:00.0"'), "lower-case"),
+    (lambda t: t.replace('link_speed="16 GT/s" link_width="16"/>', 'link_speed="16GT/s" link_width="16"/>', 1), "kvDictPciGen"),
+    # an XML declaration: NCCL reads "?xml" as an element and stops at the '?' before '>'
+    (lambda t: '<?xml version="1.0"?>\n' + t, "expected >, got '?'"),
+    (lambda t: t.replace("</pci>", "<gpu/></pci>", 1).replace("<cpu ", "<gpu ", 1).replace("</cpu>", "</gpu>", 1), "NCCL ignores it"),
+    (lambda t: t.replace('class="0x030200"', 'class="0x030200" x="%s"' % ("a" * 260), 1), "too long"),
+    (lambda t: t.rsplit("</system>", 1)[0], "unterminated system"),
+])
+def test_broken_files_are_refused(broken, rule):
+    """A control: the rules refuse what NCCL refuses or misreads, so the passes above mean something."""
+    with pytest.raises(TopoError) as error:
+        parse(broken(fixture_text("ndv4-topo.xml")))
+    assert rule in str(error.value)
+
+
+def test_pix_tenant_under_the_guest_switch(tmp_path):
+    fs, gpus, nic = guest_tree(tmp_path)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PIX))
+    top = parse(text)
+    (cpu,) = top.subs
+    assert cpu.attrs == {"numaid": "0"}  # NCCL reads the CPU's affinity, arch and vendor in the guest itself
+    (bridge,) = cpu.subs
+    # the guest's own switch (its upstream port), with the host switch's link
+    assert bridge.attrs == {"busid": "0000:01:00.0", "class": "0x060400", "link_speed": "32.0 GT/s PCIe", "link_width": "16"}
+    assert [(leaf.attrs["busid"], leaf.attrs["class"]) for leaf in bridge.subs] == [(gpus[0], "0x030200"), (nic, "0x020000")]
+    assert all(leaf.attrs["link_speed"] == "32.0 GT/s PCIe" and leaf.attrs["link_width"] == "16" for leaf in bridge.subs)
+    assert details == {"gpus": gpus, "nics": [nic], "level": "PIX", "reason": None}
+
+
+def test_pix_without_a_guest_switch_names_a_bridge_only_the_file_has(tmp_path):
+    fs, gpus, nic = guest_tree(tmp_path, switch=False)
+    links = dict(PIX, gpu=GEN4, nic=GEN5, switch=GEN4)
+    top = parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))[0])
+    (bridge,) = top.subs[0].subs
+    assert bridge.attrs["busid"] == "ffff:ff:01.0" and bridge.attrs["link_speed"] == "16.0 GT/s PCIe"
+    speeds = dict((leaf.attrs["busid"], leaf.attrs["link_speed"]) for leaf in bridge.subs)
+    assert speeds == {gpus[0]: "16.0 GT/s PCIe", nic: "32.0 GT/s PCIe"}
+
+
+def test_two_gpus_and_a_vf_in_one_switch(tmp_path):
+    fs, gpus, nic = guest_tree(tmp_path, gpus=2)
+    top = parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PIX))[0])
+    assert [leaf.attrs["busid"] for leaf in top.subs[0].subs[0].subs] == [gpus[0], nic, gpus[1]]
+
+
+@pytest.mark.parametrize("level", ["PHB", "NODE"])
+def test_host_bridge_levels_put_the_devices_under_their_numa_node(tmp_path, level):
+    fs, gpus, nic = guest_tree(tmp_path, switch=False)
+    links = {"level": level, "gpu": GEN5, "nic": GEN5, "switch": None, "missing": None}
+    top = parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))[0])
+    assert [leaf.attrs["busid"] for leaf in top.subs[0].subs] == [gpus[0], nic]
+    assert all(not leaf.subs for leaf in top.subs[0].subs)
+
+
+def test_sys_needs_the_guest_numa_nodes_apart(tmp_path):
+    links = {"level": "SYS", "gpu": GEN5, "nic": GEN5, "switch": None, "missing": None}
+    fs, gpus, nic = guest_tree(tmp_path / "apart", switch=False, nodes=(0, 1), gpu_node=0, nic_node=1)
+    top = parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))[0])
+    assert [(cpu.attrs["numaid"], [leaf.attrs["busid"] for leaf in cpu.subs]) for cpu in top.subs] == [("0", gpus), ("1", [nic])]
+    fs, _gpus, _nic = guest_tree(tmp_path / "together", switch=False, nodes=(0, 1), gpu_node=1, nic_node=1)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))
+    assert text is None and "share guest NUMA node 1" in details["reason"]
+
+
+@pytest.mark.parametrize("links, tree, devices, reason", [
+    (None, {}, ["mlx5_0"], "no host link facts were given"),
+    ({"missing": "the host model has no max_link_speed for 0000:1b:00.0"}, {}, ["mlx5_0"], "link facts are unknown: the host model"),
+    (PIX, {}, ["rxe0"], "rxe0 is not a PCI function"),
+    (dict(PIX, level="PXB"), {}, ["mlx5_0"], "PXB apart"),
+    (PIX, {"nodes": (0, 1)}, ["mlx5_0"], "has no NUMA node in this guest"),
+    (PIX, {"nodes": (0, 1), "gpu_node": 0, "nic_node": 1}, ["mlx5_0"], "holds only GPUs"),
+])
+def test_no_file_and_why(tmp_path, links, tree, devices, reason):
+    fs, _gpus, _nic = guest_tree(tmp_path, **tree)
+    text, details = nccl_topo.topology_file(fs, devices, None if links is None else nccl_topo.check_links(links))
+    assert text is None and reason in details["reason"]
+
+
+def test_a_guest_without_gpus_gets_no_file(tmp_path):
+    """The tenant bench's guests: a virtio NIC with soft-RoCE, no GPU."""
+    tree = FakeHost(tmp_path)
+    tree.add_pci("0000:01:00.0", "0x1af4", "0x1041", "0x020000", root_bus="pci0000:00")
+    os.makedirs(tree.p("/sys/class/infiniband/rxe0"))
+    text, details = nccl_topo.topology_file(Sysfs(str(tmp_path)), ["rxe0"], nccl_topo.check_links(PIX))
+    assert text is None and "soft-RoCE" in details["reason"] and details["gpus"] == []
+
+
+@pytest.mark.parametrize("links, message", [
+    ("PIX", "expected the host's link facts"),
+    ({"level": "PIX", "gpu": GEN5, "nic": GEN5, "switch": GEN5, "missing": None, "speed": 1}, "unknown keys speed"),
+    (dict(PIX, level="LOC"), "not a distance of the plan"),
+    (dict(PIX, switch=None), "needed with level PIX"),
+    (dict(PIX, gpu={"link_speed": "16 Gb/s", "link_width": 16}), "topo_links.gpu.link_speed"),
+    (dict(PIX, nic={"link_speed": "16.0 GT/s PCIe", "link_width": 0}), "topo_links.nic.link_width"),
+    (dict(PIX, nic="x16"), "topo_links.nic: expected {link_speed, link_width}"),
+])
+def test_bad_links_are_refused(links, message):
+    with pytest.raises(InputError) as error:
+        nccl_topo.check_links(links)
+    assert message in str(error.value)
+
+
+def test_kernel_speed_strings_are_nccls():
+    """Both forms the kernel prints (before and after Linux 5.7) are in NCCL's table; a value without the unit is not."""
+    assert nccl_topo.speed_ok("16 GT/s") and nccl_topo.speed_ok("32.0 GT/s PCIe") and nccl_topo.speed_ok("64.0 GT/s PCIe")
+    assert not nccl_topo.speed_ok("16.0") and not nccl_topo.speed_ok("Unknown")
+
+
+def test_a_guest_kernel_without_numa_puts_everything_on_node_0(tmp_path):
+    fs, _gpus, _nic = guest_tree(tmp_path, nodes=())
+    assert parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PIX))[0]).subs[0].attrs == {"numaid": "0"}

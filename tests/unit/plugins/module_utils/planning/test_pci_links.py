@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+"""The host's PCIe link facts of a placed tenant (planning/pci_links), taken as NCCL takes a link on
+bare metal (src/graph/xml.cc ncclTopoGetXmlFromSys: the lower of the device's max_link_speed /
+max_link_width and its parent port's), on the lab's real capture (tests/fixtures/lab/bare.tar, whose
+sysfs holds max_link_*: PCIe functions at 2.5 GT/s x1 under 16 GT/s x32 root ports, a conventional
+PCI function with "Unknown" and 255, a device without the files) and on the DGX A100-class host
+model, built from captures that hold no link files (an older capture: the facts are said to be
+missing, never guessed)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import nccl_link, plan_links, tenant_links
+
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
+from placement_topologies import dgx_a100  # pylint: disable=import-error
+
+LAB = read_topology(lab_capture("bare"), ["1234:11e8"], ["1b36:0010"])
+X1 = {"link_speed": "2.5 GT/s PCIe", "link_width": 1}
+
+
+def test_the_lower_of_the_device_and_its_port_as_nccl_reads_it():
+    pci = LAB["pci_devices"]
+    assert pci["0000:83:00.0"]["max_link_speed"] == "2.5 GT/s PCIe" and pci["0000:80:02.0"]["max_link_width"] == 32
+    assert nccl_link(pci, "0000:83:00.0") == (X1, None)
+    # a port alone on its root bus: its own link
+    assert nccl_link(pci, "0000:80:02.0") == ({"link_speed": "16.0 GT/s PCIe", "link_width": 32}, None)
+
+
+def test_no_pcie_link_is_said():
+    pci = LAB["pci_devices"]
+    link, why = nccl_link(pci, "0000:00:05.0")
+    assert link is None and "max_link_speed 'Unknown', max_link_width 255" in why
+    link, why = nccl_link(pci, "0000:82:00.0")
+    assert link is None and "no max_link_speed/max_link_width for 0000:82:00.0" in why
+    assert nccl_link(pci, "0000:99:00.0") == (None, "0000:99:00.0 is not in the host model")
+
+
+def test_a_tenant_with_known_links():
+    placement = {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PHB"}
+    assert tenant_links(placement, LAB) == {"level": "PHB", "gpu": X1, "nic": X1, "switch": None, "missing": None}
+
+
+def test_the_lab_gpu_stand_in_has_no_link():
+    placement = {"gpus": ["0000:82:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PHB"}
+    links = tenant_links(placement, LAB)
+    assert links["gpu"] is None and links["level"] is None and "0000:82:00.0" in links["missing"]
+
+
+def test_an_older_capture_gives_no_links_and_says_so():
+    plan = {"placements": {
+        "a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:18:00.1"], "vf_pfs": {"0000:18:00.1": "0000:18:00.0"}, "pcie_affinity": "PXB"},
+        "cpu-only": {"gpus": [], "vfs": ["0000:28:00.2"], "pcie_affinity": None},
+        "no-distance": {"gpus": ["0000:20:00.0"], "vfs": ["0000:28:00.2"], "pcie_affinity": None}}}
+    links = plan_links(plan, dgx_a100())
+    assert sorted(links) == ["a", "no-distance"]
+    assert "no max_link_speed/max_link_width for 0000:10:00.0" in links["a"]["missing"]
+    assert "0000:18:00.0" in links["a"]["missing"]
+    assert links["no-distance"]["missing"] == "the plan gives no distance between the tenant's GPUs and VFs"
+
+
+def test_gpus_with_different_links_are_not_averaged():
+    placement = {"gpus": ["0000:83:00.0", "0000:80:02.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"},
+                 "pcie_affinity": "PHB"}
+    assert "the tenant's GPUs have different links on the host (2.5 GT/s PCIe x1, 16.0 GT/s PCIe x32)" in tenant_links(placement, LAB)["missing"]
+
+
+def test_pix_needs_a_bridge_both_sit_under():
+    # 0000:81:00.0 and 0000:83:00.0 hang off two root ports of one root bus: no shared bridge to give as the switch
+    placement = {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PIX"}
+    assert tenant_links(placement, LAB)["missing"] == "no bridge shared by the GPUs and PFs"
