@@ -390,6 +390,15 @@ class Allocation:
         # what is only checked, not chosen, is the same for every tenant that asks as much until
         # the state changes (State.take): asked once per node and amount
         checks = state.checks
+        # and so is why a tenant of this shape does not fit on this node (what a shortage says reads
+        # nothing else of the tenant, nor ``prefer``)
+        shape = None
+        if devices is None and tenant["gpu_addresses"] is None:
+            shape = ("short", node, local_only, tenant.get("numa"), tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"],
+                     tenant["emulator"], tenant["gpu_count"], tenant["vf_count"])
+            short = checks.get(shape)
+            if short is not None:
+                return short
         key = ("memory", node, tenant["hugepage_size"], tenant["memory_mb"])
         reason = checks.get(key, False)
         if reason is False:
@@ -430,7 +439,10 @@ class Allocation:
         if isinstance(vfs, str):
             shortages.append(vfs)
         if shortages:
-            return ", ".join(shortages)
+            short = ", ".join(shortages)
+            if shape is not None:
+                checks[shape] = short
+            return short
         pins, emulator, held = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()))
         placement = self._record(tenant, node, gpus, vfs, pins, emulator, held)
         if not scored:
@@ -459,6 +471,15 @@ class Allocation:
             if len(nodes) > 1:
                 return None, "gpus %s sit on different NUMA nodes (%s) and numa is %s" % (
                     ", ".join(tenant["gpu_addresses"]), ", ".join(str(n) for n in nodes), numa)
+        # a tenant that fits nowhere has the reasons of one of its shape that fitted nowhere before
+        # it, the state unchanged (State.checks): its candidates are asked once per state and shape
+        shape = None
+        if not prefer and tenant["gpu_addresses"] is None:
+            shape = ("nowhere", numa, tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"], tenant["emulator"],
+                     tenant["gpu_count"], tenant["vf_count"])
+            why = state.checks.get(shape)
+            if why is not None:
+                return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], numa, why)
         reasons = []
         for local_only in modes:
             best = None
@@ -474,8 +495,10 @@ class Allocation:
                         break
             if best is not None:
                 return best[0], None
-        why = "; ".join(reasons) if reasons else "no NUMA node has online CPUs"
-        return None, "no NUMA node can hold tenant %s (numa: %s): %s%s" % (tenant["name"], numa, why, self._nodeless_note(tenant, numa))
+        why = ("; ".join(reasons) if reasons else "no NUMA node has online CPUs") + self._nodeless_note(tenant, numa)
+        if shape is not None:
+            state.checks[shape] = why
+        return None, "no NUMA node can hold tenant %s (numa: %s): %s" % (tenant["name"], numa, why)
 
     def _nodeless_note(self, tenant, numa):
         """What a node's shortage does not say: the pool's devices of the tenant's kinds that report no

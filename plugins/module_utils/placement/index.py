@@ -78,7 +78,8 @@ def node_sockets(cpus, node_cpus):
     out = {}
     for node, ids in node_cpus.items():
         # an offline CPU shows no topology directory: it names no package
-        found = set(package.get(cpu) for cpu in ids) - {None}
+        found = set(map(package.get, ids))
+        found.discard(None)
         socket = found.pop() if len(found) == 1 else None
         out[node] = socket if isinstance(socket, int) and not isinstance(socket, bool) and socket >= 0 else None
     return out

@@ -89,7 +89,7 @@ class TenantRequests:
         if not record.present:
             # a tenant that leaves needs only its name: what it held is read from its domain
             return {"name": name, "state": "absent"}
-        tenant = dict(record)
+        tenant = record.plain()
         gpus = record.gpus
         if isinstance(gpus, tuple):
             grouped = self._explicit_groups(gpus)

@@ -36,7 +36,14 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inpu
 __metaclass__ = type
 
 
+# the types a tenant's value most often is, which freeze and thaw as they are (checked by exact
+# type, before the slower checks against the abstract Mapping)
+_PLAIN = frozenset((str, int, bool, float, type(None)))
+
+
 def _freeze(value):
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType(dict((key, _freeze(item)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
@@ -46,6 +53,8 @@ def _freeze(value):
 
 def thaw(value):
     """A frozen value as plain data (dicts and lists), a copy."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, Mapping):
         return dict((key, thaw(item)) for key, item in value.items())
     if isinstance(value, tuple):
@@ -89,6 +98,10 @@ class Tenant(Mapping):
     @property
     def present(self):
         return stays(self._data)
+
+    def plain(self):
+        """The record as a plain dict (its values copied as plain data): ``dict(record)`` in one pass."""
+        return dict((key, thaw(value)) for key, value in self._data.items())
 
 
 def _choice(value, choices, where, option, left_out):
@@ -244,8 +257,10 @@ def check_tenant_list(records, held=None, host_address=None):
         raise InputError("%s: %s %s is also the MAC of %s; a MAC belongs to one interface: give each tenant its own"
                          % (label, option, mac, ", ".join("%s (%s)" % other if other[0] != label else other[1] for other in others)))
     owners = {}
-    for record in present:
-        for address, option in tenant_addresses(record):
+    # each present tenant's guest addresses, read once for the checks below
+    addresses = [(record, tenant_addresses(record)) for record in present]
+    for record, listed in addresses:
+        for address, option in listed:
             # the management and the RDMA addresses are on networks of their own: each compared with its kind
             other = owners.setdefault((option, address), record.label)
             if other != record.label:
@@ -253,15 +268,15 @@ def check_tenant_list(records, held=None, host_address=None):
                                  % (record.label, option, address, option, other))
     host = str(ipaddress.ip_interface(u"%s" % host_address).ip) if host_address else None
     names = set(seen)
-    for record in present:
-        for address, option in tenant_addresses(record):
+    for record, listed in addresses:
+        for address, option in listed:
             if address == host:
                 raise InputError("%s: %s %s is the host's own address on the management network (%s); give the guest "
                                  "another address in that subnet" % (record.label, option, address, host_address))
         for domain, holds in sorted((held or {}).items()):
             if domain in names:
                 continue
-            for address, option in tenant_addresses(record):
+            for address, option in listed:
                 if address in (holds.get("addresses") or ()):
                     raise InputError("%s: %s %s is already the address of domain %s; an address belongs to one guest: "
                                      "give another" % (record.label, option, address, domain))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import Planner
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import State, choose_cores, pick_units
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 
 from placement_topologies import synthetic  # pylint: disable=import-error
 
@@ -52,3 +53,30 @@ def test_state_take_and_copy():
     # the copy is not changed by what the state takes
     assert copy.cpu_owner == {} and copy.gpu_owner == {} and copy.hugepages_used[node] == {}
     assert sum(map(len, copy.free_cores.values())) == 4
+
+
+def _fresh_reason(planner, state, tenant):
+    """The reason on a copy of ``state`` (a copy starts with no checks): nothing asked before."""
+    return planner._place(state.copy(), tenant)  # pylint: disable=protected-access
+
+
+def test_a_tenant_left_out_has_the_reasons_of_its_own_shape_and_name_until_the_state_changes():
+    # 2 nodes of 2 cores x 2 threads, a GPU and 2 VFs each, 512 pages of 2M each
+    planner = Planner(synthetic(2, [2, 2], 2, [1, 1], [2, 2], [512, 512]))
+    shape = {"vcpus": 4, "memory_mb": 512, "gpus": 1, "vfs": 2}
+    first, second, third = (planner._tenant(record) for record in  # pylint: disable=protected-access
+                            tenant_records([dict(shape, name=name) for name in ("a", "b", "c")]))
+    small = planner._tenant(tenant_records([{"name": "s", "vcpus": 1, "memory_mb": 512, "vfs": 1}])[0])  # pylint: disable=protected-access
+    state = State(planner.host, planner.reserved)
+    assert _fresh_reason(planner, state, first)[0] is None  # 4 vCPUs and an emulator thread: 5 of the 4 threads a node has
+    placement, why = planner._place(state, first)  # pylint: disable=protected-access
+    assert placement is None and why.startswith("no NUMA node can hold tenant a (numa: required): ") and "CPUs short on node 0" in why
+    # the same shape: the same reasons, under its own name, as if asked for the first time
+    assert planner._place(state, second) == (None, why.replace("tenant a ", "tenant b "))  # pylint: disable=protected-access
+    assert planner._place(state, second) == _fresh_reason(planner, state, second)  # pylint: disable=protected-access
+    # the state changes (a tenant takes a core and a VF of node 0): the reasons are asked again
+    taken, _score = planner._candidate(state, small, 0, True, {})  # pylint: disable=protected-access
+    state.take("s", taken)
+    again = planner._place(state, third)  # pylint: disable=protected-access
+    assert again == _fresh_reason(planner, state, third) and again[1] != why.replace("tenant a ", "tenant c ")
+    assert "VFs" in again[1] or "free in whole cores" in again[1]

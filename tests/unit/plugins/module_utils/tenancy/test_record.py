@@ -109,6 +109,22 @@ def test_a_record_is_read_only_and_hands_out_copies():
     assert record["qos"] == {"iotune": {"total_iops_sec": 5}} and record.gpus == (GPU_A,)
 
 
+def test_plain_is_the_record_as_a_dict_and_a_copy():
+    class Tagged(str):
+        """A str subclass, as a templating engine's tagged string: frozen and thawed as the str it is."""
+    record = tenant_records([entry(gpus=[GPU_A], image={"base": Tagged("jammy"), "size_gb": 20},
+                                   qos={"iotune": {"total_iops_sec": 5}}, mac=["52:54:00:00:00:01"])])[0]
+    plain = record.plain()
+    # plain dicts, not a read-only mapping (which is a Mapping too, so isinstance would not tell)
+    assert plain == dict(record) and type(plain) is dict  # pylint: disable=unidiomatic-typecheck
+    assert plain["gpus"] == [GPU_A] and plain["mac"] == ["52:54:00:00:00:01"] and plain["image"] == {"base": "jammy", "size_gb": 20}
+    assert type(plain["image"]) is dict and type(plain["qos"]["iotune"]) is dict  # pylint: disable=unidiomatic-typecheck
+    assert isinstance(plain["image"]["base"], Tagged)
+    plain["qos"]["iotune"]["total_iops_sec"] = 0
+    plain["gpus"].append(GPU_B)
+    assert record["qos"] == {"iotune": {"total_iops_sec": 5}} and record.gpus == (GPU_A,)
+
+
 def test_records_are_parsed_once():
     records = tenant_records([entry("a"), entry("b")])
     again = tenant_records(records)
