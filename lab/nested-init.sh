@@ -51,7 +51,11 @@ for attempt in $(seq 10); do
 done
 pci=$(readlink "/sys/class/net/$netdev/device"); pci=${pci##*/}
 mac=$(cat "/sys/class/net/$netdev/address")
-say "vf netdev=$netdev mac=$mac pci=$pci id=$(cat /sys/class/net/$netdev/device/vendor):$(cat /sys/class/net/$netdev/device/device) probes=$attempt"
+# where the guest sees its VF: the guest NUMA node its root bus carries (the tenant's guest cell, on a
+# pcie-expander-bus) and the PCI path from that root bus
+numa=$(cat "/sys/bus/pci/devices/$pci/numa_node" 2>/dev/null)
+path=$(readlink -f "/sys/bus/pci/devices/$pci"); path=${path#/sys/devices/}
+say "vf netdev=$netdev mac=$mac pci=$pci id=$(cat /sys/class/net/$netdev/device/vendor):$(cat /sys/class/net/$netdev/device/device) probes=$attempt numa=${numa:-none} path=$path"
 
 # mac name address role peer: found by the VF's MAC; where the VF did not get the PF's MAC, by the
 # tenant name lab/nested.py put on this domain's kernel command line (nested.name=), so that the

@@ -20,6 +20,8 @@ console logs in the lab) and the PF's VF settings, and checks:
                 neither by ping nor by RDMA
   spoof_check   the PF reads back "spoof checking on" for every tenant's VF, and a MAC change from inside
                 a guest is refused (frame-level enforcement by QEMU's igb: docs/lab.md)
+  vf_numa       each guest reads its VF on its one guest NUMA cell: numa_node 0, below the root bus of the
+                pcie-expander-bus the collection gives a one-node tenant with devices
 
 Commands: run [--keep] [--converged] [--timeout S], guest (build the guest only), report (the last run's).
 Needs root (the lab, loop devices for the guest disk) and the virtualenv of scripts/env.sh.
@@ -255,6 +257,14 @@ def verify(texts: dict[str, str], vfs: dict[int, dict]) -> list[dict]:
               and seen.get("id") == "0x8086:0x10ca" and host.get("vlan") == tenant["vlan"])
         check(results, f"vf_mac {name}", ok, f"guest sees {seen.get('mac')} on {seen.get('pci')} ({seen.get('id')}); "
               f"PF vf {vf_number[name]}: {host.get('mac')} vlan {host.get('vlan')}; inventory {tenant['mac']} vlan {tenant['vlan']}")
+
+    # (a2) the VF sits on the tenant's one guest NUMA cell: below a PCI expander's root bus (not the
+    # main one, pci0000:00) whose node the guest reads as 0
+    for name in wanted:
+        seen = first(items[name], "vf") or {}
+        path = seen.get("path", "")
+        ok = seen.get("numa") == "0" and path.startswith("pci0000:") and not path.startswith("pci0000:00/")
+        check(results, f"vf_numa {name}", ok, f"guest numa_node {seen.get('numa')} of its VF at {path or 'not seen'}")
 
     # (b) A and B exchange RDMA with the GID index the collection's code chooses
     used = {name: _index_of(items[name]) for name in ("nest-a", "nest-b")}
