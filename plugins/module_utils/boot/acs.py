@@ -43,6 +43,7 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import nearest_shared_bridge
 
 __metaclass__ = type
 
@@ -88,7 +89,7 @@ def path_bridges(pci, first, second):
     bridges: the traffic crosses the CPU)."""
     dev_a, dev_b = pci.get(first) or {}, pci.get(second) or {}
     chain_a, chain_b = list(dev_a.get("upstream") or []), list(dev_b.get("upstream") or [])
-    common = next((bridge for bridge in chain_a if bridge in chain_b), None)
+    common = nearest_shared_bridge(chain_a, chain_b)
     if common is not None:
         return chain_a[:chain_a.index(common)] + chain_b[:chain_b.index(common)]
     if dev_a.get("root_bus") is not None and dev_a.get("root_bus") == dev_b.get("root_bus"):

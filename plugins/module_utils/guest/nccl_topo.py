@@ -29,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import is_address, nearest_shared_bridge, upstream_bridges
 
 __metaclass__ = type
 
@@ -43,7 +44,6 @@ LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
                "2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe")
 # the host's distance between the tenant's GPUs and VFs, as the plan names it (nvidia-smi's names)
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 # bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
 VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
 
@@ -92,11 +92,9 @@ def check_links(value):
 
 def _pci_device(fs, address):
     base = "%s/%s" % (PCI_DEVICES, address)
-    real = fs.realpath(base) or ""
-    chain = [part for part in real.split("/") if ADDRESS_RE.match(part)]
     numa = fs.read_int(base + "/numa_node")
     return {"address": address, "class": (fs.read(base + "/class") or "").lower() or None,
-            "upstream": list(reversed(chain[:-1])) if chain and chain[-1] == address else [],
+            "upstream": upstream_bridges(fs.realpath(base), address),
             "numa_node": None if numa is None or numa < 0 else numa}
 
 
@@ -113,7 +111,7 @@ def guest_devices(fs, rdma_devices):
     for device in sorted(set(rdma_devices)):
         real = fs.realpath("%s/%s/device" % (IB_CLASS, device)) or ""
         address = real.rsplit("/", 1)[-1]
-        if ADDRESS_RE.match(address):
+        if is_address(address):
             if address not in [nic["address"] for nic in nics]:
                 nics.append(_pci_device(fs, address))
         else:
@@ -130,11 +128,6 @@ def _node(device, nodes):
     if len(nodes) > 1:
         return None
     return nodes[0] if nodes else 0
-
-
-def _common_bridge(devices):
-    chains = [device["upstream"] for device in devices]
-    return next((bridge for bridge in chains[0] if all(bridge in chain for chain in chains[1:])), None)
 
 
 def plan_tree(devices, links):
@@ -172,7 +165,8 @@ def plan_tree(devices, links):
                            ("link_speed", links[kind]["link_speed"]), ("link_width", str(links[kind]["link_width"]))], [])
                   for kind, device in sorted(members, key=lambda m: m[1]["address"])]
         if level == "PIX":
-            bridge = _common_bridge([device for _kind, device in members]) or VIRTUAL_BRIDGE % (index + 1)
+            chains = [device["upstream"] for _kind, device in members]
+            bridge = nearest_shared_bridge(chains[0], *chains[1:]) or VIRTUAL_BRIDGE % (index + 1)
             leaves = [("pci", [("busid", bridge), ("class", BRIDGE_CLASS), ("link_speed", links["switch"]["link_speed"]),
                                ("link_width", str(links["switch"]["link_width"]))], leaves)]
         cpus.append((node, leaves))

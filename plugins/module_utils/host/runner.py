@@ -87,6 +87,16 @@ class Run:
             self.elapsed_s[step] = round(self.elapsed_s.get(step, 0) + self._clock() - start, 1)
 
 
+# the keyword arguments of AnsibleModule that are rules over the options, as ArgumentSpecValidator takes them
+VALIDATION_RULES = ("mutually_exclusive", "required_together", "required_one_of", "required_if", "required_by")
+
+
+def validation_rules(module_args):
+    """The rules of ``module_args`` (AnsibleModule's keyword arguments) that a validator of its
+    options takes besides the argument spec."""
+    return dict((key, module_args[key]) for key in VALIDATION_RULES if module_args.get(key))
+
+
 def nested_params(option, module_name, module_args, params):
     """``params`` (the value of this module's option ``option``) validated against the
     ``module_args`` of the module ``module_name``: its defaults filled, its choices and its
@@ -94,10 +104,7 @@ def nested_params(option, module_name, module_args, params):
     nested feature runs on this call's host). InputError names the option and the module."""
     spec = dict(module_args["argument_spec"])
     spec.pop("root", None)
-    validator = ArgumentSpecValidator(
-        spec, **dict((key, module_args[key]) for key in (
-            "mutually_exclusive", "required_together", "required_one_of", "required_if", "required_by")
-            if module_args.get(key)))
+    validator = ArgumentSpecValidator(spec, **validation_rules(module_args))
     outcome = validator.validate(dict(params or {}))
     if outcome.error_messages:
         raise InputError("%s: %s (%s takes the options of %s, without root)"
@@ -181,9 +188,7 @@ def run_here(module_name, module_args, feature, args, check_mode=False, diff=Fal
     The options are validated against the module's own ``module_args`` as AnsibleModule validates
     them, the feature runs through :func:`feature_outcome` as in :func:`run_module`, and the
     result passes through JSON as a module's does, so the play sees the same data either way."""
-    kwargs = dict((key, value) for key, value in module_args.items() if key != "argument_spec")
-    kwargs.pop("supports_check_mode", None)
-    validation = ModuleArgumentSpecValidator(module_args["argument_spec"], **kwargs).validate(
+    validation = ModuleArgumentSpecValidator(module_args["argument_spec"], **validation_rules(module_args)).validate(
         json.loads(jsonify(dict(args or {}))))
     if validation.error_messages:
         # worded as AnsibleModule words its first validation error

@@ -22,7 +22,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpu_vendor import IOMMU_TABLES, vendor_of_cpuinfo, virtual_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import MAX_CPUS, read_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import SIZE_NAMES, SYSFS_NAMES
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import is_address
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import is_address, nearest_shared_bridge, upstream_bridges
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 
 __metaclass__ = type
@@ -189,8 +189,7 @@ class TopologyReader:
         real = self.fs.realpath(base) or ""
         parts = [p for p in real.split("/") if p]
         root_bus = next((p for p in parts if p.startswith("pci") and ":" in p), None)
-        chain = [p for p in parts if is_address(p)]
-        upstream = list(reversed(chain[:-1])) if chain and chain[-1] == address else []
+        upstream = upstream_bridges(real, address)
         numa = self.fs.read_int(base + "/numa_node")
         group = self.fs.readlink_name(base + "/iommu_group")
         override = self.fs.read(base + "/driver_override")
@@ -308,7 +307,7 @@ class TopologyReader:
         dev_a, dev_b = pci[first], pci[second]
         chain_a = [first] + dev_a["upstream"]
         chain_b = [second] + dev_b["upstream"]
-        common = next((bridge for bridge in chain_a if bridge in chain_b), None)
+        common = nearest_shared_bridge(chain_a, chain_b)
         if common is not None:
             # Bridges strictly between each device and the shared one: a switch shows as
             # its downstream port under its upstream port, so one switch leaves one.

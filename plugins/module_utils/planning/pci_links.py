@@ -11,6 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import nearest_shared_bridge
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import vf_function
+
 __metaclass__ = type
 
 
@@ -63,11 +66,11 @@ def _shared_bridges(pci, gpus, pfs):
     bridges = []
     for gpu in gpus:
         chain = (pci.get(gpu) or {}).get("upstream") or []
-        for bridge in chain:
-            if any(bridge in ((pci.get(pf) or {}).get("upstream") or []) for pf in pfs):
-                if bridge not in bridges:
-                    bridges.append(bridge)
-                break
+        met = [nearest_shared_bridge(chain, (pci.get(pf) or {}).get("upstream") or []) for pf in pfs]
+        # the nearest to the GPU of the bridges where its path meets a PF's
+        bridge = next((b for b in chain if b in met), None)
+        if bridge is not None and bridge not in bridges:
+            bridges.append(bridge)
     return bridges
 
 
@@ -82,7 +85,8 @@ def tenant_links(placement, topology):
     level = placement.get("pcie_affinity")
     if level is None:
         return dict(unknown, missing="the plan gives no distance between the tenant's GPUs and VFs")
-    pfs = sorted(set((placement.get("vf_pfs") or {}).get(vf) or (pci.get(vf) or {}).get("physfn") or vf for vf in vfs))
+    # each VF's PF (the host model's, else the plan's for a VF not made yet); a VF without one stands for itself
+    pfs = sorted(set(vf_function(pci, vf, (placement.get("vf_pfs") or {}).get(vf))[0] or vf for vf in vfs))
     gpu, why_gpu = _one(pci, gpus, "GPUs")
     nic, why_nic = _one(pci, pfs, "VFs' PFs")
     switch, why_switch = None, None

@@ -47,6 +47,21 @@ def kernel_part(args):
 GRUB_SPECIAL = set("{}|&$;<>'\"\\")
 
 
+def _grub_scan(word):
+    """(what GRUB's lexer keeps of ``word`` reading its single quotes, whether a ``;`` outside them
+    ends the command inside it): single-quoted runs lose their quotes, their bytes literal, ``;``
+    too; the part before an unquoted ``;`` is kept."""
+    out, quoted = [], False
+    for char in word:
+        if char == "'":
+            quoted = not quoted
+        elif char == ";" and not quoted:
+            return "".join(out), True
+        else:
+            out.append(char)
+    return "".join(out), False
+
+
 def grub_read(word):
     """The arg GRUB's lexer makes of one word of a ``linux`` line, where that differs from the
     word only by single quotes or a ``;``: single-quoted runs lose their quotes (their bytes
@@ -57,26 +72,12 @@ def grub_read(word):
         return word
     if any(char in word for char in '"\\$') or word.count("'") % 2:
         return word
-    out, quoted = [], False
-    for char in word:
-        if char == "'":
-            quoted = not quoted
-        elif char == ";" and not quoted:
-            break
-        else:
-            out.append(char)
-    return "".join(out)
+    return _grub_scan(word)[0]
 
 
 def grub_cut(word):
     """True when GRUB ends the command inside ``word``: a ``;`` outside single quotes."""
-    quoted = False
-    for char in word:
-        if char == "'":
-            quoted = not quoted
-        elif char == ";" and not quoted:
-            return True
-    return False
+    return _grub_scan(word)[1]
 
 
 def grub_word(arg):

@@ -29,6 +29,20 @@ def is_address(text):
     return isinstance(text, str) and PCI_ADDRESS_RE.match(text) is not None
 
 
+def upstream_bridges(real_path, address):
+    """The bridges above the device ``address``, nearest first, from the real path of its sysfs
+    directory (``/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0`` -> ``["0000:00:01.0"]``);
+    [] when the path does not end at ``address``."""
+    chain = [part for part in (real_path or "").split("/") if is_address(part)]
+    return list(reversed(chain[:-1])) if chain and chain[-1] == address else []
+
+
+def nearest_shared_bridge(chain, *others):
+    """The first entry of ``chain`` (a device's bridges, nearest first) that every one of ``others``
+    holds too: where the devices' paths meet; None when they meet under no bridge."""
+    return next((bridge for bridge in chain if all(bridge in other for other in others)), None)
+
+
 def address_parts(text):
     """``0000:81:00.1`` -> (0, 0x81, 0, 1); None when it is not a PCI address."""
     normal = normalize_address(text)
