@@ -44,7 +44,7 @@ The planner's files, one concept each (placement/planner.py composes them):
 - placement/existing.py: previous assignments kept, resized in place, or re-planned;
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
 - placement/counts.py and placement/search.py: which tenants go on which node, by counts (the
-  search's bounds in placement/search_bounds.py);
+  search's bounds in placement/search_bounds.py, nodes alike counted together in placement/bins.py);
 - placement/spread.py: ``numa: spread`` tenants that no node holds, over the fewest nodes, after the search;
 - placement/spanning.py: one-node and spanning placements weighed together, and what is then proven;
 - placement/report.py: what removed tenants release, what is left free, the groups' report;

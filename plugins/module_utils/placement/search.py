@@ -41,6 +41,10 @@ finds one. It is exact and cuts by:
   ruled out, forced and the GPUs claimed) reached again at no better value is not searched again:
   its completions were all looked at the first time.
 
+Before the depth-first search, nodes alike (one class and one room) are counted together
+(placement_bins: no tenant counted on two of them): a proof of the best found, or a lower ceiling
+for the search to stop at.
+
 The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
 per node as the search takes and gives back (each node's room packed into one integer, so that a
 demand is checked by one subtraction), and so is the room left over all the nodes. After
@@ -54,7 +58,7 @@ from operator import ge, itemgetter, mul, sub
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, guard_fields, pack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import SCALE, Bounds
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import BINS_STEPS, SCALE, Bounds
 
 __metaclass__ = type
 
@@ -136,6 +140,10 @@ class Search(Bounds):
         self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
         self.together = {}
+        # _in_bins's answers, and the steps it may still take
+        self.in_bins = {}
+        self.bins_sets = {}
+        self.bins_left = BINS_STEPS
         # _count's answers: (tenants, capacity) -> how many of them it holds
         self.counted = {}
         self.bits = [1 << number for number in range(len(self.queue))]
@@ -193,6 +201,12 @@ class Search(Bounds):
                 value, assignment, choice = self._greedy(self._priced_order(), priced=True)
                 if value > self.best:
                     self.best, self.best_assignment, self.best_choice = value, assignment, choice
+        if self.best < self.ceiling:
+            # the nodes alike counted together (placement_bins): often the proof the bounds above
+            # leave one tenant short of, else a lower ceiling for the depth-first search to stop at
+            bins = self._bins_bound()
+            if bins is not None:
+                self.ceiling = min(self.ceiling, bins)
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]

@@ -8,7 +8,7 @@ a search state could still place, from counts that never say fewer than fit.
 (placement_lagrange.capacity_prices), the tenants that may still be placed and where, the count
 resource by resource (the smallest needs first, and the resources' shares added up), per set of
 nodes that some tenants are confined to, and exactly per node where a bound is worth its steps
-(placement_lagrange.most_that_fit).
+(placement_lagrange.most_that_fit); at the root, nodes alike counted together (placement_bins).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,12 +17,17 @@ from bisect import bisect_right
 from itertools import accumulate, compress
 from operator import mul
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import capacity_prices, most_that_fit
 
 __metaclass__ = type
 
 # fixed-point scale of a tenant's size (its needs as shares of the host's totals), for the search order and the shares' count
 SCALE = 1 << 20
+# the most steps of one search spent counting the tenants that nodes alike hold together (placement_bins)
+BINS_STEPS = 6000
+# how many counts the bound asks the nodes alike about per set of nodes: the best found, then one more
+BINS_TRIES = 2
 
 
 class Bounds:
@@ -128,6 +133,72 @@ class Bounds:
         online_most = min(most, online_left)
         # each tenant can at best be on its own best node: no rank added
         return (count + most, online + online_most, -rank)
+
+    def _bins_bound(self):
+        """The root's bound with each set of nodes alike counted together (placement_bins): of
+        the tenants confined to some nodes (all the nodes among them), no more than those nodes
+        hold, each tenant once over the nodes alike; None when some tenant that must be placed
+        fits nowhere. An upper bound like ``_bound``'s (never below the best any completion
+        reaches), often lower: it does not let every node count the same small tenants."""
+        fitting = self._fitting(0)
+        if fitting is None:
+            return None
+        members, where, bits = fitting
+        online_left = bin(self.online_bits & bits).count("1")
+        # the nodes alike: one static class (the same demand of every tenant) and one room
+        kinds = {}
+        for slot, cap in enumerate(self.caps):
+            kinds[(self.classes[slot], tuple(cap))] = kinds.get((self.classes[slot], tuple(cap)), 0) | 1 << slot
+        most = len(members)
+        enough = self.best[0]
+        # the sets of fewest nodes first; none after the one that proves the best found
+        for slots in sorted(set(where) | {self.all_slots}, key=lambda mask: (bin(mask).count("1"), mask)):
+            if most <= enough:
+                break
+            group = [(number, its) for number, its in zip(members, where) if not its & ~slots]
+            outside = len(members) - len(group)
+            asks = []
+            for (_class, room), alike in sorted(kinds.items()):
+                inside = alike & slots
+                if inside:
+                    slot = self._slots(inside)[0]
+                    # the least each tenant takes there over its ways to take the node
+                    asks.append(([tuple(map(min, zip(*[demand for at, demand in self.queue[number].fits if at == slot])))
+                                  for number, its in group if its >> slot & 1], room, bin(inside).count("1")))
+            asks.sort(key=lambda ask: len(ask[0]))
+            # first what the group would have to hold for this set to prove the best found, then
+            # one more (a ceiling the depth-first search stops at once it finds that many):
+            # asking whether the nodes hold more than a count is quicker than asking how many
+            least = max(0, enough - outside)
+            for _try in range(BINS_TRIES):
+                if outside + least >= most:
+                    break
+                held = 0
+                # the nodes fewest tenants fit on first (all of them, often: one on each node)
+                for demands, room, alike in asks:
+                    held += self._in_bins(demands, room, alike, max(0, least - held))
+                    if held > least:
+                        break
+                if held <= least:
+                    most = outside + held
+                    break
+                least += 1
+        return (most, min(most, online_left), 0)
+
+    def _in_bins(self, demands, room, bins, least):
+        """How many of ``demands`` ``bins`` nodes of room ``room`` hold together (placement_bins),
+        or ``least`` when no more; all of them once the steps of this search for it are spent."""
+        if not demands:
+            return 0
+        key = (tuple(sorted(demands)), room, bins, least)
+        most = self.in_bins.get(key)
+        if most is None:
+            most, steps = most_in_bins(demands, room, bins, self.bins_left, least, self.bins_sets)
+            self.bins_left = max(0, self.bins_left - steps)
+            if most is None:
+                most = len(demands)
+            self.in_bins[key] = most
+        return most
 
     def _with_rest(self, members, group, held, total):
         """The most tenants placed when at most ``held`` of ``group`` (confined to some nodes) are:

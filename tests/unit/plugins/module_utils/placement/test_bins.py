@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+"""The nodes-alike count (placement/bins.py) against every assignment tried, and the search
+(placement/search.py) on hosts of nodes alike, where its root asks it, against every assignment."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
+
+from .test_search import brute_force, value_of
+
+
+def most_by_hand(demands, room, bins):
+    """The most of ``demands`` that ``bins`` nodes of ``room`` hold, over every assignment."""
+    best = 0
+    for choice in itertools.product(range(bins + 1), repeat=len(demands)):
+        used = [[0] * len(room) for _node in range(bins)]
+        for demand, node in zip(demands, choice):
+            if node < bins:
+                used[node] = [a + b for a, b in zip(used[node], demand)]
+        if all(a <= b for row in used for a, b in zip(row, room)):
+            best = max(best, sum(1 for node in choice if node < bins))
+    return best
+
+
+def alike(rng):
+    room = (rng.randint(2, 8), rng.randint(0, 2), rng.randint(1, 6))
+    sizes = [(rng.randint(1, 4), rng.randint(0, 1), rng.randint(1, 4)) for _kind in range(rng.randint(1, 4))]
+    demands = [rng.choice(sizes) for _tenant in range(rng.randint(1, 7))]
+    return demands, room, rng.randint(1, 3)
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_the_answer_is_exact(seed):
+    demands, room, bins = alike(random.Random(seed))
+    most = most_by_hand(demands, room, bins)
+    for least in range(len(demands) + 1):
+        found, _steps = most_in_bins(demands, room, bins, 10 ** 6, least)
+        if most > least:
+            assert found is None, (demands, room, bins, least)
+        else:
+            # never below what fits, never above what was asked
+            assert found is not None and most <= found <= least, (demands, room, bins, least, found)
+
+
+def test_each_tenant_is_counted_once_over_the_nodes():
+    # two nodes of 2 GPUs and 4 pages, tenants of (1 GPU, 2 pages) x 2 and (2 GPUs, 1 page) x 2:
+    # counted apart each node holds two of them (the two small ones), 4 in all; together the
+    # small ones take one node and a large one the other: 3
+    demands = [(1, 2), (1, 2), (2, 1), (2, 1)]
+    assert most_by_hand(demands, (2, 4), 2) == 3
+    assert most_in_bins(demands, (2, 4), 2, 10 ** 6, 3)[0] == 3
+    assert most_in_bins(demands, (2, 4), 2, 10 ** 6, 2)[0] is None
+
+
+def test_past_the_steps_it_says_nothing():
+    # three nodes of 3 pages hold 9 of these: proven with the steps it needs, nothing said past 1
+    demands = [(1, 1)] * 6 + [(2, 1)] * 6
+    assert most_in_bins(demands, (4, 3), 3, 10 ** 6, 9)[0] == 9
+    found, steps = most_in_bins(demands, (4, 3), 3, 1, 9)
+    assert found is None and steps > 1
+
+
+def alike_instance(rng):
+    """A host whose nodes are alike, some of them (one static class per room), and tenants that
+    may go on some of them."""
+    shapes = [(rng.randint(3, 8), rng.randint(0, 2), rng.randint(1, 4)) for _shape in range(2)]
+    caps = [rng.choice(shapes) for _node in range(rng.randint(2, 4))]
+    sizes = [(rng.randint(1, 4), rng.randint(0, 1), rng.randint(1, 3)) for _kind in range(3)]
+    candidates = []
+    for _tenant in range(rng.randint(3, 7)):
+        size = rng.choice(sizes)
+        # the same nodes for every tenant of a room: the nodes alike stay alike
+        options = [(slot, size, 0, 0) for slot in range(len(caps)) if all(need <= room for need, room in zip(size, caps[slot]))]
+        if options:
+            candidates.append(Candidate(options, rng.random() < 0.7))
+    classes = [shapes.index(cap) for cap in caps]
+    return caps, classes, candidates
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_search_on_nodes_alike_finds_the_best(seed):
+    caps, classes, candidates = alike_instance(random.Random(7000 + seed))
+    if not candidates:
+        return
+    search = Search(caps, classes, candidates, 100000)
+    assignment = search.run()
+    assert not search.exhausted
+    best = brute_force(caps, candidates)
+    assert value_of(caps, candidates, assignment, search.best_choice) == search.best == best
+    # the ceiling the root settled on is never below the best there is
+    assert search.ceiling >= best
