@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""The nodes-alike count (placement/bins.py) against every assignment tried, and the search
-(placement/search.py) on hosts of nodes alike, where its root asks it, against every assignment."""
+"""The nodes-alike count (placement/bins.py) against every assignment tried, the search
+(placement/search.py) on hosts of nodes alike, where its root asks it, against every assignment,
+and plans it proves against the exact CP-SAT reference (tests/unit/placement_cpsat.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import random
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
+
+import placement_cpsat  # pylint: disable=import-error
+import placement_families as families  # pylint: disable=import-error
 
 from .test_search import brute_force, value_of
 
@@ -95,3 +100,27 @@ def test_search_on_nodes_alike_finds_the_best(seed):
     assert value_of(caps, candidates, assignment, search.best_choice) == search.best == best
     # the ceiling the root settled on is never below the best there is
     assert search.ceiling >= best
+
+
+def benchmark_mix(rng, count):
+    """The benchmark's tenant mix (benchmarks/bench_planner.py: tenant_mix), drawn alike."""
+    tenants = []
+    for index in range(count):
+        gpus = rng.choice([0, 1, 1, 1, 2])
+        tenants.append({"name": "t%02d" % index, "gpus": gpus, "vfs": rng.choice([0, 1, 1, 2]) if gpus else rng.choice([0, 1]),
+                        "vcpus": rng.choice([4, 8, 8, 12, 16, 24]), "memory_mb": rng.choice([8192, 16384, 32768])})
+    return tenants
+
+
+@pytest.mark.parametrize("count,index", [(32, 50), (32, 51), (32, 73), (64, 44)])
+def test_nodes_alike_prove_plans_the_budget_left_unproven(count, index):
+    # the benchmark's 16-node DGX-class host (8 alike nodes with a switch of 2 GPUs and 2 NICs, 8
+    # alike without): these mixes spent the search budget of 20,000 nodes before the nodes alike
+    # were counted together; now the plan is proven, and it is the CP-SAT optimum
+    topology = families.switched_host([{"cores": 16, "switches": [{"groups": [1, 1], "nics": 2}] if node % 2 else []}
+                                       for node in range(16)], pages=16384)
+    tenants = benchmark_mix(random.Random(100000 * count + index), count)
+    plan = plan_tenants(topology, tenants, {})
+    assert plan["search"]["proven"] and not plan["search"]["exhausted"], plan["search"]
+    placed = plan["placements"].values()
+    assert (len(placed), sum(1 for p in placed if p["priority"] == "online")) == placement_cpsat.optimum(topology, tenants, {})
