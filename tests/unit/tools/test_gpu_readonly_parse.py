@@ -106,3 +106,16 @@ def test_addresses_in_both_notations(parse):
     assert parse.pci_address("0000:C1:00.0") == "0000:c1:00.0"
     with pytest.raises(ValueError):
         parse.pci_address("12:00.0")
+
+
+def test_acs_and_ats_of_a_real_switch_path(parse):
+    """The lab's GPU 0 path as lspci -D -vvv printed it (QEMU's root port with ACS, the x3130
+    switch whose xio3130 downstream port has none, the edu stand-in)."""
+    devices = parse.acs_ats(fixture("pci/lspci-D-vvv_lab-qemu10_gpu0-path_x3130-switch.txt"))
+    assert list(devices) == ["0000:80:00.0", "0000:81:00.0", "0000:82:00.0", "0000:82:01.0", "0000:83:00.0"]
+    root = devices["0000:80:00.0"]
+    assert root["acs_cap"].endswith("DirectTrans+") and root["acs_ctl"].endswith("DirectTrans-")
+    assert "not as the boot stage's acs sets it" in parse.acs_verdict(root)
+    assert parse.acs_verdict(devices["0000:82:00.0"]) == "no ACS capability"
+    assert devices["0000:83:00.0"]["name"].startswith("Unclassified device")
+    assert all(device["ats_ctl"] is None for device in devices.values())
