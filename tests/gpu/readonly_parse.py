@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The parsing parts of tests/gpu/readonly_check.sh (standard library only): what the NVIDIA tools
 and lspci printed, read into what the fast-tenant features rely on, and set beside the collection's
 host model. Reads files only; the check script saves the outputs first.
@@ -130,9 +129,9 @@ def acs_ats(text: str) -> dict[str, dict]:
     current = None
     for line in text.splitlines():
         if line and not line[0].isspace() and ADDRESS.match(line):
-            address, _, name = line.partition(" ")
-            current = devices.setdefault(pci_address(address), {"name": name.strip(), "acs_cap": None, "acs_ctl": None,
-                                                                  "ats_cap": None, "ats_ctl": None})
+            address, name = (line.split(None, 1) + [""])[:2]
+            current = devices.setdefault(pci_address(address), {
+                "name": name.strip(), "acs_cap": None, "acs_ctl": None, "ats_cap": None, "ats_ctl": None})
             continue
         match = re.match(r"^\s+(ACSCap|ACSCtl|ATSCap|ATSCtl):\s*(.*?)\s*$", line)
         if match and current is not None:

@@ -66,8 +66,8 @@ def guest_view(chains):
 def test_the_collections_nest_a_passes(pci):
     xml = domain()
     chains = [pci.xml_chain(xml, GPU), pci.xml_chain(xml, VF)]
-    assert [level["model"] for level in chains[0]] == ["pcie-expander-bus", "pcie-root-port", "pcie-switch-upstream-port",
-                                                        "pcie-switch-downstream-port", "device"]
+    assert [level["model"] for level in chains[0]] == [
+        "pcie-expander-bus", "pcie-root-port", "pcie-switch-upstream-port", "pcie-switch-downstream-port", "device"]
     assert chains[0][0]["node"] == 0
     (gpu_path, vf_path), ids = guest_view(chains)
     guest = [pci.guest_chain(gpu_path, ids), pci.guest_chain(vf_path, ids)]
