@@ -22,6 +22,15 @@ while read -r module; do
   insmod "/lib/modules/$module" 2>/tmp/insmod.err || say "insmod-failed $module $(cat /tmp/insmod.err)"
 done </etc/nested/modules
 
+# The guest's PCI tree, one line per function: its vendor:device, class, the numa_node its root bus
+# carries and its sysfs path from the root bus (pci0000:NN/...): lab/nested.py follows a device's
+# bridges by these paths and compares them with the domain's controllers (check gpu_switch).
+for dev in /sys/bus/pci/devices/*; do
+  where=$(readlink -f "$dev"); where=${where#/sys/devices/}
+  say "pcidev pci=${dev##*/} id=$(cat "$dev/vendor"):$(cat "$dev/device") class=$(cat "$dev/class")" \
+    "numa=$(cat "$dev/numa_node" 2>/dev/null || echo none) path=$where"
+done
+
 find_vf() {
   netdev=""
   for tries in $(seq 60); do

@@ -22,6 +22,9 @@ console logs in the lab) and the PF's VF settings, and checks:
                 a guest is refused (frame-level enforcement by QEMU's igb: docs/lab.md)
   vf_numa       each guest reads its VF on its one guest NUMA cell: numa_node 0, below the root bus of the
                 pcie-expander-bus the collection gives a one-node tenant with devices
+  gpu_switch    nest-a, given also GPU 0 (the edu stand-in under the host switch with the PF), reads its GPU
+                and its VF below one switch upstream port, each on a downstream port of its own, both with
+                numa_node 0, by the same bridge chain as its running domain's XML (lab/nested_pci.py)
 
 Commands: run [--keep] [--converged] [--timeout S], guest (build the guest only), report (the last run's).
 Needs root (the lab, loop devices for the guest disk) and the virtualenv of scripts/env.sh.
@@ -52,6 +55,7 @@ sys.path.insert(0, HERE)
 # passthrough seen from inside"). A 256 MiB stand-in keeps them below 4 GiB, where the VFs work.
 os.environ.setdefault("GPUVIRT_LAB_BAR_SIZE", "256M")
 import lab  # noqa: E402  (lab/lab.py: the lab host's life cycle)
+import nested_pci  # noqa: E402  (lab/nested_pci.py: the guest's PCI tree against the domain's)
 
 RECIPE = ("nested-guest.sh", "nested-init.sh", "nested-tenants.yml", "image-lib.sh")  # and nested.py's table
 TENANTS_FILE = os.path.join(HERE, "nested-tenants.yml")
@@ -59,6 +63,9 @@ GUEST_DIR = "/var/lib/gpuvirt-nested"
 GUEST_FILES = ("guest.raw", "vmlinux", "initrd.cpio")
 PF = "0000:84:00.0"
 ROLES = {"nest-a": ("server", None), "nest-b": ("client", "nest-a"), "nest-c": ("probe", "nest-a")}
+# GPU 0 of the lab, QEMU's edu device (lab/lab.py; docs/lab.md "What the lab is"), as the guest reads its ids
+GPU_ID = "0x1234:0x11e8"
+VF_ID = "0x8086:0x10ca"
 CONVERGE = os.path.join(REPO, "molecule", "default", "converge.yml")
 DEFAULT_TIMEOUT = 2400
 
@@ -243,7 +250,48 @@ def check(results: list, name: str, ok: bool, detail: str) -> None:
     log(f"{'PASS' if ok else 'FAIL'} {name}: {detail}")
 
 
-def verify(texts: dict[str, str], vfs: dict[int, dict]) -> list[dict]:
+def domain_xml(name: str) -> str:
+    """A running domain's XML as libvirt has it (its controllers' addresses filled in)."""
+    proc = ssh(f"virsh -c qemu:///system dumpxml {name}")
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def vf_addresses() -> dict[str, str]:
+    """Each nested tenant's VF on the lab host, as host_vfio_tenants names it."""
+    with open(TENANTS_FILE, encoding="utf-8") as handle:
+        return {t["name"]: t["vfs"][0]["address"] for t in yaml.safe_load(handle)["host_vfio_tenants"]}
+
+
+def gpu_switch(items, xml: str, gpu_address: str, vf_address: str) -> tuple[bool, str]:
+    """Whether the guest reads its GPU and its VF below one switch upstream port, each on a
+    downstream port of its own, with numa_node 0, by the chain the domain's XML gives each."""
+    devices = [w for kind, w, _line in items if kind == "pcidev"]
+    ids = {w.get("pci"): w.get("id") for w in devices}
+    gpus = [w for w in devices if w.get("id") == GPU_ID]
+    vf = next((w for w in devices if w.get("pci") == (first(items, "vf") or {}).get("pci")), None)
+    if len(gpus) != 1 or vf is None:
+        return False, f"the guest lists {len(gpus)} GPU stand-in(s) ({GPU_ID}) and {'its' if vf else 'no'} VF"
+    gpu = gpus[0]
+    problems = []
+    try:
+        domain = {"GPU": nested_pci.xml_chain(xml, gpu_address), "VF": nested_pci.xml_chain(xml, vf_address)}
+        guest = {"GPU": nested_pci.guest_chain(gpu["path"], ids), "VF": nested_pci.guest_chain(vf["path"], ids)}
+    except (ValueError, KeyError, SyntaxError) as err:  # ET.ParseError is a SyntaxError
+        return False, f"chains not read: {err}"
+    for what, device_id in (("GPU", GPU_ID), ("VF", VF_ID)):
+        problems += [f"{what}: {p}" for p in nested_pci.chain_problems(domain[what], guest[what], device_id)]
+        if domain[what][0]["model"] != nested_pci.EXPANDER or domain[what][0]["node"] != 0:
+            problems.append(f"{what}: the domain's root is no pcie-expander-bus of guest node 0")
+    problems += nested_pci.shared_switch(domain["GPU"], domain["VF"], guest["GPU"], guest["VF"])
+    problems += [f"{what} numa_node {w.get('numa')}" for what, w in (("GPU", gpu), ("VF", vf)) if w.get("numa") != "0"]
+    detail = (f"guest GPU {gpu['pci']} ({gpu['id']}, numa_node {gpu.get('numa')}) at {gpu['path']}; VF {vf['pci']} "
+              f"({vf['id']}, numa_node {vf.get('numa')}) at {vf['path']}; guest chains: "
+              f"{nested_pci.chain_text(guest['GPU'])} | {nested_pci.chain_text(guest['VF'])}; domain: "
+              f"{nested_pci.chain_text(domain['GPU'])} | {nested_pci.chain_text(domain['VF'])}")
+    return not problems, detail + ("; " + "; ".join(problems) if problems else "")
+
+
+def verify(texts: dict[str, str], vfs: dict[int, dict], xmls: dict[str, str] | None = None) -> list[dict]:
     results: list[dict] = []
     wanted = {t["name"]: t for t in tenants()}
     items = {name: facts(text) for name, text in texts.items()}
@@ -265,6 +313,13 @@ def verify(texts: dict[str, str], vfs: dict[int, dict]) -> list[dict]:
         path = seen.get("path", "")
         ok = seen.get("numa") == "0" and path.startswith("pci0000:") and not path.startswith("pci0000:00/")
         check(results, f"vf_numa {name}", ok, f"guest numa_node {seen.get('numa')} of its VF at {path or 'not seen'}")
+
+    # (a3) a tenant with a GPU: its GPU and its VF below one emulated switch, as the domain says
+    addresses = vf_addresses()
+    for name, tenant in wanted.items():
+        for gpu_address in tenant.get("gpus", [])[:1]:
+            ok, detail = gpu_switch(items[name], (xmls or {}).get(name, ""), gpu_address, addresses[name])
+            check(results, f"gpu_switch {name}", ok, detail)
 
     # (b) A and B exchange RDMA with the GID index the collection's code chooses
     used = {name: _index_of(items[name]) for name in ("nest-a", "nest-b")}
@@ -359,7 +414,10 @@ def cmd_run(args) -> int:
         boot("nest-c", cmdline)
         texts = wait_for({"nest-a": "serving", "nest-b": "done", "nest-c": "done"}, left(), "nest-c's probes")
         step = mark("c_probes", step)
-        results = verify(texts, pf_vfs())
+        xmls = {name: domain_xml(name) for name in texts}
+        results = verify(texts, pf_vfs(), xmls)
+        for name, xml in xmls.items():
+            lab.write_text(lab.rpath(f"nested-{name}-domain.xml"), xml)
         for name, text in texts.items():
             lab.write_text(lab.rpath(f"nested-{name}-console.log"), text)
     except (lab.LabError, subprocess.TimeoutExpired) as err:

@@ -2,7 +2,16 @@
 # Read-only check for a machine with an NVIDIA GPU.
 #
 # Runs host_topology_info and mig_profile (CHECK MODE ONLY) through `ansible localhost`,
-# prints what they saw, and saves the raw read-only nvidia-smi outputs next to them.
+# prints what they saw, and saves the raw read-only nvidia-smi outputs next to them. For the
+# fast-tenant features it also reads, and sets beside the collection's host model:
+#   - `nvidia-smi topo -m`'s GPU-NIC levels beside host_topology_info's gpu_nic_affinity;
+#   - each GPU's Module ID in `nvidia-smi -q` (the Fabric Manager's physical ID on HGX boards);
+#   - NVLink status (`nvidia-smi nvlink -s`);
+#   - the ACS and ATS capability and control of each GPU, the bridges above it and the ConnectX
+#     PFs (`lspci -D -vvv`: config space read, nothing written);
+#   - the boot stage's plan: its call as the inventory below gives it, checked by the preflight
+#     gate in check mode (playbook written to <output-dir>, `ansible-playbook --check --diff`).
+# The parsing is tests/gpu/readonly_parse.py (unit-tested on fixtures: tests/unit/tools).
 # It never changes MIG mode, never creates or destroys instances, never resets a GPU:
 # mig_profile only ever runs with --check, and the MIG state read before and after must
 # be identical (the script fails otherwise).
@@ -97,6 +106,75 @@ for g in topo.get("gpus", []):
 if result.get("failed"):
     print("host_topology_info failed:", result.get("msg"))
 PY
+
+# --- the fast-tenant features, read only ---
+PARSE="$REPO_ROOT/tests/gpu/readonly_parse.py"
+save topo-m topo -m
+echo "== nvidia-smi topo -m beside host_topology_info's gpu_nic_affinity (GPU-NIC levels)"
+"$PYTHON" "$PARSE" topo "$OUT/topo-m.txt" "$OUT/query-gpu.txt" "$OUT/host_topology_info.txt" || true
+save q -q
+echo "== Module IDs (nvidia-smi -q: the Fabric Manager's physical IDs on HGX boards)"
+"$PYTHON" "$PARSE" modules "$OUT/q.txt" || true
+save nvlink-s nvlink -s
+echo "== NVLink status (nvidia-smi nvlink -s)"
+cat "$OUT/nvlink-s.txt"
+echo "== ACS and ATS of each GPU, the bridges above it and the ConnectX PFs (lspci -D -vvv, read only)"
+if command -v lspci >/dev/null 2>&1; then
+  : >"$OUT/lspci-vvv.txt"
+  declare -A seen=()
+  for dev in $("$PYTHON" "$PARSE" gpus "$OUT/query-gpu.txt") $("$PYTHON" "$PARSE" pfs "$OUT/host_topology_info.txt"); do
+    # the device and every bridge on its sysfs path (pci0000:00/0000:00:01.0/.../DEV)
+    for part in $(readlink -f "/sys/bus/pci/devices/$dev" | tr '/' ' '); do
+      [[ $part =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ && -z ${seen[$part]:-} ]] || continue
+      seen[$part]=1
+      lspci -D -vvv -s "$part" >>"$OUT/lspci-vvv.txt" 2>&1 || true
+    done
+  done
+  "$PYTHON" "$PARSE" acs "$OUT/lspci-vvv.txt" || true
+  [[ $(id -u) == 0 ]] || echo "  (not root: lspci shows no extended capabilities, so no ACS or ATS lines)"
+else
+  echo "  lspci not found (pciutils): ACS and ATS not read"
+fi
+
+# --- the boot stage's plan, checked by the preflight gate in check mode ---
+# The inventory: this machine in gpuvirt_hosts, its NVIDIA GPUs as the tenant GPUs; nothing else.
+echo "== the boot stage's plan (its call checked by the preflight gate, ansible-playbook --check --diff)"
+GPU_ADDRESSES_JSON="$("$PYTHON" "$PARSE" gpus --json "$OUT/query-gpu.txt")"
+cat >"$OUT/boot-plan-inventory.yml" <<INV
+gpuvirt_hosts:
+  hosts:
+    localhost:
+      ansible_connection: local
+      ansible_python_interpreter: $PYTHON
+INV
+cat >"$OUT/boot-plan-vars.json" <<VARS
+{"gpuvirt_gpu_pci_ids": $("$PYTHON" -c 'import json, sys; print(json.dumps([i for i in sys.argv[1].split(",") if i]))' "$GPU_IDS"),
+ "gpuvirt_gpus": $GPU_ADDRESSES_JSON, "gpuvirt_reboot_ok": false,
+ "gpuvirt_preflight_report_dir": "$OUT/preflight-reports"}
+VARS
+cat >"$OUT/boot-plan.yml" <<'PLAY'
+---
+- name: Boot plan | The boot stage's call checked by the preflight gate (check mode only)
+  hosts: gpuvirt_hosts
+  gather_facts: false
+  tasks:
+    - name: Boot plan | The boot stage's call from the inventory
+      ansible.builtin.import_role:
+        name: gpuvirt.tenancy.host_boot
+        tasks_from: options
+    - name: Boot plan | The gate's read with that call checked in it
+      ansible.builtin.import_role:
+        name: gpuvirt.tenancy.preflight
+      vars:
+        preflight_fail: false
+        preflight_stage_checks: "{{ {'boot': host_boot_call | default({})} | gpuvirt.tenancy.preflight_stage_calls }}"
+    - name: Boot plan | What the boot stage would change
+      ansible.builtin.debug:
+        var: preflight_stage_checks_read
+PLAY
+ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$OUT/boot-plan-inventory.yml" --check --diff \
+  -e "@$OUT/boot-plan-vars.json" "$OUT/boot-plan.yml" >"$OUT/boot-plan.txt" 2>&1 || echo "  (ansible-playbook exit status $?)"
+sed -n '/What the boot stage would change/,$p' "$OUT/boot-plan.txt" | head -n 80
 
 # --- mig_profile, CHECK MODE ONLY ---
 check_mig() { # label, json-args
