@@ -433,7 +433,7 @@ def test_topology_file_written_and_named(tenant_guest):
     assert not result.get("failed"), result
     assert result["changed"] is True and result["settings"]["NCCL_TOPO_FILE"] == TOPO
     assert result["topology"] == {"path": TOPO, "written": True, "gpus": ["0000:03:00.0"], "nics": ["0000:04:00.0"],
-                                  "level": "PIX", "reason": None}
+                                  "level": "PIX", "reason": None, "from_guest": {}}
     text = open(tenant_guest["topo"], encoding="utf-8").read()
     bridge = parse(text).subs[0].subs[0]
     assert bridge.attrs["busid"] == "0000:01:00.0" and [leaf.attrs["busid"] for leaf in bridge.subs] == ["0000:03:00.0", "0000:04:00.0"]
@@ -458,6 +458,22 @@ def test_unknown_host_links_leave_the_file_out_and_say_why(tenant_guest):
     assert result["topology"]["written"] is False and "max_link_speed" in result["topology"]["reason"]
     assert "NCCL_TOPO_FILE" not in result["settings"] and not os.path.exists(tenant_guest["topo"])
     assert any(w.startswith("no NCCL topology file (%s): the GPU host's link facts are unknown" % TOPO) for w in result["warnings"])
+
+
+def test_host_without_link_facts_gets_a_file_of_the_known_ones(tenant_guest):
+    """The DGX A100-class and HGX H100 captures: no max_link_speed; the file holds the devices, their NUMA node and the
+    guest switch, without a link attribute, and says which links NCCL reads in the guest."""
+    from nccl_topo_rules import links_fillable, parse  # pylint: disable=import-error,import-outside-toplevel
+    why = "the host model has no max_link_speed/max_link_width for 0000:10:00.0"
+    links = {"level": "PIX", "gpu": None, "nic": None, "switch": None, "missing": None,
+             "unknown": {"gpu": why, "nic": why, "switch": why}}
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=links))
+    assert not result.get("failed"), result
+    assert result["topology"]["written"] is True and result["topology"]["from_guest"] == links["unknown"]
+    assert result["settings"]["NCCL_TOPO_FILE"] == TOPO
+    text = open(tenant_guest["topo"], encoding="utf-8").read()
+    assert "link_" not in text
+    links_fillable(parse(text), set(os.listdir(os.path.join(tenant_guest["root"], "sys/bus/pci/devices"))))
 
 
 @pytest.mark.parametrize("extra, message", [
