@@ -143,7 +143,8 @@ options:
       - No file is written, never a failure - a warning and the result's RV(topology) say why - where the distance is
         C(missing), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), the host level is C(PXB) (the guest has one
         emulated switch level), C(PIX) needs a bridge only the file names whose host link is unknown, or the guest's NUMA nodes
-        cannot show the host's distance. C(NCCL_TOPO_FILE) is then left as it is.
+        cannot show the host's distance. The file this module wrote before (its first line an XML comment that marks it) is then
+        removed and C(NCCL_TOPO_FILE) with it, in check mode said and diffed only; a file it did not write is kept, and said.
     type: dict
   topo_file:
     description: The NCCL topology file of O(topo_links), a host path under O(root), written whole and atomically; its directory is
@@ -246,11 +247,13 @@ topology:
   description:
     - With O(topo_links), the NCCL topology file - C(path), C(written) (false - no file, C(reason) says why), the guest bus IDs of the
       C(gpus) and C(nics) read in the guest, the host C(level) between them, C(from_guest) the links the file leaves to NCCL's
-      own reading in the guest and why.
+      own reading in the guest and why, C(removed) (the file this module wrote removed, no file being made) and C(kept) (why
+      a file it did not write is left).
   returned: success, with O(topo_links)
   type: dict
   sample: {"path": "/etc/nccl-topo.xml", "written": true, "gpus": ["0000:06:00.0"], "nics": ["0000:07:00.0"], "level": "PIX",
-           "reason": null, "from_guest": {"gpu": "the host model has no max_link_speed/max_link_width for 0000:10:00.0"}}
+           "reason": null, "from_guest": {"gpu": "the host model has no max_link_speed/max_link_width for 0000:10:00.0"},
+           "removed": false, "kept": null}
 gid_table:
   description: The GID tables of the checked ports, like show_gids.
   returned: success

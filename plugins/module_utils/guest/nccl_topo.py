@@ -58,6 +58,9 @@ LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
 VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
+# The file's first line: an XML comment, which NCCL's parser skips wherever an element may start (xml.cc
+# xmlGetNode and xmlSkipComment), by which nccl_env knows the file it wrote (guest.nccl_topo_edit).
+MARK = "<!-- gpuvirt.tenancy nccl_env: the NCCL topology file of this guest, removed when it can no longer be made -->"
 # Why PXB gets no file. NCCL reads PXB where a GPU and a NIC meet above more than one bridge of its tree, in
 # which a switch is its upstream port (ncclTopoGetXmlFromSys takes a device's parent two sysfs levels up,
 # skipping the downstream port); the guest has one emulated switch for them (libvirt/domain_switch), which
@@ -232,9 +235,9 @@ def _render(element, depth, lines):
 
 
 def render(cpus):
-    """NCCL's XML of ``cpus`` (from :func:`plan_tree`): spaces between elements (NCCL's parser skips only
-    blanks and line ends, no tabs), no XML declaration (NCCL would read it as an element)."""
-    lines = ['<system version="1">']
+    """NCCL's XML of ``cpus`` (from :func:`plan_tree`) after the MARK line: spaces between elements (NCCL's
+    parser skips only blanks and line ends, no tabs), no XML declaration (NCCL would read it as an element)."""
+    lines = [MARK, '<system version="1">']
     for node, children in cpus:
         lines.append('  <cpu numaid="%d">' % node)
         for child in children:
