@@ -55,6 +55,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     NCCL topology file. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import NO_GPU  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
@@ -110,7 +111,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
                 entry["gpuvirt_guest_pci_links"] = links[tenant_name]
             elif links_given and not placement.get("gpus"):
                 # no GPU (any more): no file, and the one the guest stage wrote earlier goes with its NCCL_TOPO_FILE
-                entry["gpuvirt_guest_pci_links"] = {"missing": "the plan gives the tenant no GPU on its host"}
+                entry["gpuvirt_guest_pci_links"] = {"missing": NO_GPU}
             entry["gpuvirt_guest_relaxed_ordering"] = "1"
         out.append(entry)
     return out

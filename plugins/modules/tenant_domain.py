@@ -710,6 +710,16 @@ pci_links:
   type: dict
   sample: {tenant-a: {level: PIX, gpu: {link_speed: "16.0 GT/s PCIe", link_width: 16}, nic: {link_speed: "16.0 GT/s PCIe",
            link_width: 16}, switch: {link_speed: "16.0 GT/s PCIe", link_width: 16}, missing: null, unknown: {}}}
+guest_layouts:
+  description:
+    - With O(tenants) and O(preview), per placed tenant with VFs, where its guest will see its GPUs and VFs as its domain lays
+      them out - C(gpus), C(nics) (its VFs), C(cells) (the devices of each guest NUMA cell, by cell index), C(switches) (the
+      devices under one emulated switch) and C(classes) (each device's PCI class in the host model, a VF not made yet its
+      PF's) - of which the preview shows the NCCL topology file its guest stage will write (filter tenant_stage_report).
+  returned: with O(tenants) and O(preview)
+  type: dict
+  sample: {tenant-a: {gpus: ["0000:10:00.0"], nics: ["0000:18:00.1"], cells: [["0000:10:00.0", "0000:18:00.1"]],
+           switches: [["0000:10:00.0", "0000:18:00.1"]], classes: {"0000:10:00.0": "0x030200", "0000:18:00.1": "0x020000"}}}
 preview_notes:
   description: With O(tenants) and O(preview), what the plan assumes of the earlier stages; empty otherwise.
   returned: with O(tenants)

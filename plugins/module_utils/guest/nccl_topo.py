@@ -58,6 +58,8 @@ LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
 VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
+# the facts a tenant with VFs and no GPU gets (filter guest_hosts): no file, and the one written before goes
+NO_GPU = "the plan gives the tenant no GPU on its host"
 # The file's first line: an XML comment, which NCCL's parser skips wherever an element may start (xml.cc
 # xmlGetNode and xmlSkipComment), by which nccl_env knows the file it wrote (guest.nccl_topo_edit).
 MARK = "<!-- gpuvirt.tenancy nccl_env: the NCCL topology file of this guest, removed when it can no longer be made -->"
@@ -261,3 +263,25 @@ def topology_file(fs, rdma_devices, links):
                "level": links["level"] if links else None, "reason": reason,
                "from_guest": from_guest(links) if cpus is not None else {}}
     return (render(cpus) if cpus is not None else None), details
+
+
+def preview_file(layout, links):
+    """-> (lines, reason, from_guest): the file the guest stage will write for a tenant, decided as in the guest
+    (:func:`plan_tree`) on the guest layout its domain defines (planning.pci_links ``guest_layouts``: each
+    device's guest NUMA cell and emulated switch, its class) and the host's ``links`` (None: :data:`NO_GPU`);
+    ``lines`` None and the reason where no file is made. The guest's bus IDs are the guest's own, read there:
+    shown as ``{HOST ADDRESS}``, an emulated switch as ``{switch N}``."""
+    checked = check_links(links if links is not None else {"missing": NO_GPU})
+    cell_of = dict((address, index) for index, cell in enumerate(layout["cells"]) for address in cell)
+    switch_of = dict((address, "{switch %d}" % (index + 1)) for index, group in enumerate(layout["switches"]) for address in group)
+
+    def device(address):
+        return {"address": "{%s}" % address, "class": layout["classes"].get(address), "numa_node": cell_of.get(address),
+                "upstream": [switch_of[address]] if address in switch_of else []}
+
+    devices = {"gpus": [device(a) for a in layout["gpus"]], "nics": [device(a) for a in layout["nics"]], "not_pci": [],
+               "numa_nodes": list(range(len(layout["cells"]))) or [0]}
+    cpus, reason = plan_tree(devices, checked)
+    if cpus is None:
+        return None, reason, {}
+    return render(cpus).splitlines(), None, from_guest(checked)

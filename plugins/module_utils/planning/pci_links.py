@@ -112,3 +112,28 @@ def plan_links(plan, topology):
         if links is not None:
             out[name] = links
     return out
+
+
+def guest_layouts(plan, entries, topology):
+    """{tenant: {gpus, nics, cells, switches, classes}} of the plan's placements with GPUs or VFs: where its
+    guest will see each GPU and VF, as its ``tenant_domain`` entry lays them out (``numa_cells``: the guest
+    NUMA cell of each device, its index; ``pcie_switches``: the devices under one emulated switch), and each
+    device's PCI class in the host model (a VF not made yet: its PF's), for the preview of the guest's NCCL
+    topology file. No guest bus ID: the guest's firmware numbers its buses."""
+    pci = (topology or {}).get("pci_devices") or {}
+    by_name = dict((entry.get("name"), entry) for entry in entries or [])
+    out = {}
+    for name, placement in sorted(((plan or {}).get("placements") or {}).items()):
+        gpus, vfs = list(placement.get("gpus") or []), list(placement.get("vfs") or [])
+        entry = by_name.get(name)
+        if not vfs or entry is None:
+            continue
+        classes = {}
+        for address in gpus + vfs:
+            own = (pci.get(address) or {}).get("class")
+            pf = vf_function(pci, address, (placement.get("vf_pfs") or {}).get(address))[0] if address in vfs else None
+            classes[address] = own or (pci.get(pf) or {}).get("class")
+        out[name] = {"gpus": gpus, "nics": vfs, "classes": classes,
+                     "cells": [[d for d in cell.get("devices") or [] if d in gpus + vfs] for cell in entry.get("numa_cells") or []],
+                     "switches": [list(group) for group in entry.get("pcie_switches") or []]}
+    return out

@@ -10,7 +10,7 @@ missing, never guessed)."""
 from __future__ import annotations
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import nccl_link, plan_links, tenant_links
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import guest_layouts, nccl_link, plan_links, tenant_links
 
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 from placement_topologies import dgx_a100  # pylint: disable=import-error
@@ -75,3 +75,21 @@ def test_pix_needs_a_bridge_both_sit_under():
     placement = {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PIX"}
     links = tenant_links(placement, LAB)
     assert links["switch"] is None and links["unknown"] == {"switch": "no bridge shared by the GPUs and PFs"}
+
+
+def test_guest_layouts_follow_the_domain_entries():
+    """Each device's guest cell and emulated switch as the tenant_domain entry lays them out; a GPU's companion (its audio
+    function, in the entry's gpus and cell) left out; a VF not made yet takes its PF's class; a tenant without VFs none."""
+    plan = {"placements": {
+        "a": {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}},
+        "gpu-only": {"gpus": ["0000:82:00.0"], "vfs": []}}}
+    entries = [{"name": "a", "gpus": ["0000:83:00.0", "0000:83:00.1"], "vfs": ["0000:81:00.2"],
+                "numa_cells": [{"node": 1, "devices": ["0000:83:00.0", "0000:83:00.1", "0000:81:00.2"]}],
+                "pcie_switches": [["0000:83:00.0", "0000:81:00.2"]]},
+               {"name": "gpu-only", "gpus": ["0000:82:00.0"], "vfs": []}]
+    layouts = guest_layouts(plan, entries, LAB)
+    assert layouts == {"a": {"gpus": ["0000:83:00.0"], "nics": ["0000:81:00.2"],
+                             "classes": {"0000:83:00.0": LAB["pci_devices"]["0000:83:00.0"]["class"],
+                                         "0000:81:00.2": LAB["pci_devices"]["0000:81:00.0"]["class"]},
+                             "cells": [["0000:83:00.0", "0000:81:00.2"]], "switches": [["0000:83:00.0", "0000:81:00.2"]]}}
+    assert "0000:81:00.2" not in LAB["pci_devices"] and layouts["a"]["classes"]["0000:81:00.2"]
