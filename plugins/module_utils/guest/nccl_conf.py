@@ -547,8 +547,8 @@ def nccl_env(params, host, run):
     topology = decision.result.get("topology")
     if topology and not topology["written"]:
         # said, never a failure: NCCL then reads the guest's own PCIe tree
-        run.warn("no NCCL topology file (%s): %s%s" % (topology["path"], topology["reason"], "; the one this module wrote is removed, "
-                                                        "NCCL_TOPO_FILE with it" if topology["removed"] else ""))
+        gone = "; the one this module wrote is removed, NCCL_TOPO_FILE with it" if topology["removed"] else ""
+        run.warn("no NCCL topology file (%s): %s%s" % (topology["path"], topology["reason"], gone))
         if topology["kept"]:
             run.warn(topology["kept"])
     return apply(decision, params, host, run)
