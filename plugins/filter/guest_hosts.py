@@ -55,6 +55,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     NCCL topology file. Tenants ``known``
     to the inventory already (a static guest inventory) are left to it. ``add`` false: none
     (the inventory lists the guests itself)."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import NO_GPU  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs  # pylint: disable=import-outside-toplevel
@@ -65,6 +66,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     access = _dict(access, "the guest access (gpuvirt_guest_access)", name)
     host = _dict(host, "host", name)
     placements = _dict(_dict(plan, "plan", name).get("placements"), "plan.placements", name)
+    links_given = links is not None
     links = _dict(links, "links (the tenants stage's pci_links)", name)
     # Every input is checked before the first entry (plugin_utils/guest_inventory.py: the tenant's name as an
     # inventory host name, ports 1-65535, strict booleans, the jump as ssh takes it): a bad one is an
@@ -107,6 +109,9 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
             if isinstance(links.get(tenant_name), dict):
                 # the host's link facts of its GPUs and VFs: the guest's NCCL topology file (guest_rdma, nccl_env topo_links)
                 entry["gpuvirt_guest_pci_links"] = links[tenant_name]
+            elif links_given and not placement.get("gpus"):
+                # no GPU (any more): no file, and the one the guest stage wrote earlier goes with its NCCL_TOPO_FILE
+                entry["gpuvirt_guest_pci_links"] = {"missing": NO_GPU}
             entry["gpuvirt_guest_relaxed_ordering"] = "1"
         out.append(entry)
     return out

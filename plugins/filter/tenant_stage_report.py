@@ -23,6 +23,11 @@ PARTS = (
 )
 # where each tenant's VFs sit from its GPU (the plan's vf_locality): after the tenants that do not fit
 LOCALITY = "where each tenant's VFs sit from its GPU (PIX, PXB, PHB, NODE, SOCKET or SYS) and why none nearer"
+# a preview: what each tenant's guest stage (guest_rdma) will write for NCCL, after where its VFs sit
+NCCL = ("NCCL in each tenant's guest, as the guest stage will write it from this plan (/etc/nccl.conf; the topology file with "
+        "bus IDs shown as {HOST ADDRESS}, the guest's own read there)")
+# guest_rdma_topo_file's default
+TOPO_FILE = "/etc/nccl-topo.xml"
 RESTART = "running tenants that keep part of their change until they are restarted (never restarted here)"
 
 
@@ -47,6 +52,32 @@ def vf_localities(result):
     return out
 
 
+def guest_nccl(result):
+    """{tenant: [line]} of a preview's placements with VFs: the NCCL settings the guest stage writes from the facts
+    the tenants stage gives its guest (filter guest_hosts: relaxed ordering on, the GDR level of its GPUs and VFs
+    on the host) and its NCCL topology file (guest.nccl_topo on the guest layout its domain defines), or why none."""
+    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import GDR_LEVEL_OF  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import preview_file  # pylint: disable=import-outside-toplevel
+    placements = _field(result, "plan.placements") or {}
+    links = result.get("pci_links") or {}
+    out = {}
+    for name, layout in sorted((result.get("guest_layouts") or {}).items()):
+        placement = placements.get(name) or {}
+        lines = ["NCCL_IB_PCI_RELAXED_ORDERING=1"]
+        level = GDR_LEVEL_OF.get(placement.get("pcie_affinity")) if placement.get("gpus") else None
+        if level:
+            lines.append("NCCL_NET_GDR_LEVEL=%s" % level)
+        text, reason, left = preview_file(layout, links.get(name))
+        if text is None:
+            lines.append("no NCCL_TOPO_FILE, no topology file: %s" % reason)
+        else:
+            lines.append("NCCL_TOPO_FILE=%s" % TOPO_FILE)
+            lines.extend("%s link: NCCL reads it in the guest (%s)" % (kind, why) for kind, why in sorted(left.items()))
+            lines.extend(text)
+        out[name] = lines
+    return out
+
+
 def tenant_stage_report(result, preview=False):
     """[{label: what}] of the tenants stage's result (tenant_domain's, or the gate's check of the
     same call), in reading order, the parts with nothing to say left out; VF settings only in a
@@ -66,6 +97,9 @@ def tenant_stage_report(result, preview=False):
             locality = vf_localities(result)
             if locality:
                 report.append({LOCALITY: locality})
+            nccl = guest_nccl(result) if preview else {}
+            if nccl:
+                report.append({NCCL: nccl})
     restart = result.get("restart_required") or []
     if restart:
         report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})

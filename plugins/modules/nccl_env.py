@@ -127,20 +127,24 @@ options:
     default: "# {mark} gpuvirt.tenancy guest_rdma"
   topo_links:
     description:
-      - The GPU host's PCIe link facts of this tenant, C({level, gpu, nic, switch, missing}) as the tenants stage gives them
-        (C(gpuvirt_guest_pci_links), the module tenant_domain's RV(gpuvirt.tenancy.tenant_domain#module:pci_links)) - C(level) the plan's
-        distance between the tenant's GPUs and VFs (C(PIX), C(PXB), C(PHB), C(NODE), C(SYS)), C(gpu), C(nic) and C(switch) each
-        C({link_speed, link_width}) (a speed string NCCL reads, C(16.0 GT/s PCIe) or C(16 GT/s); 1-32 lanes), C(missing) why the
-        host could not give them.
+      - The GPU host's PCIe link facts of this tenant, C({level, gpu, nic, switch, missing, unknown}) as the tenants stage gives
+        them (C(gpuvirt_guest_pci_links), the module tenant_domain's RV(gpuvirt.tenancy.tenant_domain#module:pci_links)) - C(level)
+        the plan's distance between the tenant's GPUs and VFs (C(PIX), C(PXB), C(PHB), C(NODE), C(SYS)), C(gpu), C(nic) and
+        C(switch) each C({link_speed, link_width}) (a speed string NCCL reads, C(16.0 GT/s PCIe) or C(16 GT/s); 1-32 lanes) or
+        null where the host cannot give it, C(unknown) why per link, C(missing) why the host could not give the distance.
       - With it, the NCCL topology file O(topo_file) (C(NCCL_TOPO_FILE), NCCL's XML topology format) maps the guest's NVIDIA GPUs
         and the PCI functions of the HCAs NCCL is given (O(ib_hca)) by their guest bus IDs, grouped by guest NUMA node, under the
         guest bridge they share (or a bridge only the file names, C(ffff:ff:NN.0), as the topology files published for VMs do)
         where the host has them under one switch (C(PIX)), directly under their NUMA node for C(PHB), C(NODE) and C(SYS), each
-        with the host's link speed and width; NCCL reads the rest (CPU affinity, device IDs, the NICs' ports) in the guest.
-        C(NCCL_TOPO_FILE) in O(path) is set to it.
-      - No file is written, never a failure - a warning and the result's RV(topology) say why - where the facts are C(missing)
-        (a host model without C(max_link_speed)), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), the
-        host level is C(PXB), or the guest's NUMA nodes cannot show the host's distance. C(NCCL_TOPO_FILE) is then left as it is.
+        with the host's link speed and width where it is known; an element whose link is unknown (or differs between the
+        tenant's GPUs, or PFs) has none, and NCCL reads it in the guest as it does without a file (NVML for a GPU, sysfs for
+        the others). NCCL reads the rest (CPU affinity, device IDs, the NICs' ports) in the guest. C(NCCL_TOPO_FILE) in
+        O(path) is set to it.
+      - No file is written, never a failure - a warning and the result's RV(topology) say why - where the distance is
+        C(missing), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), the host level is C(PXB) (the guest has one
+        emulated switch level), C(PIX) needs a bridge only the file names whose host link is unknown, or the guest's NUMA nodes
+        cannot show the host's distance. The file this module wrote before (its first line an XML comment that marks it) is then
+        removed and C(NCCL_TOPO_FILE) with it, in check mode said and diffed only; a file it did not write is kept, and said.
     type: dict
   topo_file:
     description: The NCCL topology file of O(topo_links), a host path under O(root), written whole and atomically; its directory is
@@ -242,11 +246,14 @@ gpudirect:
 topology:
   description:
     - With O(topo_links), the NCCL topology file - C(path), C(written) (false - no file, C(reason) says why), the guest bus IDs of the
-      C(gpus) and C(nics) read in the guest, the host C(level) between them.
+      C(gpus) and C(nics) read in the guest, the host C(level) between them, C(from_guest) the links the file leaves to NCCL's
+      own reading in the guest and why, C(removed) (the file this module wrote removed, no file being made) and C(kept) (why
+      a file it did not write is left).
   returned: success, with O(topo_links)
   type: dict
   sample: {"path": "/etc/nccl-topo.xml", "written": true, "gpus": ["0000:06:00.0"], "nics": ["0000:07:00.0"], "level": "PIX",
-           "reason": null}
+           "reason": null, "from_guest": {"gpu": "the host model has no max_link_speed/max_link_width for 0000:10:00.0"},
+           "removed": false, "kept": null}
 gid_table:
   description: The GID tables of the checked ports, like show_gids.
   returned: success

@@ -703,12 +703,23 @@ pci_links:
     - With O(tenants), per placed tenant with GPUs and VFs, the host's PCIe link facts its guest's NCCL topology file is made of
       (role C(guest_rdma), nccl_env's O(gpuvirt.tenancy.nccl_env#module:topo_links)) - C(level) (the plan's distance between its
       GPUs and VFs), C(gpu), C(nic) (its VFs' PF) and C(switch) (the bridge they share, with C(PIX)), each C({link_speed, link_width})
-      as NCCL reads a link on the host (the lower of the device's C(max_link_speed)/C(max_link_width) and its parent port's), and
-      C(missing), why they are unknown (a capture without C(max_link_speed), GPUs with different links), the others null then.
+      as NCCL reads a link on the host (the lower of the device's C(max_link_speed)/C(max_link_width) and its parent port's), or
+      null with the reason in C(unknown) (a capture without C(max_link_speed), GPUs or PFs with different links, no shared
+      bridge), and C(missing), why the distance is unknown, the others null then.
   returned: with O(tenants)
   type: dict
   sample: {tenant-a: {level: PIX, gpu: {link_speed: "16.0 GT/s PCIe", link_width: 16}, nic: {link_speed: "16.0 GT/s PCIe",
-           link_width: 16}, switch: {link_speed: "16.0 GT/s PCIe", link_width: 16}, missing: null}}
+           link_width: 16}, switch: {link_speed: "16.0 GT/s PCIe", link_width: 16}, missing: null, unknown: {}}}
+guest_layouts:
+  description:
+    - With O(tenants) and O(preview), per placed tenant with VFs, where its guest will see its GPUs and VFs as its domain lays
+      them out - C(gpus), C(nics) (its VFs), C(cells) (the devices of each guest NUMA cell, by cell index), C(switches) (the
+      devices under one emulated switch) and C(classes) (each device's PCI class in the host model, a VF not made yet its
+      PF's) - of which the preview shows the NCCL topology file its guest stage will write (filter tenant_stage_report).
+  returned: with O(tenants) and O(preview)
+  type: dict
+  sample: {tenant-a: {gpus: ["0000:10:00.0"], nics: ["0000:18:00.1"], cells: [["0000:10:00.0", "0000:18:00.1"]],
+           switches: [["0000:10:00.0", "0000:18:00.1"]], classes: {"0000:10:00.0": "0x030200", "0000:18:00.1": "0x020000"}}}
 preview_notes:
   description: With O(tenants) and O(preview), what the plan assumes of the earlier stages; empty otherwise.
   returned: with O(tenants)

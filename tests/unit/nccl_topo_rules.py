@@ -21,6 +21,11 @@ refuses or silently reads otherwise than written. Cited per rule:
 - ncclTopoAddPci (topo.cc): ``link_speed`` is converted by kvDictPciGen with a prefix match, an
   unknown string falls back to 8 GT/s without an error (refused here); ``link_width`` is an integer.
 - kvDictPciClass: ``class`` is a hex class code (0x060400 a bridge, 0x03.. a GPU, 0x02.. a NIC).
+- ncclTopoGetXmlFromSys (xml.cc), for a ``pci`` element without ``link_speed``/``link_width``: a GPU NVML
+  finds gets NVML's current link, another device its sysfs ``max_link_speed``/``max_link_width`` (the
+  lower of its own and its parent port's), and a bus ID without a sysfs path ``""``, which
+  ncclTopoAddPci (topo.cc) reads as x16 at 8 GT/s (kvDictPciGen's fallback): ``links_fillable``
+  refuses such an element whose bus ID the guest does not have.
 """
 
 from __future__ import annotations
@@ -163,3 +168,14 @@ def check(top):
             raise TopoError("pci %s link_speed %r is not in kvDictPciGen (NCCL would read 8 GT/s)" % (busid, node.attrs["link_speed"]))
         if "link_width" in node.attrs and not re.match(r"^\d+$", node.attrs["link_width"]):
             raise TopoError("pci %s link_width %r is not an integer" % (busid, node.attrs["link_width"]))
+
+
+def links_fillable(top, present):
+    """Every ``pci`` element of ``top`` that leaves its link out names a device of ``present`` (the bus IDs
+    under the guest's /sys/bus/pci/devices), where NCCL reads the link itself; else TopoError."""
+    for node in top.walk():
+        if node.name != "pci":
+            continue
+        left = [key for key in ("link_speed", "link_width") if key not in node.attrs]
+        if left and node.attrs["busid"] not in present:
+            raise TopoError("pci %s leaves %s out and has no sysfs path: NCCL would read 8 GT/s x16" % (node.attrs["busid"], ", ".join(left)))

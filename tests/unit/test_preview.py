@@ -106,6 +106,14 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
         assert chains == [["pcie-switch-downstream-port", "pcie-switch-upstream-port", "pcie-root-port",
                            "pcie-expander-bus@0"]] * devices, (name, chains)
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
+    # each tenant's NCCL in its guest, as the guest stage will write it: relaxed ordering, GPUDirect RDMA as far as PXB
+    # (the plan's distance) and no topology file, why said (PXB needs two bridge levels; the guest has one switch)
+    nccl = guest_nccl(out)
+    assert sorted(nccl) == sorted(tenants), out[-3000:]
+    for name, lines in nccl.items():
+        assert lines[:2] == ["NCCL_IB_PCI_RELAXED_ORDERING=1", "NCCL_NET_GDR_LEVEL=PXB"], (name, lines)
+        assert len(lines) == 3 and lines[2].startswith("no NCCL_TOPO_FILE, no topology file: the host's GPUs and VFs are PXB "
+                                                       "apart (under different switches below a shared one)"), (name, lines)
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
     # one module call on the host, the gate's read: it checked each stage's call in check mode, and each stage
     # shows that check (changed, its diff above) as its own result
@@ -230,6 +238,26 @@ def domain_xmls(out):
     for match in re.finditer(r"\+\+\+ after: (\S+) \(persistent XML\)\n@@[^\n]*\n((?:\+[^\n]*\n)+)", out):
         found[match.group(1)] = "".join(line[1:] + "\n" for line in match.group(2).splitlines())
     return found
+
+
+def guest_nccl(out):
+    """{tenant: [line]} of the tenants stage report's NCCL part (the preview of each guest's NCCL settings and topology
+    file), as the YAML callback prints it: list items of a tenant, wrapped lines joined, single quotes undone."""
+    # up to the next part's key (its line's start, "-   '", left out)
+    part = out.split("NCCL in each tenant's guest", 1)[1].split("VF settings the tenants get", 1)[0].rsplit("\n", 1)[0]
+    found, name, items = {}, None, None
+    for line in part.splitlines()[3:]:
+        text = line.strip()
+        match = re.match(r"^(?::\s+)?([\w-]+):$", text)
+        if match:
+            name, items = match.group(1), []
+            found[name] = items
+        elif text.startswith("- ") and items is not None:
+            items.append(text[2:])
+        elif text and items:
+            items[-1] += " " + text
+    return dict((tenant, [i[1:-1].replace("''", "'") if i.startswith("'") and i.endswith("'") else i for i in lines])
+                for tenant, lines in found.items())
 
 
 def guest_cell(xml):
@@ -563,3 +591,31 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
         vlan = {"h-a": 301, "h-b": 302, "h-c": 303, "h-d": 304, "h-e": 305}[tenant]
         assert '<tag id="%d" />' % vlan in xml
     check_vfs_keep_their_settings(out, xmls)
+    check_hgx_nccl(out, placements)
+
+
+def check_hgx_nccl(out, placements):
+    """Each HGX tenant's NCCL in its guest: relaxed ordering, the GDR level of its GPU and VF on the host, and a topology
+    file although the capture holds no link speeds: the GPU and the VF on their guest NUMA node (cell 0), no link
+    attribute (NCCL reads each in the guest), read by NCCL's parser rules once the guest's bus IDs stand in."""
+    from nccl_topo_rules import links_fillable, parse  # pylint: disable=import-error,import-outside-toplevel
+    nccl = guest_nccl(out)
+    assert sorted(nccl) == sorted(placements), out[-3000:]
+    for name, lines in nccl.items():
+        placed = placements[name]
+        level = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}[placed["pcie_affinity"]]
+        assert lines[:3] == ["NCCL_IB_PCI_RELAXED_ORDERING=1", "NCCL_NET_GDR_LEVEL=%s" % level, "NCCL_TOPO_FILE=/etc/nccl-topo.xml"]
+        assert lines[3].startswith("gpu link: NCCL reads it in the guest (the host model has no max_link_speed") and \
+            lines[4].startswith("nic link: NCCL reads it in the guest (the host model has no max_link_speed"), (name, lines)
+        text = "\n".join(lines[5:]) + "\n"
+        devices = placed["gpus"] + placed["vfs"]
+        # the guest's own bus IDs, made up here for the rules: one bus per device
+        guest = dict((address, "0000:%02x:00.0" % (index + 1)) for index, address in enumerate(devices))
+        for address, busid in guest.items():
+            text = text.replace("{%s}" % address, busid)
+        top = parse(text)
+        links_fillable(top, set(guest.values()))
+        (cpu,) = top.subs
+        assert cpu.attrs == {"numaid": "0"}
+        assert sorted((leaf.attrs["busid"], leaf.attrs["class"]) for leaf in cpu.subs) == sorted(
+            [(guest[g], "0x030200") for g in placed["gpus"]] + [(guest[v], "0x020000") for v in placed["vfs"]]), (name, text)

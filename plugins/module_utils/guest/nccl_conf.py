@@ -25,9 +25,10 @@ import json
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, file_target, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_found, block_lines, check_marker, render_block
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import check_links, topology_file
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import check_links
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo_edit import FileEdit, topo_edit
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_vm import check_relaxed_ordering, gpudirect_state
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import (
     ROCE_V2, RdmaReader, format_gid_table, roce_v2_ipv4_index)
@@ -432,36 +433,6 @@ def check_inputs(params):
             raise InputError("extra: NCCL_TOPO_FILE is managed by topo_file with topo_links; set it there")
 
 
-class FileEdit:
-    """One file's text before and after, under the host's root: ``real`` is its real path,
-    ``shown`` its host path."""
-
-    def __init__(self, host, shown, option, create_parent=False):
-        self.shown = shown
-        self.real = file_target(host.path(shown, option), option, shown, create_parent=create_parent)
-        self.before = read_text(self.real, option=option, shown=shown)
-        self.after = self.before
-
-    @property
-    def differs(self):
-        # None after: a missing file that stays missing
-        return self.after is not None and self.after != self.before
-
-    def apply(self, host, run, backup):
-        """Write the new text when it differs (not in check mode); the backup's host path or None."""
-        run.diff.add(self.shown, self.before, self.after)
-        if not self.differs:
-            return None
-        saved = None
-        if not run.check_mode:
-            host.files.makedirs(os.path.dirname(self.real))
-            saved = host.files.write(self.real, self.after, backup=backup)
-        run.changed = True
-        if saved is not None and host.root != os.sep:
-            return "/" + os.path.relpath(saved, host.root)
-        return saved
-
-
 class Decision:
     """What nccl_env would write: the NCCL file's edit, the hosts file's edit (None without
     ``hosts_entries``), the lines its marked block holds now, and the result fields."""
@@ -473,25 +444,6 @@ class Decision:
         self.result = result
         # the NCCL topology file's edit (None: not written, the result's topology says why)
         self.topo = topo
-
-
-def topo_edit(params, host, conf, hosts, tables):
-    """The NCCL topology file of ``topo_links`` (nccl_topo) -> (edit or None, the result's ``topology``:
-    {path, written, gpus, nics, level, reason}); no file, and its reason, where it cannot be made honestly."""
-    if params["topo_links"] is None:
-        return None, None
-    text, details = topology_file(host.fs, sorted(set(dev for dev, _port in tables)), check_links(params["topo_links"]))
-    details["path"] = params["topo_file"]
-    details["written"] = text is not None
-    if text is None:
-        return None, details
-    edit = FileEdit(host, params["topo_file"], "topo_file", create_parent=True)
-    others = [os.path.realpath(other.real) for other in (conf, hosts) if other is not None]
-    if os.path.realpath(edit.real) in others:
-        raise InputError("topo_file: %s is the NCCL settings file or the hosts file; give the topology a file of its own "
-                         "(the default /etc/nccl-topo.xml)" % params["topo_file"])
-    edit.after = text
-    return edit, details
 
 
 def hosts_edit(params, host):
@@ -532,9 +484,13 @@ def decide(params, host):
     tables = gid_tables(params, RdmaReader(host.fs))
     result = {"path": params["path"]}
     settings = wanted_settings(params, host, tables, result)
-    topo, result["topology"] = topo_edit(params, host, conf, hosts, tables)
-    if topo is not None:
-        settings["NCCL_TOPO_FILE"] = params["topo_file"]
+    topo, result["topology"] = topo_edit(params, host, (conf, hosts), sorted(set(dev for dev, _port in tables)))
+    if result["topology"] is not None:
+        if result["topology"]["written"]:
+            settings["NCCL_TOPO_FILE"] = params["topo_file"]
+        elif not result["topology"]["kept"] and parse_conf(conf.before).get("NCCL_TOPO_FILE") == params["topo_file"]:
+            # the file is gone or goes now: the setting that names it goes too
+            settings["NCCL_TOPO_FILE"] = None
     conf.after = render_conf(conf.before or "", settings)
     result["settings"] = dict((k, v) for k, v in sorted(settings.items()) if v is not None)
     result["removed"] = sorted(k for k, v in settings.items() if v is None and k in parse_conf(conf.before or ""))
@@ -550,12 +506,15 @@ def decide(params, host):
 def apply(decision, params, host, run):
     """Write the files of ``decision`` that differ (not in check mode); the result fields."""
     result = dict(decision.result)
-    if decision.topo is not None:
+    if decision.topo is not None and not decision.topo.remove:
         # the file NCCL_TOPO_FILE names is in place before the setting that names it
         decision.topo.apply(host, run, False)
     backup = decision.conf.apply(host, run, params["backup"])
     if backup is not None:
         result["backup_file"] = backup
+    if decision.topo is not None and decision.topo.remove:
+        # and removed after the setting that named it
+        decision.topo.apply(host, run, False)
     if decision.hosts is not None:
         backup = decision.hosts.apply(host, run, params["backup"])
         if backup is not None:
@@ -588,5 +547,8 @@ def nccl_env(params, host, run):
     topology = decision.result.get("topology")
     if topology and not topology["written"]:
         # said, never a failure: NCCL then reads the guest's own PCIe tree
-        run.warn("no NCCL topology file (%s): %s" % (topology["path"], topology["reason"]))
+        gone = "; the one this module wrote is removed, NCCL_TOPO_FILE with it" if topology["removed"] else ""
+        run.warn("no NCCL topology file (%s): %s%s" % (topology["path"], topology["reason"], gone))
+        if topology["kept"]:
+            run.warn(topology["kept"])
     return apply(decision, params, host, run)

@@ -21,6 +21,18 @@ Inside a VM NCCL reads the emulated PCIe tree: link speeds of emulated ports, an
 between GPU and NIC that need not be the host's. The file gives NCCL the host's facts, which
 the tenants stage reads on the GPU host (``planning.pci_links``) and passes per guest.
 
+A link the host cannot give (no ``max_link_speed``/``max_link_width`` in its host model, or the
+tenant's GPUs, or its VFs' PFs, on different links, since the guest cannot tell which of its bus IDs
+is which host device) is left out of the element: NCCL fills a ``pci`` element without
+``link_speed``/``link_width`` itself (NVIDIA/nccl 5067397c2676d5aed50042fc39e5c8ee96eb0027,
+``src/graph/xml.cc`` ``ncclTopoGetXmlFromSys``): a GPU that NVML finds from NVML's current PCIe link
+generation and width (16.0 GT/s x16 where NVML gives none), any other device from sysfs in the guest,
+the lower of its ``max_link_speed``/``max_link_width`` and its parent port's (``../max_link_speed``),
+and a bus ID with no sysfs path (a bridge only the file names) gets ``""``, which ``ncclTopoAddPci``
+(``src/graph/topo.cc``) reads as x16 at kvDictPciGen's fallback, 8 GT/s. So the file leaves a link out
+only on a device or bridge the guest has, where NCCL then reads what it would read without a file, and
+keeps the facts that are known: the devices by guest bus ID, their NUMA node and the host's distance.
+
 Pure logic with reads through a Sysfs reader; nothing here writes.
 """
 
@@ -46,6 +58,21 @@ LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
 VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
+# the facts a tenant with VFs and no GPU gets (filter guest_hosts): no file, and the one written before goes
+NO_GPU = "the plan gives the tenant no GPU on its host"
+# The file's first line: an XML comment, which NCCL's parser skips wherever an element may start (xml.cc
+# xmlGetNode and xmlSkipComment), by which nccl_env knows the file it wrote (guest.nccl_topo_edit).
+MARK = "<!-- gpuvirt.tenancy nccl_env: the NCCL topology file of this guest, removed when it can no longer be made -->"
+# Why PXB gets no file. NCCL reads PXB where a GPU and a NIC meet above more than one bridge of its tree, in
+# which a switch is its upstream port (ncclTopoGetXmlFromSys takes a device's parent two sysfs levels up,
+# skipping the downstream port); the guest has one emulated switch for them (libvirt/domain_switch), which
+# NCCL reads as PIX. A file showing PXB needs two bridge levels that only it names, and NCCL gives such a
+# bridge the link the file sets or, with none, link_speed "" and link_width "" (no sysfs path), which
+# ncclTopoAddPci reads as 8 GT/s x16; the tenants stage passes no link per host switch level.
+PXB_REASON = ("the host's GPUs and VFs are PXB apart (under different switches below a shared one): NCCL reads PXB only from two "
+              "bridge levels, the guest has one emulated switch (which NCCL reads as PIX), and a bridge only the file names needs "
+              "the link of its host switch, which the tenants stage does not pass (NCCL would take 8 GT/s x16 for it); "
+              "NCCL_NET_GDR_LEVEL=PXB carries the distance")
 
 
 def speed_ok(text):
@@ -69,25 +96,44 @@ def _link(value, what):
     return {"link_speed": str(speed), "link_width": width}
 
 
+KINDS = ("gpu", "nic", "switch")
+
+
 def check_links(value):
     """The host's link facts of one tenant (``gpuvirt_guest_pci_links``), checked: {level, gpu, nic,
-    switch, missing}; ``missing`` (a reason) when the host could not give them."""
+    switch, missing, unknown}; ``missing`` (a reason) when the host could not give the distance; a
+    link of ``gpu``, ``nic`` or ``switch`` None where the host could not give it (or gave different
+    ones), its reason in ``unknown``."""
     if not isinstance(value, dict):
         raise InputError("topo_links: expected the host's link facts of this tenant (gpuvirt_guest_pci_links: level, gpu, nic, "
-                         "switch, missing), got %r" % (value,))
-    unknown = sorted(set(value) - {"level", "gpu", "nic", "switch", "missing"})
-    if unknown:
-        raise InputError("topo_links: unknown keys %s; give level, gpu, nic, switch and missing" % ", ".join(unknown))
+                         "switch, missing, unknown), got %r" % (value,))
+    unknown_keys = sorted(set(value) - {"level", "gpu", "nic", "switch", "missing", "unknown"})
+    if unknown_keys:
+        raise InputError("topo_links: unknown keys %s; give level, gpu, nic, switch, missing and unknown" % ", ".join(unknown_keys))
     if value.get("missing"):
-        return {"level": None, "gpu": None, "nic": None, "switch": None, "missing": str(value["missing"])}
+        return {"level": None, "gpu": None, "nic": None, "switch": None, "missing": str(value["missing"]), "unknown": {}}
     level = value.get("level")
     if level not in LEVELS:
         raise InputError("topo_links.level: %r is not a distance of the plan; use %s" % (level, ", ".join(LEVELS)))
-    switch = value.get("switch")
-    if level == "PIX" and switch is None:
-        raise InputError("topo_links.switch: the host's link of the switch the GPUs and VFs share is needed with level PIX")
-    return {"level": level, "gpu": _link(value.get("gpu"), "gpu"), "nic": _link(value.get("nic"), "nic"),
-            "switch": None if switch is None else _link(switch, "switch"), "missing": None}
+    reasons = value.get("unknown") or {}
+    if not isinstance(reasons, dict) or set(reasons) - set(KINDS):
+        raise InputError("topo_links.unknown: expected {gpu, nic, switch: why the host gives no link}, got %r" % (reasons,))
+    out = {"level": level, "missing": None, "unknown": {}}
+    for kind in KINDS:
+        if value.get(kind) is None:
+            out[kind] = None
+            if kind != "switch" or level == "PIX":
+                out["unknown"][kind] = str(reasons.get(kind) or "not given by the GPU host")
+        else:
+            out[kind] = _link(value[kind], kind)
+    return out
+
+
+def _link_attrs(link):
+    """A pci element's link attributes: the host's link, or none (NCCL then reads the device's own in the guest)."""
+    if link is None:
+        return []
+    return [("link_speed", link["link_speed"]), ("link_width", str(link["link_width"]))]
 
 
 def _pci_device(fs, address):
@@ -151,8 +197,7 @@ def plan_tree(devices, links):
         groups.setdefault(node, []).append((kind, device))
     level = links["level"]
     if level == "PXB":
-        return None, ("the host's GPUs and VFs are PXB apart (several switches); this version writes the file for PIX, PHB, NODE and SYS "
-                      "only, and NCCL_NET_GDR_LEVEL carries the distance")
+        return None, PXB_REASON
     cpus = []
     for index, (node, members) in enumerate(sorted(groups.items())):
         kinds = set(kind for kind, _device in members)
@@ -161,14 +206,20 @@ def plan_tree(devices, links):
                           "guest NUMA cells" % node)
         if level == "PIX" and len(kinds) < 2:
             return None, "the host's GPUs and VFs share a switch (PIX) but guest NUMA node %d holds only %ss" % (node, kinds.pop().upper())
-        leaves = [("pci", [("busid", device["address"]), ("class", device["class"] or ("0x030200" if kind == "gpu" else "0x020000")),
-                           ("link_speed", links[kind]["link_speed"]), ("link_width", str(links[kind]["link_width"]))], [])
+        leaves = [("pci", [("busid", device["address"]), ("class", device["class"] or ("0x030200" if kind == "gpu" else "0x020000"))]
+                   + _link_attrs(links[kind]), [])
                   for kind, device in sorted(members, key=lambda m: m[1]["address"])]
         if level == "PIX":
             chains = [device["upstream"] for _kind, device in members]
-            bridge = nearest_shared_bridge(chains[0], *chains[1:]) or VIRTUAL_BRIDGE % (index + 1)
-            leaves = [("pci", [("busid", bridge), ("class", BRIDGE_CLASS), ("link_speed", links["switch"]["link_speed"]),
-                               ("link_width", str(links["switch"]["link_width"]))], leaves)]
+            bridge = nearest_shared_bridge(chains[0], *chains[1:])
+            if bridge is None and links["switch"] is None:
+                # NCCL finds no sysfs path for a bus ID only the file names and sets its link_speed "" (read as
+                # 8 GT/s) and link_width "" (read as x16): a link nobody measured
+                return None, ("the guest has no bridge above its GPUs and VF (no emulated switch), and a bridge only the file names "
+                              "needs the host switch's link, which is unknown (%s); NCCL would take 8 GT/s x16 for it"
+                              % links["unknown"]["switch"])
+            leaves = [("pci", [("busid", bridge or VIRTUAL_BRIDGE % (index + 1)), ("class", BRIDGE_CLASS)]
+                       + _link_attrs(links["switch"]), leaves)]
         cpus.append((node, leaves))
     return cpus, None
 
@@ -186,9 +237,9 @@ def _render(element, depth, lines):
 
 
 def render(cpus):
-    """NCCL's XML of ``cpus`` (from :func:`plan_tree`): spaces between elements (NCCL's parser skips only
-    blanks and line ends, no tabs), no XML declaration (NCCL would read it as an element)."""
-    lines = ['<system version="1">']
+    """NCCL's XML of ``cpus`` (from :func:`plan_tree`) after the MARK line: spaces between elements (NCCL's
+    parser skips only blanks and line ends, no tabs), no XML declaration (NCCL would read it as an element)."""
+    lines = [MARK, '<system version="1">']
     for node, children in cpus:
         lines.append('  <cpu numaid="%d">' % node)
         for child in children:
@@ -198,11 +249,39 @@ def render(cpus):
     return "\n".join(lines) + "\n"
 
 
+def from_guest(links):
+    """{gpu, nic, switch: why} of the links the file leaves to NCCL's own reading in the guest."""
+    return dict((links or {}).get("unknown") or {})
+
+
 def topology_file(fs, rdma_devices, links):
     """-> (text, details): the file's text (None when it is left out) and what was read and decided:
-    {gpus, nics, level, reason}."""
+    {gpus, nics, level, reason, from_guest}."""
     devices = guest_devices(fs, rdma_devices)
     cpus, reason = plan_tree(devices, links)
     details = {"gpus": [d["address"] for d in devices["gpus"]], "nics": [d["address"] for d in devices["nics"]],
-               "level": links["level"] if links else None, "reason": reason}
+               "level": links["level"] if links else None, "reason": reason,
+               "from_guest": from_guest(links) if cpus is not None else {}}
     return (render(cpus) if cpus is not None else None), details
+
+
+def preview_file(layout, links):
+    """-> (lines, reason, from_guest): the file the guest stage will write for a tenant, decided as in the guest
+    (:func:`plan_tree`) on the guest layout its domain defines (planning.pci_links ``guest_layouts``: each
+    device's guest NUMA cell and emulated switch, its class) and the host's ``links`` (None: :data:`NO_GPU`);
+    ``lines`` None and the reason where no file is made. The guest's bus IDs are the guest's own, read there:
+    shown as ``{HOST ADDRESS}``, an emulated switch as ``{switch N}``."""
+    checked = check_links(links if links is not None else {"missing": NO_GPU})
+    cell_of = dict((address, index) for index, cell in enumerate(layout["cells"]) for address in cell)
+    switch_of = dict((address, "{switch %d}" % (index + 1)) for index, group in enumerate(layout["switches"]) for address in group)
+
+    def device(address):
+        return {"address": "{%s}" % address, "class": layout["classes"].get(address), "numa_node": cell_of.get(address),
+                "upstream": [switch_of[address]] if address in switch_of else []}
+
+    devices = {"gpus": [device(a) for a in layout["gpus"]], "nics": [device(a) for a in layout["nics"]], "not_pci": [],
+               "numa_nodes": list(range(len(layout["cells"]))) or [0]}
+    cpus, reason = plan_tree(devices, checked)
+    if cpus is None:
+        return None, reason, {}
+    return render(cpus).splitlines(), None, from_guest(checked)

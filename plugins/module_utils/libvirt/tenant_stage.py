@@ -162,5 +162,8 @@ def tenant_stage(params, host, run):
     result["vf_settings"] = settings
     # per tenant with GPUs and VFs: the host's links of them, for its guest's NCCL topology file (guest_rdma)
     result["pci_links"] = pci_links.plan_links(found, topology)
+    if preview:
+        # where each guest will see its GPUs and VFs: the preview of the guest stage's NCCL topology file
+        result["guest_layouts"] = pci_links.guest_layouts(found, placed, topology)
     result["preview_notes"] = preview_notes
     return result

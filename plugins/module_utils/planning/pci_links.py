@@ -5,7 +5,9 @@
 (guest.nccl_topo): the link of its GPUs, of its VFs' PFs and of the switch they share, taken as NCCL
 takes a link on bare metal (``ncclTopoGetXmlFromSys``, NVIDIA/nccl ``src/graph/xml.cc``: the lower of
 the device's ``max_link_speed`` and its parent port's, the same for ``max_link_width``), and the
-plan's distance between them (``pcie_affinity``). Pure function of the plan and the host model."""
+plan's distance between them (``pcie_affinity``). A link the host model cannot give is said per
+kind, never guessed: the guest's file then leaves it to NCCL's own reading (guest.nccl_topo). Pure
+function of the plan and the host model."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -75,28 +77,31 @@ def _shared_bridges(pci, gpus, pfs):
 
 
 def tenant_links(placement, topology):
-    """{level, gpu, nic, switch, missing} of one placement (its GPUs and VFs), or None for a tenant
-    without both."""
+    """{level, gpu, nic, switch, missing, unknown} of one placement (its GPUs and VFs), or None for a
+    tenant without both: ``missing`` where the plan gives no distance; a link of ``gpu``, ``nic`` or
+    ``switch`` (PIX only) None where the host model gives none or the tenant's devices of that kind
+    differ, with the reason in ``unknown`` (the guest's NCCL then reads that link itself)."""
     gpus, vfs = placement.get("gpus") or [], placement.get("vfs") or []
     if not gpus or not vfs:
         return None
     pci = topology.get("pci_devices") or {}
-    unknown = {"level": None, "gpu": None, "nic": None, "switch": None}
     level = placement.get("pcie_affinity")
     if level is None:
-        return dict(unknown, missing="the plan gives no distance between the tenant's GPUs and VFs")
+        return {"level": None, "gpu": None, "nic": None, "switch": None, "unknown": {},
+                "missing": "the plan gives no distance between the tenant's GPUs and VFs"}
     # each VF's PF (the host model's, else the plan's for a VF not made yet); a VF without one stands for itself
     pfs = sorted(set(vf_function(pci, vf, (placement.get("vf_pfs") or {}).get(vf))[0] or vf for vf in vfs))
-    gpu, why_gpu = _one(pci, gpus, "GPUs")
-    nic, why_nic = _one(pci, pfs, "VFs' PFs")
-    switch, why_switch = None, None
+    out = {"level": level, "missing": None, "unknown": {}, "switch": None}
+    out["gpu"], why_gpu = _one(pci, gpus, "GPUs")
+    out["nic"], why_nic = _one(pci, pfs, "VFs' PFs")
+    why_switch = None
     if level == "PIX":
         bridges = _shared_bridges(pci, gpus, pfs)
-        switch, why_switch = _one(pci, bridges, "switches") if bridges else (None, "no bridge shared by the GPUs and PFs")
-    why = "; ".join(w for w in (why_gpu, why_nic, why_switch) if w)
-    if why:
-        return dict(unknown, missing=why)
-    return {"level": level, "gpu": gpu, "nic": nic, "switch": switch, "missing": None}
+        out["switch"], why_switch = _one(pci, bridges, "switches") if bridges else (None, "no bridge shared by the GPUs and PFs")
+    for kind, why in (("gpu", why_gpu), ("nic", why_nic), ("switch", why_switch)):
+        if why:
+            out["unknown"][kind] = why
+    return out
 
 
 def plan_links(plan, topology):
@@ -106,4 +111,29 @@ def plan_links(plan, topology):
         links = tenant_links(placement, topology or {})
         if links is not None:
             out[name] = links
+    return out
+
+
+def guest_layouts(plan, entries, topology):
+    """{tenant: {gpus, nics, cells, switches, classes}} of the plan's placements with GPUs or VFs: where its
+    guest will see each GPU and VF, as its ``tenant_domain`` entry lays them out (``numa_cells``: the guest
+    NUMA cell of each device, its index; ``pcie_switches``: the devices under one emulated switch), and each
+    device's PCI class in the host model (a VF not made yet: its PF's), for the preview of the guest's NCCL
+    topology file. No guest bus ID: the guest's firmware numbers its buses."""
+    pci = (topology or {}).get("pci_devices") or {}
+    by_name = dict((entry.get("name"), entry) for entry in entries or [])
+    out = {}
+    for name, placement in sorted(((plan or {}).get("placements") or {}).items()):
+        gpus, vfs = list(placement.get("gpus") or []), list(placement.get("vfs") or [])
+        entry = by_name.get(name)
+        if not vfs or entry is None:
+            continue
+        classes = {}
+        for address in gpus + vfs:
+            own = (pci.get(address) or {}).get("class")
+            pf = vf_function(pci, address, (placement.get("vf_pfs") or {}).get(address))[0] if address in vfs else None
+            classes[address] = own or (pci.get(pf) or {}).get("class")
+        out[name] = {"gpus": gpus, "nics": vfs, "classes": classes,
+                     "cells": [[d for d in cell.get("devices") or [] if d in gpus + vfs] for cell in entry.get("numa_cells") or []],
+                     "switches": [list(group) for group in entry.get("pcie_switches") or []]}
     return out

@@ -377,6 +377,11 @@ def test_a_tenant_guest_gets_the_hosts_link_facts_for_its_nccl_topology_file():
     plan = {"placements": {"tenant-a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:81:00.2"], "mac": None, "pcie_affinity": "PIX"}}}
     a, b = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan, None, True, links)[:2]
     assert a["gpuvirt_guest_pci_links"] == links["tenant-a"] and "gpuvirt_guest_pci_links" not in b
+    # a tenant whose GPU is gone: the facts say so, and its guest stage removes the file it wrote
+    plan["placements"]["tenant-a"]["gpus"] = []
+    a = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan, None, True, {})[0]
+    assert a["gpuvirt_guest_pci_links"] == {"missing": "the plan gives the tenant no GPU on its host"}
+    plan["placements"]["tenant-a"]["gpus"] = ["0000:10:00.0"]
     # without the stage's links (an older stage result): nothing, and the guest stage says there is no file
     assert "gpuvirt_guest_pci_links" not in FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]
     with pytest.raises(AnsibleFilterError, match="links .the tenants stage's pci_links. must be a dict"):

@@ -441,3 +441,11 @@ def test_the_topology_file_in_the_roles_calls(tmp_path):
                    for guest in guests)
     assert planned["tenant-c"]["topology"]["written"] is True and planned["tenant-c"]["topo_differs"] is False
     assert "rxeA is not a PCI function" in planned["tenant-a"]["topology"]["reason"]
+    # the tenant loses its GPU (guest_hosts then gives 'missing'): the role's second call removes the file it wrote and
+    # NCCL_TOPO_FILE, and a re-run costs one call again
+    gone = {"tenant-a": PHB_LINKS, "tenant-c": {"missing": "the plan gives the tenant no GPU on its host"}}
+    removed = role_run(guests, topo_links=gone, pin_hosts=False)
+    assert removed["tenant-c"][0] == 2 and removed["tenant-c"][1] is True
+    assert guests[1].read("/etc/nccl-topo.xml") is None and "NCCL_TOPO_FILE" not in guests[1].read(guests[1].conf)
+    settled = role_run(guests, topo_links=gone, pin_hosts=False)
+    assert [(calls, changed) for calls, changed, _write in settled.values()] == [(1, False), (1, False)]

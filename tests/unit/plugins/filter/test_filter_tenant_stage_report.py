@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import LOCALITY, RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import LOCALITY, NCCL, RESTART, tenant_stage_report
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 
 from placement_topologies import dgx_a100  # pylint: disable=import-error
@@ -81,3 +81,30 @@ def test_each_placed_tenants_vf_locality_is_the_plans():
 def test_a_result_that_is_not_a_dict_is_named():
     with pytest.raises(AnsibleFilterError, match="expected the tenants stage's result \\(a dict\\), got list"):
         tenant_stage_report([])
+
+
+GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
+LAYOUT = {"gpus": ["0000:10:00.0"], "nics": ["0000:18:00.1"], "classes": {"0000:10:00.0": "0x030200", "0000:18:00.1": "0x020700"},
+          "cells": [["0000:10:00.0", "0000:18:00.1"]], "switches": [["0000:10:00.0", "0000:18:00.1"]]}
+
+
+def test_a_preview_shows_the_nccl_each_guest_stage_writes():
+    """PIX with the host's links: the file under the guest's emulated switch; a tenant whose VFs have no GPU: no GDR level,
+    no file and why; outside a preview nothing."""
+    result = dict(QUIET, plan={"notes": [], "unplaced": {}, "placements": {
+        "a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:18:00.1"], "pcie_affinity": "PIX"},
+        "cpu": {"gpus": [], "vfs": ["0000:28:00.1"], "pcie_affinity": None}}},
+        pci_links={"a": {"level": "PIX", "gpu": GEN4, "nic": GEN4, "switch": GEN4, "missing": None, "unknown": {}}},
+        guest_layouts={"a": LAYOUT, "cpu": dict(LAYOUT, gpus=[], nics=["0000:28:00.1"], cells=[["0000:28:00.1"]], switches=[])})
+    assert tenant_stage_report(result, False) == []
+    (part,) = tenant_stage_report(result, True)
+    lines = part[NCCL]
+    assert lines["a"][:3] == ["NCCL_IB_PCI_RELAXED_ORDERING=1", "NCCL_NET_GDR_LEVEL=PIX", "NCCL_TOPO_FILE=/etc/nccl-topo.xml"]
+    assert lines["a"][4:] == [
+        '<system version="1">', '  <cpu numaid="0">',
+        '    <pci busid="{switch 1}" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16">',
+        '      <pci busid="{0000:10:00.0}" class="0x030200" link_speed="16.0 GT/s PCIe" link_width="16"/>',
+        '      <pci busid="{0000:18:00.1}" class="0x020700" link_speed="16.0 GT/s PCIe" link_width="16"/>',
+        '    </pci>', '  </cpu>', '</system>']
+    assert lines["cpu"] == ["NCCL_IB_PCI_RELAXED_ORDERING=1", "no NCCL_TOPO_FILE, no topology file: the GPU host's link facts are "
+                            "unknown: the plan gives the tenant no GPU on its host"]

@@ -433,7 +433,7 @@ def test_topology_file_written_and_named(tenant_guest):
     assert not result.get("failed"), result
     assert result["changed"] is True and result["settings"]["NCCL_TOPO_FILE"] == TOPO
     assert result["topology"] == {"path": TOPO, "written": True, "gpus": ["0000:03:00.0"], "nics": ["0000:04:00.0"],
-                                  "level": "PIX", "reason": None}
+                                  "level": "PIX", "reason": None, "from_guest": {}, "removed": False, "kept": None}
     text = open(tenant_guest["topo"], encoding="utf-8").read()
     bridge = parse(text).subs[0].subs[0]
     assert bridge.attrs["busid"] == "0000:01:00.0" and [leaf.attrs["busid"] for leaf in bridge.subs] == ["0000:03:00.0", "0000:04:00.0"]
@@ -458,6 +458,66 @@ def test_unknown_host_links_leave_the_file_out_and_say_why(tenant_guest):
     assert result["topology"]["written"] is False and "max_link_speed" in result["topology"]["reason"]
     assert "NCCL_TOPO_FILE" not in result["settings"] and not os.path.exists(tenant_guest["topo"])
     assert any(w.startswith("no NCCL topology file (%s): the GPU host's link facts are unknown" % TOPO) for w in result["warnings"])
+
+
+def test_host_without_link_facts_gets_a_file_of_the_known_ones(tenant_guest):
+    """The DGX A100-class and HGX H100 captures: no max_link_speed; the file holds the devices, their NUMA node and the
+    guest switch, without a link attribute, and says which links NCCL reads in the guest."""
+    from nccl_topo_rules import links_fillable, parse  # pylint: disable=import-error,import-outside-toplevel
+    why = "the host model has no max_link_speed/max_link_width for 0000:10:00.0"
+    links = {"level": "PIX", "gpu": None, "nic": None, "switch": None, "missing": None,
+             "unknown": {"gpu": why, "nic": why, "switch": why}}
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=links))
+    assert not result.get("failed"), result
+    assert result["topology"]["written"] is True and result["topology"]["from_guest"] == links["unknown"]
+    assert result["settings"]["NCCL_TOPO_FILE"] == TOPO
+    text = open(tenant_guest["topo"], encoding="utf-8").read()
+    assert "link_" not in text
+    links_fillable(parse(text), set(os.listdir(os.path.join(tenant_guest["root"], "sys/bus/pci/devices"))))
+
+
+NO_GPU = {"missing": "the plan gives the tenant no GPU on its host"}
+
+
+def test_a_file_that_can_no_longer_be_made_is_removed_with_its_setting(tenant_guest):
+    """Written once; then the tenant's facts no longer make a file (its GPU gone, a PXB distance): the file this module
+    wrote goes and NCCL_TOPO_FILE with it, check mode first (nothing removed, the same diff), then for real, then nothing."""
+    nccl(tenant_guest["root"], topo_args(tenant_guest))
+    written = open(tenant_guest["topo"], encoding="utf-8").read()
+    for links in (NO_GPU, dict(PIX_LINKS, level="PXB")):
+        checked = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=links), check_mode=True, diff=True)
+        assert checked["changed"] is True and checked["topology"]["removed"] is True and checked["removed"] == ["NCCL_TOPO_FILE"]
+        assert open(tenant_guest["topo"], encoding="utf-8").read() == written
+        topo_diff = [entry for entry in checked["diff"] if entry["after_header"] == TOPO]
+        assert topo_diff == [{"before_header": TOPO, "after_header": TOPO, "before": written, "after": ""}]
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=NO_GPU))
+    assert result["changed"] is True and not os.path.exists(tenant_guest["topo"])
+    assert "NCCL_TOPO_FILE" not in open(tenant_guest["real"], encoding="utf-8").read()
+    assert any("the one this module wrote is removed, NCCL_TOPO_FILE with it" in w for w in result["warnings"])
+    again = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=NO_GPU))
+    assert again["changed"] is False and again["topology"]["removed"] is False and again["removed"] == []
+
+
+def test_a_topology_file_not_written_here_is_kept_and_said(tenant_guest):
+    with open(tenant_guest["topo"], "w", encoding="utf-8") as handle:
+        handle.write('<system version="1">\n</system>\n')
+    with open(tenant_guest["real"], "a", encoding="utf-8") as handle:
+        handle.write("NCCL_TOPO_FILE=%s\n" % TOPO)
+    for _run in (1, 2):
+        result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=NO_GPU))
+        assert result["topology"]["removed"] is False and "not a file this module wrote" in result["topology"]["kept"]
+        assert open(tenant_guest["topo"], encoding="utf-8").read() == '<system version="1">\n</system>\n'
+        assert "NCCL_TOPO_FILE=%s\n" % TOPO in open(tenant_guest["real"], encoding="utf-8").read()
+        assert any("left as it is, and NCCL_TOPO_FILE with it" in w for w in result["warnings"])
+    assert result["changed"] is False
+
+
+def test_a_setting_naming_a_missing_file_goes(tenant_guest):
+    with open(tenant_guest["real"], "a", encoding="utf-8") as handle:
+        handle.write("NCCL_TOPO_FILE=%s\n" % TOPO)
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=NO_GPU))
+    assert result["changed"] is True and result["removed"] == ["NCCL_TOPO_FILE"]
+    assert "NCCL_TOPO_FILE" not in open(tenant_guest["real"], encoding="utf-8").read()
 
 
 @pytest.mark.parametrize("extra, message", [

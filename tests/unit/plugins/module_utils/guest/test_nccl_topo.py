@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 
 from conftest import FIXTURES  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
-from nccl_topo_rules import TopoError, parse  # pylint: disable=import-error
+from nccl_topo_rules import TopoError, links_fillable, parse  # pylint: disable=import-error
 
 GEN5 = {"link_speed": "32.0 GT/s PCIe", "link_width": 16}
 GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
@@ -94,7 +94,7 @@ def test_pix_tenant_under_the_guest_switch(tmp_path):
     assert bridge.attrs == {"busid": "0000:01:00.0", "class": "0x060400", "link_speed": "32.0 GT/s PCIe", "link_width": "16"}
     assert [(leaf.attrs["busid"], leaf.attrs["class"]) for leaf in bridge.subs] == [(gpus[0], "0x030200"), (nic, "0x020000")]
     assert all(leaf.attrs["link_speed"] == "32.0 GT/s PCIe" and leaf.attrs["link_width"] == "16" for leaf in bridge.subs)
-    assert details == {"gpus": gpus, "nics": [nic], "level": "PIX", "reason": None}
+    assert details == {"gpus": gpus, "nics": [nic], "level": "PIX", "reason": None, "from_guest": {}}
 
 
 def test_pix_without_a_guest_switch_names_a_bridge_only_the_file_has(tmp_path):
@@ -159,7 +159,8 @@ def test_a_guest_without_gpus_gets_no_file(tmp_path):
     ("PIX", "expected the host's link facts"),
     ({"level": "PIX", "gpu": GEN5, "nic": GEN5, "switch": GEN5, "missing": None, "speed": 1}, "unknown keys speed"),
     (dict(PIX, level="LOC"), "not a distance of the plan"),
-    (dict(PIX, switch=None), "needed with level PIX"),
+    (dict(PIX, switch=None, unknown="no switch"), "topo_links.unknown: expected"),
+    (dict(PIX, switch=None, unknown={"bridge": "x"}), "topo_links.unknown: expected"),
     (dict(PIX, gpu={"link_speed": "16 Gb/s", "link_width": 16}), "topo_links.gpu.link_speed"),
     (dict(PIX, nic={"link_speed": "16.0 GT/s PCIe", "link_width": 0}), "topo_links.nic.link_width"),
     (dict(PIX, nic="x16"), "topo_links.nic: expected {link_speed, link_width}"),
@@ -179,3 +180,67 @@ def test_kernel_speed_strings_are_nccls():
 def test_a_guest_kernel_without_numa_puts_everything_on_node_0(tmp_path):
     fs, _gpus, _nic = guest_tree(tmp_path, nodes=())
     assert parse(nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PIX))[0]).subs[0].attrs == {"numaid": "0"}
+
+
+UNKNOWN = {"gpu": "the host model has no max_link_speed/max_link_width for 0000:10:00.0",
+           "nic": "the host model has no max_link_speed/max_link_width for 0000:18:00.0",
+           "switch": "no bridge shared by the GPUs and PFs"}
+
+
+def _partial(level, known=(), unknown=("gpu", "nic", "switch")):
+    links = {"level": level, "gpu": None, "nic": None, "switch": None, "missing": None,
+             "unknown": dict((kind, UNKNOWN[kind]) for kind in unknown)}
+    links.update(dict((kind, GEN4) for kind in known))
+    return links
+
+
+@pytest.mark.parametrize("links, tree, elements", [
+    # the DGX A100-class and HGX H100 captures: no link at all; the guest's own switch and devices, links left to NCCL
+    (_partial("PIX"), {}, {"bridge": None, "gpu": None, "nic": None}),
+    (_partial("PHB"), {"switch": False}, {"gpu": None, "nic": None}),
+    (_partial("NODE"), {"switch": False}, {"gpu": None, "nic": None}),
+    # GPUs of different links (or none known): their elements without one, the VF's PF's link kept
+    (_partial("PHB", known=("nic",), unknown=("gpu",)), {"switch": False}, {"gpu": None, "nic": GEN4}),
+    (_partial("PIX", known=("nic", "switch"), unknown=("gpu",)), {"gpus": 2}, {"bridge": GEN4, "gpu": None, "nic": GEN4}),
+    # PFs of different links: the GPUs' kept
+    (_partial("PIX", known=("gpu", "switch"), unknown=("nic",)), {}, {"bridge": GEN4, "gpu": GEN4, "nic": None}),
+    # a bridge only the file names, with the host switch's link: the file may name it
+    (_partial("PIX", known=("switch",), unknown=("gpu", "nic")), {"switch": False}, {"bridge": GEN4, "gpu": None, "nic": None}),
+])
+def test_known_facts_written_unknown_links_left_to_nccl(tmp_path, links, tree, elements):
+    """Each element carries the host's link where it is known and none where it is not; every element without one is a
+    device of the guest (NCCL reads its link there, never the 8 GT/s x16 fallback of a bus ID without sysfs)."""
+    fs, gpus, nic = guest_tree(tmp_path, **tree)
+    checked = nccl_topo.check_links(links)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], checked)
+    # the switch's link matters with PIX only
+    wanted = dict((kind, why) for kind, why in links["unknown"].items() if kind != "switch" or links["level"] == "PIX")
+    assert details["reason"] is None and details["from_guest"] == checked["unknown"] == wanted, details
+    top = parse(text)
+    links_fillable(top, set(fs.listdir(nccl_topo.PCI_DEVICES)))
+    found = {}
+    for node in top.walk():
+        if node.name != "pci":
+            continue
+        kind = "bridge" if node.subs else ("nic" if node.attrs["busid"] == nic else "gpu")
+        assert kind != "gpu" or node.attrs["busid"] in gpus
+        link = {"link_speed": node.attrs["link_speed"], "link_width": int(node.attrs["link_width"])} if "link_speed" in node.attrs else None
+        assert found.setdefault(kind, link) == link, (kind, text)
+    assert found == elements, text
+
+
+def test_a_file_only_bridge_without_the_host_switch_link_is_no_file(tmp_path):
+    fs, _gpus, _nic = guest_tree(tmp_path, switch=False)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(_partial("PIX")))
+    assert text is None and "no bridge above its GPUs and VF" in details["reason"] and "8 GT/s x16" in details["reason"]
+    assert UNKNOWN["switch"] in details["reason"] and details["from_guest"] == {}
+
+
+def test_the_rule_refuses_a_file_only_bridge_without_a_link():
+    """A control for links_fillable: the published files' bridges (ffff:ff:..) carry links; without them NCCL would guess."""
+    top = parse(fixture_text("ndv4-topo.xml"))
+    links_fillable(top, set())
+    bare = fixture_text("ndv4-topo.xml").replace('class="0x060400" link_speed="16 GT/s" link_width="16"', 'class="0x060400"', 1)
+    with pytest.raises(TopoError) as error:
+        links_fillable(parse(bare), set())
+    assert "no sysfs path: NCCL would read 8 GT/s x16" in str(error.value)

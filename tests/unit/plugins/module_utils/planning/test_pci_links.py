@@ -10,7 +10,7 @@ missing, never guessed)."""
 from __future__ import annotations
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import nccl_link, plan_links, tenant_links
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import guest_layouts, nccl_link, plan_links, tenant_links
 
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 from placement_topologies import dgx_a100  # pylint: disable=import-error
@@ -38,13 +38,15 @@ def test_no_pcie_link_is_said():
 
 def test_a_tenant_with_known_links():
     placement = {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PHB"}
-    assert tenant_links(placement, LAB) == {"level": "PHB", "gpu": X1, "nic": X1, "switch": None, "missing": None}
+    assert tenant_links(placement, LAB) == {"level": "PHB", "gpu": X1, "nic": X1, "switch": None, "missing": None, "unknown": {}}
 
 
 def test_the_lab_gpu_stand_in_has_no_link():
     placement = {"gpus": ["0000:82:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PHB"}
     links = tenant_links(placement, LAB)
-    assert links["gpu"] is None and links["level"] is None and "0000:82:00.0" in links["missing"]
+    # the distance and the NIC's link stay known; only the GPU's is left to NCCL in the guest
+    assert links["gpu"] is None and links["level"] == "PHB" and links["missing"] is None and links["nic"] == X1
+    assert list(links["unknown"]) == ["gpu"] and "0000:82:00.0" in links["unknown"]["gpu"]
 
 
 def test_an_older_capture_gives_no_links_and_says_so():
@@ -54,18 +56,40 @@ def test_an_older_capture_gives_no_links_and_says_so():
         "no-distance": {"gpus": ["0000:20:00.0"], "vfs": ["0000:28:00.2"], "pcie_affinity": None}}}
     links = plan_links(plan, dgx_a100())
     assert sorted(links) == ["a", "no-distance"]
-    assert "no max_link_speed/max_link_width for 0000:10:00.0" in links["a"]["missing"]
-    assert "0000:18:00.0" in links["a"]["missing"]
+    assert links["a"]["level"] == "PXB" and links["a"]["missing"] is None and links["a"]["gpu"] is None and links["a"]["nic"] is None
+    assert "no max_link_speed/max_link_width for 0000:10:00.0" in links["a"]["unknown"]["gpu"]
+    assert "0000:18:00.0" in links["a"]["unknown"]["nic"] and "switch" not in links["a"]["unknown"]
     assert links["no-distance"]["missing"] == "the plan gives no distance between the tenant's GPUs and VFs"
 
 
 def test_gpus_with_different_links_are_not_averaged():
     placement = {"gpus": ["0000:83:00.0", "0000:80:02.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"},
                  "pcie_affinity": "PHB"}
-    assert "the tenant's GPUs have different links on the host (2.5 GT/s PCIe x1, 16.0 GT/s PCIe x32)" in tenant_links(placement, LAB)["missing"]
+    links = tenant_links(placement, LAB)
+    assert links["gpu"] is None and links["nic"] == X1
+    assert links["unknown"] == {"gpu": "the tenant's GPUs have different links on the host (2.5 GT/s PCIe x1, 16.0 GT/s PCIe x32)"}
 
 
 def test_pix_needs_a_bridge_both_sit_under():
     # 0000:81:00.0 and 0000:83:00.0 hang off two root ports of one root bus: no shared bridge to give as the switch
     placement = {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}, "pcie_affinity": "PIX"}
-    assert tenant_links(placement, LAB)["missing"] == "no bridge shared by the GPUs and PFs"
+    links = tenant_links(placement, LAB)
+    assert links["switch"] is None and links["unknown"] == {"switch": "no bridge shared by the GPUs and PFs"}
+
+
+def test_guest_layouts_follow_the_domain_entries():
+    """Each device's guest cell and emulated switch as the tenant_domain entry lays them out; a GPU's companion (its audio
+    function, in the entry's gpus and cell) left out; a VF not made yet takes its PF's class; a tenant without VFs none."""
+    plan = {"placements": {
+        "a": {"gpus": ["0000:83:00.0"], "vfs": ["0000:81:00.2"], "vf_pfs": {"0000:81:00.2": "0000:81:00.0"}},
+        "gpu-only": {"gpus": ["0000:82:00.0"], "vfs": []}}}
+    entries = [{"name": "a", "gpus": ["0000:83:00.0", "0000:83:00.1"], "vfs": ["0000:81:00.2"],
+                "numa_cells": [{"node": 1, "devices": ["0000:83:00.0", "0000:83:00.1", "0000:81:00.2"]}],
+                "pcie_switches": [["0000:83:00.0", "0000:81:00.2"]]},
+               {"name": "gpu-only", "gpus": ["0000:82:00.0"], "vfs": []}]
+    layouts = guest_layouts(plan, entries, LAB)
+    assert layouts == {"a": {"gpus": ["0000:83:00.0"], "nics": ["0000:81:00.2"],
+                             "classes": {"0000:83:00.0": LAB["pci_devices"]["0000:83:00.0"]["class"],
+                                         "0000:81:00.2": LAB["pci_devices"]["0000:81:00.0"]["class"]},
+                             "cells": [["0000:83:00.0", "0000:81:00.2"]], "switches": [["0000:83:00.0", "0000:81:00.2"]]}}
+    assert "0000:81:00.2" not in LAB["pci_devices"] and layouts["a"]["classes"]["0000:81:00.2"]
