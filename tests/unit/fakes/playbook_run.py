@@ -22,8 +22,9 @@ CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callbacks"
 CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
                       "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats",
                       "ansible.builtin.include_role", "ansible.builtin.include_tasks",
-                      # the gate's result taken and the report written on the controller: the host is asked nothing
-                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.report_file"}
+                      # the gate's result taken, a stage's call built and the report written on the controller: the
+                      # host is asked nothing
+                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.report_file"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
 
