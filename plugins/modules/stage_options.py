@@ -19,6 +19,9 @@ description:
   - The mapping is the one M(gpuvirt.tenancy.gate_check) applies when the stage runs, so the gate checks the call the
     stage will send. An input that is an option of the stage's module takes that option's type from the module's own
     argument spec; unset options are left out (the module's defaults apply).
+  - The boot stage (V(boot)) is a M(gpuvirt.tenancy.iommu_grub) call - the options given as they are, the GPU host stack
+    (O(gpuvirt.tenancy.iommu_grub#module:gpu_stack)), the ConnectX firmware when C(firmware_sriov) and C(sriov_pfs) ask
+    for it, ACS per path when C(acs) asks for it, and the hugepages call when pages or mounts are asked.
   - The tenants stage (V(tenants)) is a M(gpuvirt.tenancy.tenant_domain) call with
     O(gpuvirt.tenancy.tenant_domain#module:tenants) - the tenants as given, the planner policy with the GPU pool
     (C(gpus)) and the PFs whose VFs are given (C(vf_pfs)), the settings of every tenant, and in a preview
@@ -42,7 +45,7 @@ options:
     description: The host stage.
     type: str
     required: true
-    choices: [tenants]
+    choices: [boot, tenants]
   inputs:
     description:
       - The stage role's inputs without the role's prefix (the role's internal C(__<role>_inputs)), every one given.

@@ -103,7 +103,93 @@ def _tenants(inputs):
     return options
 
 
-STAGE_OPTIONS = {"tenants": _tenants}
+def _pick(role, given, spec, names, always):
+    """{option: value} for ``names`` (option -> the input it takes), each of the type of its option in
+    ``spec``; an unset one left out, or with ``always`` the type's empty value."""
+    options = {}
+    for option, name in names.items():
+        value = _option(role, name, given[name], spec[option], always)
+        if value is not UNSET:
+            options[option] = value
+    return options
+
+
+# The boot stage: iommu_grub's options the role gives as they are (the role's input of the same name,
+# but variable: host_boot_grub_variable), then its sub-options under gpu_stack and firmware, an input
+# each: of the same name, or the one named here.
+BOOT_DIRECT = ("iommu", "vendor", "passthrough", "pre_bind_ids", "pre_bind_driver", "args", "grub_file", "variable",
+               "bootloader_update")
+BOOT_RENAMED = {"gpu_stack": {"manage": "gpu_host_stack", "initramfs": "early_driver_initramfs"},
+                "firmware": {"install": "firmware_install", "reset": "firmware_reset", "reset_level": "firmware_reset_level",
+                             "reset_ok": "reboot_ok"}}
+# computed from other inputs: firmware.ats_pfs (firmware_ats), acs (acs); the hugepages call (the
+# hugepages module's options, run inside iommu_grub's call) from the hugepages_* inputs
+BOOT_OTHER = ("firmware_sriov", "firmware_ats", "acs", "hugepages", "hugepages_at_boot", "hugepages_persist", "hugepages_unit",
+              "hugepages_mounts")
+
+
+def _boot(inputs):
+    """The boot stage's iommu_grub call: the options given as they are, the GPU host stack always
+    (gpu_stack), the ConnectX firmware when firmware_sriov and sriov_pfs ask for it (with the PFs
+    that get ATS), ACS per path when asked, the hugepages call when pages or mounts are asked."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import grub, hugepages
+
+    spec = grub.IOMMU_GRUB_ARGS["argument_spec"]
+    parts = dict((part, dict((sub, BOOT_RENAMED[part].get(sub, sub)) for sub in spec[part]["options"] if sub != "ats_pfs"))
+                 for part in ("gpu_stack", "firmware"))
+    names = set(BOOT_DIRECT) | set(BOOT_OTHER) | set(parts["gpu_stack"].values()) | set(parts["firmware"].values())
+    given = _inputs("boot", "host_boot", inputs, sorted(names))
+    options = _pick("host_boot", given, spec, dict((name, name) for name in BOOT_DIRECT), False)
+    options["gpu_stack"] = _pick("host_boot", given, spec["gpu_stack"]["options"], parts["gpu_stack"], True)
+    if _option("host_boot", "firmware_sriov", given["firmware_sriov"], {"type": "bool"}, True) and given["sriov_pfs"]:
+        options["firmware"] = _pick("host_boot", given, spec["firmware"]["options"], parts["firmware"], True)
+        ats = _ats_pfs(given["firmware_ats"], given["sriov_pfs"])
+        if ats:
+            options["firmware"]["ats_pfs"] = ats
+    acs = _acs(given["acs"], given)
+    if acs is not None:
+        options["acs"] = acs
+    if given["hugepages"] or given["hugepages_mounts"]:
+        pages = hugepages.MODULE_ARGS["argument_spec"]
+        options["hugepages"] = _pick("host_boot", given, pages, {"pages": "hugepages", "at_boot": "hugepages_at_boot",
+                                                                 "persist": "hugepages_persist", "mounts": "hugepages_mounts"}, True)
+        unit = _option("host_boot", "hugepages_unit", given["hugepages_unit"], {"type": "str"}, False)
+        if unit is not UNSET:
+            options["hugepages"]["persist_unit"] = "/etc/systemd/system/%s" % unit
+        options["hugepages"]["enable_units"] = True
+    return options
+
+
+def _ats_pfs(wanted, sriov_pfs):
+    """firmware.ats_pfs from host_boot_firmware_ats: false (none, the default), true (every PF of
+    sriov_pfs: their VFs go to the tenants), or a list of those PFs (the ones whose VFs go to GPU tenants)."""
+    if wanted in (None, "", False):
+        return []
+    if wanted is True:
+        return [str(item["pf"]) for item in sriov_pfs or [] if isinstance(item, dict) and item.get("pf")]
+    if not isinstance(wanted, (list, tuple)) or not all(isinstance(pf, str) and pf for pf in wanted):
+        raise StageInputError("firmware_ats (host_boot_firmware_ats) must be true, false or a list of PFs of gpuvirt_sriov_pfs "
+                              "whose VFs go to GPU tenants, got %r" % (wanted,))
+    return list(wanted)
+
+
+def _acs(wanted, given):
+    """iommu_grub's acs from host_boot_acs: false (the default: none), true, or {flags}; the
+    tenants' GPUs (host_boot_tenant_gpus, else the module's) and the PFs whose VFs go to them
+    (those of host_boot_firmware_ats when it lists them, else every PF of sriov_pfs)."""
+    if wanted in (None, "", False):
+        return None
+    if wanted is not True and not (isinstance(wanted, dict) and set(wanted) <= {"flags"}):
+        raise StageInputError("acs (host_boot_acs) must be true, false or {flags: <config_acs flags>}, got %r" % (wanted,))
+    ats = given["firmware_ats"]
+    options = {"gpus": list(given["tenant_gpus"] or []),
+               "pfs": list(ats) if isinstance(ats, (list, tuple)) else _ats_pfs(True, given["sriov_pfs"])}
+    if isinstance(wanted, dict) and wanted.get("flags") is not None:
+        options["flags"] = str(wanted["flags"])
+    return options
+
+
+STAGE_OPTIONS = {"boot": _boot, "tenants": _tenants}
 
 
 def stage_module(stage):

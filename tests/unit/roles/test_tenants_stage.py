@@ -93,6 +93,9 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     # tenant_domain ran (action stage_call) with the play's module_defaults of its groups: the capture and libvirt's test driver
     assert call["invocation"]["module_args"]["root"] == BARE and call["invocation"]["module_args"]["uri"] == URI, call["invocation"]
     assert call["invocation"]["module_args"]["tenants"] == TENANTS
+    # exactly the options gate_check built from the role's inputs, none left out
+    [built] = [r["result"]["options"] for r in records if r["task"] == "Build the call and take the gate's check of it"]
+    assert dict((key, call["invocation"]["module_args"][key]) for key in built) == built, (built, call["invocation"])
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
     # libvirt_host decided from the gate's read: nothing to install, start or check, so its service tasks are not even included
     [include] = [r for r in records if r["task"] == "Install, mount, enable and start what libvirt lacks"]

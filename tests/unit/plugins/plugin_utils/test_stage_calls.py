@@ -1,12 +1,19 @@
 # -*- coding: utf-8 -*-
 """stage_calls: a stage role's inputs as the options of the stage's one call; for the tenants stage
 the tenant_vms inputs as the options of tenant_domain with ``tenants``, which tenant_domain's own
-argument spec accepts, the option types read from that spec."""
+argument spec accepts, the option types read from that spec; for the boot stage the host_boot inputs
+as the options of iommu_grub, parts left out when not asked for, validated by iommu_grub's own spec."""
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import (
     TENANT_DOMAIN_ARGS, TENANT_STAGE_OPTIONS, TENANT_STAGE_SETTINGS)
@@ -14,6 +21,10 @@ from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import
 from fakes.stage_inputs import TENANT_VMS  # pylint: disable=import-error
 
 INPUT = TENANT_VMS
+
+
+def boot(inputs):
+    return stage_options("boot", inputs)
 
 
 def valid(options):
@@ -78,8 +89,82 @@ def test_every_option_of_the_stage_is_an_input():
     ("tenants", dict(INPUT, live="maybe"), r"live \(tenant_vms_live\) must be a boolean, got 'maybe': give tenant_vms_live true or false"),
     ("tenants", dict(INPUT, shutdown_timeout="soon"), r"shutdown_timeout \(tenant_vms_shutdown_timeout\) must be an integer"),
     ("tenants", dict(INPUT, gpus="0000:07:00.0"), r"gpus \(tenant_vms_gpus\) must be a list"),
-    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of tenants"),
+    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, tenants"),
 ])
 def test_bad_inputs_name_the_input_and_the_fix(stage, inputs, message):
     with pytest.raises(StageInputError, match=message):
         stage_options(stage, inputs)
+
+
+# ---- the boot stage
+
+BOOT = {
+    "iommu": True, "vendor": "auto", "passthrough": True, "pre_bind_ids": ["10de:20b0"], "pre_bind_driver": "pci-stub",
+    "args": [], "grub_file": "/etc/default/grub", "variable": "GRUB_CMDLINE_LINUX", "bootloader_update": "auto",
+    "tenant_gpus": None, "host_gpus": [], "gpu_ids": [], "nic_ids": [], "gpu_host_stack": True, "early_driver": True,
+    "early_driver_before": ["nouveau", "nvidia", "nvidiafb"], "early_driver_initramfs": True,
+    "sriov_pfs": [{"pf": "0000:0c:00.0", "num_vfs": 8, "link_type": "eth"}], "firmware_sriov": True,
+    "firmware_install": True, "firmware_reset": True, "firmware_reset_level": 3, "firmware_ats": False, "acs": False, "reboot_ok": False,
+    "hugepages": [{"size": "1G", "count": 4, "node": 1}], "hugepages_at_boot": ["1G"], "hugepages_persist": True,
+    "hugepages_unit": "gpuvirt-hugepages.service", "hugepages_mounts": [],
+}
+
+
+def test_boot_every_part_maps_and_validates_as_iommu_grub_does():
+    options = boot(BOOT)
+    assert options["gpu_stack"]["tenant_gpus"] == [] and options["gpu_stack"]["initramfs"] is True
+    assert options["firmware"]["sriov_pfs"] == BOOT["sriov_pfs"] and options["firmware"]["reset_ok"] is False
+    assert options["hugepages"]["persist_unit"] == "/etc/systemd/system/gpuvirt-hugepages.service"
+    validated = nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, options)
+    assert validated["firmware"]["reset_level"] == 3
+
+
+def test_boot_parts_not_asked_for_are_left_out():
+    options = boot(dict(BOOT, sriov_pfs=[], hugepages=[]))
+    assert "firmware" not in options and "hugepages" not in options
+    assert "firmware" not in boot(dict(BOOT, firmware_sriov=False))
+
+
+def test_boot_ats_is_opt_in_and_names_the_pfs_of_sriov_pfs():
+    assert "ats_pfs" not in boot(BOOT)["firmware"]
+    every = boot(dict(BOOT, firmware_ats=True))
+    assert every["firmware"]["ats_pfs"] == ["0000:0c:00.0"]
+    listed = boot(dict(BOOT, firmware_ats=["0c:00.0"]))
+    assert listed["firmware"]["ats_pfs"] == ["0c:00.0"]
+    assert nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, listed)["firmware"]["ats_pfs"] == ["0c:00.0"]
+    with pytest.raises(StageInputError, match=r"firmware_ats \(host_boot_firmware_ats\) must be true, false or a list of PFs"):
+        boot(dict(BOOT, firmware_ats="yes please"))
+
+
+def test_boot_acs_is_opt_in_and_names_the_tenants_devices():
+    assert "acs" not in boot(BOOT)
+    every = boot(dict(BOOT, acs=True))
+    assert every["acs"] == {"gpus": [], "pfs": ["0000:0c:00.0"]}
+    chosen = boot(dict(BOOT, acs={"flags": "1xxxx0x"}, firmware_ats=["0c:00.0"],
+                                               tenant_gpus=["0000:15:00.0"]))
+    assert chosen["acs"] == {"gpus": ["0000:15:00.0"], "pfs": ["0c:00.0"], "flags": "1xxxx0x"}
+    assert nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, every)["acs"]["flags"] == "1xxxx0x"
+    with pytest.raises(StageInputError, match=r"acs \(host_boot_acs\) must be true, false or"):
+        boot(dict(BOOT, acs={"flag": "1"}))
+
+
+@pytest.mark.parametrize("value, message", [
+    (["x"], "inputs: give the boot stage's inputs as a dict"),
+    ({"iommu": True}, "missing: acs, args, bootloader_update"),
+])
+def test_boot_bad_inputs_are_named(value, message):
+    with pytest.raises(StageInputError, match=message):
+        boot(value)
+
+
+@pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT)])
+def test_the_role_hands_the_stage_exactly_its_inputs(stage, role, inputs):
+    """The role's __<role>_inputs (roles/<role>/vars/main.yml) names every input the stage's mapping
+    takes, and no other: the mapping refuses a missing or unknown one."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", role, "vars", "main.yml")
+    with open(path, encoding="utf-8") as handle:
+        names = re.findall(r"^\s+'(\w+)': %s_" % role, handle.read(), re.M)
+    assert sorted(names) == sorted(inputs)
+    stage_options(stage, inputs)
+    with pytest.raises(StageInputError, match="missing: %s" % names[0]):
+        stage_options(stage, dict((k, v) for k, v in inputs.items() if k != names[0]))
