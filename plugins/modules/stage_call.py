@@ -13,8 +13,8 @@ module: stage_call
 short_description: Make a host stage's one module call with its options given as one dict
 version_added: 0.2.0
 description:
-  - Runs the module of a host stage (V(boot) is M(gpuvirt.tenancy.iommu_grub), V(tenants) is
-    M(gpuvirt.tenancy.tenant_domain)) on the host with O(options), the
+  - Runs the module of a host stage (V(boot) is M(gpuvirt.tenancy.iommu_grub), V(sriov_vfio) is
+    M(gpuvirt.tenancy.vfio_bind), V(tenants) is M(gpuvirt.tenancy.tenant_domain)) on the host with O(options), the
     options M(gpuvirt.tenancy.gate_check) built from the stage role's inputs and handed back where the preflight gate's
     check did not answer the call. A stage role so lists none of its call's options.
   - The module gets the play's C(module_defaults) as a task naming it would (its own, and those of its action groups
@@ -40,7 +40,7 @@ options:
     description: The host stage whose module runs.
     type: str
     required: true
-    choices: [boot, tenants]
+    choices: [boot, sriov_vfio, tenants]
   options:
     description: The options of the stage module's call (RV(gpuvirt.tenancy.gate_check#module:options)).
     type: dict

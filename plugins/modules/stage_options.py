@@ -22,6 +22,8 @@ description:
   - The boot stage (V(boot)) is a M(gpuvirt.tenancy.iommu_grub) call - the options given as they are, the GPU host stack
     (O(gpuvirt.tenancy.iommu_grub#module:gpu_stack)), the ConnectX firmware when C(firmware_sriov) and C(sriov_pfs) ask
     for it, ACS per path when C(acs) asks for it, and the hugepages call when pages or mounts are asked.
+  - The SR-IOV/VFIO stage (V(sriov_vfio)) is a M(gpuvirt.tenancy.vfio_bind) call with the inputs as the options of the
+    same name, or V({}) (no call) when they name no PF, GPU or device.
   - The tenants stage (V(tenants)) is a M(gpuvirt.tenancy.tenant_domain) call with
     O(gpuvirt.tenancy.tenant_domain#module:tenants) - the tenants as given, the planner policy with the GPU pool
     (C(gpus)) and the PFs whose VFs are given (C(vf_pfs)), the settings of every tenant, and in a preview
@@ -45,7 +47,7 @@ options:
     description: The host stage.
     type: str
     required: true
-    choices: [boot, tenants]
+    choices: [boot, sriov_vfio, tenants]
   inputs:
     description:
       - The stage role's inputs without the role's prefix (the role's internal C(__<role>_inputs)), every one given.

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
-from fakes.playbook_run import run_with_runner  # pylint: disable=import-error
+from fakes.playbook_run import run_with_runner, sent_as_built  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -54,7 +54,7 @@ def test_a_pending_reboot_stops_the_host_after_the_boot_stage_said_once(tmp_path
     [built] = [r["result"]["options"] for r in records if r["task"] == "Boot | Build the call and take the gate's check of it"]
     [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.stage_call" and r["status"] != "skipped"]
     sent = call["invocation"]["module_args"]
-    assert dict((key, sent[key]) for key in built) == built and sent["root"] == str(root), (built, sent)
+    assert sent_as_built(built, sent) and sent["root"] == str(root), (built, sent)
     # the edit was made under the tree, its reboot is pending
     assert (root / "etc" / "default" / "grub").read_text(encoding="utf-8") != grub_before
     pending = [r["result"]["msg"] for r in records

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
-from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
+from fakes.playbook_run import host_calls, run_with_runner, sent_as_built  # pylint: disable=import-error
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 BARE = lab_capture("bare")
@@ -95,7 +95,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     assert call["invocation"]["module_args"]["tenants"] == TENANTS
     # exactly the options gate_check built from the role's inputs, none left out
     [built] = [r["result"]["options"] for r in records if r["task"] == "Build the call and take the gate's check of it"]
-    assert dict((key, call["invocation"]["module_args"][key]) for key in built) == built, (built, call["invocation"])
+    assert sent_as_built(built, call["invocation"]["module_args"]), (built, call["invocation"])
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
     # libvirt_host decided from the gate's read: nothing to install, start or check, so its service tasks are not even included
     [include] = [r for r in records if r["task"] == "Install, mount, enable and start what libvirt lacks"]

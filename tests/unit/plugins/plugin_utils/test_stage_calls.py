@@ -14,6 +14,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VFIO_BIND_ARGS
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import (
     TENANT_DOMAIN_ARGS, TENANT_STAGE_OPTIONS, TENANT_STAGE_SETTINGS)
@@ -89,7 +90,7 @@ def test_every_option_of_the_stage_is_an_input():
     ("tenants", dict(INPUT, live="maybe"), r"live \(tenant_vms_live\) must be a boolean, got 'maybe': give tenant_vms_live true or false"),
     ("tenants", dict(INPUT, shutdown_timeout="soon"), r"shutdown_timeout \(tenant_vms_shutdown_timeout\) must be an integer"),
     ("tenants", dict(INPUT, gpus="0000:07:00.0"), r"gpus \(tenant_vms_gpus\) must be a list"),
-    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, tenants"),
+    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, sriov_vfio, tenants"),
 ])
 def test_bad_inputs_name_the_input_and_the_fix(stage, inputs, message):
     with pytest.raises(StageInputError, match=message):
@@ -157,7 +158,46 @@ def test_boot_bad_inputs_are_named(value, message):
         boot(value)
 
 
-@pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT)])
+# ---- the SR-IOV/VFIO stage
+
+VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": [], "gpus": [], "gpu_ids": ["10de:20b0"], "devices": [],
+        "group_policy": "strict", "autoprobe": False, "persist": True, "force": False}
+
+
+@pytest.mark.parametrize("inputs, asks", [
+    (VFIO, True),
+    (dict(VFIO, sriov_pfs=[], gpus=["0000:82:00.0"]), True),
+    (dict(VFIO, sriov_pfs=[], devices=["0000:83:00.0"]), True),
+    (dict(VFIO, sriov_pfs=[], tenants=[{"name": "a"}]), False),
+    (dict(VFIO, sriov_pfs=None, gpus=""), False),
+])
+def test_sriov_vfio_calls_only_when_the_inventory_names_a_pf_gpu_or_device(inputs, asks):
+    options = stage_options("sriov_vfio", inputs)
+    if not asks:
+        assert options == {}
+        return
+    assert options == dict((key, value) for key, value in inputs.items())
+    validated = nested_params("sriov_vfio", "gpuvirt.tenancy.vfio_bind", VFIO_BIND_ARGS, options)
+    assert validated["group_policy"] == "strict" and validated["persist"] is True
+
+
+def test_sriov_vfio_unset_lists_are_empty_and_unset_settings_left_out():
+    options = stage_options("sriov_vfio", dict(VFIO, tenants=None, devices="", force=None, group_policy=""))
+    assert options["tenants"] == [] and options["devices"] == [] and "force" not in options and "group_policy" not in options
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (dict(VFIO, gpus="0000:82:00.0"), r"gpus \(host_vfio_gpus\) must be a list, got str"),
+    (dict(VFIO, persist="sometimes"), r"persist \(host_vfio_persist\) must be a boolean"),
+    (dict(VFIO, driver="vfio-pci"), "not an input of the stage: driver"),
+])
+def test_sriov_vfio_bad_inputs_name_the_input(inputs, message):
+    with pytest.raises(StageInputError, match=message):
+        stage_options("sriov_vfio", inputs)
+
+
+@pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT),
+                                                 ("sriov_vfio", "host_vfio", VFIO)])
 def test_the_role_hands_the_stage_exactly_its_inputs(stage, role, inputs):
     """The role's __<role>_inputs (roles/<role>/vars/main.yml) names every input the stage's mapping
     takes, and no other: the mapping refuses a missing or unknown one."""
