@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import STAGE_MODULES, stage_feature
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import STAGE_MODULES
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import plain
 
 __metaclass__ = type
