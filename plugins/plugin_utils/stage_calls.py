@@ -225,4 +225,3 @@ def stage_options(stage, inputs):
     """The options of ``stage``'s one call for the role's ``inputs``; StageInputError names a bad input."""
     stage_module(stage)
     return STAGE_OPTIONS[stage](inputs)
-

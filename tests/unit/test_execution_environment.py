@@ -249,8 +249,8 @@ def test_action_groups_for_module_defaults():
     groups = runtime()["action_groups"]
     options = module_options(module_names())
     assert sorted(groups["all"]) == [name for name in module_names() if "root" in options[name]]
-    assert [name for name in module_names() if "root" not in options[name]] == ["gate_check", "host_reboot", "report_file",
-                                                                                  "stage_call", "stage_options"]
+    assert [name for name in module_names() if "root" not in options[name]] == [
+        "gate_check", "host_reboot", "report_file", "stage_call", "stage_options"]
     # preflight_info's action runs the module itself on a captured tree, and ships it elsewhere
     assert action_plugin_names() == ["gate_check", "host_reboot", "preflight_info", "report_file", "stage_call", "stage_options"]
     assert sorted(groups["libvirt"]) == [name for name in module_names() if "uri" in options[name]]

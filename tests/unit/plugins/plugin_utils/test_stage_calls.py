@@ -141,8 +141,7 @@ def test_boot_acs_is_opt_in_and_names_the_tenants_devices():
     assert "acs" not in boot(BOOT)
     every = boot(dict(BOOT, acs=True))
     assert every["acs"] == {"gpus": [], "pfs": ["0000:0c:00.0"]}
-    chosen = boot(dict(BOOT, acs={"flags": "1xxxx0x"}, firmware_ats=["0c:00.0"],
-                                               tenant_gpus=["0000:15:00.0"]))
+    chosen = boot(dict(BOOT, acs={"flags": "1xxxx0x"}, firmware_ats=["0c:00.0"], tenant_gpus=["0000:15:00.0"]))
     assert chosen["acs"] == {"gpus": ["0000:15:00.0"], "pfs": ["0c:00.0"], "flags": "1xxxx0x"}
     assert nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, every)["acs"]["flags"] == "1xxxx0x"
     with pytest.raises(StageInputError, match=r"acs \(host_boot_acs\) must be true, false or"):
