@@ -12,17 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.executor import module_common
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import StageInputError, stage_module
-
-try:
-    # ansible-core 2.19 and later; what its actions package and service use for the module they run
-    from ansible.executor.module_common import _apply_action_arg_defaults
-except ImportError:  # ansible-core 2.16 to 2.18
-    _apply_action_arg_defaults = None
-    from ansible.executor.module_common import get_action_args_with_defaults
 
 
 class ActionModule(ActionBase):
@@ -33,10 +27,14 @@ class ActionModule(ActionBase):
 
     def _with_defaults(self, module, options):
         """``options`` with the play's module_defaults for ``module`` where they set what the options do not."""
-        if _apply_action_arg_defaults is not None:
-            return _apply_action_arg_defaults(module, self._task, options, self._templar)
-        return get_action_args_with_defaults(module, options, self._task.module_defaults, self._templar,
-                                             action_groups=self._task._parent._play._action_groups)
+        # what ansible-core's own actions package and service do for the module they run:
+        # _apply_action_arg_defaults from 2.19, get_action_args_with_defaults before
+        apply_defaults = getattr(module_common, "_apply_action_arg_defaults", None)
+        if apply_defaults is not None:
+            return apply_defaults(module, self._task, options, self._templar)
+        with_defaults = getattr(module_common, "get_action_args_with_defaults")
+        return with_defaults(module, options, self._task.module_defaults, self._templar,
+                             action_groups=self._task._parent._play._action_groups)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
