@@ -16,7 +16,9 @@ description:
   - The preflight gate (M(gpuvirt.tenancy.preflight_info) with O(gpuvirt.tenancy.preflight_info#module:stage_checks)) checks
     each host stage's call, with the options this run gives it, in check mode inside its one call. This action answers
     a stage about to make its call with the gate's result, so that the stage makes no call of its own.
-  - It answers only when the gate checked exactly O(options), its check ran without error, and either the check
+  - The call is given as O(options), or as O(stage) and O(inputs), the stage role's inputs, which the action maps to
+    the options of the stage's module (the mapping the stage's call and M(gpuvirt.tenancy.stage_options) take too).
+  - It answers only when the gate checked exactly these options, its check ran without error, and either the check
     changes nothing or the task runs in check mode (the stage's own call would then be the very check the gate made).
     Otherwise RV(answered) is false and the stage makes its call.
   - An answer is shown as the call's own result, its C(changed) and, with C(--diff), its differences.
@@ -44,9 +46,19 @@ options:
         C(changed), C(result), C(error)), or V({}) or V(null) when the gate checked none.
     type: dict
   options:
-    description: The options of the module call the stage would make now.
+    description:
+      - The options of the module call the stage would make now.
+      - Give either this or O(stage) and O(inputs).
     type: dict
-    required: true
+  stage:
+    description:
+      - The host stage whose call O(inputs) give; given with O(inputs), instead of O(options).
+    type: str
+    choices: [boot, sriov_vfio, tenants]
+  inputs:
+    description:
+      - The stage role's inputs, without the role's prefix (the role's internal C(__<role>_inputs)); with O(stage).
+    type: dict
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 """
@@ -57,6 +69,13 @@ EXAMPLES = r"""
     check: "{{ preflight_stage_checks_read.sriov_vfio | default({}) }}"
     options: "{{ __vfio_options }}"
   register: __vfio_checked
+
+- name: Build the tenants stage's call from its role's inputs and take the gate's check of it
+  gpuvirt.tenancy.gate_check:
+    check: "{{ preflight_stage_checks_read.tenants | default({}) }}"
+    stage: tenants
+    inputs: "{{ __tenant_vms_inputs }}"
+  register: __tenant_vms_checked
 
 - name: Make the call only where the gate did not answer it
   gpuvirt.tenancy.vfio_bind:
@@ -73,7 +92,9 @@ answered:
   type: bool
   sample: true
 options:
-  description: The options as given (a stage that builds them in this task makes its call with them when not RV(answered)).
+  description:
+    - The options as given, or built from O(stage) and O(inputs) (a stage that builds them in this task makes its call
+      with them when not RV(answered)).
   returned: always
   type: dict
   sample: {"devices": ["0000:82:00.0"]}

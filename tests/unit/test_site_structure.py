@@ -12,6 +12,8 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import stage_module
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HOST_STAGES = ("boot.yml", "sriov_vfio.yml", "tenants.yml")
 
@@ -169,6 +171,9 @@ def test_modules_run_async_return_no_key_async_status_reads():
         with open(path, encoding="utf-8") as handle:
             for task in tasks_in(yaml.safe_load(handle)):
                 module = next((key for key in task if key.startswith("gpuvirt.tenancy.")), None)
+                if module == "gpuvirt.tenancy.stage_call":
+                    # the action runs the stage's module, whose result is the task's
+                    module = stage_module(task[module]["stage"])
                 if module and "async" in task:
                     found.append(module)
                     clash = module_returns(module) & ASYNC_STATUS_KEYS

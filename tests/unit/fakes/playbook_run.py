@@ -22,8 +22,9 @@ CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callbacks"
 CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansible.builtin.assert", "ansible.builtin.fail",
                       "ansible.builtin.validate_argument_spec", "ansible.builtin.meta", "ansible.builtin.set_stats",
                       "ansible.builtin.include_role", "ansible.builtin.include_tasks",
-                      # the gate's result taken and the report written on the controller: the host is asked nothing
-                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.report_file"}
+                      # the gate's result taken, a stage's call built and the report written on the controller: the
+                      # host is asked nothing
+                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.report_file"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
 
@@ -67,3 +68,14 @@ def host_calls(records, host=None):
     return [(r["task"], r["action"]) for r in records
             if r["status"] != "skipped" and r["action"] not in CONTROLLER_ACTIONS and not (r["task"] or "").startswith("Test |")
             and (host is None or (r.get("host") == host and not r.get("delegated")))]
+
+
+def sent_as_built(built, sent):
+    """Whether a module call's ``sent`` options (its result's invocation.module_args, after the module's
+    argument spec filled the defaults of options and sub-options left out) hold every one of ``built``
+    with its value: dicts key by key, lists item by item."""
+    if isinstance(built, dict):
+        return isinstance(sent, dict) and all(key in sent and sent_as_built(value, sent[key]) for key, value in built.items())
+    if isinstance(built, list):
+        return isinstance(sent, list) and len(built) == len(sent) and all(map(sent_as_built, built, sent))
+    return built == sent

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from fakes.captured_trees import load_dgx_tree  # pylint: disable=import-error
-from fakes.playbook_run import run_with_runner  # pylint: disable=import-error
+from fakes.playbook_run import run_with_runner, sent_as_built  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 
@@ -49,6 +49,12 @@ def test_a_pending_reboot_stops_the_host_after_the_boot_stage_said_once(tmp_path
     assert rc == 0, out[-6000:]
     ran = [r["task"] for r in records if r["status"] == "ok"]
     assert "Test | After the boot stage (the SR-IOV/VFIO stage would run here)" not in ran, ran
+    # the stage's call (action stage_call: iommu_grub) sent exactly the options gate_check built from the role's
+    # inputs, none left out, and the play's module_defaults gave it the tree as root
+    [built] = [r["result"]["options"] for r in records if r["task"] == "Boot | Build the call and take the gate's check of it"]
+    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.stage_call" and r["status"] != "skipped"]
+    sent = call["invocation"]["module_args"]
+    assert sent_as_built(built, sent) and sent["root"] == str(root), (built, sent)
     # the edit was made under the tree, its reboot is pending
     assert (root / "etc" / "default" / "grub").read_text(encoding="utf-8") != grub_before
     pending = [r["result"]["msg"] for r in records

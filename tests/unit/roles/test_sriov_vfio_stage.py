@@ -19,7 +19,7 @@ import pytest
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import lab_host  # pylint: disable=import-error
-from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
+from fakes.playbook_run import host_calls, run_with_runner, sent_as_built  # pylint: disable=import-error
 
 pytest.importorskip("ansible_runner", reason="ansible-runner is in requirements.txt; run scripts/bootstrap.sh")
 PF, GPU = "0000:81:00.0", "0000:82:00.0"
@@ -91,9 +91,9 @@ def round_trips(records):
     # the gate checked exactly this call, nothing changed since: the stage is no call of its own
     ({}, False, []),
     # the gate checked other inputs: the stage's own call
-    ({"force": True}, False, ["gpuvirt.tenancy.vfio_bind"]),
+    ({"force": True}, False, ["gpuvirt.tenancy.stage_call"]),
     # the boot stage changed the host after the gate read it: the stage's own call
-    ({}, True, ["gpuvirt.tenancy.vfio_bind"]),
+    ({}, True, ["gpuvirt.tenancy.stage_call"]),
 ])
 def test_converged_stage_takes_the_gates_check_of_exactly_its_call(tmp_path, gate_change, boot_changed, expected):
     rc, out, records = run_stage(tmp_path, gate_change, boot_changed)
@@ -102,6 +102,12 @@ def test_converged_stage_takes_the_gates_check_of_exactly_its_call(tmp_path, gat
     [gate] = [r["result"] for r in records if r["task"].startswith("Test | The gate's read")]
     assert gate["stage_checks"]["sriov_vfio"]["error"] is None
     assert gate["stage_checks"]["sriov_vfio"]["changed"] is False
+    # the stage's own call (action stage_call: vfio_bind) sends exactly the options gate_check built from the role's
+    # inputs, and the play's module_defaults give it the tree as root
+    [built] = [r["result"]["options"] for r in records if r["task"] == "SR-IOV/VFIO | Take the gate's check of exactly this call"]
+    for call in [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.stage_call" and r["status"] != "skipped"]:
+        sent = call["invocation"]["module_args"]
+        assert sent_as_built(built, sent) and sent["root"] != "/", (built, sent)
     # published either way: the 4 VFs of the PF, and the GPU and VFs held by vfio-pci
     [published] = [r["result"]["msg"] for r in records if r["task"] == "Test | What the stage published"]
     assert [vf["address"] for vf in published["vfs"][PF]] == ["0000:81:00.%d" % i for i in range(1, 5)]

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
-from fakes.playbook_run import host_calls, run_with_runner  # pylint: disable=import-error
+from fakes.playbook_run import host_calls, run_with_runner, sent_as_built  # pylint: disable=import-error
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
 BARE = lab_capture("bare")
@@ -87,9 +87,15 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     # no check by the gate: the stage is the tenant_domain call alone (it reads, plans and defines on the host)
     rc, out, records = run_stage(tmp_path)
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"], (host_calls(records), out[-4000:])
-    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.stage_call"], (host_calls(records), out[-4000:])
+    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.stage_call" and r["status"] != "skipped"]
     assert sorted(call["domains"]) == ["stage-a", "stage-b"] and call["powered_on"] == ["stage-a"]
+    # tenant_domain ran (action stage_call) with the play's module_defaults of its groups: the capture and libvirt's test driver
+    assert call["invocation"]["module_args"]["root"] == BARE and call["invocation"]["module_args"]["uri"] == URI, call["invocation"]
+    assert call["invocation"]["module_args"]["tenants"] == TENANTS
+    # exactly the options gate_check built from the role's inputs, none left out
+    [built] = [r["result"]["options"] for r in records if r["task"] == "Build the call and take the gate's check of it"]
+    assert sent_as_built(built, call["invocation"]["module_args"]), (built, call["invocation"])
     assert sorted(call["placements"]) == ["stage-a", "stage-b"] and call["unplaced"] == {}
     # libvirt_host decided from the gate's read: nothing to install, start or check, so its service tasks are not even included
     [include] = [r for r in records if r["task"] == "Install, mount, enable and start what libvirt lacks"]
@@ -105,7 +111,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     # the gate checked other options (another setting): the stage makes its own call
     rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="other", tenants=[])
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.stage_call"]
     # a check that would change something (the tenants are not defined yet): in check mode the stage's own call
     # would be that very check, so the stage takes it too, shown as its own result (changed, the domains to define)
     rc, out, records = run_stage(tmp_path, gate_checks=True, name="changing")
@@ -120,7 +126,7 @@ def test_tenants_stage_is_one_round_trip_and_none_after_the_gates_check(tmp_path
     # the same check with another option is not this call: the stage makes its own
     rc, out, records = run_stage(tmp_path, gate_checks=True, gate_changes={"live": False}, name="changing-other")
     assert rc == 0, out[-6000:]
-    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.tenant_domain"]
+    assert [action for _task, action in host_calls(records)] == ["gpuvirt.tenancy.stage_call"]
 
 
 @pytest.mark.usefixtures("libvirt_conn")
@@ -147,7 +153,7 @@ def test_the_stages_call_runs_async_with_a_status_line_and_its_result_comes_back
              "tenant_vms_poll_interval": 1, "tenant_vms_call_timeout": 120}
     rc, out, records = run_with_runner(tmp_path / "real", tmp_path / "play.yml", "localhost ansible_connection=local", extra)
     assert rc == 0, out[-6000:]
-    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.tenant_domain" and r["status"] != "skipped"]
+    [call] = [r["result"] for r in records if r["action"] == "gpuvirt.tenancy.stage_call" and r["status"] != "skipped"]
     assert call.get("ansible_job_id") and call.get("finished") == 1, call
     assert call["powered_on"] == ["stage-a"] and sorted(call["created"]) == ["stage-a", "stage-b"], call
     assert "a status line every 1 s, stopped after 120 s" in out, out[-4000:]

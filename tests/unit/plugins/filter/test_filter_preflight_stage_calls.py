@@ -1,6 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The stage call filters as site.yml calls them: the calls the gate checks, and the SR-IOV/VFIO
-stage's call only when the inventory asks something of it."""
+"""The stage call filter as site.yml calls it: the calls the gate checks."""
 
 from __future__ import annotations
 
@@ -25,18 +24,3 @@ def test_the_gate_checks_each_stage_that_has_a_call():
 def test_the_calls_must_be_a_dict():
     with pytest.raises(AnsibleFilterError, match="expected a dict stage -> the options of its call, got list"):
         FILTERS["preflight_stage_calls"]([OPTIONS])
-
-
-@pytest.mark.parametrize("options, asks", [
-    ({"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "gpus": [], "devices": [], "persist": True}, True),
-    ({"sriov_pfs": [], "gpus": ["0000:82:00.0"], "devices": []}, True),
-    ({"sriov_pfs": [], "gpus": [], "devices": ["0000:83:00.0"]}, True),
-    ({"sriov_pfs": [], "gpus": [], "devices": [], "tenants": [{"name": "a"}], "persist": True}, False),
-])
-def test_the_vfio_stage_calls_only_when_the_inventory_names_a_pf_gpu_or_device(options, asks):
-    assert FILTERS["vfio_stage_call"](options) == (options if asks else {})
-
-
-def test_the_vfio_stage_options_must_be_a_dict():
-    with pytest.raises(AnsibleFilterError, match="vfio_stage_call: expected the dict of vfio_bind's options, got NoneType"):
-        FILTERS["vfio_stage_call"](None)

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``host_boot_options``: the boot stage's one M(iommu_grub) call, built from the role's inputs
-(the stage's desired state as the inventory says it). Everything that depends on the host (the
-GPU host stack, the pre-binding ids, the firmware targets, the initramfs) is decided by the
-module on the host; this only maps inputs to options and leaves unset parts out."""
+"""The boot stage's reboot: ``host_boot_reboot_proof`` (whether the reboot is proven),
+``host_boot_unsettled`` (what the check of the new kernel still finds) and ``host_boot_notes``
+(what the stage's result says is still due). The stage's call itself is built by the actions
+gate_check and stage_options (plugin_utils stage_calls)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,83 +13,6 @@ import base64
 from ansible.errors import AnsibleFilterError
 
 __metaclass__ = type
-
-INPUTS = ("iommu", "vendor", "passthrough", "pre_bind_ids", "pre_bind_driver", "args", "grub_file", "variable",
-          "bootloader_update", "tenant_gpus", "host_gpus", "gpu_ids", "nic_ids", "gpu_host_stack", "early_driver",
-          "early_driver_before", "early_driver_initramfs", "sriov_pfs", "firmware_sriov", "firmware_install",
-          "firmware_reset", "firmware_reset_level", "firmware_ats", "acs", "reboot_ok", "hugepages", "hugepages_at_boot", "hugepages_persist",
-          "hugepages_unit", "hugepages_mounts")
-
-
-def host_boot_options(inputs):
-    """The options of the boot stage's iommu_grub call for ``inputs`` (the role's ``host_boot_*``
-    inputs without the prefix)."""
-    if not isinstance(inputs, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: expected a dict of the host_boot inputs, got %s"
-                                 % type(inputs).__name__)
-    missing = [k for k in INPUTS if k not in inputs]
-    if missing:
-        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: inputs %s missing" % ", ".join(missing))
-    options = dict((k, inputs[k]) for k in ("iommu", "vendor", "passthrough", "pre_bind_ids", "pre_bind_driver", "args",
-                                            "grub_file", "variable", "bootloader_update"))
-    options["gpu_stack"] = {
-        "tenant_gpus": list(inputs["tenant_gpus"] or []), "host_gpus": list(inputs["host_gpus"] or []),
-        "gpu_ids": list(inputs["gpu_ids"] or []), "manage": bool(inputs["gpu_host_stack"]),
-        "early_driver": bool(inputs["early_driver"]), "early_driver_before": list(inputs["early_driver_before"] or []),
-        "initramfs": bool(inputs["early_driver_initramfs"]),
-    }
-    if inputs["firmware_sriov"] and inputs["sriov_pfs"]:
-        options["firmware"] = {
-            "sriov_pfs": list(inputs["sriov_pfs"]), "nic_ids": list(inputs["nic_ids"] or []),
-            "install": bool(inputs["firmware_install"]), "reset": bool(inputs["firmware_reset"]),
-            "reset_level": int(inputs["firmware_reset_level"]), "reset_ok": bool(inputs["reboot_ok"]),
-        }
-        ats = ats_pfs(inputs["firmware_ats"], inputs["sriov_pfs"])
-        if ats:
-            options["firmware"]["ats_pfs"] = ats
-    acs = acs_options(inputs["acs"], inputs)
-    if acs is not None:
-        options["acs"] = acs
-    if inputs["hugepages"] or inputs["hugepages_mounts"]:
-        options["hugepages"] = {
-            "pages": list(inputs["hugepages"] or []), "at_boot": list(inputs["hugepages_at_boot"] or []),
-            "persist": bool(inputs["hugepages_persist"]),
-            "persist_unit": "/etc/systemd/system/%s" % inputs["hugepages_unit"],
-            "mounts": list(inputs["hugepages_mounts"] or []), "enable_units": True,
-        }
-    return options
-
-
-def ats_pfs(wanted, sriov_pfs):
-    """The PFs to get ATS in their firmware (iommu_grub firmware.ats_pfs) from ``host_boot_firmware_ats``:
-    false (none, the default), true (every PF of ``sriov_pfs``: their VFs go to the tenants), or a
-    list of those PFs (the ones whose VFs go to GPU tenants)."""
-    if wanted is None or wanted is False:
-        return []
-    listed = [item.get("pf") for item in sriov_pfs or [] if isinstance(item, dict)]
-    if wanted is True:
-        return [str(pf) for pf in listed if pf]
-    if not isinstance(wanted, (list, tuple)) or not all(isinstance(pf, str) and pf for pf in wanted):
-        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: host_boot_firmware_ats must be true, false or a list of "
-                                 "PFs of gpuvirt_sriov_pfs whose VFs go to GPU tenants, got %r" % (wanted,))
-    return list(wanted)
-
-
-def acs_options(wanted, inputs):
-    """iommu_grub's ``acs`` from ``host_boot_acs``: false (the default: none), true, or ``{flags}``;
-    the tenants' GPUs (``host_boot_tenant_gpus``, else the module's) and the PFs whose VFs go to
-    them (those of ``host_boot_firmware_ats`` when it lists them, else every PF of sriov_pfs)."""
-    if wanted is None or wanted is False:
-        return None
-    if wanted is not True and not (isinstance(wanted, dict) and set(wanted) <= {"flags"}):
-        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_options: host_boot_acs must be true, false or {flags: "
-                                 "<config_acs flags>}, got %r" % (wanted,))
-    ats = inputs["firmware_ats"]
-    pfs = list(ats) if isinstance(ats, (list, tuple)) else ats_pfs(True, inputs["sriov_pfs"])
-    options = {"gpus": list(inputs["tenant_gpus"] or []), "pfs": pfs}
-    if isinstance(wanted, dict) and wanted.get("flags") is not None:
-        options["flags"] = str(wanted["flags"])
-    return options
 
 
 def _slurped(read, what):
@@ -180,5 +103,5 @@ class FilterModule:
     """Boot stage filter."""
 
     def filters(self):
-        return {"host_boot_options": host_boot_options, "host_boot_reboot_proof": host_boot_reboot_proof,
+        return {"host_boot_reboot_proof": host_boot_reboot_proof,
                 "host_boot_unsettled": host_boot_unsettled, "host_boot_notes": host_boot_notes}
