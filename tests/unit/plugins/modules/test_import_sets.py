@@ -98,6 +98,8 @@ SEARCH = {"placement.planner", "placement.search", "placement.lagrange", "placem
     # inside a guest: none of the host stages
     ("mlx_rocev2", {"guest.roce", "connectx.mlxconfig"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore"},
      set()),
+    ("fabric_partition", {"fabric.fmpm", "fabric.partition_call"},
+     {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx", "guest"}, set()),
     ("guest_nvlink", {"guest.nvlink_driver"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx"},
      set()),
     ("nccl_env", {"guest.nccl_conf"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx"}, set()),
