@@ -21,8 +21,6 @@ H100_SWITCH = {"vendor_id": "0x10de", "device_id": "0x22a3", "class": "0x068000"
 A100_SWITCH = dict(H100_SWITCH, device_id="0x1af1")
 
 
-
-
 def listed_partitions():
     """(ID, GPU module IDs) of each row of the partitioner's table."""
     rows = []
