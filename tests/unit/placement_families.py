@@ -146,26 +146,62 @@ def partition_table():
     return rows
 
 
-def nvswitch_board(rng):
-    """Two sockets of 4 GPUs, each GPU and a NIC under one switch of their own, an NVSwitch 10de:22a3 on
-    socket 0; module IDs 1-4 on one socket and 5-8 on the other (as the published HGX host has them,
-    tests/fixtures/fabricmanager), in a drawn order; sometimes a third node without GPUs. -> (topology,
-    tenants, policy with gpu_modules, partitions as tuples of GPU addresses for placement_cpsat)."""
+def _guide_ids(cell):
+    """The physical IDs of a cell of the guide's table: '1 to 4 & 9 to 12', '1, 2, 3, 4', '7'."""
+    ids = []
+    for part in cell.split("&"):
+        bounds = re.match(r"^\s*(\d+) to (\d+)\s*$", part)
+        ids += list(range(int(bounds.group(1)), int(bounds.group(2)) + 1)) if bounds else [int(m) for m in part.split(",")]
+    return tuple(ids)
+
+
+def a100_partition_table():
+    """(ID, physical IDs) of the Fabric Manager user guide's DGX A100 / HGX A100 default partitions
+    (tests/fixtures/fabricmanager), not the collection's table; its last row ("20 to 34 ... Physical ID 2
+    for Partition ID 20, Physical ID 3 for Partition ID 21, etc.") read as the rule it states."""
+    path = os.path.join(FIXTURES, "fabricmanager", "fm-user-guide_default-gpu-partitions_dgx-hgx-a100.txt")
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in list(handle)[1:]:
+            number, count, cell, _links = [c.strip() for c in line.split(" | ")]
+            rule = re.match(r"^(\d+) to (\d+)$", number)
+            if rule:
+                first = re.match(r"^Physical ID (\d+) for Partition ID (\d+),", cell)
+                offset = int(first.group(2)) - int(first.group(1))
+                rows += [(n, (n - offset,)) for n in range(int(rule.group(1)), int(rule.group(2)) + 1)]
+                continue
+            rows.append((int(number), _guide_ids(cell)))
+            assert len(rows[-1][1]) == int(count), line
+    return rows
+
+
+def nvswitch_board(rng, board="h100"):
+    """Two sockets of 4 GPUs, each GPU and a NIC under one switch of their own, an NVSwitch on socket 0;
+    sometimes a third node without GPUs. ``h100``: NVSwitch 10de:22a3, module IDs 1-4 on one socket and
+    5-8 on the other (as the published HGX host has them, tests/fixtures/fabricmanager). ``a100``:
+    NVSwitch 10de:1af1, one baseboard strapped as the bottom (1-8) or the top tray (9-16), drawn, the
+    guide's 4-GPU halves one a socket (a drawn layout: no published A100 host maps its module IDs to
+    sockets); the partitions of the other tray left out, as the Fabric Manager leaves them. Module IDs in
+    a drawn order. -> (topology, tenants, policy with gpu_modules, partitions as tuples of GPU
+    addresses for placement_cpsat)."""
     nodes = [{"cores": rng.choice([16, 24, 32]), "switches": [{"groups": [1], "nics": rng.choice([0, 1])} for _gpu in range(4)]}
              for _socket in range(2)]
     if rng.random() < 0.3:
         nodes.append({"cores": 16, "switches": []})
     topology = switched_host(nodes)
-    topology["pci_devices"]["0000:e0:00.0"] = {"address": "0000:e0:00.0", "vendor_id": "0x10de", "device_id": "0x22a3",
+    topology["pci_devices"]["0000:e0:00.0"] = {"address": "0000:e0:00.0", "vendor_id": "0x10de",
+                                               "device_id": "0x22a3" if board == "h100" else "0x1af1",
                                                "class": "0x068000", "numa_node": 0, "virtfns": []}
-    halves = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    first = 1 if board == "h100" else rng.choice([1, 9])
+    halves = [list(range(first, first + 4)), list(range(first + 4, first + 8))]
     rng.shuffle(halves)
     for half in halves:
         rng.shuffle(half)
     by_node = dict((node, sorted(g["address"] for g in topology["gpus"] if g["numa_node"] == node)) for node in (0, 1))
     modules = dict(zip(by_node[0] + by_node[1], halves[0] + halves[1]))
     address = dict((module, gpu) for gpu, module in modules.items())
-    partitions = [tuple(address[m] for m in members) for _number, members in partition_table()]
+    table = partition_table() if board == "h100" else a100_partition_table()
+    partitions = [tuple(address[m] for m in members) for _number, members in table if set(members) <= set(address)]
     tenants = tenants_mix(rng, rng.randint(6, 12), gpus=(0, 1, 1, 1, 2, 2, 3, 4, 4, 8), vcpus=(2, 4, 6, 8))
     return topology, tenants, {"gpu_modules": modules}, partitions
 

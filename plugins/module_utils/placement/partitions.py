@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The planner's rule for HGX boards with NVSwitches (vocabulary/nvswitch.py): a tenant's GPUs are
 exactly one Fabric Manager partition's GPUs (the Shared NVSwitch virtualization model gives a
-tenant NVLink only so), 1, 2, 4 or 8 of them on the HGX H100/H200 board; each placement says its
-partition.
+tenant NVLink only so), 1, 2, 4 or 8 of them on the HGX H100/H200 board and on one HGX A100
+baseboard; each placement says its partition.
 
 A mixin of the Planner (it needs ``host``, ``policy``): ``_read_partitions`` once, then
 ``_partition_refusal`` for a tenant no partition fits, ``_partition_gpus`` where the planner picks
@@ -14,7 +14,8 @@ its free blocks whole). The board's partitions nest (each size divides the next 
 partition lies in one of the next size), so a set of tenants of 1, 2, 4 and 8 GPUs fits a board
 whose GPUs are free exactly when their sum does: the planner's counts stay exact when the 1-, 2-
 and 4-GPU partitions lie within one NUMA node, as on the HGX H100 board (GPU modules 1-4 on one
-socket, 5-8 on the other). Pure.
+socket, 5-8 on the other). One HGX A100 baseboard's partitions nest the same way; two baseboards'
+do not (their 8-GPU partitions cross them), and the board refuses them. Pure.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -19,9 +19,15 @@ Boards known here (by their NVSwitch's PCI id; tests/fixtures/fabricmanager has 
   8 GPUs (0), two of 4 (1, 2), four of 2 (3-6), eight of 1 (7-14), as the Fabric Manager lists them
   on such a board (josepselga/NVIDIA-FabricManager-partition-tool README, ``partitioner -o 0``;
   partitions 0-4 also in OpenNebula's ``onefabric list``).
-
-The HGX A100 board's NVSwitch (10de:1af1) is not in the table: no published listing of its
-partitions was found, so a multi-GPU tenant there is refused rather than planned on a guess.
+- 10de:1af1, the second-generation NVSwitch of the DGX A100 / HGX A100 board: the guide's "Default
+  GPU Partitions" table of that board ("GPU Partitions", "DGX A100 and NVIDIA HGX A100";
+  tests/fixtures/fabricmanager has its rows), 35 partitions over two baseboards of 8 GPUs:
+  0 (1-16), 1 (1-8), 2 (9-16), 3-6 (8 GPUs, 4 from each baseboard), 7-10 (4), 11-18 (2), 19-34
+  (1, physical ID 1-16). The physical IDs follow the baseboard's NVSwitch GPIO straps: 1-8 for one
+  baseboard strapped as the bottom tray, 9-16 as the top tray, and the Fabric Manager removes the
+  partitions of GPUs that are not there from the list it supports, keeping the IDs. Built in: one
+  baseboard (8 GPUs, module IDs 1-8 or 9-16), whose partitions nest as the H100 board's do; two
+  baseboards (16 GPUs, whose 8-GPU partitions 3-6 cross the baseboards) are refused.
 
 Pure: no I/O.
 """
@@ -42,6 +48,20 @@ BOARDS = {
         (3, (1, 3)), (4, (2, 4)), (5, (5, 7)), (6, (6, 8)),
         (7, (1,)), (8, (2,)), (9, (3,)), (10, (4,)), (11, (5,)), (12, (6,)), (13, (7,)), (14, (8,)),
     )),
+    ("0x10de", "0x1af1"): ("HGX A100 8-GPU", (
+        (0, tuple(range(1, 17))), (1, tuple(range(1, 9))), (2, tuple(range(9, 17))),
+        (3, (1, 2, 3, 4, 9, 10, 11, 12)), (4, (5, 6, 7, 8, 13, 14, 15, 16)),
+        (5, (1, 2, 3, 4, 13, 14, 15, 16)), (6, (5, 6, 7, 8, 9, 10, 11, 12)),
+        (7, (1, 2, 3, 4)), (8, (5, 6, 7, 8)), (9, (9, 10, 11, 12)), (10, (13, 14, 15, 16)),
+        (11, (1, 2)), (12, (3, 4)), (13, (5, 6)), (14, (7, 8)),
+        (15, (9, 10)), (16, (11, 12)), (17, (13, 14)), (18, (15, 16)),
+    ) + tuple((18 + module, (module,)) for module in range(1, 17))),
+}
+# The module IDs one host's board may have, per NVSwitch, where the table spans more GPUs than one
+# baseboard: the partitions of the other IDs are not on the host (the HGX A100 baseboard strapped as
+# the bottom or the top tray). A board not named here has all of its table's IDs.
+BASEBOARDS = {
+    ("0x10de", "0x1af1"): (tuple(range(1, 9)), tuple(range(9, 17))),
 }
 WHERE_MODULES = ("the GPU's module ID as nvidia-smi -q prints it while the nvidia driver holds the GPU "
                  "(the Fabric Manager's physicalId)")
@@ -91,20 +111,32 @@ def read_board(pci_devices, gpus, gpu_modules):
                              "no Fabric Manager partitions; leave gpu_modules out")
         return None
     ids = sorted(set(ident for _address, ident in switches))
-    known = [BOARDS[ident] for ident in ids if ident in BOARDS]
-    name, table = known[0] if len(known) == 1 and len(ids) == 1 else (
+    known = len(ids) == 1 and ids[0] in BOARDS
+    name, table = BOARDS[ids[0]] if known else (
         "NVSwitch %s" % ", ".join("%s:%s" % (v[2:], d[2:]) for v, d in ids), None)
+    baseboards = BASEBOARDS.get(ids[0]) if known else None
     addresses = [address for address, _ident in switches]
     if not gpu_modules:
-        return Board(name, addresses, table)
+        # the sizes a tenant may ask for: those of one baseboard where the host has its GPUs' count
+        fitting = [board for board in baseboards or () if len(board) == len(gpus)]
+        return Board(name, addresses, on_board(table, fitting[0]) if fitting else table)
     if table is None:
         raise InputError("policy.gpu_modules: the partitions of this %s are not known to the collection (known boards: %s); "
                          "leave gpu_modules out" % (name, ", ".join(board for board, _table in BOARDS.values())))
-    return Board(name, addresses, table, read_modules(gpu_modules, gpus, table, name))
+    modules = read_modules(gpu_modules, gpus, table, name, baseboards)
+    return Board(name, addresses, on_board(table, set(modules.values())), modules)
 
 
-def read_modules(value, gpus, table, name):
-    """``policy.gpu_modules`` checked against the host's ``gpus`` and the board's ``table``: -> {address: module ID}."""
+def on_board(table, modules):
+    """The partitions of ``table`` whose GPUs all have one of the ``modules`` (the Fabric Manager lists
+    no partition of a GPU that is not there), their IDs kept."""
+    present = set(modules)
+    return tuple((number, members) for number, members in table if present.issuperset(members))
+
+
+def read_modules(value, gpus, table, name, baseboards=None):
+    """``policy.gpu_modules`` checked against the host's ``gpus`` and the board's ``table`` (one of the
+    ``baseboards``' module IDs where given): -> {address: module ID}."""
     if not isinstance(value, dict):
         raise InputError("policy.gpu_modules: expected a dict GPU PCI address -> module ID (%s), got %r" % (WHERE_MODULES, value))
     wanted = sorted(set(m for _number, members in table for m in members))
@@ -123,6 +155,15 @@ def read_modules(value, gpus, table, name):
     if twice:
         raise InputError("policy.gpu_modules: module ID(s) %s given to more than one GPU (%s); each GPU of the board has its own"
                          % (", ".join(map(str, twice)), ", ".join(sorted(a for a, m in modules.items() if m in twice))))
+    if baseboards:
+        given = sorted(modules.values())
+        fitting = [list(board) for board in baseboards if set(board) & set(given)]
+        if len(fitting) != 1 or given != fitting[0]:
+            raise InputError("policy.gpu_modules: module IDs %s are not one baseboard's; the %s board has %s (its NVSwitch GPIO "
+                             "straps: the bottom or the top tray): give every GPU of the board, %s"
+                             % (", ".join(map(str, given)), name, " or ".join("%d-%d" % (b[0], b[-1]) for b in baseboards),
+                                WHERE_MODULES))
+        return modules
     missing = [m for m in wanted if m not in modules.values()]
     if missing:
         raise InputError("policy.gpu_modules: no GPU has module ID(s) %s; the %s board's partitions need all of %s: give every "

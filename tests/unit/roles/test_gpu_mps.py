@@ -133,8 +133,8 @@ def test_gpu_sharing_play_in_the_lab_changes_nothing_and_contacts_no_guest(tmp_p
     assert rc == 0, result
     for host in ("tenant-a", "tenant-b"):
         stats = result.stats(host)
-        # the two parts of the play (roles gpu_mig and gpu_mps) are skipped
-        assert stats["changed"] == 0 and stats["failures"] == 0 and stats["unreachable"] == 0 and stats["skipped"] == 2, stats
+        # the parts of the play (guest_nvlink and its reboot line, roles gpu_mig and gpu_mps) are skipped
+        assert stats["changed"] == 0 and stats["failures"] == 0 and stats["unreachable"] == 0 and stats["skipped"] == 4, stats
 
 
 def test_gpu_sharing_play_runs_mig_profile_in_check_mode(tmp_path):

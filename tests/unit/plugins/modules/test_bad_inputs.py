@@ -80,12 +80,18 @@ def empty_world(root):
     return {}
 
 
+def modprobe_world(root):
+    os.makedirs(os.path.join(str(root), "etc", "modprobe.d"))
+    return {}
+
+
 WORLDS = {"iommu_grub": grub_world, "hugepages": hugepages_world, "nccl_env": rdma_world, "mlx_rocev2": rdma_world,
-          "vfio_bind": pci_world, "sriov_vfs": pci_world, "mig_profile": empty_world}
+          "vfio_bind": pci_world, "sriov_vfs": pci_world, "mig_profile": empty_world,
+          "guest_nvlink": modprobe_world}
 BASE_ARGS = {"iommu_grub": {"bootloader_update": "none"}, "hugepages": {"pages": [{"size": "2M", "count": 8}]},
              "nccl_env": {"ib_hca": ["mlx5_0:1"]}, "mlx_rocev2": {"rdma_device": "mlx5_0", "default_roce_mode": "v2"},
              "vfio_bind": {"devices": ["0000:82:00.0"]}, "sriov_vfs": {"pf": PF, "num_vfs": 2},
-             "mig_profile": {"config_file": "/etc/mig.yaml", "config": "all-1g"}}
+             "mig_profile": {"config_file": "/etc/mig.yaml", "config": "all-1g"}, "guest_nvlink": {"state": "disabled"}}
 
 # (module, what is wrong, extra args (None: the base argument left out), files put in the world first
 # {host path: bytes, or a Link out of the root}, the message says)
@@ -138,6 +144,13 @@ BAD_INPUTS = [
     ("hugepages", "negative count", {"pages": [{"size": "2M", "count": -4}]}, {}, "is not a whole number"),
     ("hugepages", "mount path with a control character", {"mounts": [{"size": "2M", "path": "/dev/huge\x01"}]}, {},
      "control character"),
+    ("guest_nvlink", "path a directory", {"path": "/etc/modprobe.d/x.conf"}, {"/etc/modprobe.d/x.conf/y": b""},
+     "path: /etc/modprobe.d/x.conf is a directory"),
+    ("guest_nvlink", "path outside modprobe.d", {"path": "/etc/nvlink.conf"}, {}, "path: /etc/nvlink.conf is not a file modprobe"),
+    ("guest_nvlink", "the file a symlink out of the root", {}, {"/etc/modprobe.d/gpuvirt-nvlink.conf": Link("nvlink.conf")},
+     "path: /etc/modprobe.d/gpuvirt-nvlink.conf resolves to"),
+    ("guest_nvlink", "the file not UTF-8", {}, {"/etc/modprobe.d/gpuvirt-nvlink.conf": NOT_UTF8},
+     "path: /etc/modprobe.d/gpuvirt-nvlink.conf is not UTF-8"),
     ("nccl_env", "path a directory", {"path": "/etc"}, {}, "path: /etc is a directory"),
     ("nccl_env", "path under a file", {"path": "/sys/class/infiniband/mlx5_0/ports/1/link_layer/nccl.conf"}, {},
      "is not a directory"),
@@ -286,6 +299,7 @@ LINKABLE = {
     "vfio_bind": ["/etc", "/etc/systemd/system", "/usr/local/libexec/gpuvirt", "/etc/modprobe.d",
                   "/etc/modules-load.d", "/sys/bus/pci/devices/0000:82:00.0"],
     "mig_profile": ["/etc", "/etc/mig.yaml"],
+    "guest_nvlink": ["/etc", "/etc/modprobe.d", "/etc/modprobe.d/gpuvirt-nvlink.conf"],
 }
 NAMES = ["..", ".", "etc", "outside", "systemd", "system", "udev", "dev", "hp", "x.service", "nccl.conf", "hosts",
          "grub", "default", "rules.d"]
@@ -307,6 +321,8 @@ def path_options(name):
         "sriov_vfs": [st.just({})],
         "vfio_bind": [st.just({})],
         "mig_profile": [maybe("config_file", PATHS)],
+        "guest_nvlink": [maybe("path", PATHS.map(lambda p: "/etc/modprobe.d" + p + ".conf")),
+                         st.sampled_from([{"state": "disabled"}, {"state": "enabled"}])],
     }[name]
     return st.tuples(*options).map(lambda parts: dict(kv for part in parts for kv in part.items()))
 

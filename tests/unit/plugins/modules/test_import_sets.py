@@ -98,6 +98,10 @@ SEARCH = {"placement.planner", "placement.search", "placement.lagrange", "placem
     # inside a guest: none of the host stages
     ("mlx_rocev2", {"guest.roce", "connectx.mlxconfig"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore"},
      set()),
+    ("fabric_partition", {"fabric.fmpm", "fabric.partition_call"},
+     {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx", "guest"}, set()),
+    ("guest_nvlink", {"guest.nvlink_driver"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx"},
+     set()),
     ("nccl_env", {"guest.nccl_conf"}, {"boot", "sriov_vfio", "libvirt", "placement", "planning", "restore", "connectx"}, set()),
     ("sriov_vfs", {"sriov_vfio.sriov", "restore.script"}, {"boot", "libvirt", "planning"}, SEARCH),
     # the gate checks every stage in its one call: it ships them all

@@ -45,6 +45,26 @@ def test_planner_places_the_cp_sat_optimum_on_nvswitch_boards(seed):
             assert place["nvswitch_partition"] is None
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_planner_places_the_cp_sat_optimum_on_hgx_a100_boards(seed):
+    """The HGX A100 board (one baseboard, the guide's table): the same optimum, and each placement's
+    partition ID the guide's (11-14 or 15-18 for two GPUs, never a cross-baseboard one)."""
+    topology, tenants, policy, partitions = families.nvswitch_board(random.Random(77 + 1000 * seed), board="a100")
+    plan = plan_tenants(topology, tenants, policy)
+    assert value(plan) == placement_cpsat.optimum(topology, tenants, {}, partitions=partitions)
+    assert plan["search"]["proven"] and not plan["search"]["exhausted"], plan["search"]
+    assert_exclusive(topology, plan, policy)
+    modules = policy["gpu_modules"]
+    guide = dict((frozenset(members), number) for number, members in families.a100_partition_table())
+    for place in plan["placements"].values():
+        if place["gpus"]:
+            physical = frozenset(modules[gpu] for gpu in place["gpus"])
+            assert place["nvswitch_partition"]["id"] == guide[physical] and physical <= set(modules.values()), place
+            assert place["nvswitch_partition"]["id"] not in (0, 3, 4, 5, 6)
+        else:
+            assert place["nvswitch_partition"] is None
+
+
 def test_without_the_rule_the_reference_places_more_than_the_board_allows():
     """The rule binds: a tenant of 3 GPUs fits the host's counts but no partition."""
     topology, _tenants, policy, partitions = board()
@@ -113,9 +133,9 @@ def test_a_host_without_nvswitch_has_no_partition_in_its_plan():
 
 
 def test_on_a_board_whose_partitions_are_not_known_single_gpus_are_planned_and_several_refused():
-    """An HGX A100 board (NVSwitch 10de:1af1): the collection has no published table of its partitions."""
+    """An NVSwitch the collection has no table for (a made-up device ID, 10de:1aaa)."""
     topology, _tenants, _policy, _partitions = board()
-    topology["pci_devices"]["0000:e0:00.0"]["device_id"] = "0x1af1"
+    topology["pci_devices"]["0000:e0:00.0"]["device_id"] = "0x1aaa"
     gpu = sorted(g["address"] for g in topology["gpus"])[0]
     tenants = [{"name": "named", "gpus": [gpu], "vcpus": 2, "memory_mb": 1024}, {"name": "one", "gpus": 1, "vcpus": 2, "memory_mb": 1024},
                {"name": "two", "gpus": 2, "vcpus": 2, "memory_mb": 1024}]
@@ -123,5 +143,17 @@ def test_on_a_board_whose_partitions_are_not_known_single_gpus_are_planned_and_s
     assert sorted(plan["placements"]) == ["named", "one"]
     assert plan["placements"]["named"]["nvswitch_partition"]["id"] is None
     assert plan["unplaced"]["two"] == (
-        "tenant two asks for 2 GPUs: on the NVSwitch 10de:1af1 board (NVSwitch 0000:e0:00.0) a tenant's GPUs reach each "
+        "tenant two asks for 2 GPUs: on the NVSwitch 10de:1aaa board (NVSwitch 0000:e0:00.0) a tenant's GPUs reach each "
         "other only as one Fabric Manager partition, and this board's partitions are not known to the collection; ask for 1 GPU")
+
+
+def test_an_hgx_a100_board_without_module_ids_plans_single_gpus_and_asks_for_them_for_more():
+    topology, _tenants, _policy, _partitions = families.nvswitch_board(random.Random(4), board="a100")
+    tenants = [{"name": "one", "gpus": 1, "vcpus": 2, "memory_mb": 1024}, {"name": "two", "gpus": 2, "vcpus": 2, "memory_mb": 1024},
+               {"name": "sixteen", "gpus": 16, "vcpus": 2, "memory_mb": 1024}]
+    plan = plan_tenants(topology, tenants, {})
+    assert sorted(plan["placements"]) == ["one"]
+    assert plan["unplaced"]["two"].startswith(
+        "tenant two asks for 2 GPUs: on the HGX A100 8-GPU board (NVSwitch 0000:e0:00.0) they must be one Fabric Manager "
+        "partition's GPUs, which policy.gpu_modules names")
+    assert plan["unplaced"]["sixteen"].endswith("of 1, 2, 4, 8 GPUs; ask for one of those counts")
