@@ -6,9 +6,8 @@
 
 from __future__ import absolute_import, division, print_function
 
-import os
-
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, check_line_value
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import program_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import check_line_value
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric import fmpm
 
 __metaclass__ = type
@@ -28,17 +27,8 @@ MODULE_ARGS = dict(
 
 def fmpm_path(params, host):
     """The fmpm to run: the ``fmpm`` option (a program on the machine) or fmpm on PATH."""
-    binary = params["fmpm"]
-    if binary:
-        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-            raise InputError("fmpm: %s is not an executable file; point it at NVIDIA's fmpm (Fabric-Manager-Client) or leave it "
-                             "unset to use PATH; nothing was changed" % binary)
-        return binary
-    binary = host.commands.which("fmpm")
-    if not binary:
-        raise StateError("fmpm was not found on PATH: build NVIDIA's Fabric-Manager-Client (fmpm) where the Fabric Manager runs, "
-                         "or set fmpm to its path; nothing was changed")
-    return binary
+    return program_path(host, params["fmpm"], "fmpm", "fmpm",
+                        "build NVIDIA's Fabric-Manager-Client (fmpm) where the Fabric Manager runs")
 
 
 def fabric_partition(params, host, run):

@@ -6,12 +6,12 @@
 
 from __future__ import absolute_import, division, print_function
 
-import os
 import traceback
 from collections import Counter
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import program_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, undecodable
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.mig import (
     describe_plan, desired_per_gpu, normalize_entry, plan, plan_gpu, predicted_after, public_instances,
@@ -161,19 +161,9 @@ def load_entries(params, host):
 
 
 def nvidia_smi_path(params, host):
-    """The program to run: the nvidia_smi option (a program on the machine, run by the host's
-    command runner, so it is not looked up under root) or nvidia-smi on PATH."""
-    binary = params["nvidia_smi"]
-    if binary:
-        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-            raise InputError("nvidia_smi %s is not an executable file: point it at nvidia-smi or leave it unset to use PATH; "
-                             "nothing was changed" % binary)
-        return binary
-    binary = host.commands.which("nvidia-smi")
-    if not binary:
-        raise StateError("nvidia-smi was not found on PATH: install the NVIDIA driver utilities on this host, "
-                         "or set nvidia_smi to its path; nothing was changed")
-    return binary
+    """The nvidia-smi to run: the ``nvidia_smi`` option or nvidia-smi on PATH."""
+    return program_path(host, params["nvidia_smi"], "nvidia_smi", "nvidia-smi",
+                        "install the NVIDIA driver utilities on this host")
 
 
 def read_gpus(smi):

@@ -35,6 +35,18 @@ class CommandError(StateError):
         self.details = {"rc": rc, "cmd": self.argv, "stdout": self.stdout, "stderr": self.stderr}
 
 
+def program_path(host, path, option, program, where):
+    """The program a module runs: ``path``, its ``option`` (an executable file on the machine, run by the
+    host's command runner, so not looked up under root), else ``program`` on the host's PATH; ``where``
+    says how to get it. A bad path is an :class:`InputError`, a missing program a :class:`StateError`."""
+    if path:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise InputError("%s: %s is not an executable file; point it at %s or leave it unset to use PATH; "
+                             "nothing was changed" % (option, path, program))
+        return path
+    return host.commands.which(program, required=True, hint="%s, or set %s to its path" % (where, option))
+
+
 class ModuleCommands:
     """Programs on the managed host, through the module's ``run_command``."""
 

@@ -38,7 +38,7 @@ LAYERS = {
     "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "planning", "tenancy"},
     "guest": {"vocabulary", "host", "connectx"},
     # where the Fabric Manager runs (the service VM that holds the NVSwitches): its partitions through fmpm
-    "fabric": {"vocabulary"},
+    "fabric": {"vocabulary", "host"},
     "preflight": {"vocabulary", "host", "connectx", "placement", "boot", "sriov_vfio", "libvirt", "tenancy"},
 }
 ORDER = list(LAYERS)

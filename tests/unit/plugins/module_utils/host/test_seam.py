@@ -8,7 +8,7 @@ import contextlib
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError, Host, ModuleCommands
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError, Host, ModuleCommands, program_path
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import connection
 from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain_info
@@ -25,6 +25,21 @@ def test_root_and_paths(tmp_path):
 def test_root_must_be_a_directory(tmp_path):
     with pytest.raises(InputError, match="is not a directory"):
         Host(str(tmp_path / "nowhere"))
+
+
+def test_program_path_takes_the_option_or_the_path(tmp_path):
+    """A module's program: its option when that is an executable file, else the one on PATH; a bad
+    option and a missing program are refused, naming the option and how to get the program."""
+    program = tmp_path / "tool"
+    program.write_text("#!/bin/sh\n")
+    host = Host(str(tmp_path), commands=RecordedCommands(["tool"]))
+    with pytest.raises(InputError, match="tool_path: %s is not an executable file; point it at tool" % program):
+        program_path(host, str(program), "tool_path", "tool", "install it")
+    program.chmod(0o755)
+    assert program_path(host, str(program), "tool_path", "tool", "install it") == str(program)
+    assert program_path(host, None, "tool_path", "tool", "install it") == "/usr/bin/tool"
+    with pytest.raises(StateError, match="other was not found on PATH: install it, or set other_path to its path"):
+        program_path(host, None, "other_path", "other", "install it")
 
 
 def test_kernel_writer_writes_under_the_root(tmp_path):
