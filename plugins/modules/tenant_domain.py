@@ -703,7 +703,7 @@ pci_links:
     - With O(tenants), per placed tenant with GPUs and VFs, the host's PCIe link facts its guest's NCCL topology file is made of
       (role C(guest_rdma), nccl_env's O(gpuvirt.tenancy.nccl_env#module:topo_links)) - C(level) (the plan's distance between its
       GPUs and VFs), C(gpu), C(nic) (its VFs' PF) and C(switch) (the bridge they share, with C(PIX)), each C({link_speed, link_width})
-      as NCCL reads a link on the host (the lower of the device's C(max_link_speed)/C(max_link_width) and its parent port's), or
+      from the host's sysfs (the lower of the device's C(max_link_speed)/C(max_link_width) and its parent port's), or
       null with the reason in C(unknown) (a capture without C(max_link_speed), GPUs or PFs with different links, no shared
       bridge), and C(missing), why the distance is unknown, the others null then.
   returned: with O(tenants)

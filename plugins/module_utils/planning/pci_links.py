@@ -2,10 +2,12 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU host's PCIe link facts of each placed tenant, for the NCCL topology file its guest writes
-(guest.nccl_topo): the link of its GPUs, of its VFs' PFs and of the switch they share, taken as NCCL
-takes a link on bare metal (``ncclTopoGetXmlFromSys``, NVIDIA/nccl ``src/graph/xml.cc``: the lower of
-the device's ``max_link_speed`` and its parent port's, the same for ``max_link_width``), and the
-plan's distance between them (``pcie_affinity``). A link the host model cannot give is said per
+(guest.nccl_topo): the link of its GPUs, of its VFs' PFs and of the switch they share, each the lower
+of the device's ``max_link_speed`` and its parent port's, the same for ``max_link_width``. That is how
+NCCL reads a NIC's or a bridge's link on bare metal (``ncclTopoGetXmlFromSys``, NVIDIA/nccl
+``src/graph/xml.cc``); a GPU's it reads there from NVML's current link, so for a GPU the file gives
+the most its slot trained to rather than what NVML reports at that moment. And the plan's
+distance between them (``pcie_affinity``). A link the host model cannot give is said per
 kind, never guessed: the guest's file then leaves it to NCCL's own reading (guest.nccl_topo). Pure
 function of the plan and the host model."""
 
@@ -25,7 +27,7 @@ def _speed(text):
 
 
 def nccl_link(pci, address):
-    """{link_speed, link_width} of ``address`` as NCCL reads it on the host, or (None, why)."""
+    """{link_speed, link_width} of ``address`` from the host's sysfs (the lower of its and its parent port's), or (None, why)."""
     device = pci.get(address)
     if device is None:
         return None, "%s is not in the host model" % address
