@@ -207,6 +207,13 @@ class Search(Bounds):
             bins = self._bins_bound()
             if bins is not None:
                 self.ceiling = min(self.ceiling, bins)
+        if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
+            # the host split in two at the nodes some tenants are confined to, each part's
+            # configuration bound rounded down (search_bounds._split_bound): the proof, often,
+            # where one rounding of the whole host's bound leaves the plan one tenant short
+            split = self._split_bound()
+            if split is not None:
+                self.ceiling = min(self.ceiling, split)
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
