@@ -8,7 +8,9 @@ a search state could still place, from counts that never say fewer than fit.
 (placement_lagrange.capacity_prices), the tenants that may still be placed and where, the count
 resource by resource (the smallest needs first, and the resources' shares added up), per set of
 nodes that some tenants are confined to, and exactly per node where a bound is worth its steps
-(placement_lagrange.most_that_fit); at the root, nodes alike counted together (placement_bins).
+(placement_lagrange.most_that_fit); at the root, nodes alike counted together (placement_bins),
+and the host split in two, each part's configuration bound (placement_lagrange.Configurations)
+rounded down on its own.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -216,7 +218,7 @@ class Bounds:
             # confined part's bound must then stay under
             parts = []
             for part in (self.all_slots & ~slots, slots):
-                chosen = [(number, its & part) for number, its in zip(members, where) if its & part]
+                chosen = part_tenants(members, where, part)
                 if not chosen:
                     parts.append(0)
                     continue
@@ -339,3 +341,10 @@ class Bounds:
             return best
         self.together_left = 0
         return self._count(members, self.caps[slot])
+
+
+def part_tenants(members, where, part):
+    """The tenants (queue positions ``members``, where each fits: ``where``) that may go to some
+    node of ``part`` (a bit mask of nodes), each with the nodes of ``part`` it fits: [(position,
+    mask)]. A tenant that fits on both parts of a split is in both: either may hold it."""
+    return [(number, its & part) for number, its in zip(members, where) if its & part]
