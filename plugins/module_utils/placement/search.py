@@ -43,7 +43,8 @@ finds one. It is exact and cuts by:
 
 Before the depth-first search, nodes alike (one class and one room) are counted together
 (placement_bins: no tenant counted on two of them): a proof of the best found, or a lower ceiling
-for the search to stop at.
+for the search to stop at; from DUALS_FROM tenants on, so is the host split in two at the nodes
+some tenants are confined to, each part's configuration bound rounded down on its own.
 
 The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
 per node as the search takes and gives back (each node's room packed into one integer, so that a
@@ -207,6 +208,13 @@ class Search(Bounds):
             bins = self._bins_bound()
             if bins is not None:
                 self.ceiling = min(self.ceiling, bins)
+        if self.best < self.ceiling and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
+            # the host split in two at the nodes some tenants are confined to, each part's
+            # configuration bound rounded down (search_bounds._split_bound): the proof, often,
+            # where one rounding of the whole host's bound leaves the plan one tenant short
+            split = self._split_bound()
+            if split is not None:
+                self.ceiling = min(self.ceiling, split)
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]

@@ -8,7 +8,9 @@ a search state could still place, from counts that never say fewer than fit.
 (placement_lagrange.capacity_prices), the tenants that may still be placed and where, the count
 resource by resource (the smallest needs first, and the resources' shares added up), per set of
 nodes that some tenants are confined to, and exactly per node where a bound is worth its steps
-(placement_lagrange.most_that_fit); at the root, nodes alike counted together (placement_bins).
+(placement_lagrange.most_that_fit); at the root, nodes alike counted together (placement_bins),
+and the host split in two, each part's configuration bound (placement_lagrange.Configurations)
+rounded down on its own.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +20,7 @@ from itertools import accumulate, compress
 from operator import mul
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import capacity_prices, most_that_fit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, capacity_prices, most_that_fit
 
 __metaclass__ = type
 
@@ -28,6 +30,12 @@ SCALE = 1 << 20
 BINS_STEPS = 6000
 # how many counts the bound asks the nodes alike about per set of nodes: the best found, then one more
 BINS_TRIES = 2
+# the split bound (Bounds._split_bound): how many sets of nodes it splits the host at (those most
+# tenants are confined to first), and the subgradient steps of the configuration bound per part
+SPLIT_SETS = 2
+SPLIT_STEPS = 60
+# more steps when the confined part's bound is this close to what proves the best found
+SPLIT_CLOSE = 0.5
 
 
 class Bounds:
@@ -185,6 +193,53 @@ class Bounds:
                 least += 1
         return (most, min(most, online_left), 0)
 
+    def _split_bound(self):
+        """The root's bound with the host split in two at a set of nodes some tenants are confined
+        to (the GPU nodes, say): the tenants placed there are no more than the configuration bound
+        of those nodes and the tenants that may go there (placement_lagrange.Configurations) says,
+        rounded down, and those placed on the other nodes no more than theirs, rounded down: the
+        sum is never below the most placed (each tenant placed is on one of the two parts, and each
+        part's bound is no lower than the most placed there). Rounded down twice, it is often lower
+        than the configuration bound of the whole host, rounded once (a half tenant on each part).
+        The tenants are counted by kind (the same demand on every node: one price).
+        -> (most, online, 0) or None (no set to split at, or a knapsack past its steps)."""
+        fitting = self._fitting(0)
+        if fitting is None:
+            return None
+        members, where, bits = fitting
+        online_left = bin(self.online_bits & bits).count("1")
+        confined = {}
+        for its in where:
+            if its != self.all_slots:
+                confined[its] = confined.get(its, 0) + 1
+        best = None
+        for slots in sorted(confined, key=lambda mask: (-confined[mask], mask))[:SPLIT_SETS]:
+            # the other part first (fewer tenants fit there, most often): its count is what the
+            # confined part's bound must then stay under
+            parts = []
+            for part in (self.all_slots & ~slots, slots):
+                chosen = part_tenants(members, where, part)
+                if not chosen:
+                    parts.append(0)
+                    continue
+                configs = Configurations(self.caps, [self.queue[number].fits for number, _its in chosen], [its for _number, its in chosen])
+                target = self.best[0] - sum(parts) if parts else 0
+                bound = configs.most(target, SPLIT_STEPS)
+                if bound is not None and parts and target + 1 <= bound < target + 1 + SPLIT_CLOSE:
+                    # this close to a proof: more steps, from the best prices with larger steps
+                    configs.restart()
+                    bound = configs.most(target, SPLIT_STEPS)
+                if bound is None:
+                    break
+                parts.append(min(len(chosen), int(bound + 1e-7)))
+            if len(parts) == 2 and (best is None or sum(parts) < best):
+                best = sum(parts)
+            if best is not None and best <= self.best[0]:
+                break
+        if best is None:
+            return None
+        return (best, min(best, online_left), 0)
+
     def _in_bins(self, demands, room, bins, least):
         """How many of ``demands`` ``bins`` nodes of room ``room`` hold together (placement_bins),
         or ``least`` when no more; all of them once the steps of this search for it are spent."""
@@ -286,3 +341,10 @@ class Bounds:
             return best
         self.together_left = 0
         return self._count(members, self.caps[slot])
+
+
+def part_tenants(members, where, part):
+    """The tenants (queue positions ``members``, where each fits: ``where``) that may go to some
+    node of ``part`` (a bit mask of nodes), each with the nodes of ``part`` it fits: [(position,
+    mask)]. A tenant that fits on both parts of a split is in both: either may hold it."""
+    return [(number, its & part) for number, its in zip(members, where) if its & part]
