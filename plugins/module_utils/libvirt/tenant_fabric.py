@@ -33,12 +33,11 @@ WHEN = {"activate": "between its definition and its start", "deactivate": "after
 
 
 def _known(name, partition, what):
-    """The partition's ID; an InputError where the plan does not know it."""
+    """An InputError where the plan does not know the partition's ID."""
     if partition.get("id") is None:
         raise InputError("tenant %s: %s (GPUs %s) has no known Fabric Manager partition (%s), and %s is set; give "
                          "policy.gpu_modules (each GPU's module ID) or leave %s out; nothing was changed"
                          % (name, what, ", ".join(partition["gpus"]), partition.get("why"), OPTION, OPTION))
-    return partition["id"]
 
 
 def _entry(name, partition, state):
@@ -77,7 +76,6 @@ class TenantFabric:
 
     def __init__(self, options, found, placed, removals, conn, host, run, preview):
         leaving, coming, running = wanted_partitions(found, placed, removals, conn)
-        self.run = run
         self.manager = None
         self.listed = None
         self.steps = []  # [{tenant, id, physical_ids, step, done}] in the order they are taken
@@ -86,7 +84,6 @@ class TenantFabric:
         self._noted = set()  # tenants whose definition is already in ``done``
         if not (leaving or coming or running):
             return
-        entries = dict((entry["id"], entry) for entry in leaving + coming)
         if preview:
             # a preview runs no program: the steps the plan asks for, the Fabric Manager's list not read
             out = [("deactivate", e["id"]) for e in leaving] + [("activate", e["id"]) for e in coming]
@@ -115,7 +112,8 @@ class TenantFabric:
             self._by_step[(step["tenant"], action)] = step
         lines = "".join("tenant %s: partition %d (physical IDs %s) %sd %s\n" % (
             s["tenant"], s["id"], ", ".join(map(str, s["physical_ids"])), s["step"], WHEN[s["step"]]) for s in self.steps)
-        run.diff.add("fabric partitions (active)", before, after + lines)
+        if self.steps:
+            run.diff.add("fabric partitions (active)", before, after + lines)
 
     @property
     def changed(self):
