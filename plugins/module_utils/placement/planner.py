@@ -261,8 +261,9 @@ def plan_tenants(topology, tenants, policy=None):
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
-    other_devices, cpus, numa_node, hugepages, nvswitch_partition: the partition its GPUs were, as a placement has it}}, "vf_resets": {PF: [{address, clear: true}], the
-    sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
+    other_devices, cpus, numa_node, hugepages, nvswitch_partition: the partition its GPUs were, as a
+    placement has it}}, "vf_resets": {PF: [{address, clear: true}], the sriov_vfs entries clearing
+    the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found, proven: no
     assignment places more (placement_counts), not_proven: [why not], kept: search, greedy,
     first_fit or spanning_first (a plan placing ``spanning_first``: [names] across nodes before the
