@@ -9,7 +9,6 @@ record of its calls and from libvirt's domain events, which the test driver emit
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 
