@@ -5,7 +5,8 @@ start, a removed tenant's deactivated after its removal, every step decided from
 Against libvirt's test driver (conftest ``libvirt_conn``) and tests/unit/fakes/standins/fmpm, a STAND-IN for
 NVIDIA's fmpm that prints what fmpm's source prints and keeps the partitions' state as the Fabric Manager does
 (the board's partitions: the published HGX H100 listing, fakes.fabric). The order is read from the stand-in's
-record of its calls and from libvirt's domain events, which the test driver emits as the real driver does."""
+record of its calls and, at each fmpm -a / -d, from libvirt itself: which tenant domains exist then and whether
+each runs (Witness)."""
 
 from __future__ import annotations
 
