@@ -21,6 +21,9 @@ PARTS = (
     ("tenants that do not fit (refused at the end, after the others are done)", "plan.unplaced"),
     ("VF settings the tenants get (preview: the PFs' settings are not read under a capture)", "vf_settings"),
 )
+# with fabric_manager: the tenants' Fabric Manager partition steps (tenant_domain's fabric_partitions), after the parts above
+FABRIC = ("Fabric Manager partitions (a tenant's activated between its definition and its start, a removed tenant's "
+          "deactivated after its removal; done: false in check mode and a preview)")
 # where each tenant's VFs sit from its GPU (the plan's vf_locality): after the tenants that do not fit
 LOCALITY = "where each tenant's VFs sit from its GPU (PIX, PXB, PHB, NODE, SOCKET or SYS) and why none nearer"
 # a preview: what each tenant's guest stage (guest_rdma) will write for NCCL, after where its VFs sit
@@ -100,6 +103,9 @@ def tenant_stage_report(result, preview=False):
             nccl = guest_nccl(result) if preview else {}
             if nccl:
                 report.append({NCCL: nccl})
+    steps = _field(result, "fabric_partitions.steps")
+    if steps:
+        report.append({FABRIC: steps})
     restart = result.get("restart_required") or []
     if restart:
         report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})

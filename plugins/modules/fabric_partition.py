@@ -21,6 +21,9 @@ description:
     list, one whose GPUs differ from O(partitions[].physical_ids), or one whose GPUs another active partition holds is
     refused with the reason and nothing is changed. Deactivations run before activations (C(fmpm -d ID), C(fmpm -a ID)).
   - Partitions the call does not name are left as they are.
+  - The tenants stage takes the same steps for each tenant in its own call (M(gpuvirt.tenancy.tenant_domain) with
+    O(gpuvirt.tenancy.tenant_domain#module:tenants) and O(gpuvirt.tenancy.tenant_domain#module:fabric_manager), role
+    variable C(tenant_vms_fabric_manager)), a tenant's partition activated between its definition and its start.
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 extends_documentation_fragment:

@@ -113,6 +113,27 @@ options:
     description: With O(tenants), the PCI IDs that classify the host model's NICs.
     type: list
     elements: str
+  fabric_manager:
+    description:
+      - With O(tenants), on an HGX board with NVSwitches (the Shared NVSwitch virtualization model of NVIDIA's Fabric Manager
+        user guide), where the Fabric Manager is reached through NVIDIA's C(fmpm) (U(https://github.com/NVIDIA/Fabric-Manager-Client)),
+        as M(gpuvirt.tenancy.fabric_partition) reaches it. Given, the call reads C(fmpm -l) before anything changes (in check
+        mode too) and takes each tenant's Fabric Manager partition (the plan's C(nvswitch_partition)) with it - a starting
+        tenant's partition is activated between its definition and its start (C(fmpm -a ID)), a removed tenant's deactivated
+        after its removal (C(fmpm -d ID)). A partition the Fabric Manager does not list, one it lists with other GPUs than the
+        plan's, one whose GPUs another active partition holds (unless a removal of the same call frees it), or a tenant whose
+        partition the plan does not know (no C(policy.gpu_modules)) is refused before any change, naming the tenant. A
+        running tenant keeps what it has (its partition is never activated under a running guest; a warning says when it
+        is not active). A preview reads no Fabric Manager and shows the steps the plan asks for (RV(fabric_partitions)).
+      - Left out, nothing asks the Fabric Manager; the preflight report says which partition each tenant needs.
+    type: dict
+    suboptions:
+      fmpm:
+        description: The fmpm program; found on PATH when not given.
+        type: path
+      hostname:
+        description: The Fabric Manager's address (the service VM's), passed as C(--hostname); fmpm's default is 127.0.0.1.
+        type: str
   preview:
     description:
       - With O(tenants), a preview (O(root) a captured host tree, O(uri) libvirt's test driver, check mode, docs/preview.md) -
@@ -698,6 +719,14 @@ vf_settings:
   type: list
   elements: dict
   sample: [{pf: "0000:81:00.0", vfs: [{address: "0000:81:00.2", mac: "52:54:00:00:00:0a", vlan: 100, spoofchk: true, trust: false}]}]
+fabric_partitions:
+  description:
+    - With O(tenants) and O(fabric_manager), the Fabric Manager partition steps of the call, in the order they are taken -
+      C(read) (whether C(fmpm -l) was read; false in a preview or where no tenant has a partition) and C(steps), each
+      C({tenant, id, physical_ids, step (activate or deactivate), done}) (C(done) false in check mode).
+  returned: with O(tenants) and O(fabric_manager)
+  type: dict
+  sample: {read: true, steps: [{tenant: tenant-a, id: 3, physical_ids: [1, 3], step: activate, done: true}]}
 pci_links:
   description:
     - With O(tenants), per placed tenant with GPUs and VFs, the host's PCIe link facts its guest's NCCL topology file is made of

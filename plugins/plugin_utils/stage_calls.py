@@ -80,18 +80,22 @@ def _tenants(inputs):
     (an unset one empty), every tenant's settings (module_utils tenant_domain_call
     TENANT_STAGE_SETTINGS) left out when unset; the GPU pool (``gpus``: none is every GPU, [] none)
     and the PFs whose VFs are given (``vf_pfs``) into ``policy``; in a preview (``preview`` true)
-    what the earlier stages will leave (``preview_wanted``) as ``preview``."""
+    what the earlier stages will leave (``preview_wanted``) as ``preview``; where the Fabric Manager
+    is reached (``fabric_manager``) only when set: unset, the call asks no Fabric Manager."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call as call
 
     spec = call.TENANT_DOMAIN_ARGS["argument_spec"]
-    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name != "preview"]
-    folded = ("gpus", "vf_pfs", "preview", "preview_wanted")
+    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name not in ("preview", "fabric_manager")]
+    folded = ("gpus", "vf_pfs", "preview", "preview_wanted", "fabric_manager")
     given = _inputs("tenants", "tenant_vms", inputs, always + list(call.TENANT_STAGE_SETTINGS) + list(folded))
     options = {}
     for name in always + list(call.TENANT_STAGE_SETTINGS):
         value = _option("tenant_vms", name, given[name], spec[name], name in always)
         if value is not UNSET:
             options[name] = value
+    fabric = _option("tenant_vms", "fabric_manager", given["fabric_manager"], spec["fabric_manager"], False)
+    if fabric is not UNSET:
+        options["fabric_manager"] = fabric
     if given["gpus"] not in (None, ""):
         options["policy"]["gpus"] = _option("tenant_vms", "gpus", given["gpus"], {"type": "list"}, True)
     if given["vf_pfs"]:

@@ -539,10 +539,13 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     give, each VF an interface with its MAC and VLAN and spoof checking on, and virt-xml-validate accepts each
     domain. The board's NVSwitches (10de:22a3) and the GPUs' module IDs (policy.gpu_modules) give each tenant
     its Fabric Manager partition, in the plan and one line each in the report: a 1-GPU partition for each
-    1-GPU tenant and, with SNC off, a 2-GPU partition for h-e."""
+    1-GPU tenant and, with SNC off, a 2-GPU partition for h-e. With the Fabric Manager's address given
+    (gpuvirt_fabric_manager), the tenants stage's diff shows each tenant's partition activated between its
+    definition and its start, no Fabric Manager read (a preview runs no program)."""
     hgx_tree = load_tool("hgx_tree")
     _host, gpus, _nics, pfs = hgx_tree.write_tree(str(tmp_path / "dgx"), snc)
-    rc, out, _records = preview(tmp_path, "-e", json.dumps(hgx_tree.preview_vars(gpus, pfs, snc)))
+    rc, out, _records = preview(tmp_path, "-e", json.dumps(hgx_tree.preview_vars(gpus, pfs, snc)),
+                                "-e", json.dumps({"gpuvirt_fabric_manager": {"hostname": "192.0.2.10"}}))
     assert rc == 0, out[-4000:]
     assert "+GRUB_CMDLINE_LINUX=\"intel_iommu=on iommu=pt pci-stub.ids=10de:2330 " in out
     report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
@@ -560,6 +563,11 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
         line = "%s NVSwitch partition %d of the HGX H100/H200 8-GPU board, GPUs %s" % (name, partition["id"], ", ".join(
             "%s (module %d)" % (gpu, modules[gpu]) for gpu in partition["gpus"]))
         assert line in " ".join(report["table"].split()), line
+        # the tenants stage's step for it, in the call's diff
+        step = "+tenant %s: partition %d (physical IDs %s) activated between its definition and its start" % (
+            name, partition["id"], ", ".join(map(str, partition["physical_ids"])))
+        assert out.count(step) == 1, step
+    assert "+++ after: fabric partitions (active)" in out and "-(a preview reads no Fabric Manager)" in out
     if snc == 1:
         # one of the board's four 2-GPU partitions, its modules as the Fabric Manager lists them
         pair = placements["h-e"]["nvswitch_partition"]

@@ -65,23 +65,34 @@ def _ids(values):
     return ", ".join(map(str, values))
 
 
-def decide(listed, wanted):
+# How a partition another one holds is freed, in fabric_partition's terms (decide's ``free``).
+FREE_BY_STATE = "deactivate it first (state inactive, once its tenant is gone)"
+
+
+def _label(entry, index):
+    """What an error calls a wanted entry: its ``label`` (the tenants stage: the tenant), else its place in the list."""
+    return entry.get("label") or "partitions[%d]" % index
+
+
+def decide(listed, wanted, free=FREE_BY_STATE):
     """The steps that bring the Fabric Manager's ``listed`` partitions (parse_list) to ``wanted``
-    ([{id, state, physical_ids or None}]): [("deactivate", ID), ..., ("activate", ID), ...],
+    ([{id, state, physical_ids or None, label (optional)}]): [("deactivate", ID), ..., ("activate", ID), ...],
     deactivations first. Raises InputError for a partition the Fabric Manager does not list or whose
-    GPUs differ from the ones given, StateError for one whose GPUs another active partition holds."""
+    GPUs differ from the ones given, StateError for one whose GPUs another active partition holds
+    (``free`` says how to free it); an error names the entry by its ``label`` where it has one."""
     check_wanted(wanted)
+    labels = dict((entry["id"], entry.get("label")) for entry in wanted)
     for index, entry in enumerate(wanted):
         number = entry["id"]
         if number not in listed:
-            raise InputError("partitions[%d]: partition %d is not in the Fabric Manager's list (fmpm -l lists %s); give a partition it "
+            raise InputError("%s: partition %d is not in the Fabric Manager's list (fmpm -l lists %s); give a partition it "
                              "lists: a GPU the Fabric Manager does not see takes its partitions out of the list; nothing was changed"
-                             % (index, number, _ids(sorted(listed)) or "none"))
+                             % (_label(entry, index), number, _ids(sorted(listed)) or "none"))
         given = entry.get("physical_ids")
         if given is not None and sorted(given) != listed[number]["physical_ids"]:
-            raise InputError("partitions[%d]: partition %d holds the GPUs of physical IDs %s on this board, not %s; the plan's module IDs "
+            raise InputError("%s: partition %d holds the GPUs of physical IDs %s on this board, not %s; the plan's module IDs "
                              "(policy.gpu_modules) and the Fabric Manager disagree: fix gpu_modules; nothing was changed"
-                             % (index, number, _ids(listed[number]["physical_ids"]), _ids(sorted(given))))
+                             % (_label(entry, index), number, _ids(listed[number]["physical_ids"]), _ids(sorted(given))))
     leaving = set(e["id"] for e in wanted if e["state"] == "inactive" and listed[e["id"]]["active"])
     coming = [e["id"] for e in wanted if e["state"] == "active" and not listed[e["id"]]["active"]]
     active = [n for n, p in sorted(listed.items()) if p["active"] and n not in leaving]
@@ -91,10 +102,12 @@ def decide(listed, wanted):
         for other in active + [n for n in taken if n != number]:
             shared = sorted(mine & set(listed[other]["physical_ids"]))
             if shared:
-                raise StateError("partition %d (physical IDs %s) cannot be activated: partition %d (physical IDs %s) %s and holds GPUs %s; "
-                                 "deactivate it first (state inactive, once its tenant is gone); nothing was changed"
-                                 % (number, _ids(listed[number]["physical_ids"]), other, _ids(listed[other]["physical_ids"]),
-                                    "is active" if other in active else "is to be activated too", _ids(shared)))
+                raise StateError("%spartition %d (physical IDs %s) cannot be activated: partition %d (physical IDs %s) %s and holds GPUs %s; "
+                                 "%s; nothing was changed"
+                                 % (labels[number] + ": " if labels[number] else "", number, _ids(listed[number]["physical_ids"]), other,
+                                    _ids(listed[other]["physical_ids"]),
+                                    ("is active" if other in active else "is to be activated too")
+                                    + (" (%s)" % labels[other] if labels.get(other) else ""), _ids(shared), free))
         taken[number] = True
     return [("deactivate", n) for n in sorted(leaving)] + [("activate", n) for n in coming]
 

@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import (
     DomainRequest, TENANT_DOMAIN_FLAGS, TENANT_DOMAIN_OPTIONS, TENANT_DOMAIN_REQUIRED_IF)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.files import check_tenant_files
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric.partition_call import FABRIC_MANAGER_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import (
     Claims, RELAX_OPTION, limits_of_capabilities, limits_of_topology, vf_security)
 
@@ -331,11 +332,14 @@ def prepare_domains(entries, sriov_vfs, host, run, planned=False):
     return PreparedDomains(requests, vf_options, topology)
 
 
-def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
+def act_on_domains(conn, prepared, batch, network_options, host, run, first=0, fabric=None):
     """The prepared entries checked against libvirt (sizes, pins, the other domains) and then
     acted on in order: guest files, the management network, the VF settings, each domain. With
     ``first``, the first entries (the removals of the tenants stage) are acted on before the VF
-    settings, whose VFs they may hold; the VF settings are then checked before any change."""
+    settings, whose VFs they may hold; the VF settings are then checked before any change. With
+    ``fabric`` (the tenants stage's tenant_fabric.TenantFabric, decided before this), a tenant's
+    partition is activated between its definition and its start, a removed one's deactivated
+    after its removal."""
     requests, vf_options, topology = prepared.requests, prepared.vf_options, prepared.topology
     limits = host_limits(conn, host, topology) if any(r.present for r in requests) else None
     for request in requests:
@@ -379,7 +383,12 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
         if index == first and vf_options is not None:
             vf_result = apply_vf_settings(vf_options, host, run)
         try:
-            result = decide_then_act(request.decide(conn, model, run.check_mode), run)
+            change = request.decide(conn, model, run.check_mode)
+            if fabric is not None:
+                fabric.attach(change)
+            result = decide_then_act(change, run)
+            if fabric is not None:
+                fabric.after(change, run)
         except (InputError, StateError) as exc:
             if batch:
                 # what the domains before this one did is part of the answer
@@ -407,6 +416,9 @@ def act_on_domains(conn, prepared, batch, network_options, host, run, first=0):
     if vf_result is not None:
         result["sriov_vfs"] = vf_result
         result["changed"] = result["changed"] or vf_result["changed"]
+    if fabric is not None:
+        result["fabric_partitions"] = fabric.result()
+        result["changed"] = result["changed"] or fabric.changed
     return result
 
 
@@ -421,6 +433,7 @@ TENANT_STAGE_OPTIONS = dict(
     vf_persist=dict(type="bool"),
     gpu_ids=dict(type="list", elements="str"),
     nic_ids=dict(type="list", elements="str"),
+    fabric_manager=dict(type="dict", options=FABRIC_MANAGER_OPTIONS),
     preview=dict(type="dict", options=dict(
         sriov_pfs=dict(type="list", elements="dict", default=[]),
         hugepages=dict(type="list", elements="dict", default=[]),

@@ -97,6 +97,8 @@ class TenantDomain:
                  clock=time.monotonic, sleep=time.sleep, host=None, check_mode=False, autostart=None):
         self.conn = conn
         self.host_model = host
+        # called with the run just before the domain starts (the tenants stage: its Fabric Manager partition activated)
+        self.before_start = None
         self.spec = spec
         self.state = state
         self.live = live
@@ -303,6 +305,8 @@ class TenantDomain:
                 raise StateError("setting autostart of %s to %s failed: %s" % (name, self.autostart, exc))
             run.changed = True
         if self.start:
+            if self.before_start is not None:
+                self.before_start(run)
             try:
                 self.domain.start()
             except LibvirtError as exc:

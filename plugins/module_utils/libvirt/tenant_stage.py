@@ -12,7 +12,10 @@ and from it the entries of one ``tenant_domain`` call: the removals of the tenan
 released, the VF settings (the released VFs cleared, the placed tenants' network VFs given
 their MAC and VLAN, spoof checking on, trust off) and the placed tenants' definitions. Every
 entry is checked before anything changes; the removals are acted on first, then the VFs, then
-the definitions. The result is the plan's (placements, notes, foreign, unplaced) with what
+the definitions. With ``fabric_manager`` (an HGX board with NVSwitches), the tenants' Fabric
+Manager partitions are decided with them (tenant_fabric: ``fmpm -l`` read before any change): a
+removed tenant's deactivated after its removal, a starting tenant's activated between its
+definition and its start. The result is the plan's (placements, notes, foreign, unplaced) with what
 was done."""
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +24,7 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import pci_links, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
@@ -155,7 +159,11 @@ def tenant_stage(params, host, run):
         # a preview reads a captured tree: the PFs' VF settings are not asked there, they are shown as planned
         prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run, planned=True)
         network = management_network(params, access)
-        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals))
+        # with fabric_manager: the tenants' Fabric Manager partitions, fmpm -l read and every step decided before any change
+        fabric = None
+        if params.get("fabric_manager") is not None:
+            fabric = TenantFabric(params["fabric_manager"], found, placed, removals, conn, host, run, preview)
+        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals), fabric=fabric)
     result["plan"] = found
     for key in ("placements", "unplaced", "notes", "foreign"):
         result[key] = found[key]

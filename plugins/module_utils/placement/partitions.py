@@ -87,20 +87,20 @@ class Partitions:
         return list(min(options)[3])
 
     def _partition_report(self, placements):
-        """Each placement's ``nvswitch_partition``: {id, gpus, physical_ids} of the partition its GPUs
-        are, None where it has no GPU or the host no NVSwitch, {id: None, why} where it is not known."""
-        board = self.board
+        """Each placement's ``nvswitch_partition`` (:meth:`_partition_of` its GPUs)."""
         for placement in placements.values():
-            gpus = placement.get("gpus") or []
-            if board is None or not gpus:
-                placement["nvswitch_partition"] = None
-                continue
-            found = board.partition_of(gpus)
-            if found:
-                placement["nvswitch_partition"] = {"id": found[0], "gpus": list(found[1]), "physical_ids": board.physical_ids(found[1]),
-                                                   "board": board.name}
-            else:
-                placement["nvswitch_partition"] = {
-                    "id": None, "gpus": list(gpus), "physical_ids": board.physical_ids(gpus), "board": board.name,
-                    "why": "policy.gpu_modules not given: the GPUs' module IDs, and so their partition, are not known"
-                    if not board.partitions else "the GPUs are no partition of the board"}
+            placement["nvswitch_partition"] = self._partition_of(placement.get("gpus") or [])
+
+    def _partition_of(self, gpus):
+        """{id, gpus, physical_ids, board} of the partition ``gpus`` are, None where there is no GPU or the
+        host no NVSwitch, {id: None, why} where it is not known (a placement's, and a removed tenant's in
+        ``released``: the partition its GPUs held)."""
+        board = self.board
+        if board is None or not gpus:
+            return None
+        found = board.partition_of(gpus)
+        if found:
+            return {"id": found[0], "gpus": list(found[1]), "physical_ids": board.physical_ids(found[1]), "board": board.name}
+        return {"id": None, "gpus": list(gpus), "physical_ids": board.physical_ids(gpus), "board": board.name,
+                "why": "policy.gpu_modules not given: the GPUs' module IDs, and so their partition, are not known"
+                if not board.partitions else "the GPUs are no partition of the board"}

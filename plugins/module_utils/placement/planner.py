@@ -154,6 +154,9 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         unplaced.update(refused)
         removed = sorted(name for name in existing if name not in set(t["name"] for t in active) | set(refused))
         released = dict((name, self._released(existing[name])) for name in removed)
+        for gone in released.values():
+            # the partition a removed tenant's GPUs were: the tenants stage deactivates it after the removal
+            gone["nvswitch_partition"] = self._partition_of(gone["gpus"])
         # the VFs given back, per PF, as gpuvirt.tenancy.sriov_vfs entries that clear their MAC and VLAN
         vf_resets = {}
         for name in removed:
@@ -258,8 +261,9 @@ def plan_tenants(topology, tenants, policy=None):
     "unplaced": {name: reason}, "notes": {name: why an existing assignment was not kept, or how
     it was resized}, "free": {node: {cpus, gpus, vfs, hugepages}}, "removed": [names in existing
     that are no longer active tenants], "released": {removed name: {gpus, vfs, vf_pfs,
-    other_devices, cpus, numa_node, hugepages}}, "vf_resets": {PF: [{address, clear: true}], the
-    sriov_vfs entries clearing the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
+    other_devices, cpus, numa_node, hugepages, nvswitch_partition: the partition its GPUs were, as a
+    placement has it}}, "vf_resets": {PF: [{address, clear: true}], the sriov_vfs entries clearing
+    the MAC and VLAN of the VFs given back}, "search": {nodes, budget, exhausted: true when the
     search for the most tenants placed stopped at its budget and kept the best found, proven: no
     assignment places more (placement_counts), not_proven: [why not], kept: search, greedy,
     first_fit or spanning_first (a plan placing ``spanning_first``: [names] across nodes before the

@@ -50,3 +50,29 @@ def write_state(path, state):
 def read_state(path):
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# A small HGX H100-class host for the tenants stage against libvirt's test driver (whose host has 8 CPUs, so the
+# plan's pins must fall within them): two NUMA nodes of 4 CPUs, the board's 8 GPUs (10de:2330, class 0x030200, as
+# the HGX H100 lspci of tests/fixtures/pci lists them) already on vfio-pci, four a node, each in an IOMMU group of
+# its own, and one NVSwitch 10de:22a3 (class 0x068000); the GPUs' module IDs are the OpenNebula probe's (modules
+# 1-8 at the addresses module_addresses() gives), so the partitions are the published listing's.
+H100 = ("0x10de", "0x2330", "0x030200")
+NVSWITCH = ("0x10de", "0x22a3", "0x068000")
+
+
+def hgx_stage_host(root):
+    """-> (FakeHost, {GPU address: module ID}) of the small HGX host described above."""
+    from fakes.host_tree import FakeHost  # pylint: disable=import-error,import-outside-toplevel
+    host = FakeHost(root)
+    host.set_cpuinfo("GenuineIntel")
+    host.add_numa_node(0, [0, 1, 2, 3])
+    host.add_numa_node(1, [4, 5, 6, 7])
+    modules = {}
+    for group, (module, address) in enumerate(sorted(module_addresses().items())):
+        node = 0 if module <= 4 else 1
+        host.add_pci(address, *H100, numa_node=node, driver="vfio-pci", iommu_group=10 + group)
+        modules[address] = module
+    host.add_pci("0000:6d:00.0", *NVSWITCH, numa_node=0, driver="nvidia", iommu_group=30)
+    os.makedirs(host.p("/sys/bus/pci/drivers/vfio-pci"), exist_ok=True)
+    return host, modules

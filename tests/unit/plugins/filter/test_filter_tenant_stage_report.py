@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import LOCALITY, NCCL, RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import FABRIC, LOCALITY, NCCL, RESTART, tenant_stage_report
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 
 from placement_topologies import dgx_a100  # pylint: disable=import-error
@@ -18,6 +18,7 @@ QUIET = {"plan": {"notes": [], "unplaced": {}}, "foreign": {}, "preview_notes": 
 UNPLACED = "tenants that do not fit (refused at the end, after the others are done)"
 FAR = {"level": "SOCKET", "why": "VF 0000:1b:02.2 on node 0, another NUMA node of the socket of its GPU 0000:4c:00.0 (node 1): "
                                  "no VF of the pool is nearer; node 1 has no VF-capable PF"}
+STEP = {"tenant": "h-a", "id": 14, "physical_ids": [8], "step": "activate", "done": True}
 VF = [{"pf": "0000:19:00.0", "vfs": [{"index": 0, "mac": "52:54:00:00:00:01", "vlan": 100}]}]
 
 CASES = [
@@ -36,6 +37,10 @@ CASES = [
     ("restarts with their reasons", dict(QUIET, restart_required=["a"], restart_reasons=["a: memory 4096 -> 8192 MiB"]), False,
      [{RESTART: {"tenants": ["a"], "why": ["a: memory 4096 -> 8192 MiB"]}}]),
     ("a result without the optional fields", {"changed": False}, True, []),
+    ("the Fabric Manager partition steps, before the restarts",
+     dict(QUIET, fabric_partitions={"read": True, "steps": [STEP]}, restart_required=["a"], restart_reasons=["a: r"]), False,
+     [{FABRIC: [STEP]}, {RESTART: {"tenants": ["a"], "why": ["a: r"]}}]),
+    ("no Fabric Manager step: nothing said", dict(QUIET, fabric_partitions={"read": True, "steps": []}), False, []),
     ("each tenant with VFs: where they sit and why, after the tenants that do not fit",
      dict(QUIET, plan={"notes": [], "unplaced": {"big": "no node holds it"},
                        "placements": {"b": {"vf_locality": FAR}, "a": {"vf_locality": {"level": "PIX", "why": "under its GPU's switch"}},

@@ -31,14 +31,15 @@ LAYERS = {
     "host": {"vocabulary"},
     "connectx": {"vocabulary"},
     "restore": {"vocabulary"},
+    # the Fabric Manager's partitions of an NVSwitch board through fmpm (NVIDIA's specifics, as connectx):
+    # fabric_partition's, and the tenants stage's before a tenant starts and after one is removed
+    "fabric": {"vocabulary", "host"},
     "placement": {"vocabulary", "tenancy"},
     "boot": {"vocabulary", "host", "connectx", "restore"},
     "sriov_vfio": {"vocabulary", "host", "connectx", "restore", "placement", "tenancy"},
     "planning": {"vocabulary", "placement", "sriov_vfio", "tenancy"},
-    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "planning", "tenancy"},
+    "libvirt": {"vocabulary", "host", "placement", "sriov_vfio", "planning", "tenancy", "fabric"},
     "guest": {"vocabulary", "host", "connectx"},
-    # where the Fabric Manager runs (the service VM that holds the NVSwitches): its partitions through fmpm
-    "fabric": {"vocabulary", "host"},
     "preflight": {"vocabulary", "host", "connectx", "placement", "boot", "sriov_vfio", "libvirt", "tenancy"},
 }
 ORDER = list(LAYERS)

@@ -74,6 +74,16 @@ def test_a_preview_sends_what_the_earlier_stages_leave():
         "sriov_pfs": [], "hugepages": [], "gpus": []}
 
 
+def test_the_fabric_manager_is_sent_only_when_set():
+    """Unset (none, or "" as ansible-core 2.16 templates it), the call asks no Fabric Manager: the option is left out."""
+    assert "fabric_manager" not in stage_options("tenants", INPUT)
+    assert "fabric_manager" not in stage_options("tenants", dict(INPUT, fabric_manager=""))
+    options = stage_options("tenants", dict(INPUT, fabric_manager={"hostname": "192.0.2.10"}))
+    assert options["fabric_manager"] == {"hostname": "192.0.2.10"} and not valid(options)
+    with pytest.raises(StageInputError, match=r"fabric_manager \(tenant_vms_fabric_manager\) must be a dict"):
+        stage_options("tenants", dict(INPUT, fabric_manager="192.0.2.10"))
+
+
 def test_every_option_of_the_stage_is_an_input():
     """The inputs are the stage's options of tenant_domain's spec (TENANT_STAGE_OPTIONS, every tenant's
     settings), plus the three that fold into policy and preview: none is missing, none unknown."""

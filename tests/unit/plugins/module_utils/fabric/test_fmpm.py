@@ -64,3 +64,14 @@ def test_the_diff_text_and_the_state_after(listed):
     assert fmpm.render_active(partitions) == "partition 6: physical IDs 6, 8\n"
     assert fmpm.render_active(fmpm.after(partitions, steps)) == "partition 2: physical IDs 5, 6, 7, 8\n"
     assert partitions[6]["active"] is True
+
+
+def test_an_entry_with_a_label_is_named_by_it_and_the_way_to_free_a_partition_is_the_callers(listed):
+    """The tenants stage labels each partition with its tenant and says how it frees one (fmpm.decide's ``free``)."""
+    with pytest.raises(InputError, match=r"^tenant t-a: partition 20 is not in the Fabric Manager's list"):
+        fmpm.decide(listed(), wanted({"id": 20, "label": "tenant t-a"}))
+    with pytest.raises(StateError, match=r"^tenant t-b: partition 9 \(physical IDs 3\) cannot be activated: partition 3 \(physical IDs 1, 3\) "
+                                         r"is active and holds GPUs 3; remove its tenant; nothing was changed$"):
+        fmpm.decide(listed(active=(3,)), wanted({"id": 9, "label": "tenant t-b"}), "remove its tenant")
+    with pytest.raises(StateError, match=r"partition 3 \(physical IDs 1, 3\) is to be activated too \(tenant t-c\)"):
+        fmpm.decide(listed(), wanted({"id": 3, "label": "tenant t-c"}, {"id": 9, "label": "tenant t-d"}))

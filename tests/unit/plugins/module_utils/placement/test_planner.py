@@ -278,7 +278,8 @@ def test_absent_tenant_lists_what_it_releases():
     assert plan["removed"] == ["tenant-a"]
     assert plan["released"]["tenant-a"] == {
         "gpus": [LAB_EDU], "vfs": [LAB_VFS[0]], "vf_pfs": {LAB_VFS[0]: "0000:81:00.0"}, "other_devices": [],
-        "cpus": [4, 5], "numa_node": 1, "hugepages": first["placements"]["tenant-a"]["hugepages"]}
+        "cpus": [4, 5], "numa_node": 1, "hugepages": first["placements"]["tenant-a"]["hugepages"],
+        "nvswitch_partition": None}
     assert plan["vf_resets"] == {"0000:81:00.0": [{"address": LAB_VFS[0], "clear": True}]}
     assert plan["free"]["1"]["cpus"] == [4, 5, 7] and plan["free"]["1"]["hugepages"]["2M"] == 64
 
