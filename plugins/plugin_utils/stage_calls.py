@@ -80,15 +80,19 @@ def _tenants(inputs):
     (an unset one empty), every tenant's settings (module_utils tenant_domain_call
     TENANT_STAGE_SETTINGS) left out when unset; the GPU pool (``gpus``: none is every GPU, [] none)
     and the PFs whose VFs are given (``vf_pfs``) into ``policy``; in a preview (``preview`` true)
-    what the earlier stages will leave (``preview_wanted``) as ``preview``."""
+    what the earlier stages will leave (``preview_wanted``) as ``preview``. The Fabric Manager
+    service VM (``fabric_vm``) is sent only when given, so that a call without it is as before."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call as call
 
     spec = call.TENANT_DOMAIN_ARGS["argument_spec"]
-    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name != "preview"]
+    when_given = ("fabric_vm",)
+    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name != "preview" and name not in when_given]
     folded = ("gpus", "vf_pfs", "preview", "preview_wanted")
-    given = _inputs("tenants", "tenant_vms", inputs, always + list(call.TENANT_STAGE_SETTINGS) + list(folded))
+    given = _inputs("tenants", "tenant_vms", inputs, always + list(when_given) + list(call.TENANT_STAGE_SETTINGS) + list(folded))
     options = {}
-    for name in always + list(call.TENANT_STAGE_SETTINGS):
+    for name in always + list(when_given) + list(call.TENANT_STAGE_SETTINGS):
+        if name in when_given and given[name] in ({}, None, ""):
+            continue
         value = _option("tenant_vms", name, given[name], spec[name], name in always)
         if value is not UNSET:
             options[name] = value

@@ -421,6 +421,7 @@ TENANT_STAGE_OPTIONS = dict(
     vf_persist=dict(type="bool"),
     gpu_ids=dict(type="list", elements="str"),
     nic_ids=dict(type="list", elements="str"),
+    fabric_vm=dict(type="dict"),
     preview=dict(type="dict", options=dict(
         sriov_pfs=dict(type="list", elements="dict", default=[]),
         hugepages=dict(type="list", elements="dict", default=[]),

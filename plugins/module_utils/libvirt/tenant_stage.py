@@ -29,6 +29,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_domain_type, check_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_entries, fabric_vm, with_fabric_vm
 
 __metaclass__ = type
 
@@ -141,6 +142,9 @@ def tenant_stage(params, host, run):
         raise InputError("policy.existing: the domains are read on the host; leave it out")
     preview = params.get("preview") is not None
     topology, preview_notes = stage_topology(params, host)
+    # the Fabric Manager service VM: planned as a tenant without GPUs or VFs, its NVSwitches added to its entry
+    fabric = fabric_vm(params.get("fabric_vm"), topology, params["tenants"])
+    tenants = with_fabric_vm(tenants, fabric, params["firmware"])
     names = [tenant["name"] for tenant in tenants]
     with host.libvirt(params["uri"]) as conn:
         existing = domain_info.domain_assignments(conn, names)
@@ -149,6 +153,7 @@ def tenant_stage(params, host, run):
         check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview, preview_notes)
+        placed = fabric_entries(placed, fabric)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
         # the entries the plan made from the records: not checked again, only what they pass on as the user gave it
         entries = tenant_domain_call.planned_options(removals + placed)
@@ -166,4 +171,6 @@ def tenant_stage(params, host, run):
         # where each guest will see its GPUs and VFs: the preview of the guest stage's NCCL topology file
         result["guest_layouts"] = pci_links.guest_layouts(found, placed, topology)
     result["preview_notes"] = preview_notes
+    result["fabric_vm"] = None if fabric is None else {"name": fabric["name"], "nvswitches": fabric["nvswitches"],
+                                                        "address": fabric["address"]}
     return result
