@@ -29,7 +29,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_domain_type, check_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_entries, fabric_vm, with_fabric_vm
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_entries, fabric_existing, fabric_vm, with_fabric_vm
 
 __metaclass__ = type
 
@@ -147,7 +147,7 @@ def tenant_stage(params, host, run):
     tenants = with_fabric_vm(tenants, fabric, params["firmware"])
     names = [tenant["name"] for tenant in tenants]
     with host.libvirt(params["uri"]) as conn:
-        existing = domain_info.domain_assignments(conn, names)
+        existing = fabric_existing(domain_info.domain_assignments(conn, names), fabric)
         foreign = domain_info.foreign_domains(conn, names)
         # across calls: no tenant address another domain's seed gives, nor the host's on the management network
         check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))

@@ -185,3 +185,17 @@ def fabric_entries(entries, spec):
                 entry["cloud_init"] = dict(entry["cloud_init"], fabric_manager_address=spec["address"])
         out.append(entry)
     return out
+
+
+def fabric_existing(existing, spec):
+    """The domains' assignments the planner keeps (``existing``: name -> what its definition holds)
+    with the service VM's NVSwitches left out of its ``hostdevs``, so that a defined service VM keeps
+    its CPUs as a tenant keeps its place (the planner keeps only GPUs and VFs it knows); any other
+    device it holds stays, and the planner then places it anew."""
+    if spec is None or spec["name"] not in existing:
+        return existing
+    out = dict(existing)
+    held = dict(out[spec["name"]])
+    held["hostdevs"] = [a for a in held.get("hostdevs") or [] if str(a).lower() not in spec["nvswitches"]]
+    out[spec["name"]] = held
+    return out

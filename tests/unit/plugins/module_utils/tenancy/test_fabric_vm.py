@@ -175,3 +175,13 @@ def test_an_image_without_the_fabric_manager_fails_the_first_boot_saying_so(tmp_
     done, cfg = run_edit(tmp_path, None)
     assert done.returncode == 1 and not cfg.exists()
     assert "is missing: the image needs the NVIDIA driver and nvidia-fabricmanager" in done.stderr
+
+
+def test_a_defined_service_vm_is_read_without_its_nvswitches_for_the_planner(hgx):
+    spec = fm.fabric_vm(WANTED, hgx, TENANTS)
+    existing = {"fm": {"hostdevs": SWITCHES + ["0000:18:00.0"], "vcpu_pins": {"0": 2}}, "h-a": {"hostdevs": ["0000:18:00.0"]}}
+    out = fm.fabric_existing(existing, spec)
+    # another device it holds stays: the planner then places it anew
+    assert out == {"fm": {"hostdevs": ["0000:18:00.0"], "vcpu_pins": {"0": 2}}, "h-a": {"hostdevs": ["0000:18:00.0"]}}
+    assert existing["fm"]["hostdevs"][:4] == SWITCHES
+    assert fm.fabric_existing(existing, None) is existing and fm.fabric_existing({}, spec) == {}
