@@ -195,23 +195,27 @@ def _acs(wanted, given):
 
 # The SR-IOV/VFIO stage: the vfio_bind options the role gives, an input each of the same name (the
 # module's other forms, devices by id, VFs of a PF, a sriov_vfs request, are not the stage's).
-SRIOV_VFIO_OPTIONS = ("sriov_pfs", "tenants", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force")
+SRIOV_VFIO_OPTIONS = ("sriov_pfs", "tenants", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force",
+                      "fabric_vm")
 
 
 def _sriov_vfio(inputs):
     """The SR-IOV/VFIO stage's vfio_bind call: the inputs as the options of the same name (a list
     always sent, [] when unset; another option left out when unset), or {} when they name no PF,
-    GPU or device (the inventory asks nothing of the stage: no call)."""
+    GPU or device (the inventory asks nothing of the stage: no call). ``fabric_vm`` (the Fabric
+    Manager service VM, whose NVSwitches the call binds) is sent only when given."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import vfio
 
     spec = vfio.VFIO_BIND_ARGS["argument_spec"]
     given = _inputs("sriov_vfio", "host_vfio", inputs, SRIOV_VFIO_OPTIONS)
     options = {}
     for name in SRIOV_VFIO_OPTIONS:
+        if name == "fabric_vm" and given[name] in ({}, None, ""):
+            continue
         value = _option("host_vfio", name, given[name], spec[name], spec[name]["type"] == "list")
         if value is not UNSET:
             options[name] = value
-    return options if any(options[key] for key in ("sriov_pfs", "gpus", "devices")) else {}
+    return options if any(options.get(key) for key in ("sriov_pfs", "gpus", "devices", "fabric_vm")) else {}
 
 
 STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants}

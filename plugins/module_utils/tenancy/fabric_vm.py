@@ -121,6 +121,19 @@ def _isolated(switches, topology):
                              % (address, pci[address]["iommu_group"], ", ".join(others)))
 
 
+def fabric_switches(value, topology):
+    """The NVSwitches ``fabric_vm`` (None or {}: none -> []) gives its service VM, checked against the
+    host model (an NVSwitch of the host, its IOMMU group only NVSwitches and bridges): what the
+    SR-IOV/VFIO stage binds to vfio-pci for it. The rest of the option is the tenants stage's."""
+    if not value:
+        return []
+    if not isinstance(value, dict):
+        raise InputError("fabric_vm: expected a dict (%s), got %s" % (", ".join(REQUIRED), type(value).__name__))
+    switches = _switches(value.get("nvswitches"), topology)
+    _isolated(switches, topology)
+    return switches
+
+
 def fabric_vm(value, topology, tenants):
     """``fabric_vm`` (None or {}: no service VM -> None) checked against the host model and the
     tenant list (the inventory's, as given): -> {"name", "nvswitches" (addresses), "address" (the
@@ -144,8 +157,7 @@ def fabric_vm(value, topology, tenants):
         if isinstance(tenant, dict) and tenant.get("name") == name:
             raise InputError("fabric_vm.name: %s is also the name of tenants[%d]; a domain has one name: give the service VM "
                              "another name" % (name, index))
-    switches = _switches(value.get("nvswitches"), topology)
-    _isolated(switches, topology)
+    switches = fabric_switches(value, topology)
     tenant = dict((key, value[key]) for key in PASSED if value.get(key) is not None)
     guest = {"address": value["address"]}
     for key in ("management_mac", "hostname"):
