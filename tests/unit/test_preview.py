@@ -597,7 +597,8 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
 def test_preview_of_an_hgx_h100_host_shows_the_fabric_manager_service_vm(tmp_path):
     """gpuvirt_fabric_vm on the HGX H100 tree: the service VM is planned beside the tenants (its CPUs none of
     theirs), its domain holds the board's four NVSwitches (10de:22a3) as its only PCI host devices and a
-    management NIC, and virt-xml-validate accepts it as it accepts the tenants'; no tenant gets an NVSwitch."""
+    management NIC, and virt-xml-validate accepts it as it accepts the tenants'; no tenant gets an NVSwitch; the
+    SR-IOV/VFIO stage binds the NVSwitches to vfio-pci."""
     hgx_tree = load_tool("hgx_tree")
     _host, gpus, _nics, pfs = hgx_tree.write_tree(str(tmp_path / "dgx"), 1)
     extra = dict(hgx_tree.preview_vars(gpus, pfs, 1), gpuvirt_fabric_vm={
@@ -613,6 +614,9 @@ def test_preview_of_an_hgx_h100_host_shows_the_fabric_manager_service_vm(tmp_pat
     tenant_cpus = set(cpu for name, placed in placements.items() if name != "fabric-manager" for cpu in placed["cpus"])
     assert service["cpus"] and not set(service["cpus"]) & tenant_cpus
     switches = ["0000:6d:00.0", "0000:6e:00.0", "0000:6f:00.0", "0000:70:00.0"]
+    # the SR-IOV/VFIO stage binds them to vfio-pci, kept at boot (its udev rules)
+    for address in switches:
+        assert '+ACTION=="add", SUBSYSTEM=="pci", KERNEL=="%s", ATTR{driver_override}="vfio-pci"' % address in out, address
     xmls = domain_xmls(out)
     assert sorted(xmls) == sorted(placements), out[-3000:]
     for name, xml in sorted(xmls.items()):

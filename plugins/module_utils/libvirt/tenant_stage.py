@@ -171,6 +171,5 @@ def tenant_stage(params, host, run):
         # where each guest will see its GPUs and VFs: the preview of the guest stage's NCCL topology file
         result["guest_layouts"] = pci_links.guest_layouts(found, placed, topology)
     result["preview_notes"] = preview_notes
-    result["fabric_vm"] = None if fabric is None else {"name": fabric["name"], "nvswitches": fabric["nvswitches"],
-                                                        "address": fabric["address"]}
+    result["fabric_vm"] = None if fabric is None else dict((key, fabric[key]) for key in ("name", "nvswitches", "address"))
     return result
