@@ -153,6 +153,8 @@ def fabric_vm(value, topology, tenants):
                          "nvidia-fabricmanager, address its management address, the Fabric Manager's FM_CMD_BIND_INTERFACE)"
                          % ", ".join(missing))
     name = value["name"]
+    if not isinstance(name, str):
+        raise InputError("fabric_vm.name: expected a string (the service VM's libvirt domain name), got %r" % (name,))
     for index, tenant in enumerate(tenants or []):
         if isinstance(tenant, dict) and tenant.get("name") == name:
             raise InputError("fabric_vm.name: %s is also the name of tenants[%d]; a domain has one name: give the service VM "

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy import fabric_vm as fm
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import validate_guest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
@@ -90,6 +91,8 @@ REFUSALS = [
     ("no size", dict((k, v) for k, v in WANTED.items() if k not in ("vcpus", "memory_mb")), None, None,
      "fabric_vm: vcpus, memory_mb required"),
     ("no image", dict(WANTED, image={}), None, None, "fabric_vm: image required"),
+    ("name not a string", dict(WANTED, name=5), None, None, "fabric_vm.name: expected a string"),
+    ("name libvirt refuses", dict(WANTED, name="a/b"), None, "record", "fabric_vm.name"),
     ("name of a tenant", dict(WANTED, name="h-a"), None, None,
      "fabric_vm.name: h-a is also the name of tenants[0]; a domain has one name: give the service VM another name"),
     ("host without NVSwitches", WANTED, no_switch, None,
@@ -185,3 +188,19 @@ def test_a_defined_service_vm_is_read_without_its_nvswitches_for_the_planner(hgx
     assert out == {"fm": {"hostdevs": ["0000:18:00.0"], "vcpu_pins": {"0": 2}}, "h-a": {"hostdevs": ["0000:18:00.0"]}}
     assert existing["fm"]["hostdevs"][:4] == SWITCHES
     assert fm.fabric_existing(existing, None) is existing and fm.fabric_existing({}, spec) == {}
+
+
+@pytest.mark.parametrize("address, message", [
+    ("192.168.150.5/24", "cloud_init.fabric_manager_address: '192.168.150.5/24' has a prefix"),
+    ("127.0.0.1", "cloud_init.fabric_manager_address: 127.0.0.1 is a loopback address"),
+])
+def test_a_domains_fabric_manager_address_is_an_address_without_prefix(address, message):
+    options = {"image": {"base": "/srv/fm.qcow2", "url": None, "checksum": None, "size_gb": None, "copy": False},
+               "cloud_init": {"user": "ops", "ssh_authorized_keys": [], "packages": [], "hostname": None, "rdma_address": None,
+                              "fabric_manager_address": address},
+               "management": None, "data_nic": None}
+    with pytest.raises(InputError) as error:
+        validate_guest(options, "fm")
+    assert message in str(error.value), str(error.value)
+    options["cloud_init"]["fabric_manager_address"] = "192.168.150.5"
+    assert validate_guest(options, "fm")[1]["fabric_manager_address"] == "192.168.150.5"
