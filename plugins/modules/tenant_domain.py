@@ -134,6 +134,21 @@ options:
       hostname:
         description: The Fabric Manager's address (the service VM's), passed as C(--hostname); fmpm's default is 127.0.0.1.
         type: str
+  fabric_vm:
+    description:
+      - With O(tenants), the Fabric Manager service VM of an HGX board with NVSwitches (the Shared NVSwitch virtualization
+        model, docs/tenants.md) - C(name), C(vcpus), C(memory_mb), C(image) (as a tenant's; it must carry the NVIDIA driver
+        and C(nvidia-fabricmanager), nothing is installed) and C(address) (its management address with prefix, the Fabric
+        Manager's C(FM_CMD_BIND_INTERFACE) that C(fmpm --hostname) reaches), all required; C(nvswitches) (PCI addresses;
+        default every NVSwitch of the host model, an NVIDIA function of PCI class 0x0680), C(management_mac),
+        C(hostname), and as a tenant's C(hugepage_size), C(firmware), C(machine), C(numa), C(emulator), C(autostart),
+        C(disks).
+      - It is planned as a tenant without GPUs or VFs (its vCPUs pinned and its memory placed, so that no tenant takes
+        them), defined and started with its NVSwitches as its only PCI host devices and a seed with
+        O(cloud_init.fabric_manager_address). Refused before any change on a host without NVSwitches, for an NVSwitch
+        whose IOMMU group holds anything but NVSwitches and bridges, for a name a tenant has, and for an address another
+        guest has. Its management NIC is O(guest_access)'s C(management).
+    type: dict
   preview:
     description:
       - With O(tenants), a preview (O(root) a captured host tree, O(uri) libvirt's test driver, check mode, docs/preview.md) -
@@ -445,6 +460,14 @@ options:
           - IPv4 address with prefix of the tenant's RDMA NIC (C(10.20.0.11/24)), its address on the RDMA network - its first
             network VF, else its O(data_nic). Refused for a tenant with neither (the address would be dropped).
         type: str
+      fabric_manager_address:
+        description:
+          - The Fabric Manager service VM's management address, an IPv4 address without prefix (C(192.168.150.5)). With it,
+            the first boot (user-data C(runcmd)) sets C(FABRIC_MODE=1) (the Shared NVSwitch multitenancy mode) and
+            C(FM_CMD_BIND_INTERFACE) to it in C(/usr/share/nvidia/nvswitch/fabricmanager.cfg), then enables and restarts
+            C(nvidia-fabricmanager); a missing file fails that boot with what the image lacks. The tenants stage sets it
+            for O(fabric_vm).
+        type: str
   management:
     description: The management NIC (virtio), on a libvirt network or a host bridge.
     type: dict
@@ -727,6 +750,15 @@ fabric_partitions:
   returned: with O(tenants) and O(fabric_manager)
   type: dict
   sample: {read: true, steps: [{tenant: tenant-a, id: 3, physical_ids: [1, 3], step: activate, done: true}]}
+fabric_held:
+  description:
+    - With O(tenants) and O(fabric_manager), the tenants defined and not started because the Fabric Manager's service VM
+      (O(fabric_vm)) did not run before the call, so that no Fabric Manager could activate their partitions; the next run
+      activates them and starts the tenants.
+  returned: with O(tenants) and O(fabric_manager)
+  type: list
+  elements: str
+  sample: [tenant-a]
 pci_links:
   description:
     - With O(tenants), per placed tenant with GPUs and VFs, the host's PCIe link facts its guest's NCCL topology file is made of
@@ -749,6 +781,11 @@ guest_layouts:
   type: dict
   sample: {tenant-a: {gpus: ["0000:10:00.0"], nics: ["0000:18:00.1"], cells: [["0000:10:00.0", "0000:18:00.1"]],
            switches: [["0000:10:00.0", "0000:18:00.1"]], classes: {"0000:10:00.0": "0x030200", "0000:18:00.1": "0x020000"}}}
+fabric_vm:
+  description: With O(tenants) and O(fabric_vm), the service VM's C(name), C(nvswitches) and C(address) (without prefix); null otherwise.
+  returned: with O(tenants)
+  type: dict
+  sample: {"name": "fabric-manager", "nvswitches": ["0000:6d:00.0", "0000:6e:00.0"], "address": "192.168.150.5"}
 preview_notes:
   description: With O(tenants) and O(preview), what the plan assumes of the earlier stages; empty otherwise.
   returned: with O(tenants)

@@ -141,6 +141,14 @@ options:
         PF, a NIC or another GPU outside the pool) is refused with the planner's reason and fix.
     type: list
     elements: str
+  fabric_vm:
+    description:
+      - The Fabric Manager service VM as the tenants stage takes it (M(gpuvirt.tenancy.tenant_domain)'s O(gpuvirt.tenancy.tenant_domain#module:fabric_vm));
+        only its C(nvswitches) is read (default every NVSwitch of the host model, an NVIDIA function of PCI class 0x0680),
+        and those are bound to vfio-pci as O(devices) are, so that the service VM's domain can hold them (see RV(nvswitches)).
+      - Refused on a host without NVSwitches, for an address that is no NVSwitch of the host, and for an NVSwitch whose
+        IOMMU group holds anything but NVSwitches and bridges.
+    type: dict
   gpu_ids:
     description: Extra C(vendor:device) PCI ids read as GPUs in the host model (C(gpuvirt_gpu_pci_ids)), for O(gpus).
     type: list
@@ -251,6 +259,12 @@ companions:
   type: list
   elements: str
   sample: ["0000:01:00.1"]
+nvswitches:
+  description: With O(fabric_vm), the NVSwitches of the Fabric Manager service VM, bound with the devices.
+  returned: always
+  type: list
+  elements: str
+  sample: ["0000:6d:00.0"]
 sriov:
   description:
     - With O(sriov) or O(sriov_pfs), the result of M(gpuvirt.tenancy.sriov_vfs) for it (C(pfs), one entry per PF with its

@@ -80,22 +80,24 @@ def _tenants(inputs):
     (an unset one empty), every tenant's settings (module_utils tenant_domain_call
     TENANT_STAGE_SETTINGS) left out when unset; the GPU pool (``gpus``: none is every GPU, [] none)
     and the PFs whose VFs are given (``vf_pfs``) into ``policy``; in a preview (``preview`` true)
-    what the earlier stages will leave (``preview_wanted``) as ``preview``; where the Fabric Manager
-    is reached (``fabric_manager``) only when set: unset, the call asks no Fabric Manager."""
+    what the earlier stages will leave (``preview_wanted``) as ``preview``. The Fabric Manager
+    service VM (``fabric_vm``) and where the Fabric Manager is reached (``fabric_manager``) are sent
+    only when given, so that a call without them is as before (it defines no service VM and asks no
+    Fabric Manager)."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call as call
 
     spec = call.TENANT_DOMAIN_ARGS["argument_spec"]
-    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name not in ("preview", "fabric_manager")]
-    folded = ("gpus", "vf_pfs", "preview", "preview_wanted", "fabric_manager")
-    given = _inputs("tenants", "tenant_vms", inputs, always + list(call.TENANT_STAGE_SETTINGS) + list(folded))
+    when_given = ("fabric_manager", "fabric_vm")
+    always = [name for name in sorted(call.TENANT_STAGE_OPTIONS) if name != "preview" and name not in when_given]
+    folded = ("gpus", "vf_pfs", "preview", "preview_wanted")
+    given = _inputs("tenants", "tenant_vms", inputs, always + list(when_given) + list(call.TENANT_STAGE_SETTINGS) + list(folded))
     options = {}
-    for name in always + list(call.TENANT_STAGE_SETTINGS):
+    for name in always + list(when_given) + list(call.TENANT_STAGE_SETTINGS):
+        if name in when_given and given[name] in ({}, None, ""):
+            continue
         value = _option("tenant_vms", name, given[name], spec[name], name in always)
         if value is not UNSET:
             options[name] = value
-    fabric = _option("tenant_vms", "fabric_manager", given["fabric_manager"], spec["fabric_manager"], False)
-    if fabric is not UNSET:
-        options["fabric_manager"] = fabric
     if given["gpus"] not in (None, ""):
         options["policy"]["gpus"] = _option("tenant_vms", "gpus", given["gpus"], {"type": "list"}, True)
     if given["vf_pfs"]:
@@ -195,23 +197,27 @@ def _acs(wanted, given):
 
 # The SR-IOV/VFIO stage: the vfio_bind options the role gives, an input each of the same name (the
 # module's other forms, devices by id, VFs of a PF, a sriov_vfs request, are not the stage's).
-SRIOV_VFIO_OPTIONS = ("sriov_pfs", "tenants", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force")
+SRIOV_VFIO_OPTIONS = ("sriov_pfs", "tenants", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force",
+                      "fabric_vm")
 
 
 def _sriov_vfio(inputs):
     """The SR-IOV/VFIO stage's vfio_bind call: the inputs as the options of the same name (a list
     always sent, [] when unset; another option left out when unset), or {} when they name no PF,
-    GPU or device (the inventory asks nothing of the stage: no call)."""
+    GPU or device (the inventory asks nothing of the stage: no call). ``fabric_vm`` (the Fabric
+    Manager service VM, whose NVSwitches the call binds) is sent only when given."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import vfio
 
     spec = vfio.VFIO_BIND_ARGS["argument_spec"]
     given = _inputs("sriov_vfio", "host_vfio", inputs, SRIOV_VFIO_OPTIONS)
     options = {}
     for name in SRIOV_VFIO_OPTIONS:
+        if name == "fabric_vm" and given[name] in ({}, None, ""):
+            continue
         value = _option("host_vfio", name, given[name], spec[name], spec[name]["type"] == "list")
         if value is not UNSET:
             options[name] = value
-    return options if any(options[key] for key in ("sriov_pfs", "gpus", "devices")) else {}
+    return options if any(options.get(key) for key in ("sriov_pfs", "gpus", "devices", "fabric_vm")) else {}
 
 
 STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants}

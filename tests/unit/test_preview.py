@@ -602,6 +602,46 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     check_hgx_nccl(out, placements)
 
 
+def test_preview_of_an_hgx_h100_host_shows_the_fabric_manager_service_vm(tmp_path):
+    """gpuvirt_fabric_vm on the HGX H100 tree: the service VM is planned beside the tenants (its CPUs none of
+    theirs), its domain holds the board's four NVSwitches (10de:22a3) as its only PCI host devices and a
+    management NIC, and virt-xml-validate accepts it as it accepts the tenants'; no tenant gets an NVSwitch; the
+    SR-IOV/VFIO stage binds the NVSwitches to vfio-pci."""
+    hgx_tree = load_tool("hgx_tree")
+    _host, gpus, _nics, pfs = hgx_tree.write_tree(str(tmp_path / "dgx"), 1)
+    extra = dict(hgx_tree.preview_vars(gpus, pfs, 1), gpuvirt_fabric_vm={
+        "name": "fabric-manager", "vcpus": 2, "memory_mb": 4096, "hugepage_size": "1G", "address": "192.168.150.5/24",
+        "image": {"url": "https://images.example.com/fabric-manager.qcow2", "checksum": "sha256:" + "0" * 64}})
+    rc, out, _records = preview(tmp_path, "-e", json.dumps(extra))
+    assert rc == 0, out[-4000:]
+    report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
+    placements = report["plan"]["placements"]
+    assert sorted(placements) == ["fabric-manager", "h-a", "h-b", "h-c", "h-d", "h-e"], sorted(placements)
+    service = placements["fabric-manager"]
+    assert service["gpus"] == [] and service["vfs"] == [] and "nvswitch_partition" not in service or not service["nvswitch_partition"]
+    tenant_cpus = set(cpu for name, placed in placements.items() if name != "fabric-manager" for cpu in placed["cpus"])
+    assert service["cpus"] and not set(service["cpus"]) & tenant_cpus
+    switches = ["0000:6d:00.0", "0000:6e:00.0", "0000:6f:00.0", "0000:70:00.0"]
+    # the SR-IOV/VFIO stage binds them to vfio-pci, kept at boot (its udev rules)
+    for address in switches:
+        assert '+ACTION=="add", SUBSYSTEM=="pci", KERNEL=="%s", ATTR{driver_override}="vfio-pci"' % address in out, address
+    xmls = domain_xmls(out)
+    assert sorted(xmls) == sorted(placements), out[-3000:]
+    for name, xml in sorted(xmls.items()):
+        root = ET.fromstring(xml)
+        held = sorted("%04x:%02x:%02x.%x" % tuple(int(a.get(k), 16) for k in ("domain", "bus", "slot", "function"))
+                      for a in root.findall("devices/hostdev/source/address"))
+        if name == "fabric-manager":
+            assert held == switches, held
+            assert [i.find("source").get("network") for i in root.findall("devices/interface")] == ["gpuvirt-mgmt"]
+        else:
+            assert not set(held) & set(switches), (name, held)
+        path = tmp_path / ("%s.xml" % name)
+        path.write_text(xml, encoding="utf-8")
+        check = subprocess.run(["virt-xml-validate", str(path), "domain"], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, "%s: %s\n%s" % (name, check.stdout + check.stderr, xml)
+
+
 def check_hgx_nccl(out, placements):
     """Each HGX tenant's NCCL in its guest: relaxed ordering, the GDR level of its GPU and VF on the host, and a topology
     file although the capture holds no link speeds: the GPU and the VF on their guest NUMA node (cell 0), no link

@@ -142,7 +142,8 @@ def gpu_stack_plan(topology, tenant_gpus=None, host_gpus=None, pre_bind_ids=(), 
 def nvswitch_note(topology, keep_nvidia):
     """What the host stack's plan does not say about an HGX board's NVSwitches (None without any):
     the tenants' GPUs reach NVLink through them only with the Shared NVSwitch virtualization model,
-    which this collection does not build (docs/boot.md, not built)."""
+    whose service VM the later stages make where the inventory asks for it (``gpuvirt_fabric_vm``:
+    the SR-IOV/VFIO stage binds the NVSwitches to vfio-pci, the tenants stage gives them to it)."""
     pci = topology.get("pci_devices") or {}
     switches = sorted(a for a, d in pci.items() if pci_ids.is_nvswitch(d))
     if not switches:
@@ -152,8 +153,9 @@ def nvswitch_note(topology, keep_nvidia):
             if not keep_nvidia else "nvidia-fabricmanager stays with the host's GPUs")
     return ("NVSwitch(es) %s (%s) stay with the host, and %s: the tenants' GPUs get no NVLink between them. Full passthrough of "
             "HGX GPUs with NVLink needs the Shared NVSwitch virtualization model (the NVSwitches and the fabric manager in a "
-            "service VM that partitions them), which this collection does not build; otherwise keep NVLink off for the tenants"
-            % (", ".join(switches), ", ".join(drivers), done))
+            "service VM that partitions them): give gpuvirt_fabric_vm, and the SR-IOV/VFIO stage binds them to vfio-pci and "
+            "the tenants stage gives them to that VM (the Fabric Manager's partitions are activated apart, fabric_partition); "
+            "otherwise keep NVLink off for the tenants" % (", ".join(switches), ", ".join(drivers), done))
 
 
 def render_modprobe_conf(blacklist, keep_nvidia, address_prebind=(), driver="pci-stub"):

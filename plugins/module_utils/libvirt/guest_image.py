@@ -30,6 +30,7 @@ from collections import OrderedDict
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import (
     CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_runcmd
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.disk_header import HEAD_BYTES, disk_contents, not_a_disk
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
@@ -76,7 +77,9 @@ def seed_documents(name, cloud_init, management, rdma_mac):
     """The three NoCloud files (name -> text). user-data: the user with sudo and the SSH keys,
     no password login, the host name in /etc/hosts, the packages; network-config v2: the
     management NIC and the tenant's RDMA NIC (``rdma_mac``: its first network VF, else its data
-    NIC), each matched by its MAC, with their static addresses."""
+    NIC), each matched by its MAC, with their static addresses. With ``fabric_manager_address``
+    (the Fabric Manager service VM), user-data's ``runcmd`` sets its fabricmanager.cfg and enables
+    the unit (tenancy/fabric_vm.fabric_runcmd)."""
     user = {"name": cloud_init["user"], "shell": "/bin/bash", "sudo": "ALL=(ALL) NOPASSWD:ALL", "lock_passwd": True,
             "ssh_authorized_keys": list(cloud_init["ssh_authorized_keys"])}
     # manage_etc_hosts localhost: the host name resolves (sudo asks for it) through one 127.0.1.1 line, and the rest of
@@ -86,6 +89,9 @@ def seed_documents(name, cloud_init, management, rdma_mac):
     if cloud_init["packages"]:
         user_data["packages"] = list(cloud_init["packages"])
         user_data["package_update"] = True
+    if cloud_init.get("fabric_manager_address"):
+        # the Fabric Manager service VM: its fabricmanager.cfg in the Shared NVSwitch mode, listening there (fabric_vm)
+        user_data["runcmd"] = fabric_runcmd(cloud_init["fabric_manager_address"])
     ethernets = OrderedDict()
     if management is not None:
         nic = {"match": {"macaddress": management["mac"]}, "set-name": "mgmt0"}

@@ -434,6 +434,7 @@ TENANT_STAGE_OPTIONS = dict(
     gpu_ids=dict(type="list", elements="str"),
     nic_ids=dict(type="list", elements="str"),
     fabric_manager=dict(type="dict", options=FABRIC_MANAGER_OPTIONS),
+    fabric_vm=dict(type="dict"),
     preview=dict(type="dict", options=dict(
         sriov_pfs=dict(type="list", elements="dict", default=[]),
         hugepages=dict(type="list", elements="dict", default=[]),

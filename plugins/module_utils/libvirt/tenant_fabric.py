@@ -69,6 +69,36 @@ def wanted_partitions(found, placed, removals, conn):
     return leaving, coming, running
 
 
+def held_for_service_vm(service_vm, found, placed, conn, run):
+    """-> (``placed`` with the tenants to hold, their names). Where the call defines or starts the Fabric Manager's
+    service VM (``fabric_vm``: ``service_vm``, tenancy.fabric_vm's answer), no Fabric Manager answers the call yet
+    (the VM boots after the call starts it), so no partition can be read or activated: each tenant that would start
+    with a partition is defined and not started (state ``defined``, no autostart) and said in a warning; the next
+    run, with the service VM running, activates their partitions and starts them. Nothing is held when there is no
+    service VM in the call, or it runs already (the Fabric Manager is then read before any change, as always)."""
+    if service_vm is None:
+        return placed, []
+    domain = conn.domain(service_vm["name"])
+    if domain is not None and domain.is_active():
+        return placed, []
+    out, held = [], []
+    for entry in placed:
+        partition = found["placements"].get(entry["name"], {}).get("nvswitch_partition")
+        if partition and entry["state"] == "running":
+            started = conn.domain(entry["name"])
+            if started is None or not started.is_active():
+                entry = dict((k, v) for k, v in entry.items() if k != "autostart")
+                entry["state"] = "defined"
+                held.append(entry["name"])
+        out.append(entry)
+    if held:
+        run.warn("the Fabric Manager's service VM %s does not run before this call, so no Fabric Manager can activate a "
+                 "partition now: tenant(s) %s are defined and not started; run the stage again once the Fabric Manager "
+                 "answers at %s, and it activates their partitions and starts them"
+                 % (service_vm["name"], ", ".join(held), service_vm["address"]))
+    return out, held
+
+
 class TenantFabric:
     """The partition steps of one call of the stage, decided when made (see the module docstring), taken by
     :meth:`attach` (activation: a tenant's domain change calls it before it starts the domain) and

@@ -24,7 +24,7 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric, held_for_service_vm
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import pci_links, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
@@ -33,6 +33,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings i
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_domain_type, check_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_entries, fabric_existing, fabric_vm, with_fabric_vm
 
 __metaclass__ = type
 
@@ -145,14 +146,23 @@ def tenant_stage(params, host, run):
         raise InputError("policy.existing: the domains are read on the host; leave it out")
     preview = params.get("preview") is not None
     topology, preview_notes = stage_topology(params, host)
+    # the Fabric Manager service VM: planned as a tenant without GPUs or VFs, its NVSwitches added to its entry
+    service_vm = fabric_vm(params.get("fabric_vm"), topology, params["tenants"])
+    tenants = with_fabric_vm(tenants, service_vm, params["firmware"])
     names = [tenant["name"] for tenant in tenants]
     with host.libvirt(params["uri"]) as conn:
-        existing = domain_info.domain_assignments(conn, names)
+        existing = fabric_existing(domain_info.domain_assignments(conn, names), service_vm)
         foreign = domain_info.foreign_domains(conn, names)
         # across calls: no tenant address another domain's seed gives, nor the host's on the management network
         check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview, preview_notes)
+        placed = fabric_entries(placed, service_vm)
+        # with fabric_manager and a service VM that does not run yet: no Fabric Manager can answer this call, so the
+        # tenants whose partitions it must activate are defined and held, never started without them
+        held = []
+        if params.get("fabric_manager") is not None and not preview:
+            placed, held = held_for_service_vm(service_vm, found, placed, conn, run)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
         # the entries the plan made from the records: not checked again, only what they pass on as the user gave it
         entries = tenant_domain_call.planned_options(removals + placed)
@@ -160,10 +170,11 @@ def tenant_stage(params, host, run):
         prepared = tenant_domain_call.prepare_domains(entries, None if preview else sriov, host, run, planned=True)
         network = management_network(params, access)
         # with fabric_manager: the tenants' Fabric Manager partitions, fmpm -l read and every step decided before any change
-        fabric = None
-        if params.get("fabric_manager") is not None:
-            fabric = TenantFabric(params["fabric_manager"], found, placed, removals, conn, host, run, preview)
-        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals), fabric=fabric)
+        partitions = None
+        if params.get("fabric_manager") is not None and not held:
+            partitions = TenantFabric(params["fabric_manager"], found, placed, removals, conn, host, run, preview)
+        result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals),
+                                                   fabric=partitions)
     result["plan"] = found
     for key in ("placements", "unplaced", "notes", "foreign"):
         result[key] = found[key]
@@ -174,4 +185,7 @@ def tenant_stage(params, host, run):
         # where each guest will see its GPUs and VFs: the preview of the guest stage's NCCL topology file
         result["guest_layouts"] = pci_links.guest_layouts(found, placed, topology)
     result["preview_notes"] = preview_notes
+    result["fabric_vm"] = None if service_vm is None else dict((key, service_vm[key]) for key in ("name", "nvswitches", "address"))
+    if params.get("fabric_manager") is not None:
+        result["fabric_held"] = held
     return result

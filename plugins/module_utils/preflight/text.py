@@ -143,7 +143,7 @@ def partition_line(name, partition):
     gpus = ", ".join("%s (module %s)" % pair for pair in zip(partition["gpus"], partition.get("physical_ids") or ["?"] * len(partition["gpus"])))
     if partition.get("id") is None:
         return "%s NVSwitch partition unknown on the %s board, GPUs %s: %s" % (name, partition.get("board"), gpus, partition.get("why"))
-    return ("%s NVSwitch partition %d of the %s board, GPUs %s: the Fabric Manager (service VM, not built by the collection) must "
+    return ("%s NVSwitch partition %d of the %s board, GPUs %s: the Fabric Manager (in the service VM, gpuvirt_fabric_vm) must "
             "activate it before the tenant starts" % (name, partition["id"], partition.get("board"), gpus))
 
 

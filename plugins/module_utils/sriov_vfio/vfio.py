@@ -27,6 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_us
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_switches
 
 __metaclass__ = type
 
@@ -391,9 +392,11 @@ def vfio_bind(params, host, run):
     needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
     sriov_params, wanted_pfs = stage_sriov(params, host, topology)
     gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
+    # the service VM's NVSwitches go to vfio-pci too (its domain's host devices are managed='no')
+    switches = fabric_switches(params.get("fabric_vm"), topology)
     # /proc and the domain files are read once, and again only when the VFs changed
     kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
-    sriov_result, vfs_to_come = sriov_first(sriov_params, list(params["devices"] or []) + gpus + companions, wanted_pfs,
+    sriov_result, vfs_to_come = sriov_first(sriov_params, list(params["devices"] or []) + gpus + companions + switches, wanted_pfs,
                                             params, host, run, topology, needed, kept)
     if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
         topology = read_model(host, params, fresh=True)
@@ -402,8 +405,8 @@ def vfio_bind(params, host, run):
         kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
     binder = VfioBinder(host, topology, needed, kept)
     vfs_of = [text for text in wanted_pfs if binder.resolve_pf(text, "vfs_of") not in vfs_to_come]
-    addresses = binder.select(list(params["devices"] or []) + gpus + companions, params["ids"], vfs_of,
-                              allow_empty=sriov_params is not None or params.get("gpus") is not None)
+    addresses = binder.select(list(params["devices"] or []) + gpus + companions + switches, params["ids"], vfs_of,
+                              allow_empty=sriov_params is not None or params.get("gpus") is not None or bool(switches))
     driver = params["driver"]
     plans = binder.plan(addresses, driver=driver, group_policy=params["group_policy"], force=params["force"])
     changed = binder.changed(plans)
@@ -430,6 +433,7 @@ def vfio_bind(params, host, run):
         "devices": [dict((k, p[k]) for k in ("address", "driver_before", "driver_after", "iommu_group", "vfio_device", "group_added"))
                     for p in plans],
         "companions": companions,
+        "nvswitches": switches,
         "isolation": isolation(topology, [p["address"] for p in plans if not p["group_added"]],
                                dict(needed, **dict((pf, [why]) for pf, why in kept.items()))),
         "persisted_files": [path for path, _b, _a in changes],
@@ -457,8 +461,10 @@ VFIO_BIND_ARGS = dict(
         gpus=dict(type="list", elements="str"),
         gpu_ids=dict(type="list", elements="str", default=[]),
         autoprobe=dict(type="bool", default=False),
+        # the Fabric Manager service VM's NVSwitches (tenancy/fabric_vm), as the tenants stage's fabric_vm gives them
+        fabric_vm=dict(type="dict"),
     ),
-    required_one_of=[("devices", "ids", "vfs_of", "sriov", "sriov_pfs", "gpus")],
+    required_one_of=[("devices", "ids", "vfs_of", "sriov", "sriov_pfs", "gpus", "fabric_vm")],
     mutually_exclusive=[("sriov", "sriov_pfs"), ("sriov", "tenants")],
     required_by={"tenants": "sriov_pfs"},
 )

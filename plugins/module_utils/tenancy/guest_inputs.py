@@ -39,6 +39,8 @@ CLOUD_INIT_OPTIONS = dict(
     packages=dict(type="list", elements="str", default=[]),
     hostname=dict(type="str"),
     rdma_address=dict(type="str"),
+    # the service VM's (tenancy/fabric_vm): the Fabric Manager's FM_CMD_BIND_INTERFACE, set at the first boot
+    fabric_manager_address=dict(type="str"),
 )
 MANAGEMENT_OPTIONS = dict(
     network=dict(type="str"),
@@ -262,6 +264,8 @@ def validate_guest(options, name, planned=False):
                                  "option is not a package" % (index, package))
         if cloud_init.get("rdma_address") and not planned:
             check_ipv4(cloud_init["rdma_address"], "cloud_init.rdma_address", True)
+        if cloud_init.get("fabric_manager_address"):
+            check_ipv4(cloud_init["fabric_manager_address"], "cloud_init.fabric_manager_address", False)
     if management is not None:
         _check_nic_source(management, "management")
         management = dict(management)

@@ -154,18 +154,19 @@ def _data_nic(value, where):
     return nic
 
 
-def tenant_record(raw, index, firmware=None):
+def tenant_record(raw, index, firmware=None, option=None):
     """One entry of the list -> its :class:`Tenant`. ``firmware``: what a tenant that gives none
     boots with (the stage's setting; None: efi). A tenant that leaves (state absent) needs only
-    its name: what it held is read from its domain."""
+    its name: what it held is read from its domain. ``option``: how messages name an entry that
+    is not in the list (the service VM: ``fabric_vm``), else ``tenants[index]``."""
     if not isinstance(raw, Mapping):
         raise InputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's libvirt domain name); got %r"
                          % (index, name))
-    check_domain_name(name, "tenants[%d].name" % index)
-    where = "tenants[%d] (%s)" % (index, name)
+    check_domain_name(name, "%s.name" % (option or "tenants[%d]" % index))
+    where = "%s (%s)" % (option or "tenants[%d]" % index, name)
     state = str(raw.get("state") or TENANT_DEFAULTS["state"])
     if state not in TENANT_STATES:
         raise InputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))

@@ -8,5 +8,6 @@ from __future__ import annotations
 TENANT_VMS = {"tenants": [{"name": "a", "vcpus": 1, "memory_mb": 64}], "policy": {"numa": "strict"}, "gpus": None, "vf_pfs": [],
               "domain_type": "kvm", "machine": "q35", "firmware": "efi", "memory_mode": "strict", "live": True,
               "priorities": {"online": {"cpu_shares": 1024}, "batch": {"cpu_shares": 256}}, "guest_access": {},
-              "shutdown_timeout": 120, "force_off": False, "vf_persist": True, "gpu_ids": [], "nic_ids": [], "preview": False, "fabric_manager": None,
+              "shutdown_timeout": 120, "force_off": False, "vf_persist": True, "gpu_ids": [], "nic_ids": [], "fabric_vm": {},
+              "preview": False, "fabric_manager": None,
               "preview_wanted": {"sriov_pfs": [{"pf": "0000:19:00.0", "num_vfs": 4}], "hugepages": [], "gpus": []}}

@@ -228,3 +228,36 @@ def test_a_running_tenant_without_its_partition_is_left_running_and_said(board):
     assert any(w.startswith("tenant f-a runs while its Fabric Manager partition %d is not active" % partition(first, "f-a")["id"])
                for w in again["warnings"]), again
     assert calls(state) == [["-l"]]
+
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
+
+
+def test_the_run_that_starts_the_service_vm_holds_the_partitioned_tenants_until_the_fabric_manager_answers(board, tmp_path):
+    """With fabric_vm and fabric_manager in one call, the service VM does not run before the call, so no Fabric
+    Manager can answer it: the tenants with partitions are defined and not started, nothing asks fmpm; the next
+    run (the service VM running) reads the Fabric Manager, activates their partitions and starts them."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    host, modules, state, witness = board
+    base = tmp_path / "root" / "srv" / "fm.qcow2"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(base), "1G"], check=True)
+    service = {"name": "fm", "vcpus": 1, "memory_mb": 64, "image": {"base": "/srv/fm.qcow2", "size_gb": 1},
+               "address": "192.168.150.5/24", "firmware": "bios", "hugepage_size": "none"}
+    access = {"management": {"network": "default"}, "ssh_authorized_keys": [KEY]}
+    params = call(modules, [tenant("f-a", 2)], fabric_vm=service, guest_access=access)
+    first = run_module(tenant_domain.main, params, host=host)
+    assert not first.get("failed") and first["changed"], first
+    assert first["fabric_held"] == ["f-a"] and first["powered_on"] == ["fm"], first
+    assert calls(state) == [] and active(state) == []
+    assert any("f-a" in w and "192.168.150.5" in w for w in first.get("warnings", [])), first.get("warnings")
+    assert not host_domain_running(witness.conn, "f-a") and host_domain_running(witness.conn, "fm")
+    again = run_module(tenant_domain.main, params, host=host)
+    assert not again.get("failed") and again["fabric_held"] == [], again
+    a = partition(again, "f-a")
+    assert calls(state) == [["-l"], ["-a", str(a["id"])]] and active(state) == [a["id"]]
+    assert witness.seen == [("-a", a["id"], {"fm": True, "f-a": False})] and again["powered_on"] == ["f-a"]
+
+
+def host_domain_running(conn, name):
+    return bool(conn.lookupByName(name).isActive())

@@ -60,6 +60,16 @@ def test_the_gpu_pool_and_vf_pfs_go_into_the_policy_and_unset_options_are_left_o
     assert not valid(options)
 
 
+@pytest.mark.parametrize("value", [{}, None, ""])
+def test_the_service_vm_is_sent_only_when_given(value):
+    assert "fabric_vm" not in stage_options("tenants", dict(INPUT, fabric_vm=value))
+    wanted = {"name": "fm", "vcpus": 2, "memory_mb": 4096, "image": {"base": "/srv/fm.qcow2"}, "address": "192.168.150.5/24"}
+    options = stage_options("tenants", dict(INPUT, fabric_vm=wanted))
+    assert options["fabric_vm"] == wanted and not valid(options)
+    with pytest.raises(StageInputError, match=r"fabric_vm \(tenant_vms_fabric_vm\) must be a dict, got list"):
+        stage_options("tenants", dict(INPUT, fabric_vm=["fm"]))
+
+
 def test_values_take_the_type_of_the_modules_option():
     options = stage_options("tenants", dict(INPUT, live="yes", force_off="false", shutdown_timeout="90"))
     assert options["live"] is True and options["force_off"] is False and options["shutdown_timeout"] == 90
@@ -170,7 +180,7 @@ def test_boot_bad_inputs_are_named(value, message):
 # ---- the SR-IOV/VFIO stage
 
 VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": [], "gpus": [], "gpu_ids": ["10de:20b0"], "devices": [],
-        "group_policy": "strict", "autoprobe": False, "persist": True, "force": False}
+        "group_policy": "strict", "autoprobe": False, "persist": True, "force": False, "fabric_vm": {}}
 
 
 @pytest.mark.parametrize("inputs, asks", [
@@ -179,13 +189,17 @@ VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": [], "gpu
     (dict(VFIO, sriov_pfs=[], devices=["0000:83:00.0"]), True),
     (dict(VFIO, sriov_pfs=[], tenants=[{"name": "a"}]), False),
     (dict(VFIO, sriov_pfs=None, gpus=""), False),
+    # the Fabric Manager service VM's NVSwitches alone are a reason for the call
+    (dict(VFIO, sriov_pfs=[], fabric_vm={"name": "fm", "nvswitches": ["0000:6d:00.0"]}), True),
+    (dict(VFIO, sriov_pfs=[], fabric_vm=None), False),
 ])
 def test_sriov_vfio_calls_only_when_the_inventory_names_a_pf_gpu_or_device(inputs, asks):
     options = stage_options("sriov_vfio", inputs)
     if not asks:
         assert options == {}
         return
-    assert options == dict((key, value) for key, value in inputs.items())
+    # the service VM only when given
+    assert options == dict((key, value) for key, value in inputs.items() if key != "fabric_vm" or value)
     validated = nested_params("sriov_vfio", "gpuvirt.tenancy.vfio_bind", VFIO_BIND_ARGS, options)
     assert validated["group_policy"] == "strict" and validated["persist"] is True
 

@@ -49,13 +49,13 @@ def nvswitch(address):
 
 def test_nvswitches_of_an_hgx_board_are_named_with_what_full_passthrough_needs():
     """Blacklisting nvidia and stopping nvidia-fabricmanager leaves the NVSwitches untrained: the plan says so, naming
-    them and the Shared NVSwitch virtualization model (not built), instead of saying nothing."""
+    them, the Shared NVSwitch virtualization model and its service VM's input, instead of saying nothing."""
     switches = ["0000:a4:00.0", "0000:a5:00.0"]
     topo = dict(EIGHT, pci_devices=dict((a, nvswitch(a)) for a in switches))
     [note] = [n for n in host_stack.gpu_stack_plan(topo)["notes"] if "NVSwitch" in n]
     assert note.startswith("NVSwitch(es) 0000:a4:00.0, 0000:a5:00.0 (nvidia) stay with the host, and the nvidia modules are "
                            "blacklisted and nvidia-fabricmanager is stopped")
-    assert "Shared NVSwitch virtualization model" in note and "does not build" in note and "NVLink off" in note
+    assert "Shared NVSwitch virtualization model" in note and "give gpuvirt_fabric_vm" in note and "NVLink off" in note
     kept = host_stack.gpu_stack_plan(topo, host_gpus=["0000:07:00.0"])["notes"]
     assert any("nvidia-fabricmanager stays with the host's GPUs" in n for n in kept)
     assert not [n for n in host_stack.gpu_stack_plan(EIGHT)["notes"] if "NVSwitch" in n]

@@ -60,7 +60,7 @@ def test_partition_line_names_the_partition_its_gpus_and_their_modules():
     partition = {"id": 5, "gpus": ["0000:3b:00.0", "0000:4c:00.0"], "physical_ids": [5, 7], "board": "HGX H100/H200 8-GPU"}
     assert partition_line("h-e", partition) == (
         "h-e NVSwitch partition 5 of the HGX H100/H200 8-GPU board, GPUs 0000:3b:00.0 (module 5), 0000:4c:00.0 (module 7): "
-        "the Fabric Manager (service VM, not built by the collection) must activate it before the tenant starts")
+        "the Fabric Manager (in the service VM, gpuvirt_fabric_vm) must activate it before the tenant starts")
     unknown = {"id": None, "gpus": ["0000:19:00.0"], "physical_ids": [], "board": "HGX H100/H200 8-GPU", "why": "policy.gpu_modules not given"}
     assert partition_line("one", unknown) == ("one NVSwitch partition unknown on the HGX H100/H200 8-GPU board, GPUs 0000:19:00.0 "
                                               "(module ?): policy.gpu_modules not given")
