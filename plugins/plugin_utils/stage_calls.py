@@ -223,7 +223,30 @@ def _sriov_vfio(inputs):
     return options if any(options[key] for key in ("sriov_pfs", "gpus", "devices")) else {}
 
 
-STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants}
+# The libvirt host role's hugetlbfs mounts (the tenants stage's, before libvirtd starts): a hugepages call
+# with mounts only, the input libvirt_host_hugetlbfs_mounts as the option mounts; no pages, no boot-time
+# args (boot_config none: the boot stage's call owns the kernel command line), the mount units
+# written and enabled at every boot (persist).
+LIBVIRT_MOUNTS_FIXED = {"persist": True, "boot_config": "none"}
+
+
+def _libvirt_mounts(inputs):
+    """The libvirt host role's hugetlbfs mounts call (hugepages with ``mounts`` only), or {} when no
+    mount is asked for (no call)."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages
+
+    spec = hugepages.MODULE_ARGS["argument_spec"]
+    given = _inputs("libvirt_mounts", "libvirt_host", inputs, ("hugetlbfs_mounts",))
+    mounts = _option("libvirt_host", "hugetlbfs_mounts", given["hugetlbfs_mounts"], spec["mounts"], False)
+    if mounts is UNSET or not mounts:
+        return {}
+    options = {"pages": [], "mounts": mounts}
+    options.update((name, _option("libvirt_host", name, LIBVIRT_MOUNTS_FIXED[name], spec[name], False))
+                   for name in ("persist", "boot_config"))
+    return options
+
+
+STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants, "libvirt_mounts": _libvirt_mounts}
 
 
 def stage_module(stage):

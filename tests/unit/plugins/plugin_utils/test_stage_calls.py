@@ -15,6 +15,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.hugepages import MODULE_ARGS as HUGEPAGES_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VFIO_BIND_ARGS
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import (
@@ -49,6 +50,8 @@ def test_the_gpu_pool_and_vf_pfs_go_into_the_policy_and_unset_options_are_left_o
     options = stage_options("tenants", dict(INPUT, gpus=["0000:07:00.0"], vf_pfs=["0000:0c:00.0"], machine=None, policy=None,
                                             live=None, shutdown_timeout=None, firmware=""))
     assert options["policy"] == {"gpus": ["0000:07:00.0"], "vf_pfs": ["0000:0c:00.0"]}
+    # keys of the planner's policy, as the planner reads it on the host
+    assert read_policy(options["policy"])["vf_pfs"] == ["0000:0c:00.0"]
     assert not {"machine", "live", "shutdown_timeout", "firmware"} & set(options)
     # an empty pool stays an empty pool (no GPU to tenants), unlike none (every GPU), which ansible-core 2.16
     # templates as "" (tenant_vms_gpus: "{{ gpuvirt_gpus | default(none) }}")
@@ -93,7 +96,7 @@ def test_every_option_of_the_stage_is_an_input():
     ("tenants", dict(INPUT, live="maybe"), r"live \(tenant_vms_live\) must be a boolean, got 'maybe': give tenant_vms_live true or false"),
     ("tenants", dict(INPUT, shutdown_timeout="soon"), r"shutdown_timeout \(tenant_vms_shutdown_timeout\) must be an integer"),
     ("tenants", dict(INPUT, gpus="0000:07:00.0"), r"gpus \(tenant_vms_gpus\) must be a list"),
-    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, sriov_vfio, tenants"),
+    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov_vfio, tenants"),
 ])
 def test_bad_inputs_name_the_input_and_the_fix(stage, inputs, message):
     with pytest.raises(StageInputError, match=message):
@@ -232,8 +235,34 @@ def test_sriov_vfio_bad_inputs_name_the_input(inputs, message):
         stage_options("sriov_vfio", inputs)
 
 
+# ---- the libvirt host role's hugetlbfs mounts (the tenants stage's, before libvirtd starts)
+
+MOUNTS = {"hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}
+
+
+def test_libvirt_mounts_is_a_hugepages_call_with_mounts_only():
+    options = stage_options("libvirt_mounts", MOUNTS)
+    assert options == {"pages": [], "mounts": MOUNTS["hugetlbfs_mounts"], "persist": True, "boot_config": "none"}
+    assert stage_module("libvirt_mounts") == "gpuvirt.tenancy.hugepages"
+    validated = nested_params("libvirt_mounts", "gpuvirt.tenancy.hugepages", HUGEPAGES_ARGS, options)
+    assert validated["mounts"] == MOUNTS["hugetlbfs_mounts"] and validated["boot_config"] == "none"
+    # no mount asked for: no call
+    assert stage_options("libvirt_mounts", {"hugetlbfs_mounts": []}) == {}
+    assert stage_options("libvirt_mounts", {"hugetlbfs_mounts": None}) == {}
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"hugetlbfs_mounts": {"size": "1G"}}, r"hugetlbfs_mounts \(libvirt_host_hugetlbfs_mounts\) must be a list, got dict"),
+    ({}, "the libvirt_mounts stage takes the inputs hugetlbfs_mounts; missing: hugetlbfs_mounts"),
+    (dict(MOUNTS, pages=[]), "not an input of the stage: pages"),
+])
+def test_libvirt_mounts_bad_inputs_name_the_input(inputs, message):
+    with pytest.raises(StageInputError, match=message):
+        stage_options("libvirt_mounts", inputs)
+
+
 @pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT),
-                                                 ("sriov_vfio", "host_vfio", VFIO)])
+                                                 ("sriov_vfio", "host_vfio", VFIO), ("libvirt_mounts", "libvirt_host", MOUNTS)])
 def test_the_role_hands_the_stage_exactly_its_inputs(stage, role, inputs):
     """The role's __<role>_inputs (roles/<role>/vars/main.yml) names every input the stage's mapping
     takes, and no other: the mapping refuses a missing or unknown one."""
