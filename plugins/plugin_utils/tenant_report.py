@@ -100,4 +100,3 @@ def tenant_stage_report(result, preview=False):
     if restart:
         report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})
     return report
-

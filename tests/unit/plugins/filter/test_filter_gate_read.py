@@ -35,4 +35,3 @@ def test_the_gates_read_stands_while_nothing_changed(read, key, changed, expecte
 def test_bad_inputs_are_named(args, words):
     with pytest.raises(AnsibleFilterError, match=words):
         gate_read(*args)
-

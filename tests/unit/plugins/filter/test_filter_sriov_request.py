@@ -148,4 +148,3 @@ def test_sriov_pf_addresses_are_the_pfs_in_order(pfs, addresses):
 def test_sriov_pf_addresses_name_a_bad_pf_list(pfs, words):
     with pytest.raises(AnsibleFilterError, match=words):
         PF_ADDRESSES(pfs)
-

@@ -147,8 +147,8 @@ def test_boot_unset_inputs_take_the_modules_defaults_not_an_empty_value():
 @pytest.mark.parametrize("inputs, message", [
     (dict(BOOT, firmware_reset_level=3.5), r"firmware_reset_level \(host_boot_firmware_reset_level\) must be an integer, got 3.5"),
     (dict(BOOT, firmware_reset_level=True), r"firmware_reset_level \(host_boot_firmware_reset_level\) must be an integer"),
-    (dict(BOOT, grub_file=["/etc/default/grub"]), r"grub_file \(host_boot_grub_file\) must be a single value, got a list: "
-                                                   r"give host_boot_grub_file one path"),
+    (dict(BOOT, grub_file=["/etc/default/grub"]),
+     r"grub_file \(host_boot_grub_file\) must be a single value, got a list: give host_boot_grub_file one path"),
     (dict(BOOT, vendor={"intel": True}), r"vendor \(host_boot_vendor\) must be a single value, got a dict"),
 ])
 def test_boot_values_convert_as_the_module_converts_them(inputs, message):
