@@ -19,9 +19,6 @@ __metaclass__ = type
 # filter file of the collection in each worker that looks up any of its filters.
 
 GUEST_GROUP = "gpuvirt_guests"
-# The plan's GPU-to-VF level (nvidia-smi's names) as NCCL_NET_GDR_LEVEL names it: NCCL's PHB covers both
-# nvidia-smi's PHB and NODE (through host bridges of one CPU), its SYS crosses CPUs.
-GDR_LEVEL_OF = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 
 
 def _dict(value, what, name):
@@ -103,7 +100,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
         if vfs:
             # the guest stage's NCCL settings for a VM (guest_rdma): GPUDirect RDMA as far as the tenant's GPUs and
             # VFs lie apart on the host (the plan's level, as NCCL names it), relaxed ordering on
-            level = GDR_LEVEL_OF.get(placement.get("pcie_affinity")) if placement.get("gpus") else None
+            level = check.GDR_LEVEL_OF.get(placement.get("pcie_affinity")) if placement.get("gpus") else None
             if level:
                 entry["gpuvirt_guest_gdr_level"] = level
             if isinstance(links.get(tenant_name), dict):

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The boot stage's reboot: ``host_boot_reboot_proof`` (whether the reboot is proven),
-``host_boot_unsettled`` (what the check of the new kernel still finds) and ``host_boot_notes``
-(what the stage's result says is still due). The stage's call itself is built by the actions
-gate_check and stage_options (plugin_utils stage_calls)."""
+"""The boot stage's reboot: ``host_boot_reboot_proof`` (whether the reboot is proven) and
+``host_boot_unsettled`` (what the check of the new kernel still finds). The stage's call itself is
+built by the actions gate_check and stage_options (plugin_utils stage_calls), and what its result
+says is still due by the action stage_result (plugin_utils stage_results)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -75,33 +75,8 @@ def host_boot_unsettled(after):
     return problems
 
 
-def host_boot_notes(result):
-    """What the boot stage's ``iommu_grub`` result says beyond its changes, one line each: what
-    the ConnectX firmware still needs, what the GPU host stack decided, and a cold boot the
-    firmware needs (a power cycle, not a reboot). Empty when there is nothing to say."""
-    if result is None:
-        return []
-    if not isinstance(result, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.host_boot_notes: expected the iommu_grub result, got %s" % type(result).__name__)
-    firmware = result.get("firmware") or {}
-    stack = result.get("gpu_stack") or {}
-    lines = (list(firmware.get("messages") or []) + list(stack.get("notes") or [])
-             + list((result.get("acs") or {}).get("notes") or []))
-    if stack.get("daemons_stopped"):
-        # the run's change, in the preview's report too (not only in the result -v prints)
-        lines.append("host daemons the boot stage stops and disables (systemctl disable --now): %s%s"
-                     % (", ".join(stack["daemons_stopped"]),
-                        " (as %s records them)" % stack["daemons_source"] if stack.get("daemons_source") else ""))
-    cold = firmware.get("cold_boot") or []
-    if result.get("cold_boot_required"):
-        lines.append("COLD BOOT NEEDED: %d ConnectX PF(s) (%s) hold firmware settings that only a power cycle loads; power "
-                     "the host off and on, then run the boot stage again." % (len(cold), ", ".join(cold)))
-    return lines
-
-
 class FilterModule:
     """Boot stage filter."""
 
     def filters(self):
-        return {"host_boot_reboot_proof": host_boot_reboot_proof,
-                "host_boot_unsettled": host_boot_unsettled, "host_boot_notes": host_boot_notes}
+        return {"host_boot_reboot_proof": host_boot_reboot_proof, "host_boot_unsettled": host_boot_unsettled}

@@ -6,8 +6,7 @@ per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``v
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
 the tenant name and the VF's index: module_utils/vocabulary/vf_mac.py), spoof checking on and trust off:
 the guest cannot send with another MAC or VLAN, nor ask the PF for promiscuous mode.
-``gpuvirt.tenancy.sriov_pf_addresses``: the PFs gpuvirt_sriov_pfs names, and
-``gpuvirt.tenancy.sriov_vfio_notes``: what the SR-IOV/VFIO stage's result says beyond its changes."""
+``gpuvirt.tenancy.sriov_pf_addresses``: the PFs gpuvirt_sriov_pfs names."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -60,28 +59,8 @@ def sriov_pf_addresses(pfs):
     return addresses
 
 
-def sriov_vfio_notes(result):
-    """What the SR-IOV/VFIO stage's ``vfio_bind`` result says beyond its changes, one line each:
-    the VFs that go to vfio-pci once they exist (a check mode run, before the VFs are made) and
-    why the devices cannot go to different tenants (isolation). Empty when there is nothing to say."""
-    if result is None:
-        return []
-    if not isinstance(result, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.sriov_vfio_notes: expected the vfio_bind result, got %s" % type(result).__name__)
-    lines = []
-    to_come = result.get("vfs_to_come") or []
-    if to_come:
-        lines.append("check mode: the VFs of %s do not exist yet (this call creates them); a run binds them to vfio-pci"
-                     % ", ".join(to_come))
-    isolation = result.get("isolation") or {}
-    if isolation.get("viable") is False:
-        lines.append("Not isolated for multi-tenant use: %s" % "; ".join(str(r) for r in isolation.get("reasons") or []))
-    return lines
-
-
 class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_pf_addresses": sriov_pf_addresses,
-                "sriov_vfio_notes": sriov_vfio_notes}
+        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_pf_addresses": sriov_pf_addresses}

@@ -54,7 +54,7 @@ options:
     description:
       - The host stage whose call O(inputs) give; given with O(inputs), instead of O(options).
     type: str
-    choices: [boot, sriov_vfio, tenants]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
   inputs:
     description:
       - The stage role's inputs, without the role's prefix (the role's internal C(__<role>_inputs)); with O(stage).

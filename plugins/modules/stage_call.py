@@ -40,7 +40,7 @@ options:
     description: The host stage whose module runs.
     type: str
     required: true
-    choices: [boot, sriov_vfio, tenants]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
   options:
     description: The options of the stage module's call (RV(gpuvirt.tenancy.gate_check#module:options)).
     type: dict

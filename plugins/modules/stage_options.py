@@ -28,6 +28,9 @@ description:
     O(gpuvirt.tenancy.tenant_domain#module:tenants) - the tenants as given, the planner policy with the GPU pool
     (C(gpus)) and the PFs whose VFs are given (C(vf_pfs)), the settings of every tenant, and in a preview
     O(gpuvirt.tenancy.tenant_domain#module:preview).
+  - The libvirt host role's hugetlbfs mounts (V(libvirt_mounts), the tenants stage's, before libvirtd starts) are a
+    M(gpuvirt.tenancy.hugepages) call with O(gpuvirt.tenancy.hugepages#module:mounts) only (no pages, no boot-time
+    arguments, the mount units enabled at every boot), or V({}) (no call) when no mount is asked for.
   - Decides nothing about the host. Runs on the controller; it asks nothing of the host. An action plugin; this file
     holds its documentation.
 extends_documentation_fragment:
@@ -47,7 +50,7 @@ options:
     description: The host stage.
     type: str
     required: true
-    choices: [boot, sriov_vfio, tenants]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
   inputs:
     description:
       - The stage role's inputs without the role's prefix (the role's internal C(__<role>_inputs)), every one given.

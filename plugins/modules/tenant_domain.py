@@ -776,7 +776,7 @@ guest_layouts:
     - With O(tenants) and O(preview), per placed tenant with VFs, where its guest will see its GPUs and VFs as its domain lays
       them out - C(gpus), C(nics) (its VFs), C(cells) (the devices of each guest NUMA cell, by cell index), C(switches) (the
       devices under one emulated switch) and C(classes) (each device's PCI class in the host model, a VF not made yet its
-      PF's) - of which the preview shows the NCCL topology file its guest stage will write (filter tenant_stage_report).
+      PF's) - of which the preview shows the NCCL topology file its guest stage will write (action M(gpuvirt.tenancy.stage_result)).
   returned: with O(tenants) and O(preview)
   type: dict
   sample: {tenant-a: {gpus: ["0000:10:00.0"], nics: ["0000:18:00.1"], cells: [["0000:10:00.0", "0000:18:00.1"]],

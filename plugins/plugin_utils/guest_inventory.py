@@ -19,6 +19,11 @@ from ansible.parsing.utils.addresses import parse_address
 
 __metaclass__ = type
 
+# The plan's GPU-to-VF level (nvidia-smi's names) as NCCL_NET_GDR_LEVEL names it: NCCL's PHB covers both
+# nvidia-smi's PHB and NODE (through host bridges of one CPU), its SYS crosses CPUs (guest_hosts writes
+# it into a guest's facts; the tenants stage's preview report shows it).
+GDR_LEVEL_OF = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
+
 
 class GuestInventoryError(AnsibleFilterError):
     """An input guest_hosts cannot write into the inventory: the filter's error, its message

@@ -13,6 +13,7 @@ check of exactly this call) and ``stage_call`` (the call itself, where the gate 
 
 from __future__ import absolute_import, division, print_function
 
+from ansible.module_utils.common.validation import check_type_int
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.stage_checks import STAGE_MODULES
@@ -22,7 +23,8 @@ __metaclass__ = type
 
 # a key of the options left out: unset, the module's own default applies
 UNSET = object()
-EMPTY = {"list": list, "dict": dict, "bool": bool}
+# the empty value of a collection the stage always sends (a bool or a number has none: unset, it is left out)
+EMPTY = {"list": list, "dict": dict}
 
 
 class StageInputError(ValueError):
@@ -31,12 +33,15 @@ class StageInputError(ValueError):
 
 def _option(role, name, value, spec, always):
     """``value`` of input ``name`` as the option of type ``spec['type']``; unset (None, or "": how
-    ansible-core 2.16 templates a variable set to none) is UNSET, or with ``always`` the type's
-    empty value (an option the stage always sends)."""
+    ansible-core 2.16 templates a variable set to none) is UNSET (left out: the module's default
+    applies), or with ``always``, for a list or dict option without a default in ``spec``, the
+    type's empty value (an option the stage always sends). A bool and an int convert as the
+    module's argument spec converts them (ansible-core's ``boolean`` and ``check_type_int``, so
+    2.5 is not 2); a list or dict is not taken for a scalar option."""
     kind = spec.get("type", "str")
     variable = "%s_%s" % (role, name)
     if value is None or value == "":
-        if always and kind in EMPTY:
+        if always and kind in EMPTY and spec.get("default") is None:
             return EMPTY[kind]()
         return UNSET
     if kind in ("list", "dict"):
@@ -46,18 +51,26 @@ def _option(role, name, value, spec, always):
                                   % (name, variable, wanted.__name__, type(value).__name__, variable,
                                      "list" if kind == "list" else "mapping"))
         return wanted(value)
+    if kind in ("str", "path") and isinstance(value, (list, dict)):
+        raise StageInputError("%s (%s) must be a single value, got a %s: give %s one %s"
+                              % (name, variable, type(value).__name__, variable, "path" if kind == "path" else "string"))
     try:
         if kind == "bool":
             return boolean(value, strict=True)
         if kind == "int":
             if isinstance(value, bool):
                 raise TypeError(value)
-            return int(value)
+            return check_type_int(value)
     except (TypeError, ValueError):
         raise StageInputError("%s (%s) must be a%s, got %r: give %s %s"
                               % (name, variable, "n integer" if kind == "int" else " boolean", value, variable,
                                  "a whole number" if kind == "int" else "true or false"))
     return value
+
+
+def _flag(role, name, value):
+    """A yes/no input that is not an option (unset is no)."""
+    return _option(role, name, value, {"type": "bool"}, False) is True
 
 
 def _inputs(stage, role, inputs, names):
@@ -102,7 +115,7 @@ def _tenants(inputs):
         options["policy"]["gpus"] = _option("tenant_vms", "gpus", given["gpus"], {"type": "list"}, True)
     if given["vf_pfs"]:
         options["policy"]["vf_pfs"] = _option("tenant_vms", "vf_pfs", given["vf_pfs"], {"type": "list"}, True)
-    if _option("tenant_vms", "preview", given["preview"], {"type": "bool"}, True):
+    if _flag("tenant_vms", "preview", given["preview"]):
         wanted = _option("tenant_vms", "preview_wanted", given["preview_wanted"], {"type": "dict"}, True)
         options["preview"] = dict((key, wanted.get(key) or list(sub.get("default") or []))
                                   for key, sub in sorted(spec["preview"]["options"].items()))
@@ -147,7 +160,7 @@ def _boot(inputs):
     given = _inputs("boot", "host_boot", inputs, sorted(names))
     options = _pick("host_boot", given, spec, dict((name, name) for name in BOOT_DIRECT), False)
     options["gpu_stack"] = _pick("host_boot", given, spec["gpu_stack"]["options"], parts["gpu_stack"], True)
-    if _option("host_boot", "firmware_sriov", given["firmware_sriov"], {"type": "bool"}, True) and given["sriov_pfs"]:
+    if _flag("host_boot", "firmware_sriov", given["firmware_sriov"]) and given["sriov_pfs"]:
         options["firmware"] = _pick("host_boot", given, spec["firmware"]["options"], parts["firmware"], True)
         ats = _ats_pfs(given["firmware_ats"], given["sriov_pfs"])
         if ats:
@@ -220,7 +233,30 @@ def _sriov_vfio(inputs):
     return options if any(options.get(key) for key in ("sriov_pfs", "gpus", "devices", "fabric_vm")) else {}
 
 
-STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants}
+# The libvirt host role's hugetlbfs mounts (the tenants stage's, before libvirtd starts): a hugepages call
+# with mounts only, the input libvirt_host_hugetlbfs_mounts as the option mounts; no pages, no boot-time
+# args (boot_config none: the boot stage's call owns the kernel command line), the mount units
+# written and enabled at every boot (persist).
+LIBVIRT_MOUNTS_FIXED = {"persist": True, "boot_config": "none"}
+
+
+def _libvirt_mounts(inputs):
+    """The libvirt host role's hugetlbfs mounts call (hugepages with ``mounts`` only), or {} when no
+    mount is asked for (no call)."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import hugepages
+
+    spec = hugepages.MODULE_ARGS["argument_spec"]
+    given = _inputs("libvirt_mounts", "libvirt_host", inputs, ("hugetlbfs_mounts",))
+    mounts = _option("libvirt_host", "hugetlbfs_mounts", given["hugetlbfs_mounts"], spec["mounts"], False)
+    if mounts is UNSET or not mounts:
+        return {}
+    options = {"pages": [], "mounts": mounts}
+    options.update((name, _option("libvirt_host", name, LIBVIRT_MOUNTS_FIXED[name], spec[name], False))
+                   for name in ("persist", "boot_config"))
+    return options
+
+
+STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants, "libvirt_mounts": _libvirt_mounts}
 
 
 def stage_module(stage):

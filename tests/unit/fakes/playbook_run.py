@@ -24,7 +24,8 @@ CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansi
                       "ansible.builtin.include_role", "ansible.builtin.include_tasks",
                       # the gate's result taken, a stage's call built and the report written on the controller: the
                       # host is asked nothing
-                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.report_file"}
+                      "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
+                      "gpuvirt.tenancy.report_file"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The boot stage's reboot filters: the reboot proven (host_boot_reboot_proof), the new kernel
-settled (host_boot_unsettled) and what the stage's result says is still due (host_boot_notes)."""
+"""The boot stage's reboot filters: the reboot proven (host_boot_reboot_proof) and the new kernel
+settled (host_boot_unsettled)."""
 
 from __future__ import annotations
 
@@ -70,35 +70,3 @@ POOL = {"node": 0, "size": "1G", "requested": 8, "allocated": 8, "free": 8, "at_
 ])
 def test_the_new_kernel_is_settled_when_nothing_is_left_to_do(after, words):
     assert FILTERS["host_boot_unsettled"](after) == words
-
-
-@pytest.mark.parametrize("result, lines", [
-    (None, []),
-    ({"changed": False}, []),
-    ({"firmware": {"messages": ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset"], "cold_boot": []},
-      "gpu_stack": {"notes": ["nvidia-persistenced: stopped and disabled"]}},
-     ["0000:41:00.0: SRIOV_EN set, applied at the next firmware reset", "nvidia-persistenced: stopped and disabled"]),
-    # the daemons the boot stage stops are said in the report, with the capture's record they were read from
-    ({"gpu_stack": {"notes": [], "daemons_stopped": ["nvidia-persistenced.service", "nvidia-fabricmanager.service"],
-                    "daemons_source": "/.capture/systemctl-show-nvidia.txt"}},
-     ["host daemons the boot stage stops and disables (systemctl disable --now): nvidia-persistenced.service, "
-      "nvidia-fabricmanager.service (as /.capture/systemctl-show-nvidia.txt records them)"]),
-    ({"gpu_stack": {"notes": [], "daemons_stopped": ["dcgm.service"], "daemons_source": None}},
-     ["host daemons the boot stage stops and disables (systemctl disable --now): dcgm.service"]),
-    ({"firmware": {"messages": [], "cold_boot": ["0000:41:00.0", "0000:41:00.1"]}, "cold_boot_required": ["0000:41:00.0", "0000:41:00.1"]},
-     ["COLD BOOT NEEDED: 2 ConnectX PF(s) (0000:41:00.0, 0000:41:00.1) hold firmware settings that only a power cycle loads; "
-      "power the host off and on, then run the boot stage again."]),
-])
-def test_the_boot_notes_are_one_line_each(result, lines):
-    assert FILTERS["host_boot_notes"](result) == lines
-
-
-def test_the_boot_notes_name_a_bad_input():
-    with pytest.raises(AnsibleFilterError, match="expected the iommu_grub result"):
-        FILTERS["host_boot_notes"]([])
-
-
-def test_the_notes_say_what_acs_could_not_write():
-    note = "ACS: the running kernel 5.15.0-91-generic has no pci=config_acs= (it came with Linux 6.11, ...)"
-    assert FILTERS["host_boot_notes"]({"acs": {"notes": [note]}}) == [note]
-    assert FILTERS["host_boot_notes"]({"acs": None}) == []

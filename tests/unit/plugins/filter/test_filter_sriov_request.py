@@ -148,23 +148,3 @@ def test_sriov_pf_addresses_are_the_pfs_in_order(pfs, addresses):
 def test_sriov_pf_addresses_name_a_bad_pf_list(pfs, words):
     with pytest.raises(AnsibleFilterError, match=words):
         PF_ADDRESSES(pfs)
-
-
-NOTES = FilterModule().filters()["sriov_vfio_notes"]
-
-
-@pytest.mark.parametrize("result, lines", [
-    (None, []),
-    ({"changed": False, "isolation": {"viable": True, "reasons": []}}, []),
-    ({"vfs_to_come": ["0000:81:00.0"]},
-     ["check mode: the VFs of 0000:81:00.0 do not exist yet (this call creates them); a run binds them to vfio-pci"]),
-    ({"isolation": {"viable": False, "reasons": ["0000:07:00.0 shares IOMMU group 12 with 0000:07:00.1"]}},
-     ["Not isolated for multi-tenant use: 0000:07:00.0 shares IOMMU group 12 with 0000:07:00.1"]),
-])
-def test_the_stage_notes_are_one_line_each(result, lines):
-    assert NOTES(result) == lines
-
-
-def test_the_stage_notes_name_a_bad_input():
-    with pytest.raises(AnsibleFilterError, match="expected the vfio_bind result"):
-        NOTES("text")

@@ -13,7 +13,9 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import IOMMU_GRUB_ARGS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.hugepages import MODULE_ARGS as HUGEPAGES_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import read_policy
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VFIO_BIND_ARGS
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import (
@@ -48,15 +50,19 @@ def test_the_gpu_pool_and_vf_pfs_go_into_the_policy_and_unset_options_are_left_o
     options = stage_options("tenants", dict(INPUT, gpus=["0000:07:00.0"], vf_pfs=["0000:0c:00.0"], machine=None, policy=None,
                                             live=None, shutdown_timeout=None, firmware=""))
     assert options["policy"] == {"gpus": ["0000:07:00.0"], "vf_pfs": ["0000:0c:00.0"]}
+    # keys of the planner's policy, as the planner reads it on the host
+    assert read_policy(options["policy"])["vf_pfs"] == ["0000:0c:00.0"]
     assert not {"machine", "live", "shutdown_timeout", "firmware"} & set(options)
     # an empty pool stays an empty pool (no GPU to tenants), unlike none (every GPU), which ansible-core 2.16
     # templates as "" (tenant_vms_gpus: "{{ gpuvirt_gpus | default(none) }}")
     assert stage_options("tenants", dict(INPUT, gpus=[]))["policy"]["gpus"] == []
     assert "gpus" not in stage_options("tenants", dict(INPUT, gpus=""))["policy"]
     assert "machine" not in stage_options("tenants", dict(INPUT, machine=""))
-    # the stage's own options are always sent, an unset one empty
+    # the stage's own lists and dicts are always sent, an unset one empty; an unset flag is left out, so that
+    # the module's meaning of none stands (vf_persist: none is persist, as the tenant_domain module reads it)
     unset = stage_options("tenants", dict(INPUT, tenants=None, priorities=None, vf_persist=None, nic_ids=None))
-    assert unset["tenants"] == [] and unset["priorities"] == {} and unset["vf_persist"] is False and unset["nic_ids"] == []
+    assert unset["tenants"] == [] and unset["priorities"] == {} and unset["nic_ids"] == []
+    assert "vf_persist" not in unset and not valid(unset)
     assert not valid(options)
 
 
@@ -110,7 +116,7 @@ def test_every_option_of_the_stage_is_an_input():
     ("tenants", dict(INPUT, live="maybe"), r"live \(tenant_vms_live\) must be a boolean, got 'maybe': give tenant_vms_live true or false"),
     ("tenants", dict(INPUT, shutdown_timeout="soon"), r"shutdown_timeout \(tenant_vms_shutdown_timeout\) must be an integer"),
     ("tenants", dict(INPUT, gpus="0000:07:00.0"), r"gpus \(tenant_vms_gpus\) must be a list"),
-    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, sriov_vfio, tenants"),
+    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov_vfio, tenants"),
 ])
 def test_bad_inputs_name_the_input_and_the_fix(stage, inputs, message):
     with pytest.raises(StageInputError, match=message):
@@ -133,11 +139,43 @@ BOOT = {
 
 def test_boot_every_part_maps_and_validates_as_iommu_grub_does():
     options = boot(BOOT)
-    assert options["gpu_stack"]["tenant_gpus"] == [] and options["gpu_stack"]["initramfs"] is True
+    # host_boot_tenant_gpus unset (gpuvirt_gpus undefined): left to iommu_grub's default, [] (every GPU not the host's)
+    assert "tenant_gpus" not in options["gpu_stack"] and options["gpu_stack"]["initramfs"] is True
     assert options["firmware"]["sriov_pfs"] == BOOT["sriov_pfs"] and options["firmware"]["reset_ok"] is False
     assert options["hugepages"]["persist_unit"] == "/etc/systemd/system/gpuvirt-hugepages.service"
     validated = nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, options)
-    assert validated["firmware"]["reset_level"] == 3
+    assert validated["firmware"]["reset_level"] == 3 and validated["gpu_stack"]["tenant_gpus"] == []
+    # the hugepages call inside it, as the hugepages module's own spec takes it
+    assert nested_params("boot", "gpuvirt.tenancy.hugepages", HUGEPAGES_ARGS, options["hugepages"])["persist_unit"] == (
+        "/etc/systemd/system/gpuvirt-hugepages.service")
+
+
+def test_boot_unset_inputs_take_the_modules_defaults_not_an_empty_value():
+    """An always-sent part (gpu_stack, firmware, hugepages) leaves an unset sub-option out, so that
+    iommu_grub's (or hugepages') own default applies: not False for manage (default true), not []
+    for early_driver_before or at_boot (their defaults name modules and the 1G size)."""
+    options = boot(dict(BOOT, gpu_host_stack=None, early_driver_before="", early_driver_initramfs=None, firmware_reset=None,
+                        hugepages_at_boot=None, hugepages_persist=None))
+    validated = nested_params("boot", "gpuvirt.tenancy.iommu_grub", IOMMU_GRUB_ARGS, options)
+    assert "manage" not in options["gpu_stack"] and validated["gpu_stack"]["manage"] is True
+    assert validated["gpu_stack"]["early_driver_before"] == ["nouveau", "nvidia", "nvidiafb"]
+    assert validated["gpu_stack"]["initramfs"] is True and validated["firmware"]["reset"] is True
+    pages = nested_params("boot", "gpuvirt.tenancy.hugepages", HUGEPAGES_ARGS, options["hugepages"])
+    assert pages["at_boot"] == ["1G"] and pages["persist"] is False and pages["pages"] == BOOT["hugepages"]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (dict(BOOT, firmware_reset_level=3.5), r"firmware_reset_level \(host_boot_firmware_reset_level\) must be an integer, got 3.5"),
+    (dict(BOOT, firmware_reset_level=True), r"firmware_reset_level \(host_boot_firmware_reset_level\) must be an integer"),
+    (dict(BOOT, grub_file=["/etc/default/grub"]),
+     r"grub_file \(host_boot_grub_file\) must be a single value, got a list: give host_boot_grub_file one path"),
+    (dict(BOOT, vendor={"intel": True}), r"vendor \(host_boot_vendor\) must be a single value, got a dict"),
+])
+def test_boot_values_convert_as_the_module_converts_them(inputs, message):
+    # a whole number given as text converts, a fraction is refused (not cut to 3), as iommu_grub's spec does
+    assert boot(dict(BOOT, firmware_reset_level="4"))["firmware"]["reset_level"] == 4
+    with pytest.raises(StageInputError, match=message):
+        boot(inputs)
 
 
 def test_boot_parts_not_asked_for_are_left_out():
@@ -205,8 +243,10 @@ def test_sriov_vfio_calls_only_when_the_inventory_names_a_pf_gpu_or_device(input
 
 
 def test_sriov_vfio_unset_lists_are_empty_and_unset_settings_left_out():
-    options = stage_options("sriov_vfio", dict(VFIO, tenants=None, devices="", force=None, group_policy=""))
+    options = stage_options("sriov_vfio", dict(VFIO, tenants=None, devices="", force=None, group_policy="", gpu_ids=None))
     assert options["tenants"] == [] and options["devices"] == [] and "force" not in options and "group_policy" not in options
+    # gpu_ids has a default in vfio_bind's spec ([]): unset, it is left to it
+    assert "gpu_ids" not in options
 
 
 @pytest.mark.parametrize("inputs, message", [
@@ -219,8 +259,34 @@ def test_sriov_vfio_bad_inputs_name_the_input(inputs, message):
         stage_options("sriov_vfio", inputs)
 
 
+# ---- the libvirt host role's hugetlbfs mounts (the tenants stage's, before libvirtd starts)
+
+MOUNTS = {"hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}
+
+
+def test_libvirt_mounts_is_a_hugepages_call_with_mounts_only():
+    options = stage_options("libvirt_mounts", MOUNTS)
+    assert options == {"pages": [], "mounts": MOUNTS["hugetlbfs_mounts"], "persist": True, "boot_config": "none"}
+    assert stage_module("libvirt_mounts") == "gpuvirt.tenancy.hugepages"
+    validated = nested_params("libvirt_mounts", "gpuvirt.tenancy.hugepages", HUGEPAGES_ARGS, options)
+    assert validated["mounts"] == MOUNTS["hugetlbfs_mounts"] and validated["boot_config"] == "none"
+    # no mount asked for: no call
+    assert stage_options("libvirt_mounts", {"hugetlbfs_mounts": []}) == {}
+    assert stage_options("libvirt_mounts", {"hugetlbfs_mounts": None}) == {}
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"hugetlbfs_mounts": {"size": "1G"}}, r"hugetlbfs_mounts \(libvirt_host_hugetlbfs_mounts\) must be a list, got dict"),
+    ({}, "the libvirt_mounts stage takes the inputs hugetlbfs_mounts; missing: hugetlbfs_mounts"),
+    (dict(MOUNTS, pages=[]), "not an input of the stage: pages"),
+])
+def test_libvirt_mounts_bad_inputs_name_the_input(inputs, message):
+    with pytest.raises(StageInputError, match=message):
+        stage_options("libvirt_mounts", inputs)
+
+
 @pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT),
-                                                 ("sriov_vfio", "host_vfio", VFIO)])
+                                                 ("sriov_vfio", "host_vfio", VFIO), ("libvirt_mounts", "libvirt_host", MOUNTS)])
 def test_the_role_hands_the_stage_exactly_its_inputs(stage, role, inputs):
     """The role's __<role>_inputs (roles/<role>/vars/main.yml) names every input the stage's mapping
     takes, and no other: the mapping refuses a missing or unknown one."""

@@ -6,9 +6,8 @@ reasons; a result that is not one is named."""
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_stage_report import FABRIC, LOCALITY, NCCL, RESTART, tenant_stage_report
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.tenant_report import FABRIC, LOCALITY, NCCL, RESTART, tenant_stage_report
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 
 from placement_topologies import dgx_a100  # pylint: disable=import-error
@@ -84,7 +83,7 @@ def test_each_placed_tenants_vf_locality_is_the_plans():
 
 
 def test_a_result_that_is_not_a_dict_is_named():
-    with pytest.raises(AnsibleFilterError, match="expected the tenants stage's result \\(a dict\\), got list"):
+    with pytest.raises(ValueError, match="expected the tenants stage's result \\(a dict\\), got list"):
         tenant_stage_report([])
 
 

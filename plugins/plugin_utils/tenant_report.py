@@ -1,15 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``tenant_stage_report``: what the tenants stage's call decided that an operator should read,
-as one message of labelled parts (each left out when empty, in reading order: a list of one-key
-dicts, as Ansible's output sorts a dict's keys), so that the stage reports in one task whatever it
-has to say."""
+"""What the tenants stage's call decided that an operator should read, as one message of labelled
+parts (each left out when empty, in reading order: a list of one-key dicts, as Ansible's output
+sorts a dict's keys), so that the stage reports in one task whatever it has to say (the action
+stage_result, through plugin_utils stage_results). Pure."""
 
 from __future__ import absolute_import, division, print_function
-
-from ansible.errors import AnsibleFilterError
-
 
 __metaclass__ = type
 
@@ -59,7 +56,7 @@ def guest_nccl(result):
     """{tenant: [line]} of a preview's placements with VFs: the NCCL settings the guest stage writes from the facts
     the tenants stage gives its guest (filter guest_hosts: relaxed ordering on, the GDR level of its GPUs and VFs
     on the host) and its NCCL topology file (guest.nccl_topo on the guest layout its domain defines), or why none."""
-    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import GDR_LEVEL_OF  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import GDR_LEVEL_OF  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import preview_file  # pylint: disable=import-outside-toplevel
     placements = _field(result, "plan.placements") or {}
     links = result.get("pci_links") or {}
@@ -87,8 +84,7 @@ def tenant_stage_report(result, preview=False):
     preview. Each placed tenant with VFs has a line of where they sit from its GPU, after the
     tenants that do not fit."""
     if not isinstance(result, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.tenant_stage_report: expected the tenants stage's result (a dict), got %s"
-                                 % type(result).__name__)
+        raise ValueError("expected the tenants stage's result (a dict), got %s" % type(result).__name__)
     report = []
     for label, path in PARTS:
         if path == "vf_settings" and not preview:
@@ -110,10 +106,3 @@ def tenant_stage_report(result, preview=False):
     if restart:
         report.append({RESTART: {"tenants": list(restart), "why": list(result.get("restart_reasons") or [])}})
     return report
-
-
-class FilterModule:
-    """Tenants stage report filter."""
-
-    def filters(self):
-        return {"tenant_stage_report": tenant_stage_report}
