@@ -65,6 +65,17 @@ def test_published_vm_files_read_by_the_rules():
         assert sum(1 for node in top.walk() if node.name == "pci" and not node.subs) == leaves
 
 
+def test_the_path_rule_reads_a_published_file():
+    """A control for path_type on Azure's ndv4 file (InfiniBand HCAs, class 0x0207, are NICs to NCCL's kvDictPciClass):
+    a GPU and an HCA under one bridge are PIX, across NUMA nodes SYS."""
+    top = parse(fixture_text("ndv4-topo.xml"))
+    assert path_type(top, "0003:00:00.0", "0103:00:00.0") == "PIX"
+    assert path_type(top, "0003:00:00.0", "0101:00:00.0") == "SYS"
+    with pytest.raises(TopoError) as error:
+        path_type(top, "ffff:ff:01.0", "0103:00:00.0")
+    assert "no GPU or NIC" in str(error.value)
+
+
 @pytest.mark.parametrize("broken, rule", [
     (lambda t: t.replace("  <cpu", "\t<cpu", 1), "expecting '<'"),
     (lambda t: t.replace('<system version="1">', '<system version="2">'), "wrong version"),

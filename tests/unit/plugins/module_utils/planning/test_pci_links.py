@@ -9,6 +9,7 @@ missing, never guessed)."""
 
 from __future__ import annotations
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import check_links
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pci_links import guest_layouts, nccl_link, plan_links, tenant_links
 
@@ -152,6 +153,14 @@ def test_pxb_without_upstream_chains_says_so():
     assert all(links["unknown"][kind] == "no bridge shared by the GPUs and PFs" for kind in ("shared_switch", "gpu_switch", "nic_switch"))
 
 
-def test_pix_results_keep_their_keys():
-    placement = dict(PXB_PLACEMENT, gpus=["0000:04:00.0"], vfs=["0000:07:00.0"], vf_pfs={}, pcie_affinity="PIX")
-    assert sorted(tenant_links(placement, pxb_host())) == ["gpu", "level", "missing", "nic", "switch", "unknown"]
+def test_pxb_links_are_what_the_guest_stage_reads():
+    """The tenants stage's PXB result as nccl_env takes it (guest.nccl_topo.check_links): every switch level's link kept;
+    one unknown level makes the guest's file a reason naming it (other levels' results keep their keys: see
+    test_a_tenant_with_known_links)."""
+    checked = check_links(tenant_links(PXB_PLACEMENT, pxb_host()))
+    assert [checked[kind] for kind in ("shared_switch", "gpu_switch", "nic_switch")] == [
+        GEN5X16, GEN5X16, {"link_speed": "16.0 GT/s PCIe", "link_width": 8}] and checked["unknown"] == {}
+    host = pxb_host()
+    host["pci_devices"]["0000:06:00.0"] = dict(host["pci_devices"]["0000:06:00.0"], max_link_speed=None)
+    checked = check_links(tenant_links(PXB_PLACEMENT, host))
+    assert checked["nic_switch"] is None and "0000:06:00.0" in checked["unknown"]["nic_switch"]
