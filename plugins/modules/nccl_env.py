@@ -132,17 +132,21 @@ options:
         the plan's distance between the tenant's GPUs and VFs (C(PIX), C(PXB), C(PHB), C(NODE), C(SYS)), C(gpu), C(nic) and
         C(switch) each C({link_speed, link_width}) (a speed string NCCL reads, C(16.0 GT/s PCIe) or C(16 GT/s); 1-32 lanes) or
         null where the host cannot give it, C(unknown) why per link, C(missing) why the host could not give the distance.
+        With C(PXB) also C(shared_switch), C(gpu_switch) and C(nic_switch), the links of the host switch the GPUs and PFs
+        share and of each side's switch below it, in the same form (optional keys, null where unknown).
       - With it, the NCCL topology file O(topo_file) (C(NCCL_TOPO_FILE), NCCL's XML topology format) maps the guest's NVIDIA GPUs
         and the PCI functions of the HCAs NCCL is given (O(ib_hca)) by their guest bus IDs, grouped by guest NUMA node, under the
         guest bridge they share (or a bridge only the file names, C(ffff:ff:NN.0), as the topology files published for VMs do)
-        where the host has them under one switch (C(PIX)), directly under their NUMA node for C(PHB), C(NODE) and C(SYS), each
+        where the host has them under one switch (C(PIX)), for C(PXB) under three bridges only the file names (the shared
+        switch, holding one bridge for the GPUs' switch and one for the VFs' switch, each with its host switch's link, which
+        NCCL reads as PXB), directly under their NUMA node for C(PHB), C(NODE) and C(SYS), each
         with the host's link speed and width where it is known; an element whose link is unknown (or differs between the
         tenant's GPUs, or PFs) has none, and NCCL reads it in the guest as it does without a file (NVML for a GPU, sysfs for
         the others). NCCL reads the rest (CPU affinity, device IDs, the NICs' ports) in the guest. C(NCCL_TOPO_FILE) in
         O(path) is set to it.
       - No file is written, never a failure - a warning and the result's RV(topology) say why - where the distance is
-        C(missing), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), the host level is C(PXB) (the guest has one
-        emulated switch level), C(PIX) needs a bridge only the file names whose host link is unknown, or the guest's NUMA nodes
+        C(missing), the guest has no NVIDIA GPU or no PCI RDMA function (soft-RoCE), C(PXB) lacks the link of one of its three
+        host switch levels, C(PIX) needs a bridge only the file names whose host link is unknown, or the guest's NUMA nodes
         cannot show the host's distance. The file this module wrote before (its first line an XML comment that marks it) is then
         removed and C(NCCL_TOPO_FILE) with it, in check mode said and diffed only; a file it did not write is kept, and said.
     type: dict

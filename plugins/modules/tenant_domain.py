@@ -767,6 +767,9 @@ pci_links:
       from the host's sysfs (the lower of the device's C(max_link_speed)/C(max_link_width) and its parent port's), or
       null with the reason in C(unknown) (a capture without C(max_link_speed), GPUs or PFs with different links, no shared
       bridge), and C(missing), why the distance is unknown, the others null then.
+    - With C(level) C(PXB) also C(shared_switch) (the switch the GPUs and PFs share), C(gpu_switch) and C(nic_switch) (the
+      GPUs' and the PFs' switch below it, each its upstream port as NCCL reads a switch), each a link taken the same way or
+      null with the reason in C(unknown); a tenant of another level has none of these keys.
   returned: with O(tenants)
   type: dict
   sample: {tenant-a: {level: PIX, gpu: {link_speed: "16.0 GT/s PCIe", link_width: 16}, nic: {link_speed: "16.0 GT/s PCIe",

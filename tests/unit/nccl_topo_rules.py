@@ -26,6 +26,12 @@ refuses or silently reads otherwise than written. Cited per rule:
   lower of its own and its parent port's), and a bus ID without a sysfs path ``""``, which
   ncclTopoAddPci (topo.cc) reads as x16 at 8 GT/s (kvDictPciGen's fallback): ``links_fillable``
   refuses such an element whose bus ID the guest does not have.
+- ncclTopoAddPci (topo.cc) and ncclTopoSetPaths (paths.cc), for ``path_type``: a bridge ``pci`` element
+  (kvDictPciClass 0x060400: PCI) becomes a node and its sub-elements are added under it; a GPU's (0x03..)
+  and a NIC's (0x02..) become a node once NCCL has added its ``gpu``/``nic`` sub-element in the guest
+  (ncclTopoFillGpu, ncclTopoFillNet in xml.cc); each node is joined to its parent's by LINK_PCI. A hop is
+  LINK_PCI (PATH_PIX), PATH_PXB where both ends are PCI nodes, PATH_PHB where one end is a CPU; CPUs are
+  joined by LINK_SYS (PATH_SYS, ncclTopoConnectCpus); a path's type is its worst hop's (std::max).
 """
 
 from __future__ import annotations
@@ -179,3 +185,57 @@ def links_fillable(top, present):
         left = [key for key in ("link_speed", "link_width") if key not in node.attrs]
         if left and node.attrs["busid"] not in present:
             raise TopoError("pci %s leaves %s out and has no sysfs path: NCCL would read 8 GT/s x16" % (node.attrs["busid"], ", ".join(left)))
+
+
+# paths.cc path types (topo.h: PATH_PIX 4, PATH_PXB 5, PATH_PHB 8, PATH_SYS 9)
+PATH_TYPES = {4: "PIX", 5: "PXB", 8: "PHB", 9: "SYS"}
+
+
+def _kind(node):
+    """The NCCL node a file element becomes: CPU, PCI (a bridge), GPU, NIC, or None (no node: its parent's stands)."""
+    if node.name == "cpu":
+        return "CPU"
+    if node.name != "pci":
+        return None
+    cls = node.attrs.get("class", "")
+    if cls == "0x060400":
+        return "PCI"
+    return "GPU" if cls.startswith("0x03") else "NIC" if cls.startswith("0x02") else None
+
+
+def _chain(top, busid):
+    """The NCCL nodes from the device ``busid`` up to its CPU (the file's elements that become nodes), or TopoError."""
+    found = [node for node in top.walk() if node.name == "pci" and node.attrs.get("busid") == busid]
+    if len(found) != 1:
+        raise TopoError("%d pci elements with busid %s" % (len(found), busid))
+    chain, node = [], found[0]
+    if _kind(node) not in ("GPU", "NIC"):
+        raise TopoError("pci %s is no GPU or NIC (class %r)" % (busid, node.attrs.get("class")))
+    while node is not None and node.name != "system":
+        if node.name == "pci" and node is not found[0] and _kind(node) != "PCI":
+            # ncclTopoAddPci only descends into a bridge's sub-elements: NCCL never reads a device below a non-bridge
+            raise TopoError("pci %s sits under %s, which is no bridge: NCCL does not read it" % (busid, node.attrs.get("busid")))
+        chain.append(node)
+        node = node.parent
+    return chain
+
+
+def path_type(top, one, other):
+    """NCCL's path type (PIX, PXB, PHB or SYS) between the devices ``one`` and ``other`` of the file ``top``, as
+    ncclTopoSetPaths types it: the worst hop on the path through their nearest shared node, SYS across CPUs."""
+    up, down = _chain(top, one), _chain(top, other)
+    shared = next((node for node in up if any(node is mine for mine in down)), None)
+    if shared is None:
+        # different cpu elements: the path crosses a LINK_SYS between the CPUs
+        return "SYS"
+    path = up[:next(i for i, node in enumerate(up) if node is shared) + 1]
+    path += list(reversed(down[:next(i for i, node in enumerate(down) if node is shared)]))
+    worst = 0
+    for near, far in zip(path, path[1:]):
+        hop = 4  # LINK_PCI
+        if _kind(near) == "PCI" and _kind(far) == "PCI":
+            hop = 5
+        if "CPU" in (_kind(near), _kind(far)):
+            hop = 8
+        worst = max(worst, hop)
+    return PATH_TYPES[worst]

@@ -107,13 +107,15 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
                            "pcie-expander-bus@0"]] * devices, (name, chains)
     assert out.count("<vcpupin ") >= len(tenants) and '<interface type="hostdev" managed="no">' in out
     # each tenant's NCCL in its guest, as the guest stage will write it: relaxed ordering, GPUDirect RDMA as far as PXB
-    # (the plan's distance) and no topology file, why said (PXB needs two bridge levels; the guest has one switch)
+    # (the plan's distance) and no topology file, why said: a PXB file names the host's switch levels as bridges only it
+    # has, each with its host switch's link, and the capture holds no max_link_speed (NCCL would read 8 GT/s x16)
     nccl = guest_nccl(out)
     assert sorted(nccl) == sorted(tenants), out[-3000:]
     for name, lines in nccl.items():
         assert lines[:2] == ["NCCL_IB_PCI_RELAXED_ORDERING=1", "NCCL_NET_GDR_LEVEL=PXB"], (name, lines)
         assert len(lines) == 3 and lines[2].startswith("no NCCL_TOPO_FILE, no topology file: the host's GPUs and VFs are PXB "
                                                        "apart (under different switches below a shared one)"), (name, lines)
+        assert "unknown for the switch the GPUs and VFs share (" in lines[2] and "8 GT/s x16" in lines[2], (name, lines)
     assert digest(tmp_path / "dgx") == before, "the preview changed the capture"
     # one module call on the host, the gate's read: it checked each stage's call in check mode, and each stage
     # shows that check (changed, its diff above) as its own result

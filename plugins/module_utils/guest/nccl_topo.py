@@ -33,6 +33,16 @@ and a bus ID with no sysfs path (a bridge only the file names) gets ``""``, whic
 only on a device or bridge the guest has, where NCCL then reads what it would read without a file, and
 keeps the facts that are known: the devices by guest bus ID, their NUMA node and the host's distance.
 
+The host's distance is kept in the file's tree as NCCL computes it (NVIDIA/nccl
+5067397c2676d5aed50042fc39e5c8ee96eb0027): ``ncclTopoAddPci`` (``src/graph/topo.cc``) makes a node of a bridge
+``pci`` element (class 0x060400, type PCI) and of a GPU's or NIC's, each joined to its parent element's node by a
+LINK_PCI link; ``ncclTopoSetPaths`` (``src/graph/paths.cc``) types each hop of a path LINK_PCI (PATH_PIX), PATH_PXB
+where both ends are PCI nodes, PATH_PHB where one is a CPU, and a path takes its worst hop. So GPU -> bridge -> NIC
+reads PIX, and GPU -> bridge -> bridge -> bridge -> NIC (the GPUs' bridge below a shared one holding the NICs'
+bridge) reads PXB: the file of a PXB tenant names the host's three switch levels as bridges only it has
+(``ffff:ff:NN.0``, as the published files do), each with its host switch's link, since the guest has one emulated
+switch (read as PIX).
+
 Pure logic with reads through a Sysfs reader; nothing here writes.
 """
 
@@ -63,16 +73,14 @@ NO_GPU = "the plan gives the tenant no GPU on its host"
 # The file's first line: an XML comment, which NCCL's parser skips wherever an element may start (xml.cc
 # xmlGetNode and xmlSkipComment), by which nccl_env knows the file it wrote (guest.nccl_topo_edit).
 MARK = "<!-- gpuvirt.tenancy nccl_env: the NCCL topology file of this guest, removed when it can no longer be made -->"
-# Why PXB gets no file. NCCL reads PXB where a GPU and a NIC meet above more than one bridge of its tree, in
-# which a switch is its upstream port (ncclTopoGetXmlFromSys takes a device's parent two sysfs levels up,
-# skipping the downstream port); the guest has one emulated switch for them (libvirt/domain_switch), which
-# NCCL reads as PIX. A file showing PXB needs two bridge levels that only it names, and NCCL gives such a
-# bridge the link the file sets or, with none, link_speed "" and link_width "" (no sysfs path), which
-# ncclTopoAddPci reads as 8 GT/s x16; the tenants stage passes no link per host switch level.
-PXB_REASON = ("the host's GPUs and VFs are PXB apart (under different switches below a shared one): NCCL reads PXB only from two "
-              "bridge levels, the guest has one emulated switch (which NCCL reads as PIX), and a bridge only the file names needs "
-              "the link of its host switch, which the tenants stage does not pass (NCCL would take 8 GT/s x16 for it); "
-              "NCCL_NET_GDR_LEVEL=PXB carries the distance")
+# PXB: NCCL reads PXB where a GPU and a NIC meet above more than one bridge of its tree, a switch being its upstream
+# port (ncclTopoGetXmlFromSys takes a device's parent two sysfs levels up, skipping the downstream port). The guest has
+# one emulated switch for them (libvirt/domain_switch), which NCCL reads as PIX, so the file names the host's three
+# switch levels as bridges only it has: the shared switch, under it one bridge per side holding that side's GPUs or
+# NICs. NCCL gives such a bridge the link the file sets or, with none, link_speed "" and link_width "" (no sysfs path),
+# which ncclTopoAddPci reads as 8 GT/s x16: each needs its host switch's link (planning.pci_links, PXB_KINDS).
+PXB_SWITCHES = (("shared_switch", "the switch the GPUs and VFs share"), ("gpu_switch", "the GPUs' switch below it"),
+                ("nic_switch", "the VFs' switch below it"))
 
 
 def speed_ok(text):
@@ -97,32 +105,37 @@ def _link(value, what):
 
 
 KINDS = ("gpu", "nic", "switch")
+ALL_KINDS = KINDS + tuple(kind for kind, _what in PXB_SWITCHES)
 
 
 def check_links(value):
     """The host's link facts of one tenant (``gpuvirt_guest_pci_links``), checked: {level, gpu, nic,
-    switch, missing, unknown}; ``missing`` (a reason) when the host could not give the distance; a
-    link of ``gpu``, ``nic`` or ``switch`` None where the host could not give it (or gave different
-    ones), its reason in ``unknown``."""
+    switch, shared_switch, gpu_switch, nic_switch, missing, unknown}; ``missing`` (a reason) when the host
+    could not give the distance; a link None where the host could not give it (or gave different ones),
+    its reason in ``unknown`` where the level needs it (``switch`` with PIX, the ``*_switch`` levels with PXB)."""
     if not isinstance(value, dict):
         raise InputError("topo_links: expected the host's link facts of this tenant (gpuvirt_guest_pci_links: level, gpu, nic, "
                          "switch, missing, unknown), got %r" % (value,))
-    unknown_keys = sorted(set(value) - {"level", "gpu", "nic", "switch", "missing", "unknown"})
+    unknown_keys = sorted(set(value) - set(ALL_KINDS) - {"level", "missing", "unknown"})
     if unknown_keys:
-        raise InputError("topo_links: unknown keys %s; give level, gpu, nic, switch, missing and unknown" % ", ".join(unknown_keys))
+        raise InputError("topo_links: unknown keys %s; give level, gpu, nic, switch, shared_switch, gpu_switch, nic_switch, "
+                         "missing and unknown" % ", ".join(unknown_keys))
     if value.get("missing"):
-        return {"level": None, "gpu": None, "nic": None, "switch": None, "missing": str(value["missing"]), "unknown": {}}
+        return dict([(kind, None) for kind in ALL_KINDS], level=None, missing=str(value["missing"]), unknown={})
     level = value.get("level")
     if level not in LEVELS:
         raise InputError("topo_links.level: %r is not a distance of the plan; use %s" % (level, ", ".join(LEVELS)))
     reasons = value.get("unknown") or {}
-    if not isinstance(reasons, dict) or set(reasons) - set(KINDS):
-        raise InputError("topo_links.unknown: expected {gpu, nic, switch: why the host gives no link}, got %r" % (reasons,))
+    if not isinstance(reasons, dict) or set(reasons) - set(ALL_KINDS):
+        raise InputError("topo_links.unknown: expected {%s: why the host gives no link}, got %r" % (", ".join(ALL_KINDS), reasons))
     out = {"level": level, "missing": None, "unknown": {}}
-    for kind in KINDS:
+    # the switch's link matters with PIX only, the switch levels' with PXB only
+    needed = dict((kind, level == "PXB") for kind in ALL_KINDS[3:])
+    needed.update(gpu=True, nic=True, switch=level == "PIX")
+    for kind in ALL_KINDS:
         if value.get(kind) is None:
             out[kind] = None
-            if kind != "switch" or level == "PIX":
+            if needed[kind]:
                 out["unknown"][kind] = str(reasons.get(kind) or "not given by the GPU host")
         else:
             out[kind] = _link(value[kind], kind)
@@ -197,18 +210,35 @@ def plan_tree(devices, links):
         groups.setdefault(node, []).append((kind, device))
     level = links["level"]
     if level == "PXB":
-        return None, PXB_REASON
-    cpus = []
+        lacking = [(what, links["unknown"][kind]) for kind, what in PXB_SWITCHES if links[kind] is None]
+        if lacking:
+            return None, ("the host's GPUs and VFs are PXB apart (under different switches below a shared one): the file names "
+                          "each host switch level as a bridge only it has, which needs that switch's link, unknown for %s; "
+                          "NCCL would take 8 GT/s x16 for it (NCCL_NET_GDR_LEVEL=PXB carries the distance)"
+                          % "; ".join("%s (%s)" % pair for pair in lacking))
+    cpus, bridges = [], 0
     for index, (node, members) in enumerate(sorted(groups.items())):
         kinds = set(kind for kind, _device in members)
         if level == "SYS" and len(kinds) > 1:
             return None, ("the host's GPUs and VFs are SYS apart (different NUMA nodes) but share guest NUMA node %d; give the tenant "
                           "guest NUMA cells" % node)
-        if level == "PIX" and len(kinds) < 2:
-            return None, "the host's GPUs and VFs share a switch (PIX) but guest NUMA node %d holds only %ss" % (node, kinds.pop().upper())
-        leaves = [("pci", [("busid", device["address"]), ("class", device["class"] or ("0x030200" if kind == "gpu" else "0x020000"))]
-                   + _link_attrs(links[kind]), [])
+        if level in ("PIX", "PXB") and len(kinds) < 2:
+            return None, "the host's GPUs and VFs are %s apart but guest NUMA node %d holds only %ss" % (
+                {"PIX": "under one switch (PIX)", "PXB": "under one shared switch (PXB)"}[level], node, kinds.pop().upper())
+        leaves = [(kind, ("pci", [("busid", device["address"]), ("class", device["class"] or ("0x030200" if kind == "gpu" else "0x020000"))]
+                          + _link_attrs(links[kind]), []))
                   for kind, device in sorted(members, key=lambda m: m[1]["address"])]
+        if level == "PXB":
+            # ffff:ff:NN.0 bridges numbered through the file: the shared switch, then the GPUs' and the VFs' below it
+            sides = []
+            for offset, side in ((2, "gpu"), (3, "nic")):
+                sides.append(("pci", [("busid", VIRTUAL_BRIDGE % (bridges + offset)), ("class", BRIDGE_CLASS)]
+                              + _link_attrs(links[side + "_switch"]), [leaf for kind, leaf in leaves if kind == side]))
+            cpus.append((node, [("pci", [("busid", VIRTUAL_BRIDGE % (bridges + 1)), ("class", BRIDGE_CLASS)]
+                                 + _link_attrs(links["shared_switch"]), sides)]))
+            bridges += 3
+            continue
+        leaves = [leaf for _kind, leaf in leaves]
         if level == "PIX":
             chains = [device["upstream"] for _kind, device in members]
             bridge = nearest_shared_bridge(chains[0], *chains[1:])

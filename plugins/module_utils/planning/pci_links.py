@@ -78,11 +78,52 @@ def _shared_bridges(pci, gpus, pfs):
     return bridges
 
 
+# the host switch levels a PXB file names (guest.nccl_topo): the switch the GPUs and PFs share, and each side's below it
+PXB_KINDS = ("shared_switch", "gpu_switch", "nic_switch")
+
+
+def _side_switches(pci, devices, shared):
+    """The switch below each of ``shared`` on the paths of ``devices`` up to it, as NCCL reads a switch (its upstream port:
+    ncclTopoGetXmlFromSys takes a device's parent two sysfs levels up, skipping the downstream port), or (None, why)."""
+    found = []
+    for device in devices:
+        chain = (pci.get(device) or {}).get("upstream") or []
+        top = next((index for index, bridge in enumerate(chain) if bridge in shared), None)
+        if top is None or top < 2:
+            return None, "%s has no switch of its own below the shared one on the host" % device
+        # chain[top - 1] is the shared switch's downstream port, chain[top - 2] the upstream port of the switch below it
+        if chain[top - 2] not in found:
+            found.append(chain[top - 2])
+    return found, None
+
+
+def _pxb_links(pci, gpus, pfs):
+    """{shared_switch, gpu_switch, nic_switch} links and {kind: why} of those the host cannot give."""
+    links, unknown = {}, {}
+    shared = _shared_bridges(pci, gpus, pfs)
+    if not shared:
+        links["shared_switch"], unknown["shared_switch"] = None, "no bridge shared by the GPUs and PFs"
+    else:
+        links["shared_switch"], why = _one(pci, shared, "shared switches")
+        if why:
+            unknown["shared_switch"] = why
+    for kind, devices, what in (("gpu_switch", gpus, "GPUs' switches"), ("nic_switch", pfs, "PFs' switches")):
+        bridges, why = _side_switches(pci, devices, shared) if shared else (None, "no bridge shared by the GPUs and PFs")
+        links[kind] = None
+        if bridges:
+            links[kind], why = _one(pci, bridges, what)
+        if why:
+            unknown[kind] = why
+    return links, unknown
+
+
 def tenant_links(placement, topology):
     """{level, gpu, nic, switch, missing, unknown} of one placement (its GPUs and VFs), or None for a
     tenant without both: ``missing`` where the plan gives no distance; a link of ``gpu``, ``nic`` or
     ``switch`` (PIX only) None where the host model gives none or the tenant's devices of that kind
-    differ, with the reason in ``unknown`` (the guest's NCCL then reads that link itself)."""
+    differ, with the reason in ``unknown`` (the guest's NCCL then reads that link itself). A PXB tenant also gets
+    ``shared_switch``, ``gpu_switch`` and ``nic_switch``: the links of the host switch its GPUs and PFs share and of
+    each side's switch below it, each None with its reason in ``unknown`` where the host cannot give it."""
     gpus, vfs = placement.get("gpus") or [], placement.get("vfs") or []
     if not gpus or not vfs:
         return None
@@ -103,6 +144,10 @@ def tenant_links(placement, topology):
     for kind, why in (("gpu", why_gpu), ("nic", why_nic), ("switch", why_switch)):
         if why:
             out["unknown"][kind] = why
+    if level == "PXB":
+        links, unknown = _pxb_links(pci, gpus, pfs)
+        out.update(links)
+        out["unknown"].update(unknown)
     return out
 
 

@@ -477,10 +477,36 @@ def test_host_without_link_facts_gets_a_file_of_the_known_ones(tenant_guest):
 
 
 NO_GPU = {"missing": "the plan gives the tenant no GPU on its host"}
+PXB_LINKS = dict(PIX_LINKS, level="PXB", switch=None, shared_switch=GEN5, gpu_switch=GEN5,
+                 nic_switch={"link_speed": "16.0 GT/s PCIe", "link_width": 8})
+
+
+def test_a_pxb_tenant_gets_its_file_in_place_of_the_pix_one(tenant_guest):
+    """The tenant's distance became PXB (its VF now under another host switch): the file is rewritten with the host's three
+    switch levels as bridges only it names, which NCCL reads as PXB; check mode first, then for real, then nothing."""
+    from nccl_topo_rules import links_fillable, parse, path_type  # pylint: disable=import-error,import-outside-toplevel
+    nccl(tenant_guest["root"], topo_args(tenant_guest))
+    pix = open(tenant_guest["topo"], encoding="utf-8").read()
+    checked = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=PXB_LINKS), check_mode=True, diff=True)
+    assert checked["changed"] is True and open(tenant_guest["topo"], encoding="utf-8").read() == pix
+    result = nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=PXB_LINKS), diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is True and result["topology"]["written"] is True and result["topology"]["level"] == "PXB"
+    text = open(tenant_guest["topo"], encoding="utf-8").read()
+    assert [entry for entry in result["diff"] if entry["after_header"] == TOPO][0]["after"] == text
+    assert [entry for entry in checked["diff"] if entry["after_header"] == TOPO][0]["after"] == text
+    top = parse(text)
+    links_fillable(top, set(os.listdir(os.path.join(tenant_guest["root"], "sys/bus/pci/devices"))))
+    assert path_type(parse(pix), "0000:03:00.0", "0000:04:00.0") == "PIX"
+    assert path_type(top, "0000:03:00.0", "0000:04:00.0") == "PXB"
+    assert 'busid="ffff:ff:03.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="8"' in text
+    assert result["settings"]["NCCL_TOPO_FILE"] == TOPO
+    assert nccl(tenant_guest["root"], topo_args(tenant_guest, topo_links=PXB_LINKS))["changed"] is False
 
 
 def test_a_file_that_can_no_longer_be_made_is_removed_with_its_setting(tenant_guest):
-    """Written once; then the tenant's facts no longer make a file (its GPU gone, a PXB distance): the file this module
+    """Written once; then the tenant's facts no longer make a file (its GPU gone, a PXB distance without the links of its
+    host switch levels): the file this module
     wrote goes and NCCL_TOPO_FILE with it, check mode first (nothing removed, the same diff), then for real, then nothing."""
     nccl(tenant_guest["root"], topo_args(tenant_guest))
     written = open(tenant_guest["topo"], encoding="utf-8").read()

@@ -16,11 +16,13 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 
 from conftest import FIXTURES  # pylint: disable=import-error
 from fakes.host_tree import FakeHost  # pylint: disable=import-error
-from nccl_topo_rules import TopoError, links_fillable, parse  # pylint: disable=import-error
+from nccl_topo_rules import TopoError, links_fillable, parse, path_type  # pylint: disable=import-error
 
 GEN5 = {"link_speed": "32.0 GT/s PCIe", "link_width": 16}
 GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
 PIX = {"level": "PIX", "gpu": GEN5, "nic": GEN5, "switch": GEN5, "missing": None}
+# a PXB tenant as planning.pci_links gives it: the shared switch's link and each side's below it
+PXB = {"level": "PXB", "gpu": GEN5, "nic": GEN5, "shared_switch": GEN5, "gpu_switch": GEN4, "nic_switch": GEN5, "missing": None}
 
 
 def fixture_text(name):
@@ -63,6 +65,17 @@ def test_published_vm_files_read_by_the_rules():
         assert sum(1 for node in top.walk() if node.name == "pci" and not node.subs) == leaves
 
 
+def test_the_path_rule_reads_a_published_file():
+    """A control for path_type on Azure's ndv4 file (InfiniBand HCAs, class 0x0207, are NICs to NCCL's kvDictPciClass):
+    a GPU and an HCA under one bridge are PIX, across NUMA nodes SYS."""
+    top = parse(fixture_text("ndv4-topo.xml"))
+    assert path_type(top, "0003:00:00.0", "0103:00:00.0") == "PIX"
+    assert path_type(top, "0003:00:00.0", "0101:00:00.0") == "SYS"
+    with pytest.raises(TopoError) as error:
+        path_type(top, "ffff:ff:01.0", "0103:00:00.0")
+    assert "no GPU or NIC" in str(error.value)
+
+
 @pytest.mark.parametrize("broken, rule", [
     (lambda t: t.replace("  <cpu", "\t<cpu", 1), "expecting '<'"),
     (lambda t: t.replace('<system version="1">', '<system version="2">'), "wrong version"),
@@ -95,6 +108,8 @@ def test_pix_tenant_under_the_guest_switch(tmp_path):
     assert [(leaf.attrs["busid"], leaf.attrs["class"]) for leaf in bridge.subs] == [(gpus[0], "0x030200"), (nic, "0x020000")]
     assert all(leaf.attrs["link_speed"] == "32.0 GT/s PCIe" and leaf.attrs["link_width"] == "16" for leaf in bridge.subs)
     assert details == {"gpus": gpus, "nics": [nic], "level": "PIX", "reason": None, "from_guest": {}}
+    # NCCL's path between them (paths.cc): GPU -> bridge -> NIC, PIX
+    assert path_type(top, gpus[0], nic) == "PIX"
 
 
 def test_pix_without_a_guest_switch_names_a_bridge_only_the_file_has(tmp_path):
@@ -244,3 +259,86 @@ def test_the_rule_refuses_a_file_only_bridge_without_a_link():
     with pytest.raises(TopoError) as error:
         links_fillable(parse(bare), set())
     assert "no sysfs path: NCCL would read 8 GT/s x16" in str(error.value)
+
+
+def _link_of(node):
+    return {"link_speed": node.attrs["link_speed"], "link_width": int(node.attrs["link_width"])}
+
+
+@pytest.mark.parametrize("tree", [{}, {"gpus": 2}, {"switch": False}])
+def test_pxb_tenant_gets_three_file_only_bridge_levels(tmp_path, tree):
+    """The host's shared switch, and below it the GPUs' and the VF's switch, as bridges only the file names (the guest's
+    one emulated switch, or none, is not in the file); NCCL reads the path between each GPU and the NIC as PXB."""
+    fs, gpus, nic = guest_tree(tmp_path, **tree)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PXB))
+    assert details["reason"] is None and details["level"] == "PXB" and details["from_guest"] == {}, details
+    top = parse(text)
+    links_fillable(top, set(fs.listdir(nccl_topo.PCI_DEVICES)))
+    (cpu,) = top.subs
+    (shared,) = cpu.subs
+    assert (shared.attrs["busid"], shared.attrs["class"], _link_of(shared)) == ("ffff:ff:01.0", "0x060400", GEN5)
+    sides = [(side.attrs["busid"], _link_of(side), [leaf.attrs["busid"] for leaf in side.subs]) for side in shared.subs]
+    assert sides == [("ffff:ff:02.0", GEN4, gpus), ("ffff:ff:03.0", GEN5, [nic])], text
+    assert all(not leaf.subs and _link_of(leaf) == GEN5 for side in shared.subs for leaf in side.subs)
+    assert [path_type(top, gpu, nic) for gpu in gpus] == ["PXB"] * len(gpus)
+    if len(gpus) > 1:
+        assert path_type(top, gpus[0], gpus[1]) == "PIX"
+
+
+@pytest.mark.parametrize("kind", ["shared_switch", "gpu_switch", "nic_switch"])
+def test_pxb_without_a_switch_level_link_is_no_file(tmp_path, kind):
+    fs, _gpus, _nic = guest_tree(tmp_path)
+    why = "the host model has no max_link_speed/max_link_width for 0000:0f:00.0"
+    links = dict(PXB, unknown={kind: why})
+    links[kind] = None
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))
+    what = dict(nccl_topo.PXB_SWITCHES)[kind]
+    assert text is None and "PXB apart" in details["reason"] and "%s (%s)" % (what, why) in details["reason"], details
+    assert "8 GT/s x16" in details["reason"] and details["from_guest"] == {}
+
+
+def test_pxb_without_a_reason_given_says_so(tmp_path):
+    fs, _gpus, _nic = guest_tree(tmp_path)
+    links = dict(PXB, gpu_switch=None)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))
+    assert text is None and "the GPUs' switch below it (not given by the GPU host)" in details["reason"]
+
+
+def test_pxb_leaves_unknown_device_links_to_nccl(tmp_path):
+    """As with PIX, a GPU or NIC link the host cannot give is left to NCCL in the guest (the device is there)."""
+    fs, gpus, nic = guest_tree(tmp_path)
+    links = dict(PXB, gpu=None, unknown={"gpu": UNKNOWN["gpu"]})
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(links))
+    assert details["from_guest"] == {"gpu": UNKNOWN["gpu"]}
+    top = parse(text)
+    links_fillable(top, set(fs.listdir(nccl_topo.PCI_DEVICES)))
+    assert path_type(top, gpus[0], nic) == "PXB"
+
+
+def test_pxb_needs_gpus_and_vfs_on_one_guest_node(tmp_path):
+    fs, _gpus, _nic = guest_tree(tmp_path, nodes=(0, 1), gpu_node=0, nic_node=1)
+    text, details = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PXB))
+    assert text is None and "(PXB)" in details["reason"] and "holds only GPUs" in details["reason"]
+
+
+SHARED_OPEN = '    <pci busid="ffff:ff:01.0" class="0x060400" link_speed="32.0 GT/s PCIe" link_width="16">\n'
+NIC_SIDE = '      </pci>\n      <pci busid="ffff:ff:03.0" class="0x060400" link_speed="32.0 GT/s PCIe" link_width="16">\n'
+
+
+@pytest.mark.parametrize("mutate, found", [
+    # the two side bridges collapsed into one: GPU -> bridge -> NIC, which NCCL reads as PIX
+    (lambda t: t.replace(NIC_SIDE, ""), "PIX"),
+    # the shared bridge gone: each side bridge on the CPU, the path through the CPU reads PHB
+    (lambda t: t.replace(SHARED_OPEN, "").replace("    </pci>\n  </cpu>", "  </cpu>"), "PHB"),
+    # the NIC's side under another NUMA node's copy of the shared bridge: across the CPUs, SYS
+    (lambda t: t.replace(NIC_SIDE, "      </pci>\n    </pci>\n  </cpu>\n  <cpu numaid=\"1\">\n" + SHARED_OPEN.replace("01.0", "04.0")
+                         + NIC_SIDE.split("\n", 1)[1]), "SYS"),
+])
+def test_the_path_rule_catches_a_broken_pxb_file(tmp_path, mutate, found):
+    """A control for path_type: a file whose tree does not hold PXB is read as what it holds."""
+    fs, gpus, nic = guest_tree(tmp_path)
+    text = nccl_topo.topology_file(fs, ["mlx5_0"], nccl_topo.check_links(PXB))[0]
+    assert path_type(parse(text), gpus[0], nic) == "PXB"
+    broken = mutate(text)
+    assert broken != text
+    assert path_type(parse(broken), gpus[0], nic) == found, broken
