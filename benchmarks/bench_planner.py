@@ -6,7 +6,7 @@
   built from real captures) with 1 to 16 tenants, and for 1,000 such hosts with 8 and with 16
   tenants each (median of 5 passes in one run, one process, so one core);
 - the scaling table: 4 to 128 tenants on hosts of 2 to 16 NUMA nodes, 100 mixes per cell;
-- the goals (issue 49): 128 tenants on the DGX A100-class host in at most 50 ms median with the
+- the goals: 128 tenants on the DGX A100-class host in at most 50 ms median with the
   search budget spent on none of the mixes, and 1,000 hosts of 16 tenants in under 3 s of CPU;
   printed met or not, and by how much;
 - a digest (SHA-256) of the plans of each family above, so that a change meant to make the planner

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Write an HGX H100 8-GPU host on Sapphire Rapids (Ubuntu 24.04) to a directory, as a capture by
-playbooks/files/capture_host.py reads: the preview's test host for real shapes (issue 46), with Sub-NUMA
+playbooks/files/capture_host.py reads: the preview's test host for real shapes, with Sub-NUMA
 Clustering off (2 NUMA nodes) or SNC-2 (4).
 
 usage: hgx_tree.py [--snc 1|2] [--vars FILE] OUT_DIR   (--vars: write the preview's desired state there, JSON)

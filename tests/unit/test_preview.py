@@ -91,7 +91,7 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     # host, where each window is raised to 1 TiB, which OVMF places above the HyperTransport hole (pci_bars.ovmf_window)
     windows = sorted(int(w) for w in re.findall(r'<qemu:arg value="name=opt/ovmf/X-PciMmio64Mb,string=(\d+)" />', out))
     assert windows == sorted(max({1: 131072, 2: 262144}[gpus], 1 << 20) for gpus in tenants.values())
-    # each tenant's GPUs and VFs share a switch on the host (PXB): one emulated switch holds them (issue 50 item 3)
+    # each tenant's GPUs and VFs share a switch on the host (PXB): one emulated switch holds them
     # and, since each is on one node, one guest NUMA cell on that node: the switch sits on the cell's expander, so
     # each GPU and VF reads guest node 0 (before: no cell, the switch on pcie-root, numa_node -1 in the guest)
     report = json.loads((tmp_path / "reports" / "dgx01-preview.json").read_text(encoding="utf-8"))
@@ -133,7 +133,7 @@ def test_preview_of_the_example_inventory_on_the_dgx_tree(tmp_path):
     ran = [record["task"] or "" for record in records if record["status"] != "skipped"]
     assert not any("Report the domains that are not tenants" in task for task in ran), ran
     assert not any("every placed tenant's domain (one call)" in task for task in ran), ran
-    # what the libvirt host role changes on the host (skipped under a capture) is said as its changes (issue 46 item 5)
+    # what the libvirt host role changes on the host (skipped under a capture) is said as its changes
     flat = " ".join(out.split())
     assert ("hugetlbfs /dev/hugepages1G (pagesize=1G): the libvirt host role (tenants stage) mounts it with a systemd mount "
             "unit it enables, before libvirtd starts") in flat
@@ -170,7 +170,7 @@ def test_the_preview_diffs_the_hugetlbfs_mount_the_libvirt_host_role_makes(tmp_p
     """The DGX tree as an x86 host with 1 GiB pages (the kernel offers the 1G size wherever the CPU
     has pdpe1gb: /sys/kernel/mm/hugepages/hugepages-1048576kB): the gate checks the libvirt host
     role's hugetlbfs mounts call in its one call, and the role shows that check as its result, the
-    mount unit in the diff, with no call of its own (issue 46 item 5)."""
+    mount unit in the diff, with no call of its own."""
     load_dgx_tree().write_tree(str(tmp_path / "dgx"))
     for size in ("hugepages-2048kB", "hugepages-1048576kB"):
         folder = tmp_path / "dgx" / "sys" / "kernel" / "mm" / "hugepages" / size
@@ -263,7 +263,7 @@ def guest_nccl(out):
 
 
 def guest_cell(xml):
-    """A one-node tenant's guest NUMA view (issue 50 item 3): -> (its one cell's vCPUs, its memnode's host node,
+    """A one-node tenant's guest NUMA view: -> (its one cell's vCPUs, its memnode's host node,
     [the models from each GPU and VF up to the root bus, the expander with its guest node]). Every device is
     under the one pcie-expander-bus, whose <target><node> is guest cell 0."""
     root = ET.fromstring(xml)
@@ -459,7 +459,7 @@ def test_preview_shows_a_tenant_spanning_two_nodes(tmp_path):
     xml = domain_xmls(out)["wide"]
     assert xml.count("<cell ") == 2 and xml.count("<memnode ") == 2 and xml.count('model="pcie-expander-bus"') == 2
     # per cell, its two GPUs and its VF share a switch on the host (PXB): one emulated switch on the cell's expander,
-    # a downstream port per device (issue 50 item 3; before, a root port per device)
+    # a downstream port per device (before, a root port per device)
     assert xml.count('model="pcie-root-port"') == 2 and xml.count('model="pcie-switch-upstream-port"') == 2
     assert xml.count('model="pcie-switch-downstream-port"') == 6
     root = ET.fromstring(xml)
@@ -588,7 +588,7 @@ def test_preview_of_an_hgx_h100_host_plans_every_tenant_on_its_bluefield_vfs(tmp
     xmls = domain_xmls(out)
     assert sorted(xmls) == sorted(placements), out[-3000:]
     for tenant, xml in sorted(xmls.items()):
-        # one node each: one guest cell on it, every GPU and VF on that cell's expander (issue 50 item 3; before, no
+        # one node each: one guest cell on it, every GPU and VF on that cell's expander (before, no
         # cell and each device on a root port of pcie-root); the BlueField VFs share no switch with the GPUs
         placed = placements[tenant]
         cpus, node, chains = guest_cell(xml)

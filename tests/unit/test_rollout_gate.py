@@ -135,7 +135,7 @@ def test_preflight_playbook_in_check_mode_reports_every_host(fleet):
     assert any("Enable VT-d" in line and "BIOS" in line for line in noiommu)
     assert max(len(line) for table in tables for line in table) <= 160
     bare = next(t for t in tables if t[0].startswith("Preflight fake-bare"))
-    # the IOMMU's arguments are the boot stage's change, said under it and not as a fix by hand (issue 46 item 6)
+    # the IOMMU's arguments are the boot stage's change, said under it and not as a fix by hand
     assert bare[0] == "Preflight fake-bare: WARN (0 failed, 1 warnings, 1 for the boot stage)"
     boot_part = bare[bare.index("Will be fixed by the boot stage (role host_boot):"):]
     boot_part = boot_part[:boot_part.index("What to fix (by hand):")] if "What to fix (by hand):" in boot_part else boot_part

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The tenant contract's rule over files (issue 47, class 1), pure: no tenant is given a file
+"""The tenant contract's rule over files, pure: no tenant is given a file
 another tenant or domain owns or reads. A tenant's files are known once its guest's paths are
 derived (its disks, its seed, the base image its overlay reads), so the domain code applies it
 (``tenant_domain``, with ``domains`` or ``tenants``) before anything changes."""

@@ -358,7 +358,7 @@ def test_netdev_by_mac_from_gathered_facts():
 
 @pytest.mark.parametrize("level, gdr", [("PIX", "PIX"), ("PXB", "PXB"), ("PHB", "PHB"), ("NODE", "PHB"), ("SYS", "SYS"), (None, None)])
 def test_a_tenant_guest_gets_the_nccl_settings_of_a_vm(level, gdr):
-    """The guest stage's NCCL settings for a VM (issue 50 item 4): GPUDirect RDMA as far as the plan's level
+    """The guest stage's NCCL settings for a VM: GPUDirect RDMA as far as the plan's level
     between the tenant's GPUs and VFs on the host, as NCCL_NET_GDR_LEVEL names it, and relaxed ordering on."""
     plan = {"placements": {"tenant-a": {"gpus": ["0000:10:00.0"], "vfs": ["0000:81:00.2"], "mac": None, "pcie_affinity": level}}}
     a = FILTERS["guest_hosts"](TENANTS, ACCESS, {"name": "dgx01"}, plan)[0]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The guest stages refuse a run that would match no guest and add none (issue 51 item 3): the
+"""The guest stages refuse a run that would match no guest and add none: the
 filter, table-driven, and the guest playbooks run by ansible-playbook on an inventory without
 guests."""
 

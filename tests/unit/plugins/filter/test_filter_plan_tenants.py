@@ -605,7 +605,7 @@ def chain_of(root, element):
 
 @pytest.mark.parametrize("size, memory_mb, cell_kib", [("1G", 16384, 16 << 20), ("2M", 1001, 1002 * 1024), ("none", 1001, 1001 * 1024)])
 def test_a_tenant_on_one_node_gets_one_cell_and_its_devices_carry_its_node(tmp_path, size, memory_mb, cell_kib):
-    """A tenant one node holds, with a GPU and a VF (issue 50 item 3: each device's guest NUMA node
+    """A tenant one node holds, with a GPU and a VF (each device's guest NUMA node
     is set): its tenant_domain entry has one guest cell on its node (all of its vCPUs up to
     max_vcpus, its memory in whole hugepages as the domain has it, its devices), built by the
     spanning tenants' code: a memnode on its node, one pcie-expander-bus of guest node 0 with the

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Bad device and tenant inputs (issue 29: VF MACs and VLANs, sizes, half-done work): each ends
+"""Bad device and tenant inputs (VF MACs and VLANs, sizes, half-done work): each ends
 in a clear error naming the input and the fix, with no traceback, and changes nothing in the
 world the module ran on (the host tree, the VF settings the ``ip`` stand-in keeps, libvirt's
 domains). The list (``BAD_INPUTS``) is the second table of docs/reliability.md: ``python
@@ -154,7 +154,7 @@ BAD_INPUTS = [
      {"uri": LIBVIRT_TEST_URI, "sriov_vfs": {"pfs": [vf_settings({"address": CX4_VF, "trust": True})]},
       "domains": [tenant("bad-tenant", vfs=[CX4_VF])]},
      "set relax_vf_isolation: true on that tenant"),
-    # isolation where devices are assigned (issue 26)
+    # isolation where devices are assigned
     ("tenant_domain", "two GPUs of one IOMMU group to two tenants", "v100",
      {"uri": LIBVIRT_TEST_URI, "domains": [tenant("bad-a", gpus=[V100_A]), tenant("bad-b", gpus=[V100_B])]},
      "share IOMMU group 20: a group goes whole to one tenant or to none"),

@@ -606,7 +606,7 @@ def test_a_bad_grub_arg_stops_the_hugepages_too(numa_host):
     assert read(numa_host.p(NODE2M % 0)).strip() == "0"
 
 
-# ---------------------------------------------------------------------------- two calls at once (issue 47, class 9)
+# ---------------------------------------------------------------------------- two calls at once
 HOLD_S = 0.3  # how long each call waits between deciding and writing: the other call decides meanwhile unless kept out
 ONE_EACH = ({"name": "nmi_watchdog", "value": "0"}, {"name": "mitigations", "value": "off"})
 
@@ -735,7 +735,7 @@ def test_without_the_root_lock_hugepages_and_iommu_grub_at_once_lose_an_edit(num
     assert any(losses), losses
 
 
-# ---------------------------------------------------------------------------- one run converges (issue 47, class 11)
+# ---------------------------------------------------------------------------- one run converges
 def _ubuntu_with(first, append):
     text = lab_grub_text().replace(LAB_GRUB_LINUX, 'GRUB_CMDLINE_LINUX="%s"' % first)
     return text.replace('GRUB_CMDLINE_LINUX="%s"\n' % first, 'GRUB_CMDLINE_LINUX="%s"\nGRUB_CMDLINE_LINUX+="%s"\n' % (first, append))

@@ -359,7 +359,7 @@ def test_a_crlf_nccl_conf_gets_its_new_lines_in_lf(cx6):
     assert text == "# written by the image build\r\nNCCL_DEBUG=WARN\r\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0:1\n"
 
 
-# --------------------------------------------------------------------------- NCCL in a tenant VM (issue 50 item 4)
+# --------------------------------------------------------------------------- NCCL in a tenant VM
 def test_relaxed_ordering_is_written_and_checked(cx6):
     args = {"path": cx6["path"], "gid_index": "discover", "ib_pci_relaxed_ordering": "1", "net_gdr_level": "PXB"}
     result = nccl(cx6["root"], args)

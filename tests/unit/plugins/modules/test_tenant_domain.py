@@ -448,7 +448,7 @@ def test_a_window_given_wins_and_unknown_bars_are_named(conn, args):
 
 
 def test_on_an_amd_host_the_window_is_placed_above_the_hypertransport_hole(conn, args, a100_tree):
-    """An AMD host (issue 50 item 6): the window is at least 1 TiB, which OVMF places above
+    """An AMD host: the window is at least 1 TiB, which OVMF places above
     0xfd00000000-0xffffffffff, with the guest's address bits the host's (<maxphysaddr>); a smaller
     window given is refused, nothing defined; 0 (no entry) is the caller's to give."""
     FakeHost(a100_tree.root).set_cpuinfo("AuthenticAMD")
@@ -1095,7 +1095,7 @@ def _world(conn, host):
 
 
 def test_removing_a_tenant_never_breaks_another_that_reads_its_files(conn, args, guest_host):
-    """Issue 47, class 1: A's disk is the backing file of a domain defined apart (made by hand), or the base or disk
+    """A's disk is the backing file of a domain defined apart (made by hand), or the base or disk
     of a tenant of the same call: removing A is refused naming both, in check mode too, and the world (files,
     links, libvirt's domains) is as before; removed together, both go."""
     a, held, b = args["name"], args["name"] + "-held", args["name"] + "-b"

@@ -247,7 +247,7 @@ def test_the_daemons_to_stop_are_the_loaded_ones_enabled_or_running():
         "nvidia-persistenced.service"]
 
 
-# -- ATS on the ConnectX cards whose VFs go to GPU tenants (issue 50 item 1) ---------------------
+# -- ATS on the ConnectX cards whose VFs go to GPU tenants ---------------------
 ATS_CAPTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "fixtures", "mellanox",
                            "mlxconfig-q_grep-ATS_ENABLED_cx7_FRAGMENT_nvaie-inference-guide.txt")
 
@@ -311,7 +311,7 @@ def test_without_ats_pfs_the_firmware_plan_is_as_before(dgx):
     assert result["firmware"]["ats"] == [] and "ATS_ENABLED" not in result["firmware"]["changes"][dgx["pf"]]
 
 
-# -- ACS per path (issue 50 item 2) ---------------------------------------------------------------
+# -- ACS per path ---------------------------------------------------------------
 def test_acs_is_decided_from_the_host_model_and_said_where_not_written(dgx):
     args = dict(options(dgx), acs={})
     result = run(dgx, args, commands_for(dgx), check_mode=True, diff=True)

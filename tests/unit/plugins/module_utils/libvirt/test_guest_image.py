@@ -448,7 +448,7 @@ def test_bad_image_urls_are_refused_and_a_password_is_never_echoed(host, url, me
     assert not os.path.exists(host.path(GUEST_DIR))
 
 
-# ---------------------------------------------------------------------------- a base that is no disk (issue 47, class 3)
+# ---------------------------------------------------------------------------- a base that is no disk
 def _raw(real, size="4M"):
     subprocess.run(["qemu-img", "create", "-q", "-f", "raw", real, size], check=True)
 
@@ -566,7 +566,7 @@ def test_a_base_that_is_a_disk_is_taken(host, what, make):
     assert [step[0] for step in plan.steps] == ["overlay", "seed"], what
 
 
-# ---------------------------------------------------------------------------- a step that fails (issue 47, class 2)
+# ---------------------------------------------------------------------------- a step that fails
 def _left(message):
     """The host paths a failed step's message says are left on the host."""
     said = message.rsplit("left on the host: ", 1)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Property tests of the tenant-level file checks of tenant_domain (issue 47, class 1): whatever the
+"""Property tests of the tenant-level file checks of tenant_domain: whatever the
 call and the host's domains, no tenant is given a file another tenant or domain owns or reads
 (``check_files``), and no removal deletes a file another tenant or domain reads, directly or
 through a backing chain (``check_removals``). Each is checked against its own statement of the

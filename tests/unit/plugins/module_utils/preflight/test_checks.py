@@ -79,7 +79,7 @@ def test_bare_lab_capture_reports_iommu_off_pf_edu_and_a_fitting_plan():
     topo, report = lab_report()
     assert topo["iommu"]["firmware_table"] == "DMAR" and not topo["iommu"]["enabled"]
     iommu = check(report, "iommu")
-    # the boot stage's change, said once under what it fixes and not among the fixes by hand (issue 46 item 6)
+    # the boot stage's change, said once under what it fixes and not among the fixes by hand
     assert iommu["status"] == "boot"
     assert "intel_iommu=off" in iommu["detail"]
     assert iommu["fix"] == ("the boot stage sets intel_iommu=on iommu=pt (removing intel_iommu=off) on the kernel command line "
@@ -353,7 +353,7 @@ def test_connectx_without_a_tool_says_tool_not_found(tmp_path):
     assert set(e["status"] for e in firmware.values()) == {"tool not found"}
     report = preflight.evaluate(topo, {"sriov_pfs": [{"pf": "0000:01:00.0", "num_vfs": 4}]}, firmware)
     # sysfs already offers 8 VFs: the boot stage installs the tool and sets nothing for SR-IOV (it keeps a larger
-    # NUM_OF_VFS), so no line says it sets NUM_OF_VFS=4 (issue 46 item 6)
+    # NUM_OF_VFS), so no line says it sets NUM_OF_VFS=4
     assert check(report, "firmware 0000:01:00.0")["detail"] == "tool not found; SR-IOV on, sysfs offers 8 VFs (sriov_totalvfs)"
     assert "tool not found" in report["table"]
     assert check(report, "firmware 0000:01:00.0")["status"] == "boot"

@@ -145,7 +145,7 @@ def test_sriov_off_on_a_card_of_more_functions_keeps_placeholders_and_the_tenant
 
 
 def test_a_preview_plans_such_vfs_by_count_and_says_so(tmp_path):
-    """Issue 46 item 2: where a VF's address cannot be known before the boot stage's reboot (SR-IOV
+    """Where a VF's address cannot be known before the boot stage's reboot (SR-IOV
     off in the firmware of a card of four functions), a preview plans the tenant by count and says
     so, defining no domain for it; a run (no preview) refuses it as above."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan  # pylint: disable=import-outside-toplevel
