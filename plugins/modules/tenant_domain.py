@@ -125,6 +125,9 @@ options:
         partition the plan does not know (no C(policy.gpu_modules)) is refused before any change, naming the tenant. A
         running tenant keeps what it has (its partition is never activated under a running guest; a warning says when it
         is not active). A preview reads no Fabric Manager and shows the steps the plan asks for (RV(fabric_partitions)).
+      - Given, a tenant with a partition gets libvirt's autostart off, since at the host's boot nothing could activate its
+        partition before libvirt starts it (the next run of the stage activates and starts it); a tenant asking
+        C(autostart=true) is refused, naming it.
       - Left out, nothing asks the Fabric Manager; the preflight report says which partition each tenant needs.
     type: dict
     suboptions:

@@ -69,6 +69,27 @@ def wanted_partitions(found, placed, removals, conn):
     return leaving, coming, running
 
 
+def without_autostart(found, placed):
+    """-> ``placed`` with libvirt's autostart off for each tenant with a partition. At the host's boot libvirt
+    starts an autostarted domain before anything can activate its partition (the service VM's Fabric Manager is
+    not up yet, and nothing of this collection runs then), and a tenant must not start before its partition is
+    active (the guide's "Activating a GPU Partition": before the VM starts); so the tenants stage starts it, after
+    activating its partition, when it runs after a boot. A tenant that asks ``autostart: true`` is refused,
+    naming it, rather than dropped."""
+    out = []
+    for entry in placed:
+        partition = found["placements"].get(entry["name"], {}).get("nvswitch_partition")
+        if partition and entry.get("state") != "absent":
+            if entry.get("autostart"):
+                raise InputError("tenant %s: autostart true would start it at the host's boot before the Fabric Manager "
+                                 "activates its partition %s; leave autostart out (the tenants stage starts it after "
+                                 "activating the partition), or leave %s out; nothing was changed"
+                                 % (entry["name"], partition.get("id"), OPTION))
+            entry = dict(entry, autostart=False)
+        out.append(entry)
+    return out
+
+
 def held_for_service_vm(service_vm, found, placed, conn, run):
     """-> (``placed`` with the tenants to hold, their names). Where the call defines or starts the Fabric Manager's
     service VM (``fabric_vm``: ``service_vm``, tenancy.fabric_vm's answer), no Fabric Manager answers the call yet

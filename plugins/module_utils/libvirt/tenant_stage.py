@@ -24,7 +24,7 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric, held_for_service_vm
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric, held_for_service_vm, without_autostart
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import pci_links, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
@@ -161,8 +161,10 @@ def tenant_stage(params, host, run):
         # with fabric_manager and a service VM that does not run yet: no Fabric Manager can answer this call, so the
         # tenants whose partitions it must activate are defined and held, never started without them
         held = []
-        if params.get("fabric_manager") is not None and not preview:
-            placed, held = held_for_service_vm(service_vm, found, placed, conn, run)
+        if params.get("fabric_manager") is not None:
+            placed = without_autostart(found, placed)
+            if not preview:
+                placed, held = held_for_service_vm(service_vm, found, placed, conn, run)
         sriov, settings = vf_options(found, tenants, topology, True if params.get("vf_persist") is None else params["vf_persist"])
         # the entries the plan made from the records: not checked again, only what they pass on as the user gave it
         entries = tenant_domain_call.planned_options(removals + placed)

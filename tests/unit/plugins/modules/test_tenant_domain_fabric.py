@@ -223,11 +223,28 @@ def test_a_running_tenant_without_its_partition_is_left_running_and_said(board):
     host, modules, state, witness = board
     first = run_module(tenant_domain.main, call(modules, [tenant("f-a", 2)], fabric=False), host=host)
     assert not first.get("failed") and first["powered_on"] == ["f-a"], first
-    again = run_module(tenant_domain.main, call(modules, [tenant("f-a", 2)]), host=host)
-    assert again["changed"] is False and again["fabric_partitions"]["steps"] == [], again
+    again = run_module(tenant_domain.main, call(modules, [tenant("f-a", 2)]), host=host, diff=True)
+    # the one change: libvirt's autostart off (a host's boot would start it before its partition is active)
+    assert again["fabric_partitions"]["steps"] == [], again
+    assert [(d["before"], d["after"]) for d in again["diff"] if d["before_header"] == "f-a (autostart)"] == [
+        ("autostart: enable\n", "autostart: disable\n")] and again["changed"] is True
     assert any(w.startswith("tenant f-a runs while its Fabric Manager partition %d is not active" % partition(first, "f-a")["id"])
                for w in again["warnings"]), again
     assert calls(state) == [["-l"]]
+    third = run_module(tenant_domain.main, call(modules, [tenant("f-a", 2)]), host=host)
+    assert third["changed"] is False and third["fabric_partitions"]["steps"] == [], third
+
+
+def test_a_tenant_with_a_partition_is_not_autostarted_and_one_asking_for_it_is_refused(board):
+    """At the host's boot nothing activates a partition before libvirt's autostart starts the domain, so a tenant
+    with a partition gets autostart off (the stage starts it after activating); asking autostart true is refused."""
+    host, modules, state, witness = board
+    done = run_module(tenant_domain.main, call(modules, [tenant("f-a", 2), tenant("f-c", [], vcpus=1)]), host=host)
+    assert not done.get("failed"), done
+    assert not witness.conn.lookupByName("f-a").autostart() and witness.conn.lookupByName("f-c").autostart()
+    refused = run_module(tenant_domain.main, call(modules, [tenant("f-b", 1, autostart=True)]), host=host)
+    assert refused.get("failed") and "tenant f-b: autostart true would start it at the host's boot" in refused["msg"], refused
+    assert "f-b" not in [d.name() for d in witness.conn.listAllDomains(0)]
 
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
