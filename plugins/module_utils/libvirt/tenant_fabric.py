@@ -40,6 +40,17 @@ def _known(name, partition, what):
                          % (name, what, ", ".join(partition["gpus"]), partition.get("why"), OPTION, OPTION))
 
 
+def _partition(found, name):
+    """The plan's Fabric Manager partition of placed tenant ``name`` (None without one)."""
+    return found["placements"].get(name, {}).get("nvswitch_partition")
+
+
+def _runs(conn, name):
+    """Whether domain ``name`` exists and runs."""
+    domain = conn.domain(name)
+    return domain is not None and domain.is_active()
+
+
 def _entry(name, partition, state):
     return {"id": partition["id"], "state": state, "physical_ids": list(partition["physical_ids"]),
             "label": "tenant %s" % name}
@@ -57,12 +68,11 @@ def wanted_partitions(found, placed, removals, conn):
             _known(entry["name"], partition, "its removal frees GPUs that")
             leaving.append(_entry(entry["name"], partition, "inactive"))
     for entry in placed:
-        partition = found["placements"][entry["name"]].get("nvswitch_partition")
+        partition = _partition(found, entry["name"])
         if not partition or entry["state"] != "running":
             continue
         _known(entry["name"], partition, "its GPUs")
-        domain = conn.domain(entry["name"])
-        if domain is not None and domain.is_active():
+        if _runs(conn, entry["name"]):
             running.append((entry["name"], partition["id"]))
         else:
             coming.append(_entry(entry["name"], partition, "active"))
@@ -78,7 +88,7 @@ def without_autostart(found, placed):
     naming it, rather than dropped."""
     out = []
     for entry in placed:
-        partition = found["placements"].get(entry["name"], {}).get("nvswitch_partition")
+        partition = _partition(found, entry["name"])
         if partition and entry.get("state") != "absent":
             if entry.get("autostart"):
                 raise InputError("tenant %s: autostart true would start it at the host's boot before the Fabric Manager "
@@ -99,18 +109,14 @@ def held_for_service_vm(service_vm, found, placed, conn, run):
     service VM in the call, or it runs already (the Fabric Manager is then read before any change, as always)."""
     if service_vm is None:
         return placed, []
-    domain = conn.domain(service_vm["name"])
-    if domain is not None and domain.is_active():
+    if _runs(conn, service_vm["name"]):
         return placed, []
     out, held = [], []
     for entry in placed:
-        partition = found["placements"].get(entry["name"], {}).get("nvswitch_partition")
-        if partition and entry["state"] == "running":
-            started = conn.domain(entry["name"])
-            if started is None or not started.is_active():
-                entry = dict((k, v) for k, v in entry.items() if k != "autostart")
-                entry["state"] = "defined"
-                held.append(entry["name"])
+        if _partition(found, entry["name"]) and entry["state"] == "running" and not _runs(conn, entry["name"]):
+            # its autostart is already off (without_autostart)
+            entry = dict(entry, state="defined")
+            held.append(entry["name"])
         out.append(entry)
     if held:
         run.warn("the Fabric Manager's service VM %s does not run before this call, so no Fabric Manager can activate a "
