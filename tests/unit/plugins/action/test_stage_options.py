@@ -13,7 +13,7 @@ from fakes.stage_inputs import TENANT_VMS  # pylint: disable=import-error
 def test_the_gate_gets_the_call_the_stage_will_send():
     built = run_action(stage_options, "stage_options", {"stage": "tenants", "inputs": TENANT_VMS})
     assert not built.get("failed") and built["changed"] is False and built["module"] == "gpuvirt.tenancy.tenant_domain"
-    assert built["options"]["tenants"] == TENANT_VMS["tenants"] and built["options"]["policy"] == {"numa": "strict"}
+    assert built["options"]["tenants"] == TENANT_VMS["tenants"] and built["options"]["policy"] == {"numa": "required"}
     taken = run_action(gate_check, "gate_check", {"check": {}, "stage": "tenants", "inputs": TENANT_VMS})
     assert taken["options"] == built["options"]
 

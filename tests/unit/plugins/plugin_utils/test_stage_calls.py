@@ -39,7 +39,7 @@ def valid(options):
 
 def test_the_inputs_become_the_options_of_one_call():
     options = stage_options("tenants", INPUT)
-    assert options["tenants"] == INPUT["tenants"] and options["policy"] == {"numa": "strict"}
+    assert options["tenants"] == INPUT["tenants"] and options["policy"] == {"numa": "required"}
     assert options["machine"] == "q35" and options["live"] is True and "preview" not in options
     assert options["shutdown_timeout"] == 120 and options["vf_persist"] is True and options["gpu_ids"] == []
     assert not valid(options)
