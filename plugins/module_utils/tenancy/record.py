@@ -244,12 +244,15 @@ def check_tenant_list(records, held=None, host_address=None):
     every interface by the domain code, placement/tenant_request.Claims); ``host_address``: the
     host's address on the management network (a tenant address is never the host's)."""
     seen = {}
+    present = []
     for record in records:
-        if record.name in seen:
+        name = record.name
+        if name in seen:
             raise InputError("%s: name %s is also tenants[%d]; tenant names are domain names: list each tenant once"
-                             % (record.label, record.name, seen[record.name]))
-        seen[record.name] = record.index
-    present = [record for record in records if record.present]
+                             % (record.label, name, seen[name]))
+        seen[name] = record.index
+        if record.present:
+            present.append(record)
     devices = [(str(a).lower(), record.label) for record in present if isinstance(record.gpus, tuple) for a in record.gpus]
     for address, whos in duplicates(devices):
         raise InputError("%s: gpus: %s is also a GPU of %s; a device goes to one tenant only: give each tenant its own"
