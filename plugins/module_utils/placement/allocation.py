@@ -157,7 +157,8 @@ class State:
 
 class Allocation:
     """The Planner's allocation on one node (a mixin: it needs ``policy``, ``host``, ``reserved``,
-    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``_needed_pages`` and, for NVSwitch
+    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``host_notes`` (a dict:
+    what a reason says of the host alone, said once per plan), ``_needed_pages`` and, for NVSwitch
     boards, placement/partitions.py's ``_partitioned``, ``_partition_gpus`` and ``board``)."""
 
     def _free_cores(self, state, node, prefer=()):
@@ -305,7 +306,15 @@ class Allocation:
 
     def _no_vf_note(self, node, count):
         """Why a node with no VF in the pool gives a tenant none, and the fix: no SR-IOV capable PF
-        on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs."""
+        on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs.
+        Read of the host only: said once per plan for each node and count."""
+        key = ("no VF", node, count)
+        note = self.host_notes.get(key)
+        if note is None:
+            note = self.host_notes[key] = self._no_vf_said(node, count)
+        return note
+
+    def _no_vf_said(self, node, count):
         host = self.host
         pfs = host.sriov_pfs.get(node) or []
         if pfs:
@@ -520,11 +529,19 @@ class Allocation:
 
     def _nodeless_note(self, tenant, numa):
         """What a node's shortage does not say: the pool's devices of the tenant's kinds that report no
-        NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes."""
+        NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes.
+        Read of the host only: said once per plan for each kind of tenant."""
         if numa == "preferred":
             return ""
-        gpus = self.host.node_gpus.get(None) or [] if tenant["gpu_count"] else []
-        vfs = self.host.node_vfs.get(None) or [] if tenant["vf_count"] else []
+        key = ("nodeless", bool(tenant["gpu_count"]), bool(tenant["vf_count"]))
+        note = self.host_notes.get(key)
+        if note is None:
+            note = self.host_notes[key] = self._nodeless_said(*key[1:])
+        return note
+
+    def _nodeless_said(self, with_gpus, with_vfs):
+        gpus = self.host.node_gpus.get(None) or [] if with_gpus else []
+        vfs = self.host.node_vfs.get(None) or [] if with_vfs else []
         if not gpus and not vfs:
             return ""
         named = (["GPU%s %s" % ("s" if len(gpus) > 1 else "", ", ".join(gpus))] if gpus else []) + (
