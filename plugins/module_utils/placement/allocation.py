@@ -157,7 +157,8 @@ class State:
 
 class Allocation:
     """The Planner's allocation on one node (a mixin: it needs ``policy``, ``host``, ``reserved``,
-    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``_needed_pages`` and, for NVSwitch
+    ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``host_notes`` (a dict:
+    what a reason says of the host alone, said once per plan), ``_needed_pages`` and, for NVSwitch
     boards, placement/partitions.py's ``_partitioned``, ``_partition_gpus`` and ``board``)."""
 
     def _free_cores(self, state, node, prefer=()):
@@ -305,7 +306,15 @@ class Allocation:
 
     def _no_vf_note(self, node, count):
         """Why a node with no VF in the pool gives a tenant none, and the fix: no SR-IOV capable PF
-        on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs."""
+        on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs.
+        Read of the host only: said once per plan for each node and count."""
+        key = ("no VF", node, count)
+        note = self.host_notes.get(key)
+        if note is None:
+            note = self.host_notes[key] = self._no_vf_said(node, count)
+        return note
+
+    def _no_vf_said(self, node, count):
         host = self.host
         pfs = host.sriov_pfs.get(node) or []
         if pfs:
@@ -390,16 +399,17 @@ class Allocation:
         # what is only checked, not chosen, is the same for every tenant that asks as much until
         # the state changes (State.take): asked once per node and amount
         checks = state.checks
+        explicit, gpu_count, vf_count = tenant["gpu_addresses"], tenant["gpu_count"], tenant["vf_count"]
+        size, memory_mb, vcpus, emulator = tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"], tenant["emulator"]
         # and so is why a tenant of this shape does not fit on this node (what a shortage says reads
         # nothing else of the tenant, nor ``prefer``)
         shape = None
-        if devices is None and tenant["gpu_addresses"] is None:
-            shape = ("short", node, local_only, tenant.get("numa"), tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"],
-                     tenant["emulator"], tenant["gpu_count"], tenant["vf_count"])
+        if devices is None and explicit is None:
+            shape = ("short", node, local_only, tenant.get("numa"), size, memory_mb, vcpus, emulator, gpu_count, vf_count)
             short = checks.get(shape)
             if short is not None:
                 return short
-        key = ("memory", node, tenant["hugepage_size"], tenant["memory_mb"])
+        key = ("memory", node, size, memory_mb)
         reason = checks.get(key, False)
         if reason is False:
             reason = checks[key] = self._memory_check(state, node, tenant)
@@ -407,36 +417,53 @@ class Allocation:
             shortages.append(reason)
         # once short, the rest is only counted, for the reason (which GPUs matters to a VF
         # shortage only under pcie_affinity require); the CPUs are chosen once all is there
-        key = ("cpus", node, tenant["vcpus"], tenant["emulator"])
+        key = ("cpus", node, vcpus, emulator)
         cpus = checks.get(key, False)
         if cpus is False:
             cpus = checks[key] = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=False)
         if cpus is not None:
             shortages.append(cpus)
-        allowed = self._allowed(node, local_only)
-        vf_allowed = self._vf_allowed(tenant, node, local_only)
-        nearest = not shortages or self.policy["pcie_affinity"] == "require"
+        require = self.policy["pcie_affinity"] == "require"
+        nearest = not shortages or require
         if devices is not None and self._partitioned() and devices[0] and self.board.partition_of(devices[0]) is None:
             devices = None  # a switch's GPUs that are no NVSwitch partition: picked below, as one
         if devices is not None:
             gpus, vfs = devices
         else:
-            key = ("gpus", node, local_only, tenant["gpu_count"])
-            gpus = checks.get(key) if not nearest and tenant["gpu_addresses"] is None else None
+            # a shortage of GPUs (or of VFs, pcie_affinity other than require) says the same whichever
+            # GPUs (VFs) would be picked: kept for every later candidate on this node, picked or only counted
+            if explicit is None:
+                key = ("gpus", node, local_only, gpu_count)
+                gpus = checks.get(key)
+                if gpus is not None and nearest and not (gpus.__class__ is str and not self._partitioned()):
+                    gpus = None
+            else:
+                key = gpus = None
             if gpus is None:
-                gpus = self._pick_gpus(state, tenant, allowed, node, bool(tenant["vf_count"]) and nearest, build=nearest)
-                if not nearest and tenant["gpu_addresses"] is None:
+                gpus = self._pick_gpus(state, tenant, self._allowed(node, local_only), node, bool(vf_count) and nearest, build=nearest)
+                if key is not None and (not nearest or gpus.__class__ is str and not self._partitioned()):
                     checks[key] = gpus
-            if isinstance(gpus, str):
+            if gpus.__class__ is str:
                 shortages.append(gpus)
-            near = gpus if isinstance(gpus, list) and nearest else []
-            key = ("vfs", node, len(vf_allowed) if local_only else local_only, tenant["vf_count"])
-            vfs = checks.get(key) if shortages and not near else None
+                near = []
+            else:
+                near = gpus if nearest else []
+            if local_only:
+                vf_allowed = self._vf_allowed(tenant, node, local_only)
+                key = ("vfs", node, len(vf_allowed), vf_count)
+            else:
+                vf_allowed, key = None, ("vfs", node, local_only, vf_count)
+            counted = shortages and not near
+            vfs = checks.get(key)
+            if vfs is not None and not counted and not (vfs.__class__ is str and not require):
+                vfs = None
             if vfs is None:
+                if vf_allowed is None:
+                    vf_allowed = self._vf_allowed(tenant, node, local_only)
                 vfs = self._pick_vfs(state, tenant, vf_allowed, node, near, build=not shortages)
-                if shortages and not near:
+                if counted or vfs.__class__ is str and not require:
                     checks[key] = vfs
-        if isinstance(vfs, str):
+        if vfs.__class__ is str:
             shortages.append(vfs)
         if shortages:
             short = ", ".join(shortages)
@@ -502,11 +529,19 @@ class Allocation:
 
     def _nodeless_note(self, tenant, numa):
         """What a node's shortage does not say: the pool's devices of the tenant's kinds that report no
-        NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes."""
+        NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes.
+        Read of the host only: said once per plan for each kind of tenant."""
         if numa == "preferred":
             return ""
-        gpus = self.host.node_gpus.get(None) or [] if tenant["gpu_count"] else []
-        vfs = self.host.node_vfs.get(None) or [] if tenant["vf_count"] else []
+        key = ("nodeless", bool(tenant["gpu_count"]), bool(tenant["vf_count"]))
+        note = self.host_notes.get(key)
+        if note is None:
+            note = self.host_notes[key] = self._nodeless_said(*key[1:])
+        return note
+
+    def _nodeless_said(self, with_gpus, with_vfs):
+        gpus = self.host.node_gpus.get(None) or [] if with_gpus else []
+        vfs = self.host.node_vfs.get(None) or [] if with_vfs else []
         if not gpus and not vfs:
             return ""
         named = (["GPU%s %s" % ("s" if len(gpus) > 1 else "", ", ".join(gpus))] if gpus else []) + (

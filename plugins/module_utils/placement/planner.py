@@ -76,6 +76,8 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
     def __init__(self, topology, policy=None):
         merged = self.policy = read_policy(policy)
         self.host = HostIndex(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]))
+        # what the reasons say of the host alone (placement/allocation.py), said once per plan
+        self.host_notes = {}
         # HGX boards with NVSwitches: a tenant's GPUs are one Fabric Manager partition (placement/partitions.py)
         self._read_partitions(topology, merged["gpu_modules"])
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)

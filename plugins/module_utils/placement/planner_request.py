@@ -85,16 +85,17 @@ class TenantRequests:
     def _tenant(self, record):
         """One record with the policy's choices where it has none: -> the planner's dict, or
         {name, state, refused} for a tenant no node can ever hold."""
-        name, where = record.name, record.label
+        where = record.label
         if not record.present:
             # a tenant that leaves needs only its name: what it held is read from its domain
-            return {"name": name, "state": "absent"}
+            return {"name": record.name, "state": "absent"}
+        # the record read once, as a plain dict (its fields read from it, not each through the record)
         tenant = record.plain()
-        gpus = record.gpus
-        if isinstance(gpus, tuple):
+        name, state, gpus = tenant["name"], tenant["state"], tenant["gpus"]
+        if isinstance(gpus, list):
             grouped = self._explicit_groups(gpus)
             if grouped:
-                return {"name": name, "state": record.state, "refused": grouped}
+                return {"name": name, "state": state, "refused": grouped}
             unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
             if unknown:
                 raise InputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
@@ -104,23 +105,23 @@ class TenantRequests:
         else:
             tenant["gpu_addresses"] = None
             tenant["gpu_count"] = gpus
-        tenant["vf_count"] = record.vfs
+        tenant["vf_count"] = tenant["vfs"]
         unfit = self._partition_refusal(tenant)
         if unfit:
-            return {"name": name, "state": record.state, "refused": unfit}
-        beyond = over_host(record.vcpus, record.max_vcpus, record.memory_mb, self.limits)
+            return {"name": name, "state": state, "refused": unfit}
+        beyond = over_host(tenant["vcpus"], tenant["max_vcpus"], tenant["memory_mb"], self.limits)
         if beyond:
             # no node, nor all of them, can ever hold it: not placed, and the input named
-            return {"name": name, "state": record.state, "refused": beyond}
-        size = record.hugepage_size or self.policy["hugepage_size"]
+            return {"name": name, "state": state, "refused": beyond}
+        size = tenant.get("hugepage_size") or self.policy["hugepage_size"]
         tenant["hugepage_size"] = None if size == NO_HUGEPAGES else size
-        emulator = record.emulator or self.policy["emulator"]
+        emulator = tenant.get("emulator") or self.policy["emulator"]
         if emulator == "housekeeping" and not self.reserved:
             raise InputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
                              "set reserved_cpus or use emulator isolate" % where)
         tenant["emulator"] = emulator
         # spread: on one node when one holds it, else on as few nodes as can, one guest cell each
-        tenant["numa"] = record.numa or self.policy["numa"]
+        tenant["numa"] = tenant.get("numa") or self.policy["numa"]
         return tenant
 
     def _explicit_groups(self, gpus):

@@ -29,4 +29,6 @@ NO_HUGEPAGES = "none"
 def stays(tenant):
     """Whether an entry of the tenant list (a record, or a dict as the inventory gives it) is a
     tenant that stays: a mapping whose state, or its default, is not absent."""
-    return isinstance(tenant, Mapping) and str(tenant.get("state") or TENANT_DEFAULTS["state"]) != "absent"
+    # a plain dict (the planner's tenants, the inventory's) is known without the abstract Mapping's check
+    mapping = tenant.__class__ is dict or isinstance(tenant, Mapping)
+    return mapping and str(tenant.get("state") or TENANT_DEFAULTS["state"]) != "absent"

@@ -69,7 +69,8 @@ class Tenant(Mapping):
     __slots__ = ("_data", "index", "label")
 
     def __init__(self, data, index, label):
-        object.__setattr__(self, "_data", MappingProxyType(dict((k, _freeze(v)) for k, v in data.items())))
+        # most values are plain (names, numbers): kept as they are, without a call each
+        object.__setattr__(self, "_data", MappingProxyType({k: v if type(v) in _PLAIN else _freeze(v) for k, v in data.items()}))
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "label", label)
 
@@ -101,7 +102,7 @@ class Tenant(Mapping):
 
     def plain(self):
         """The record as a plain dict (its values copied as plain data): ``dict(record)`` in one pass."""
-        return dict((key, thaw(value)) for key, value in self._data.items())
+        return {key: value if type(value) in _PLAIN else thaw(value) for key, value in self._data.items()}
 
 
 def _choice(value, choices, where, option, left_out):
@@ -197,7 +198,7 @@ def tenant_record(raw, index, firmware=None, option=None):
     data["guest"] = _guest(raw.get("guest"), where)
     data["data_nic"] = _data_nic(raw.get("data_nic"), where)
     data["image"] = _options(raw.get("image"), where, "image", "base or url, checksum, size_gb, copy")
-    return Tenant(dict((k, v) for k, v in data.items() if v is not None), index, where)
+    return Tenant({k: v for k, v in data.items() if v is not None}, index, where)
 
 
 def tenant_records(tenants, firmware=None, held=None, host_address=None):
@@ -221,10 +222,11 @@ def tenant_macs(record):
     for index, value in enumerate([mac] if isinstance(mac, str) else (mac or ())):
         if value is not None:
             out.append((value, "mac" if isinstance(mac, str) else "mac[%d]" % index))
-    if record.guest and record.guest.get("management_mac"):
-        out.append((record.guest["management_mac"], "guest.management_mac"))
-    if isinstance(record.data_nic, Mapping) and record.data_nic.get("mac"):
-        out.append((record.data_nic["mac"], "data_nic.mac"))
+    guest, nic = record.guest, record.data_nic
+    if guest and guest.get("management_mac"):
+        out.append((guest["management_mac"], "guest.management_mac"))
+    if isinstance(nic, Mapping) and nic.get("mac"):
+        out.append((nic["mac"], "data_nic.mac"))
     return out
 
 
@@ -242,12 +244,15 @@ def check_tenant_list(records, held=None, host_address=None):
     every interface by the domain code, placement/tenant_request.Claims); ``host_address``: the
     host's address on the management network (a tenant address is never the host's)."""
     seen = {}
+    present = []
     for record in records:
-        if record.name in seen:
+        name = record.name
+        if name in seen:
             raise InputError("%s: name %s is also tenants[%d]; tenant names are domain names: list each tenant once"
-                             % (record.label, record.name, seen[record.name]))
-        seen[record.name] = record.index
-    present = [record for record in records if record.present]
+                             % (record.label, name, seen[name]))
+        seen[name] = record.index
+        if record.present:
+            present.append(record)
     devices = [(str(a).lower(), record.label) for record in present if isinstance(record.gpus, tuple) for a in record.gpus]
     for address, whos in duplicates(devices):
         raise InputError("%s: gpus: %s is also a GPU of %s; a device goes to one tenant only: give each tenant its own"
