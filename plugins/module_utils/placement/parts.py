@@ -32,10 +32,10 @@ __metaclass__ = type
 # the most tenants the small part may have (its sets are walked one tenant at a time)
 PARTS_MOST = 16
 # the walk over the small part's sets: the most steps
-PARTS_STEPS = 60000
+PARTS_STEPS = 40000
 # the other part's searches: the most nodes of each, and of all of them together
 PART_NODES = 3000
-PARTS_NODES = 12000
+PARTS_NODES = 8000
 
 
 def small_part_sets(tenants, caps, classes, least, limit):

@@ -44,7 +44,9 @@ finds one. It is exact and cuts by:
 Before the depth-first search, nodes alike (one class and one room) are counted together
 (placement_bins: no tenant counted on two of them): a proof of the best found, or a lower ceiling
 for the search to stop at; from DUALS_FROM tenants on, so is the host split in two at the nodes
-some tenants are confined to, each part's configuration bound rounded down on its own.
+some tenants are confined to, each part's configuration bound rounded down on its own, and then
+that split decided in whole tenants on both parts at once (placement_parts: each set of the small
+part's tenants that fit there, with the large part's own search): a proof, or a plan placing more.
 
 The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
 per node as the search takes and gives back (each node's room packed into one integer, so that a
