@@ -126,13 +126,11 @@ def by_parts(search, candidate, small, large, target):
     nodes_left = min(PARTS_NODES, search.budget - search.nodes)
     # the large part with every tenant that may go there: no set adds more than this to its own count
     whole = _part_search(search, candidate, large, large_tenants, (), min(PART_NODES, nodes_left))
-    if whole is None:
-        return None
     nodes_left -= whole.nodes
     search.nodes += whole.nodes
     most_large = _most(whole)
     caps = dict((slot, search.caps[slot]) for slot in range(len(search.caps)) if small >> slot & 1)
-    sets, steps = small_part_sets(tenants, caps, search.classes, target + 1 - most_large, PARTS_STEPS)
+    sets, _steps = small_part_sets(tenants, caps, search.classes, target + 1 - most_large, PARTS_STEPS)
     if sets is None:
         return None
     for chosen in sets:
@@ -151,7 +149,8 @@ def by_parts(search, candidate, small, large, target):
         # a plan placing more: the set on its slots and the large part's own plan
         positions = [number for number, _its in large_tenants if number not in taken]
         plan = [(small_positions[number], slot) for number, slot in chosen]
-        plan += [(number, part.large_slots[slot]) for number, slot in zip(positions, part.best_assignment) if slot is not None]
+        slots = [slot for slot in range(len(search.caps)) if large >> slot & 1]
+        plan += [(number, slots[slot]) for number, slot in zip(positions, part.best_assignment) if slot is not None]
         return None, plan
     return target, None
 
@@ -163,7 +162,7 @@ def _most(part):
 
 def _part_search(search, candidate, large, large_tenants, taken, budget):
     """The search of the large part's nodes alone with its tenants not in ``taken`` (none of
-    them asked to split again); ``large_slots`` on it: its slots' numbers on the whole host."""
+    them asked to split again): its slot ``n`` is the ``n``-th slot of ``large``."""
     slots = [slot for slot in range(len(search.caps)) if large >> slot & 1]
     renumber = dict((slot, at) for at, slot in enumerate(slots))
     candidates = []
@@ -176,6 +175,5 @@ def _part_search(search, candidate, large, large_tenants, taken, budget):
         candidates.append(candidate(options, item.online, item.claims))
     part = type(search)([search.caps[slot] for slot in slots], [search.classes[slot] for slot in slots], candidates, budget)
     part.by_parts = False
-    part.large_slots = slots
     part.run()
     return part
