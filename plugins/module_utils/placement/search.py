@@ -244,7 +244,7 @@ class Search(Bounds):
         """The host split at the set of nodes most tenants are confined to, the other nodes'
         tenants decided in whole tenants (placement_parts.by_parts): a plan that places more is
         kept (one more tried after it), a proof lowers the ceiling to the best found."""
-        members, where, _bits = self._fitting(0) or ((), (), 0)
+        _members, where, _bits = self._fitting(0) or ((), (), 0)
         confined = {}
         for its in where:
             if its != self.all_slots:
