@@ -44,7 +44,9 @@ finds one. It is exact and cuts by:
 Before the depth-first search, nodes alike (one class and one room) are counted together
 (placement_bins: no tenant counted on two of them): a proof of the best found, or a lower ceiling
 for the search to stop at; from DUALS_FROM tenants on, so is the host split in two at the nodes
-some tenants are confined to, each part's configuration bound rounded down on its own.
+some tenants are confined to, each part's configuration bound rounded down on its own, and then
+that split decided in whole tenants on both parts at once (placement_parts: each set of the small
+part's tenants that fit there, with the large part's own search): a proof, or a plan placing more.
 
 The bounds are asked by the mixin of placement/search_bounds.py. Where each tenant fits is kept
 per node as the search takes and gives back (each node's room packed into one integer, so that a
@@ -59,6 +61,7 @@ from operator import ge, itemgetter, mul, sub
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, guard_fields, pack
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.parts import by_parts
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import BINS_STEPS, SCALE, Bounds
 
 __metaclass__ = type
@@ -165,6 +168,9 @@ class Search(Bounds):
         self.dual_cap = 0.0
         # per search state (_dfs), the best value it was reached at
         self.seen = {}
+        # whether the root may split the host and decide both parts in whole tenants (not in the
+        # search of one part: placement_parts)
+        self.by_parts = True
 
     def run(self):
         self.best, self.best_assignment, self.best_choice = self._greedy()
@@ -215,6 +221,10 @@ class Search(Bounds):
             split = self._split_bound()
             if split is not None:
                 self.ceiling = min(self.ceiling, split)
+        if self.best < self.ceiling and self.by_parts and len(self.items) - bin(self.blocked).count("1") >= DUALS_FROM:
+            # the same split decided in whole tenants on both parts at once (placement_parts): the
+            # proof, or a plan placing more, where each part alone holds more than its share
+            self._by_parts()
         if self.best < self.ceiling:
             # per node, the tenants that may go there and what they take
             self.takers = [[] for _cap in self.caps]
@@ -229,6 +239,39 @@ class Search(Bounds):
             self.taker_positions = [list(map(itemgetter(0), takers)) for takers in self.takers]
             self._dfs(0, 0, 0, 0)
         return list(self.best_assignment)
+
+    def _by_parts(self):
+        """The host split at the set of nodes most tenants are confined to, the other nodes'
+        tenants decided in whole tenants (placement_parts.by_parts): a plan that places more is
+        kept (one more tried after it), a proof lowers the ceiling to the best found."""
+        _members, where, _bits = self._fitting(0) or ((), (), 0)
+        confined = {}
+        for its in where:
+            if its != self.all_slots:
+                confined[its] = confined.get(its, 0) + 1
+        if not confined:
+            return
+        large = min(confined, key=lambda mask: (-confined[mask], mask))
+        for _try in range(2):
+            found = by_parts(self, Candidate, self.all_slots & ~large, large, self.best[0])
+            if found is None:
+                return
+            most, plan = found
+            if plan is None:
+                self.ceiling = min(self.ceiling, (most, min(most, self.ceiling[1]), 0))
+                return
+            if self.budget - self.nodes <= 2 * len(self.items):
+                return
+            self.nodes += len(self.items)
+            chosen = [self.order[position] for position, _slot in plan]
+            placed = set(chosen)
+            rest = [number for number in self.order[::-1] if number not in placed]
+            value, assignment, choice = self._greedy(chosen + rest, slots=[slot for _position, slot in plan] + [None] * len(rest))
+            if value <= self.best:
+                return
+            self.best, self.best_assignment, self.best_choice = value, assignment, choice
+            if self.best >= self.ceiling:
+                return
 
     def _pack(self):
         """The room of each node packed into one integer, one layout for all the nodes
