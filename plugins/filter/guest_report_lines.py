@@ -82,26 +82,8 @@ def guest_report_lines(rows):
     return lines
 
 
-def netdev_by_mac(facts, mac):
-    """The netdev whose MAC is ``mac`` in gathered facts (the ``network`` subset: ``interfaces``
-    and each ``<name>.macaddress``); a VLAN on the VF shares its MAC, so a name with a dot comes
-    last. An error naming the MACs there when none carries it."""
-    if not isinstance(facts, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.netdev_by_mac: expected ansible_facts (gathered with the network subset)")
-    want = str(mac or "").lower()
-    seen = {}
-    for name in facts.get("interfaces") or []:
-        entry = facts.get(name) or {}
-        seen[name] = str(entry.get("macaddress") or "").lower()
-    found = sorted((n for n, m in seen.items() if m == want), key=lambda n: ("." in n, n))
-    if not found:
-        raise AnsibleFilterError("gpuvirt.tenancy.netdev_by_mac: no netdev carries %s (%s); is the VF passed through and its "
-                                 "driver loaded?" % (want, ", ".join("%s %s" % i for i in sorted(seen.items())) or "no netdevs"))
-    return found[0]
-
-
 class FilterModule:
     """Guest filters."""
 
     def filters(self):
-        return {"guest_report_lines": guest_report_lines, "netdev_by_mac": netdev_by_mac}
+        return {"guest_report_lines": guest_report_lines}

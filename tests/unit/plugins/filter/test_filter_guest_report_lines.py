@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """The guest filters and the guest options: guest options into tenant_domain entries (checked by
-the module's own argument spec), the report lines, the netdev by its MAC. The add_host entries are
+the module's own argument spec), the report lines. The add_host entries are
 the guest_inventory action's (tests/unit/plugins/plugin_utils/test_guest_inventory.py)."""
 
 from __future__ import annotations
@@ -117,14 +117,3 @@ def test_report_lines_without_a_guest_and_with_the_hosts_vf_settings():
         "RDMA within VLAN: not checked; across VLANs: not checked; "
         "host sets VF 0000:01:10.0 MAC unset VLAN 101 spoof check unknown trust unknown",
     ]
-
-
-def test_netdev_by_mac_from_gathered_facts():
-    facts = {"interfaces": ["lo", "mgmt0", "enp7s0", "enp7s0.101"], "lo": {"macaddress": "00:00:00:00:00:00"},
-             "mgmt0": {"macaddress": "56:2f:1c:aa:03:9e"}, "enp7s0": {"macaddress": "52:54:00:00:00:0a"},
-             "enp7s0.101": {"macaddress": "52:54:00:00:00:0a"}}
-    assert FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0A") == "enp7s0"
-    with pytest.raises(AnsibleFilterError, match="no netdev carries 52:54:00:00:00:0b .*mgmt0 56:2f:1c:aa:03:9e"):
-        FILTERS["netdev_by_mac"](facts, "52:54:00:00:00:0b")
-
-
