@@ -25,6 +25,7 @@ __metaclass__ = type
 class RdmaInputError(ValueError):
     """An input of the guest stage's decisions that they cannot use: its message names it and the fix."""
 
+
 HINT = ("Set it right on those hosts (address order decides GID order), or use gid_policy per_host, "
         "or gid_index auto (NCCL >= 2.21).")
 

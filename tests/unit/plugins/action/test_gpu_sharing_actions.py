@@ -12,8 +12,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.action import mig_layout, mps_p
 from fakes.actions import run_action  # pylint: disable=import-error
 
 LAYOUT = [{"devices": "all", "mig_enabled": True, "mig_devices": {"3g.20gb": 2}}]
-FIRST = {"changed": True, "reboot_required": True, "gpus": [{"bus_id": "00000000:36:00.0", "reboot_required": True},
-                                                             {"bus_id": "00000000:37:00.0", "reboot_required": False}]}
+FIRST = {"changed": True, "reboot_required": True,
+         "gpus": [{"bus_id": "00000000:36:00.0", "reboot_required": True}, {"bus_id": "00000000:37:00.0", "reboot_required": False}]}
 # the query as the stand-in tests/unit/fakes/standins/nvidia-smi prints it
 QUERY = {"rc": 0, "stdout": "0, 00000000:01:00.0, NVIDIA H100 PCIe, Default, Enabled\n1, 00000000:02:00.0, NVIDIA H100 PCIe, "
                             "Default, Disabled\n", "stderr": ""}

@@ -478,9 +478,8 @@ def test_netdev_by_mac_from_gathered_facts():
     # an install that changed: the second read decides
     ({"changed": True}, dict(SEEN, changed=False), None),
     # a converged install (changed false, not failed) is not named
-    ({"changed": False, "failed": False, "msg": "nothing"}, {"skipped": True}, "cannot tell whether verbs see rxe0: ibv_devices is not "
-                                                                                 "installed \\(Debian ibverbs-utils, RHEL libibverbs-utils\\)\\. "
-                                                                                 "Install it"),
+    ({"changed": False, "failed": False, "msg": "nothing"}, {"skipped": True},
+     "cannot tell whether verbs see rxe0: ibv_devices is not installed \\(Debian ibverbs-utils, RHEL libibverbs-utils\\)\\. Install it"),
     (APT_FAILED, {"skipped": True}, "Installing ibverbs-providers, ibverbs-utils failed here"),
 ])
 def test_the_roles_registered_results_decide_as_its_jinja_did(installed, reread, words):
