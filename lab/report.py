@@ -194,7 +194,7 @@ def host_vf_settings(addresses: list[str]) -> dict[str, dict]:
 def tenant_lines(found: list[tuple[str, ET.Element | None]]) -> list[str]:
     """One line per domain on the lab: its guest (none for a domain without a disk: the lab's
     tenants are diskless, docs/lab.md), and its VFs (hostdev interfaces) as the host set them."""
-    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import guest_report_lines  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_report_lines import guest_report_lines  # pylint: disable=import-outside-toplevel
     rows, vfs_of = [], {}
     for name, root in found:
         if root is None:

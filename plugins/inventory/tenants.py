@@ -14,7 +14,7 @@ description:
   - Lists, in the group C(gpuvirt_guests), the guest of each tenant of each GPU host (the group O(hosts_group)) whose
     libvirt domain is running on that host, that the inventory gives an C(image) and a C(guest.address) (C(gpuvirt_tenants)),
     and that the inventory does not list already. Each guest is the host the role C(tenant_guests) adds after the tenants
-    stage (filter C(gpuvirt.tenancy.guest_hosts)), so that a later run or job (AWX's guests job) finds the guests without
+    stage (action M(gpuvirt.tenancy.guest_inventory)), so that a later run or job (AWX's guests job) finds the guests without
     running the tenants stage; C(ansible_host) is the tenant's management address, C(ansible_user) and C(ansible_port)
     those of C(gpuvirt_guest_access), C(ansible_ssh_common_args) a C(ProxyJump) through the GPU host (unless
     C(gpuvirt_guest_access.jump) is false), C(gpuvirt_tenant_host) the GPU host's name and C(gpuvirt_guest_vf_mac) the

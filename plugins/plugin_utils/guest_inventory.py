@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller-side checks of what the filter ``gpuvirt.tenancy.guest_hosts`` writes into the
+"""The tenants' guests in the controller's inventory, for the action ``gpuvirt.tenancy.guest_inventory``
+(role tenant_guests): :func:`guest_hosts` (the running guests as ``add_host`` entries, with an SSH
+jump through their GPU host), :func:`wait_times` (how long each guest's SSH server was waited
+for) and :func:`wait_failures` (the guests that did not answer SSH, named with their console logs);
+and the checks of what ``guest_hosts`` writes into the
 inventory: a tenant's name as an inventory host name, the guests' and the jump host's SSH ports,
 the access's booleans, and the jump host as ``ssh -o ProxyJump`` takes it. Pure: each function
 returns the value to use or raises a :class:`GuestInventoryError` whose message names the input and
@@ -13,9 +17,14 @@ import ipaddress
 import re
 
 from ansible import constants as C
-from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.utils.addresses import parse_address
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import NO_GPU
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
 
@@ -25,12 +34,19 @@ __metaclass__ = type
 GDR_LEVEL_OF = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 
 
-class GuestInventoryError(AnsibleFilterError):
-    """An input guest_hosts cannot write into the inventory: the filter's error, its message
-    naming the input and the fix, and that no host was added."""
+GUEST_GROUP = "gpuvirt_guests"
+
+
+class GuestInventoryError(ValueError):
+    """An input guest_hosts cannot write into the inventory: its message names the input and the
+    fix, and says that no host was added."""
 
     def __init__(self, message):
-        super(GuestInventoryError, self).__init__("gpuvirt.tenancy.guest_hosts: %s; no host was added" % message)
+        super(GuestInventoryError, self).__init__("%s; no host was added" % message)
+
+
+class GuestWaitError(ValueError):
+    """A wait's result that is not one of a looped wait over guest_hosts entries: its message names it."""
 
 
 # Groups every inventory has (ansible-core's InventoryData): a host by such a name is never the one a play means.
@@ -137,3 +153,129 @@ def proxy_jump(host):
     if port is not None and port != 22:
         jump += ":%d" % port
     return jump
+
+
+def _dict(value, what):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GuestInventoryError("%s must be a dict, got %s" % (what, type(value).__name__))
+    return value
+
+
+def _tenants(tenants):
+    if not isinstance(tenants, list):
+        raise GuestInventoryError("tenants: expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
+    return dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
+
+
+def _address(value):
+    return str(value).split("/", 1)[0] if value else None
+
+
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True, links=None):
+    """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
+    management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
+    address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
+    true: the management network is behind the GPU host) an ``ansible_ssh_common_args`` with
+    ``ProxyJump`` through the GPU host (``host``: {name, address, user, port}), the GPU host's
+    name, the console log, and the MAC of the tenant's RDMA NIC: its first VF (from ``plan``, the
+    tenants stage's plan, or the tenant's ``mac``), else its ``data_nic``, by which the guest stage
+    finds the NIC; with ``links`` (the tenants stage's ``pci_links``), a tenant's host link facts for its
+    NCCL topology file. Tenants ``known`` to the inventory already (a static guest inventory) are
+    left to it. ``add`` false: none (the inventory lists the guests itself)."""
+    if not flag(add, "add (tenant_guests_add_hosts)", True):
+        return []
+    access = _dict(access, "access (gpuvirt_guest_access)")
+    host = _dict(host, "jump_host")
+    placements = _dict(_dict(plan, "plan").get("placements"), "plan.placements")
+    links_given = links is not None
+    links = _dict(links, "links (the tenants stage's pci_links)")
+    # Every input is checked before the first entry (the tenant's name as an inventory host name, ports 1-65535,
+    # strict booleans, the jump as ssh takes it): a bad one is a GuestInventoryError naming it and the fix, and no
+    # host is added.
+    port = tcp_port(access.get("port"), "access.port (gpuvirt_guest_access.port, the guests' SSH port)")
+    jump = proxy_jump(host) if flag(access.get("jump"), "access.jump (gpuvirt_guest_access.jump)", True) and host else None
+    out = []
+    for tenant_name, tenant in _tenants(tenants).items():
+        guest = _dict(tenant.get("guest"), "tenant %s: guest" % tenant_name)
+        if tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address"):
+            continue
+        if tenant_name in (known or []):
+            # listed by the inventory: reached as it says, unless its name is the controller's or a group's
+            reserved_name(tenant_name, GUEST_GROUP)
+            continue
+        inventory_name(tenant_name, GUEST_GROUP)
+        entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": _address(guest["address"]),
+                 "gpuvirt_tenant_host": host.get("name"), "gpuvirt_guest_console_log": console_log_path(tenant_name)}
+        if access.get("user"):
+            entry["ansible_user"] = access["user"]
+        if port is not None:
+            entry["ansible_port"] = port
+        if jump:
+            entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % jump
+        placement = placements.get(tenant_name) or {}
+        vfs = placement.get("vfs") or []
+        mac = tenant_vf_macs(tenant_name, vfs, mac=placement.get("mac") or tenant.get("mac")) if vfs else {}
+        first = sorted(mac.items())[0][1] if mac else (str(tenant["mac"]).lower() if tenant.get("mac") else None)
+        if first is None and isinstance(tenant.get("data_nic"), dict):
+            # a tenant without a VF: its data NIC is its RDMA NIC
+            first = str(tenant["data_nic"].get("mac") or data_nic_mac(tenant_name)).lower()
+        if first:
+            entry["gpuvirt_guest_vf_mac"] = first
+        if vfs:
+            # the guest stage's NCCL settings for a VM (guest_rdma): GPUDirect RDMA as far as the tenant's GPUs and
+            # VFs lie apart on the host (the plan's level, as NCCL names it), relaxed ordering on
+            level = GDR_LEVEL_OF.get(placement.get("pcie_affinity")) if placement.get("gpus") else None
+            if level:
+                entry["gpuvirt_guest_gdr_level"] = level
+            if isinstance(links.get(tenant_name), dict):
+                # the host's link facts of its GPUs and VFs: the guest's NCCL topology file (guest_rdma, nccl_env topo_links)
+                entry["gpuvirt_guest_pci_links"] = links[tenant_name]
+            elif links_given and not placement.get("gpus"):
+                # no GPU (any more): no file, and the one the guest stage wrote earlier goes with its NCCL_TOPO_FILE
+                entry["gpuvirt_guest_pci_links"] = {"missing": NO_GPU}
+            entry["gpuvirt_guest_relaxed_ordering"] = "1"
+        out.append(entry)
+    return out
+
+
+def _wait_results(waited):
+    """The ``results`` of a looped ``wait_for`` as registered (a dict; a wait skipped as a whole has none)."""
+    if not isinstance(waited, dict):
+        raise GuestWaitError("waited: expected the looped wait's registered result (a dict), got %s" % type(waited).__name__)
+    results = waited.get("results") or []
+    if not isinstance(results, list):
+        raise GuestWaitError("waited.results: expected the results of the looped wait (a list), got %s" % type(results).__name__)
+    return results
+
+
+def wait_times(waited):
+    """``[[name, seconds]]``: each guest of a looped ``wait_for`` over guest_hosts entries (its
+    registered result ``waited``, each result with its ``item``) and the seconds it was waited for
+    (``?`` where the result has none)."""
+    times = []
+    for result in _wait_results(waited):
+        item = result.get("item") if isinstance(result, dict) else None
+        if not isinstance(item, dict) or not item.get("name"):
+            raise GuestWaitError("waited: each result is a wait over a guest_hosts entry (its item with a name), got %r"
+                                 % (result,))
+        times.append([item["name"], result.get("elapsed", "?")])
+    return times
+
+
+def wait_failures(waited, host_name=None):
+    """The guests that did not answer SSH: one message each, naming the tenant, its address, how
+    long it was waited for and its console log on the GPU host. ``waited``: the registered result
+    of a looped ``wait_for`` over guest_hosts entries (each result with its ``item``)."""
+    out = []
+    for result in _wait_results(waited):
+        # a wait run with failed_when false keeps no failed flag: an answer has its port
+        if not isinstance(result, dict) or result.get("skipped") or (not result.get("failed") and result.get("port")):
+            continue
+        item = result.get("item") or {}
+        out.append("tenant %s did not answer SSH on %s:%s within %ss (%s); read its console log %s on %s"
+                   % (item.get("name"), item.get("ansible_host"), item.get("ansible_port", 22), result.get("elapsed", "?"),
+                      (result.get("msg") or "no answer").strip(), item.get("gpuvirt_guest_console_log"),
+                      host_name or item.get("gpuvirt_tenant_host") or "its GPU host"))
+    return out

@@ -2,7 +2,8 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which GPUs can host a whole-GPU MPS daemon (the gpu_mps role), from what nvidia-smi printed.
-Pure: the role runs nvidia-smi and hands its output to the filter ``gpuvirt.tenancy.mps_gpus``."""
+Pure: the role runs nvidia-smi and hands its registered results to the action
+``gpuvirt.tenancy.mps_plan`` (:func:`mps_plan`)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -35,7 +36,11 @@ def conflict_text(conflicts):
 
 
 class InputError(ValueError):
-    """A role input the filter refuses (not what nvidia-smi printed)."""
+    """A role input the role refuses (not what nvidia-smi printed)."""
+
+
+class ReadError(ValueError):
+    """What nvidia-smi printed, or its failure, that the role cannot read."""
 
 
 PINNED_LIMIT = re.compile(r"^[0-9]+[KMG]?$")
@@ -100,3 +105,26 @@ def mps_gpus(query_text, apps_text, wanted="all", state="started"):
             "missing": [i for i in (wanted_indexes or []) if i not in indexes],
             "conflicts": conflicts, "conflicts_text": conflict_text(conflicts),
             "skipped": conflicts if state == "started" else [], "selected": selected}
+
+
+def mps_plan(query, apps="", wanted="all", state="started", active_thread_percentage=None, pinned_memory_limit=None):
+    """:func:`mps_gpus` with ``answered`` and ``message``, the role's inputs checked first (an
+    :class:`InputError`). ``query`` and ``apps``: the two nvidia-smi queries' output, or their
+    registered results; from a registered GPU query that printed no GPU, ``answered`` is false and
+    ``message`` says why (the role then changes nothing). Processes that cannot be read while the
+    GPUs answered, or output that cannot be read, are a :class:`ReadError`."""
+    check_inputs(wanted, active_thread_percentage, pinned_memory_limit)
+    message = no_gpu_message(query) if isinstance(query, dict) else None
+    if message:
+        return dict(mps_gpus("", "", wanted, state), answered=False, message=message)
+    if isinstance(apps, dict):
+        if apps.get("rc", 1) != 0:
+            raise ReadError("the GPUs answered but their processes could not be read (%s); check nvidia-smi "
+                            "--query-compute-apps on this host" % " ".join(
+                                part for part in (apps.get("msg"), apps.get("stderr")) if part).strip())
+        apps = apps.get("stdout") or ""
+    query_text = (query.get("stdout") or "") if isinstance(query, dict) else query
+    try:
+        return dict(mps_gpus(query_text, apps, wanted, state), answered=True, message="")
+    except ValueError as exc:
+        raise ReadError("nvidia-smi printed what the role cannot read: %s" % exc)

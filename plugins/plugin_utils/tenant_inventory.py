@@ -4,7 +4,7 @@
 """The inventory plugin ``gpuvirt.tenancy.tenants`` on the controller: each GPU host's libvirt
 URI as the controller reaches it, the domains running there (libvirt-python, guarded), and the
 guests of the running tenants as inventory entries, built by the same code as the role
-``tenant_guests``'s ``add_host`` entries (filter ``guest_hosts``: the tenant's name, its
+``tenant_guests``'s ``add_host`` entries (plugin_utils ``guest_inventory.guest_hosts``: the tenant's name, its
 management address, the SSH jump through its GPU host). Errors are :class:`TenantInventoryError`,
 whose message names the host, the input and the fix."""
 
@@ -87,9 +87,10 @@ def first_vf_mac(domain_xml):
 def guest_entries(name, hostvars, running, known):
     """The inventory entries of GPU host ``name``'s guests: its tenants (``gpuvirt_tenants``) whose
     domain runs (``running``: {domain: XML}) and that have an ``image`` and a ``guest.address``, reached
-    as ``gpuvirt_guest_access`` says, through the host (filter ``guest_hosts``); ``known``: the
+    as ``gpuvirt_guest_access`` says, through the host (``guest_inventory.guest_hosts``); ``known``: the
     inventory's hosts (a guest listed there is left as it is)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.filter.guest_hosts import guest_hosts  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import (  # pylint: disable=import-outside-toplevel
+        GuestInventoryError, guest_hosts)
     tenants = hostvars.get("gpuvirt_tenants") or []
     if not isinstance(tenants, list):
         raise TenantInventoryError("host %s: gpuvirt_tenants must be the tenant list, got %s" % (name, type(tenants).__name__))
@@ -97,7 +98,10 @@ def guest_entries(name, hostvars, running, known):
             if isinstance(tenant, dict) and tenant.get("name") in running and tenant.get("state", "running") == "running"]
     host = {"name": name, "address": hostvars.get("ansible_host") or name, "user": hostvars.get("ansible_user") or "",
             "port": hostvars.get("ansible_port") or 22}
-    entries = guest_hosts(live, hostvars.get("gpuvirt_guest_access") or {}, host, None, known)
+    try:
+        entries = guest_hosts(live, hostvars.get("gpuvirt_guest_access") or {}, host, None, known)
+    except GuestInventoryError as exc:
+        raise TenantInventoryError("host %s: %s" % (name, exc))
     for entry in entries:
         mac = first_vf_mac(running[entry["name"]])
         if mac:

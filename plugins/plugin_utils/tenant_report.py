@@ -54,7 +54,7 @@ def vf_localities(result):
 
 def guest_nccl(result):
     """{tenant: [line]} of a preview's placements with VFs: the NCCL settings the guest stage writes from the facts
-    the tenants stage gives its guest (filter guest_hosts: relaxed ordering on, the GDR level of its GPUs and VFs
+    the tenants stage gives its guest (action guest_inventory: relaxed ordering on, the GDR level of its GPUs and VFs
     on the host) and its NCCL topology file (guest.nccl_topo on the guest layout its domain defines), or why none."""
     from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import GDR_LEVEL_OF  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import preview_file  # pylint: disable=import-outside-toplevel

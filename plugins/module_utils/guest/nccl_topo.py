@@ -68,7 +68,7 @@ LINK_SPEEDS = ("2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # bridges that exist only in the file, in a PCI domain no guest device uses (the published VM files' practice)
 VIRTUAL_BRIDGE = "ffff:ff:%02x.0"
-# the facts a tenant with VFs and no GPU gets (filter guest_hosts): no file, and the one written before goes
+# the facts a tenant with VFs and no GPU gets (action guest_inventory): no file, and the one written before goes
 NO_GPU = "the plan gives the tenant no GPU on its host"
 # The file's first line: an XML comment, which NCCL's parser skips wherever an element may start (xml.cc
 # xmlGetNode and xmlSkipComment), by which nccl_env knows the file it wrote (guest.nccl_topo_edit).

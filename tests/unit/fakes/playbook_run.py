@@ -25,6 +25,9 @@ CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansi
                       # the gate's result taken, a stage's call built and the report written on the controller: the
                       # host is asked nothing
                       "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
+                      "gpuvirt.tenancy.guest_inventory", "gpuvirt.tenancy.mig_layout", "gpuvirt.tenancy.mps_plan",
+                      "gpuvirt.tenancy.rdma_calls", "gpuvirt.tenancy.rdma_fleet", "gpuvirt.tenancy.rdma_netdev",
+                      "gpuvirt.tenancy.rdma_verbs",
                       "gpuvirt.tenancy.report_file"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 

@@ -170,3 +170,15 @@ def test_the_example_inventory_with_the_source_lists_the_guests_and_previews_wit
     assert touched == [], touched
     recap = dict((line.split()[0], line) for line in said.splitlines() if re.match(r"tenant-[a-z] +: ok=", line))
     assert sorted(recap) == ["tenant-a", "tenant-b", "tenant-c"] and all("unreachable=0" in line and "ok=0" in line for line in recap.values()), recap
+
+
+def test_a_tenant_the_guest_inventory_refuses_fails_the_host_naming_it():
+    """The guests' entries are the guest_inventory action's (plugin_utils guest_inventory): a tenant whose name
+    the inventory keeps for the controller fails the source naming the host and the tenant; no guest is added."""
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import tenant_inventory  # pylint: disable=import-outside-toplevel
+    hostvars = {"gpuvirt_tenants": [dict(TENANTS[0], name="localhost")], "gpuvirt_guest_access": {"user": "debian"}}
+    with pytest.raises(tenant_inventory.TenantInventoryError) as caught:
+        tenant_inventory.guest_entries("dgx01", hostvars, {"localhost": "<domain/>"}, ["dgx01"])
+    message = str(caught.value)
+    assert message.startswith("gpuvirt.tenancy.tenants: host dgx01: tenant localhost: a name Ansible keeps for the controller")
+    assert message.endswith("no guest was added"), message

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Filters rdma_fleet and rdma_nccl_write: the role guest_rdma's fleet comparison and the decision
-whether a guest still needs its nccl_env call. The inputs are real mlx_rocev2 results, made by the
+"""The guest stage's decisions (plugin_utils rdma, the guest_rdma role's actions): rdma_fleet and
+rdma_nccl_write (the fleet comparison and the decision whether a guest still needs its nccl_env
+call), guest_rdma_calls, guest_verbs_problem and netdev_by_mac. The inputs are real mlx_rocev2 results, made by the
 module on fake GID tables (the lab's soft-RoCE layout, docs/rdma_nccl.md, and the H100 capture's
 link-local rows); the reports are the text the role's Jinja printed for the same fleets
 (ansible-core 2.19)."""
@@ -12,17 +13,18 @@ import re
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.gpuvirt.tenancy.plugins.filter.rdma_fleet import (
-    NCCL_OPTIONAL, FilterModule, guest_rdma_calls, rdma_fleet, rdma_nccl_write)
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.rdma import (
+    NCCL_OPTIONAL, RdmaInputError, guest_rdma_calls, guest_verbs_problem, netdev_by_mac, rdma_fleet, rdma_nccl_write,
+    registered_verbs_problem)
+from ansible_collections.gpuvirt.tenancy.plugins.action import rdma_calls as rdma_calls_action
+from ansible_collections.gpuvirt.tenancy.plugins.action import rdma_fleet as rdma_fleet_action
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import mlx_rocev2, nccl_env
 
 from conftest import run_module  # pylint: disable=import-error
+from fakes.actions import run_action  # pylint: disable=import-error
 from fakes.rdma import FakeConfigfs, add_port  # pylint: disable=import-error
 
-FILTERS_RDMA = FilterModule().filters()
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "guest_rdma", "tasks", "main.yml")
 RESULT_VAR = "__guest_rdma_rocev2"
@@ -87,19 +89,27 @@ class Guest:
 
 def role_run(guests, gid_index="discover", policy="per_host", pin_hosts=True, topo_links=None):
     """The role's module calls on every guest, as tasks/main.yml and fleet.yml make them, with the
-    options its filters build: {host: (number of module calls, changed, the write decision)}; a
-    failed fleet check raises."""
-    calls = dict((guest.name, guest_rdma_calls(guest.inputs(gid_index, pin_hosts, (topo_links or {}).get(guest.name))))
-                 for guest in guests)
+    options its actions build (rdma_calls; rdma_fleet with the play's hosts and hostvars as the
+    task's variables): {host: (number of module calls, changed, the write decision)}; a failed
+    fleet check raises."""
+    calls = {}
+    for guest in guests:
+        built = run_action(rdma_calls_action, "rdma_calls", {"inputs": guest.inputs(gid_index, pin_hosts, (topo_links or {}).get(guest.name)),
+                                                             "family_packages": {}})
+        assert not built.get("failed") and built["changed"] is False, built
+        calls[guest.name] = built
     results = dict((guest.name, guest.first_call(calls[guest.name])) for guest in guests)
     hostvars = dict((name, {RESULT_VAR: result}) for name, result in results.items())
-    fleet = rdma_fleet([guest.name for guest in guests], hostvars, RESULT_VAR, gid_index)
-    if policy == "uniform" and str(gid_index) != "auto" and fleet["outliers"]:
-        raise AssertionError(fleet["report"])
     outcome = {}
     for guest in guests:
-        write = rdma_nccl_write(fleet, results[guest.name]["nccl_env"], gid_index, policy, SUFFIX,
-                                calls[guest.name]["rocev2"]["nccl_env"], results[guest.name])
+        fleet = run_action(rdma_fleet_action, "rdma_fleet", {
+            "result_var": RESULT_VAR, "gid_index": gid_index, "gid_policy": policy, "hosts_suffix": SUFFIX,
+            "options": calls[guest.name]["rocev2"]["nccl_env"]},
+            task_vars={"ansible_play_hosts": [g.name for g in guests], "hostvars": hostvars, RESULT_VAR: results[guest.name]})
+        assert not fleet.get("failed") and fleet["changed"] is False, fleet
+        if policy == "uniform" and str(gid_index) != "auto" and fleet["outliers"]:
+            raise AssertionError(fleet["report"])
+        write = fleet["write"]
         count, changed = 1, results[guest.name]["changed"]
         if write["pending"]:
             second = guest.second_call(write)
@@ -224,7 +234,7 @@ def test_entries_nccl_env_would_refuse_make_the_call_run():
 
 
 def test_the_input_must_be_a_fleet():
-    with pytest.raises(AnsibleFilterError, match="rdma_fleet"):
+    with pytest.raises(RdmaInputError, match="fleet: expected the fleet's comparison"):
         rdma_nccl_write([], PLANNED, "discover", "uniform", SUFFIX)
 
 
@@ -287,10 +297,11 @@ def test_the_most_common_index_is_expected(indexes, expected):
     assert rdma_fleet(sorted(hostvars), hostvars, RESULT_VAR, "discover")["expected"] == expected
 
 
-def test_the_roles_two_calls_take_their_options_from_the_filters():
+def test_the_roles_two_calls_take_their_options_from_the_actions():
     """A converged guest is only recognised when the first call decides with the options the
-    second would write with: both come from the filters (the first call's nccl_env from
-    guest_rdma_calls, the second's from rdma_nccl_write, which starts from it), option for option."""
+    second would write with: both come from the role's actions (the first call's nccl_env from
+    rdma_calls, guest_rdma_calls; the second's from rdma_fleet's write, rdma_nccl_write, which starts
+    from it), option for option."""
     with open(ROLE, encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     first = next(task for task in tasks if "gpuvirt.tenancy.mlx_rocev2" in task)["gpuvirt.tenancy.mlx_rocev2"]
@@ -299,9 +310,9 @@ def test_the_roles_two_calls_take_their_options_from_the_filters():
     for key, value in first.items():
         assert value.startswith("{{ __guest_rdma_calls.rocev2.%s " % key), (key, value)
     for key, value in second["gpuvirt.tenancy.nccl_env"].items():
-        assert value.startswith("{{ __guest_rdma_write.options.%s " % key), (key, value)
+        assert value.startswith("{{ __guest_rdma_fleet.write.options.%s " % key), (key, value)
     assert set(second["gpuvirt.tenancy.nccl_env"]) >= set(guest_rdma_calls(INPUTS)["rocev2"]["nccl_env"]) | set(NCCL_OPTIONAL)
-    assert second["when"] == "__guest_rdma_write.pending"
+    assert second["when"] == "__guest_rdma_fleet.write.pending"
 
 
 INPUTS = {"device": "", "vf_mac": "52:54:00:6b:00:01", "port": 1, "netdev": "", "soft_roce": False, "install": True,
@@ -350,7 +361,7 @@ def test_guest_rdma_calls_map_the_role_inputs(change, rocev2):
     ({"port": 0}, "guest_rdma_port must be a port number"),
 ])
 def test_guest_rdma_calls_name_the_bad_input(change, words):
-    with pytest.raises(AnsibleFilterError, match=re.escape(words)):
+    with pytest.raises(RdmaInputError, match=re.escape(words)):
         guest_rdma_calls(dict(INPUTS, **change), FAMILIES)
 
 
@@ -396,7 +407,7 @@ APT_FAILED = {"failed": True, "changed": False,
     (NO_TOOL, {"changed": True}, UNSEEN, "verbs see no rxe0"),
 ])
 def test_guest_verbs_problem(found, installed, recheck, words):
-    problem = FILTERS_RDMA["guest_verbs_problem"](found, installed, recheck)
+    problem = guest_verbs_problem(found, installed, recheck)
     if words is None:
         assert problem == ""
     else:
@@ -404,12 +415,13 @@ def test_guest_verbs_problem(found, installed, recheck, words):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("text",), "the mlx_rocev2 result must be a dict, got str"),
-    ((SEEN, ["x"]), "the install result must be a dict, got list"),
+    (("text",), "found \\(the mlx_rocev2 result\\) must be a dict, got str"),
+    ((None,), "found \\(the mlx_rocev2 result\\) must be a dict, got NoneType"),
+    ((SEEN, ["x"]), "installed \\(the install result\\) must be a dict, got list"),
 ])
 def test_guest_verbs_problem_names_a_bad_input(args, words):
-    with pytest.raises(AnsibleFilterError, match=words):
-        FILTERS_RDMA["guest_verbs_problem"](*args)
+    with pytest.raises(RdmaInputError, match=words):
+        guest_verbs_problem(*args)
 
 
 GEN4 = {"link_speed": "16.0 GT/s PCIe", "link_width": 16}
@@ -449,3 +461,32 @@ def test_the_topology_file_in_the_roles_calls(tmp_path):
     assert guests[1].read("/etc/nccl-topo.xml") is None and "NCCL_TOPO_FILE" not in guests[1].read(guests[1].conf)
     settled = role_run(guests, topo_links=gone, pin_hosts=False)
     assert [(calls, changed) for calls, changed, _write in settled.values()] == [(1, False), (1, False)]
+
+
+def test_netdev_by_mac_from_gathered_facts():
+    facts = {"interfaces": ["lo", "mgmt0", "enp7s0", "enp7s0.101"], "lo": {"macaddress": "00:00:00:00:00:00"},
+             "mgmt0": {"macaddress": "56:2f:1c:aa:03:9e"}, "enp7s0": {"macaddress": "52:54:00:00:00:0a"},
+             "enp7s0.101": {"macaddress": "52:54:00:00:00:0a"}}
+    assert netdev_by_mac(facts, "52:54:00:00:00:0A") == "enp7s0"
+    with pytest.raises(RdmaInputError, match="no netdev carries 52:54:00:00:00:0b .*mgmt0 56:2f:1c:aa:03:9e"):
+        netdev_by_mac(facts, "52:54:00:00:00:0b")
+
+
+@pytest.mark.parametrize("installed, reread, words", [
+    # a skipped install (nothing missing) and a skipped second read say nothing: the first read decides
+    ({"skipped": True, "changed": False}, {"skipped": True, "changed": False}, "cannot tell whether verbs see rxe0"),
+    # an install that changed: the second read decides
+    ({"changed": True}, dict(SEEN, changed=False), None),
+    # a converged install (changed false, not failed) is not named
+    ({"changed": False, "failed": False, "msg": "nothing"}, {"skipped": True},
+     "cannot tell whether verbs see rxe0: ibv_devices is not installed \\(Debian ibverbs-utils, RHEL libibverbs-utils\\)\\. Install it"),
+    (APT_FAILED, {"skipped": True}, "Installing ibverbs-providers, ibverbs-utils failed here"),
+])
+def test_the_roles_registered_results_decide_as_its_jinja_did(installed, reread, words):
+    """The install's result counts where it changed or failed, the second read where it ran (the role's
+    `is changed or is failed` and `is not skipped`)."""
+    problem = registered_verbs_problem(NO_TOOL, installed, reread)
+    if words is None:
+        assert problem == ""
+    else:
+        assert re.search(words, problem), problem

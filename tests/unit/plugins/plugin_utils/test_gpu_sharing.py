@@ -1,21 +1,21 @@
 # -*- coding: utf-8 -*-
-"""The GPU sharing filters: mps_gpus (what it hands to the gpu_mps role, and a clear error for
-unreadable output), mig_profile_options (the gpu_mig role's inputs mapped to its mig_profile call,
-checked by the module's own argument spec) and mig_reboot_gpus (the GPUs a reboot waits for)."""
+"""The GPU sharing roles' logic (plugin_utils mps and mig, the actions mps_plan and mig_layout): mps_plan
+(what it hands to the gpu_mps role, and a clear error for unreadable output), mig_profile_options
+(the gpu_mig role's inputs mapped to its mig_profile call, checked by the module's own argument spec)
+and waiting_gpus (the GPUs a reboot waits for)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.mps_gpus import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.modules.mig_profile import MODULE_ARGS as MIG_PROFILE_ARGS
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.mig import MigInputError, mig_profile_options, waiting_gpus
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.mps import InputError, ReadError, mps_plan
 
-FILTERS = FilterModule().filters()
-MPS_GPUS = FILTERS["mps_gpus"]
-MIG_OPTIONS = FILTERS["mig_profile_options"]
-MIG_REBOOT_GPUS = FILTERS["mig_reboot_gpus"]
+MPS_GPUS = mps_plan
+MIG_OPTIONS = mig_profile_options
+MIG_REBOOT_GPUS = waiting_gpus
 
 
 def test_empty_output_selects_nothing():
@@ -54,12 +54,12 @@ def test_registered_results_are_read_as_their_output():
 
 
 def test_processes_unreadable_while_the_gpus_answer_is_an_error():
-    with pytest.raises(AnsibleFilterError, match="processes could not be read .*--query-compute-apps"):
+    with pytest.raises(ReadError, match="processes could not be read .*--query-compute-apps"):
         MPS_GPUS({"rc": 0, "stdout": QUERY}, {"rc": 15, "stdout": "", "stderr": "Unknown Error"})
 
 
 def test_bad_role_inputs_are_refused_on_a_host_without_gpus_too():
-    with pytest.raises(AnsibleFilterError, match="active_thread_percentage 1-100"):
+    with pytest.raises(InputError, match="active_thread_percentage 1-100"):
         MPS_GPUS(MISSING_PROGRAM, MISSING_PROGRAM, "all", "started", 150)
 
 
@@ -94,8 +94,8 @@ def test_the_role_names_the_missing_and_the_conflicting_gpus(apps, wanted, missi
     assert [g["index"] for g in result["conflicts"]] == refused
 
 
-def test_unreadable_output_names_the_filter():
-    with pytest.raises(AnsibleFilterError, match="gpuvirt.tenancy.mps_gpus"):
+def test_unreadable_output_is_named():
+    with pytest.raises(ReadError, match="nvidia-smi printed what the role cannot read"):
         MPS_GPUS("0, 00000000:01:00.0\n", "")
 
 
@@ -110,7 +110,7 @@ def test_unreadable_output_names_the_filter():
                               "set them in gpuvirt_mps"]),
 ])
 def test_bad_role_inputs_are_refused_naming_each(wanted, percentage, limit, words):
-    with pytest.raises(AnsibleFilterError) as caught:
+    with pytest.raises(InputError) as caught:
         MPS_GPUS(QUERY, "", wanted, "started", percentage, limit)
     for word in words:
         assert word in str(caught.value)
@@ -155,7 +155,7 @@ def test_mig_profile_options_map_the_role_inputs(args, options):
     ([], "is an empty layout list"),
 ])
 def test_mig_profile_options_name_a_bad_layout(layout, words):
-    with pytest.raises(AnsibleFilterError, match="gpu_mig_layout.*" + words.replace("{", "\\{").replace("}", "\\}")):
+    with pytest.raises(MigInputError, match="gpu_mig_layout.*" + words.replace("{", "\\{").replace("}", "\\}")):
         MIG_OPTIONS(layout, "auto", False, "")
 
 
@@ -178,7 +178,7 @@ def test_mig_reboot_gpus_are_the_ones_a_reboot_waits_for(result, bus_ids):
 
 
 def test_mig_reboot_gpus_names_a_bad_input():
-    with pytest.raises(AnsibleFilterError, match="expected the mig_profile result, got list"):
+    with pytest.raises(MigInputError, match="result: expected the mig_profile result, got list"):
         MIG_REBOOT_GPUS([])
 
 
@@ -198,5 +198,5 @@ def test_mig_reboot_gpus_after_the_reboot_are_the_ones_still_waiting(after, bus_
 
 
 def test_mig_reboot_gpus_names_a_bad_after():
-    with pytest.raises(AnsibleFilterError, match="after is the mig_profile result after the reboot, got str"):
+    with pytest.raises(MigInputError, match="after: the mig_profile result after the reboot, got str"):
         MIG_REBOOT_GPUS({"gpus": PENDING}, "rebooted")

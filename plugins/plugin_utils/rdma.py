@@ -1,24 +1,30 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the guest stage (role guest_rdma, docs/rdma_nccl.md): ``guest_rdma_calls`` (the
-role's inputs checked and mapped to the options of its ``mlx_rocev2`` call), ``rdma_fleet`` (the
-GID index compared across the tenant guests of a play) and ``rdma_nccl_write`` (where the NCCL
-file or the hosts block must still be written, and the options of that ``nccl_env`` call)."""
+"""The guest stage's decisions (role guest_rdma, docs/rdma_nccl.md), for its actions:
+``guest_rdma_calls`` (action rdma_calls: the role's inputs checked and mapped to the options of its
+``mlx_rocev2`` call), ``netdev_by_mac`` (action rdma_netdev: the netdev of the VF's MAC in gathered
+facts), ``guest_verbs_problem`` (action rdma_verbs: what keeps the verbs library from the RDMA
+device), ``rdma_fleet`` and ``rdma_nccl_write`` (action rdma_fleet: the GID index compared across
+the tenant guests of a play, and where the NCCL file or the hosts block must still be written, with
+the options of that ``nccl_env`` call). Pure: a bad input raises an :class:`RdmaInputError` whose
+message names it."""
 
 from __future__ import absolute_import, division, print_function
 
 import re
 
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_lines
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
-# The collection's code is imported inside each filter, when it is called: ansible-core loads every
-# filter file of the collection in each worker that looks up any of its filters.
+
+class RdmaInputError(ValueError):
+    """An input of the guest stage's decisions that they cannot use: its message names it and the fix."""
+
 
 HINT = ("Set it right on those hosts (address order decides GID order), or use gid_policy per_host, "
         "or gid_index auto (NCCL >= 2.21).")
@@ -40,8 +46,7 @@ def guest_rdma_calls(inputs, family_packages=None):
     of the NCCL file, decided but not written) and ``soft_roce``. ``family_packages``: the RDMA
     packages per OS family, used unless ``packages`` names some for any family."""
     if not isinstance(inputs, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.guest_rdma_calls: expected the role's inputs as a dict, got %s"
-                                 % type(inputs).__name__)
+        raise RdmaInputError("guest_rdma: expected the role's inputs as a dict, got %s" % type(inputs).__name__)
     device = _text(inputs.get("device")).strip()
     vf_mac = _text(inputs.get("vf_mac")).strip()
     netdev = _text(inputs.get("netdev")).strip()
@@ -64,7 +69,7 @@ def guest_rdma_calls(inputs, family_packages=None):
     if port is None or port < 1:
         problems.append("guest_rdma_port must be a port number (1 on most cards), got %r" % inputs.get("port"))
     if problems:
-        raise AnsibleFilterError("guest_rdma: " + "; ".join(problems) + ".")
+        raise RdmaInputError("guest_rdma: " + "; ".join(problems) + ".")
     nccl = {
         "path": inputs.get("nccl_conf_path"),
         # empty when the device is to be found by the VF's MAC: the module names the one it found
@@ -171,7 +176,7 @@ def rdma_nccl_write(fleet, planned, gid_index, policy, hosts_suffix, options=Non
     entries where the first call read the block, and ``ib_hca`` of the device and port of
     ``first_result`` (the first call's ``mlx_rocev2`` result) where none was named."""
     if not isinstance(fleet, dict) or "rows" not in fleet:
-        raise AnsibleFilterError("gpuvirt.tenancy.rdma_nccl_write: the input is the result of gpuvirt.tenancy.rdma_fleet")
+        raise RdmaInputError("fleet: expected the fleet's comparison (rdma_fleet's result), got %s" % type(fleet).__name__)
     planned = planned if isinstance(planned, dict) else {}
     if str(gid_index) == "auto":
         index = "auto"
@@ -218,10 +223,12 @@ def guest_verbs_problem(found, installed=None, recheck=None):
     without a way to a package mirror) and, after an install, the ``mlx_rocev2`` result read again
     (``recheck``). The kernel can hold a device that verbs do not see (no userspace provider):
     NCCL and ibv_* programs then find no device while ``rdma link`` shows it."""
-    name = "gpuvirt.tenancy.guest_verbs_problem"
-    for what, value in (("the mlx_rocev2 result", found), ("the install result", installed), ("the second read", recheck)):
+    for what, value in (("found (the mlx_rocev2 result)", found), ("installed (the install result)", installed),
+                        ("recheck (the second read)", recheck)):
         if value is not None and not isinstance(value, dict):
-            raise AnsibleFilterError("%s: %s must be a dict, got %s" % (name, what, type(value).__name__))
+            raise RdmaInputError("%s must be a dict, got %s" % (what, type(value).__name__))
+    if found is None:
+        raise RdmaInputError("found (the mlx_rocev2 result) must be a dict, got NoneType")
     latest = recheck if recheck and recheck.get("verbs") else found
     verbs = latest.get("verbs") or {}
     device = latest.get("rdma_device") or "the RDMA device"
@@ -242,19 +249,41 @@ def guest_verbs_problem(found, installed=None, recheck=None):
             % (device, ", ".join(verbs.get("devices") or []) or "none", provider, family, failed))
 
 
+def registered_verbs_problem(found, installed=None, reread=None):
+    """:func:`guest_verbs_problem` from the role's registered results as they stand: the install's
+    only where it changed or failed (a skipped or converged install says nothing), the second read
+    only where it ran (not skipped)."""
+    if installed is not None and not isinstance(installed, dict):
+        raise RdmaInputError("installed (the install result) must be a dict, got %s" % type(installed).__name__)
+    if reread is not None and not isinstance(reread, dict):
+        raise RdmaInputError("recheck (the second read) must be a dict, got %s" % type(reread).__name__)
+    installed = installed if installed and (installed.get("changed") or installed.get("failed")) else None
+    reread = reread if reread is not None and not reread.get("skipped") else None
+    return guest_verbs_problem(found, installed, reread)
+
+
 def _lines(entries):
     """The block's lines nccl_env writes for ``entries``; None for entries it refuses (the call
     that writes them says why)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.hosts_block import block_lines  # pylint: disable=import-outside-toplevel
     try:
         return block_lines(entries)
     except InputError:
         return None
 
 
-class FilterModule:
-    """RDMA fleet filters."""
-
-    def filters(self):
-        return {"guest_rdma_calls": guest_rdma_calls, "rdma_fleet": rdma_fleet, "rdma_nccl_write": rdma_nccl_write,
-                "guest_verbs_problem": guest_verbs_problem}
+def netdev_by_mac(facts, mac):
+    """The netdev whose MAC is ``mac`` in gathered facts (the ``network`` subset: ``interfaces``
+    and each ``<name>.macaddress``); a VLAN on the VF shares its MAC, so a name with a dot comes
+    last. An error naming the MACs there when none carries it."""
+    if not isinstance(facts, dict):
+        raise RdmaInputError("facts: expected ansible_facts (gathered with the network subset), got %s" % type(facts).__name__)
+    want = str(mac or "").lower()
+    seen = {}
+    for name in facts.get("interfaces") or []:
+        entry = facts.get(name) or {}
+        seen[name] = str(entry.get("macaddress") or "").lower()
+    found = sorted((n for n, m in seen.items() if m == want), key=lambda n: ("." in n, n))
+    if not found:
+        raise RdmaInputError("no netdev carries %s (%s); is the VF passed through and its "
+                             "driver loaded?" % (want, ", ".join("%s %s" % i for i in sorted(seen.items())) or "no netdevs"))
+    return found[0]

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tenants' guests that join the controller's inventory (role tenant_guests): the running
+guests' ``add_host`` entries and names, the inventory's hosts taken from the task's variables
+(``groups.all``); or, given a looped wait's result (``waited``), the guests that did not answer SSH
+and how long each was waited for (plugin_utils guest_inventory, pure). Runs on the controller
+only; asks the host nothing and changes nothing (the role's ``add_host`` task adds the hosts)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import guest_inventory
+
+HOSTS_ARGS = ("tenants", "access", "jump_host", "plan", "links", "add")
+WAIT_ARGS = ("waited", "host_name")
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(HOSTS_ARGS + WAIT_ARGS)
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        args = self._task.args
+        try:
+            if "waited" in args:
+                mixed = sorted(name for name in HOSTS_ARGS if name in args)
+                if mixed:
+                    raise guest_inventory.GuestWaitError("%s: give either the tenants (the hosts to add) or waited (the wait's "
+                                                         "result), not both" % ", ".join(mixed))
+                failures = guest_inventory.wait_failures(args["waited"], args.get("host_name"))
+                result.update(changed=False, unanswered=failures, times=guest_inventory.wait_times(args["waited"]))
+                return result
+            if "host_name" in args:
+                raise guest_inventory.GuestWaitError("host_name: only the wait's form (waited) takes it")
+            if "tenants" not in args:
+                raise guest_inventory.GuestInventoryError("tenants: give the tenant list (gpuvirt_tenants), or waited")
+            known = ((task_vars or {}).get("groups") or {}).get("all") or []
+            hosts = guest_inventory.guest_hosts(args["tenants"], args.get("access"), args.get("jump_host"), args.get("plan"),
+                                                list(known), args.get("add", True), args.get("links"))
+        except ValueError as exc:
+            return dict(result, failed=True, changed=False, msg="guest_inventory: %s" % exc)
+        result.update(changed=False, hosts=hosts, names=[entry["name"] for entry in hosts])
+        return result
