@@ -98,6 +98,29 @@ def sriov_vfio_notes(result):
     return lines
 
 
+def boot_unsettled(after):
+    """What the boot stage's check after its reboot (its iommu_grub call in check mode, ``after``)
+    still finds to do, one line each: the check failed, a reboot still required, hugepage pools to
+    change, or pools not allocated as requested (the kernel found too little contiguous memory).
+    Empty when the new kernel is as wanted."""
+    if not isinstance(after, dict):
+        raise StageResultError("run: give the registered result of the boot stage's check after its reboot (a dict), got %s"
+                               % type(after).__name__)
+    problems = []
+    if flag(after.get("failed"), "run.failed"):
+        problems.append("the check failed: %s" % after.get("msg", ""))
+    if flag(after.get("reboot_required"), "run.reboot_required"):
+        problems.append("a reboot is still required: %s" % "; ".join(after.get("pending") or []))
+    hugepages = after.get("hugepages") or {}
+    if hugepages.get("changed"):
+        problems.append("the hugepage pools would still change")
+    for pool in hugepages.get("pages") or []:
+        if pool.get("allocated") != pool.get("requested"):
+            problems.append("%s pages on node %s: %s allocated of %s requested" % (
+                pool.get("size"), pool.get("node"), pool.get("allocated"), pool.get("requested")))
+    return problems
+
+
 def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check_mode=False):
     """{result, stage_changed, host_changed, report, and the stage's parts} of what ``stage`` takes.
     ``host_changed``: what a host model read before no longer shows, never in check mode. The parts:

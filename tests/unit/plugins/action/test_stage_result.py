@@ -52,3 +52,20 @@ def test_bad_arguments_are_named(args, message):
     result = run(args)
     assert result["failed"] and result["msg"] == message and result["changed"] is False
     assert "result" not in result and "report" not in result
+
+
+def test_boot_settled_fails_naming_what_the_check_after_the_reboot_still_finds():
+    settled = run({"stage": "boot_settled", "run": {"changed": False, "reboot_required": False}})
+    assert not settled.get("failed") and settled["unsettled"] == [] and settled["changed"] is False
+    left = run({"stage": "boot_settled", "run": {"changed": True, "reboot_required": True, "pending": ["iommu=pt"]}})
+    assert left["failed"] and left["unsettled"] == ["a reboot is still required: iommu=pt"]
+    assert left["msg"] == "the new kernel is not as the boot stage wants it: a reboot is still required: iommu=pt"
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"stage": "boot_settled", "run": "text"}, "run: give the registered result of the boot stage's check"),
+    ({"stage": "boot_settled", "run": {}, "checked": NOT_ANSWERED}, "checked: the boot_settled stage takes only run"),
+])
+def test_boot_settled_names_a_bad_argument(args, words):
+    refused = run(args)
+    assert refused["failed"] and words in refused["msg"] and "unsettled" not in refused
