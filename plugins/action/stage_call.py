@@ -14,10 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.executor import module_common
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.module_defaults import with_module_defaults
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import StageInputError, stage_module, stage_options
 
 
@@ -29,14 +29,7 @@ class ActionModule(ActionBase):
 
     def _with_defaults(self, module, options):
         """``options`` with the play's module_defaults for ``module`` where they set what the options do not."""
-        # what ansible-core's own actions package and service do for the module they run:
-        # _apply_action_arg_defaults from 2.19, get_action_args_with_defaults before
-        apply_defaults = getattr(module_common, "_apply_action_arg_defaults", None)
-        if apply_defaults is not None:
-            return apply_defaults(module, self._task, options, self._templar)
-        with_defaults = getattr(module_common, "get_action_args_with_defaults")
-        return with_defaults(module, options, self._task.module_defaults, self._templar,
-                             action_groups=self._task._parent._play._action_groups)
+        return with_module_defaults(self._task, self._templar, module, options)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)

@@ -21,7 +21,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_results impo
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("stage", "checked", "run", "reboot_ok", "preview"))
+    _VALID_ARGS = frozenset(("stage", "checked", "run", "reboot_ok", "preview", "service"))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
@@ -35,8 +35,11 @@ class ActionModule(ActionBase):
                 raise StageResultError("reboot_ok: only the boot stage takes it; leave it out of the %s stage's task" % stage)
             if "preview" in args and stage != "tenants":
                 raise StageResultError("preview: only the tenants stage takes it; leave it out of the %s stage's task" % stage)
+            if "service" in args and stage != "libvirt_mounts":
+                raise StageResultError("service: only the libvirt_mounts stage takes it; leave it out of the %s stage's task" % stage)
             outcome = stage_result(stage, args.get("checked"), args.get("run"), reboot_ok=args.get("reboot_ok", False),
-                                   preview=args.get("preview", False), check_mode=bool(self._task.check_mode))
+                                   preview=args.get("preview", False), check_mode=bool(self._task.check_mode),
+                                   service=args.get("service"))
         except (StageResultError, ValueError) as exc:
             return dict(result, failed=True, changed=False, msg="stage_result: %s" % exc)
         result.update(outcome, changed=False)

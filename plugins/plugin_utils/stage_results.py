@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.libvirt_service import LibvirtServiceError, service_due
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.tenant_report import tenant_stage_report
 
 __metaclass__ = type
@@ -121,12 +122,14 @@ def boot_unsettled(after):
     return problems
 
 
-def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check_mode=False):
+def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check_mode=False, service=None):
     """{result, stage_changed, host_changed, report, and the stage's parts} of what ``stage`` takes.
     ``host_changed``: what a host model read before no longer shows, never in check mode. The parts:
     ``boot`` boot_parts; ``sriov_vfio`` the devices bound, their companions, the isolation and the VF
     part; ``tenants`` the plan, the foreign domains, the removed and those to restart;
-    ``libvirt_mounts`` none. ``report``: the stage's lines (boot_notes, sriov_vfio_notes, the
+    ``libvirt_mounts`` with ``service`` (the libvirt service as the role read it before its mounts:
+    the action libvirt_service's ``service``) ``restart_service``, whether libvirtd, running before,
+    restarts to find a mount this run made. ``report``: the stage's lines (boot_notes, sriov_vfio_notes, the
     tenants' report, tenant_report.tenant_stage_report, its VF settings with ``preview``)."""
     if stage not in STAGES:
         raise StageResultError("stage: give one of %s, got %r" % (", ".join(STAGES), stage))
@@ -143,4 +146,9 @@ def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check
         outcome.update(plan=taken.get("plan") or {}, foreign=taken.get("foreign") or {}, removed=taken.get("removed") or [],
                        restart_required=taken.get("restart_required") or [],
                        report=tenant_stage_report(taken, flag(preview, "preview")))
+    elif stage == "libvirt_mounts" and service is not None:
+        try:
+            outcome["restart_service"] = service_due(service, taken)["restart"]
+        except LibvirtServiceError as exc:
+            raise StageResultError("service: %s" % exc)
     return outcome

@@ -69,3 +69,34 @@ def test_boot_settled_fails_naming_what_the_check_after_the_reboot_still_finds()
 def test_boot_settled_names_a_bad_argument(args, words):
     refused = run(args)
     assert refused["failed"] and words in refused["msg"] and "unsettled" not in refused
+
+
+RUNNING = {"family": "Debian", "packages": ["libvirt-daemon-system"], "missing": [], "enabled": "enabled", "active": "active",
+           "answers": True}
+NEW_MOUNT = {"changed": True, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False}]}
+
+
+@pytest.mark.parametrize("service, run_result, restart", [
+    # running before this run mounted a hugetlbfs it did not have: libvirtd restarts to find it
+    (RUNNING, NEW_MOUNT, True),
+    # the mount was there already, or libvirtd was not running (its start finds the mount)
+    (RUNNING, dict(NEW_MOUNT, changed=False, mounts=[{"size": "1G", "path": "/dev/hugepages1G", "mounted": True}]), False),
+    (dict(RUNNING, active="inactive"), NEW_MOUNT, False),
+    # no mount asked: the call was skipped
+    (RUNNING, {"changed": False, "skipped": True}, False),
+])
+def test_the_libvirt_mounts_result_says_whether_libvirtd_restarts(service, run_result, restart):
+    taken = run({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": run_result, "service": service})
+    assert not taken.get("failed") and taken["restart_service"] is restart
+    assert "restart_service" not in run({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": run_result})
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": NEW_MOUNT, "service": "active"},
+     "stage_result: service: expected the service read (tenant_domain_info's service), got str"),
+    ({"stage": "tenants", "checked": NOT_ANSWERED, "service": RUNNING},
+     "stage_result: service: only the libvirt_mounts stage takes it; leave it out of the tenants stage's task"),
+])
+def test_the_service_is_the_libvirt_mounts_stages_only(args, words):
+    refused = run(args)
+    assert refused["failed"] and refused["msg"] == words
