@@ -25,7 +25,7 @@ CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansi
                       # the gate's result taken, a stage's call built and the report written on the controller: the
                       # host is asked nothing
                       "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
-                      "gpuvirt.tenancy.report_file", "gpuvirt.tenancy.preflight_report"}
+                      "gpuvirt.tenancy.report_file", "gpuvirt.tenancy.preflight_report", "gpuvirt.tenancy.reboot_share"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
 
