@@ -43,7 +43,7 @@ class ActionModule(ActionBase):
             if preview:
                 # said as debug says its msg: shown without -v, a list one line per item
                 lines = host_preview(args.get("uefi"), mounts, args.get("name") or "libvirtd")
-                return dict(result, changed=False, msg=lines, _ansible_verbose_always=True)
+                return dict(result, changed=False, msg=lines, read_here=False, _ansible_verbose_always=True)
             query = service_query(args.get("name"), args.get("uefi"), args.get("packages"))
         except LibvirtServiceError as exc:
             return dict(result, failed=True, changed=False, msg="libvirt_service: %s" % exc)

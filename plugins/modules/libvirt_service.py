@@ -105,8 +105,8 @@ query:
   type: dict
   sample: {name: libvirtd, uefi: true}
 read_here:
-  description: Whether the service was read on the host (false where O(read) answered the question).
-  returned: without O(preview)
+  description: Whether the service was read on the host (false where O(read) answered the question, and with O(preview)).
+  returned: always
   type: bool
 install:
   description: A package is missing.

@@ -80,6 +80,6 @@ def test_a_bad_input_is_named_and_nothing_is_read(args, words):
 
 def test_a_preview_says_the_roles_changes_and_reads_nothing():
     result, calls = run({"preview": True, "name": "libvirtd", "uefi": True, "mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]})
-    assert calls == [] and not result.get("failed") and result["_ansible_verbose_always"] is True
+    assert calls == [] and not result.get("failed") and result["_ansible_verbose_always"] is True and result["read_here"] is False
     assert result["msg"][0].startswith("hugetlbfs /dev/hugepages1G (pagesize=1G): the libvirt host role")
     assert result["msg"][-1] == "OVMF: the libvirt host role installs it where it is missing (a tenant boots with UEFI)"

@@ -14,7 +14,8 @@ from fakes.actions import run_action  # pylint: disable=import-error
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"stage": "boats", "options": {}}, "stage: 'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov, sriov_vfio, tenants"),
+    ({"stage": "boats", "options": {}},
+     "stage: 'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov, sriov_vfio, tenants"),
     ({"stage": "tenants", "options": ["tenants"]},
      "options: give the options of the tenants stage's gpuvirt.tenancy.tenant_domain call as a dict (the options gate_check "
      "hands back), got list"),

@@ -305,8 +305,8 @@ SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],
 ])
 def test_sriov_is_one_sriov_vfs_call_for_every_pf_and_the_tenants_vf_settings(inputs, expected_pfs):
     options = stage_options("sriov", inputs)
-    assert options == {"pfs": expected_pfs, "vf_settings": [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": 10,
-                                                              "spoofchk": True, "trust": False}]}
+    settings = [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": 10, "spoofchk": True, "trust": False}]
+    assert options == {"pfs": expected_pfs, "vf_settings": settings}
     assert stage_module("sriov") == "gpuvirt.tenancy.sriov_vfs"
     # the module's own spec takes the call as built
     validated = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", SRIOV_VFS_ARGS, options)
