@@ -37,7 +37,7 @@ class ActionModule(ActionBase):
                             msg="give the call either as options (a dict) or as stage and inputs (the stage role's inputs), "
                                 "not both")
             try:
-                options = stage_options(self._task.args["stage"], self._task.args["inputs"])
+                options = stage_options(self._task.args["stage"], self._task.args["inputs"], gate=True)
             except StageInputError as exc:
                 return dict(result, failed=True, changed=False, msg="%s: %s" % (self._task.args["stage"], exc))
         if not isinstance(options, dict):

@@ -19,6 +19,10 @@ description:
   - "After a failed attempt to reach the host, when O(status_interval) seconds or more passed since the
     wait began or since the last line, it prints
     C(REBOOT WAIT HOST: N s of BOUND s, not back yet (STEP: last error))."
+  - With O(cmdline_wanted) or O(cmdline_unwanted), the reboot is proven as well - the boot ids read before and
+    after it (the builtin's own reads) differ, and C(/proc/cmdline), read once after it, holds every argument of
+    O(cmdline_wanted) as written and none of O(cmdline_unwanted); otherwise the task fails, naming the boot ids,
+    the running command line and what it lacks or still has.
   - Everything else is M(ansible.builtin.reboot)'s, which this action runs (the reboot command, the new
     boot time check, the test command, the options below and the result).
   - An action plugin; this file holds its documentation.
@@ -33,6 +37,19 @@ options:
         (C(until)/C(retries)) keeps this option.
     type: int
     default: 30
+  cmdline_wanted:
+    description:
+      - Kernel command-line arguments the new boot must run with (the boot stage gives its result's C(args_missing)).
+      - A list of strings; anything else fails the task before the reboot, naming the value.
+    type: list
+    elements: str
+  cmdline_unwanted:
+    description:
+      - Kernel command-line arguments the new boot must no longer run with (the boot stage gives its result's
+        C(args_unwanted)).
+      - A list of strings; anything else fails the task before the reboot, naming the value.
+    type: list
+    elements: str
   reboot_timeout:
     description:
       - Seconds to wait for the host to come back (the new boot time), then again for the test command to succeed.
@@ -103,6 +120,11 @@ EXAMPLES = r"""
 - name: Say how long it took
   ansible.builtin.debug:
     msg: "back after {{ rebooted.elapsed }} s"
+
+- name: Reboot, and fail unless the new kernel runs with intel_iommu=on and without nouveau.modeset=1
+  gpuvirt.tenancy.host_reboot:
+    cmdline_wanted: [intel_iommu=on, iommu=pt]
+    cmdline_unwanted: [nouveau.modeset=1]
 """
 
 RETURN = r"""
@@ -116,4 +138,25 @@ elapsed:
   returned: always
   type: int
   sample: 136
+boot_id_before:
+  description: The boot id read before the reboot.
+  returned: with O(cmdline_wanted) or O(cmdline_unwanted), after a reboot
+  type: str
+  sample: 3f1c6a0e-8d6b-4b57-9a52-3c1e9f0d2a11
+boot_id:
+  description: The boot id read after the reboot.
+  returned: with O(cmdline_wanted) or O(cmdline_unwanted), after a reboot
+  type: str
+  sample: 8b0d2f4e-1c7a-4e39-b6d5-0f2a9c3e7b48
+cmdline:
+  description: The running kernel's command line after the reboot (C(/proc/cmdline)).
+  returned: with O(cmdline_wanted) or O(cmdline_unwanted), after a reboot
+  type: str
+  sample: BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro intel_iommu=on iommu=pt
+problems:
+  description: What the proof found wrong, one line each; empty when the reboot is proven.
+  returned: with O(cmdline_wanted) or O(cmdline_unwanted), after a reboot
+  type: list
+  elements: str
+  sample: ["the new command line lacks iommu=pt"]
 """

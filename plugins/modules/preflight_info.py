@@ -19,7 +19,7 @@ description:
   - When neither tool is installed each ConnectX PF is reported with status C(tool not found); that is
     not a failure.
   - Changes nothing. The P(gpuvirt.tenancy.preflight#role) role turns the result into the per-host report
-    with the filter P(gpuvirt.tenancy.preflight_report#filter).
+    with the action M(gpuvirt.tenancy.preflight_report).
   - Where the host is a captured tree on the controller (a preview, with a local connection whose Python is
     the one running ansible-playbook, without become or async, and O(root) other than V(/)), the module's
     code runs in the controller's process instead of a module process, with the same validation and the
@@ -48,8 +48,8 @@ options:
         M(gpuvirt.tenancy.hugepages) with C(mounts) only); each call runs here in check mode, in this same call, validated as its module
         validates it. Returned in RV(stage_checks); a stage whose options are exactly the ones checked, and whose check
         changes nothing, need not call its module (docs/ARCHITECTURE.md, section One call per stage).
-      - A check that fails is reported in RV(stage_checks) and is not a failure here; the preflight report (filter
-        P(gpuvirt.tenancy.preflight_report#filter), role C(preflight)) fails the host where the stage itself would give that refusal
+      - A check that fails is reported in RV(stage_checks) and is not a failure here; the preflight report (action
+        M(gpuvirt.tenancy.preflight_report), role C(preflight)) fails the host where the stage itself would give that refusal
         later in the run, naming the stage.
       - Omitted or empty, nothing is checked.
     type: dict

@@ -17,6 +17,10 @@ description:
     M(gpuvirt.tenancy.vfio_bind), V(tenants) is M(gpuvirt.tenancy.tenant_domain)) on the host with O(options), the
     options M(gpuvirt.tenancy.gate_check) built from the stage role's inputs and handed back where the preflight gate's
     check did not answer the call. A stage role so lists none of its call's options.
+  - The call may be given as O(inputs) instead, the stage role's inputs, from which the action builds the options as
+    M(gpuvirt.tenancy.gate_check) does - so a role whose call the gate does not check, the standalone C(host_sriov)'s
+    (V(sriov), M(gpuvirt.tenancy.sriov_vfs) for every PF and the VF settings the tenants name), builds and makes its call
+    in one task. A bad input fails the task naming it, before any module runs.
   - The module gets the play's C(module_defaults) as a task naming it would (its own, and those of its action groups
     C(group/gpuvirt.tenancy.all) and C(group/gpuvirt.tenancy.libvirt)); O(options) win over them.
   - The result is the module's own. Check mode, diff and C(async) with C(poll) work as for a task of the module.
@@ -40,11 +44,17 @@ options:
     description: The host stage whose module runs.
     type: str
     required: true
-    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts, sriov]
   options:
-    description: The options of the stage module's call (RV(gpuvirt.tenancy.gate_check#module:options)).
+    description:
+      - The options of the stage module's call (RV(gpuvirt.tenancy.gate_check#module:options)).
+      - Give either O(options) or O(inputs).
     type: dict
-    required: true
+  inputs:
+    description:
+      - The stage role's inputs (its variables without the role's prefix), as M(gpuvirt.tenancy.stage_options) takes them.
+      - Give either O(options) or O(inputs).
+    type: dict
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
 """
@@ -64,6 +74,16 @@ EXAMPLES = r"""
   async: 3600
   poll: 15
   when: not __tenant_vms_checked.answered
+
+- name: The VFs of every PF and the tenants' VF settings, one sriov_vfs call built from the role's inputs
+  gpuvirt.tenancy.stage_call:
+    stage: sriov
+    inputs:
+      pfs: "{{ gpuvirt_sriov_pfs }}"
+      tenants: "{{ gpuvirt_tenants }}"
+      autoprobe: false
+      persist: true
+      force: false
 """
 
 RETURN = r"""

@@ -31,6 +31,10 @@ description:
   - The libvirt host role's hugetlbfs mounts (V(libvirt_mounts), the tenants stage's, before libvirtd starts) are a
     M(gpuvirt.tenancy.hugepages) call with O(gpuvirt.tenancy.hugepages#module:mounts) only (no pages, no boot-time
     arguments, the mount units enabled at every boot), or V({}) (no call) when no mount is asked for.
+  - The standalone C(host_sriov) role's call (V(sriov), which the gate does not check) is a M(gpuvirt.tenancy.sriov_vfs)
+    call - every PF of C(pfs) (C([{pf, num_vfs, autoprobe}])) with its count, its own C(autoprobe) or the role's,
+    C(persist) and C(force), and the settings of each VF a present tenant of C(tenants) names by address
+    (O(gpuvirt.tenancy.sriov_vfs#module:vf_settings)).
   - Decides nothing about the host. Runs on the controller; it asks nothing of the host. An action plugin; this file
     holds its documentation.
 extends_documentation_fragment:
@@ -50,7 +54,7 @@ options:
     description: The host stage.
     type: str
     required: true
-    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts, sriov]
   inputs:
     description:
       - The stage role's inputs without the role's prefix (the role's internal C(__<role>_inputs)), every one given.

@@ -28,6 +28,9 @@ description:
     re-planned, foreign domains, tenants that do not fit, where each tenant's VFs sit from its GPU, in a preview the NCCL
     each guest stage writes and the VF settings, restarts due).
   - The libvirt host role's hugetlbfs mounts (V(libvirt_mounts)) - the result only.
+  - The boot stage's check after its reboot (V(boot_settled)) - its iommu_grub call in check mode, given as O(run)
+    alone; the task fails where the new kernel is not yet as the stage wants it (the check failed, a reboot still
+    required, hugepage pools to change or not allocated as requested), naming each in RV(unsettled).
   - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
     documentation.
 extends_documentation_fragment:
@@ -47,13 +50,16 @@ options:
     description: The host stage.
     type: str
     required: true
-    choices: [boot, sriov_vfio, tenants, libvirt_mounts]
+    choices: [boot, sriov_vfio, tenants, libvirt_mounts, boot_settled]
   checked:
-    description: The registered result of the stage's M(gpuvirt.tenancy.gate_check) task (a skipped one is no answer).
+    description:
+      - The registered result of the stage's M(gpuvirt.tenancy.gate_check) task (a skipped one is no answer).
+      - Required for every stage but V(boot_settled), which takes none.
     type: dict
-    required: true
   run:
-    description: The registered result of the stage's M(gpuvirt.tenancy.stage_call) task, or V(null) where it did not run.
+    description:
+      - The registered result of the stage's M(gpuvirt.tenancy.stage_call) task, or V(null) where it did not run.
+      - For V(boot_settled), the registered result of the boot stage's check after its reboot.
     type: dict
   reboot_ok:
     description: The boot stage only - whether a reboot is allowed now (the role's C(<role>_reboot_ok)).
@@ -83,6 +89,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+unsettled:
+  description: The boot stage's check after its reboot - what it still finds to do, one line each; empty when settled.
+  returned: O(stage=boot_settled)
+  type: list
+  elements: str
+  sample: ["2M pages on node 0: 1000 allocated of 2048 requested"]
 result:
   description: The result the stage takes (the gate's check or the call's), V({}) when the stage asked nothing.
   returned: success

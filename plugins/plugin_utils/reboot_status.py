@@ -56,3 +56,40 @@ class RebootWaitStatus:
         if len(reason) > ERROR_CHARS:
             reason = reason[:ERROR_CHARS - 3] + "..."
         return "REBOOT WAIT %s: %d s of %s s, not back yet (%s: %s)" % (self.host, int(now - self.began), self.bound, step, reason)
+
+
+def kernel_arg_list(value, name):
+    """A list of kernel command-line arguments as the task hands it over; unset (none, "") is []."""
+    if value is None or value == "":
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(arg, str) for arg in value):
+        raise ValueError("%s: %r is not a list of kernel command-line arguments; give a list such as [intel_iommu=on, iommu=pt] "
+                         "(the boot stage gives its result's args_missing and args_unwanted)" % (name, value))
+    return list(value)
+
+
+def reboot_proof(boot_id_before, boot_id_after, cmdline, wanted=None, unwanted=None):
+    """Whether a reboot is proven: ``{ok, problems, message}``. A boot id read before the reboot
+    and another one after it (/proc/sys/kernel/random/boot_id: a new one at every boot), every
+    argument of ``wanted`` on the new command line (``cmdline``, the text of /proc/cmdline) as
+    written, none of ``unwanted``. ValueError names a list that is not one of arguments."""
+    wanted = kernel_arg_list(wanted, "cmdline_wanted")
+    unwanted = kernel_arg_list(unwanted, "cmdline_unwanted")
+    old_id = (boot_id_before or "").strip()
+    new_id = (boot_id_after or "").strip()
+    running = (cmdline or "").split()
+    missing = [arg for arg in wanted if arg not in running]
+    still = [arg for arg in unwanted if arg in running]
+    problems = []
+    if not old_id:
+        problems.append("no boot id was read before the reboot")
+    elif new_id == old_id:
+        problems.append("the boot id is still %s: the host did not boot again" % old_id)
+    if missing:
+        problems.append("the new command line lacks %s" % " ".join(missing))
+    if still:
+        problems.append("the new command line still has %s" % " ".join(still))
+    message = "boot id %s -> %s; the kernel runs with %s" % (old_id or "?", new_id or "?", " ".join(running))
+    if problems:
+        message += "; " + "; ".join(problems) + " (is the edited boot entry the default one? docs/boot.md)"
+    return {"ok": not problems, "problems": problems, "message": message}

@@ -256,18 +256,50 @@ def _libvirt_mounts(inputs):
     return options
 
 
-STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants, "libvirt_mounts": _libvirt_mounts}
+# The standalone host_sriov role's one sriov_vfs call (the SR-IOV/VFIO stage makes the same VFs inside its
+# vfio_bind call instead): every PF of ``pfs`` ([{pf, num_vfs, autoprobe}], as gpuvirt_sriov_pfs) and the
+# settings of the VFs the tenants name, module_utils sriov_vfio/tenant_vfs.sriov_request (which vfio_bind
+# runs on the host for its own request). The gate does not check it.
+SRIOV_INPUTS = ("pfs", "tenants", "autoprobe", "persist", "force")
+
+
+def _sriov(inputs):
+    """The host_sriov role's sriov_vfs call, ``{pfs, vf_settings}``: each PF with its count, its own
+    ``autoprobe`` or the role's, ``persist`` and ``force``; the settings of each VF a present tenant
+    names by address. A flag unset is false, as the role's ``| bool`` took it."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_vfs
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+
+    given = _inputs("sriov", "host_sriov", inputs, SRIOV_INPUTS)
+    tenants = _option("host_sriov", "tenants", given["tenants"], {"type": "list"}, True)
+    flags = [_flag("host_sriov", name, given[name]) for name in ("autoprobe", "persist", "force")]
+    try:
+        return tenant_vfs.sriov_request(given["pfs"], tenants, *flags)
+    except InputError as exc:
+        raise StageInputError("pfs (host_sriov_pfs) or tenants (host_sriov_tenants): %s" % exc)
+
+
+STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants, "libvirt_mounts": _libvirt_mounts,
+                 "sriov": _sriov}
+# each stage's module: the gate's (module_utils stage_checks STAGE_MODULES: it checks the same calls), and
+# the standalone host_sriov role's, which the gate does not check
+CALL_MODULES = dict(STAGE_MODULES, sriov="sriov_vfs")
 
 
 def stage_module(stage):
-    """The module of ``stage``'s call (module_utils stage_checks STAGE_MODULES: the gate checks the same)."""
+    """The module of ``stage``'s call (module_utils stage_checks STAGE_MODULES: the gate checks the same;
+    ``sriov``, the standalone host_sriov role's, sriov_vfs)."""
     if stage not in STAGE_OPTIONS:
         raise StageInputError("stage: %r is not a host stage whose call is built here; give one of %s"
                               % (stage, ", ".join(sorted(STAGE_OPTIONS))))
-    return "gpuvirt.tenancy." + STAGE_MODULES[stage]
+    return "gpuvirt.tenancy." + CALL_MODULES[stage]
 
 
-def stage_options(stage, inputs):
-    """The options of ``stage``'s one call for the role's ``inputs``; StageInputError names a bad input."""
+def stage_options(stage, inputs, gate=False):
+    """The options of ``stage``'s one call for the role's ``inputs``; StageInputError names a bad input.
+    ``gate``: only a stage whose call the preflight gate checks."""
     stage_module(stage)
+    if gate and stage not in STAGE_MODULES:
+        raise StageInputError("stage: the preflight gate checks no %s call; give one of %s, or make the call with "
+                              "gpuvirt.tenancy.stage_call" % (stage, ", ".join(sorted(STAGE_MODULES))))
     return STAGE_OPTIONS[stage](inputs)

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.libvirt_service import LibvirtServiceError, service_due
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.tenant_report import tenant_stage_report
 
 __metaclass__ = type
@@ -98,12 +99,37 @@ def sriov_vfio_notes(result):
     return lines
 
 
-def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check_mode=False):
+def boot_unsettled(after):
+    """What the boot stage's check after its reboot (its iommu_grub call in check mode, ``after``)
+    still finds to do, one line each: the check failed, a reboot still required, hugepage pools to
+    change, or pools not allocated as requested (the kernel found too little contiguous memory).
+    Empty when the new kernel is as wanted."""
+    if not isinstance(after, dict):
+        raise StageResultError("run: give the registered result of the boot stage's check after its reboot (a dict), got %s"
+                               % type(after).__name__)
+    problems = []
+    if flag(after.get("failed"), "run.failed"):
+        problems.append("the check failed: %s" % after.get("msg", ""))
+    if flag(after.get("reboot_required"), "run.reboot_required"):
+        problems.append("a reboot is still required: %s" % "; ".join(after.get("pending") or []))
+    hugepages = after.get("hugepages") or {}
+    if hugepages.get("changed"):
+        problems.append("the hugepage pools would still change")
+    for pool in hugepages.get("pages") or []:
+        if pool.get("allocated") != pool.get("requested"):
+            problems.append("%s pages on node %s: %s allocated of %s requested" % (
+                pool.get("size"), pool.get("node"), pool.get("allocated"), pool.get("requested")))
+    return problems
+
+
+def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check_mode=False, service=None):
     """{result, stage_changed, host_changed, report, and the stage's parts} of what ``stage`` takes.
     ``host_changed``: what a host model read before no longer shows, never in check mode. The parts:
     ``boot`` boot_parts; ``sriov_vfio`` the devices bound, their companions, the isolation and the VF
     part; ``tenants`` the plan, the foreign domains, the removed and those to restart;
-    ``libvirt_mounts`` none. ``report``: the stage's lines (boot_notes, sriov_vfio_notes, the
+    ``libvirt_mounts`` with ``service`` (the libvirt service as the role read it before its mounts:
+    the action libvirt_service's ``service``) ``restart_service``, whether libvirtd, running before,
+    restarts to find a mount this run made. ``report``: the stage's lines (boot_notes, sriov_vfio_notes, the
     tenants' report, tenant_report.tenant_stage_report, its VF settings with ``preview``)."""
     if stage not in STAGES:
         raise StageResultError("stage: give one of %s, got %r" % (", ".join(STAGES), stage))
@@ -120,4 +146,9 @@ def stage_result(stage, checked, run=None, reboot_ok=False, preview=False, check
         outcome.update(plan=taken.get("plan") or {}, foreign=taken.get("foreign") or {}, removed=taken.get("removed") or [],
                        restart_required=taken.get("restart_required") or [],
                        report=tenant_stage_report(taken, flag(preview, "preview")))
+    elif stage == "libvirt_mounts" and service is not None:
+        try:
+            outcome["restart_service"] = service_due(service, taken)["restart"]
+        except LibvirtServiceError as exc:
+            raise StageResultError("service: %s" % exc)
     return outcome

@@ -242,9 +242,10 @@ def action_plugin_names():
 def test_action_groups_for_module_defaults():
     """group/gpuvirt.tenancy.all holds every module that takes root, which is every module but the
     action plugins (host_reboot: ansible.builtin.reboot's options and its own; gate_check, stage_options,
-    stage_result, report_file, guest_inventory, mig_layout, mps_plan and the rdma_* ones: on the controller, they ask the
-    host nothing; stage_call runs a stage's module, which gets the
-    play's module_defaults for that module; preflight_info's action plugin runs a module that takes root) and
+    stage_result, preflight_report, reboot_share, report_file, guest_inventory, mig_layout, mps_plan and the rdma_*
+    ones: on the controller, they ask the host nothing; stage_call runs a stage's module, and libvirt_service
+    tenant_domain_info, each of which gets the play's module_defaults for that module; preflight_info's action plugin
+    runs a module that takes root) and
     fabric_partition (it reads and writes no file, only the Fabric Manager's partitions through fmpm); group
     gpuvirt.tenancy.libvirt holds exactly the modules with a libvirt uri (a module refuses a
     default for an option it does not have, so a group holds only modules sharing its options)."""
@@ -252,12 +253,14 @@ def test_action_groups_for_module_defaults():
     options = module_options(module_names())
     assert sorted(groups["all"]) == [name for name in module_names() if "root" in options[name]]
     assert [name for name in module_names() if "root" not in options[name]] == [
-        "fabric_partition", "gate_check", "guest_inventory", "host_reboot", "mig_layout", "mps_plan", "rdma_calls", "rdma_fleet",
-        "rdma_netdev", "rdma_verbs", "report_file", "stage_call", "stage_options", "stage_result"]
+        "fabric_partition", "gate_check", "guest_inventory", "host_reboot", "libvirt_service", "mig_layout", "mps_plan",
+        "preflight_report", "rdma_calls", "rdma_fleet", "rdma_netdev", "rdma_verbs", "reboot_share", "report_file",
+        "stage_call", "stage_options", "stage_result"]
     # preflight_info's action runs the module itself on a captured tree, and ships it elsewhere
-    assert action_plugin_names() == ["gate_check", "guest_inventory", "host_reboot", "mig_layout", "mps_plan", "preflight_info",
-                                     "rdma_calls", "rdma_fleet", "rdma_netdev", "rdma_verbs", "report_file", "stage_call",
-                                     "stage_options", "stage_result"]
+    assert action_plugin_names() == ["gate_check", "guest_inventory", "host_reboot", "libvirt_service", "mig_layout", "mps_plan",
+                                     "preflight_info", "preflight_report", "rdma_calls", "rdma_fleet", "rdma_netdev",
+                                     "rdma_verbs", "reboot_share", "report_file", "stage_call", "stage_options",
+                                     "stage_result"]
     assert sorted(groups["libvirt"]) == [name for name in module_names() if "uri" in options[name]]
 
 

@@ -20,16 +20,20 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_plan import preflight_plan
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_report import FilterModule as ReportFilters
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import standing_refusals
 from ansible_collections.gpuvirt.tenancy.plugins.modules import iommu_grub, preflight_info, tenant_domain, vfio_bind
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.preflight_report import preflight_report
 from conftest import REPO_ROOT, run_module  # pylint: disable=import-error
 from fakes.paths import STANDINS  # pylint: disable=import-error
 from fakes.rdma import StandinCommands  # pylint: disable=import-error
 
-REPORT = ReportFilters().filters()["preflight_report"]
+
+def report_of(info, desired, policy=None):
+    """The report the preflight role makes of the gate's read (the action preflight_report's)."""
+    return preflight_report(info, desired, policy)["report"]
+
+
 URI = "test://%s/playbooks/files/preview-libvirt-node.xml" % REPO_ROOT
 MODULES = {"boot": iommu_grub.main, "sriov_vfio": vfio_bind.main, "tenants": tenant_domain.main}
 
@@ -81,15 +85,17 @@ def test_the_refusals_that_stand(checks, standing):
 def test_a_standing_refusal_fails_the_report_naming_the_stage_the_input_and_the_fix():
     topology = {"pci_devices": {}, "numa_nodes": [], "iommu": {"enabled": True, "groups": {"1": []}}}
     refused = "InputError: tenant st-a: its vlan cannot be set on VF 0000:84:00.1: PF 0000:84:00.0 has no netdev. Set link_type"
-    report = REPORT(topology, {"tenants_from": "gpuvirt_survey_tenants"}, {},
-                    stage_checks={"tenants": dict(check(refused, preview=True), module="tenant_domain")})
+    report = report_of({"topology": topology, "firmware": {},
+                        "stage_checks": {"tenants": dict(check(refused, preview=True), module="tenant_domain")}},
+                       {"tenants_from": "gpuvirt_survey_tenants"})
     assert report["status"] == "fail" and report["stage_refusals"] == ["tenants"]
     assert report["failures"] == ["stage tenants: the tenants stage (tenant_domain) refuses this run's call: tenant st-a: its "
                                   "vlan cannot be set on VF 0000:84:00.1: PF 0000:84:00.0 has no netdev. Set link_type"]
     assert report["fixes"][0].startswith("stage tenants: the tenants stage's inputs (gpuvirt_survey_tenants, gpuvirt_tenant_policy")
     assert "this run would stop in the tenants stage" in report["fixes"][0]
     # the same error where the stage would not give it (a reboot first, not a preview) is no finding
-    passed = REPORT(topology, {}, {}, stage_checks={"boot": check(result=REBOOT), "tenants": check(refused)})
+    passed = report_of({"topology": topology, "firmware": {}, "stage_checks": {"boot": check(result=REBOOT), "tenants": check(refused)}},
+                       {})
     assert passed["status"] != "fail" and passed["stage_refusals"] == []
 
 
@@ -205,8 +211,7 @@ def gate(root, state, stage_calls, pfs, tenants):
                       check_mode=True, host=host(root, state))
     assert not info.get("failed"), info.get("msg")
     desired = {"host": "dgx", "gpus": GPUS, "sriov_pfs": pfs, "hugepages": PAGES, "tenants": tenants}
-    planned = preflight_plan(info, tenants, stage_calls["tenants"]["policy"], GPUS, pfs, PAGES)
-    return info, REPORT(info["topology"], desired, info["firmware"], planned=planned, stage_checks=info["stage_checks"])
+    return info, report_of(info, desired, stage_calls["tenants"]["policy"])
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

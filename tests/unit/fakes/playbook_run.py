@@ -27,7 +27,7 @@ CONTROLLER_ACTIONS = {"ansible.builtin.set_fact", "ansible.builtin.debug", "ansi
                       "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
                       "gpuvirt.tenancy.guest_inventory", "gpuvirt.tenancy.mig_layout", "gpuvirt.tenancy.mps_plan",
                       "gpuvirt.tenancy.rdma_calls", "gpuvirt.tenancy.rdma_fleet", "gpuvirt.tenancy.rdma_netdev",
-                      "gpuvirt.tenancy.rdma_verbs",
+                      "gpuvirt.tenancy.rdma_verbs", "gpuvirt.tenancy.preflight_report", "gpuvirt.tenancy.reboot_share",
                       "gpuvirt.tenancy.report_file"}
 RUNNER_OUTCOMES = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped"}
 
@@ -66,11 +66,17 @@ def run_playbook(argv, cwd, env=None, timeout=300):
     return done.returncode, done.stdout + done.stderr, lines
 
 
+# actions that run a module on the host only where their result says so (read_here): libvirt_service
+# takes the play's libvirt read where it answers the role's question, else reads on the host
+READING_ACTIONS = {"gpuvirt.tenancy.libvirt_service"}
+
+
 def host_calls(records, host=None):
     """The tasks that ran a module on the host: not skipped, not controller-only, not the test's
     own (named ``Test | ...``); with ``host``, that host's own (not delegated) only. -> [(task, action)]."""
     return [(r["task"], r["action"]) for r in records
             if r["status"] != "skipped" and r["action"] not in CONTROLLER_ACTIONS and not (r["task"] or "").startswith("Test |")
+            and not (r["action"] in READING_ACTIONS and (r.get("result") or {}).get("read_here") is False)
             and (host is None or (r.get("host") == host and not r.get("delegated")))]
 
 

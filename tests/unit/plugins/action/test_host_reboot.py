@@ -141,3 +141,80 @@ def test_the_builtin_takes_the_task_args_as_given_and_a_retry_reads_them_again(g
             assert result["rebooted"] and plugin._status_interval == interval and plugin._status_host == "gpu-07"
     assert seen == [args, args] and plugin._task.args == args
     assert "status_interval" in host_reboot.ActionModule._VALID_ARGS and builtin_reboot.ActionModule._VALID_ARGS <= host_reboot.ActionModule._VALID_ARGS
+
+
+def builtin_rebooting(plugin, boot_ids, failed=False):
+    """The builtin's run as far as its reads of the boot id (its own get_system_boot_time, the
+    command's output given in turn: once before the reboot, then once per attempt after it)."""
+    reads = iter(boot_ids)
+
+    def builtin_run(self, tmp=None, task_vars=None):
+        for _read in boot_ids:
+            self.get_system_boot_time("debian")
+        return {"failed": True, "msg": "timed out", "rebooted": False} if failed else {"rebooted": True, "changed": True, "elapsed": 41}
+
+    def boot_time(self, distribution):
+        return next(reads)
+    return builtin_run, boot_time
+
+
+CMDLINE = "BOOT_IMAGE=/vmlinuz-6.8.0 root=/dev/vda1 ro intel_iommu=on iommu=pt\n"
+
+
+def proving(args, boot_ids, cmdline=CMDLINE, rc=0, failed=False):
+    plugin = action(args)
+    plugin._task.async_val = 0
+    builtin_run, boot_time = builtin_rebooting(plugin, boot_ids, failed)
+    commands = []
+
+    def execute(command, sudoable=True, **_kwargs):
+        commands.append(command)
+        return {"rc": rc, "stdout": cmdline, "stderr": "cat: /proc/cmdline: Permission denied" if rc else ""}
+    plugin._low_level_execute_command = execute
+    with mock.patch.object(builtin_reboot.ActionModule, "run", builtin_run), \
+            mock.patch.object(builtin_reboot.ActionModule, "get_system_boot_time", boot_time):
+        return plugin.run(task_vars={"inventory_hostname": "gpu-07"}), commands
+
+
+def test_the_reboot_is_proven_from_the_builtins_boot_id_reads_and_one_read_of_the_command_line():
+    # the first read before the reboot, then the attempts after it: the old id while the host is going down
+    result, commands = proving({"cmdline_wanted": ["intel_iommu=on", "iommu=pt"], "cmdline_unwanted": ["quiet"]},
+                               ["id-1", "id-1", "id-2"])
+    assert not result.get("failed") and result["rebooted"]
+    assert (result["boot_id_before"], result["boot_id"], result["problems"]) == ("id-1", "id-2", [])
+    assert result["cmdline"] == CMDLINE.strip() and commands == ["cat /proc/cmdline"]
+    assert result["msg"].startswith("gpu-07 rebooted in 41 s: boot id id-1 -> id-2; the kernel runs with BOOT_IMAGE=")
+
+
+@pytest.mark.parametrize("args, cmdline, words", [
+    ({"cmdline_wanted": ["intel_iommu=on", "iommu=pt"]}, CMDLINE.replace(" iommu=pt", ""), "the new command line lacks iommu=pt"),
+    ({"cmdline_unwanted": ["ro"]}, CMDLINE, "the new command line still has ro"),
+])
+def test_a_reboot_not_proven_fails_naming_what_the_command_line_lacks_or_still_has(args, cmdline, words):
+    result, _commands = proving(args, ["id-1", "id-2"], cmdline)
+    assert result["failed"] and words in result["msg"] and "boot id id-1 -> id-2" in result["msg"]
+    assert "is the edited boot entry the default one?" in result["msg"]
+
+
+def test_a_command_line_that_cannot_be_read_fails_the_proof():
+    result, _commands = proving({"cmdline_wanted": ["iommu=pt"]}, ["id-1", "id-2"], rc=1)
+    assert result["failed"] and "/proc/cmdline could not be read after the reboot (rc 1: cat: /proc/cmdline: Permission denied)" \
+        in result["msg"]
+
+
+def test_no_proof_without_its_options_nor_after_a_failed_reboot():
+    result, commands = proving({}, ["id-1", "id-2"])
+    assert not result.get("failed") and "msg" not in result and commands == []
+    result, commands = proving({"cmdline_wanted": ["iommu=pt"]}, ["id-1"], failed=True)
+    assert result["failed"] and result["msg"] == "timed out" and commands == []
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"cmdline_wanted": "intel_iommu=on"}, "cmdline_wanted: 'intel_iommu=on' is not a list of kernel command-line arguments"),
+    ({"cmdline_unwanted": [["quiet"]]}, "cmdline_unwanted: [['quiet']] is not a list"),
+])
+def test_a_bad_argument_list_fails_before_any_reboot(args, words):
+    plugin = action(args)
+    with mock.patch.object(builtin_reboot.ActionModule, "run") as builtin_run:
+        result = plugin.run(task_vars={"inventory_hostname": "h"})
+    assert result["failed"] and not result["rebooted"] and not builtin_run.called and words in result["msg"]

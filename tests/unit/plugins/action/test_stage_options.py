@@ -24,4 +24,4 @@ def test_a_bad_input_or_stage_is_named():
     assert bad["msg"] == ("tenants: tenants (tenant_vms_tenants) must be a list, got str: give tenant_vms_tenants as a YAML "
                           "list"), bad["msg"]
     other = run_action(stage_options, "stage_options", {"stage": "boats", "inputs": TENANT_VMS})
-    assert other["failed"] and "give one of boot, libvirt_mounts, sriov_vfio, tenants" in other["msg"]
+    assert other["failed"] and "give one of boot, libvirt_mounts, sriov, sriov_vfio, tenants" in other["msg"]

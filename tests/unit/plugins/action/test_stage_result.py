@@ -52,3 +52,51 @@ def test_bad_arguments_are_named(args, message):
     result = run(args)
     assert result["failed"] and result["msg"] == message and result["changed"] is False
     assert "result" not in result and "report" not in result
+
+
+def test_boot_settled_fails_naming_what_the_check_after_the_reboot_still_finds():
+    settled = run({"stage": "boot_settled", "run": {"changed": False, "reboot_required": False}})
+    assert not settled.get("failed") and settled["unsettled"] == [] and settled["changed"] is False
+    left = run({"stage": "boot_settled", "run": {"changed": True, "reboot_required": True, "pending": ["iommu=pt"]}})
+    assert left["failed"] and left["unsettled"] == ["a reboot is still required: iommu=pt"]
+    assert left["msg"] == "the new kernel is not as the boot stage wants it: a reboot is still required: iommu=pt"
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"stage": "boot_settled", "run": "text"}, "run: give the registered result of the boot stage's check"),
+    ({"stage": "boot_settled", "run": {}, "checked": NOT_ANSWERED}, "checked: the boot_settled stage takes only run"),
+])
+def test_boot_settled_names_a_bad_argument(args, words):
+    refused = run(args)
+    assert refused["failed"] and words in refused["msg"] and "unsettled" not in refused
+
+
+RUNNING = {"family": "Debian", "packages": ["libvirt-daemon-system"], "missing": [], "enabled": "enabled", "active": "active",
+           "answers": True}
+NEW_MOUNT = {"changed": True, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False}]}
+
+
+@pytest.mark.parametrize("service, run_result, restart", [
+    # running before this run mounted a hugetlbfs it did not have: libvirtd restarts to find it
+    (RUNNING, NEW_MOUNT, True),
+    # the mount was there already, or libvirtd was not running (its start finds the mount)
+    (RUNNING, dict(NEW_MOUNT, changed=False, mounts=[{"size": "1G", "path": "/dev/hugepages1G", "mounted": True}]), False),
+    (dict(RUNNING, active="inactive"), NEW_MOUNT, False),
+    # no mount asked: the call was skipped
+    (RUNNING, {"changed": False, "skipped": True}, False),
+])
+def test_the_libvirt_mounts_result_says_whether_libvirtd_restarts(service, run_result, restart):
+    taken = run({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": run_result, "service": service})
+    assert not taken.get("failed") and taken["restart_service"] is restart
+    assert "restart_service" not in run({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": run_result})
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"stage": "libvirt_mounts", "checked": NOT_ANSWERED, "run": NEW_MOUNT, "service": "active"},
+     "stage_result: service: expected the service read (tenant_domain_info's service), got str"),
+    ({"stage": "tenants", "checked": NOT_ANSWERED, "service": RUNNING},
+     "stage_result: service: only the libvirt_mounts stage takes it; leave it out of the tenants stage's task"),
+])
+def test_the_service_is_the_libvirt_mounts_stages_only(args, words):
+    refused = run(args)
+    assert refused["failed"] and refused["msg"] == words

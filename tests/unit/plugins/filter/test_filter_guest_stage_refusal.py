@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import guest_stage_refusal
+from ansible_collections.gpuvirt.tenancy.plugins.filter.fleet_hosts import guest_stage_refusal
 
 from conftest import REPO_ROOT  # pylint: disable=import-error
 from fakes.playbook_run import run_playbook  # pylint: disable=import-error

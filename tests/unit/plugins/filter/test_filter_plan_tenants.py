@@ -23,12 +23,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_dom
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_spec import TenantSpec
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
-from ansible_collections.gpuvirt.tenancy.plugins.modules import tenant_domain_info
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.libvirt_service import service_query
 
-from conftest import LIBVIRT_TEST_URI, run_module  # pylint: disable=import-error
-from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.packages import DEBIAN_LIBVIRT, debian_libvirt  # pylint: disable=import-error
 from placement_topologies import LAB_EDU, LAB_VFS, dgx_a100, grouped, lab, synthetic  # pylint: disable=import-error
 
 FILTERS = FilterModule().filters()
@@ -299,46 +295,6 @@ def test_tenant_host_needs_errors():
         NEEDS([{"name": "a", "hugepage_size": "3G"}])
 
 
-SERVICE_QUERY = FILTERS["libvirt_service_query"]
-
-
-@pytest.mark.parametrize("args, expected", [
-    (("libvirtd", True), {"name": "libvirtd", "uefi": True}),
-    (("libvirtd", "false", None), {"name": "libvirtd", "uefi": False}),
-    (("virtqemud", False, ["libvirt-daemon-system"]), {"name": "virtqemud", "uefi": False, "packages": ["libvirt-daemon-system"]}),
-    (("libvirtd", True, []), {"name": "libvirtd", "uefi": True, "packages": []}),
-])
-def test_libvirt_service_query_leaves_unset_packages_out(args, expected):
-    assert SERVICE_QUERY(*args) == expected
-
-
-@pytest.mark.parametrize("args, message", [
-    ((None, True), "expected the service name"),
-    (("", True), "expected the service name"),
-    (("libvirtd", "maybe"), "uefi .* 'maybe', not true or false"),
-])
-def test_libvirt_service_query_errors(args, message):
-    with pytest.raises(AnsibleFilterError, match=message):
-        SERVICE_QUERY(*args)
-
-
-@pytest.mark.parametrize("uefi, packages, installed", [
-    (True, None, None),  # the module's Debian list, with OVMF
-    (False, ["libvirt-daemon-system", "qemu-system-x86"], ["libvirt-daemon-system", "qemu-system-x86"]),
-])
-def test_the_service_question_comes_back_as_asked(libvirt_conn, tmp_path, uefi, packages, installed):
-    """tenant_domain_info answers the service question as libvirt_service_query builds it: libvirt_host takes
-    the gate's read only when its query equals that question. (Here, not among the module's tests: the
-    filter is controller code, which ansible-test units keeps out of a module's tests.)"""
-    del libvirt_conn
-    question = SERVICE_QUERY("libvirtd", uefi, packages)
-    if installed is None:
-        installed = list(DEBIAN_LIBVIRT) + ["ovmf"]
-    host = Host(str(tmp_path), commands=RecordedCommands(replies=debian_libvirt(packages=installed)))
-    result = run_module(tenant_domain_info.main, {"names": [], "uri": LIBVIRT_TEST_URI, "service": question}, host=host)
-    assert result["query"]["service"] == question
-
-
 GATE_QUERY = FILTERS["libvirt_gate_query"]
 URI = "qemu:///system"
 
@@ -359,8 +315,8 @@ def test_libvirt_gate_query_asks_what_libvirt_host_asks(tenants, args, service):
     expected = {"names": [t["name"] for t in tenants], "foreign": True, "uri": URI}
     if service is not None:
         expected["service"] = service
-        # the same question libvirt_host builds with libvirt_service_query
-        assert service == SERVICE_QUERY(service["name"], service["uefi"], service.get("packages"))
+        # the same question libvirt_host asks (the action libvirt_service, plugin_utils libvirt_service)
+        assert service == service_query(service["name"], service["uefi"], service.get("packages"))
     assert query == expected
 
 
@@ -369,92 +325,6 @@ def test_libvirt_gate_query_errors():
         GATE_QUERY({"name": "a"}, URI)
     with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
         GATE_QUERY([{"name": "a", "hugepage_size": "3G"}], URI)
-
-
-READ_ANSWERS = FILTERS["libvirt_read_answers"]
-QUESTION = {"name": "libvirtd", "uefi": True}
-READ = {"query": {"service": QUESTION, "uri": URI}, "service": {"active": "active"}, "domains": {}}
-
-
-@pytest.mark.parametrize("read, answers", [
-    (READ, True),
-    (dict(READ, query={"service": dict(QUESTION, uefi=False), "uri": URI}), False),   # another question
-    (dict(READ, query={"service": QUESTION, "uri": "qemu:///session"}), False),        # another libvirt
-    (dict(READ, service=None), False),                                                  # the service not read
-    ({}, False), (None, False),                                                         # no read
-])
-def test_libvirt_read_answers_only_the_same_question(read, answers):
-    assert READ_ANSWERS(read, QUESTION, URI) is answers
-
-
-# --------------------------------------------------------------------------- the role libvirt_host's service and changes
-SERVICE_DUE = FILTERS["libvirt_service_due"]
-HOST_CHANGED = FILTERS["libvirt_host_changed"]
-# tenant_domain_info's service read of a host where libvirt runs (the shape of preflight_info's RETURN sample)
-RUNNING = {"family": "Debian", "packages": ["libvirt-daemon-system"], "missing": [], "enabled": "enabled", "active": "active",
-           "answers": True}
-NEW_MOUNT = {"changed": True, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": False}],
-             "mount_units": ["/etc/systemd/system/dev-hugepages1G.mount"]}
-OLD_MOUNT = {"changed": False, "mounts": [{"size": "1G", "path": "/dev/hugepages1G", "mounted": True}],
-             "mount_units": ["/etc/systemd/system/dev-hugepages1G.mount"]}
-SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
-
-
-@pytest.mark.parametrize("service, mounts, start, restart, due", [
-    # a converged host: the role has nothing to do for the service
-    (RUNNING, None, False, False, False),
-    (RUNNING, SKIPPED, False, False, False),
-    (RUNNING, OLD_MOUNT, False, False, False),
-    # running before the run mounted hugetlbfs: restarted so that it finds the mount
-    (RUNNING, NEW_MOUNT, False, True, False),
-    # running and enabled but not answering: nothing to start, the role's check names the failure
-    (dict(RUNNING, answers=False), None, False, False, True),
-    # a package missing, not enabled, not active: started (and enabled); a service started now finds the mount itself
-    (dict(RUNNING, missing=["ovmf"]), None, True, False, True),
-    (dict(RUNNING, enabled="disabled"), NEW_MOUNT, True, True, True),
-    (dict(RUNNING, active="inactive"), NEW_MOUNT, True, False, True),
-    (dict(RUNNING, missing=["libvirt-daemon-system"], enabled="not-found", active="unknown", answers=False), NEW_MOUNT,
-     True, False, True),
-    # no systemd runs (a container, the tenant bench's machine): a daemon that answers was started by something else
-    (dict(RUNNING, enabled="", active=""), NEW_MOUNT, False, False, False),
-    # ... one that does not answer, or a package missing there, is the role's to start (its service task says what fails)
-    (dict(RUNNING, enabled="", active="", answers=False), None, True, False, True),
-    (dict(RUNNING, enabled="", active="", missing=["ovmf"]), None, True, False, True),
-])
-def test_libvirt_service_due(service, mounts, start, restart, due):
-    assert SERVICE_DUE(service, mounts) == {"start": start, "restart": restart, "due": due}
-
-
-@pytest.mark.parametrize("args, words", [
-    ((None,), "expected the service read"),
-    ((RUNNING, [NEW_MOUNT]), "mounts must be the hugepages result, got list"),
-])
-def test_libvirt_service_due_names_a_bad_input(args, words):
-    with pytest.raises(AnsibleFilterError, match=words):
-        SERVICE_DUE(*args)
-
-
-@pytest.mark.parametrize("results, changed", [
-    ([SKIPPED, OLD_MOUNT, {}, SKIPPED, SKIPPED], False),
-    ([SKIPPED, NEW_MOUNT, {}, SKIPPED, SKIPPED], True),
-    # a loop over no items, and one whose results say what changed without a changed of its own
-    ([{"results": [], "skipped": True, "changed": False}], False),
-    ([{"results": [{"changed": False}, {"changed": True}]}], True),
-    ([{"results": [{"changed": False}]}], False),
-    ([{"changed": True, "state": "started"}], True),
-    ([], False),
-])
-def test_libvirt_host_changed_when_one_result_changed(results, changed):
-    assert HOST_CHANGED(results) is changed
-
-
-@pytest.mark.parametrize("results, words", [
-    ({"changed": True}, "expected a list of the role's registered results, got dict"),
-    ([SKIPPED, None], "each registered result must be a dict, got None"),
-])
-def test_libvirt_host_changed_names_a_bad_input(results, words):
-    with pytest.raises(AnsibleFilterError, match=words):
-        HOST_CHANGED(results)
 
 
 # --------------------------------------------------------------------------- IOMMU groups
@@ -663,22 +533,3 @@ def test_one_node_cells_only_for_devices_on_a_q35_machine_and_bound_as_the_domai
     assert plain.find("cpu/numa") is None and plain.find("devices/controller") is None
     restrictive = TenantSpec(dict(q35["dev"], memory_mode="restrictive")).build()
     assert [m.get("mode") for m in restrictive.findall("numatune/memnode")] == ["restrictive"]
-
-
-def test_the_libvirt_host_roles_changes_are_said_for_a_preview():
-    """A preview under a capture skips the libvirt host role: its mount, the daemon's restart and OVMF are said
-    as that role's changes, from what the tenants need."""
-    filters = FilterModule().filters()
-    needs = filters["tenant_host_needs"]([{"name": "a", "hugepage_size": "1G"}])
-    lines = filters["libvirt_host_preview"](needs)
-    assert lines == [
-        "hugetlbfs /dev/hugepages1G (pagesize=1G): the libvirt host role (tenants stage) mounts it with a systemd mount unit "
-        "it enables, before libvirtd starts, where the host has no such mount",
-        "libvirtd: the libvirt host role restarts it after mounting a hugetlbfs it did not have (running domains keep "
-        "running), or installs and starts it where libvirt is missing or stopped",
-        "OVMF: the libvirt host role installs it where it is missing (a tenant boots with UEFI)"]
-    plain = filters["libvirt_host_preview"](filters["tenant_host_needs"]([{"name": "b", "hugepage_size": "2M", "firmware": "bios"}]),
-                                            "virtqemud")
-    assert plain == ["virtqemud: the libvirt host role installs and starts it where libvirt is missing or stopped"]
-    with pytest.raises(AnsibleFilterError, match="expected tenant_host_needs' result"):
-        filters["libvirt_host_preview"]([])

@@ -1,12 +1,17 @@
 # -*- coding: utf-8 -*-
-"""When the host_reboot action prints a status line while it waits, and what the line says."""
+"""When the host_reboot action prints a status line while it waits, and what the line says; the
+reboot's proof it gives with cmdline_wanted and cmdline_unwanted."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import ERROR_CHARS, RebootWaitStatus, status_interval_seconds
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_status import (
+    ERROR_CHARS, RebootWaitStatus, kernel_arg_list, reboot_proof, status_interval_seconds)
 
+from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 from fakes.clock import Clock  # pylint: disable=import-error
 
 
@@ -60,3 +65,46 @@ def test_anything_else_is_refused_naming_the_value_and_the_fix(given):
     message = str(caught.value)
     assert message.startswith("status_interval: %r (%s) is not a whole number of seconds" % (given, type(given).__name__))
     assert "give status_interval: 30" in message and "or 0 (no status line)" in message
+
+
+# The boot stage's reboot proof (the host_reboot action's cmdline_wanted and cmdline_unwanted).
+OLD_ID = "5c0b1f8e-2a83-4f5e-9d3a-0d9b3e1c7a11\n"
+NEW_ID = "9a2d44c1-7b1e-4c55-8f0e-6e0f4d2b9c20\n"
+# the lab host's /proc/cmdline after the boot stage (the capture tests/fixtures/lab/iommu-on.tar)
+with open(os.path.join(lab_capture("iommu-on"), "proc", "cmdline"), encoding="utf-8") as _handle:
+    CMDLINE = _handle.read()
+WANTED = [arg for arg in CMDLINE.split() if "iommu" in arg]
+UNWANTED = ["quiet"]
+
+
+@pytest.mark.parametrize("before, after_id, cmdline, problems", [
+    (OLD_ID, NEW_ID, CMDLINE, []),
+    (OLD_ID, OLD_ID, CMDLINE, ["did not boot again"]),
+    ("", NEW_ID, CMDLINE, ["no boot id was read"]),
+    # an argument matches as written: iommu=pt is not intel_iommu=on's value
+    (OLD_ID, NEW_ID, CMDLINE.replace("intel_iommu=on", ""), ["lacks intel_iommu=on"]),
+    (OLD_ID, NEW_ID, CMDLINE.replace(" ro ", " ro quiet "), ["still has quiet"]),
+    (OLD_ID, OLD_ID, "ro\n", ["did not boot again", "lacks " + " ".join(WANTED)]),
+])
+def test_the_reboot_is_proven_by_a_new_boot_and_the_wanted_command_line(before, after_id, cmdline, problems):
+    assert WANTED and "intel_iommu=on" in WANTED
+    proof = reboot_proof(before, after_id, cmdline, WANTED, UNWANTED)
+    assert proof["ok"] is (not problems)
+    assert len(proof["problems"]) == len(problems)
+    for words, found in zip(problems, proof["problems"]):
+        assert words in found
+    assert cmdline.split()[0] in proof["message"]
+    if problems:
+        assert "is the edited boot entry the default one?" in proof["message"]
+
+
+@pytest.mark.parametrize("value, words", [
+    ("intel_iommu=on", "'intel_iommu=on' is not a list"),
+    ([1], r"\[1\] is not a list of kernel command-line arguments"),
+    ({"a": 1}, "is not a list"),
+])
+def test_a_bad_argument_list_is_named(value, words):
+    with pytest.raises(ValueError, match=words) as raised:
+        reboot_proof(OLD_ID, NEW_ID, CMDLINE, value, [])
+    assert "cmdline_wanted" in str(raised.value)
+    assert kernel_arg_list(None, "cmdline_unwanted") == [] and kernel_arg_list("", "x") == []

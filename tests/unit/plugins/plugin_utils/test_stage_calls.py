@@ -16,6 +16,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub import I
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.hugepages import MODULE_ARGS as HUGEPAGES_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner_request import read_policy
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.sriov import MODULE_ARGS as SRIOV_VFS_ARGS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.vfio import VFIO_BIND_ARGS
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_call import (
@@ -116,7 +117,7 @@ def test_every_option_of_the_stage_is_an_input():
     ("tenants", dict(INPUT, live="maybe"), r"live \(tenant_vms_live\) must be a boolean, got 'maybe': give tenant_vms_live true or false"),
     ("tenants", dict(INPUT, shutdown_timeout="soon"), r"shutdown_timeout \(tenant_vms_shutdown_timeout\) must be an integer"),
     ("tenants", dict(INPUT, gpus="0000:07:00.0"), r"gpus \(tenant_vms_gpus\) must be a list"),
-    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov_vfio, tenants"),
+    ("boats", INPUT, "'boats' is not a host stage whose call is built here; give one of boot, libvirt_mounts, sriov, sriov_vfio, tenants"),
 ])
 def test_bad_inputs_name_the_input_and_the_fix(stage, inputs, message):
     with pytest.raises(StageInputError, match=message):
@@ -285,8 +286,57 @@ def test_libvirt_mounts_bad_inputs_name_the_input(inputs, message):
         stage_options("libvirt_mounts", inputs)
 
 
+# ---- the standalone host_sriov role's sriov_vfs call (the gate does not check it)
+
+VF1 = "0000:81:00.1"
+SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],
+         "tenants": [{"name": "a", "vfs": [VF1], "mac": "52:54:00:00:00:01", "vlan": 10}, {"name": "b", "vfs": 1}],
+         "autoprobe": False, "persist": True, "force": False}
+
+
+@pytest.mark.parametrize("inputs, expected_pfs", [
+    (SRIOV, [{"pf": "0000:81:00.0", "num_vfs": 4, "autoprobe": False, "persist": True, "force": False}]),
+    # a PF's own autoprobe wins; the flags as the role's variables give them (text too), unset is false
+    (dict(SRIOV, pfs=[{"pf": "a", "num_vfs": 0, "autoprobe": True}, {"pf": "b", "num_vfs": 2}], persist="no", force="true",
+          autoprobe=None),
+     [{"pf": "a", "num_vfs": 0, "autoprobe": True, "persist": False, "force": True},
+      {"pf": "b", "num_vfs": 2, "autoprobe": False, "persist": False, "force": True}]),
+    (dict(SRIOV, pfs=[]), []),
+])
+def test_sriov_is_one_sriov_vfs_call_for_every_pf_and_the_tenants_vf_settings(inputs, expected_pfs):
+    options = stage_options("sriov", inputs)
+    settings = [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": 10, "spoofchk": True, "trust": False}]
+    assert options == {"pfs": expected_pfs, "vf_settings": settings}
+    assert stage_module("sriov") == "gpuvirt.tenancy.sriov_vfs"
+    # the module's own spec takes the call as built
+    validated = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", SRIOV_VFS_ARGS, options)
+    assert [pf["pf"] for pf in validated["pfs"]] == [pf["pf"] for pf in expected_pfs]
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (dict(SRIOV, pfs="0000:81:00.0"), r"pfs \(host_sriov_pfs\) or tenants \(host_sriov_tenants\): expected the PF list "
+                                      r"\[\{pf, num_vfs, autoprobe\}\] \(gpuvirt_sriov_pfs\), got '0000:81:00.0'"),
+    (dict(SRIOV, pfs=[{"num_vfs": 4}]), "expected the PF list"),
+    (dict(SRIOV, pfs=[{"pf": "x"}]), "expected the PF list"),
+    (dict(SRIOV, pfs=["x"]), "expected the PF list"),
+    (dict(SRIOV, force="maybe"), r"force \(host_sriov_force\) must be a boolean, got 'maybe'"),
+    (dict(SRIOV, tenants={"name": "a"}), r"tenants \(host_sriov_tenants\) must be a list, got dict"),
+    (dict(SRIOV, num_vfs=4), "not an input of the stage: num_vfs"),
+])
+def test_sriov_bad_inputs_name_the_input(inputs, message):
+    with pytest.raises(StageInputError, match=message):
+        stage_options("sriov", inputs)
+
+
+def test_the_gate_checks_no_sriov_call():
+    with pytest.raises(StageInputError, match="the preflight gate checks no sriov call"):
+        stage_options("sriov", SRIOV, gate=True)
+    assert stage_options("libvirt_mounts", MOUNTS, gate=True)
+
+
 @pytest.mark.parametrize("stage, role, inputs", [("tenants", "tenant_vms", TENANT_VMS), ("boot", "host_boot", BOOT),
-                                                 ("sriov_vfio", "host_vfio", VFIO), ("libvirt_mounts", "libvirt_host", MOUNTS)])
+                                                 ("sriov_vfio", "host_vfio", VFIO), ("libvirt_mounts", "libvirt_host", MOUNTS),
+                                                 ("sriov", "host_sriov", SRIOV)])
 def test_the_role_hands_the_stage_exactly_its_inputs(stage, role, inputs):
     """The role's __<role>_inputs (roles/<role>/vars/main.yml) names every input the stage's mapping
     takes, and no other: the mapping refuses a missing or unknown one."""

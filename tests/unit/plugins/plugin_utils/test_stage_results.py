@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_results import StageResultError, stage_result
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_results import StageResultError, boot_unsettled, stage_result
 
 # ---- the result a stage takes, and what it publishes from it
 
@@ -138,3 +138,25 @@ def test_the_tenants_report_shows_vf_settings_only_in_a_preview():
     assert stage_result("tenants", NOT_ANSWERED, result)["report"] == []
     assert stage_result("tenants", NOT_ANSWERED, result, preview="False")["report"] == []
     assert stage_result("tenants", answered(result), None, preview="true")["report"] == [{label: vf}]
+
+
+# ---- the boot stage's check after its reboot (stage boot_settled)
+
+POOL = {"node": 0, "size": "1G", "requested": 8, "allocated": 8, "free": 8, "at_boot": True}
+
+
+@pytest.mark.parametrize("after, words", [
+    ({"changed": False, "reboot_required": False, "hugepages": {"changed": False, "pages": [POOL]}}, []),
+    ({"changed": False, "reboot_required": False}, []),
+    ({"reboot_required": True, "pending": ["kernel command line"]}, ["a reboot is still required: kernel command line"]),
+    ({"hugepages": {"changed": True, "pages": [dict(POOL, allocated=6)]}},
+     ["the hugepage pools would still change", "1G pages on node 0: 6 allocated of 8 requested"]),
+    ({"failed": True, "msg": "grub_file: missing"}, ["the check failed: grub_file: missing"]),
+])
+def test_the_new_kernel_is_settled_when_nothing_is_left_to_do(after, words):
+    assert boot_unsettled(after) == words
+
+
+def test_the_check_after_the_reboot_must_be_a_result():
+    with pytest.raises(StageResultError, match="run: give the registered result of the boot stage's check"):
+        boot_unsettled(None)

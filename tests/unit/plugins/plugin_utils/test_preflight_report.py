@@ -1,17 +1,18 @@
 # -*- coding: utf-8 -*-
-"""The preflight report's plan: the gate's tenants plan stands for the preflight's own only where it
-is the plan of the host as the stages leave it (a preview's check, or a host whose boot and
-SR-IOV/VFIO checks change nothing); else the planner runs on the controller over the host model as
-the stages will leave it, and its refusal is the report's reason."""
+"""The preflight report (plugin_utils preflight_report, the action preflight_report's logic) and its
+plan: the gate's tenants plan stands for the preflight's own only where it is the plan of the host
+as the stages leave it (a preview's check, or a host whose boot and SR-IOV/VFIO checks change
+nothing); else the planner runs on the controller over the host model as the stages will leave
+it, and its refusal is the report's reason."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.preflight_plan import gate_plan, preflight_plan
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.preflight_report import (
+    PreflightReportError, gate_plan, preflight_plan, preflight_report)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import read_topology
 from fakes.captured_trees import lab_capture  # pylint: disable=import-error
 
@@ -46,7 +47,7 @@ def test_the_gates_plan_stands_only_for_the_host_as_the_stages_leave_it(checks, 
 
 
 def test_stage_checks_that_are_not_a_dict_are_named():
-    with pytest.raises(AnsibleFilterError, match="expected preflight_info's stage_checks \\(a dict\\), got list"):
+    with pytest.raises(PreflightReportError, match="expected preflight_info's stage_checks \\(a dict\\), got list"):
         gate_plan([])
 
 
@@ -98,5 +99,43 @@ def test_a_refusal_is_the_reports_reason_not_a_failure(args, words):
     (({"topology": LAB}, [SMALL], {}, [], [{"num_vfs": 2}]), "needs pf"),
 ])
 def test_bad_inputs_are_named(args, words):
-    with pytest.raises(AnsibleFilterError, match=re.escape(words)):
+    with pytest.raises(PreflightReportError, match=re.escape(words)):
         preflight_plan(*args)
+
+
+# ---- the report
+
+BARE = lab_capture("bare")
+
+
+def test_the_report_over_the_bare_lab():
+    info = {"topology": LAB, "firmware": {}, "stage_checks": {}}
+    made = preflight_report(info, {"host": "lab"})
+    assert made["report"]["status"] == "warn" and made["report"]["table"].startswith("Preflight lab: WARN") and made["passed"]
+    failed = preflight_report(info, {"host": "lab", "require_iommu_enabled": True})
+    assert failed["report"]["status"] == "fail" and failed["passed"] is False
+
+
+def test_the_report_takes_the_plans_refusal_as_its_reason():
+    tenants = [dict(SMALL, vcpus="many")]
+    made = preflight_report({"topology": LAB}, {"host": "lab", "tenants": tenants})
+    planned = preflight_plan({"topology": LAB}, tenants)
+    assert planned["plan"] is None and planned["error"].startswith("gpuvirt.tenancy.plan_tenants: ")
+    [check] = [c for c in made["report"]["checks"] if c["name"] == "plan"]
+    assert check["status"] == "fail" and planned["error"].split(": ", 1)[1] in check["detail"], check
+
+
+def test_unset_plan_inputs_as_ansible_core_2_16_templates_them():
+    # none templated as "": every GPU (not none), no VFs, no pages, no policy
+    assert preflight_plan({"topology": LAB}, [SMALL], "", "", "", "") == preflight_plan({"topology": LAB}, [SMALL], None, None, [], [])
+
+
+@pytest.mark.parametrize("info, desired, words", [
+    ({"topology": LAB}, ["host"], "desired: give the report's desired state (a dict), got list"),
+    ({"topology": LAB, "stage_checks": ["tenants"]}, {}, "expected preflight_info's stage_checks (a dict), got list"),
+    ({"topology": {"numa_nodes": [{"id": 0}]}}, {"sriov_pfs": ["0000:81:00.0"]}, "gpuvirt_sriov_pfs[0]: expected {pf, num_vfs}"),
+    (None, {}, "expected the result of gpuvirt.tenancy.preflight_info"),
+])
+def test_the_reports_bad_inputs_are_named(info, desired, words):
+    with pytest.raises(PreflightReportError, match=re.escape(words)):
+        preflight_report(info, desired)

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.preflight_projection``, ``preflight_report``, ``preflight_summary`` and ``preflight_stop_lines``."""
+"""Filters ``gpuvirt.tenancy.preflight_projection``, ``preflight_summary`` and ``preflight_stop_lines`` (the
+report itself is the action ``preflight_report``'s, plugin_utils preflight_report)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -26,31 +27,10 @@ def _projection(topology, sriov_pfs=None, hugepages=None):
         raise AnsibleFilterError("gpuvirt.tenancy.preflight_projection: %s" % exc) from exc
 
 
-def _report(topology, desired=None, firmware=None, plan=None, plan_error=None, planned=None, stage_checks=None):
-    """The report; ``planned``: preflight_plan's ``{plan, error}``, instead of ``plan`` and ``plan_error``;
-    ``stage_checks``: preflight_info's, a stage's refusal among them fails the host."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.checks import evaluate  # pylint: disable=import-outside-toplevel
-    if not isinstance(topology, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: expected the topology dict of "
-                                 "gpuvirt.tenancy.host_topology_info or preflight_info, got %s" % type(topology).__name__)
-    if planned is not None:
-        if not isinstance(planned, dict) or set(planned) != {"plan", "error"}:
-            raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: planned is what gpuvirt.tenancy.preflight_plan returns "
-                                     "({plan, error}), got %r" % (planned,))
-        plan, plan_error = planned["plan"], planned["error"]
-    if stage_checks is not None and not isinstance(stage_checks, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: stage_checks is preflight_info's stage_checks (a dict), got %s"
-                                 % type(stage_checks).__name__)
-    try:
-        return evaluate(topology, desired or {}, firmware or {}, plan, plan_error or None, stage_checks or {})
-    except InputError as exc:
-        raise AnsibleFilterError("gpuvirt.tenancy.preflight_report: %s" % exc) from exc
-
-
 def _summary(report, report_path=None):
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import summary_line  # pylint: disable=import-outside-toplevel
     if report is not None and not isinstance(report, dict):
-        raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (preflight_report) or "
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_summary: expected a preflight report (the fact preflight_report) or "
                                  "null, got %s" % type(report).__name__)
     return summary_line(report, report_path)
 
@@ -59,7 +39,7 @@ def _stop_lines(report, batch, play_hosts=None, report_path=None):
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight.text import (  # pylint: disable=import-outside-toplevel
         batches_around, stop_lines)
     if not isinstance(report, dict) or "checks" not in report:
-        raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (preflight_report), "
+        raise AnsibleFilterError("gpuvirt.tenancy.preflight_stop_lines: expected a preflight report (the fact preflight_report), "
                                  "got %s" % type(report).__name__)
     batch = list(batch or [])
     earlier, later = batches_around(batch, list(play_hosts or []))
@@ -70,5 +50,4 @@ class FilterModule:
     """Preflight filters."""
 
     def filters(self):
-        return {"preflight_projection": _projection, "preflight_report": _report, "preflight_summary": _summary,
-                "preflight_stop_lines": _stop_lines}
+        return {"preflight_projection": _projection, "preflight_summary": _summary, "preflight_stop_lines": _stop_lines}

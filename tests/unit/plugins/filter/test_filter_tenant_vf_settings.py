@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.sriov_request import FilterModule
+from ansible_collections.gpuvirt.tenancy.plugins.filter.tenant_vf_settings import FilterModule
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import stage_options
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 
 SETTINGS = FilterModule().filters()["tenant_vf_settings"]
@@ -102,28 +103,6 @@ def test_plan_vf_settings_needs_a_plan():
         PLAN_SETTINGS([], [], TOPOLOGY)
 
 
-REQUEST = FilterModule().filters()["sriov_request"]
-
-
-@pytest.mark.parametrize("pfs, kwargs, expected_pfs", [
-    ([{"pf": "0000:81:00.0", "num_vfs": 4}], {}, [{"pf": "0000:81:00.0", "num_vfs": 4, "autoprobe": False, "persist": True, "force": False}]),
-    ([{"pf": "a", "num_vfs": 0, "autoprobe": True}, {"pf": "b", "num_vfs": 2}], {"autoprobe": False, "persist": False, "force": True},
-     [{"pf": "a", "num_vfs": 0, "autoprobe": True, "persist": False, "force": True},
-      {"pf": "b", "num_vfs": 2, "autoprobe": False, "persist": False, "force": True}]),
-    ([], {}, []),
-])
-def test_sriov_request_one_call_for_every_pf(pfs, kwargs, expected_pfs):
-    tenants = [{"name": "a", "vfs": [VF1], "mac": "52:54:00:00:00:01", "vlan": 10}, {"name": "b", "vfs": 1}]
-    request = REQUEST(pfs, tenants, **kwargs)
-    assert request == {"pfs": expected_pfs, "vf_settings": [vf(VF1, "52:54:00:00:00:01", 10)]}
-
-
-@pytest.mark.parametrize("pfs", ["0000:81:00.0", [{"num_vfs": 4}], [{"pf": "x"}], ["x"]])
-def test_sriov_request_refuses_a_bad_pf_list(pfs):
-    with pytest.raises(AnsibleFilterError, match="gpuvirt_sriov_pfs"):
-        REQUEST(pfs, [])
-
-
 PF_ADDRESSES = FilterModule().filters()["sriov_pf_addresses"]
 
 
@@ -136,8 +115,9 @@ PF_ADDRESSES = FilterModule().filters()["sriov_pf_addresses"]
 ])
 def test_sriov_pf_addresses_are_the_pfs_in_order(pfs, addresses):
     assert PF_ADDRESSES(pfs) == addresses
-    # the PFs sriov_request asks for, alike
-    assert [p["pf"] for p in REQUEST(pfs or [], [])["pfs"]] == addresses
+    # the PFs the host_sriov role's call asks for, alike
+    inputs = {"pfs": pfs or [], "tenants": [], "autoprobe": False, "persist": True, "force": False}
+    assert [p["pf"] for p in stage_options("sriov", inputs)["pfs"]] == addresses
 
 
 @pytest.mark.parametrize("pfs, words", [

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters ``gpuvirt.tenancy.tenant_vf_settings`` and ``gpuvirt.tenancy.sriov_request``: the
+"""Filter ``gpuvirt.tenancy.tenant_vf_settings``: the
 per-VF MAC, VLAN, spoof check and trust the tenants get, in the shape of the ``vfs`` option of
 ``gpuvirt.tenancy.sriov_vfs``. Every VF a tenant holds gets its own MAC (given, or derived from
 the tenant name and the VF's index: module_utils/vocabulary/vf_mac.py), spoof checking on and trust off:
@@ -31,18 +31,6 @@ def tenant_vf_settings(tenants, vfs=None):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_vf_settings: %s" % exc)
 
 
-def sriov_request(pfs, tenants, autoprobe=False, persist=True, force=False):
-    """The options of ``gpuvirt.tenancy.sriov_vfs`` for every PF of ``pfs`` (``[{pf, num_vfs,
-    autoprobe}]``, as gpuvirt_sriov_pfs) in one call, ``{pfs: [...], vf_settings: [...]}``
-    (module_utils ``tenant_vfs``; the SR-IOV/VFIO stage's vfio_bind builds the same on the host
-    from its ``sriov_pfs`` and ``tenants``)."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_vfs  # pylint: disable=import-outside-toplevel
-    try:
-        return tenant_vfs.sriov_request(pfs, tenants, autoprobe, persist, force)
-    except InputError as exc:
-        raise AnsibleFilterError("gpuvirt.tenancy.sriov_request: %s" % exc)
-
-
 def sriov_pf_addresses(pfs):
     """The PF of each entry of ``pfs`` (``[{pf, num_vfs, autoprobe}]``, as gpuvirt_sriov_pfs), in
     order, a PF asked for no VFs too; none for null."""
@@ -63,4 +51,4 @@ class FilterModule:
     """SR-IOV filters."""
 
     def filters(self):
-        return {"tenant_vf_settings": tenant_vf_settings, "sriov_request": sriov_request, "sriov_pf_addresses": sriov_pf_addresses}
+        return {"tenant_vf_settings": tenant_vf_settings, "sriov_pf_addresses": sriov_pf_addresses}

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fleet filters: ``gpuvirt.tenancy.reboot_share`` and ``gpuvirt.tenancy.deferred_hosts``, the rolling
-bring-up's reboot budget (role host_stages, tasks_from boot; docs/fleet.md),
+"""Fleet filters: ``gpuvirt.tenancy.deferred_hosts``, the hosts the rolling bring-up's reboot budget
+deferred (role host_stages, tasks_from boot, shares it with the action reboot_share; docs/fleet.md),
 ``gpuvirt.tenancy.fleet_hosts`` and ``gpuvirt.tenancy.fleet_libvirt_uri``, the hosts and the libvirt
 a run on hosts or a preview takes, and ``gpuvirt.tenancy.fleet_host_refusal``, why a host of the
 run's pattern must not be touched."""
@@ -12,21 +12,6 @@ from __future__ import absolute_import, division, print_function
 from ansible.errors import AnsibleFilterError
 
 __metaclass__ = type
-
-
-def reboot_share(batch, hostvars, budget):
-    """The hosts of ``batch`` that reboot now: those whose boot stage needs a reboot
-    (``host_boot_reboot_required``), in batch order, at most ``budget`` of them. Counting only
-    the hosts that need one is what lets every host converge: a host that already rebooted
-    does not take a place in the next run's budget."""
-    try:
-        budget = int(budget)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError("gpuvirt.tenancy.reboot_share: gpuvirt_reboot_budget %r is not a number of hosts" % (budget,))
-    if budget < 0:
-        raise AnsibleFilterError("gpuvirt.tenancy.reboot_share: gpuvirt_reboot_budget %d is negative" % budget)
-    needing = [host for host in batch if _needs_reboot(hostvars, host)]
-    return needing[:budget]
 
 
 def deferred_hosts(hostvars, hosts):
@@ -110,14 +95,10 @@ def _true(value):
     return bool(value)
 
 
-def _needs_reboot(hostvars, host):
-    return _true((hostvars.get(host) or {}).get("host_boot_reboot_required"))
-
-
 class FilterModule:
     """Fleet filters."""
 
     def filters(self):
-        return {"reboot_share": reboot_share, "deferred_hosts": deferred_hosts, "fleet_hosts": fleet_hosts,
+        return {"deferred_hosts": deferred_hosts, "fleet_hosts": fleet_hosts,
                 "fleet_libvirt_uri": fleet_libvirt_uri, "fleet_host_refusal": fleet_host_refusal,
                 "guest_stage_refusal": guest_stage_refusal}

@@ -1,16 +1,20 @@
 # -*- coding: utf-8 -*-
-"""Filters reboot_share and deferred_hosts: the reboot budget of the rolling bring-up is shared
-among the hosts that need a reboot, so every host converges within ceil(needing / budget) runs."""
+"""The reboot budget of the rolling bring-up (plugin_utils reboot_budget, the action reboot_share's logic) is
+shared among the hosts that need a reboot, so every host converges within ceil(needing / budget) runs, and
+the filter deferred_hosts names the hosts over it; the fleet filters fleet_hosts, fleet_libvirt_uri,
+fleet_host_refusal and guest_stage_refusal."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuvirt.tenancy.plugins.filter.reboot_share import (
-    deferred_hosts, fleet_host_refusal, fleet_hosts, fleet_libvirt_uri, reboot_share)
+from ansible_collections.gpuvirt.tenancy.plugins.filter.fleet_hosts import (
+    deferred_hosts, fleet_host_refusal, fleet_hosts, fleet_libvirt_uri)
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.reboot_budget import RebootBudgetError, reboot_share
 
 BATCH = ["h0", "h1", "h2", "h3"]
 
@@ -23,8 +27,8 @@ BATCH = ["h0", "h1", "h2", "h3"]
     ({"h0"}, 0, []),
 ])
 def test_the_budget_goes_to_the_hosts_that_need_a_reboot_in_batch_order(needing, budget, rebooting):
-    hostvars = {h: {"host_boot_reboot_required": h in needing} for h in BATCH}
-    assert reboot_share(BATCH, hostvars, budget) == rebooting
+    required = {h: h in needing for h in BATCH}
+    assert reboot_share(BATCH, required, budget) == rebooting
 
 
 @pytest.mark.parametrize("count, budget", [(1, 1), (4, 1), (4, 2), (7, 3), (8, 8)])
@@ -34,8 +38,7 @@ def test_every_host_converges_within_the_runs_the_budget_implies(count, budget):
     runs = 0
     while needing:
         runs += 1
-        hostvars = {h: {"host_boot_reboot_required": h in needing, "inventory_hostname": h} for h in batch}
-        rebooted = reboot_share(batch, hostvars, budget)
+        rebooted = reboot_share(batch, {h: h in needing for h in batch}, budget)
         assert rebooted, "a run with hosts waiting rebooted none"
         needing -= set(rebooted)
         deferred = {h: {"gpuvirt_reboot_deferred": h in needing} for h in batch}
@@ -44,13 +47,17 @@ def test_every_host_converges_within_the_runs_the_budget_implies(count, budget):
 
 
 def test_a_string_flag_as_templated_is_read():
-    hostvars = {"h0": {"host_boot_reboot_required": "True"}, "h1": {"host_boot_reboot_required": "False"}}
-    assert reboot_share(["h0", "h1"], hostvars, "1") == ["h0"]
+    assert reboot_share(["h0", "h1", "h2"], {"h0": "True", "h1": "False"}, "1") == ["h0"]
 
 
-@pytest.mark.parametrize("budget", ["two", -1, None])
-def test_a_bad_budget_names_the_variable(budget):
-    with pytest.raises(AnsibleFilterError, match="gpuvirt_reboot_budget"):
+@pytest.mark.parametrize("budget, words", [
+    ("two", "gpuvirt_reboot_budget 'two' is not a number of hosts: give a whole number, 0 or more"),
+    (None, "gpuvirt_reboot_budget None is not a number of hosts"),
+    (True, "gpuvirt_reboot_budget True is not a number of hosts"),
+    (-1, "gpuvirt_reboot_budget -1 is negative: give a whole number, 0 or more"),
+])
+def test_a_bad_budget_names_the_variable(budget, words):
+    with pytest.raises(RebootBudgetError, match=re.escape(words)):
         reboot_share(BATCH, {}, budget)
 
 
