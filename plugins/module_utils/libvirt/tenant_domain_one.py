@@ -19,7 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pin
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
     cputune_qos, disk_targets, firmware_of, host_cpus, mmio_window_of, network_nics, read_pinning, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import CPU_QOS, IOTUNE_KEYS, copy_tree, to_kib, to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import GUEST_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_options import GUEST_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import _definition_diff, _persistent_xml, _running_diff
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import mmio_window
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import switch_layout

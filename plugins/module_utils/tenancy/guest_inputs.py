@@ -19,53 +19,11 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_add
 
 __metaclass__ = type
 
-GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
 # The largest qcow2 disk qemu-img makes with its default 64 KiB clusters: the L1 table holds at most 32 MiB of 8-byte
 # entries (QCOW_MAX_L1_SIZE, qemu's block/qcow2.h), each an L2 table of 8192 entries of 64 KiB: 2^22 * 2^13 * 2^16 bytes
 QCOW2_MAX_GB = (32 * 1024 * 1024 // 8) * (64 * 1024 // 8) * (64 * 1024) // 1024 ** 3
 CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
 
-IMAGE_OPTIONS = dict(
-    base=dict(type="path"),
-    url=dict(type="str"),
-    checksum=dict(type="str"),
-    size_gb=dict(type="int"),
-    copy=dict(type="bool", default=False),
-)
-CLOUD_INIT_OPTIONS = dict(
-    user=dict(type="str", default="gpuvirt"),
-    # public keys: nothing secret
-    ssh_authorized_keys=dict(type="list", elements="str", default=[], no_log=False),
-    packages=dict(type="list", elements="str", default=[]),
-    hostname=dict(type="str"),
-    rdma_address=dict(type="str"),
-    # the service VM's (tenancy/fabric_vm): the Fabric Manager's FM_CMD_BIND_INTERFACE, set at the first boot
-    fabric_manager_address=dict(type="str"),
-)
-MANAGEMENT_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    address=dict(type="str"),
-    gateway=dict(type="str"),
-    dns=dict(type="list", elements="str", default=[]),
-)
-# A data NIC (virtio) on a libvirt network or a host bridge: the tenant's RDMA NIC (soft-RoCE in the
-# guest) where it has no network VF, for hosts without SR-IOV NICs and tenants that need no VF.
-DATA_NIC_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    vlan=dict(type="int"),
-)
-# tenant_domain's options for a guest (each entry of ``domains`` too).
-GUEST_OPTIONS = dict(
-    image=dict(type="dict", options=IMAGE_OPTIONS),
-    cloud_init=dict(type="dict", options=CLOUD_INIT_OPTIONS),
-    management=dict(type="dict", options=MANAGEMENT_OPTIONS),
-    data_nic=dict(type="dict", options=DATA_NIC_OPTIONS),
-    guest_dir=dict(type="path", default=GUEST_DIR),
-)
 _ADDRESS_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(/(\d{1,2}))?$")
 # A Linux netdev name (a host bridge): at most 15 bytes (IFNAMSIZ 16 with its NUL), no blank, '/' or ':'
 # (dev_valid_name), not '.' or '..'. A libvirt network name: no '/', no blank or control character.

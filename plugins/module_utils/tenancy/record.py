@@ -31,7 +31,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults i
     EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
     check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
 
 __metaclass__ = type
 
@@ -132,6 +131,8 @@ def _guest(value, where):
     guest = dict(value)
     for key in ("address", "rdma_address"):
         if guest.get(key):
+            # the guest options' checks (guest_inputs) only for a tenant whose guest has an address
+            from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
             check_ipv4(guest[key], "%s: guest.%s" % (where, key), True)
     if guest.get("management_mac"):
         guest["management_mac"] = check_mac(str(guest["management_mac"]), "%s: guest.management_mac" % where)

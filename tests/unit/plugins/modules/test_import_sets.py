@@ -34,12 +34,12 @@ def loaded_utils(module):
     ("tenant_domain_info", {"libvirt.domain_info", "libvirt.domain_readers"},
      {"sriov_vfio.sriov", "libvirt.tenant_domain_call", "libvirt.numa_pin_domain", "libvirt.tenant_spec"}),
     # the tenants stage on the host (the planner, its plan's entries) only with ``tenants``
-    # the guests' files and the Fabric Manager's fmpm only for a tenant that has them (its spec names fabric_manager's
-    # options from fabric/manager_options.py)
+    # the guests' files and checks and the Fabric Manager's fmpm only for a call that has them (its spec names their
+    # options from tenancy/guest_options.py and fabric/manager_options.py)
     ("tenant_domain", {"libvirt.tenant_domain_call", "libvirt.tenant_domain_one", "libvirt.tenant_spec",
                        "fabric.manager_options"},
      {"sriov_vfio.sriov", "libvirt.tenant_stage", "planning.tenant_plan", "libvirt.guest_image", "fabric.partition_call",
-      "fabric.fmpm"}),
+      "fabric.fmpm", "tenancy.guest_inputs"}),
     # the SR-IOV/VFIO stage without a Fabric Manager service VM: not its option's checks
     ("vfio_bind", {"sriov_vfio.vfio", "sriov_vfio.stage", "sriov_vfio.sriov"}, {"tenancy.fabric_vm"}),
     # inside a guest there is no ConnectX PF: the firmware tools' parser is left out
@@ -63,11 +63,11 @@ def test_tenant_domain_imports_sriov_when_given_vf_settings():
     assert tenant_domain_call.vf_settings_options({"sriov_vfs": None}) is None
 
 
-# What a converged host's check does not run, so does not import: the guests' disks and seeds (no tenant has an
-# image, no removal, no other domain), the Fabric Manager's part and its service VM (neither asked), the preview's
-# projection of the host (the host as it is).
+# What a converged host's check does not run, so does not import: the guests' disks, seeds and options' checks (no
+# tenant has an image, a guest address or a management network, no removal, no other domain), the Fabric Manager's
+# part and its service VM (neither asked), the preview's projection of the host (the host as it is).
 NOT_RUN_WHEN_CONVERGED = ("libvirt.guest_image", "libvirt.tenant_fabric", "fabric.partition_call", "fabric.fmpm",
-                          "tenancy.fabric_vm", "sriov_vfio.projection", "vocabulary.disk_header")
+                          "tenancy.fabric_vm", "sriov_vfio.projection", "vocabulary.disk_header", "tenancy.guest_inputs")
 CONVERGED_CHECK = r"""
 import json, sys
 sys.path[:0] = [%(collections)r, %(unit)r]
