@@ -26,6 +26,7 @@ from types import MappingProxyType
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.ipv4 import check_ipv4
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
     EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
@@ -131,8 +132,6 @@ def _guest(value, where):
     guest = dict(value)
     for key in ("address", "rdma_address"):
         if guest.get(key):
-            # the guest options' checks (guest_inputs) only for a tenant whose guest has an address
-            from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
             check_ipv4(guest[key], "%s: guest.%s" % (where, key), True)
     if guest.get("management_mac"):
         guest["management_mac"] = check_mac(str(guest["management_mac"]), "%s: guest.management_mac" % where)
