@@ -35,12 +35,14 @@ requirements:
 """
 
 # Actions that ansible runs on the controller without sending a module to the host (the
-# collection's gate_check and report_file too: they take the gate's result or write the report on
-# the controller, they ask the host nothing).
+# collection's gate_check, stage_options, stage_result and report_file too: they build a stage's
+# call, take the gate's result or a call's, or write the report on the controller; none runs a
+# module, plugins/action/).
 CONTROLLER_ACTIONS = frozenset((
     "add_host", "assert", "debug", "fail", "group_by", "import_playbook", "import_role", "import_tasks",
     "include", "include_role", "include_tasks", "include_vars", "meta", "pause", "set_fact", "set_stats",
     "validate_argument_spec", "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.report_file",
+    "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
 ))
 LOCAL_HOSTS = frozenset(("localhost", "127.0.0.1", "::1"))
 

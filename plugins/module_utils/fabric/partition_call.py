@@ -11,14 +11,10 @@ from __future__ import absolute_import, division, print_function
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import CommandError, program_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import StateError, check_line_value
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric import fmpm
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric.manager_options import FABRIC_MANAGER_OPTIONS
 
 __metaclass__ = type
 
-# Where the Fabric Manager is reached: fabric_partition's options, and the tenants stage's fabric_manager.
-FABRIC_MANAGER_OPTIONS = dict(
-    fmpm=dict(type="path"),
-    hostname=dict(type="str"),
-)
 MODULE_ARGS = dict(
     argument_spec=dict(
         partitions=dict(type="list", elements="dict", required=True, options=dict(
@@ -35,7 +31,7 @@ FLAGS = {"activate": "-a", "deactivate": "-d"}
 
 class FabricManager:
     """``fmpm`` run through the host's command runner against one Fabric Manager: ``options`` are
-    {fmpm, hostname} (:data:`FABRIC_MANAGER_OPTIONS`), ``prefix`` names them in errors (``fabric_manager.``
+    {fmpm, hostname} (fabric/manager_options.py), ``prefix`` names them in errors (``fabric_manager.``
     in the tenants stage). The program is found when this is made (the option when it is an executable
     file, else PATH); ``hostname`` goes to every call as ``--hostname``."""
 

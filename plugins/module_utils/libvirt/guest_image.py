@@ -28,8 +28,8 @@ import json
 import os
 from collections import OrderedDict
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import (
-    CHECKSUM_RE, GUEST_DIR, rdma_nic_mac, validate_guest)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import CHECKSUM_RE, rdma_nic_mac, validate_guest
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_options import GUEST_DIR
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_runcmd
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, labelled, normalised_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.disk_header import HEAD_BYTES, disk_contents, not_a_disk

@@ -21,13 +21,12 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change imp
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import (
     host_model, maxphysaddr_gate, maxphysaddr_note, place_above_ht_hole)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import backing_chain
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS, NetworkPlan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Run, nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import (
     DomainRequest, TENANT_DOMAIN_FLAGS, TENANT_DOMAIN_OPTIONS, TENANT_DOMAIN_REQUIRED_IF)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.files import check_tenant_files
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric.partition_call import FABRIC_MANAGER_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.fabric.manager_options import FABRIC_MANAGER_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.tenant_request import (
     Claims, RELAX_OPTION, limits_of_capabilities, limits_of_topology, vf_security)
 
@@ -184,6 +183,8 @@ def check_removals(requests, holdings, host):
                 removed[os.path.realpath(host.path(path, "guest_dir"))] = (request, path)
     if not removed:
         return
+    # only a removal reads the backing chains (guest_image): a call that removes nothing does not import it
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import backing_chain
     readers = []  # (who, file it reads or writes)
     for request in requests:
         if request.present:

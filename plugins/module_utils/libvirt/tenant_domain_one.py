@@ -19,9 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_pin
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_readers import (
     cputune_qos, disk_targets, firmware_of, host_cpus, mmio_window_of, network_nics, read_pinning, vcpu_counts)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_tree import CPU_QOS, IOTUNE_KEYS, copy_tree, to_kib, to_text
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import (
-    GuestRemoval, console_log_path, plan_guest, tenant_paths)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import GUEST_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_options import GUEST_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.change import _definition_diff, _persistent_xml, _running_diff
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.host_limits import mmio_window
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_switch import switch_layout
@@ -378,10 +376,14 @@ class DomainRequest:
                 raise InputError("shutdown_timeout: %d is negative; give the seconds to wait for the guest (0 to not wait)"
                                  % options["shutdown_timeout"])
             if options["state"] == "absent":
+                # the guest's files (libvirt/guest_image) only where a tenant is removed or has a guest: a
+                # tenant without image, management or data NIC does not import them (each call compiles its imports)
+                from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import GuestRemoval
                 self.spec, self.pins = TenantSpec.named(options["name"]), None
                 self.removal = GuestRemoval(host, options["name"], options.get("guest_dir"))
                 return
             if options.get("image"):
+                from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import tenant_paths
                 # the tenant's own disk comes first: the guest boots from it
                 disk = {"path": tenant_paths(options["guest_dir"], options["name"])["disk"], "format": "qcow2", "target": None}
                 options = dict(options, disks=[disk] + list(options["disks"] or []))
@@ -410,6 +412,7 @@ class DomainRequest:
 
     def _plan_guest(self, host, options, check_mode, planned=False):
         """The guest's disk, seed, management NIC and data NIC (guest_image), checked and read now."""
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path, plan_guest
         spec = self.spec
         vf_mac = spec.interfaces[spec.network_vfs[0]]["mac"] if spec.network_vfs else None
         self.guest = plan_guest(host, spec.name, options, vf_mac=vf_mac, check_mode=check_mode, planned=planned)

@@ -24,16 +24,13 @@ import ipaddress
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt import tenant_domain_call
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric, held_for_service_vm, without_autostart
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import pci_links, tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.network import NETWORK_OPTIONS
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.holdings import domain_holdings
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_domain_type, check_machine
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import check_tenant_list, tenant_records
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_entries, fabric_existing, fabric_vm, with_fabric_vm
 
 __metaclass__ = type
 
@@ -51,8 +48,12 @@ def check_dict(value, option):
 def held_addresses(conn, host, names):
     """{domain: {"addresses": [...]}}: the guest addresses the seeds of the domains that are not
     listed tenants give (guest_image.seed_addresses)."""
-    return dict((name, {"addresses": seed_addresses(host, files)})
-                for name, (_devices, _macs, files) in domain_holdings(conn).items() if name not in names)
+    others = [(name, files) for name, (_devices, _macs, files) in domain_holdings(conn).items() if name not in names]
+    if not any(files for _name, files in others):
+        # no file, no seed: the seeds' reader (guest_image) is not imported
+        return dict((name, {"addresses": []}) for name, _files in others)
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import seed_addresses
+    return dict((name, {"addresses": seed_addresses(host, files)}) for name, files in others)
 
 
 def host_address(params):
@@ -147,21 +148,31 @@ def tenant_stage(params, host, run):
     preview = params.get("preview") is not None
     topology, preview_notes = stage_topology(params, host)
     # the Fabric Manager service VM: planned as a tenant without GPUs or VFs, its NVSwitches added to its entry
-    service_vm = fabric_vm(params.get("fabric_vm"), topology, params["tenants"])
-    tenants = with_fabric_vm(tenants, service_vm, params["firmware"])
+    # (tenancy/fabric_vm only with fabric_vm: a call without a service VM does not import it)
+    fabric = service_vm = None
+    if params.get("fabric_vm"):
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy import fabric_vm as fabric
+        service_vm = fabric.fabric_vm(params["fabric_vm"], topology, params["tenants"])
+    tenants = fabric.with_fabric_vm(tenants, service_vm, params["firmware"]) if fabric else list(tenants)
     names = [tenant["name"] for tenant in tenants]
     with host.libvirt(params["uri"]) as conn:
-        existing = fabric_existing(domain_info.domain_assignments(conn, names), service_vm)
+        existing = domain_info.domain_assignments(conn, names)
+        if fabric:
+            existing = fabric.fabric_existing(existing, service_vm)
         foreign = domain_info.foreign_domains(conn, names)
         # across calls: no tenant address another domain's seed gives, nor the host's on the management network
         check_tenant_list(tenants, held_addresses(conn, host, names), host_address(params))
         found = tenant_plan.plan(topology, tenants, dict(policy, existing=existing), foreign)
         removals, placed, access = domain_entries(found, tenants, params, topology, preview, preview_notes)
-        placed = fabric_entries(placed, service_vm)
+        if fabric:
+            placed = fabric.fabric_entries(placed, service_vm)
         # with fabric_manager and a service VM that does not run yet: no Fabric Manager can answer this call, so the
         # tenants whose partitions it must activate are defined and held, never started without them
         held = []
         if params.get("fabric_manager") is not None:
+            # the Fabric Manager's part (tenant_fabric, fabric/) only with fabric_manager: a call without it does not import it
+            from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import (
+                held_for_service_vm, without_autostart)
             placed = without_autostart(found, placed)
             if not preview:
                 placed, held = held_for_service_vm(service_vm, found, placed, conn, run)
@@ -174,6 +185,7 @@ def tenant_stage(params, host, run):
         # with fabric_manager: the tenants' Fabric Manager partitions, fmpm -l read and every step decided before any change
         partitions = None
         if params.get("fabric_manager") is not None and not held:
+            from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_fabric import TenantFabric
             partitions = TenantFabric(params["fabric_manager"], found, placed, removals, conn, host, run, preview)
         result = tenant_domain_call.act_on_domains(conn, prepared, True, network, host, run, first=len(removals),
                                                    fabric=partitions)

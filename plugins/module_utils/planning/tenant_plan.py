@@ -26,7 +26,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields imp
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records, thaw
 # what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pcie_switches import switch_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_network_vfs
@@ -193,6 +192,17 @@ def merged(base, override):
     return out
 
 
+def _check_vf_addresses(topology, tenant, vfs):
+    """projection.check_vf_addresses where a VF of ``vfs`` is a planned one: only a preview's host
+    model (the projection) has planned VFs, so a plan on the host as it is does not import the
+    projection's code (each module call compiles what it imports)."""
+    pci = topology.get("pci_devices") or {}
+    if not any((pci.get(vf) or {}).get("planned") for vf in vfs or []):
+        return
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.projection import check_vf_addresses
+    check_vf_addresses(topology, tenant, vfs)
+
+
 def tenant_domains(found, tenants, settings):
     """The ``tenant_domain`` arguments (less ``uri``) of each placed tenant of ``plan``, in the
     plan's order, as the entries of its ``domains``: its size, devices and QoS (its priority
@@ -209,7 +219,7 @@ def tenant_domains(found, tenants, settings):
         spec = specs.get(name, {})
         if topology is not None:
             try:
-                check_vf_addresses(topology, name, placement["vfs"])
+                _check_vf_addresses(topology, name, placement["vfs"])
             except InputError as exc:
                 if settings.get("preview_notes") is None:
                     raise

@@ -27,7 +27,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_us
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_ids import parse_vendor_device
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import nested_params
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_switches
 
 __metaclass__ = type
 
@@ -393,7 +392,11 @@ def vfio_bind(params, host, run):
     sriov_params, wanted_pfs = stage_sriov(params, host, topology)
     gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
     # the service VM's NVSwitches go to vfio-pci too (its domain's host devices are managed='no')
-    switches = fabric_switches(params.get("fabric_vm"), topology)
+    switches = []
+    if params.get("fabric_vm"):
+        # tenancy/fabric_vm only with fabric_vm: a call without a service VM does not import it
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fabric_vm import fabric_switches
+        switches = fabric_switches(params["fabric_vm"], topology)
     # /proc and the domain files are read once, and again only when the VFs changed
     kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
     sriov_result, vfs_to_come = sriov_first(sriov_params, list(params["devices"] or []) + gpus + companions + switches, wanted_pfs,

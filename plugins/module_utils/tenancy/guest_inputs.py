@@ -16,57 +16,15 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.ipv4 import check_ipv4
 
 __metaclass__ = type
 
-GUEST_DIR = "/var/lib/libvirt/images/gpuvirt"
 # The largest qcow2 disk qemu-img makes with its default 64 KiB clusters: the L1 table holds at most 32 MiB of 8-byte
 # entries (QCOW_MAX_L1_SIZE, qemu's block/qcow2.h), each an L2 table of 8192 entries of 64 KiB: 2^22 * 2^13 * 2^16 bytes
 QCOW2_MAX_GB = (32 * 1024 * 1024 // 8) * (64 * 1024 // 8) * (64 * 1024) // 1024 ** 3
 CHECKSUM_RE = re.compile(r"^(sha1|sha224|sha256|sha384|sha512|md5):([0-9a-fA-F]+)$")
 
-IMAGE_OPTIONS = dict(
-    base=dict(type="path"),
-    url=dict(type="str"),
-    checksum=dict(type="str"),
-    size_gb=dict(type="int"),
-    copy=dict(type="bool", default=False),
-)
-CLOUD_INIT_OPTIONS = dict(
-    user=dict(type="str", default="gpuvirt"),
-    # public keys: nothing secret
-    ssh_authorized_keys=dict(type="list", elements="str", default=[], no_log=False),
-    packages=dict(type="list", elements="str", default=[]),
-    hostname=dict(type="str"),
-    rdma_address=dict(type="str"),
-    # the service VM's (tenancy/fabric_vm): the Fabric Manager's FM_CMD_BIND_INTERFACE, set at the first boot
-    fabric_manager_address=dict(type="str"),
-)
-MANAGEMENT_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    address=dict(type="str"),
-    gateway=dict(type="str"),
-    dns=dict(type="list", elements="str", default=[]),
-)
-# A data NIC (virtio) on a libvirt network or a host bridge: the tenant's RDMA NIC (soft-RoCE in the
-# guest) where it has no network VF, for hosts without SR-IOV NICs and tenants that need no VF.
-DATA_NIC_OPTIONS = dict(
-    network=dict(type="str"),
-    bridge=dict(type="str"),
-    mac=dict(type="str"),
-    vlan=dict(type="int"),
-)
-# tenant_domain's options for a guest (each entry of ``domains`` too).
-GUEST_OPTIONS = dict(
-    image=dict(type="dict", options=IMAGE_OPTIONS),
-    cloud_init=dict(type="dict", options=CLOUD_INIT_OPTIONS),
-    management=dict(type="dict", options=MANAGEMENT_OPTIONS),
-    data_nic=dict(type="dict", options=DATA_NIC_OPTIONS),
-    guest_dir=dict(type="path", default=GUEST_DIR),
-)
-_ADDRESS_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(/(\d{1,2}))?$")
 # A Linux netdev name (a host bridge): at most 15 bytes (IFNAMSIZ 16 with its NUL), no blank, '/' or ':'
 # (dev_valid_name), not '.' or '..'. A libvirt network name: no '/', no blank or control character.
 _NETDEV_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,15}$")
@@ -89,39 +47,6 @@ def management_mac(name):
 def data_nic_mac(name):
     """The data NIC's MAC of tenant ``name`` (:func:`nic_mac`)."""
     return nic_mac(name, "data")
-
-
-def check_ipv4(value, option, prefix_required):
-    """``value`` as an IPv4 address, with ``/prefix`` when ``prefix_required`` and without one
-    otherwise (a gateway, a name server), or InputError. Octets without leading zeros (read as
-    octal by some tools); never an address no host can hold: 0.0.0.0/8, loopback, link-local,
-    multicast, reserved, the broadcast address, nor, with a prefix, its subnet's network or
-    broadcast address."""
-    match = _ADDRESS_RE.match(str(value or ""))
-    ok = match is not None and all(int(part) <= 255 and (part == "0" or not part.startswith("0")) for part in match.groups()[:4])
-    if ok and match.group(6) is not None:
-        ok = 0 < int(match.group(6)) <= 32 and not match.group(6).startswith("0")
-    if not ok or (prefix_required and match.group(6) is None):
-        raise InputError("%s: %r is not an IPv4 address%s" % (option, value, " with its prefix, like 10.20.0.11/24"
-                                                              if prefix_required else ", like 192.168.150.1"))
-    if not prefix_required and match.group(6) is not None:
-        raise InputError("%s: %r has a prefix; give the address alone, like %s" % (option, value, value.split("/")[0]))
-    interface = ipaddress.ip_interface(u"%s" % value)
-    address = interface.ip
-    kind = next((word for test, word in ((address in ipaddress.ip_network(u"0.0.0.0/8"), "in 0.0.0.0/8"),
-                                         (address.is_loopback, "a loopback address"), (address.is_link_local, "link-local"),
-                                         (address.is_multicast, "a multicast address"), (address.is_reserved, "reserved"),
-                                         (address == ipaddress.ip_address(u"255.255.255.255"), "the broadcast address"))
-                 if test), None)
-    network = interface.network
-    if kind is None and match.group(6) is not None and network.prefixlen <= 30:
-        if address == network.network_address:
-            kind = "the network address of %s" % network
-        elif address == network.broadcast_address:
-            kind = "the broadcast address of %s" % network
-    if kind is not None:
-        raise InputError("%s: %s is %s, which no host can hold; give a host address" % (option, value, kind))
-    return str(value)
 
 
 def check_addresses(management, rdma_address):

@@ -26,12 +26,12 @@ from types import MappingProxyType
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.domain_name import check_domain_name
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.ipv4 import check_ipv4
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
     EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
     check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import check_ipv4
 
 __metaclass__ = type
 
