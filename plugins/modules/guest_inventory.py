@@ -30,17 +30,8 @@ description:
   - Runs on the controller; it asks nothing of the host and changes nothing (the role's C(ansible.builtin.add_host) task
     adds the hosts). An action plugin; this file holds its documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Changes nothing in any mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   tenants:
     description: The tenant list (C(gpuvirt_tenants)). Required unless O(waited) is given.

@@ -25,17 +25,8 @@ description:
   - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
     documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Changes nothing in any mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   query:
     description: The registered result of the GPU query (or its output).

@@ -22,17 +22,8 @@ description:
   - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
     documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Changes nothing in any mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   inputs:
     description: The role's inputs without the C(guest_rdma_) prefix (the role's internal C(__guest_rdma_inputs)).

@@ -21,17 +21,8 @@ description:
   - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
     documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Changes nothing in any mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   found:
     description: The registered M(gpuvirt.tenancy.mlx_rocev2) result (its C(verbs), C(rdma_device) and C(packages)).

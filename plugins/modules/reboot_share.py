@@ -22,17 +22,8 @@ description:
   - Runs on the controller; it asks the host nothing and changes nothing. An action plugin; this file holds its
     documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - The same in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   budget:
     description:

@@ -38,17 +38,8 @@ description:
   - Decides nothing about the host. Runs on the controller; it asks nothing of the host. An action plugin; this file
     holds its documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
+  - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Changes nothing in any mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   stage:
     description: The host stage.
