@@ -58,3 +58,12 @@ attributes:
     support: N/A
     platforms: posix
 """
+
+    # An action that runs on the controller only, asks the host nothing and changes nothing (with
+    # INFO_MODULE and PLATFORM): its module file holds only its documentation, the note said once here
+    CONTROLLER = r"""
+options: {}
+notes:
+  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; its module file holds
+    only its documentation.
+"""

@@ -27,11 +27,11 @@ description:
   - Given O(waited) instead (the registered result of a looped C(ansible.builtin.wait_for) over the entries), it gives
     the guests that did not answer SSH, each named with its address, how long it was waited for and its console log on
     the GPU host, and how long each guest was waited for.
-  - Runs on the controller; it asks nothing of the host and changes nothing (the role's C(ansible.builtin.add_host) task
-    adds the hosts). An action plugin; this file holds its documentation.
+  - The role's C(ansible.builtin.add_host) task adds the hosts.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   tenants:
     description: The tenant list (C(gpuvirt_tenants)). Required unless O(waited) is given.

@@ -21,11 +21,10 @@ description:
     C(gpu_mig_layout).
   - Given O(result) instead (the registered M(gpuvirt.tenancy.mig_profile) result), it gives the bus ids of the GPUs whose
     MIG mode change waits for a reboot; with O(after) (the call made after the reboot), from that call where it ran.
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   layout:
     description:

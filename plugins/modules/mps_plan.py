@@ -22,11 +22,10 @@ description:
     RV(message) saying why; the role then changes nothing.
   - First checks the inputs no argument spec type checks - O(gpus) V(all) or a list of indexes,
     O(active_thread_percentage) 1-100, O(pinned_memory_limit) like V(20G) - and fails naming every bad one.
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   query:
     description: The registered result of the GPU query (or its output).

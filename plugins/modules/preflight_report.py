@@ -21,11 +21,10 @@ description:
     P(gpuvirt.tenancy.preflight_projection#filter) gives it), with the GPUs given to tenants and the PFs that get VFs. A
     refusal of the planner is the report's reason, not a failed task; so is a stage's refusal of its call that the gate's
     check found where the stage itself would give it later in the run.
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   info:
     description: The registered result of M(gpuvirt.tenancy.preflight_info) (its C(topology), C(firmware), C(stage_checks)).

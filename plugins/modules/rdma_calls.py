@@ -19,11 +19,10 @@ description:
   - Gives the options of the role's one M(gpuvirt.tenancy.mlx_rocev2) call (RV(rocev2)) - the device named, else the VF's
     MAC to find it by; the packages per OS family when the role installs; C(nccl_env), the options of the NCCL file,
     decided but not written - and whether a soft-RoCE device is made first (RV(soft_roce)).
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   inputs:
     description: The role's inputs without the C(guest_rdma_) prefix (the role's internal C(__guest_rdma_inputs)).

@@ -21,11 +21,10 @@ description:
     (V(auto), the fleet's under the C(uniform) policy, else the given one), the hosts block's entries (every row with an
     IPv4 GID as C(<ipv4> <host><suffix>)), and whether the call must run at all (what differs from the guest's own decision,
     the first call's C(nccl_env) result).
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   result_var:
     description: The name every host registered its M(gpuvirt.tenancy.mlx_rocev2) result under (this host's is its decision).

@@ -17,11 +17,10 @@ description:
     C(<name>.macaddress)) - the tenant VF's netdev on which the role C(guest_rdma) makes its soft-RoCE device. A VLAN on the
     VF shares its MAC, so a name with a dot comes last.
   - Fails naming every netdev and its MAC when none carries O(mac).
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   facts:
     description: The gathered facts (C(ansible_facts), with the C(network) subset).

@@ -18,11 +18,10 @@ description:
     this action fails naming the host and what keeps verbs from the device - the provider package of the OS family,
     C(ibv_devices) missing, the failed install's last line - and passes when verbs see it.
   - The install's result counts only where it changed or failed; the second read only where it ran (not skipped).
-  - Runs on the controller; it asks nothing of the host and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   found:
     description: The registered M(gpuvirt.tenancy.mlx_rocev2) result (its C(verbs), C(rdma_device) and C(packages)).

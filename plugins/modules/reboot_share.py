@@ -19,11 +19,10 @@ description:
     what lets every host converge within ceil(hosts needing a reboot / budget) runs.
   - Every host of the batch runs this task after its boot stage's call (so that each host's flag is set); each gets
     the same share and whether it is in it (RV(reboot_now)).
-  - Runs on the controller; it asks the host nothing and changes nothing. An action plugin; this file holds its
-    documentation.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   budget:
     description:

@@ -35,11 +35,11 @@ description:
     call - every PF of C(pfs) (C([{pf, num_vfs, autoprobe}])) with its count, its own C(autoprobe) or the role's,
     C(persist) and C(force), and the settings of each VF a present tenant of C(tenants) names by address
     (O(gpuvirt.tenancy.sriov_vfs#module:vf_settings)).
-  - Decides nothing about the host. Runs on the controller; it asks nothing of the host. An action plugin; this file
-    holds its documentation.
+  - Decides nothing about the host.
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   stage:
     description: The host stage.
