@@ -11,40 +11,32 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import guest_inventory
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 HOSTS_ARGS = ("tenants", "access", "jump_host", "plan", "links", "add")
 WAIT_ARGS = ("waited", "host_name")
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(HOSTS_ARGS + WAIT_ARGS)
-    _requires_connection = False
+    REFUSALS = (ValueError,)
+    PREFIX = "guest_inventory"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        try:
-            if "waited" in args:
-                mixed = sorted(name for name in HOSTS_ARGS if name in args)
-                if mixed:
-                    raise guest_inventory.GuestWaitError("%s: give either the tenants (the hosts to add) or waited (the wait's "
-                                                         "result), not both" % ", ".join(mixed))
-                failures = guest_inventory.wait_failures(args["waited"], args.get("host_name"))
-                result.update(changed=False, unanswered=failures, times=guest_inventory.wait_times(args["waited"]))
-                return result
-            if "host_name" in args:
-                raise guest_inventory.GuestWaitError("host_name: only the wait's form (waited) takes it")
-            if "tenants" not in args:
-                raise guest_inventory.GuestInventoryError("tenants: give the tenant list (gpuvirt_tenants), or waited")
-            known = ((task_vars or {}).get("groups") or {}).get("all") or []
-            hosts = guest_inventory.guest_hosts(args["tenants"], args.get("access"), args.get("jump_host"), args.get("plan"),
-                                                list(known), args.get("add", True), args.get("links"))
-        except ValueError as exc:
-            return dict(result, failed=True, changed=False, msg="guest_inventory: %s" % exc)
-        result.update(changed=False, hosts=hosts, names=[entry["name"] for entry in hosts])
-        return result
+    def decide(self, args, task_vars):
+        if "waited" in args:
+            mixed = sorted(name for name in HOSTS_ARGS if name in args)
+            if mixed:
+                raise guest_inventory.GuestWaitError("%s: give either the tenants (the hosts to add) or waited (the wait's "
+                                                     "result), not both" % ", ".join(mixed))
+            failures = guest_inventory.wait_failures(args["waited"], args.get("host_name"))
+            return {"unanswered": failures, "times": guest_inventory.wait_times(args["waited"])}
+        if "host_name" in args:
+            raise guest_inventory.GuestWaitError("host_name: only the wait's form (waited) takes it")
+        if "tenants" not in args:
+            raise guest_inventory.GuestInventoryError("tenants: give the tenant list (gpuvirt_tenants), or waited")
+        known = (task_vars.get("groups") or {}).get("all") or []
+        hosts = guest_inventory.guest_hosts(args["tenants"], args.get("access"), args.get("jump_host"), args.get("plan"),
+                                            list(known), args.get("add", True), args.get("links"))
+        return {"hosts": hosts, "names": [entry["name"] for entry in hosts]}

@@ -10,39 +10,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.mig import MigInputError, mig_profile_options, waiting_gpus
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 INPUT_ARGS = ("layout", "reset", "force", "nvidia_smi")
 RESULT_ARGS = ("result", "after")
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(INPUT_ARGS + RESULT_ARGS)
-    _requires_connection = False
+    REFUSALS = (MigInputError,)
+    PREFIX = "mig_layout"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        try:
-            if "result" in args:
-                mixed = sorted(name for name in INPUT_ARGS if name in args)
-                if mixed:
-                    raise MigInputError("%s: give either the role's inputs (the call's options) or result (the call's "
-                                        "result), not both" % ", ".join(mixed))
-                waiting = waiting_gpus(args["result"], args.get("after"))
-                result.update(changed=False, waiting=waiting, reboot_required=bool(waiting))
-                return result
-            if "after" in args:
-                raise MigInputError("after: only with result (the mig_profile result before the reboot)")
-            if "layout" not in args:
-                raise MigInputError("layout: give gpu_mig_layout (gpuvirt_mig_layout), or result")
-            options = mig_profile_options(args["layout"], args.get("reset", "auto"), args.get("force", False),
-                                          args.get("nvidia_smi"))
-        except MigInputError as exc:
-            return dict(result, failed=True, changed=False, msg="mig_layout: %s" % exc)
-        result.update(changed=False, options=options)
-        return result
+    def decide(self, args, task_vars):
+        if "result" in args:
+            mixed = sorted(name for name in INPUT_ARGS if name in args)
+            if mixed:
+                raise MigInputError("%s: give either the role's inputs (the call's options) or result (the call's "
+                                    "result), not both" % ", ".join(mixed))
+            waiting = waiting_gpus(args["result"], args.get("after"))
+            return {"waiting": waiting, "reboot_required": bool(waiting)}
+        if "after" in args:
+            raise MigInputError("after: only with result (the mig_profile result before the reboot)")
+        if "layout" not in args:
+            raise MigInputError("layout: give gpu_mig_layout (gpuvirt_mig_layout), or result")
+        return {"options": mig_profile_options(args["layout"], args.get("reset", "auto"), args.get("force", False),
+                                               args.get("nvidia_smi"))}

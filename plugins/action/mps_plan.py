@@ -10,26 +10,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import mps
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("query", "apps", "gpus", "state", "active_thread_percentage", "pinned_memory_limit"))
-    _requires_connection = False
+    REFUSALS = (mps.InputError, mps.ReadError)
+    PREFIX = "gpu_mps"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        try:
-            if "query" not in args:
-                raise mps.InputError("query: give the registered nvidia-smi --query-gpu result")
-            plan = mps.mps_plan(args["query"], args.get("apps", ""), args.get("gpus", "all"), args.get("state", "started"),
-                                args.get("active_thread_percentage"), args.get("pinned_memory_limit"))
-        except (mps.InputError, mps.ReadError) as exc:
-            return dict(result, failed=True, changed=False, msg="gpu_mps: %s" % exc)
-        result.update(plan, changed=False)
-        return result
+    def decide(self, args, task_vars):
+        if "query" not in args:
+            raise mps.InputError("query: give the registered nvidia-smi --query-gpu result")
+        return mps.mps_plan(args["query"], args.get("apps", ""), args.get("gpus", "all"), args.get("state", "started"),
+                            args.get("active_thread_percentage"), args.get("pinned_memory_limit"))

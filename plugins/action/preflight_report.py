@@ -10,25 +10,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import plain
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.preflight_report import PreflightReportError, preflight_report
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("info", "desired", "policy"))
-    _requires_connection = False
+    REFUSALS = (PreflightReportError,)
+    PREFIX = "preflight_report"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        try:
-            # plain data: the host model handed over as ansible-core's lazy containers would cost seconds to walk
-            made = preflight_report(plain(args.get("info")), plain(args.get("desired")), plain(args.get("policy")))
-        except PreflightReportError as exc:
-            return dict(result, failed=True, changed=False, msg="preflight_report: %s" % exc)
-        result.update(made, changed=False)
-        return result
+    def decide(self, args, task_vars):
+        # plain data: the host model handed over as ansible-core's lazy containers would cost seconds to walk
+        return preflight_report(plain(args.get("info")), plain(args.get("desired")), plain(args.get("policy")))

@@ -9,22 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.rdma import RdmaInputError, guest_rdma_calls
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("inputs", "family_packages"))
-    _requires_connection = False
+    REFUSALS = (RdmaInputError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        try:
-            calls = guest_rdma_calls(self._task.args.get("inputs"), self._task.args.get("family_packages"))
-        except RdmaInputError as exc:
-            return dict(result, failed=True, changed=False, msg=str(exc))
-        result.update(calls, changed=False)
-        return result
+    def decide(self, args, task_vars):
+        return guest_rdma_calls(args.get("inputs"), args.get("family_packages"))

@@ -10,34 +10,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.rdma import RdmaInputError, rdma_fleet, rdma_nccl_write
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("result_var", "gid_index", "gid_policy", "hosts_suffix", "options"))
-    _requires_connection = False
+    REFUSALS = (RdmaInputError,)
+    PREFIX = "rdma_fleet"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        task_vars = task_vars or {}
-        try:
-            name = args.get("result_var")
-            if not name or not isinstance(name, str):
-                raise RdmaInputError("result_var: give the name each host registered its mlx_rocev2 result under, got %r"
-                                     % (name,))
-            own = task_vars.get(name)
-            if not isinstance(own, dict):
-                raise RdmaInputError("result_var: this host has no mlx_rocev2 result in %s (got %s)" % (name, type(own).__name__))
-            fleet = rdma_fleet(list(task_vars.get("ansible_play_hosts") or []), task_vars.get("hostvars") or {}, name,
-                               args.get("gid_index"))
-            write = rdma_nccl_write(fleet, own.get("nccl_env"), args.get("gid_index"), args.get("gid_policy"),
-                                    args.get("hosts_suffix") or "", args.get("options"), own)
-        except RdmaInputError as exc:
-            return dict(result, failed=True, changed=False, msg="rdma_fleet: %s" % exc)
-        result.update(fleet, changed=False, write=write)
-        return result
+    def decide(self, args, task_vars):
+        name = args.get("result_var")
+        if not name or not isinstance(name, str):
+            raise RdmaInputError("result_var: give the name each host registered its mlx_rocev2 result under, got %r" % (name,))
+        own = task_vars.get(name)
+        if not isinstance(own, dict):
+            raise RdmaInputError("result_var: this host has no mlx_rocev2 result in %s (got %s)" % (name, type(own).__name__))
+        fleet = rdma_fleet(list(task_vars.get("ansible_play_hosts") or []), task_vars.get("hostvars") or {}, name,
+                           args.get("gid_index"))
+        write = rdma_nccl_write(fleet, own.get("nccl_env"), args.get("gid_index"), args.get("gid_policy"),
+                                args.get("hosts_suffix") or "", args.get("options"), own)
+        return dict(fleet, write=write)

@@ -9,22 +9,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.rdma import RdmaInputError, netdev_by_mac
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("facts", "mac"))
-    _requires_connection = False
+    REFUSALS = (RdmaInputError,)
+    PREFIX = "rdma_netdev"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        try:
-            netdev = netdev_by_mac(self._task.args.get("facts"), self._task.args.get("mac"))
-        except RdmaInputError as exc:
-            return dict(result, failed=True, changed=False, msg="rdma_netdev: %s" % exc)
-        result.update(changed=False, netdev=netdev)
-        return result
+    def decide(self, args, task_vars):
+        return {"netdev": netdev_by_mac(args.get("facts"), args.get("mac"))}

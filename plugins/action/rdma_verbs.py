@@ -10,26 +10,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.rdma import RdmaInputError, registered_verbs_problem
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("found", "installed", "reread"))
-    _requires_connection = False
+    REFUSALS = (RdmaInputError,)
+    PREFIX = "rdma_verbs"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        try:
-            problem = registered_verbs_problem(args.get("found"), args.get("installed"), args.get("reread"))
-        except RdmaInputError as exc:
-            return dict(result, failed=True, changed=False, msg="rdma_verbs: %s" % exc)
-        result.update(changed=False, problem=problem)
-        if problem:
-            host = (task_vars or {}).get("inventory_hostname") or "this host"
-            result.update(failed=True, msg="%s: %s" % (host, problem))
-        return result
+    def decide(self, args, task_vars):
+        problem = registered_verbs_problem(args.get("found"), args.get("installed"), args.get("reread"))
+        if not problem:
+            return {"problem": problem}
+        host = task_vars.get("inventory_hostname") or "this host"
+        return {"problem": problem, "failed": True, "msg": "%s: %s" % (host, problem)}
