@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.action import (guest_inventory, mig_layout, mps_plan, preflight_report, rdma_calls,
-                                                                 rdma_fleet, rdma_netdev, rdma_verbs, reboot_share)
+from ansible_collections.gpuvirt.tenancy.plugins.action import (
+    guest_inventory, mig_layout, mps_plan, preflight_report, rdma_calls, rdma_fleet, rdma_netdev, rdma_verbs, reboot_share)
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 from fakes.actions import run_action  # pylint: disable=import-error
 
