@@ -16,21 +16,9 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import te
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TENANT_DOMAIN_OPTIONS
+from fakes.guest_tenants import ACCESS, KEY, TENANTS  # pylint: disable=import-error
 
 FILTERS = FilterModule().filters()
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
-# the tenant list as the inventory gives it (guest_domains reads it into tenant records)
-SIZE = {"vcpus": 2, "memory_mb": 1024}
-TENANTS = [dict(SIZE, **tenant) for tenant in [
-    {"name": "tenant-a", "state": "running", "vlan": 101, "image": {"base": "/srv/debian-12.qcow2", "size_gb": 40},
-     "guest": {"address": "192.168.150.11/24", "rdma_address": "10.20.0.11/24", "packages": ["numactl"]}},
-    {"name": "tenant-b", "state": "running", "mac": "52:54:00:00:00:0B", "image": {"url": "https://x/y.qcow2", "checksum": "sha256:ab"},
-     "guest": {"address": "192.168.150.12/24"}},
-    {"name": "tenant-c", "state": "defined", "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.13/24"}},
-    {"name": "tenant-d", "state": "running"},
-]]
-ACCESS = {"user": "ops", "ssh_authorized_keys": [KEY],
-          "management": {"network": "gpuvirt-mgmt", "gateway": "192.168.150.1", "dns": ["192.168.150.1"]}}
 
 
 def test_guest_options_reach_the_entries_and_pass_the_module_spec():

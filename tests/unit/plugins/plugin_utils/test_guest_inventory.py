@@ -19,20 +19,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_dom
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import (
     GuestInventoryError, GuestWaitError, guest_hosts, wait_failures, wait_times)
-
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd3b3JrZXhhbXBsZWtleWZvcnRlc3RzMDAwMDAwMDAw ops@example"
-# the tenant list as the inventory gives it (guest_domains reads it into tenant records)
-SIZE = {"vcpus": 2, "memory_mb": 1024}
-TENANTS = [dict(SIZE, **tenant) for tenant in [
-    {"name": "tenant-a", "state": "running", "vlan": 101, "image": {"base": "/srv/debian-12.qcow2", "size_gb": 40},
-     "guest": {"address": "192.168.150.11/24", "rdma_address": "10.20.0.11/24", "packages": ["numactl"]}},
-    {"name": "tenant-b", "state": "running", "mac": "52:54:00:00:00:0B", "image": {"url": "https://x/y.qcow2", "checksum": "sha256:ab"},
-     "guest": {"address": "192.168.150.12/24"}},
-    {"name": "tenant-c", "state": "defined", "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.13/24"}},
-    {"name": "tenant-d", "state": "running"},
-]]
-ACCESS = {"user": "ops", "ssh_authorized_keys": [KEY],
-          "management": {"network": "gpuvirt-mgmt", "gateway": "192.168.150.1", "dns": ["192.168.150.1"]}}
+from fakes.guest_tenants import ACCESS, TENANTS  # pylint: disable=import-error
 
 
 def test_a_data_nic_reaches_the_entry_and_its_mac_the_guest_stage():
