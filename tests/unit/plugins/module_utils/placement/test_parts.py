@@ -109,9 +109,10 @@ def test_only_the_largest_sets_of_the_small_part_are_caught(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(120))
 def test_the_search_deciding_both_parts_finds_the_best(seed, monkeypatch):
-    # asked on every search (not only those of 20 tenants or more): the search stays exact
+    # asked on every search (not only those of 20 tenants or more): the search stays exact; other
+    # instances than test_split_bound.py's (seeds 9100 on), where the split bound and this are asked too
     monkeypatch.setattr(search_module, "DUALS_FROM", 0)
-    caps, classes, candidates = confined_instance(random.Random(9100 + seed))
+    caps, classes, candidates = confined_instance(random.Random(9300 + seed))
     if not candidates:
         return
     search = Search(caps, classes, candidates, 100000)
