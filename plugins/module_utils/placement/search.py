@@ -245,13 +245,10 @@ class Search(Bounds):
         tenants decided in whole tenants (placement_parts.by_parts): a plan that places more is
         kept (one more tried after it), a proof lowers the ceiling to the best found."""
         _members, where, _bits = self._fitting(0) or ((), (), 0)
-        confined = {}
-        for its in where:
-            if its != self.all_slots:
-                confined[its] = confined.get(its, 0) + 1
-        if not confined:
+        sets = self._split_sets(where)
+        if not sets:
             return
-        large = min(confined, key=lambda mask: (-confined[mask], mask))
+        large = sets[0]
         for _try in range(2):
             found = by_parts(self, Candidate, self.all_slots & ~large, large, self.best[0])
             if found is None:

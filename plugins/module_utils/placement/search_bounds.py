@@ -193,6 +193,16 @@ class Bounds:
                 least += 1
         return (most, min(most, online_left), 0)
 
+    def _split_sets(self, where):
+        """The sets of nodes the host may be split at, from the nodes each tenant may go to
+        (``where``): each set some tenants are confined to (not every node), those most tenants
+        are confined to first (then by the set's bits, for one order every time)."""
+        confined = {}
+        for its in where:
+            if its != self.all_slots:
+                confined[its] = confined.get(its, 0) + 1
+        return sorted(confined, key=lambda mask: (-confined[mask], mask))
+
     def _split_bound(self):
         """The root's bound with the host split in two at a set of nodes some tenants are confined
         to (the GPU nodes, say): the tenants placed there are no more than the configuration bound
@@ -208,12 +218,8 @@ class Bounds:
             return None
         members, where, bits = fitting
         online_left = bin(self.online_bits & bits).count("1")
-        confined = {}
-        for its in where:
-            if its != self.all_slots:
-                confined[its] = confined.get(its, 0) + 1
         best = None
-        for slots in sorted(confined, key=lambda mask: (-confined[mask], mask))[:SPLIT_SETS]:
+        for slots in self._split_sets(where)[:SPLIT_SETS]:
             # the other part first (fewer tenants fit there, most often): its count is what the
             # confined part's bound must then stay under
             parts = []
