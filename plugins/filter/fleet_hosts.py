@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import play_true
+
 __metaclass__ = type
 
 
@@ -60,11 +62,11 @@ def fleet_host_refusal(host, groups, capture_root="", hosts_limit="", connection
             return ""
         return ("The preflight of a capture (gpuvirt_host_root=%s) runs only on hosts of the group gpuvirt_preview with "
                 "ansible_connection local; %s is not one. See docs/preview.md." % (capture_root, host))
-    if local and _true(check_mode):
+    if local and play_true(check_mode):
         return ""
     return ("A preview (gpuvirt_host_root=%s) runs only with --check, on hosts of the group gpuvirt_preview with "
             "ansible_connection local; %s (connection %s, check mode %s) is not one. See docs/preview.md."
-            % (capture_root, host, connection or "not set", _true(check_mode)))
+            % (capture_root, host, connection or "not set", play_true(check_mode)))
 
 
 def guest_stage_refusal(groups, tenants_stage=False, run_tags=None, skip_tags=None):
@@ -78,7 +80,7 @@ def guest_stage_refusal(groups, tenants_stage=False, run_tags=None, skip_tags=No
     would be a green job that did nothing."""
     run_tags = list(run_tags or ["all"])
     skip_tags = list(skip_tags or [])
-    if _true(tenants_stage) and "tenants" not in skip_tags and ("all" in run_tags or "tenants" in run_tags):
+    if play_true(tenants_stage) and "tenants" not in skip_tags and ("all" in run_tags or "tenants" in run_tags):
         return ""
     if (groups or {}).get("gpuvirt_guests"):
         return ""
@@ -87,12 +89,6 @@ def guest_stage_refusal(groups, tenants_stage=False, run_tags=None, skip_tags=No
             "collection's inventory plugin (a file with 'plugin: gpuvirt.tenancy.tenants' as the last source of the "
             "inventory; AWX: the project's inventory directory, docs/fleet.md), or under gpuvirt_guests by hand, or run the "
             "tenants stage in the same run (tags preflight,tenants,rdma).")
-
-
-def _true(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1")
-    return bool(value)
 
 
 class FilterModule:

@@ -6,18 +6,13 @@ controller (pure): which hosts of a batch reboot now. Used by the action ``reboo
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.plain_data import play_true
+
 __metaclass__ = type
 
 
 class RebootBudgetError(ValueError):
     """A budget that is no number of hosts: the message names the variable."""
-
-
-def needs_reboot(value):
-    """A host's ``host_boot_reboot_required`` as a play hands it over (a bool, or its text)."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1")
-    return bool(value)
 
 
 def reboot_share(batch, required, budget):
@@ -33,4 +28,4 @@ def reboot_share(batch, required, budget):
         raise RebootBudgetError("gpuvirt_reboot_budget %r is not a number of hosts: give a whole number, 0 or more" % (budget,))
     if budget < 0:
         raise RebootBudgetError("gpuvirt_reboot_budget %d is negative: give a whole number, 0 or more" % budget)
-    return [host for host in batch if needs_reboot(required.get(host))][:budget]
+    return [host for host in batch if play_true(required.get(host))][:budget]
