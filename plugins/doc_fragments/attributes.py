@@ -42,8 +42,11 @@ attributes:
     platforms: posix
 """
 
-    # A module that changes the host: full check mode and diff, on POSIX hosts. A module adds
-    # its own ``details`` under ``attributes`` where its diff says more.
+    # A module or action that changes the host (host_reboot too), or an action whose result is such a module's
+    # (stage_call's run of a stage's module, gate_check's relayed check of it): full check mode and diff, on POSIX
+    # hosts. A module adds its own ``details`` under ``attributes`` where its check mode or diff says more, and one
+    # that shows no diff says ``diff_mode`` ``support: none`` (a module's values win over the fragment's, which
+    # fill in the rest).
     CHANGES_HOST = r"""
 options: {}
 attributes:

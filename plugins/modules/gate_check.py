@@ -26,19 +26,14 @@ description:
     the play has changed the host since the gate.
   - Runs on the controller; it asks nothing of the host. An action plugin; this file holds its documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
 attributes:
   check_mode:
-    support: full
     details:
       - In check mode a check that would change something answers too, with C(changed) true.
   diff_mode:
-    support: full
     details:
       - The differences of the gate's check, when the gate ran with C(--diff).
-  platform:
-    platforms: posix
 options:
   check:
     description:

@@ -87,17 +87,13 @@ options:
     description: Command (with its arguments) that reboots the host; the distribution's C(shutdown) command when not given.
     type: str
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
 attributes:
   check_mode:
-    support: full
     details:
       - In check mode nothing reboots; the result says it would.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 notes:
   - The connection must not be C(local) (the controller would reboot), as for M(ansible.builtin.reboot).
   - The status lines are printed by the controller from the worker of the host's task (Ansible's display),

@@ -28,9 +28,6 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.PLATFORM
   - gpuvirt.tenancy.host
   - gpuvirt.tenancy.device_ids
-attributes:
-  platform:
-    platforms: posix
 notes:
   - Needs no root privileges; a few sysfs files (for example C(config)) are never read.
 seealso:

@@ -39,8 +39,6 @@ attributes:
       - The read changes nothing; it runs in check mode too.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   name:
     description: The libvirt daemon's service name (the role's C(libvirt_host_service)).

@@ -30,8 +30,6 @@ attributes:
       - The report is written in check mode too; it is a file of the controller, not of the host.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   data:
     description: The report.

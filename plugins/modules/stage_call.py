@@ -26,19 +26,14 @@ description:
   - The result is the module's own. Check mode, diff and C(async) with C(poll) work as for a task of the module.
   - An action plugin; this file holds its documentation.
 extends_documentation_fragment:
-  - gpuvirt.tenancy.attributes
-  - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.attributes.CHANGES_HOST
 attributes:
   check_mode:
-    support: full
     details:
       - The stage's module runs in check mode.
   diff_mode:
-    support: full
     details:
       - The differences of the stage's module.
-  platform:
-    platforms: posix
 options:
   stage:
     description: The host stage whose module runs.

@@ -43,8 +43,6 @@ attributes:
       - In check mode nothing changed the host, so RV(host_changed) is false and a reboot due stays required.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   stage:
     description: The host stage.

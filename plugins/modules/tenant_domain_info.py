@@ -59,9 +59,6 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.PLATFORM
   - gpuvirt.tenancy.host
   - gpuvirt.tenancy.libvirt
-attributes:
-  platform:
-    platforms: posix
 seealso:
   - module: gpuvirt.tenancy.tenant_domain
 author:
