@@ -26,10 +26,8 @@ class ActionModule(ControllerAction):
 
     def decide(self, args, task_vars):
         if "waited" in args:
-            mixed = sorted(name for name in HOSTS_ARGS if name in args)
-            if mixed:
-                raise guest_inventory.GuestWaitError("%s: give either the tenants (the hosts to add) or waited (the wait's "
-                                                     "result), not both" % ", ".join(mixed))
+            self.refuse_mixed(args, HOSTS_ARGS, guest_inventory.GuestWaitError,
+                              "the tenants (the hosts to add) or waited (the wait's result)")
             failures = guest_inventory.wait_failures(args["waited"], args.get("host_name"))
             return {"unanswered": failures, "times": guest_inventory.wait_times(args["waited"])}
         if "host_name" in args:

@@ -25,10 +25,8 @@ class ActionModule(ControllerAction):
 
     def decide(self, args, task_vars):
         if "result" in args:
-            mixed = sorted(name for name in INPUT_ARGS if name in args)
-            if mixed:
-                raise MigInputError("%s: give either the role's inputs (the call's options) or result (the call's "
-                                    "result), not both" % ", ".join(mixed))
+            self.refuse_mixed(args, INPUT_ARGS, MigInputError,
+                              "the role's inputs (the call's options) or result (the call's result)")
             waiting = waiting_gpus(args["result"], args.get("after"))
             return {"waiting": waiting, "reboot_required": bool(waiting)}
         if "after" in args:

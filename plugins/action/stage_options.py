@@ -9,24 +9,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.stage_calls import StageInputError, stage_module, stage_options
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
 
-    TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("stage", "inputs"))
-    _requires_connection = False
+    REFUSALS = (StageInputError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        stage = self._task.args.get("stage")
+    def decide(self, args, task_vars):
+        stage = args.get("stage")
         try:
-            module = stage_module(stage)
-            options = stage_options(stage, self._task.args.get("inputs"))
+            return {"module": stage_module(stage), "options": stage_options(stage, args.get("inputs"))}
         except StageInputError as exc:
-            return dict(result, failed=True, changed=False, msg="%s: %s" % (stage, exc))
-        result.update(changed=False, module=module, options=options)
-        return result
+            # the refusal names the stage asked for, whatever it is
+            raise StageInputError("%s: %s" % (stage, exc))

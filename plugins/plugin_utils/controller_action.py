@@ -27,6 +27,14 @@ class ControllerAction(ActionBase):
     def decide(self, args, task_vars):
         raise NotImplementedError
 
+    @staticmethod
+    def refuse_mixed(args, other_form, error, either):
+        """For an action of two forms: the arguments of the ``other_form`` given with this form's are
+        refused, by name, with ``error`` ("NAMES: give either EITHER, not both")."""
+        mixed = sorted(name for name in other_form if name in args)
+        if mixed:
+            raise error("%s: give either %s, not both" % (", ".join(mixed), either))
+
     def run(self, tmp=None, task_vars=None):
         result = super(ControllerAction, self).run(tmp, task_vars)
         try:

@@ -11,7 +11,8 @@ import types
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.action import (
-    guest_inventory, mig_layout, mps_plan, preflight_report, rdma_calls, rdma_fleet, rdma_netdev, rdma_verbs, reboot_share)
+    guest_inventory, mig_layout, mps_plan, preflight_report, rdma_calls, rdma_fleet, rdma_netdev, rdma_verbs, reboot_share,
+    stage_options)
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.controller_action import ControllerAction
 from fakes.actions import run_action  # pylint: disable=import-error
 
@@ -67,8 +68,23 @@ def test_an_error_that_is_not_a_refusal_is_not_swallowed():
 
 
 @pytest.mark.parametrize("module", [guest_inventory, mig_layout, mps_plan, preflight_report, rdma_calls, rdma_fleet, rdma_netdev,
-                                    rdma_verbs, reboot_share])
+                                    rdma_verbs, reboot_share, stage_options])
 def test_the_controller_only_actions_share_the_anatomy(module):
     action = module.ActionModule
     assert issubclass(action, ControllerAction) and "run" not in vars(action)
     assert action.TRANSFERS_FILES is False and action._requires_connection is False  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("args, msg", [
+    ({"waited": [], "tenants": [], "add": True}, "add, tenants: give either the hosts or the wait, not both"),
+    ({"waited": [], "plan": {}}, "plan: give either the hosts or the wait, not both"),
+    ({"waited": []}, None),
+    ({}, None),
+])
+def test_an_action_of_two_forms_refuses_the_other_forms_arguments_by_name(args, msg):
+    if msg is None:
+        assert ControllerAction.refuse_mixed(args, ("tenants", "plan", "add"), Refused, "the hosts or the wait") is None
+        return
+    with pytest.raises(Refused) as refused:
+        ControllerAction.refuse_mixed(args, ("tenants", "plan", "add"), Refused, "the hosts or the wait")
+    assert str(refused.value) == msg
