@@ -204,32 +204,28 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 '''
 
-SRIOV_UNIT_TEXT = """# Installed by the gpuvirt.tenancy collection (sriov_vfs, persist: true).
+
+def _restore_unit(module, description, after, before, step):
+    """The oneshot unit that runs the restore script's ``step`` at boot, as ``module`` installs it."""
+    return """# Installed by the gpuvirt.tenancy collection (%s, persist: true).
 [Unit]
-Description=gpuvirt: recreate SR-IOV VFs and their settings
-After=systemd-udev-settle.service systemd-modules-load.service
-Before=gpuvirt-vfio.service libvirtd.service virtqemud.service
+Description=gpuvirt: %s
+After=%s
+Before=%s
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/usr/bin/python3 %s sriov
+ExecStart=/usr/bin/python3 %s %s
 
 [Install]
 WantedBy=multi-user.target
-""" % SCRIPT_PATH
+""" % (module, description, after, before, SCRIPT_PATH, step)
 
-VFIO_UNIT_TEXT = """# Installed by the gpuvirt.tenancy collection (vfio_bind, persist: true).
-[Unit]
-Description=gpuvirt: bind devices to vfio-pci (driver_override)
-After=systemd-udev-settle.service systemd-modules-load.service gpuvirt-sriov.service
-Before=libvirtd.service virtqemud.service
 
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/bin/python3 %s vfio
-
-[Install]
-WantedBy=multi-user.target
-""" % SCRIPT_PATH
+SRIOV_UNIT_TEXT = _restore_unit("sriov_vfs", "recreate SR-IOV VFs and their settings",
+                                "systemd-udev-settle.service systemd-modules-load.service",
+                                "gpuvirt-vfio.service libvirtd.service virtqemud.service", "sriov")
+VFIO_UNIT_TEXT = _restore_unit("vfio_bind", "bind devices to vfio-pci (driver_override)",
+                               "systemd-udev-settle.service systemd-modules-load.service gpuvirt-sriov.service",
+                               "libvirtd.service virtqemud.service", "vfio")

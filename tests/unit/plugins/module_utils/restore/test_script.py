@@ -99,6 +99,21 @@ def test_units_run_the_script_before_libvirt():
         assert "Before=" in text and "libvirtd.service" in text
 
 
+@pytest.mark.parametrize("text, lines", [
+    (restore.SRIOV_UNIT_TEXT, ["# Installed by the gpuvirt.tenancy collection (sriov_vfs, persist: true).",
+                               "Description=gpuvirt: recreate SR-IOV VFs and their settings",
+                               "After=systemd-udev-settle.service systemd-modules-load.service",
+                               "Before=gpuvirt-vfio.service libvirtd.service virtqemud.service"]),
+    (restore.VFIO_UNIT_TEXT, ["# Installed by the gpuvirt.tenancy collection (vfio_bind, persist: true).",
+                              "Description=gpuvirt: bind devices to vfio-pci (driver_override)",
+                              "After=systemd-udev-settle.service systemd-modules-load.service gpuvirt-sriov.service",
+                              "Before=libvirtd.service virtqemud.service"]),
+])
+def test_each_unit_names_its_module_and_its_order(text, lines):
+    # the SR-IOV unit recreates the VFs before the vfio unit binds them, both before libvirt
+    assert [line for line in text.splitlines() if line.startswith(("#", "Description=", "After=", "Before="))] == lines
+
+
 @pytest.mark.parametrize("name, text", [(restore.SRIOV_UNIT, restore.SRIOV_UNIT_TEXT), (restore.VFIO_UNIT, restore.VFIO_UNIT_TEXT)])
 def test_the_boot_units_pass_systemd_analyze_verify(tmp_path, name, text):
     (tmp_path / name).write_text(text)
