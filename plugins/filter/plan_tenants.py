@@ -53,27 +53,31 @@ def _group_devices(topology, policy=None):
 def _tenant_host_needs(tenants, policy=None, firmware="efi"):
     """What the present tenants need from the libvirt host: ``uefi`` (a tenant whose firmware,
     its own or ``firmware``, is efi: OVMF installed) and ``hugetlbfs_mounts`` (``[{size, path}]``:
-    a 1G hugetlbfs mount when a tenant, or the policy's default, backs its memory with 1G pages)."""
+    a 1G hugetlbfs mount when a tenant, or the policy's default, backs its memory with 1G pages).
+    Each entry is read as its tenant record (tenancy/record.py ``tenant_record``), alone: an entry
+    the record refuses needs nothing here, and is named by the preflight gate's report and refused
+    by the tenants stage, instead of stopping the libvirt host before the gate."""
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import size_name  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_record  # pylint: disable=import-outside-toplevel
     if not isinstance(tenants, list):
         raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: expected the tenant list (gpuvirt_tenants), got %s"
                                  % type(tenants).__name__)
-    default_size = (policy or {}).get("hugepage_size", "2M")
-    uefi = False
-    sizes = set()
-    for tenant in tenants:
-        if not isinstance(tenant, dict) or not stays(tenant):
-            continue
-        uefi = uefi or (tenant.get("firmware") or firmware or "efi") == "efi"
+    records = []
+    for index, raw in enumerate(tenants):
         try:
-            size = size_name(tenant.get("hugepage_size", default_size), allow_none=True)
+            records.append(tenant_record(raw, index, firmware or None))
+        except InputError:
+            continue
+    present = [record for record in records if record.present]
+    sizes = set(record.hugepage_size for record in present if record.hugepage_size is not None)
+    if any(record.hugepage_size is None for record in present):
+        try:
+            sizes.add(size_name((policy or {}).get("hugepage_size", "2M"), "policy.hugepage_size (gpuvirt_tenant_policy)",
+                                allow_none=True))
         except InputError as exc:
-            raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: tenant %s: %s" % (tenant.get("name"), exc))
-        if size:
-            sizes.add(size)
+            raise AnsibleFilterError("gpuvirt.tenancy.tenant_host_needs: %s" % exc)
     mounts = [{"size": "1G", "path": HUGETLBFS_1G}] if "1G" in sizes else []
-    return {"uefi": uefi, "hugetlbfs_mounts": mounts}
+    return {"uefi": any(record.firmware == "efi" for record in present), "hugetlbfs_mounts": mounts}
 
 
 def _libvirt_gate_query(tenants, uri, preview=False, service="libvirtd", uefi=None, packages=None, policy=None, firmware="efi"):

@@ -12,13 +12,12 @@ root, programs through ``host.commands``. Shared by the iommu_grub and hugepages
 
 from __future__ import absolute_import, division, print_function
 
-import io
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot import kernel_args
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import (
     grub_cut, grub_read, grub_words, join_cmdline, kernel_part, split_cmdline)
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, check_line_value
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.grub_defaults import UNKNOWN, GrubDefaults, GrubParseError, sourced_value
 
 __metaclass__ = type
@@ -182,10 +181,10 @@ class GrubCmdlineEdit:
         if self.variable not in CMDLINE_VARIABLES:
             raise InputError("variable: %r is not one of %s" % (self.variable, ", ".join(CMDLINE_VARIABLES)))
         check_line_value(self.grub_file, "grub_file")
-        if not os.path.isfile(self.real_path):
+        if not self.host.is_file(os.path.abspath(self.grub_file), "grub_file"):
             raise InputError("grub_file: %s does not exist or is not a file; give the path of the GRUB defaults file "
                              "(/etc/default/grub on Debian, Ubuntu and RHEL-family hosts)" % self.grub_file)
-        before = read_text(self.real_path, option="grub_file", shown=self.grub_file)
+        before = self.host.read_text(os.path.abspath(self.grub_file), "grub_file", shown=self.grub_file)
         if before is None:
             raise InputError("grub_file: %s cannot be read (permissions?)" % self.grub_file)
         grub = GrubDefaults(before, self.grub_file)
@@ -307,10 +306,8 @@ class GrubCmdlineEdit:
         ``<grub_file>.d/*.cfg``, in the order the shell sources them."""
         dropins = []
         for path in self.host.fs.glob(os.path.abspath(self.grub_file) + ".d/*.cfg"):
-            try:
-                with io.open(self.host.path(path, "grub_file"), encoding="utf-8", errors="replace", newline="") as handle:
-                    text = handle.read()
-            except (OSError, IOError):
+            text = self.host.read_text(path, "grub_file", errors="replace")
+            if text is None:
                 continue  # not a readable file: sh's [ -e ] sources it and fails, as before this edit
             try:
                 parsed = GrubDefaults(text, path)

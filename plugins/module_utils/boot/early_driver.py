@@ -17,7 +17,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
 __metaclass__ = type
 
@@ -94,7 +94,7 @@ class EarlyDriver:
         return self.host.fs.isdir("/sys/module/" + self.name.replace("-", "_"))
 
     def _change(self, host_path, after_of_before):
-        before = read_text(self.host.path(host_path, "early_driver"), option="early_driver", shown=host_path)
+        before = self.host.read_text(host_path, "early_driver")
         after = after_of_before(before)
         if after != before:
             self.changes.append((host_path, before, after))

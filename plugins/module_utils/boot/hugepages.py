@@ -27,7 +27,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader im
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.locks import root_lock
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cmdline import kernel_part
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
-    InputError, StateError, check_line_value, file_target, read_text)
+    InputError, StateError, check_line_value)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepage_sizes import (
     GLOBAL_DIR, SIZE_NAMES, SIZES_KB, SYSFS_NAMES)
 
@@ -261,10 +261,10 @@ class Hugepages:
                                                        ", ".join("node %d: %d" % (n, c) for (sz, n), c in sorted(self.wanted.items())
                                                                  if sz in self.boot_unit_sizes)))
         if self.persist and (self.unit_wanted() or self.mounts):
-            file_target(self.host.path(self.persist_unit, "persist_unit"), "persist_unit", self.persist_unit)
+            self.host.file_target(self.persist_unit, "persist_unit")
             check_unit_name(os.path.basename(self.persist_unit), "persist_unit")
         if self.persist and self.unit_wanted():
-            self.unit_before = read_text(self.host.path(self.persist_unit, "persist_unit"), option="persist_unit", shown=self.persist_unit)
+            self.unit_before = self.host.read_text(self.persist_unit, "persist_unit")
             self.unit_text = self._unit()
         ops = kernel_args.args_ops(self.boot_args, option="boot_args")
         if self.boot_config == "grub" and ops:
@@ -360,7 +360,7 @@ class Hugepages:
                     "\n[Mount]\nWhat=hugetlbfs\nWhere=%s\nType=hugetlbfs\nOptions=pagesize=%s\n" % (unit_value(path), size),
                     "\n[Install]\nWantedBy=multi-user.target\n",
                 ])
-                self.mount_units.append((unit, text, read_text(self.host.path(unit, "persist_unit"), option="persist_unit", shown=unit)))
+                self.mount_units.append((unit, text, self.host.read_text(unit, "persist_unit")))
 
     def _plan_enable(self):
         """The units this run writes or keeps that systemd does not start at boot yet: an

@@ -24,7 +24,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import ml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import port_modes
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx.pf_lookup import resolve_pf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.boot.bootloader import DEBIAN_LIKE, RHEL_LIKE, read_os_release
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import Diff
 
 __metaclass__ = type
@@ -109,8 +109,7 @@ class GpuStack:
     def plan(self, diff):
         plan = self.plan_
         if plan["active"]:
-            real = self.host.path(host_stack.MODPROBE_FILE)
-            before = read_text(real, option="gpu_stack", shown=host_stack.MODPROBE_FILE)
+            before = self.host.read_text(host_stack.MODPROBE_FILE, "gpu_stack")
             if before != plan["modprobe_conf"]:
                 self.change = (host_stack.MODPROBE_FILE, before, plan["modprobe_conf"])
                 diff.add(host_stack.MODPROBE_FILE, before, plan["modprobe_conf"])

@@ -464,7 +464,7 @@ def hosts_edit(params, host):
 def check_apart(conf, hosts):
     """The NCCL file and the hosts file are two files, neither inside the other: the second
     write would otherwise undo the first, or find a directory where its file goes."""
-    conf_real, hosts_real = os.path.realpath(conf.real), os.path.realpath(hosts.real)
+    conf_real, hosts_real = conf.resolved, hosts.resolved
     if conf_real == hosts_real:
         raise InputError("path and hosts_path: %s and %s are the same file; give the NCCL settings a file of their own "
                          "(the default /etc/nccl.conf)" % (conf.shown, hosts.shown))

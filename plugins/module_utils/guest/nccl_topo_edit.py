@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, file_target, read_text
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import MARK, check_links, topology_file
 
 __metaclass__ = type
@@ -19,12 +19,14 @@ __metaclass__ = type
 
 class FileEdit:
     """One file's text before and after, under the host's root: ``real`` is its real path,
-    ``shown`` its host path; ``remove`` true: the file is to go."""
+    ``resolved`` the real file a write lands on (links followed), ``shown`` its host path;
+    ``remove`` true: the file is to go."""
 
     def __init__(self, host, shown, option, create_parent=False):
         self.shown = shown
-        self.real = file_target(host.path(shown, option), option, shown, create_parent=create_parent)
-        self.before = read_text(self.real, option=option, shown=shown)
+        self.real = host.file_target(shown, option, create_parent=create_parent)
+        self.resolved = host.resolved(shown, option)
+        self.before = host.read_text(shown, option)
         self.after = self.before
         self.remove = False
 
@@ -68,7 +70,7 @@ def topo_edit(params, host, others, rdma_devices):
     text, details = topology_file(host.fs, rdma_devices, check_links(params["topo_links"]))
     details.update({"path": params["topo_file"], "written": text is not None, "removed": False, "kept": None})
     edit = FileEdit(host, params["topo_file"], "topo_file", create_parent=True)
-    if os.path.realpath(edit.real) in [os.path.realpath(other.real) for other in others if other is not None]:
+    if edit.resolved in [other.resolved for other in others if other is not None]:
         raise InputError("topo_file: %s is the NCCL settings file or the hosts file; give the topology a file of its own "
                          "(the default /etc/nccl-topo.xml)" % params["topo_file"])
     if text is not None:

@@ -23,8 +23,7 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
-    InputError, file_target, normalised_path, read_text)
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, normalised_path
 
 __metaclass__ = type
 
@@ -90,8 +89,8 @@ def guest_nvlink(params, host, run):
     """The guest_nvlink module: decide the file, then write or remove it (not in check mode)."""
     state = params["state"]
     path = check_path(params["path"])
-    real = file_target(host.path(path, "path"), "path", path, create_parent=True)
-    before = read_text(real, option="path", shown=path)
+    real = host.file_target(path, "path", create_parent=True)
+    before = host.read_text(path, "path")
     after = wanted_text(state)
     others = other_settings(host, path)
     loaded = host.fs.read(PARAMETER)

@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest import nccl_conf
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
-    InputError, StateError, check_line_value, file_target, read_text)
+    InputError, StateError, check_line_value)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.packages import check_packages, missing_packages
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import normalize_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.rdma import (
@@ -214,7 +214,7 @@ def plan_mode(params, host, reader, dev, diff):
         script, rule_path = persist_paths(params, host, dev)
         for path, content in ((script, PERSIST_SCRIPT), (rule_path, persist_rule(dev, port, mode, script))):
             option = "persist_script" if path == script else "persist_rules_dir"
-            old = read_text(host.path(path, option), option=option, shown=path)
+            old = host.read_text(path, option)
             if old != content:
                 plan["files"][path] = content
             diff["before"][path] = old or ""
@@ -250,8 +250,8 @@ def persist_paths(params, host, dev):
         raise InputError("persist_rules_dir: %s is not a directory; give the udev rules directory "
                          "(/etc/udev/rules.d)" % rules_dir)
     rule_path = os.path.join(rules_dir, "70-gpuvirt-roce-%s.rules" % dev)
-    file_target(host.path(script, "persist_script"), "persist_script", script, create_parent=True)
-    file_target(host.path(rule_path, "persist_rules_dir"), "persist_rules_dir", rule_path, create_parent=True)
+    host.file_target(script, "persist_script", create_parent=True)
+    host.file_target(rule_path, "persist_rules_dir", create_parent=True)
     return script, rule_path
 
 

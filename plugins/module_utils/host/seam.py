@@ -4,7 +4,8 @@
 """The one seam between the collection and the machine it changes.
 
 A :class:`Host` bundles what a module may touch: the filesystem under ``root`` (read through
-:class:`Sysfs`, files edited through ``files`` at the paths :meth:`Host.path` gives, which
+:class:`Sysfs`, and the files a module edits read through :meth:`Host.read_text`, checked with
+:meth:`Host.file_target` and edited through ``files`` at the paths :meth:`Host.path` gives, which
 never lead outside the root), the kernel's sysfs attributes (written through
 ``kernel``), and programs
 (run through ``commands``: argument lists, ``LC_ALL=C``, return codes checked). The runner
@@ -16,7 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError, atomic_write, copy_model
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
+    InputError, StateError, atomic_write, copy_model, file_target, read_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader
 
@@ -189,6 +191,38 @@ class Host:
         to edit, writes, links or removes is named through here, so no module writes outside
         its root."""
         return self.fs.inside(host_path, option=option, follow=follow)
+
+    def read_text(self, host_path, option=None, shown=None, errors="strict", not_utf8="refuse"):
+        """The text of a file a module edits (``/etc/default/grub``), exactly as it is, or None
+        when it is missing or unreadable: :func:`vocabulary.common.read_text` at :meth:`path`
+        (a path that leads outside the root is refused naming ``option``), the file named as
+        ``shown`` (default: ``host_path``) in a refusal. Every read of such a file goes through
+        here, as every read of sysfs goes through ``fs``."""
+        return read_text(self.path(host_path, option), option=option, shown=shown or host_path, errors=errors,
+                         not_utf8=not_utf8)
+
+    def file_target(self, host_path, option, create_parent=False, shown=None):
+        """The real path of a file a module is to write, refused before anything changes when it
+        cannot be written (:func:`vocabulary.common.file_target`: a directory, a parent that is no
+        directory)."""
+        return file_target(self.path(host_path, option), option, shown or host_path, create_parent=create_parent)
+
+    def is_file(self, host_path, option=None):
+        """Whether ``host_path`` is a regular file (a link to one counts), under :meth:`path`."""
+        return os.path.isfile(self.path(host_path, option))
+
+    def is_link(self, host_path, option=None):
+        """Whether ``host_path`` itself is a symbolic link (not followed)."""
+        return os.path.islink(self.path(host_path, option, follow=False))
+
+    def lexists(self, host_path, option=None):
+        """Whether ``host_path`` exists, a dangling link included (the link itself, not followed)."""
+        return os.path.lexists(self.path(host_path, option, follow=False))
+
+    def resolved(self, host_path, option=None):
+        """The real path a write to ``host_path`` lands on, every link on the way followed: two
+        files a module edits are one when these are equal."""
+        return os.path.realpath(self.path(host_path, option))
 
     def bind(self, module):
         """Give the host the module's command runner unless one was injected."""

@@ -129,15 +129,11 @@ def _gib(size):
 
 # --------------------------------------------------------------------------- reads
 def _exists(host, host_path, option="guest_dir"):
-    return os.path.lexists(host.path(host_path, option))
+    return host.lexists(host_path, option)
 
 
 def _read(host, host_path, option="guest_dir"):
-    try:
-        with open(host.path(host_path, option), "r", encoding="utf-8") as handle:
-            return handle.read()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
+    return host.read_text(host_path, option, not_utf8="default")
 
 
 def seed_addresses(host, files):
@@ -243,7 +239,7 @@ class GuestPlan:
         image = self.image
         if image.get("base"):
             base = image["base"]
-            if not os.path.isfile(host.path(base, "image.base")):
+            if not host.is_file(base, "image.base"):
                 raise InputError("image.base: %s is not a file on the host; download the cloud image there first, or give "
                                  "image.url and image.checksum" % base)
             if image.get("checksum"):
@@ -254,7 +250,7 @@ class GuestPlan:
         url = image["url"]
         base = os.path.join(self.guest_dir, "base", url.rsplit("/", 1)[-1])
         verified = base + ".checksum"
-        if os.path.isfile(host.path(base, "guest_dir")):
+        if host.is_file(base, "guest_dir"):
             if (_read(host, verified) or "").strip() != image["checksum"]:
                 self._verify(host.path(base, "guest_dir"), image["checksum"], "image %s (downloaded from %s)" % (base, url))
                 self.steps.append(("checksum", base))
@@ -442,7 +438,7 @@ class GuestPlan:
         """Whether another run made the file this step makes after this one decided (under the
         step's lock, so the other run is done with it): a base image whose checksum it verified,
         or this tenant's disk in its list of made files."""
-        if not os.path.isfile(host.path(path, "guest_dir")):
+        if not host.is_file(path, "guest_dir"):
             return False
         if kind == "fetch":
             if (_read(host, path + ".checksum") or "").strip() != self.image["checksum"]:
@@ -563,7 +559,7 @@ class GuestRemoval:
         self.name = name
         self.paths = tenant_paths(guest_dir or GUEST_DIR, name)
         made = read_manifest(host, self.paths)
-        self.files = [p for p in made if os.path.isfile(host.path(p, "guest_dir")) or os.path.islink(host.path(p, "guest_dir"))]
+        self.files = [p for p in made if host.is_file(p, "guest_dir") or host.is_link(p, "guest_dir")]
 
     @property
     def changed(self):

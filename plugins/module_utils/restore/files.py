@@ -17,7 +17,7 @@ import json
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import script as restore
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import read_text
+
 
 __metaclass__ = type
 
@@ -35,7 +35,7 @@ class BootFiles:
         planned = getattr(self.host, "planned_files", None)
         if planned is not None and host_path in planned:
             return planned[host_path]
-        return read_text(self.host.path(host_path, "persist"), option="persist", shown=host_path)
+        return self.host.read_text(host_path, "persist")
 
     def load_json(self, host_path, default):
         text = self.read(host_path)
@@ -62,7 +62,7 @@ class BootFiles:
         return changes
 
     def wants_link_missing(self, unit):
-        return not os.path.lexists(self.host.path("%s/%s" % (restore.WANTS_DIR, unit), "persist", follow=False))
+        return not self.host.lexists("%s/%s" % (restore.WANTS_DIR, unit), "persist")
 
     def apply(self, changes, enable_unit=None):
         files = self.host.files

@@ -150,15 +150,18 @@ def undecodable(exc):
     return "byte 0x%02x at offset %d" % (bytearray(exc.object)[offset], offset)
 
 
-def read_text(path, default=None, option=None, shown=None):
+def read_text(path, default=None, option=None, shown=None, errors="strict", not_utf8="refuse"):
     """The text of a file exactly as it is (CRLF kept), ``default`` when it is missing or
-    unreadable. A file that is not UTF-8 is an :class:`InputError` naming ``option`` (the
-    option that names the file) and the file as ``shown`` (its host path), not a traceback:
-    nothing edits a file it cannot read."""
+    unreadable. A file that is not UTF-8 is an :class:`InputError` naming ``option`` (the option
+    that names the file) and the file as ``shown`` (its host path), not a traceback: nothing edits
+    a file it cannot read; unless ``errors="replace"`` (such bytes read as U+FFFD) or
+    ``not_utf8="default"`` (``default`` for such a file)."""
     try:
-        with io.open(path, "r", encoding="utf-8", newline="") as handle:
+        with io.open(path, "r", encoding="utf-8", errors=errors, newline="") as handle:
             return handle.read()
     except UnicodeDecodeError as exc:
+        if not_utf8 == "default":
+            return default
         raise InputError("%s: %s is not UTF-8 text (%s); convert it (iconv -t UTF-8) or fix it by hand, then run "
                          "again; nothing was changed" % (option or "file", shown or path, undecodable(exc)))
     except (OSError, IOError):

@@ -274,15 +274,27 @@ def test_tenant_domains_with_the_host_model_give_each_network_vf_its_mac():
 
 
 NEEDS = FILTERS["tenant_host_needs"]
+ONE_G = {"uefi": True, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}
+
+
+def sized(**fields):
+    return dict({"vcpus": 2, "memory_mb": 2048}, **fields)
 
 
 @pytest.mark.parametrize("tenants, policy, firmware, expected", [
-    ([{"name": "a", "hugepage_size": "1G"}], {}, "efi", {"uefi": True, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}),
-    ([{"name": "a"}], {"hugepage_size": "1G"}, "efi", {"uefi": True, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}),
-    ([{"name": "a"}], {}, "bios", {"uefi": False, "hugetlbfs_mounts": []}),
-    ([{"name": "a", "firmware": "efi"}, {"name": "b", "hugepage_size": "none"}], {}, "bios", {"uefi": True, "hugetlbfs_mounts": []}),
+    ([sized(name="a", hugepage_size="1G")], {}, "efi", ONE_G),
+    ([sized(name="a")], {"hugepage_size": "1G"}, "efi", ONE_G),
+    ([sized(name="a", hugepage_size="1G")], {"hugepage_size": "3G"}, "efi", ONE_G),  # the policy's size unused
+    ([sized(name="a")], {}, "bios", {"uefi": False, "hugetlbfs_mounts": []}),
+    ([sized(name="a", firmware="efi"), sized(name="b", hugepage_size="none")], {}, "bios", {"uefi": True, "hugetlbfs_mounts": []}),
     ([{"name": "a", "state": "absent", "hugepage_size": "1G"}], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),
     ([], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),
+    # an entry its tenant record refuses needs nothing: the gate's report names it, the tenants stage refuses it
+    ([sized(name="a", hugepage_size="3G")], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),
+    ([{"name": "a", "hugepage_size": "1G"}], {}, "efi", {"uefi": False, "hugetlbfs_mounts": []}),  # no size
+    ([sized(name="a", firmware="coreboot"), sized(name="b", firmware="bios", hugepage_size="1G")], {}, "efi",
+     {"uefi": False, "hugetlbfs_mounts": [{"size": "1G", "path": "/dev/hugepages1G"}]}),
+    (["a", sized(name="b")], {}, "efi", {"uefi": True, "hugetlbfs_mounts": []}),
 ])
 def test_tenant_host_needs(tenants, policy, firmware, expected):
     assert NEEDS(tenants, policy, firmware) == expected
@@ -291,8 +303,8 @@ def test_tenant_host_needs(tenants, policy, firmware, expected):
 def test_tenant_host_needs_errors():
     with pytest.raises(AnsibleFilterError, match="expected the tenant list"):
         NEEDS({"name": "a"})
-    with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
-        NEEDS([{"name": "a", "hugepage_size": "3G"}])
+    with pytest.raises(AnsibleFilterError, match=r"policy.hugepage_size \(gpuvirt_tenant_policy\): '3G'"):
+        NEEDS([sized(name="a")], {"hugepage_size": "3G"})
 
 
 GATE_QUERY = FILTERS["libvirt_gate_query"]
@@ -301,8 +313,8 @@ URI = "qemu:///system"
 
 @pytest.mark.parametrize("tenants, args, service", [
     # OVMF decided from the tenants: one boots UEFI (the default firmware)
-    ([{"name": "a"}, {"name": "b", "firmware": "bios"}], (False, "libvirtd", None, None, {}, "efi"), {"name": "libvirtd", "uefi": True}),
-    ([{"name": "a"}], (False, "libvirtd", None, None, {}, "bios"), {"name": "libvirtd", "uefi": False}),
+    ([sized(name="a"), sized(name="b", firmware="bios")], (False, "libvirtd", None, None, {}, "efi"), {"name": "libvirtd", "uefi": True}),
+    ([sized(name="a")], (False, "libvirtd", None, None, {}, "bios"), {"name": "libvirtd", "uefi": False}),
     # libvirt_host_uefi given wins; packages given go with the question
     ([{"name": "a"}], (False, "virtqemud", False, ["libvirt-daemon-system"], {}, "efi"),
      {"name": "virtqemud", "uefi": False, "packages": ["libvirt-daemon-system"]}),
@@ -323,8 +335,11 @@ def test_libvirt_gate_query_asks_what_libvirt_host_asks(tenants, args, service):
 def test_libvirt_gate_query_errors():
     with pytest.raises(AnsibleFilterError, match="libvirt_gate_query: expected the tenant list"):
         GATE_QUERY({"name": "a"}, URI)
-    with pytest.raises(AnsibleFilterError, match="tenant a: .*3G"):
-        GATE_QUERY([{"name": "a", "hugepage_size": "3G"}], URI)
+    with pytest.raises(AnsibleFilterError, match=r"policy.hugepage_size \(gpuvirt_tenant_policy\): '3G'"):
+        GATE_QUERY([sized(name="a")], URI, False, "libvirtd", None, None, {"hugepage_size": "3G"})
+    # a tenant its record refuses is asked about (the gate's report names it), and needs no OVMF
+    query = GATE_QUERY([sized(name="a", hugepage_size="3G")], URI)
+    assert query["names"] == ["a"] and query["service"]["uefi"] is False
 
 
 # --------------------------------------------------------------------------- IOMMU groups

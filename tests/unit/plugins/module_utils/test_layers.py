@@ -30,7 +30,7 @@ LAYERS = {
     "tenancy": {"vocabulary"},
     "host": {"vocabulary"},
     "connectx": {"vocabulary"},
-    "restore": {"vocabulary"},
+    "restore": set(),
     # the Fabric Manager's partitions of an NVSwitch board through fmpm (NVIDIA's specifics, as connectx):
     # fabric_partition's, and the tenants stage's before a tenant starts and after one is removed
     "fabric": {"vocabulary", "host"},
