@@ -74,7 +74,7 @@ def node_sockets(cpus, node_cpus):
     """node -> the CPU package (socket) of its CPUs, as sysfs ``cpuN/topology/physical_package_id``
     gives it (the topology reader's ``package_id``); None for a node without CPUs (memory only) or
     whose CPUs name no package or more than one."""
-    package = dict((cpu.get("id"), cpu.get("package_id")) for cpu in cpus or () if isinstance(cpu, dict))
+    package = {cpu.get("id"): cpu.get("package_id") for cpu in cpus or () if isinstance(cpu, dict)}
     out = {}
     for node, ids in node_cpus.items():
         # an offline CPU shows no topology directory: it names no package
@@ -159,9 +159,12 @@ class HostIndex:
         self.vf_pf = {}
         self.vfs = []
         self.vf_network = {}
+        # per PF its VFs (a rank row fills those of one PF and node at once: _RankRow)
+        self.pf_vfs = {}
         for pf in pfs:
             pf_dev = pci[pf]
-            for vf in pf_dev.get("virtfns") or []:
+            self.pf_vfs[pf] = virtfns = pf_dev.get("virtfns") or []
+            for vf in virtfns:
                 dev = pci.get(vf) or {}
                 node = dev.get("numa_node")
                 if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
@@ -428,32 +431,42 @@ class _RankRow(dict):
 
     # the index's maps, not the index: a row the index holds refers to no cycle back to it, so a
     # plan's index is freed when the plan ends, not left to the garbage collector
-    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels", "socket")
+    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels", "socket", "pf_vfs")
 
     def __init__(self, host, gpu):
         dict.__init__(self)
         self.gpu_node, self.vf_pf, self.vf_node = host.gpu_node.get(gpu), host.vf_pf, host.vf_node
         self.socket = host.socket
+        self.pf_vfs = host.pf_vfs
         # the GPU's row of the affinity matrix: VF or PF -> level
         self.levels = host.affinity.get(gpu) or {}
 
     def __missing__(self, vf):
         levels = self.levels
+        vf_node = self.vf_node.get(vf)
+        kin = ()
         if vf in levels:
             rank = _level_rank(levels[vf])
         else:
             pf = self.vf_pf.get(vf)
+            # the rank read below is the same for every VF of this PF on this node that the
+            # affinity matrix does not name itself: those are filled with it now
+            kin = self.pf_vfs.get(pf, ())
             if pf in levels:
                 rank = _level_rank(levels[pf])
             else:
-                gpu_node, vf_node = self.gpu_node, self.vf_node.get(vf)
+                gpu_node = self.gpu_node
                 rank = SYS_RANK if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
         if rank == SYS_RANK:
             # across NUMA nodes: SOCKET when both nodes are on one CPU package
-            vf_node = self.vf_node.get(vf)
             socket = self.socket.get(self.gpu_node)
             if vf_node != self.gpu_node and socket is not None and socket == self.socket.get(vf_node):
                 rank = SOCKET_RANK
+        if len(kin) > 1:
+            nodes = self.vf_node
+            for other in kin:
+                if other not in levels and nodes.get(other) == vf_node:
+                    self[other] = rank
         self[vf] = rank
         return rank
 
