@@ -16,7 +16,6 @@ number of steps (the caller keeps its other bounds)."""
 
 from __future__ import absolute_import, division, print_function
 
-from itertools import accumulate
 from operator import ge, sub
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import guard_fields, pack
@@ -66,26 +65,21 @@ def most_in_bins(demands, room, bins, limit, least, known=None):
         steps += len(masks) - start
         if steps > limit:
             return None, steps
-        # what each pick from here takes now, the last first; no later pick takes more than the
-        # most of these from it on (the tenants left only fall): a pick is worth walking when its
-        # gain, and the most of the picks after it on each node left, place more than ``least``
-        gains = list(map(_ones, map(left.__and__, reversed(masks[start:]))))
-        short = least - placed
-        rest = bins_left - 1
+        # what each pick from here takes now; no later pick takes more than the most of these
+        # from it on (the tenants left only fall)
+        gains = [_ones(mask & left) for mask in masks[start:]]
+        most = 0
         picks = []
-        last = len(masks) - 1
-        for back, (gain, most) in enumerate(zip(gains, accumulate(gains, max))):
-            if gain and gain + rest * most > short:
-                position = last - back
-                picks.append((position, left & ~masks[position], rest, placed + gain))
+        for offset in range(len(gains) - 1, -1, -1):
+            gain = gains[offset]
+            if gain > most:
+                most = gain
+            if gain and placed + gain + (bins_left - 1) * most > least:
+                picks.append((start + offset, left & ~masks[start + offset], bins_left - 1, placed + gain))
         # the largest pick on top
-        picks.sort(key=_placed)
+        picks.sort(key=lambda pick: pick[3])
         stack.extend(picks)
     return least, steps
-
-
-def _placed(pick):
-    return pick[3]
 
 
 def _count_ones(mask):
