@@ -391,36 +391,37 @@ def _plain_cpus(cpus, nodes):
     if (set(up) != {True} or set(map(type, ids)) != {int} or set(map(type, nodes_read)) != {int}
             or not set(nodes_read).issubset(nodes) or set(map(type, siblings)) != {list}):
         return None
+    cpu_node = dict(zip(ids, nodes_read))
+    if len(cpu_node) != len(ids):
+        return None
+    keys = list(map(tuple, siblings))
+    core_of = dict(zip(ids, keys))
+    core = core_of.get
     node_cpus = dict((node, []) for node in nodes)
     node_cores = dict((node, []) for node in nodes)
-    core_of, listed = {}, {}
-    for cpu_id, node, threads in zip(ids, nodes_read, siblings):
-        core = core_of.get(cpu_id)
-        if core is None:
-            core = tuple(threads)
-            if len(core) == 2:
-                first, second = core
-                if (type(first) is not int or type(second) is not int  # pylint: disable=unidiomatic-typecheck
-                        or not first < second or cpu_id not in core or first in core_of or second in core_of):
-                    return None
-                core_of[first] = core_of[second] = core
-                listed[core] = threads
-            elif core != (cpu_id,):
+    # each core once (not each thread): its threads ints in order, each of them a CPU that lists
+    # this core, on one node. A thread of two cores, or a CPU its siblings leave out, leaves fewer
+    # threads in the cores than CPUs
+    threads = 0
+    for threads_of in dict.fromkeys(keys):
+        if len(threads_of) == 2:
+            first, second = threads_of
+            if (type(first) is not int or type(second) is not int  # pylint: disable=unidiomatic-typecheck
+                    or not first < second or core(first) != threads_of or core(second) != threads_of
+                    or cpu_node[first] != cpu_node[second]):
                 return None
-            else:
-                core_of[cpu_id] = core
-            node_cores[node].append(core)
-        elif len(core) != 2 or listed[core] != threads:
+            threads += 2
+        elif len(threads_of) != 1 or core(threads_of[0]) != threads_of:
             return None
-        node_cpus[node].append(cpu_id)
-    cpu_node = dict(zip(ids, nodes_read))
-    # every thread of a core listed once, online and on the core's node
-    if len(cpu_node) != len(ids) or len(core_of) != len(ids):
+        else:
+            threads += 1
+        node = cpu_node[threads_of[0]]
+        node_cores[node].append(threads_of)
+        node_cpus[node].extend(threads_of)
+    if threads != len(ids):
         return None
-    for node, cores in node_cores.items():
-        if not all(map(eq, map(cpu_node.get, chain.from_iterable(cores)), repeat(node))):
-            return None
-        cores.sort()
+    for node in nodes:
+        node_cores[node].sort()
         node_cpus[node].sort()
     return cpu_node, core_of, node_cpus, node_cores
 

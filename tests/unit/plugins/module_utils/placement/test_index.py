@@ -85,9 +85,15 @@ def test_cpus_of_an_odd_shape_are_read_field_by_field():
     # a sibling that is not listed: not the usual shape, each read as before
     nodes = sorted(node["id"] for node in DGX["numa_nodes"])
     first, last = DGX["cpus"][0], DGX["cpus"][-1]
+    second = DGX["cpus"][1]
     for cpus in ([dict(first, siblings=[first["id"]])] + DGX["cpus"][1:],
                  [dict(first, numa_node=last["numa_node"])] + DGX["cpus"][1:],
-                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:]):
+                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:],
+                 # a CPU whose siblings leave it out (another core's), its sibling then alone or not; a CPU listed twice
+                 [dict(first, siblings=list(second["siblings"]))] + DGX["cpus"][1:],
+                 [dict(first, siblings=list(second["siblings"]))] + [
+                     dict(cpu, siblings=[cpu["id"]]) if cpu["id"] in first["siblings"] else cpu for cpu in DGX["cpus"][1:]],
+                 DGX["cpus"] + [first]):
         assert placement_index._plain_cpus(cpus, nodes) is None
         index = HostIndex(dict(DGX, cpus=cpus))
         assert sorted(cpu for found in index.node_cpus.values() for cpu in found) == sorted(index.online)
