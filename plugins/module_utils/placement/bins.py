@@ -70,12 +70,14 @@ def most_in_bins(demands, room, bins, limit, least, known=None):
         gains = [_ones(mask & left) for mask in masks[start:]]
         most = 0
         picks = []
+        # a pick is walked when it and the most of those after it on each node left place more than least
+        short, rest = least - placed, bins_left - 1
         for offset in range(len(gains) - 1, -1, -1):
             gain = gains[offset]
             if gain > most:
                 most = gain
-            if gain and placed + gain + (bins_left - 1) * most > least:
-                picks.append((start + offset, left & ~masks[start + offset], bins_left - 1, placed + gain))
+            if gain and gain + rest * most > short:
+                picks.append((start + offset, left & ~masks[start + offset], rest, placed + gain))
         # the largest pick on top
         picks.sort(key=lambda pick: pick[3])
         stack.extend(picks)
