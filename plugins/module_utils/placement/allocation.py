@@ -53,6 +53,18 @@ def pick_units(ordered, count, units):
     return [address for unit in chosen for address in unit]
 
 
+# the keys of a placement's vcpu_pins ("0", "1", ...), made once for every plan: a fleet's plans
+# kept together (a report of many hosts) share these strings instead of holding a copy each
+_PIN_KEYS = []
+
+
+def pin_keys(count):
+    """The vCPU numbers 0 .. ``count`` - 1 as strings, the keys of ``vcpu_pins``."""
+    if len(_PIN_KEYS) < count:
+        _PIN_KEYS.extend(map(str, range(len(_PIN_KEYS), count)))
+    return _PIN_KEYS[:count]
+
+
 def choose_cores(free, needed):
     """The cores of ``free`` a tenant of ``needed`` threads takes, or None: the fewest in order
     that give them; with cores of one and of two online threads (SMT threads offline) an odd
@@ -370,7 +382,7 @@ class Allocation:
             "network_vfs": [vf for vf in vfs if host.vf_network.get(vf)],
             "vf_pfs": dict(zip(vfs, map(host.vf_pf.get, vfs))),
             "companions": sorted(set(chain.from_iterable(host.companions.get(a, ()) for a in chain(gpus, vfs)))) if host.companions else [],
-            "vcpu_pins": dict(zip(map(str, range(len(pins))), pins)),
+            "vcpu_pins": dict(zip(pin_keys(len(pins)), pins)),
             "emulator_cpus": list(emulator),
             "cpus": sorted(held),
             "hugepages": {"size": size, "size_kb": SIZES_KB[size], "count": self._needed_pages(tenant), "node": node} if size else None,

@@ -70,12 +70,14 @@ def most_in_bins(demands, room, bins, limit, least, known=None):
         gains = [_ones(mask & left) for mask in masks[start:]]
         most = 0
         picks = []
+        # a pick is walked when it and the most of those after it on each node left place more than least
+        short, rest = least - placed, bins_left - 1
         for offset in range(len(gains) - 1, -1, -1):
             gain = gains[offset]
             if gain > most:
                 most = gain
-            if gain and placed + gain + (bins_left - 1) * most > least:
-                picks.append((start + offset, left & ~masks[start + offset], bins_left - 1, placed + gain))
+            if gain and gain + rest * most > short:
+                picks.append((start + offset, left & ~masks[start + offset], rest, placed + gain))
         # the largest pick on top
         picks.sort(key=lambda pick: pick[3])
         stack.extend(picks)
@@ -105,16 +107,23 @@ def _largest_sets(items, room, limit):
     while stack:
         start, left, mask = stack.pop()
         grown = False
-        for number in range(start, size):
-            steps += 1
-            after = left - needs[number]
+        number = start
+        for need in needs[start:]:
+            after = left - need
+            number += 1
             if after & guards == guards:
                 grown = True
-                stack.append((number + 1, after, mask | 1 << number))
+                stack.append((number, after, mask | 1 << number - 1))
+        steps += size - start
         if steps > limit:
             return None, steps
+        if grown:
+            continue
         # none after the last taken fits: the largest when none before it fits either
-        if not grown and not any(not mask >> number & 1 and (left - needs[number]) & guards == guards for number in range(start)):
+        for number in range(start):
+            if not mask >> number & 1 and (left - needs[number]) & guards == guards:
+                break
+        else:
             found.append(mask)
     return found, steps
 

@@ -225,6 +225,8 @@ def _counted(planner, state, tenants, prefer, shares):
             cap += (len(gpus), len(vfs))
         cap += (0, 0) * (width - len(switches.get(node, ())))
         caps.append(cap)
+    # every node of one count of threads per core: a tenant's demand is the same on each
+    alike = len(set(peak)) == 1
     rank_lists = node_ranks(planner, state) if any(t["gpu_count"] and t["vf_count"] and t["gpu_addresses"] is None for t in tenants) else {}
     claim_bits = {}
     # per VF count: the rank a tenant with GPUs (a count) and that many VFs gets on each node
@@ -269,7 +271,15 @@ def _counted(planner, state, tenants, prefer, shares):
                 ranks = node_rank[(tenant["vf_count"], on_socket)] = [rank_estimate(planner, tenant, node, lists) for node in host.nodes]
         # the demand differs between nodes only by their threads per core
         demands = {}
-        for slot, node in slots:
+        if gpu_nodes is None and sticky_node is None and not pairs and alike and (ranks is not None or not ranked):
+            # most tenants: one demand on every node, no node of its own to keep, ranks known per node
+            demand = (-(-threads // peak[0]),) + rest
+            options = [(slot, demand, ranks[slot] if ranks is not None else 0, 0) for slot in range(len(caps))
+                       if all(map(le, demand, caps[slot]))]
+            slots_left = ()
+        else:
+            slots_left = slots
+        for slot, node in slots_left:
             if gpu_nodes is not None and gpu_nodes - {node}:
                 continue
             per_core = peak[slot]

@@ -74,7 +74,7 @@ def node_sockets(cpus, node_cpus):
     """node -> the CPU package (socket) of its CPUs, as sysfs ``cpuN/topology/physical_package_id``
     gives it (the topology reader's ``package_id``); None for a node without CPUs (memory only) or
     whose CPUs name no package or more than one."""
-    package = dict((cpu.get("id"), cpu.get("package_id")) for cpu in cpus or () if isinstance(cpu, dict))
+    package = {cpu.get("id"): cpu.get("package_id") for cpu in cpus or () if isinstance(cpu, dict)}
     out = {}
     for node, ids in node_cpus.items():
         # an offline CPU shows no topology directory: it names no package
@@ -159,9 +159,12 @@ class HostIndex:
         self.vf_pf = {}
         self.vfs = []
         self.vf_network = {}
+        # per PF its VFs (a rank row fills those of one PF and node at once: _RankRow)
+        self.pf_vfs = {}
         for pf in pfs:
             pf_dev = pci[pf]
-            for vf in pf_dev.get("virtfns") or []:
+            self.pf_vfs[pf] = virtfns = pf_dev.get("virtfns") or []
+            for vf in virtfns:
                 dev = pci.get(vf) or {}
                 node = dev.get("numa_node")
                 if type(node) is not int or node < 0:  # pylint: disable=unidiomatic-typecheck
@@ -388,36 +391,37 @@ def _plain_cpus(cpus, nodes):
     if (set(up) != {True} or set(map(type, ids)) != {int} or set(map(type, nodes_read)) != {int}
             or not set(nodes_read).issubset(nodes) or set(map(type, siblings)) != {list}):
         return None
+    cpu_node = dict(zip(ids, nodes_read))
+    if len(cpu_node) != len(ids):
+        return None
+    keys = list(map(tuple, siblings))
+    core_of = dict(zip(ids, keys))
+    core = core_of.get
     node_cpus = dict((node, []) for node in nodes)
     node_cores = dict((node, []) for node in nodes)
-    core_of, listed = {}, {}
-    for cpu_id, node, threads in zip(ids, nodes_read, siblings):
-        core = core_of.get(cpu_id)
-        if core is None:
-            core = tuple(threads)
-            if len(core) == 2:
-                first, second = core
-                if (type(first) is not int or type(second) is not int  # pylint: disable=unidiomatic-typecheck
-                        or not first < second or cpu_id not in core or first in core_of or second in core_of):
-                    return None
-                core_of[first] = core_of[second] = core
-                listed[core] = threads
-            elif core != (cpu_id,):
+    # each core once (not each thread): its threads ints in order, each of them a CPU that lists
+    # this core, on one node. A thread of two cores, or a CPU its siblings leave out, leaves fewer
+    # threads in the cores than CPUs
+    threads = 0
+    for threads_of in dict.fromkeys(keys):
+        if len(threads_of) == 2:
+            first, second = threads_of
+            if (type(first) is not int or type(second) is not int  # pylint: disable=unidiomatic-typecheck
+                    or not first < second or core(first) != threads_of or core(second) != threads_of
+                    or cpu_node[first] != cpu_node[second]):
                 return None
-            else:
-                core_of[cpu_id] = core
-            node_cores[node].append(core)
-        elif len(core) != 2 or listed[core] != threads:
+            threads += 2
+        elif len(threads_of) != 1 or core(threads_of[0]) != threads_of:
             return None
-        node_cpus[node].append(cpu_id)
-    cpu_node = dict(zip(ids, nodes_read))
-    # every thread of a core listed once, online and on the core's node
-    if len(cpu_node) != len(ids) or len(core_of) != len(ids):
+        else:
+            threads += 1
+        node = cpu_node[threads_of[0]]
+        node_cores[node].append(threads_of)
+        node_cpus[node].extend(threads_of)
+    if threads != len(ids):
         return None
-    for node, cores in node_cores.items():
-        if not all(map(eq, map(cpu_node.get, chain.from_iterable(cores)), repeat(node))):
-            return None
-        cores.sort()
+    for node in nodes:
+        node_cores[node].sort()
         node_cpus[node].sort()
     return cpu_node, core_of, node_cpus, node_cores
 
@@ -428,32 +432,42 @@ class _RankRow(dict):
 
     # the index's maps, not the index: a row the index holds refers to no cycle back to it, so a
     # plan's index is freed when the plan ends, not left to the garbage collector
-    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels", "socket")
+    __slots__ = ("gpu_node", "vf_pf", "vf_node", "levels", "socket", "pf_vfs")
 
     def __init__(self, host, gpu):
         dict.__init__(self)
         self.gpu_node, self.vf_pf, self.vf_node = host.gpu_node.get(gpu), host.vf_pf, host.vf_node
         self.socket = host.socket
+        self.pf_vfs = host.pf_vfs
         # the GPU's row of the affinity matrix: VF or PF -> level
         self.levels = host.affinity.get(gpu) or {}
 
     def __missing__(self, vf):
         levels = self.levels
+        vf_node = self.vf_node.get(vf)
+        kin = ()
         if vf in levels:
             rank = _level_rank(levels[vf])
         else:
             pf = self.vf_pf.get(vf)
+            # the rank read below is the same for every VF of this PF on this node that the
+            # affinity matrix does not name itself: those are filled with it now
+            kin = self.pf_vfs.get(pf, ())
             if pf in levels:
                 rank = _level_rank(levels[pf])
             else:
-                gpu_node, vf_node = self.gpu_node, self.vf_node.get(vf)
+                gpu_node = self.gpu_node
                 rank = SYS_RANK if gpu_node is not None and vf_node is not None and gpu_node != vf_node else UNKNOWN_RANK
         if rank == SYS_RANK:
             # across NUMA nodes: SOCKET when both nodes are on one CPU package
-            vf_node = self.vf_node.get(vf)
             socket = self.socket.get(self.gpu_node)
             if vf_node != self.gpu_node and socket is not None and socket == self.socket.get(vf_node):
                 rank = SOCKET_RANK
+        if len(kin) > 1:
+            nodes = self.vf_node
+            for other in kin:
+                if other not in levels and nodes.get(other) == vf_node:
+                    self[other] = rank
         self[vf] = rank
         return rank
 

@@ -40,7 +40,10 @@ def _distances(host, placement, ignore, vfs):
     if gpus and not ignore:
         return host.nearest_ranks(gpus, vfs) if vfs else []
     origins = [host.gpu_node.get(gpu) for gpu in gpus] if gpus else [placement["numa_node"]]
-    return [min(host.node_level(origin, host.vf_node.get(vf)) for origin in origins) for vf in vfs]
+    # the level of each VF's node, worked out once per node
+    nodes = list(map(host.vf_node.get, vfs))
+    level = dict((node, min(host.node_level(origin, node) for origin in origins)) for node in set(nodes))
+    return list(map(level.__getitem__, nodes))
 
 
 def _allowed_nodes(planner, placement, numa):

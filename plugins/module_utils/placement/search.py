@@ -96,7 +96,10 @@ class Candidate:
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
         # the tenant's own best, so a tenant without GPU/VF pairs does not win on affinity
         least = min(map(itemgetter(2), options)) if options else 0
-        self.options = [(slot, demand, rank - least, sticky) for slot, demand, rank, sticky in options]
+        if least:
+            self.options = [(slot, demand, rank - least, sticky) for slot, demand, rank, sticky in options]
+        else:
+            self.options = list(options)
         self.online = 1 if online else 0
         # explicit GPUs as a bit mask: two tenants asking for one GPU never both go in
         self.claims = claims

@@ -26,9 +26,14 @@ TENANT_DEFAULTS = {"state": "present", "priority": "online", "gpus": 0, "vfs": 0
 NO_HUGEPAGES = "none"
 
 
+# types.MappingProxyType, the view a tenant record keeps its values in (a class's __dict__ is one)
+_READ_ONLY = type(type.__dict__)
+
+
 def stays(tenant):
     """Whether an entry of the tenant list (a record, or a dict as the inventory gives it) is a
     tenant that stays: a mapping whose state, or its default, is not absent."""
-    # a plain dict (the planner's tenants, the inventory's) is known without the abstract Mapping's check
-    mapping = tenant.__class__ is dict or isinstance(tenant, Mapping)
+    # a plain dict (the planner's tenants, the inventory's) and a record's read-only view of one
+    # (tenancy/record.py) are known without the abstract Mapping's check
+    mapping = tenant.__class__ is dict or tenant.__class__ is _READ_ONLY or isinstance(tenant, Mapping)
     return mapping and str(tenant.get("state") or TENANT_DEFAULTS["state"]) != "absent"

@@ -31,7 +31,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_add
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
     EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
-    check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
+    FIRMWARES, check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
 
 __metaclass__ = type
 
@@ -160,7 +160,7 @@ def tenant_record(raw, index, firmware=None, option=None):
     boots with (the stage's setting; None: efi). A tenant that leaves (state absent) needs only
     its name: what it held is read from its domain. ``option``: how messages name an entry that
     is not in the list (the service VM: ``fabric_vm``), else ``tenants[index]``."""
-    if not isinstance(raw, Mapping):
+    if raw.__class__ is not dict and not isinstance(raw, Mapping):
         raise InputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -176,28 +176,38 @@ def tenant_record(raw, index, firmware=None, option=None):
         return Tenant(dict(keep, name=name, state=state), index, where)
     data = dict(raw)
     data.update(name=name, state=state)
-    data["gpus"] = _count_or_addresses(raw.get("gpus"), where, "gpus")
-    data["vfs"] = whole(TENANT_DEFAULTS["vfs"] if raw.get("vfs") is None else raw["vfs"], "%s: vfs" % where, 0)
+    get = raw.get
+    # a whole number of the usual kind (an int, not a bool) is taken as it is; any other value is
+    # read by its field's check, which names the input (the message made only then)
+    gpus = get("gpus")
+    data["gpus"] = gpus if gpus.__class__ is int and gpus >= 0 else _count_or_addresses(gpus, where, "gpus")
+    vfs = get("vfs")
+    data["vfs"] = vfs if vfs.__class__ is int and vfs >= 0 else whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
     prefix = where + ": "
-    size = check_size(raw.get("vcpus"), raw.get("memory_mb"), raw.get("max_vcpus"), where=prefix)
-    data["vcpus"], data["max_vcpus"], data["memory_mb"] = size
-    data["mac"] = check_tenant_mac(raw.get("mac"), prefix + "mac")
-    data["vlan"] = check_tenant_vlan(raw.get("vlan"), prefix + "vlan")
-    data["firmware"] = check_firmware(raw.get("firmware") or firmware, prefix + "firmware")
+    vcpus, memory_mb, max_vcpus = get("vcpus"), get("memory_mb"), get("max_vcpus")
+    if vcpus.__class__ is int and memory_mb.__class__ is int and max_vcpus is None and vcpus >= 1 and memory_mb >= 1:
+        data["vcpus"], data["max_vcpus"], data["memory_mb"] = vcpus, vcpus, memory_mb
+    else:
+        data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(vcpus, memory_mb, max_vcpus, where=prefix)
+    for key, check in (("mac", check_tenant_mac), ("vlan", check_tenant_vlan)):
+        # not given: None, as each check returns for it
+        data[key] = None if get(key) is None else check(raw[key], prefix + key)
+    boots = get("firmware") or firmware
+    data["firmware"] = boots if boots in FIRMWARES else check_firmware(boots, prefix + "firmware")
     for key, check in (("machine", check_machine), ("domain_type", check_domain_type)):
-        if raw.get(key) is not None:
+        if get(key) is not None:
             data[key] = check(raw[key], prefix + key)
-    priority = raw.get("priority") or TENANT_DEFAULTS["priority"]
+    priority = get("priority") or TENANT_DEFAULTS["priority"]
     if priority not in PRIORITIES:
         raise InputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
     data["priority"] = priority
     if "hugepage_size" in raw:
         data["hugepage_size"] = size_name(raw["hugepage_size"], "%s: hugepage_size" % where, allow_none=True) or NO_HUGEPAGES
-    data["numa"] = _choice(raw.get("numa"), NUMA_CHOICES, where, "numa", "leave it out for policy.numa")
-    data["emulator"] = _choice(raw.get("emulator"), EMULATOR_CHOICES, where, "emulator", "leave it out for policy.emulator")
-    data["guest"] = _guest(raw.get("guest"), where)
-    data["data_nic"] = _data_nic(raw.get("data_nic"), where)
-    data["image"] = _options(raw.get("image"), where, "image", "base or url, checksum, size_gb, copy")
+    data["numa"] = _choice(get("numa"), NUMA_CHOICES, where, "numa", "leave it out for policy.numa")
+    data["emulator"] = _choice(get("emulator"), EMULATOR_CHOICES, where, "emulator", "leave it out for policy.emulator")
+    data["guest"] = _guest(get("guest"), where)
+    data["data_nic"] = _data_nic(get("data_nic"), where)
+    data["image"] = _options(get("image"), where, "image", "base or url, checksum, size_gb, copy")
     return Tenant({k: v for k, v in data.items() if v is not None}, index, where)
 
 
@@ -246,25 +256,30 @@ def check_tenant_list(records, held=None, host_address=None):
     seen = {}
     present = []
     for record in records:
-        name = record.name
+        # each record's fields read from its view, without an attribute call each
+        data = record._data  # pylint: disable=protected-access
+        name = data.get("name")
         if name in seen:
             raise InputError("%s: name %s is also tenants[%d]; tenant names are domain names: list each tenant once"
                              % (record.label, name, seen[name]))
         seen[name] = record.index
-        if record.present:
-            present.append(record)
-    devices = [(str(a).lower(), record.label) for record in present if isinstance(record.gpus, tuple) for a in record.gpus]
+        if stays(data):
+            present.append((record, data))
+    devices = [(str(a).lower(), record.label) for record, data in present if isinstance(data.get("gpus"), tuple) for a in data["gpus"]]
     for address, whos in duplicates(devices):
         raise InputError("%s: gpus: %s is also a GPU of %s; a device goes to one tenant only: give each tenant its own"
                          % (whos[-1], address, ", ".join(whos[:-1])))
-    macs = [(mac, (record.label, option)) for record in present for mac, option in tenant_macs(record)]
+    # only a record that names a MAC or a guest (its addresses, its management NIC) or a data NIC has one
+    named = [record for record, data in present if data.get("mac") is not None or data.get("guest") is not None
+             or data.get("data_nic") is not None]
+    macs = [(mac, (record.label, option)) for record in named for mac, option in tenant_macs(record)]
     for mac, whos in duplicates(macs):
         (label, option), others = whos[-1], whos[:-1]
         raise InputError("%s: %s %s is also the MAC of %s; a MAC belongs to one interface: give each tenant its own"
                          % (label, option, mac, ", ".join("%s (%s)" % other if other[0] != label else other[1] for other in others)))
     owners = {}
     # each present tenant's guest addresses, read once for the checks below
-    addresses = [(record, tenant_addresses(record)) for record in present]
+    addresses = [(record, tenant_addresses(record)) for record, data in present if data.get("guest") is not None]
     for record, listed in addresses:
         for address, option in listed:
             # the management and the RDMA addresses are on networks of their own: each compared with its kind

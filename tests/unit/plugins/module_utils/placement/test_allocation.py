@@ -7,10 +7,21 @@ from __future__ import annotations
 import random
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import Planner
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import State, choose_cores, pick_units
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import State, choose_cores, pin_keys, pick_units
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 
 from placement_topologies import synthetic  # pylint: disable=import-error
+
+
+def test_pin_keys_are_the_vcpu_numbers_as_text_whatever_was_asked_before():
+    # the keys of vcpu_pins are made once and shared: a long list asked first, a short one then, and a longer one
+    assert pin_keys(12) == [str(number) for number in range(12)]
+    assert pin_keys(3) == ["0", "1", "2"]
+    assert pin_keys(0) == []
+    assert pin_keys(40) == [str(number) for number in range(40)]
+    first, second = pin_keys(5), pin_keys(5)
+    first.append("5")  # a plan's list is its own
+    assert second == ["0", "1", "2", "3", "4"] and pin_keys(5) == second
 
 
 def test_choose_cores_the_fewest_in_order():

@@ -85,9 +85,15 @@ def test_cpus_of_an_odd_shape_are_read_field_by_field():
     # a sibling that is not listed: not the usual shape, each read as before
     nodes = sorted(node["id"] for node in DGX["numa_nodes"])
     first, last = DGX["cpus"][0], DGX["cpus"][-1]
+    second = DGX["cpus"][1]
     for cpus in ([dict(first, siblings=[first["id"]])] + DGX["cpus"][1:],
                  [dict(first, numa_node=last["numa_node"])] + DGX["cpus"][1:],
-                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:]):
+                 [dict(first, siblings=first["siblings"] + [999])] + DGX["cpus"][1:],
+                 # a CPU whose siblings leave it out (another core's), its sibling then alone or not; a CPU listed twice
+                 [dict(first, siblings=list(second["siblings"]))] + DGX["cpus"][1:],
+                 [dict(first, siblings=list(second["siblings"]))] + [
+                     dict(cpu, siblings=[cpu["id"]]) if cpu["id"] in first["siblings"] else cpu for cpu in DGX["cpus"][1:]],
+                 DGX["cpus"] + [first]):
         assert placement_index._plain_cpus(cpus, nodes) is None
         index = HostIndex(dict(DGX, cpus=cpus))
         assert sorted(cpu for found in index.node_cpus.values() for cpu in found) == sorted(index.online)
@@ -100,6 +106,42 @@ def test_ranks_same_switch_and_other_node():
     near = [vf for vf in index.vfs if index.vf_node[vf] == 0]
     far = [vf for vf in index.vfs if index.vf_node[vf] == 1]
     assert index.nearest_ranks([gpu], near + far) == [1, 4]  # PXB, SYS
+
+
+def _moved_vfs():
+    """The DGX model with, on one PF, a VF its affinity row names itself (PIX) and a VF on another
+    node of the same socket than its PF: the other VFs of that PF share the PF's rank, those two not."""
+    index = HostIndex(DGX)
+    gpu = index.gpus[0]
+    pf = next(pf for pf, level in sorted(DGX["gpu_nic_affinity"][gpu].items()) if level == "SYS" and len(index.pf_vfs[pf]) > 2)
+    named, moved = index.pf_vfs[pf][0], index.pf_vfs[pf][1]
+    pf_node = index.vf_node[moved]
+    mate = next(node for node in index.nodes if node != pf_node and index.same_socket(node, pf_node)
+                and index.node_level(index.gpu_node[gpu], node) != index.node_level(index.gpu_node[gpu], pf_node))
+    pci = dict(DGX["pci_devices"])
+    pci[moved] = dict(pci[moved], numa_node=mate)
+    affinity = dict(DGX["gpu_nic_affinity"])
+    affinity[gpu] = dict(affinity[gpu], **{named: "PIX"})
+    return dict(DGX, pci_devices=pci, gpu_nic_affinity=affinity), gpu, pf, named, moved
+
+
+def test_rank_rows_the_same_in_any_order_asked():
+    # a row fills the VFs of one PF and node at once: each VF's rank is its own, whichever VF was asked first
+    topology, gpu, pf, named, moved = _moved_vfs()
+    rows = []
+    for order in (1, -1):
+        index = HostIndex(topology)
+        rows.append([(gpu_, vf, index.rank_row(gpu_)[vf]) for gpu_ in index.gpus for vf in index.vfs[::order]])
+    assert sorted(rows[0]) == sorted(rows[1])
+    index = HostIndex(topology)
+    row = index.rank_row(gpu)
+    others = [vf for vf in index.pf_vfs[pf] if vf not in (named, moved)]
+    # the PF's SYS: SOCKET or SYS by the nodes' sockets
+    assert row[others[0]] == index.node_level(index.gpu_node[gpu], index.vf_node[others[0]])
+    assert all(row[vf] == row[others[0]] for vf in others)
+    assert row[named] == placement_index.level_rank("PIX")
+    # on another node than its PF's other VFs: a rank of its own (asked first above, or after them)
+    assert row[moved] != row[others[0]]
 
 
 def test_group_with_host_function_is_left_out():
