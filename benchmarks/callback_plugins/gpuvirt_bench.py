@@ -34,16 +34,32 @@ requirements:
   - enabled with ANSIBLE_CALLBACKS_ENABLED=gpuvirt_bench
 """
 
+# The collection's actions that run on the controller only: every ControllerAction
+# (plugin_utils/controller_action.py: the guests' inventory, the MIG/MPS and RDMA decisions, the
+# preflight report, the reboot share, stage_options), read from plugins/action/ so that a new one
+# counts as it should.
+ACTION_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "plugins", "action")
+
+
+def _controller_only_actions():
+    names = []
+    for name in sorted(os.listdir(ACTION_DIR)) if os.path.isdir(ACTION_DIR) else ():
+        if name.endswith(".py"):
+            with open(os.path.join(ACTION_DIR, name)) as handle:
+                if "(ControllerAction)" in handle.read():
+                    names.append("gpuvirt.tenancy." + name[:-3])
+    return names
+
+
 # Actions that ansible runs on the controller without sending a module to the host (the
-# collection's gate_check, stage_options, stage_result and report_file too: they build a stage's
-# call, take the gate's result or a call's, or write the report on the controller; none runs a
-# module, plugins/action/).
-CONTROLLER_ACTIONS = frozenset((
+# collection's gate_check, stage_result and report_file too: they take the gate's result or a
+# call's, or write the report on the controller; none runs a module, plugins/action/).
+CONTROLLER_ACTIONS = frozenset([
     "add_host", "assert", "debug", "fail", "group_by", "import_playbook", "import_role", "import_tasks",
     "include", "include_role", "include_tasks", "include_vars", "meta", "pause", "set_fact", "set_stats",
     "validate_argument_spec", "gpuvirt.tenancy.gate_check", "gpuvirt.tenancy.report_file",
-    "gpuvirt.tenancy.stage_options", "gpuvirt.tenancy.stage_result",
-))
+    "gpuvirt.tenancy.stage_result",
+] + _controller_only_actions())
 LOCAL_HOSTS = frozenset(("localhost", "127.0.0.1", "::1"))
 
 
