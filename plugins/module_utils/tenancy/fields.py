@@ -29,6 +29,9 @@ DOMAIN_TYPE_RE = re.compile(r"\A[a-z][a-z0-9]{0,15}\Z")
 
 def whole(value, what, minimum=None):
     """``value`` as an int (an int, or its decimal text); InputError naming ``what``."""
+    # the usual case, an int at or above the minimum (not a bool: its class is bool), taken as it is
+    if value.__class__ is int and (minimum is None or value >= minimum):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError("%s: %r is not a whole number" % (what, value))
     try:

@@ -31,7 +31,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_add
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
     EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
-    FIRMWARES, check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
+    check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
 
 __metaclass__ = type
 
@@ -177,23 +177,14 @@ def tenant_record(raw, index, firmware=None, option=None):
     data = dict(raw)
     data.update(name=name, state=state)
     get = raw.get
-    # a whole number of the usual kind (an int, not a bool) is taken as it is; any other value is
-    # read by its field's check, which names the input (the message made only then)
-    gpus = get("gpus")
-    data["gpus"] = gpus if gpus.__class__ is int and gpus >= 0 else _count_or_addresses(gpus, where, "gpus")
+    data["gpus"] = _count_or_addresses(get("gpus"), where, "gpus")
     vfs = get("vfs")
-    data["vfs"] = vfs if vfs.__class__ is int and vfs >= 0 else whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
+    data["vfs"] = whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
     prefix = where + ": "
-    vcpus, memory_mb, max_vcpus = get("vcpus"), get("memory_mb"), get("max_vcpus")
-    if vcpus.__class__ is int and memory_mb.__class__ is int and max_vcpus is None and vcpus >= 1 and memory_mb >= 1:
-        data["vcpus"], data["max_vcpus"], data["memory_mb"] = vcpus, vcpus, memory_mb
-    else:
-        data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(vcpus, memory_mb, max_vcpus, where=prefix)
-    for key, check in (("mac", check_tenant_mac), ("vlan", check_tenant_vlan)):
-        # not given: None, as each check returns for it
-        data[key] = None if get(key) is None else check(raw[key], prefix + key)
-    boots = get("firmware") or firmware
-    data["firmware"] = boots if boots in FIRMWARES else check_firmware(boots, prefix + "firmware")
+    data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(get("vcpus"), get("memory_mb"), get("max_vcpus"), where=prefix)
+    data["mac"] = check_tenant_mac(get("mac"), prefix + "mac")
+    data["vlan"] = check_tenant_vlan(get("vlan"), prefix + "vlan")
+    data["firmware"] = check_firmware(get("firmware") or firmware, prefix + "firmware")
     for key, check in (("machine", check_machine), ("domain_type", check_domain_type)):
         if get(key) is not None:
             data[key] = check(raw[key], prefix + key)
