@@ -53,6 +53,13 @@ options:
         later in the run, naming the stage.
       - Omitted or empty, nothing is checked.
     type: dict
+  record_reads:
+    description:
+      - Also return the reads this call made of the host, each with a digest of its answer (RV(host_reads)); the
+        module's action sets it on a host, keeps the reads on the controller and, on the next run with the same
+        options, makes them again with M(gpuvirt.tenancy.host_reads) instead of this call (see the notes).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
@@ -72,6 +79,19 @@ requirements:
 notes:
   - The firmware query (C(-e q)) only reads; it needs root and, under Secure Boot lockdown, a tool with
     kernel access. A failed query is reported per PF with its message.
+  - On a host, the action keeps each run's reads of the host and its result on the controller, in
+    C(~/.cache/gpuvirt.tenancy/gate) (C($XDG_CACHE_HOME) when set; the environment variable
+    C(GPUVIRT_TENANCY_GATE_CACHE) names another directory, or V(off) for none), one file per inventory host, for the
+    same collection code, ansible-core, options, check and diff mode and become. The next run makes those reads again
+    in one call of M(gpuvirt.tenancy.host_reads), which ships only the code that reads the host. Where every answer is
+    the one the last run had, that run's result is this run's (RV(host_reads.answered_from) is V(reads)); the gate's
+    own call, which compiles every stage's checks on the host, is not made. Where any answer differs, the call
+    fails, or nothing is kept, the gate runs on the host as without the cache, and RV(host_reads.changed) names the
+    reads that answered otherwise.
+  - A run's reads are not kept (RV(host_reads.not_answerable) says why) when it read the host other than through the
+    collection's host seam, read one thing two ways, or made a libvirt call that is no read. Reads whose raw answer
+    changes by itself (the CPU clock in C(/proc/cpuinfo), C(MemFree), the routes' use counts, every process's open
+    files, the SSH session's client port, address lifetimes) are read as the part the checks use.
 seealso:
   - module: gpuvirt.tenancy.host_topology_info
   - module: gpuvirt.tenancy.mlx_rocev2
@@ -145,6 +165,35 @@ libvirt:
     service: {family: Debian, packages: [libvirt-daemon-system], missing: [], enabled: enabled, active: active, answers: true,
               message: null}
     query: {names: [tenant-a], foreign: true, uri: "qemu:///system", service: {name: libvirtd, packages: null, uefi: false}}
+host_reads:
+  description:
+    - On a host (not a preview), how this result was made.
+    - With O(record_reads) and no action between (the module called directly), C(records), C(digests), C(answerable),
+      C(reasons) and C(python) instead - the reads themselves.
+  returned: when the module runs on a host, or with O(record_reads)
+  type: dict
+  sample: {answered_from: reads, reads: 504, changed: [], not_answerable: []}
+  contains:
+    answered_from:
+      description:
+        - V(reads) - the last run's result, its reads made again on the host and each answering as then.
+        - V(module) - this call ran on the host.
+      type: str
+      sample: reads
+    reads:
+      description: How many distinct reads of the host the gate made (and, with V(reads), were made again).
+      type: int
+      sample: 504
+    changed:
+      description: The reads that answered otherwise than at the last run (the first five), or why they could not be made again.
+      type: list
+      elements: str
+      sample: ["fs.read('/sys/bus/pci/devices/0000:81:00.0/sriov_numvfs')"]
+    not_answerable:
+      description: Why this run's reads are not kept for the next run; empty when they are.
+      type: list
+      elements: str
+      sample: []
 stage_checks:
   description:
     - With O(stage_checks), per stage asked for C(module), C(options) (as checked), C(changed) (whether the call would

@@ -34,7 +34,7 @@ __metaclass__ = type
 def detect_vendor(fs):
     """intel / amd from /proc/cpuinfo; when that names no vendor this module knows, the
     platform's IOMMU table (DMAR: Intel VT-d, IVRS: AMD-Vi); else the raw vendor_id or None."""
-    vendor = vendor_of_cpuinfo(fs.read("/proc/cpuinfo", ""))
+    vendor = vendor_of_cpuinfo(fs.read_keys("/proc/cpuinfo", ("vendor_id",)))
     if vendor in ("intel", "amd"):
         return vendor
     for table, table_vendor in IOMMU_TABLES:

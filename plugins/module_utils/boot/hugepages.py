@@ -333,7 +333,7 @@ class Hugepages:
         if not wanted:
             return
         default_kb = None
-        for line in (self.fs.read("/proc/meminfo") or "").splitlines():
+        for line in self.fs.read_keys("/proc/meminfo", ("Hugepagesize",)).splitlines():
             match = re.match(r"^Hugepagesize:\s+(\d+)\s*kB", line)
             if match:
                 default_kb = int(match.group(1))

@@ -15,12 +15,12 @@ a temporary directory with a fake kernel and recorded commands, and nothing else
 
 from __future__ import absolute_import, division, print_function
 
+import json
 import os
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import (
     InputError, StateError, atomic_write, copy_model, file_target, read_text)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.sysfs import Sysfs
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader
 
 __metaclass__ = type
 
@@ -146,6 +146,9 @@ class Host:
         on an 8-GPU host is most of a call's time. ``fresh`` reads the host again: a call that
         changed what the model shows (VFs made, drivers bound) asks for it before deciding on.
         Each caller gets its own copy, classified by its ``gpu_ids``/``nic_ids``."""
+        # imported here: a call that reads no host model (host_reads, which makes a gate's reads
+        # again) does not compile the model's reader
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader  # pylint: disable=import-outside-toplevel
         reader = TopologyReader(self.root, gpu_ids=gpu_ids, nic_ids=nic_ids, fs=self.fs)
         if fresh or self._host_model is None:
             self._host_model = reader.read_unclassified()
@@ -223,6 +226,26 @@ class Host:
         """The real path a write to ``host_path`` lands on, every link on the way followed: two
         files a module edits are one when these are equal."""
         return os.path.realpath(self.path(host_path, option))
+
+    def ip_addresses_json(self):
+        """``ip -j addr show`` on the live machine, as JSON text with only each link's ``ifname``
+        and each of its addresses' ``local``: which netdev holds an address (the SSH session's),
+        without the lifetimes ip also prints, which count down between two reads. None off the
+        live machine, without ip, or where this ip cannot print JSON (procfs answers then)."""
+        ip = self.commands.which("ip") if self.live else None
+        if not ip:
+            return None
+        rc, out, _err = self.commands.run([ip, "-j", "addr", "show"], check=False)
+        try:
+            links = json.loads(out) if rc == 0 else None
+        except ValueError:
+            links = None
+        if not isinstance(links, list):
+            return None
+        return json.dumps([{"ifname": link.get("ifname"),
+                            "addr_info": [{"local": info.get("local")} for info in link.get("addr_info") or []
+                                          if isinstance(info, dict)]}
+                           for link in links if isinstance(link, dict)])
 
     def bind(self, module):
         """Give the host the module's command runner unless one was injected."""

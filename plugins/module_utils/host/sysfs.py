@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 import errno
 import glob
 import os
+import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
@@ -137,6 +138,36 @@ class Sysfs:
         except (OSError, IOError) as exc:
             return errno.errorcode.get(exc.errno, str(exc.errno))
 
+    def read_keys(self, host_path, keys):
+        """The lines of a ``key: value`` file (/proc/cpuinfo, a node's meminfo) whose key ends in one
+        of ``keys`` (``Node 0 MemTotal`` ends in ``MemTotal``), the first of each, as they read; ""
+        when the file is missing. A reader that uses only these lines reads only them: the others
+        (``cpu MHz``, ``MemFree``) change between two reads of a host where nothing else does."""
+        wanted = set(keys)
+        lines = []
+        for line in (self.read(host_path) or "").splitlines():
+            key = line.partition(":")[0].split()
+            if key and key[-1] in wanted:
+                wanted.discard(key[-1])
+                lines.append(line)
+                if not wanted:
+                    break
+        return "\n".join(lines)
+
+    def read_table(self, host_path, counters):
+        """The text of a whitespace-separated table (``/proc/net/route``, ``ipv6_route``) with the
+        fields at the column indexes of ``counters`` read as ``0``, each line's fields joined by one
+        space; "" when the file is missing. A route's reference and use counts change with the
+        traffic, between two reads of a host where nothing else does, and no reader uses them."""
+        lines = []
+        for line in (self.read(host_path) or "").splitlines():
+            fields = line.split()
+            for index in counters:
+                if index < len(fields):
+                    fields[index] = "0"
+            lines.append(" ".join(fields))
+        return "\n".join(lines)
+
     def listdir(self, host_path):
         """Sorted entries of a directory; empty when it does not exist."""
         real = self._readable(host_path)
@@ -185,6 +216,39 @@ class Sysfs:
             if target.startswith(prefix + os.sep):
                 return target[len(prefix):]
         return None
+
+    def fd_links(self, prefix):
+        """``[pid, target]`` for each open file of each process (a ``/proc/PID/fd/N`` link, read
+        with :meth:`link_target`) whose target starts with ``prefix`` (``/dev/vfio/``), by pid and
+        descriptor: who holds such a file now, without the links of every other process (the
+        reader's own among them), which differ from one read to the next."""
+        held = []
+        for entry in self.listdir("/proc"):
+            if entry.isdigit():
+                for fd in self.listdir("/proc/%s/fd" % entry):
+                    target = self.link_target("/proc/%s/fd/%s" % (entry, fd)) or ""
+                    if target.startswith(prefix):
+                        held.append([int(entry), target])
+        return sorted(held)
+
+    def environ_field(self, name, index, pid=None):
+        """Field ``index`` (whitespace-separated, from 0) of the environment variable ``name`` of
+        this session, or None: this process' environment (on the live machine), else that of the
+        nearest ancestor of ``pid`` (default this process) that has it, from ``/proc/PID/environ``
+        (become methods reset the environment). One field, not the whole value: ``SSH_CONNECTION``'s
+        server address stays while its client port changes with each connection."""
+        value = os.environ.get(name) if self.real_root == os.sep else None
+        pid, seen = os.getpid() if pid is None else pid, set()
+        while not value and pid and pid > 1 and pid not in seen:
+            seen.add(pid)
+            for item in (self.read("/proc/%d/environ" % pid, "") or "").split("\0"):
+                if item.startswith(name + "="):
+                    value = item.split("=", 1)[1]
+                    break
+            match = re.search(r"^PPid:\s*(\d+)", self.read("/proc/%d/status" % pid, "") or "", re.M)
+            pid = int(match.group(1)) if match else None
+        fields = (value or "").split()
+        return fields[index] if len(fields) > index else None
 
     def realpath(self, host_path):
         """Resolved host path of a link, expressed relative to the root again

@@ -64,7 +64,7 @@ class TopologyReader:
         node_of_cpu = {cpu: node["id"] for node in nodes for cpu in node["cpus"]}
         for cpu in cpus:
             cpu["numa_node"] = node_of_cpu.get(cpu["id"])
-        cpuinfo = self.fs.read("/proc/cpuinfo", "")
+        cpuinfo = self.fs.read_keys("/proc/cpuinfo", ("vendor_id", "flags"))
         return {
             "root": self.fs.root,
             "kernel_release": self.fs.read("/proc/sys/kernel/osrelease"),
@@ -146,7 +146,7 @@ class TopologyReader:
         return nodes
 
     def _node_memory_mb(self, path):
-        for line in (self.fs.read(path) or "").splitlines():
+        for line in self.fs.read_keys(path, ("MemTotal",)).splitlines():
             match = re.search(r"MemTotal:\s+(\d+)\s*kB", line)
             if match:
                 return int(match.group(1)) // 1024

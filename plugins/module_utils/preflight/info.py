@@ -14,6 +14,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.connectx import ml
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.domain_info import TENANT_DOMAIN_INFO_ARGS, tenant_domain_info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.libvirt_connection import NotAnswering
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.reads import Recorder, record
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_nested
 
 __metaclass__ = type
@@ -32,12 +33,28 @@ MODULE_ARGS = dict(
         firmware_tool=dict(type="str", choices=["auto", "mlxconfig", "mstconfig", "none"], default="auto"),
         libvirt=dict(type="dict"),
         stage_checks=dict(type="dict"),
+        record_reads=dict(type="bool", default=False),
     ),
 )
 
 
 def preflight_info(params, host, run):
-    """The preflight_info module's result fields."""
+    """The preflight_info module's result fields; with ``record_reads``, also the reads it made of the
+    host (``host_reads``: :meth:`host.reads.Recorder.result`), which its action plugin makes again on the
+    next run (module ``host_reads``) to answer that run from this result where they answer the same."""
+    if not params.get("record_reads"):
+        return gate_result(params, host, run)
+    recorder = Recorder()
+    with recorder.guard():
+        result = gate_result(params, record(host, recorder), run)
+    if run.elapsed_s or run.changed:
+        recorder.refuse("the run timed or changed something")
+    result["host_reads"] = recorder.result()
+    return result
+
+
+def gate_result(params, host, run):
+    """The host model, the firmware, libvirt and the stages' checks, read and checked on ``host``."""
     try:
         topology = host.topology(params["gpu_ids"], params["nic_ids"])
     except (InputError, ValueError) as exc:

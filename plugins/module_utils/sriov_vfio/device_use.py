@@ -31,14 +31,9 @@ def pci_function_of(topology, text):
 # ---------------------------------------------------------------------------- in use
 def vfio_files_open(fs):
     """(pid, name) for each ``/dev/vfio/<name>`` a process holds open, from the /proc/<pid>/fd
-    links. Each link is read, not resolved: a host has thousands of them."""
-    for entry in fs.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        for fd in fs.listdir("/proc/%s/fd" % entry):
-            target = fs.link_target("/proc/%s/fd/%s" % (entry, fd)) or ""
-            if target.startswith("/dev/vfio/"):
-                yield int(entry), target[len("/dev/vfio/"):]
+    links (:meth:`Sysfs.fd_links`: each link read, not resolved; a host has thousands of them)."""
+    for pid, target in fs.fd_links("/dev/vfio/"):
+        yield pid, target[len("/dev/vfio/"):]
 
 
 def vfio_group_holders(fs, group):

@@ -14,8 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 import ipaddress
 import json
-import os
-import re
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.pci_address import is_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.proc_mounts import mount_rows
@@ -37,6 +35,11 @@ def _hex_ipv4(text):
     """/proc/net/route stores addresses as little-endian hex: ``0F02000A`` -> 10.0.2.15."""
     value = int(text, 16)
     return ipaddress.IPv4Address(value.to_bytes(4, "little"))
+
+
+# the columns of the routing tables that count uses (RefCnt, Use; refcnt, use): read as 0 (Sysfs.read_table)
+ROUTE_COUNTERS = (4, 5)
+IPV6_ROUTE_COUNTERS = (6, 7)
 
 
 def parse_proc_route(text):
@@ -127,10 +130,16 @@ def parse_ssh_connection(text):
     """``SSH_CONNECTION`` is "client_ip client_port server_ip server_port"; the server
     address (this host's end) or None."""
     fields = (text or "").split()
-    if len(fields) != 4:
+    return parse_address(fields[2]) if len(fields) == 4 else None
+
+
+def parse_address(text):
+    """An address as SSH_CONNECTION writes it (an IPv6 one with its ``%zone``, an IPv4 one mapped
+    into IPv6 given as IPv4), or None."""
+    if not text:
         return None
     try:
-        address = ipaddress.ip_address(fields[2].split("%", 1)[0])
+        address = ipaddress.ip_address(text.split("%", 1)[0])
     except ValueError:
         return None
     if address.version == 6 and address.ipv4_mapped is not None:
@@ -150,36 +159,26 @@ class HostUsage:
         self.fs = root if isinstance(root, Sysfs) else Sysfs(root)
         self._ssh_connection = ssh_connection
         self._ip_addr_json = ip_addr_json
-        self._pid = pid if pid is not None else os.getpid()
+        self._pid = pid
 
     # ------------------------------------------------------------------ netdevs
     def default_route_netdevs(self):
         names = set()
-        for row in parse_proc_route(self.fs.read("/proc/net/route", "")):
+        for row in parse_proc_route(self.fs.read_table("/proc/net/route", ROUTE_COUNTERS)):
             if int(row["destination"]) == 0 and int(row["mask"]) == 0 and row["flags"] & 0x1:
                 names.add(row["iface"])
-        for row in parse_proc_ipv6_route(self.fs.read("/proc/net/ipv6_route", "")):
+        for row in parse_proc_ipv6_route(self.fs.read_table("/proc/net/ipv6_route", IPV6_ROUTE_COUNTERS)):
             # RTF_UP set, RTF_REJECT (0x200: the "unreachable" default on lo) not.
             if int(row["destination"]) == 0 and row["prefix"] == 0 and row["flags"] & 0x1 and not row["flags"] & 0x200:
                 names.add(row["iface"])
         return sorted(names)
 
-    def ssh_connection(self):
+    def ssh_server_address(self):
+        """This host's address of the SSH session the call came in on (the server's end of
+        ``SSH_CONNECTION``), or None."""
         if self._ssh_connection is not None:
-            return self._ssh_connection or None
-        if os.environ.get("SSH_CONNECTION") and self.fs.root == "/":
-            return os.environ["SSH_CONNECTION"]
-        pid, seen = self._pid, set()
-        while pid and pid > 1 and pid not in seen:
-            seen.add(pid)
-            environ = self.fs.read("/proc/%d/environ" % pid, "") or ""
-            for item in environ.split("\0"):
-                if item.startswith("SSH_CONNECTION="):
-                    return item.split("=", 1)[1]
-            status = self.fs.read("/proc/%d/status" % pid, "") or ""
-            match = re.search(r"^PPid:\s*(\d+)", status, re.M)
-            pid = int(match.group(1)) if match else None
-        return None
+            return parse_ssh_connection(self._ssh_connection)
+        return parse_address(self.fs.environ_field("SSH_CONNECTION", 2, self._pid))
 
     def netdev_of_address(self, address):
         """The netdev holding a local address: ``ip -j addr`` when given, else
@@ -199,7 +198,7 @@ class HostUsage:
         if address.version == 6:
             return parse_if_inet6(self.fs.read("/proc/net/if_inet6", "")).get(address)
         best = None
-        for row in parse_proc_route(self.fs.read("/proc/net/route", "")):
+        for row in parse_proc_route(self.fs.read_table("/proc/net/route", ROUTE_COUNTERS)):
             if row["flags"] & 0x2:  # RTF_GATEWAY: not a connected route
                 continue
             network = ipaddress.IPv4Network("%s/%s" % (row["destination"], row["mask"]), strict=False)
@@ -283,7 +282,7 @@ class HostUsage:
 
         for name in self.default_route_netdevs():
             add(self.netdev_pci_devices(name), "its netdev %s carries a default route" % name)
-        ssh = parse_ssh_connection(self.ssh_connection())
+        ssh = self.ssh_server_address()
         if ssh is not None:
             name = self.netdev_of_address(ssh)
             if name:

@@ -304,17 +304,6 @@ class VfioBinder:
 
 
 # ---------------------------------------------------------------------------- the module
-def ip_addr_json(host):
-    """``ip -j addr show`` on the live machine, which tells which netdev holds the SSH
-    session's address better than procfs does; None elsewhere, or where this ip cannot
-    print JSON (the procfs tables answer then)."""
-    ip = host.commands.which("ip") if host.live else None
-    if not ip:
-        return None
-    rc, out, _err = host.commands.run([ip, "-j", "addr", "show"], check=False)
-    return out if rc == 0 else None
-
-
 def reload_boot_config(host):
     """Make systemd and udev read the changed unit and rule (live machine only)."""
     if not host.live:
@@ -388,7 +377,7 @@ def vfio_bind(params, host, run):
     functions of their IOMMU groups. The host model and what the host needs are read once, and
     again only after the VFs changed."""
     topology = read_model(host, params)
-    needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
+    needed = HostUsage(host.fs, ip_addr_json=host.ip_addresses_json()).report()
     sriov_params, wanted_pfs = stage_sriov(params, host, topology)
     gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
     # the service VM's NVSwitches go to vfio-pci too (its domain's host devices are managed='no')
@@ -403,7 +392,7 @@ def vfio_bind(params, host, run):
                                             params, host, run, topology, needed, kept)
     if sriov_result is not None and sriov_result["changed"] and not run.check_mode:
         topology = read_model(host, params, fresh=True)
-        needed = HostUsage(host.fs, ip_addr_json=ip_addr_json(host)).report()
+        needed = HostUsage(host.fs, ip_addr_json=host.ip_addresses_json()).report()
         gpus, companions = vfio_stage.tenant_gpus(topology, params.get("gpus"))
         kept = pfs_kept_for_vfs(host.fs, topology, call_pfs(topology, sriov_params, wanted_pfs))
     binder = VfioBinder(host, topology, needed, kept)

@@ -5,6 +5,8 @@ options, refusals included; anywhere else the module is shipped to the host as u
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from unittest import mock
 
@@ -27,15 +29,18 @@ def run(args, transport="local", become=False, async_val=0, check_mode=True, dif
     task = mock.MagicMock()
     task.args = dict(args)
     task.action = "gpuvirt.tenancy.preflight_info"
-    task.check_mode, task.diff, task.async_val = check_mode, diff, async_val
+    task.check_mode, task.diff, task.async_val, task.delegate_to = check_mode, diff, async_val, None
     connection = mock.MagicMock()
     connection.transport = transport
     play_context = mock.MagicMock()
-    play_context.become = become
+    play_context.become, play_context.become_user = become, "root"
     templar = mock.MagicMock()
     templar.template.side_effect = lambda value: value
     plugin = action.ActionModule(task, connection, play_context, mock.MagicMock(), templar, mock.MagicMock())
-    return plugin.run(task_vars={} if interpreter is None else {"ansible_python_interpreter": interpreter})
+    task_vars = {"inventory_hostname": "gpu-node-1"}
+    if interpreter is not None:
+        task_vars["ansible_python_interpreter"] = interpreter
+    return plugin.run(task_vars=task_vars)
 
 
 def without_invocation(result):
@@ -93,7 +98,104 @@ SHIPPED = [
 
 
 @pytest.mark.parametrize("context, args", [c[1:] for c in SHIPPED], ids=[c[0] for c in SHIPPED])
-def test_anywhere_else_the_module_is_shipped(context, args):
+def test_anywhere_else_the_module_is_shipped(context, args, monkeypatch):
+    monkeypatch.setenv(action.CACHE_VARIABLE, "off")
     with mock.patch.object(ModuleAction, "run", return_value={"shipped": True}) as shipped:
         assert run(args, **context) == {"shipped": True}
     assert shipped.call_count == 1
+
+
+# ---------------------------------------------------------------------------- the gate's reads, kept
+PF = "0000:81:00.0"
+GPU = "0000:82:00.0"
+GATE = {"firmware_tool": "none", "stage_checks": {"sriov_vfio": {"devices": [GPU], "vfs_of": [PF]}}}
+
+
+class ShippedTo:
+    """What ``_execute_module`` ships, run here against one tree as the host (preflight_info and
+    host_reads, each with a fresh Host of the tree, as each call on a host has its own process)."""
+
+    def __init__(self, tree, kernel):
+        self.tree, self.kernel, self.calls = tree, kernel, []
+
+    def __call__(self, module_name=None, module_args=None, task_vars=None, **_kwargs):
+        from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuvirt.tenancy.plugins.modules import host_reads  # pylint: disable=import-outside-toplevel
+        from fakes.commands import RecordedCommands  # pylint: disable=import-error,import-outside-toplevel
+        del task_vars
+        self.calls.append(module_name.rsplit(".", 1)[-1])
+        main = {"gpuvirt.tenancy.preflight_info": module.main, "gpuvirt.tenancy.host_reads": host_reads.main}[module_name]
+        host = Host(self.tree.root, commands=RecordedCommands(), kernel=self.kernel)
+        return run_module(main, module_args, check_mode=True, host=host)
+
+
+def run_on(shipped, args, become=False):
+    with mock.patch.object(action.ActionModule, "_execute_module", side_effect=shipped), \
+            mock.patch.object(action.ActionModule, "_remove_tmp_path"), \
+            mock.patch.object(ModuleAction, "run", side_effect=AssertionError("shipped without the kept reads")):
+        return run(args, transport="ssh", become=become, check_mode=False, diff=False)
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    from fakes.kernel import lab_host_with_vfs  # pylint: disable=import-error,import-outside-toplevel
+    monkeypatch.setenv(action.CACHE_VARIABLE, str(tmp_path / "cache"))
+    tree, kernel = lab_host_with_vfs(tmp_path / "root")
+    return ShippedTo(tree, kernel)
+
+
+def test_a_second_run_is_answered_from_the_first_runs_reads_made_again(lab):
+    first = run_on(lab, GATE)
+    assert lab.calls == ["preflight_info"]
+    assert first["host_reads"]["answered_from"] == "module" and first["host_reads"]["not_answerable"] == []
+    assert first["host_reads"]["reads"] > 100 and first["stage_checks"]["sriov_vfio"]["error"] is None
+    second = run_on(lab, GATE)
+    assert lab.calls == ["preflight_info", "host_reads"]
+    assert second["host_reads"] == {"answered_from": "reads", "reads": first["host_reads"]["reads"], "changed": [],
+                                    "not_answerable": []}
+    assert dict(second, host_reads=None) == dict(first, host_reads=None)
+
+
+def test_a_read_that_answers_otherwise_runs_the_gate_again_and_says_which(lab):
+    first = run_on(lab, GATE)
+    lab.tree.write("/sys/bus/pci/devices/%s/sriov_numvfs" % PF, "2")
+    second = run_on(lab, GATE)
+    assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
+    assert second["host_reads"]["answered_from"] == "module"
+    assert second["host_reads"]["changed"] == ["fs.read('/sys/bus/pci/devices/%s/sriov_numvfs')" % PF]
+    assert second["topology"] != first["topology"]
+    # the new run's reads are kept: the third run is answered from them
+    assert run_on(lab, GATE)["host_reads"]["answered_from"] == "reads"
+
+
+@pytest.mark.parametrize("other", [dict(GATE, firmware_tool="auto"), dict(GATE, stage_checks={})],
+                         ids=["another option", "no stage checks"])
+def test_other_options_are_another_gate(lab, other):
+    run_on(lab, GATE)
+    assert run_on(lab, other)["host_reads"]["answered_from"] == "module"
+    assert run_on(lab, GATE, become=True)["host_reads"]["answered_from"] == "module"
+    assert lab.calls == ["preflight_info"] * 3
+
+
+def test_a_run_whose_reads_cannot_answer_for_it_is_not_kept(lab, monkeypatch):
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import reads  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(reads.Recorder, "result", lambda self: {"records": [], "digests": [], "answerable": False,
+                                                                "reasons": ["open(/etc/x) past the seam"], "python": [3, 11]})
+    first = run_on(lab, GATE)
+    assert first["host_reads"]["not_answerable"] == ["open(/etc/x) past the seam"]
+    run_on(lab, GATE)
+    assert lab.calls == ["preflight_info", "preflight_info"]
+
+
+def test_a_failed_read_again_runs_the_gate(lab):
+    run_on(lab, GATE)
+    kept = action.GateReads(os.environ[action.CACHE_VARIABLE], "", "")
+    [path] = [os.path.join(os.path.dirname(kept.path), name) for name in os.listdir(os.path.dirname(kept.path))]
+    with open(path, encoding="utf-8") as handle:
+        entry = json.load(handle)
+    entry["records"][0] = ["kernel", [["write", ["/sys/x", "1"], {}]]]
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(entry, handle)
+    again = run_on(lab, GATE)
+    assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
+    assert again["host_reads"]["answered_from"] == "module" and again["host_reads"]["changed"][0].startswith("records[0]: ")

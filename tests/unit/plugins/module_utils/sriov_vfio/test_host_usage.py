@@ -65,7 +65,7 @@ def test_lab_report_names_management_nic_and_disk(lab):
 def test_ssh_netdev(lab, local, addr_json, expected):
     text = fixture_text("host_usage/" + addr_json) if addr_json else None
     usage = hu.HostUsage(lab.root, ssh_connection="203.0.113.9 40000 %s 22" % local, ip_addr_json=text)
-    address = hu.parse_ssh_connection(usage.ssh_connection())
+    address = usage.ssh_server_address()
     assert usage.netdev_of_address(address) == expected
 
 
@@ -77,8 +77,8 @@ def test_ssh_connection_from_ancestor_environ(lab):
     lab.write("/proc/200/environ", "SUDO_USER=admin\0")
     lab.write("/proc/100/status", "Name:\tsh\nPPid:\t1\n")
     lab.write("/proc/100/environ", "SSH_CONNECTION=192.0.2.1 51000 192.0.2.2 22\0USER=admin\0")
-    assert hu.HostUsage(lab.root, pid=300).ssh_connection() == "192.0.2.1 51000 192.0.2.2 22"
-    assert hu.HostUsage(lab.root, pid=200, ssh_connection="").ssh_connection() is None
+    assert str(hu.HostUsage(lab.root, pid=300).ssh_server_address()) == "192.0.2.2"
+    assert hu.HostUsage(lab.root, pid=200, ssh_connection="").ssh_server_address() is None
 
 
 def test_bridge_and_dm_are_followed_to_pci(lab):
