@@ -10,7 +10,9 @@
    tasks run, changed, module round trips.
 2. Idempotent re-runs of the same playbook, one per setting: wall time, tasks run, round trips,
    changed (must be 0), and, just before, the median wall time of `ansible -i inventories/lab/ lab
-   -m ansible.builtin.ping` under the same setting, and the ratio re-run / ping.
+   -m ansible.builtin.ping` under the same setting, and the ratio re-run / ping; and how the
+   preflight gate's result was made (preflight_info's host_reads: from the last run's reads, made
+   again on the host, or by the gate's own call, with the reads that answered otherwise).
 
 Counting is done by benchmarks/callback_plugins/gpuvirt_bench.py, enabled for these runs only.
 Results: a JSON file and a Markdown table in $GPUVIRT_LAB_DIR/run/bench/ (git-ignored), the table
@@ -44,6 +46,8 @@ SETTINGS = {
     "no_pipelining": ("ANSIBLE_PIPELINING=False", {"ANSIBLE_PIPELINING": "False"}, False),
     "no_controlpersist": ("ANSIBLE_SSH_ARGS='-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=15' (one SSH connection per command)",
                           {"ANSIBLE_SSH_ARGS": "-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=15"}, False),
+    "no_gate_cache": ("GPUVIRT_TENANCY_GATE_CACHE=off (the preflight gate's own call on every run: no reads kept from the "
+                      "last run to answer it)", {"GPUVIRT_TENANCY_GATE_CACHE": "off"}, False),
     "gather_facts": ("ANSIBLE_GATHERING=implicit and every play gather_facts: true (a copy of the playbooks with gather_facts: false turned to true)",
                      {"ANSIBLE_GATHERING": "implicit"}, True),
 }
@@ -194,7 +198,7 @@ def run_playbook(label, playbook, env_extra, out_dir, timeout):
         "tasks_run": counts.get("recap_ok"), "changed": counts.get("recap_changed"),
         "round_trips": counts.get("totals", {}).get("round_trips"),
         "totals": counts.get("totals"), "recap": counts.get("recap"),
-        "tasks": counts.get("tasks", []), "plays": counts.get("plays"),
+        "tasks": counts.get("tasks", []), "plays": counts.get("plays"), "gates": counts.get("gates", []),
     }
     if rc != 0:
         result["failure"] = failing_task(log_path)
@@ -250,12 +254,13 @@ def markdown(result):
         "",
         f"Bring-up: `{result['playbook']}`; re-runs: `{result.get('rerun_playbook', result['playbook'])}`.",
         "",
-        "| run | settings | wall (s) | reboots | tasks run | changed | round trips | ping median (s) | wall / ping |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| run | settings | wall (s) | reboots | tasks run | changed | round trips | gate answered by | ping median (s) | wall / ping |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
+    changed_reads = []
     for run in result["runs"]:
         if run.get("skipped"):
-            lines.append(f"| {run['label']} | {run['setting']} | not run: {run['skipped']} | | | | | | |")
+            lines.append(f"| {run['label']} | {run['setting']} | not run: {run['skipped']} | | | | | | | |")
             continue
         pmed = (run.get("ping") or {}).get("median_s")
         ratio = f"{run['wall_s'] / pmed:.1f}x" if pmed and run.get("kind") == "rerun" and run["rc"] == 0 else "-"
@@ -264,8 +269,16 @@ def markdown(result):
         lab_resets = (run.get("reboots") or {}).get("lab_stall_resets")
         if lab_resets:
             reboot_count += f" (+{lab_resets} lab stall reset)"
+        gates = run.get("gates") or []
+        answered = ", ".join("%s (%s reads)" % (g["answered_from"], g["reads"]) for g in gates) or "-"
+        for gate in gates:
+            if gate.get("changed") or gate.get("not_answerable"):
+                changed_reads.append(f"- {run['label']} ({fmt(run['wall_s'])} s): answered otherwise: "
+                                     f"{'; '.join(gate.get('changed') or []) or '-'}; not kept: {'; '.join(gate.get('not_answerable') or []) or '-'}")
         lines.append(f"| {run['label']}{status} | {run['setting']} | {fmt(run['wall_s'])} | {reboot_count} | "
-                     f"{fmt(run['tasks_run'])} | {fmt(run['changed'])} | {fmt(run['round_trips'])} | {fmt(pmed, 2)} | {ratio} |")
+                     f"{fmt(run['tasks_run'])} | {fmt(run['changed'])} | {fmt(run['round_trips'])} | {answered} | {fmt(pmed, 2)} | {ratio} |")
+    if changed_reads:
+        lines += ["", "Gate runs whose kept reads answered otherwise, or whose own reads were not kept:", ""] + changed_reads
     commits = sorted({r["git_commit"][:12] + ("+" if r.get("git_dirty_roles_playbooks") else "") for r in result["runs"] if r.get("git_commit")})
     if len(commits) > 1:
         lines += ["", f"The tree changed during the benchmark (commits, + with local changes to roles/playbooks): {', '.join(commits)}."]

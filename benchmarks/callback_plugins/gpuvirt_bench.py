@@ -89,6 +89,9 @@ class CallbackModule(CallbackBase):
         self.plays = []
         self.totals = {"results_run": 0, "results_skipped": 0, "results_failed": 0, "results_changed": 0,
                        "round_trips": 0, "retries": 0, "controller_results": 0, "task_starts": 0}
+        # how each preflight gate result was made (preflight_info's host_reads): from the last run's reads
+        # made again, or by the gate's own call, and which reads answered otherwise
+        self.gates = []
 
     # ---- bookkeeping
     def _close_current(self, now):
@@ -129,6 +132,8 @@ class CallbackModule(CallbackBase):
                 entry["skipped"] += 1
                 self.totals["results_skipped"] += 1
             return
+        if not item and isinstance(res.get("host_reads"), dict) and res["host_reads"].get("answered_from"):
+            self.gates.append(dict((key, res["host_reads"].get(key)) for key in ("answered_from", "reads", "changed", "not_answerable")))
         if not item:
             entry["run"] += 1
             self.totals["results_run"] += 1
@@ -214,6 +219,7 @@ class CallbackModule(CallbackBase):
             "recap_changed": sum(h["changed"] for h in hosts.values()),
             "recap_ok": sum(h["ok"] for h in hosts.values()),
             "plays": self.plays,
+            "gates": self.gates,
             "tasks": sorted(self.tasks.values(), key=lambda t: -t["wall_s"]),
         }
         if self.out_path:
