@@ -110,8 +110,10 @@ def table(current, before=None, revision=None):
     lines.append("| --- | ---: | ---: | ---: |")
     for module in sorted(set(current) | set(before), key=lambda m: -(before.get(m) or current[m])["source"]):
         old, now = before.get(module), current.get(module)
-        cell = [("%d -> %d" % (old[k], now[k]) if k == "files" else "%s -> %s" % (kb(old[k]), kb(now[k])))
-                if old and now else ("gone" if old else "new") for k in ("files", "source", "base64")]
+        def shown(sizes, key):
+            return "%d" % sizes[key] if key == "files" else kb(sizes[key])
+        cell = ["%s -> %s" % (shown(old, k), shown(now, k)) if old and now else
+                ("gone" if old else "new: %s" % shown(now, k)) for k in ("files", "source", "base64")]
         lines.append("| %s | %s |" % (module, " | ".join(cell)))
     return "\n".join(lines)
 
