@@ -87,9 +87,18 @@ def most_that_fit(demands, room, limit):
     """The most of ``demands`` (one demand vector per tenant, sorted) that fit in ``room`` (a
     node's capacity vector) together, by a depth-first search of at most ``limit`` steps ->
     (the most found, the steps taken). More steps than ``limit`` means it was cut short: the most
-    found is then only a lower bound."""
+    found is then only a lower bound. The room and the demands are packed into one integer each
+    (``guard_fields``), so that a demand is checked and taken by one subtraction; the search's
+    order, its steps and its answer are those of the search over the vectors."""
     found = [0, 0]
-    _grow(demands, 0, list(room), 0, limit, found)
+    if not demands:
+        return 0, 0
+    if not room or min(room) < 0 or min(map(min, demands)) < 0:
+        # a room or a demand below nothing has no packed form: each resource compared on its own
+        _grow(demands, 0, list(room), 0, limit, found)
+    else:
+        fields, guards = guard_fields(list(map(max, zip(room, *demands))))
+        _grow_packed([pack(demand, fields) for demand in demands], 0, guards + pack(room, fields), 0, limit, found, guards)
     return found[0], found[1]
 
 
@@ -105,6 +114,21 @@ def _grow(demands, start, left, placed, limit, found):
         demand = demands[number]
         if all(map(ge, left, demand)):
             _grow(demands, number + 1, list(map(sub, left, demand)), placed + 1, limit, found)
+
+
+def _grow_packed(needs, start, left, placed, limit, found, guards):
+    # _grow with the room left and the demands packed: the room minus a demand keeps every guard
+    # bit exactly when the demand fits
+    if placed > found[0]:
+        found[0] = placed
+    size = len(needs)
+    for number in range(start, size):
+        found[1] += 1
+        if placed + size - number <= found[0] or found[1] > limit:
+            return
+        after = left - needs[number]
+        if after & guards == guards:
+            _grow_packed(needs, number + 1, after, placed + 1, limit, found, guards)
 
 
 class Configurations:
