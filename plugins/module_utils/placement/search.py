@@ -90,7 +90,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need", "fits", "multi")
+    __slots__ = ("options", "online", "claims", "need", "fits", "multi", "least")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -108,6 +108,15 @@ class Candidate:
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
         # more than one way to take a node (which switch its devices come from, say)
         self.multi = len(set(map(itemgetter(0), self.fits))) < len(self.fits)
+        # per node slot, the least it takes there of each resource over its ways to take the node
+        # (what the bounds that count a node's tenants by one demand each read)
+        if self.multi:
+            least = {}
+            for slot, demand in self.fits:
+                least[slot] = tuple(map(min, least[slot], demand)) if slot in least else demand
+            self.least = least
+        else:
+            self.least = dict(self.fits)
 
 
 class Search(Bounds):

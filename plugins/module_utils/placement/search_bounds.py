@@ -171,8 +171,7 @@ class Bounds:
                 if inside:
                     slot = self._slots(inside)[0]
                     # the least each tenant takes there over its ways to take the node
-                    asks.append(([tuple(map(min, zip(*[demand for at, demand in self.queue[number].fits if at == slot])))
-                                  for number, its in group if its >> slot & 1], room, bin(inside).count("1")))
+                    asks.append(([self.queue[number].least[slot] for number, its in group if its >> slot & 1], room, bin(inside).count("1")))
             asks.sort(key=lambda ask: len(ask[0]))
             # first what the group would have to hold for this set to prove the best found, then
             # one more (a ceiling the depth-first search stops at once it finds that many):
@@ -318,7 +317,8 @@ class Bounds:
                     binding.append((column, cap[r]))
         if len(binding) > 1 and most > 1:
             # the resources together: each tenant's shares of them, added up, fit in as many shares
-            shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
+            # (one list per resource, then added up per tenant: the same sums without a generator per tenant)
+            shares = sorted(map(sum, zip(*[[column[number] * SCALE // room for number in members] for column, room in binding])))
             most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
         self.counted[key] = most
         return most
@@ -334,10 +334,11 @@ class Bounds:
     def _count_together(self, members, slot):
         # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
         demands = []
+        queue = self.queue
         for number in members:
-            found = [option[1] for option in self.queue[number].options if option[0] == slot]
-            if found:
-                demands.append(tuple(map(min, zip(*found))))
+            demand = queue[number].least.get(slot)
+            if demand is not None:
+                demands.append(demand)
         demands.sort()
         limit = self.together_left
         best, steps = most_that_fit(demands, self.caps[slot], limit)
