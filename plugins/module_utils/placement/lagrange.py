@@ -24,7 +24,7 @@ fit at once, by subgradient steps. Pure, deterministic, standard library only.
 from __future__ import absolute_import, division, print_function
 
 from itertools import accumulate, chain, repeat
-from operator import ge, itemgetter, mul, sub
+from operator import ge, itemgetter, lshift, mul, sub
 
 __metaclass__ = type
 
@@ -252,7 +252,7 @@ def guard_fields(maxima):
 
 def pack(vector, fields):
     """``vector`` as one integer in the layout ``fields`` (:func:`guard_fields`), without the guards."""
-    return sum(value << at for value, (at, _mask) in zip(vector, fields))
+    return sum(map(lshift, vector, map(itemgetter(0), fields)))
 
 
 class Packing:
