@@ -49,9 +49,11 @@ def dominance(items):
             packed[number] |= (value - least) << shift
         guards |= 1 << (shift + bits)
         shift += bits + 1
+    # each row with its guard bits, once
+    guarded = [packed[number] | guards for number in others]
     for a in others:
         mine = packed[a]
-        for b in [b for b in others if (packed[b] | guards) - mine & guards == guards]:
+        for b in [b for b, row in zip(others, guarded) if (row - mine) & guards == guards]:
             if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
                 covers[a] |= 1 << b
                 covered[b] |= 1 << a

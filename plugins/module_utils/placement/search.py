@@ -439,7 +439,6 @@ class Search(Bounds):
         caps = self.caps
         item = queue[index]
         bit = 1 << index
-        width = range(self.width)
         if not self.blocked & bit:
             tried = set()
             forced = self.forced
@@ -453,9 +452,10 @@ class Search(Bounds):
                 tried.add(state)
                 self.forced = forced | self.dominators[index]
                 if not self.forced & self.blocked:
-                    for r in width:
-                        cap[r] -= demand[r]
-                        total[r] -= demand[r]
+                    # the node's room and the total left, new lists (the bounds read them through
+                    # ``caps`` and ``total``): given back by putting the old ones back
+                    caps[slot] = list(map(sub, cap, demand))
+                    self.total = list(map(sub, total, demand))
                     packed = self.packed[demand]
                     rooms[slot] -= packed
                     room = rooms[slot]
@@ -485,9 +485,8 @@ class Search(Bounds):
                     self.masks = masks
                     self.claimed &= ~item.claims
                     rooms[slot] += packed
-                    for r in width:
-                        cap[r] += demand[r]
-                        total[r] += demand[r]
+                    caps[slot] = cap
+                    self.total = total
                 self.forced = forced
                 if self.exhausted or self.best >= self.ceiling:
                     return

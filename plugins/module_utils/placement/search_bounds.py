@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
 from itertools import accumulate, compress
-from operator import mul
+from operator import mul, not_
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, capacity_prices, most_that_fit
@@ -282,10 +282,13 @@ class Bounds:
     def _most_after(self, members, forced, total):
         """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
         resource, when those in ``forced`` are all among them; None when these do not fit."""
-        must = [number for number in members if forced >> number & 1] if forced else ()
+        if not forced:
+            return self._count(members, total)
+        flags = [forced >> number & 1 for number in members]
+        must = list(compress(members, flags))
         if not must:
             return self._count(members, total)
-        others = [number for number in members if not forced >> number & 1]
+        others = list(compress(members, map(not_, flags)))
         left = list(total)
         for r, column in self.columns:
             left[r] -= sum(map(column.__getitem__, must))
