@@ -141,8 +141,11 @@ class Search(Bounds):
         # the capacity left over all the nodes, kept as the depth-first search takes and gives back
         self.total = list(totals)
         self.rooms = self.guards = self.packed = None
-        size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
-        self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
+        # (each resource's shares in one list, added up per tenant: no generator per tenant)
+        shares = [[item.need[r] * SCALE // totals[r] for item in candidates] for r in range(self.width) if totals[r]]
+        size = list(map(sum, zip(*shares))) if shares else [0] * len(candidates)
+        # (a stable sort: equal sizes stay in list order)
+        self.order = sorted(range(len(candidates)), key=[-share for share in size].__getitem__)
         self.queue = [candidates[number] for number in self.order]
         self.dominated = self.dominators = None
         # the configuration bound (placement_lagrange), once the root needs it, and how many online tenants it may count
@@ -151,7 +154,8 @@ class Search(Bounds):
         self.config_members = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
-        self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        caps = self.caps
+        self.masks = [sum({1 << slot for slot, demand in item.fits if all(map(ge, caps[slot], demand))}) for item in self.queue]
         self.choice = [None] * len(candidates)
         self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
