@@ -90,16 +90,15 @@ def most_that_fit(demands, room, limit):
     found is then only a lower bound. The room and the demands are packed into one integer each
     (``guard_fields``), so that a demand is checked and taken by one subtraction; the search's
     order, its steps and its answer are those of the search over the vectors."""
-    found = [0, 0]
     if not demands:
         return 0, 0
     if not room or min(room) < 0 or min(map(min, demands)) < 0:
         # a room or a demand below nothing has no packed form: each resource compared on its own
+        found = [0, 0]
         _grow(demands, 0, list(room), 0, limit, found)
-    else:
-        fields, guards = guard_fields(list(map(max, zip(room, *demands))))
-        _grow_packed([pack(demand, fields) for demand in demands], 0, guards + pack(room, fields), 0, limit, found, guards)
-    return found[0], found[1]
+        return found[0], found[1]
+    fields, guards = guard_fields(list(map(max, zip(room, *demands))))
+    return _grow_packed([pack(demand, fields) for demand in demands], 0, guards + pack(room, fields), 0, limit, 0, 0, guards)
 
 
 def _grow(demands, start, left, placed, limit, found):
@@ -116,19 +115,22 @@ def _grow(demands, start, left, placed, limit, found):
             _grow(demands, number + 1, list(map(sub, left, demand)), placed + 1, limit, found)
 
 
-def _grow_packed(needs, start, left, placed, limit, found, guards):
-    # _grow with the room left and the demands packed: the room minus a demand keeps every guard
-    # bit exactly when the demand fits
-    if placed > found[0]:
-        found[0] = placed
-    size = len(needs)
-    for number in range(start, size):
-        found[1] += 1
-        if placed + size - number <= found[0] or found[1] > limit:
-            return
+def _grow_packed(needs, start, left, placed, limit, best, steps, guards):
+    # _grow with the room left and the demands packed (the room minus a demand keeps every guard
+    # bit exactly when the demand fits), the most found and the steps kept in locals: -> (the
+    # most found, the steps taken)
+    if placed > best:
+        best = placed
+    # from a number at or past ``reach - best`` on, not even all of the rest place more than best
+    reach = placed + len(needs)
+    for number in range(start, len(needs)):
+        steps += 1
+        if number >= reach - best or steps > limit:
+            return best, steps
         after = left - needs[number]
         if after & guards == guards:
-            _grow_packed(needs, number + 1, after, placed + 1, limit, found, guards)
+            best, steps = _grow_packed(needs, number + 1, after, placed + 1, limit, best, steps, guards)
+    return best, steps
 
 
 class Configurations:
