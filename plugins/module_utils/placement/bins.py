@@ -68,10 +68,13 @@ def most_in_bins(demands, room, bins, limit, least, known=None):
         # what each pick from here takes now; no later pick takes more than the most of these
         # from it on (the tenants left only fall)
         gains = [_ones(mask & left) for mask in masks[start:]]
-        most = 0
-        picks = []
         # a pick is walked when it and the most of those after it on each node left place more than least
         short, rest = least - placed, bins_left - 1
+        if (rest + 1) * max(gains) <= short:
+            # not even the largest gain on this node and each node left: no pick is walked (most often)
+            continue
+        most = 0
+        picks = []
         for offset in range(len(gains) - 1, -1, -1):
             gain = gains[offset]
             if gain > most:

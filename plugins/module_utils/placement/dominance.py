@@ -6,7 +6,7 @@ the search that is exact (see ``dominance``). Pure and deterministic."""
 
 from __future__ import absolute_import, division, print_function
 
-from operator import itemgetter, le
+from operator import itemgetter, le, lshift, sub
 
 __metaclass__ = type
 
@@ -40,18 +40,22 @@ def dominance(items):
     others = [number for number in range(count) if rows[number] is not None]
     # each row packed into one integer, a field per column with a guard bit above it: a row is no
     # more than another in every column when the other, with the guard bits, minus it keeps them all
-    guards, packed = 0, dict((number, 0) for number in others)
-    shift = 0
+    guards = shift = 0
+    leasts, shifts = [], []
     for column in zip(*[rows[number] for number in others]):
         least = min(column)  # counted from the least, so that no field is below 0
         bits = (max(column) - least).bit_length()
-        for number, value in zip(others, column):
-            packed[number] |= (value - least) << shift
+        leasts.append(least)
+        shifts.append(shift)
         guards |= 1 << (shift + bits)
         shift += bits + 1
+    # (the fields do not overlap: a row's sum of them is each field in its place)
+    packed = dict((number, sum(map(lshift, map(sub, rows[number], leasts), shifts))) for number in others)
+    # each row with its guard bits, once
+    guarded = [packed[number] | guards for number in others]
     for a in others:
         mine = packed[a]
-        for b in [b for b in others if (packed[b] | guards) - mine & guards == guards]:
+        for b in [b for b, row in zip(others, guarded) if (row - mine) & guards == guards]:
             if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
                 covers[a] |= 1 << b
                 covered[b] |= 1 << a

@@ -70,11 +70,13 @@ def level_rank(level):
     return _level_rank(level)
 
 
-def node_sockets(cpus, node_cpus):
+def node_sockets(cpus, node_cpus, package=None):
     """node -> the CPU package (socket) of its CPUs, as sysfs ``cpuN/topology/physical_package_id``
     gives it (the topology reader's ``package_id``); None for a node without CPUs (memory only) or
-    whose CPUs name no package or more than one."""
-    package = {cpu.get("id"): cpu.get("package_id") for cpu in cpus or () if isinstance(cpu, dict)}
+    whose CPUs name no package or more than one. ``package``: CPU id -> its package, where the
+    caller has read it already."""
+    if package is None:
+        package = {cpu.get("id"): cpu.get("package_id") for cpu in cpus or () if isinstance(cpu, dict)}
     out = {}
     for node, ids in node_cpus.items():
         # an offline CPU shows no topology directory: it names no package
@@ -120,9 +122,16 @@ class HostIndex:
 
         # CPUs: online CPUs per node, and each CPU's physical core (its sibling set)
         listed_cpus = topology.get("cpus") or []
-        # each node's socket (CPU package): on SNC/NPS hosts several nodes share one
-        self.socket = node_sockets(listed_cpus, node_cpus)
         plain = _plain_cpus(listed_cpus, self.nodes)
+        package = None
+        if plain is not None and set(map(type, listed_cpus)) == {dict}:
+            # the usual shape, every CPU a dict naming its package: read in one pass, each id once
+            try:
+                package = dict(zip(plain[0], map(itemgetter("package_id"), listed_cpus)))
+            except KeyError:
+                package = None
+        # each node's socket (CPU package): on SNC/NPS hosts several nodes share one
+        self.socket = node_sockets(listed_cpus, node_cpus, package)
         if plain is None:
             self._read_cpus(listed_cpus, node_cpus)
         else:

@@ -90,7 +90,7 @@ CPU, GPU, VF = 0, 1, 2
 class Candidate:
     """One tenant for the search: its options and what it is worth."""
 
-    __slots__ = ("options", "online", "claims", "need", "fits", "multi")
+    __slots__ = ("options", "online", "claims", "need", "fits", "multi", "least")
 
     def __init__(self, options, online, claims=0):
         # options: [(node slot, demand tuple, rank, sticky)]; a rank counts as the distance from
@@ -108,6 +108,15 @@ class Candidate:
         self.fits = [(slot, demand) for slot, demand, _rank, _sticky in self.options]
         # more than one way to take a node (which switch its devices come from, say)
         self.multi = len(set(map(itemgetter(0), self.fits))) < len(self.fits)
+        # per node slot, the least it takes there of each resource over its ways to take the node
+        # (what the bounds that count a node's tenants by one demand each read)
+        if self.multi:
+            least = {}
+            for slot, demand in self.fits:
+                least[slot] = tuple(map(min, least[slot], demand)) if slot in least else demand
+            self.least = least
+        else:
+            self.least = dict(self.fits)
 
 
 class Search(Bounds):
@@ -132,8 +141,11 @@ class Search(Bounds):
         # the capacity left over all the nodes, kept as the depth-first search takes and gives back
         self.total = list(totals)
         self.rooms = self.guards = self.packed = None
-        size = [sum(item.need[r] * SCALE // totals[r] for r in range(self.width) if totals[r]) for item in candidates]
-        self.order = sorted(range(len(candidates)), key=lambda number: (-size[number], number))
+        # (each resource's shares in one list, added up per tenant: no generator per tenant)
+        shares = [[item.need[r] * SCALE // totals[r] for item in candidates] for r in range(self.width) if totals[r]]
+        size = list(map(sum, zip(*shares))) if shares else [0] * len(candidates)
+        # (a stable sort: equal sizes stay in list order)
+        self.order = sorted(range(len(candidates)), key=[-share for share in size].__getitem__)
         self.queue = [candidates[number] for number in self.order]
         self.dominated = self.dominators = None
         # the configuration bound (placement_lagrange), once the root needs it, and how many online tenants it may count
@@ -142,7 +154,8 @@ class Search(Bounds):
         self.config_members = None
         # where each tenant in the queue fits now (a bit per node), kept up to date as the search
         # takes and gives back (with takers: per node, the tenants that may go there)
-        self.masks = [_bits(slot for slot, demand in item.fits if all(map(ge, self.caps[slot], demand))) for item in self.queue]
+        caps = self.caps
+        self.masks = [sum({1 << slot for slot, demand in item.fits if all(map(ge, caps[slot], demand))}) for item in self.queue]
         self.choice = [None] * len(candidates)
         self.best_choice = [None] * len(candidates)
         self.together_left = TOGETHER_STEPS
@@ -430,7 +443,6 @@ class Search(Bounds):
         caps = self.caps
         item = queue[index]
         bit = 1 << index
-        width = range(self.width)
         if not self.blocked & bit:
             tried = set()
             forced = self.forced
@@ -444,9 +456,10 @@ class Search(Bounds):
                 tried.add(state)
                 self.forced = forced | self.dominators[index]
                 if not self.forced & self.blocked:
-                    for r in width:
-                        cap[r] -= demand[r]
-                        total[r] -= demand[r]
+                    # the node's room and the total left, new lists (the bounds read them through
+                    # ``caps`` and ``total``): given back by putting the old ones back
+                    caps[slot] = list(map(sub, cap, demand))
+                    self.total = list(map(sub, total, demand))
                     packed = self.packed[demand]
                     rooms[slot] -= packed
                     room = rooms[slot]
@@ -476,9 +489,8 @@ class Search(Bounds):
                     self.masks = masks
                     self.claimed &= ~item.claims
                     rooms[slot] += packed
-                    for r in width:
-                        cap[r] += demand[r]
-                        total[r] += demand[r]
+                    caps[slot] = cap
+                    self.total = total
                 self.forced = forced
                 if self.exhausted or self.best >= self.ceiling:
                     return

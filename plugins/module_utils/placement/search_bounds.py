@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 from bisect import bisect_right
 from itertools import accumulate, compress
-from operator import mul
+from operator import mul, not_
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, capacity_prices, most_that_fit
@@ -171,8 +171,7 @@ class Bounds:
                 if inside:
                     slot = self._slots(inside)[0]
                     # the least each tenant takes there over its ways to take the node
-                    asks.append(([tuple(map(min, zip(*[demand for at, demand in self.queue[number].fits if at == slot])))
-                                  for number, its in group if its >> slot & 1], room, bin(inside).count("1")))
+                    asks.append(([self.queue[number].least[slot] for number, its in group if its >> slot & 1], room, bin(inside).count("1")))
             asks.sort(key=lambda ask: len(ask[0]))
             # first what the group would have to hold for this set to prove the best found, then
             # one more (a ceiling the depth-first search stops at once it finds that many):
@@ -283,10 +282,13 @@ class Bounds:
     def _most_after(self, members, forced, total):
         """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
         resource, when those in ``forced`` are all among them; None when these do not fit."""
-        must = [number for number in members if forced >> number & 1] if forced else ()
+        if not forced:
+            return self._count(members, total)
+        flags = [forced >> number & 1 for number in members]
+        must = list(compress(members, flags))
         if not must:
             return self._count(members, total)
-        others = [number for number in members if not forced >> number & 1]
+        others = list(compress(members, map(not_, flags)))
         left = list(total)
         for r, column in self.columns:
             left[r] -= sum(map(column.__getitem__, must))
@@ -318,7 +320,8 @@ class Bounds:
                     binding.append((column, cap[r]))
         if len(binding) > 1 and most > 1:
             # the resources together: each tenant's shares of them, added up, fit in as many shares
-            shares = sorted(sum(column[number] * SCALE // room for column, room in binding) for number in members)
+            # (one list per resource, then added up per tenant: the same sums without a generator per tenant)
+            shares = sorted(map(sum, zip(*[[column[number] * SCALE // room for number in members] for column, room in binding])))
             most = min(most, bisect_right(list(accumulate(shares)), SCALE * len(binding)))
         self.counted[key] = most
         return most
@@ -334,10 +337,11 @@ class Bounds:
     def _count_together(self, members, slot):
         # one demand per tenant (the least of each resource over its ways to take the node: never fewer)
         demands = []
+        queue = self.queue
         for number in members:
-            found = [option[1] for option in self.queue[number].options if option[0] == slot]
-            if found:
-                demands.append(tuple(map(min, zip(*found))))
+            demand = queue[number].least.get(slot)
+            if demand is not None:
+                demands.append(demand)
         demands.sort()
         limit = self.together_left
         best, steps = most_that_fit(demands, self.caps[slot], limit)

@@ -66,11 +66,18 @@ class Tenant(Mapping):
     """One tenant, checked and normalised; read only. ``index`` and ``label`` say where it was
     in the list; ``present`` whether it stays (its state is not absent)."""
 
-    __slots__ = ("_data", "index", "label")
+    __slots__ = ("_data", "index", "label", "_flat")
 
-    def __init__(self, data, index, label):
-        # most values are plain (names, numbers): kept as they are, without a call each
-        object.__setattr__(self, "_data", MappingProxyType({k: v if type(v) in _PLAIN else _freeze(v) for k, v in data.items()}))
+    def __init__(self, data, index, label, without_none=False):
+        # most values are plain (names, numbers): kept as they are, without a call each, and a
+        # record of plain values only (most) is copied as it is; ``without_none``: the fields
+        # without a value left out in the same pass
+        kept = {k: v for k, v in data.items() if v is not None} if without_none else dict(data)
+        flat = set(map(type, kept.values())) <= _PLAIN
+        if not flat:
+            kept = {k: v if type(v) in _PLAIN else _freeze(v) for k, v in kept.items()}
+        object.__setattr__(self, "_data", MappingProxyType(kept))
+        object.__setattr__(self, "_flat", flat)
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "label", label)
 
@@ -102,6 +109,8 @@ class Tenant(Mapping):
 
     def plain(self):
         """The record as a plain dict (its values copied as plain data): ``dict(record)`` in one pass."""
+        if self._flat:
+            return self._data.copy()
         return {key: value if type(value) in _PLAIN else thaw(value) for key, value in self._data.items()}
 
 
@@ -199,7 +208,7 @@ def tenant_record(raw, index, firmware=None, option=None):
     data["guest"] = _guest(get("guest"), where)
     data["data_nic"] = _data_nic(get("data_nic"), where)
     data["image"] = _options(get("image"), where, "image", "base or url, checksum, size_gb, copy")
-    return Tenant({k: v for k, v in data.items() if v is not None}, index, where)
+    return Tenant(data, index, where, without_none=True)
 
 
 def tenant_records(tenants, firmware=None, held=None, host_address=None):

@@ -6,10 +6,12 @@ and plans it proves against the exact CP-SAT reference (tests/unit/placement_cps
 from __future__ import annotations
 
 import itertools
+import operator
 import random
 
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import bins as bins_module
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
@@ -125,3 +127,60 @@ def test_nodes_alike_prove_plans_the_budget_left_unproven(count, index):
     assert plan["search"]["proven"] and not plan["search"]["exhausted"], plan["search"]
     placed = plan["placements"].values()
     assert (len(placed), sum(1 for p in placed if p["priority"] == "online")) == placement_cpsat.optimum(topology, tenants, {}, seconds=120)
+
+
+def walk_in_full(demands, room, bins, limit, least):
+    """most_in_bins with every pick's test made at every step of the walk (no step passed over as
+    one that can walk no pick): the answers and steps the walk's shortcuts must keep."""
+    items = sorted(demand for demand in demands if all(map(operator.ge, room, demand)))
+    total = len(items)
+    if total <= min(bins, least):
+        return total, 0
+    if not bins:
+        return 0, 0
+    if total <= least:
+        return total, 0
+    if bins_module._first_fit(items, room, bins) > least:
+        return None, 0
+    sets, steps = bins_module._largest_sets(items, room, limit)
+    if sets is None:
+        return None, steps
+    sized = sorted(((bin(mask).count("1"), mask) for mask in sets), reverse=True)
+    if min(total, bins * sized[0][0]) <= least:
+        return least, steps
+    masks = [mask for _size, mask in sized]
+    stack = [(0, (1 << total) - 1, bins, 0)]
+    while stack:
+        start, left, bins_left, placed = stack.pop()
+        if placed > least:
+            return None, steps
+        if not bins_left or placed + bin(left).count("1") <= least:
+            continue
+        steps += len(masks) - start
+        if steps > limit:
+            return None, steps
+        gains = [bin(mask & left).count("1") for mask in masks[start:]]
+        most = 0
+        picks = []
+        for offset in range(len(gains) - 1, -1, -1):
+            gain = gains[offset]
+            most = max(most, gain)
+            if gain and gain + (bins_left - 1) * most > least - placed:
+                picks.append((start + offset, left & ~masks[start + offset], bins_left - 1, placed + gain))
+        picks.sort(key=lambda pick: pick[3])
+        stack.extend(picks)
+    return least, steps
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_walk_takes_the_steps_of_the_full_walk(seed):
+    # the walk passes over the steps where no pick can place more than least: the same answers and
+    # the same steps (what the search's budget of steps counts) as the walk that tests every pick
+    rng = random.Random(seed)
+    room = (rng.randint(4, 16), rng.randint(0, 2), rng.randint(2, 12))
+    sizes = [(rng.randint(1, 6), rng.randint(0, 1), rng.randint(1, 5)) for _kind in range(rng.randint(2, 6))]
+    demands = [rng.choice(sizes) for _tenant in range(rng.randint(4, 16))]
+    bins = rng.randint(1, 5)
+    for least in range(len(demands) + 1):
+        for limit in (3, 60, 400, 10 ** 6):
+            assert most_in_bins(demands, room, bins, limit, least) == walk_in_full(demands, room, bins, limit, least)

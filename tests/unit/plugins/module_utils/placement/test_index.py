@@ -4,6 +4,8 @@ A100-class model built from real captures and small synthetic hosts."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import index as placement_index
@@ -78,6 +80,27 @@ def test_cpus_read_in_one_pass_as_field_by_field(shape):
     plain, other = HostIndex(DGX), HostIndex(dict(DGX, cpus=cpus))
     for field in CPU_FIELDS:
         assert getattr(plain, field) == getattr(other, field), field
+
+
+def test_sockets_of_the_usual_shape_read_in_one_pass_as_cpu_by_cpu():
+    # the CPUs of the usual shape have their packages read in one pass: the index's sockets are
+    # those of the CPU by CPU read, with a CPU naming another package (its node's socket then
+    # unknown), one naming none, and one that is a Mapping but no dict (not read as a CPU's package)
+    node_cpus = dict((node["id"], list(node["cpus"])) for node in DGX["numa_nodes"])
+    first = DGX["cpus"][0]
+    node = first["numa_node"]
+    variants = [DGX["cpus"],
+                [dict(first, package_id=7)] + DGX["cpus"][1:],
+                [dict((k, v) for k, v in first.items() if k != "package_id")] + DGX["cpus"][1:],
+                [MappingProxyType(dict(first, package_id=7))] + DGX["cpus"][1:]]
+    found = []
+    for cpus in variants:
+        index = HostIndex(dict(DGX, cpus=cpus))
+        assert index.socket == placement_index.node_sockets(cpus, node_cpus)
+        found.append(index.socket)
+    assert found[0][node] is not None and found[1][node] is None
+    assert found[2] == found[3] == found[0]
+    assert len(set(found[0].values())) == 2  # the DGX model's two sockets
 
 
 def test_cpus_of_an_odd_shape_are_read_field_by_field():

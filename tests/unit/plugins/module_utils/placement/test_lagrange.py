@@ -12,7 +12,8 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import lagrange as placement_lagrange
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import search as placement_search
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, Packing, _knapsack, capacity_prices, most_that_fit
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import (
+    Configurations, Packing, _grow, _knapsack, capacity_prices, most_that_fit)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils.placement import test_search as search_tests
 
@@ -174,3 +175,18 @@ def test_most_that_fit_cut_short_says_so_and_never_more_than_fit():
     most, steps = most_that_fit(demands, [6, 6], 3)
     assert steps > 3 and most <= 6
     assert most_that_fit(demands, [6, 6], 10 ** 6)[0] == 6
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_most_that_fit_packed_takes_the_steps_of_the_vectors(seed):
+    # the packed search (one subtraction per demand) against the search over the vectors, resource by
+    # resource: the same answer and the same steps, cut short or not, a room below nothing included
+    draw = random.Random(seed)
+    width = draw.randint(1, 6)
+    demands = sorted(tuple(draw.randint(0, draw.choice((3, 40, 5000))) for resource in range(width))
+                     for tenant in range(draw.randint(0, 12)))
+    room = [draw.randint(-2 if seed % 7 == 0 else 0, 60) for resource in range(width)]
+    for limit in (5, 40, 10 ** 6):
+        found = [0, 0]
+        _grow(demands, 0, list(room), 0, limit, found)
+        assert most_that_fit(demands, room, limit) == (found[0], found[1])

@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 
 
@@ -140,3 +141,40 @@ def test_packed_rooms_fit_as_the_counts_do(seed):
         if all(left >= need for left, need in zip(room[slot], demand)):
             room[slot] = [left - need for left, need in zip(room[slot], demand)]
             search.rooms[slot] -= search.packed[demand]
+
+
+def dominance_by_rows(items):
+    """Which tenant dominates which, each pair compared column by column (needs, the rank on each
+    node, or above any rank where it may not go, and priority) without packing the rows."""
+    away = max([rank for item in items for _s, _d, rank, _st in item.options] or [0]) + 1
+    slots = max([slot for item in items for slot, _d, _r, _s in item.options] or [0]) + 1
+    rows = []
+    for item in items:
+        rank_row = [away] * slots
+        for slot, _demand, rank, _sticky in item.options:
+            rank_row[slot] = rank
+        rows.append(None if item.claims or item.multi else item.need + tuple(rank_row) + (1 - item.online,))
+    covers = [0] * len(items)
+    for a, b in itertools.permutations(range(len(items)), 2):
+        if rows[a] is None or rows[b] is None or not all(x <= y for x, y in zip(rows[a], rows[b])):
+            continue
+        mine = dict((slot, demand) for slot, demand, _r, _s in items[a].options)
+        theirs = dict((slot, demand) for slot, demand, _r, _s in items[b].options)
+        if len(set(mine.values())) == 1 or all(all(x <= y for x, y in zip(mine[slot], demand)) for slot, demand in theirs.items()):
+            covers[a] |= 1 << b
+    return covers
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_dominance_packed_is_the_rows_compared(seed):
+    # the packed comparison of dominance (placement/dominance.py) against each pair's rows compared column by column
+    rng = random.Random(seed)
+    _caps, candidates = instance(rng)
+    dominated, dominators, above = dominance(candidates)
+    covers = dominance_by_rows(candidates)
+    count = len(candidates)
+    covered = [sum(1 << a for a in range(count) if covers[a] >> b & 1) for b in range(count)]
+    assert dominated == [covers[a] >> (a + 1) << (a + 1) for a in range(count)]
+    assert dominators == [covered[b] >> (b + 1) << (b + 1) & ~covers[b] for b in range(count)]
+    assert above == [bin(covered[b] & ~covers[b]).count("1") + bin(covered[b] & covers[b] & ((1 << b) - 1)).count("1")
+                     for b in range(count)]
