@@ -110,12 +110,15 @@ def table(current, before=None, revision=None):
     lines.append("| --- | ---: | ---: | ---: |")
     for module in sorted(set(current) | set(before), key=lambda m: -(before.get(m) or current[m])["source"]):
         old, now = before.get(module), current.get(module)
-        def shown(sizes, key):
-            return "%d" % sizes[key] if key == "files" else kb(sizes[key])
         cell = ["%s -> %s" % (shown(old, k), shown(now, k)) if old and now else
                 ("gone" if old else "new: %s" % shown(now, k)) for k in ("files", "source", "base64")]
         lines.append("| %s | %s |" % (module, " | ".join(cell)))
     return "\n".join(lines)
+
+
+def shown(sizes, key):
+    """One size of a module's payload as the table writes it (a count of files, else KB)."""
+    return "%d" % sizes[key] if key == "files" else kb(sizes[key])
 
 
 def main():
