@@ -144,9 +144,9 @@ class ActionModule(ModuleAction):
                                                          "changed": [], "not_answerable": []})
             if isinstance(digests, list) and len(digests) == len(entry["digests"]):
                 changed = [describe(record) for record, now, then in zip(entry["records"], digests, entry["digests"])
-                           if now != then][:5]
+                           if now != then][:5] or ["the Python that reads is %s, not %s" % (again.get("python"), entry["python"])]
             else:
-                changed = [again.get("msg") or "the Python that reads is another"]
+                changed = [again.get("msg") or "host_reads answered no digests"]
         result = self._execute_module("gpuvirt.tenancy.preflight_info", dict(self._task.args, record_reads=True),
                                       task_vars=task_vars)
         recorded = result.pop("host_reads", None) or {}

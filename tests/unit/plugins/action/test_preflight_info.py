@@ -199,3 +199,17 @@ def test_a_failed_read_again_runs_the_gate(lab):
     again = run_on(lab, GATE)
     assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
     assert again["host_reads"]["answered_from"] == "module" and again["host_reads"]["changed"][0].startswith("records[0]: ")
+
+
+def test_another_python_runs_the_gate_and_says_so(lab):
+    run_on(lab, GATE)
+    kept = action.GateReads(os.environ[action.CACHE_VARIABLE], "", "")
+    [path] = [os.path.join(os.path.dirname(kept.path), name) for name in os.listdir(os.path.dirname(kept.path))]
+    with open(path, encoding="utf-8") as handle:
+        entry = json.load(handle)
+    entry["python"] = [2, 7]
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(entry, handle)
+    again = run_on(lab, GATE)
+    assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
+    assert again["host_reads"]["changed"] == ["the Python that reads is %s, not [2, 7]" % list(sys.version_info[:2])]
