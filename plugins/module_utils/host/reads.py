@@ -42,6 +42,8 @@ FS_READS = ("inside", "exists", "isdir", "read", "read_bytes", "read_error", "li
             "realpath", "read_keys", "read_table", "fd_links", "environ_field")
 HOST_READS = ("path", "read_text", "file_target", "is_file", "is_link", "lexists", "resolved", "ip_addresses_json")
 COMMAND_READS = ("which", "run")
+# each part of the seam a record names, with its reads
+READS = {"fs": FS_READS, "host": HOST_READS, "commands": COMMAND_READS}
 # libvirt's reads (host/libvirt_connection.py): on the connection, and on a domain or network it gives
 LIBVIRT_READS = ("domain_names", "domain", "capabilities", "network", "keeps_qemu_arguments", "cpu_map_length",
                  "hypervisor_versions", "is_active", "is_persistent", "definition", "live_definition", "vcpu_pins",
@@ -192,11 +194,15 @@ class RecordedLibvirt:
         return recorded
 
 
+def seam_parts(host):
+    """The object of ``host`` that answers each part of :data:`READS`."""
+    return {"fs": host.fs, "host": host, "commands": host.commands}
+
+
 def record(host, recorder):
     """Make ``host`` (a bound :class:`seam.Host`) record its reads in ``recorder``."""
-    for part, target, names in (("fs", host.fs, FS_READS), ("host", host, HOST_READS),
-                                ("commands", host.commands, COMMAND_READS)):
-        for name in names if target is not None else ():
+    for part, target in seam_parts(host).items():
+        for name in READS[part] if target is not None else ():
             setattr(target, name, _recorded_method(recorder, part, getattr(target, name), name))
     opener = host.libvirt
 
@@ -232,7 +238,7 @@ def read_again(host, records):
     """The digest of each read of ``records`` (a :meth:`Recorder.result`'s), made again on
     ``host`` now, in order: equal digests, equal answers. A record that is no read of the seam is
     an :class:`InputError` naming it, before any read is made."""
-    parts = {"fs": (host.fs, FS_READS), "host": (host, HOST_READS), "commands": (host.commands, COMMAND_READS)}
+    parts = seam_parts(host)
     reads = [checked_record(number, item) for number, item in enumerate(records or [])]
     connections = {}
     digests = []
@@ -241,7 +247,7 @@ def read_again(host, records):
             if part == "libvirt":
                 call = functools.partial(_read_libvirt, host, connections, uri, args)
             else:
-                call = functools.partial(getattr(parts[part][0], name), *args, **kwargs)
+                call = functools.partial(getattr(parts[part], name), *args, **kwargs)
             digests.append(digest(outcome_of(call)[0]))
     finally:
         for stack, _target, _error in connections.values():
@@ -261,8 +267,7 @@ def checked_record(number, item):
                 return part, None, rest, {}, uri
         else:
             [(name, args, kwargs)] = calls
-            if (name in {"fs": FS_READS, "host": HOST_READS, "commands": COMMAND_READS}.get(part, ())
-                    and isinstance(args, list) and isinstance(kwargs, dict)):
+            if name in READS.get(part, ()) and isinstance(args, list) and isinstance(kwargs, dict):
                 return part, name, args, kwargs, None
     except (TypeError, ValueError):
         pass
