@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 
 from ansible.plugins.action import ActionBase
 from ansible.plugins.action.normal import ActionModule as ModuleAction
@@ -36,6 +35,7 @@ from ansible.utils.vars import merge_hash
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_here
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.reads import describe
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import info
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import atomic_write
 
 CACHE_VARIABLE = "GPUVIRT_TENANCY_GATE_CACHE"
 PLUGINS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,11 +89,9 @@ class GateReads:
         entry = {"host": self.host, "key": self.key, "records": recorded["records"], "digests": recorded["digests"],
                  "python": recorded["python"], "result": result}
         try:
+            text = json.dumps(entry)
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-            handle, partial = tempfile.mkstemp(dir=os.path.dirname(self.path), prefix=".gate-")
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(entry, out)
-            os.replace(partial, self.path)
+            atomic_write(self.path, text, mode=0o600)
         except (OSError, TypeError, ValueError):
             self.drop()
 

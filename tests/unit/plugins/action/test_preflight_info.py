@@ -149,6 +149,8 @@ def test_a_second_run_is_answered_from_the_first_runs_reads_made_again(lab):
     assert lab.calls == ["preflight_info"]
     assert first["host_reads"]["answered_from"] == "module" and first["host_reads"]["not_answerable"] == []
     assert first["host_reads"]["reads"] > 100 and first["stage_checks"]["sriov_vfio"]["error"] is None
+    kept = action.GateReads(os.environ[action.CACHE_VARIABLE], "gpu-node-1", "").path
+    assert os.stat(kept).st_mode & 0o777 == 0o600 and os.stat(os.path.dirname(kept)).st_mode & 0o777 == 0o700
     second = run_on(lab, GATE)
     assert lab.calls == ["preflight_info", "host_reads"]
     assert second["host_reads"] == {"answered_from": "reads", "reads": first["host_reads"]["reads"], "changed": [],
@@ -187,15 +189,20 @@ def test_a_run_whose_reads_cannot_answer_for_it_is_not_kept(lab, monkeypatch):
     assert lab.calls == ["preflight_info", "preflight_info"]
 
 
-def test_a_failed_read_again_runs_the_gate(lab):
-    run_on(lab, GATE)
-    kept = action.GateReads(os.environ[action.CACHE_VARIABLE], "", "")
-    [path] = [os.path.join(os.path.dirname(kept.path), name) for name in os.listdir(os.path.dirname(kept.path))]
+def edit_kept(change):
+    """``change`` made to the run kept for the tests' one host, in its file (a cache written by
+    another version, or by hand)."""
+    path = action.GateReads(os.environ[action.CACHE_VARIABLE], "gpu-node-1", "").path
     with open(path, encoding="utf-8") as handle:
         entry = json.load(handle)
-    entry["records"][0] = ["kernel", [["write", ["/sys/x", "1"], {}]]]
+    change(entry)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(entry, handle)
+
+
+def test_a_failed_read_again_runs_the_gate(lab):
+    run_on(lab, GATE)
+    edit_kept(lambda entry: entry.update(records=[["kernel", [["write", ["/sys/x", "1"], {}]]]] + entry["records"][1:]))
     again = run_on(lab, GATE)
     assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
     assert again["host_reads"]["answered_from"] == "module" and again["host_reads"]["changed"][0].startswith("records[0]: ")
@@ -203,13 +210,7 @@ def test_a_failed_read_again_runs_the_gate(lab):
 
 def test_another_python_runs_the_gate_and_says_so(lab):
     run_on(lab, GATE)
-    kept = action.GateReads(os.environ[action.CACHE_VARIABLE], "", "")
-    [path] = [os.path.join(os.path.dirname(kept.path), name) for name in os.listdir(os.path.dirname(kept.path))]
-    with open(path, encoding="utf-8") as handle:
-        entry = json.load(handle)
-    entry["python"] = [2, 7]
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(entry, handle)
+    edit_kept(lambda entry: entry.update(python=[2, 7]))
     again = run_on(lab, GATE)
     assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
     assert again["host_reads"]["changed"] == ["the Python that reads is %s, not [2, 7]" % list(sys.version_info[:2])]
