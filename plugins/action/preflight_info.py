@@ -134,7 +134,8 @@ class ActionModule(ModuleAction):
         changed = []
         entry = kept.load()
         if entry is not None:
-            again = self._execute_module("gpuvirt.tenancy.host_reads", {"records": entry["records"]},
+            again = self._execute_module("gpuvirt.tenancy.host_reads",
+                                         {"records": entry["records"], "root": self._task.args.get("root") or "/"},
                                          task_vars=task_vars)
             digests = again.get("digests") if not again.get("failed") else None
             if digests == entry["digests"] and again.get("python") == entry["python"]:

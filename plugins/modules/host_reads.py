@@ -30,6 +30,7 @@ options:
 extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.INFO_MODULE
   - gpuvirt.tenancy.attributes.PLATFORM
+  - gpuvirt.tenancy.host
 seealso:
   - module: gpuvirt.tenancy.preflight_info
 author:
@@ -65,7 +66,8 @@ import sys
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.reads import read_again
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_module
 
-MODULE_ARGS = dict(argument_spec=dict(records=dict(type="list", elements="raw", required=True)))
+MODULE_ARGS = dict(argument_spec=dict(root=dict(type="path", default="/"),
+                                      records=dict(type="list", elements="raw", required=True)))
 
 
 def host_reads(params, host, run):  # pylint: disable=unused-argument

@@ -246,15 +246,14 @@ def test_action_groups_for_module_defaults():
     ones: on the controller, they ask the host nothing; stage_call runs a stage's module, and libvirt_service
     tenant_domain_info, each of which gets the play's module_defaults for that module; preflight_info's action plugin
     runs a module that takes root) and
-    fabric_partition (it reads and writes no file, only the Fabric Manager's partitions through fmpm) and host_reads
-    (it makes again, on the running host, the reads preflight_info's action kept from the gate's last run); group
+    fabric_partition (it reads and writes no file, only the Fabric Manager's partitions through fmpm); group
     gpuvirt.tenancy.libvirt holds exactly the modules with a libvirt uri (a module refuses a
     default for an option it does not have, so a group holds only modules sharing its options)."""
     groups = runtime()["action_groups"]
     options = module_options(module_names())
     assert sorted(groups["all"]) == [name for name in module_names() if "root" in options[name]]
     assert [name for name in module_names() if "root" not in options[name]] == [
-        "fabric_partition", "gate_check", "guest_inventory", "host_reads", "host_reboot", "libvirt_service", "mig_layout", "mps_plan",
+        "fabric_partition", "gate_check", "guest_inventory", "host_reboot", "libvirt_service", "mig_layout", "mps_plan",
         "preflight_report", "rdma_calls", "rdma_fleet", "rdma_netdev", "rdma_verbs", "reboot_share", "report_file",
         "stage_call", "stage_options", "stage_result"]
     # preflight_info's action runs the module itself on a captured tree, and ships it elsewhere

@@ -116,7 +116,7 @@ class ShippedTo:
     host_reads, each with a fresh Host of the tree, as each call on a host has its own process)."""
 
     def __init__(self, tree, kernel):
-        self.tree, self.kernel, self.calls = tree, kernel, []
+        self.tree, self.kernel, self.calls, self.args = tree, kernel, [], []
 
     def __call__(self, module_name=None, module_args=None, task_vars=None, **_kwargs):
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host  # pylint: disable=import-outside-toplevel
@@ -124,6 +124,7 @@ class ShippedTo:
         from fakes.commands import RecordedCommands  # pylint: disable=import-error,import-outside-toplevel
         del task_vars
         self.calls.append(module_name.rsplit(".", 1)[-1])
+        self.args.append(dict(module_args))
         main = {"gpuvirt.tenancy.preflight_info": module.main, "gpuvirt.tenancy.host_reads": host_reads.main}[module_name]
         host = Host(self.tree.root, commands=RecordedCommands(), kernel=self.kernel)
         return run_module(main, module_args, check_mode=True, host=host)
@@ -214,3 +215,13 @@ def test_another_python_runs_the_gate_and_says_so(lab):
     again = run_on(lab, GATE)
     assert lab.calls == ["preflight_info", "host_reads", "preflight_info"]
     assert again["host_reads"]["changed"] == ["the Python that reads is %s, not [2, 7]" % list(sys.version_info[:2])]
+
+
+def test_the_reads_are_made_again_under_the_gates_root(lab):
+    # a captured tree on a host reached over SSH: its reads are made again under the same root
+    args = dict(GATE, root="/srv/captures/node07")
+    run_on(lab, args)
+    assert run_on(lab, args)["host_reads"]["answered_from"] == "reads"
+    assert lab.calls == ["preflight_info", "host_reads"] and lab.args[1]["root"] == "/srv/captures/node07"
+    run_on(lab, GATE)
+    assert lab.calls[2:] == ["preflight_info"]

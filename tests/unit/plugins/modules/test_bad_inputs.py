@@ -438,14 +438,16 @@ def test_no_file_outside_the_root_changes_libvirt_modules(libvirt_conn, name):
 
 
 def host_changing_modules_with_a_root():
-    """Every module with a root option but the read-only ``*_info`` ones (an action plugin's
+    """Every module with a root option but the read-only ones (their documentation extends
+    ``attributes.INFO_MODULE``: the ``*_info`` modules and host_reads; an action plugin's
     documentation, such as host_reboot's, has no module code)."""
     names = []
     for entry in sorted(os.listdir(os.path.join(REPO_ROOT, "plugins", "modules"))):
         name = entry[:-3]
         action = os.path.join(REPO_ROOT, "plugins", "action", entry)
-        if entry.endswith(".py") and not entry.startswith("_") and not name.endswith("_info") and not os.path.exists(action):
-            if "root" in module_of(name).MODULE_ARGS["argument_spec"]:
+        if entry.endswith(".py") and not entry.startswith("_") and not os.path.exists(action):
+            module = module_of(name)
+            if "root" in module.MODULE_ARGS["argument_spec"] and "gpuvirt.tenancy.attributes.INFO_MODULE" not in module.DOCUMENTATION:
                 names.append(name)
     return names
 

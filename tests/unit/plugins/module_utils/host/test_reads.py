@@ -230,3 +230,15 @@ def test_a_read_whose_arguments_are_not_json_cannot_answer_for_the_run():
     host = reads.record(Host("/", commands=commands), recorder)
     assert host.commands.run(["tool", "--stdin"], data=b"\x00\x01") == (0, "ok", "")
     assert recorder.result()["reasons"] == ["run takes arguments that are not JSON"] and recorder.records == []
+
+
+def test_a_root_that_is_no_directory_is_refused_naming_it(tmp_path):
+    result = run_module(host_reads.main, {"root": str(tmp_path / "nowhere"), "records": [["fs", [["read", ["/proc/cmdline"], {}]]]]})
+    assert result["failed"] and "is not a directory" in result["msg"] and "nowhere" in result["msg"]
+
+
+def test_the_reads_of_a_captured_tree_are_made_again_under_its_root(lab):
+    tree, _kernel = lab
+    recorded = run_module(preflight_info.main, dict(GATE, record_reads=True, root=tree.root), check_mode=True)["host_reads"]
+    again = run_module(host_reads.main, {"root": tree.root, "records": recorded["records"]}, check_mode=True)
+    assert recorded["answerable"] and again["digests"] == recorded["digests"]
