@@ -22,19 +22,16 @@ why such a module keeps its ``MODULE_ARGS`` in ``module_utils`` and its module f
 from __future__ import absolute_import, division, print_function
 
 import json
-import os
-import subprocess
 import time
 from contextlib import contextmanager
 
 from ansible.module_utils.basic import AnsibleModule, jsonify
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator, ModuleArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
-from ansible.module_utils.common.process import get_bin_path
-from ansible.module_utils.common.text.converters import to_bytes, to_text
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.program_runner import ProgramRunner
 
 __metaclass__ = type
 
@@ -158,29 +155,6 @@ def run_module(module_args, feature, host=None):
     module.exit_json(**fields)
 
 
-class ControllerProcess:
-    """What :class:`seam.ModuleCommands` asks of an AnsibleModule (``get_bin_path``,
-    ``run_command``), for a call run in the controller's own process (:func:`run_here`)."""
-
-    def get_bin_path(self, name):
-        try:
-            return get_bin_path(name)
-        except ValueError:
-            return None
-
-    def run_command(self, argv, environ_update=None, data=None, binary_data=False):
-        if data is not None and not binary_data:
-            data += "\n"
-        try:
-            proc = subprocess.run(list(argv), input=None if data is None else to_bytes(data), check=False,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  env=dict(os.environ, **dict(environ_update or {})))
-        except OSError as exc:
-            raise StateError("%s: %s" % (" ".join(argv), exc))
-        return (proc.returncode, to_text(proc.stdout, errors="surrogate_or_strict"),
-                to_text(proc.stderr, errors="surrogate_or_strict"))
-
-
 def run_here(module_name, module_args, feature, args, check_mode=False, diff=False):
     """The result of the module ``module_name`` with options ``args``, run in this process
     instead of shipped to a host: for a module whose host is a directory on the controller (a
@@ -198,7 +172,7 @@ def run_here(module_name, module_args, feature, args, check_mode=False, diff=Fal
         return {"failed": True, "msg": message}
     params = validation.validated_parameters
     run = Run(check_mode=check_mode, diff=diff)
-    process = ControllerProcess()
+    process = ProgramRunner()
     message, fields = feature_outcome(feature, params, lambda: Host(params.get("root") or "/").bind(process), run)
     fields = json.loads(jsonify(fields))
     if message is not None:

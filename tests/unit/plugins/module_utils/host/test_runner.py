@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError, StateError
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import (
-    ControllerProcess, Diff, Run, run_here, run_module as runner_run_module, run_nested)
+    Diff, Run, run_here, run_module as runner_run_module, run_nested)
 
 from conftest import run_module  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
@@ -147,13 +147,3 @@ def test_a_call_run_here_answers_as_the_module_does(tmp_path, params, check_mode
         module["msg"] = module["msg"].replace("(basic.py) module", "(main) module")
     assert without_seconds(here) == without_seconds(module)
     assert ("elapsed_s" in here) == ("elapsed_s" in module)
-
-
-def test_the_controllers_commands_answer_as_run_command_does(tmp_path):
-    process = ControllerProcess()
-    assert process.get_bin_path("no-such-program-here") is None
-    assert process.run_command([process.get_bin_path("cat")], data="a") == (0, "a\n", "")
-    assert process.run_command([process.get_bin_path("cat")], data="a", binary_data=True) == (0, "a", "")
-    assert process.run_command(["sh", "-c", "echo $LC_ALL; exit 3"], environ_update={"LC_ALL": "C"}) == (3, "C\n", "")
-    with pytest.raises(StateError, match=str(tmp_path / "missing")):
-        process.run_command([str(tmp_path / "missing")])
