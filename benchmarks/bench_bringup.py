@@ -11,8 +11,8 @@
 2. Idempotent re-runs of the same playbook, one per setting: wall time, tasks run, round trips,
    changed (must be 0), and, just before, the median wall time of `ansible -i inventories/lab/ lab
    -m ansible.builtin.ping` under the same setting, and the ratio re-run / ping; and how the
-   preflight gate's result was made (preflight_info's host_reads: from the last run's reads, made
-   again on the host, or by the gate's own call, with the reads that answered otherwise).
+   preflight gate's result was made (preflight_info's result field host_reads: from the last run's
+   reads, made again on the host, or by the gate's own call, with the reads that answered otherwise).
 
 Counting is done by benchmarks/callback_plugins/gpuvirt_bench.py, enabled for these runs only.
 Results: a JSON file and a Markdown table in $GPUVIRT_LAB_DIR/run/bench/ (git-ignored), the table

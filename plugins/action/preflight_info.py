@@ -12,11 +12,14 @@ everywhere else the module is shipped to the host and run there.
 
 On a host, a run of the gate hands back the reads it made of the host (its ``host_reads``, module_utils
 ``host/reads.py``), which this plugin keeps in its cache (``GPUVIRT_TENANCY_GATE_CACHE``, default
-``~/.cache/gpuvirt.tenancy/gate``; ``off`` keeps none) for the same code, options, check and diff mode and
-become. The next run makes those reads again in one call of the small module ``host_reads``: where every
-answer is the one the gate had, the gate's result then is its result now, and the gate's call, which
-compiles every stage's checks on the host, is not made; where one differs (or the call fails, or nothing is
-kept), the gate runs as before and its reads are kept for the next run."""
+``~/.cache/gpuvirt.tenancy/gate``; ``off`` keeps none) for the same code, options, check and diff mode,
+become and Python setting, with the Python the gate ran with. The next run makes those reads again in one
+command on the host: a standard-library program (module_utils ``host/read_again.py``, with only the seam's
+sources) run by that Python with the program on stdin, as a pipelined module is run, but without AnsiballZ
+and ``ansible.module_utils.basic``, whose imports cost as much as the reads. Where every answer is the one
+the gate had, the gate's result then is its result now, and the gate's call, which compiles every stage's
+checks on the host, is not made; where one differs (or the program fails, or nothing is kept, or modules
+are not pipelined on this connection), the gate runs as before and its reads are kept for the next run."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -32,6 +35,7 @@ from ansible.plugins.action.normal import ActionModule as ModuleAction
 from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.utils.vars import merge_hash
 
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host import read_again
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.runner import run_here
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.reads import describe
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import info
@@ -81,13 +85,14 @@ class GateReads:
                 entry = json.load(handle)
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, dict) or entry.get("key") != self.key or entry.get("host") != self.host:
+        if not isinstance(entry, dict) or entry.get("key") != self.key or entry.get("host") != self.host \
+                or not isinstance(entry.get("interpreter"), str):
             return None
         return entry
 
-    def save(self, recorded, result):
+    def save(self, recorded, result, interpreter):
         entry = {"host": self.host, "key": self.key, "records": recorded["records"], "digests": recorded["digests"],
-                 "python": recorded["python"], "result": result}
+                 "python": recorded["python"], "interpreter": interpreter, "result": result}
         try:
             text = json.dumps(entry)
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
@@ -104,15 +109,18 @@ class GateReads:
 
 class ActionModule(ModuleAction):
 
+    def _interpreter_setting(self, task_vars):
+        """The task's ``ansible_python_interpreter``, templated (None where unset)."""
+        interpreter = (task_vars or {}).get("ansible_python_interpreter")
+        return self._templar.template(interpreter) if interpreter is not None else None
+
     def _runs_here(self, task_vars):
         root = self._task.args.get("root")
         if not (getattr(self._connection, "transport", None) == "local" and not self._play_context.become
                 and not self._task.async_val and isinstance(root, str) and os.path.abspath(root) != os.sep):
             return False
         # the module's own Python only: another one may hold other libraries (libvirt-python)
-        interpreter = (task_vars or {}).get("ansible_python_interpreter")
-        if interpreter is not None:
-            interpreter = self._templar.template(interpreter)
+        interpreter = self._interpreter_setting(task_vars)
         return isinstance(interpreter, str) and os.path.realpath(interpreter) == os.path.realpath(sys.executable)
 
     def _gate_reads(self, task_vars):
@@ -123,20 +131,39 @@ class ActionModule(ModuleAction):
         host = str((task_vars or {}).get("inventory_hostname") or self._play_context.remote_addr)
         key = hashlib.sha256(json.dumps(
             [code_digest(), dict(self._task.args), bool(self._task.check_mode), bool(self._task.diff),
-             bool(self._play_context.become), str(self._play_context.become_user), str(self._task.delegate_to)],
+             bool(self._play_context.become), str(self._play_context.become_user), str(self._task.delegate_to),
+             self._interpreter_setting(task_vars)],
             sort_keys=True, default=str
         ).encode("utf-8")).hexdigest()
         return GateReads(directory, host, key)
+
+    def _read_again(self, entry):
+        """The kept run's reads made again on the host by the program of ``host/read_again.py``, run by
+        the Python the gate ran with (``{"digests": [...], "python": [...]}``, or ``failed`` and ``msg``)."""
+        program = read_again.script(os.path.join(PLUGINS, "module_utils"), entry["records"],
+                                    self._task.args.get("root") or "/")
+        shell = self._connection._shell  # pylint: disable=protected-access
+        command = shell.build_module_command(self._compute_environment_string(), entry["interpreter"], "").strip()
+        res = self._low_level_execute_command(command, sudoable=True, in_data=program.encode("utf-8"))
+        lines = (res.get("stdout") or "").strip().splitlines()
+        try:
+            answer = json.loads(lines[-1])
+        except (IndexError, ValueError):
+            answer = None
+        if not isinstance(answer, dict):
+            return {"failed": True, "msg": "the reads made again answered no JSON (rc %s): %s"
+                                           % (res.get("rc"), (res.get("stderr") or "").strip()[-300:])}
+        return answer
 
     def _answer(self, kept, task_vars):
         """The gate's result from the kept run where its reads answer the same now, else from a run
         of the gate (kept for the next run where its reads can answer for it)."""
         changed = []
         entry = kept.load()
-        if entry is not None:
-            again = self._execute_module("gpuvirt.tenancy.host_reads",
-                                         {"records": entry["records"], "root": self._task.args.get("root") or "/"},
-                                         task_vars=task_vars)
+        if entry is not None and not self._is_pipelining_enabled("new"):
+            changed = ["modules are not pipelined on this connection: the kept reads are not made again"]
+        elif entry is not None:
+            again = self._read_again(entry)
             digests = again.get("digests") if not again.get("failed") else None
             if digests == entry["digests"] and again.get("python") == entry["python"]:
                 return dict(entry["result"], host_reads={"answered_from": "reads", "reads": len(digests),
@@ -145,12 +172,12 @@ class ActionModule(ModuleAction):
                 changed = [describe(record) for record, now, then in zip(entry["records"], digests, entry["digests"])
                            if now != then][:5] or ["the Python that reads is %s, not %s" % (again.get("python"), entry["python"])]
             else:
-                changed = [again.get("msg") or "host_reads answered no digests"]
+                changed = [again.get("msg") or "the reads made again answered no digests"]
         result = self._execute_module("gpuvirt.tenancy.preflight_info", dict(self._task.args, record_reads=True),
                                       task_vars=task_vars)
         recorded = result.pop("host_reads", None) or {}
-        if recorded.get("answerable") and not result.get("failed"):
-            kept.save(recorded, result)
+        if recorded.get("answerable") and not result.get("failed") and self._used_interpreter:
+            kept.save(recorded, result, self._used_interpreter)
         else:
             kept.drop()
         result["host_reads"] = {"answered_from": "module", "reads": len(recorded.get("records") or []),

@@ -57,7 +57,7 @@ options:
     description:
       - Also return the reads this call made of the host, each with a digest of its answer (RV(host_reads)); the
         module's action sets it on a host, keeps the reads on the controller and, on the next run with the same
-        options, makes them again with M(gpuvirt.tenancy.host_reads) instead of this call (see the notes).
+        options, makes them again with one command on the host instead of this call (see the notes).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -82,12 +82,14 @@ notes:
   - On a host, the action keeps each run's reads of the host and its result on the controller, in
     C(~/.cache/gpuvirt.tenancy/gate) (C($XDG_CACHE_HOME) when set; the environment variable
     C(GPUVIRT_TENANCY_GATE_CACHE) names another directory, or V(off) for none), one file per inventory host, for the
-    same collection code, ansible-core, options, check and diff mode and become. The next run makes those reads again
-    in one call of M(gpuvirt.tenancy.host_reads), which ships only the code that reads the host. Where every answer is
-    the one the last run had, that run's result is this run's (RV(host_reads.answered_from) is V(reads)); the gate's
-    own call, which compiles every stage's checks on the host, is not made. Where any answer differs, the call
-    fails, or nothing is kept, the gate runs on the host as without the cache, and RV(host_reads.changed) names the
-    reads that answered otherwise.
+    same collection code, ansible-core, options, check and diff mode, become and C(ansible_python_interpreter), with
+    the Python the gate ran with. The next run makes those reads again with one command on the host, a
+    standard-library program that carries only the code that reads the host, run by that Python with the program on
+    stdin as a pipelined module is run (without a module's start). Where every answer is the one the last run had,
+    that run's result is this run's (RV(host_reads.answered_from) is V(reads)); the gate's own call, which compiles
+    every stage's checks on the host, is not made. Where any answer differs, the command fails, the Python is
+    another, nothing is kept, or modules are not pipelined on the connection, the gate runs on the host as without
+    the cache, and RV(host_reads.changed) names the reads that answered otherwise, or why they were not made again.
   - A run's reads are not kept (RV(host_reads.not_answerable) says why) when it read the host other than through the
     collection's host seam, read one thing two ways, or made a libvirt call that is no read. Reads whose raw answer
     changes by itself (the CPU clock in C(/proc/cpuinfo), C(MemFree), the routes' use counts, every process's open
@@ -185,7 +187,7 @@ host_reads:
       type: int
       sample: 504
     changed:
-      description: The reads that answered otherwise than at the last run (the first five), or why they could not be made again.
+      description: The reads that answered otherwise than at the last run (the first five), or why they were not made again.
       type: list
       elements: str
       sample: ["fs.read('/sys/bus/pci/devices/0000:81:00.0/sriov_numvfs')"]

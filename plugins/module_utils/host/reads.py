@@ -8,7 +8,7 @@ code, the same options and the same answers to the same reads, it returns the sa
 run of the gate can record each read it makes through the seam (:class:`Recorder`: the
 :class:`~sysfs.Sysfs` reads, the :class:`~seam.Host` file reads, the programs it runs, the libvirt
 calls) with a digest of each answer, and a later run can make exactly those reads again
-(:func:`read_again`, the module ``host_reads``: the seam, without the stages' code) and compare the
+(:func:`read_again`; on a host, the program of ``read_again.py``: the seam, without the stages' code) and compare the
 digests. Where all are equal, the gate's result then is its result now; where one differs, the gate
 runs again. Nothing is answered from a read that was not made again.
 

@@ -146,7 +146,7 @@ class Host:
         on an 8-GPU host is most of a call's time. ``fresh`` reads the host again: a call that
         changed what the model shows (VFs made, drivers bound) asks for it before deciding on.
         Each caller gets its own copy, classified by its ``gpu_ids``/``nic_ids``."""
-        # imported here: a call that reads no host model (host_reads, which makes a gate's reads
+        # imported here: a call that reads no host model (read_again.py's program, which makes a gate's reads
         # again) does not compile the model's reader
         from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.topology import TopologyReader  # pylint: disable=import-outside-toplevel
         reader = TopologyReader(self.root, gpu_ids=gpu_ids, nic_ids=nic_ids, fs=self.fs)

@@ -41,7 +41,7 @@ MODULE_ARGS = dict(
 def preflight_info(params, host, run):
     """The preflight_info module's result fields; with ``record_reads``, also the reads it made of the
     host (``host_reads``: :meth:`host.reads.Recorder.result`), which its action plugin makes again on the
-    next run (module ``host_reads``) to answer that run from this result where they answer the same."""
+    next run (``host/read_again.py``) to answer that run from this result where they answer the same."""
     if not params.get("record_reads"):
         return gate_result(params, host, run)
     recorder = Recorder()

@@ -439,7 +439,7 @@ def test_no_file_outside_the_root_changes_libvirt_modules(libvirt_conn, name):
 
 def host_changing_modules_with_a_root():
     """Every module with a root option but the read-only ones (their documentation extends
-    ``attributes.INFO_MODULE``: the ``*_info`` modules and host_reads; an action plugin's
+    ``attributes.INFO_MODULE``: the ``*_info`` modules; an action plugin's
     documentation, such as host_reboot's, has no module code)."""
     names = []
     for entry in sorted(os.listdir(os.path.join(REPO_ROOT, "plugins", "modules"))):

@@ -32,9 +32,6 @@ def loaded_utils(module):
     # reader: it is imported where the model is read)
     ("preflight_info", {"libvirt.domain_info", "libvirt.domain_readers", "connectx.mlxconfig"},
      {"sriov_vfio.sriov", "libvirt.tenant_domain_call", "libvirt.tenant_spec", "libvirt.guest_image"}),
-    # the gate's reads made again: the host seam only, not the host model's reader nor any stage's checks
-    ("host_reads", {"host.reads", "host.seam", "host.sysfs"},
-     {"host.topology", "preflight.info", "libvirt.domain_info", "sriov_vfio.host_usage", "connectx.mlxconfig"}),
     ("tenant_domain_info", {"libvirt.domain_info", "libvirt.domain_readers"},
      {"sriov_vfio.sriov", "libvirt.tenant_domain_call", "libvirt.numa_pin_domain", "libvirt.tenant_spec"}),
     # the tenants stage on the host (the planner, its plan's entries) only with ``tenants``

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """host/reads.py: a read-only run's reads of the host recorded with a digest of each answer, and
-made again (the module host_reads). Over real trees in a temporary directory (the lab capture,
+made again (``read_again``; the program that makes them again on a host is test_read_again.py's). Over real trees in a temporary directory (the lab capture,
 the SR-IOV lab tree with its FakeKernel) and libvirt's test driver: the same tree answers with the
 same digests, a changed file changes exactly its read's digest, and a run that reads past the
 seam, or reads one thing two ways, cannot answer for itself."""
@@ -17,9 +17,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import H
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.preflight import info
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.host_usage import HostUsage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.modules import host_reads, preflight_info
 
-from conftest import LIBVIRT_TEST_URI as URI, run_module  # pylint: disable=import-error
+from conftest import LIBVIRT_TEST_URI as URI  # pylint: disable=import-error
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
 from fakes.kernel import lab_host_with_vfs  # pylint: disable=import-error
 
@@ -176,35 +175,6 @@ def test_a_libvirt_call_that_is_no_read_cannot_answer_for_the_run(lab, libvirt_c
     assert recorder.result()["reasons"] == ["libvirt define is not a read"]
 
 
-BAD_RECORDS = [
-    ("not a pair", ["fs"]),
-    ("a part the seam has not", ["kernel", [["write", ["/sys/x", "1"], {}]]]),
-    ("a write", ["fs", [["write", ["/sys/bus/pci/drivers_probe", "0000:82:00.0"], {}]]]),
-    ("two calls on the filesystem", ["fs", [["read", ["/a"], {}], ["read", ["/b"], {}]]]),
-    ("a libvirt call that is no read", ["libvirt", [["open", [URI]], ["define", ["<domain/>"]]]]),
-    ("libvirt without its open", ["libvirt", [["domain_names", []]]]),
-]
-
-
-@pytest.mark.parametrize("record", [case[1] for case in BAD_RECORDS], ids=[case[0] for case in BAD_RECORDS])
-def test_a_record_that_is_no_read_is_refused_before_any_read(record):
-    commands = RecordedCommands()
-    good = ["commands", [["run", [["ip", "-j", "link"]], {}]]]
-    result = run_module(host_reads.main, {"records": [good, record]}, host=Host("/", commands=commands))
-    assert result["failed"] and result["msg"].startswith("records[1]: ") and "nothing was read" in result["msg"]
-    assert commands.calls == []
-
-
-def test_the_module_records_on_request_and_host_reads_answers_the_same(lab):
-    recorded = run_module(preflight_info.main, dict(GATE, record_reads=True), check_mode=True, host=host_of(lab))
-    plain = run_module(preflight_info.main, GATE, check_mode=True, host=host_of(lab))
-    kept = recorded.pop("host_reads")
-    assert "host_reads" not in plain and recorded == plain
-    assert kept["answerable"] and kept["reasons"] == []
-    again = run_module(host_reads.main, {"records": kept["records"]}, check_mode=True, host=host_of(lab))
-    assert again["digests"] == kept["digests"] and again["python"] == kept["python"] and again["changed"] is False
-
-
 def test_the_routes_are_read_without_their_use_counts(tmp_path):
     root = tmp_path / "root"
     os.makedirs(root / "proc" / "net")
@@ -230,15 +200,3 @@ def test_a_read_whose_arguments_are_not_json_cannot_answer_for_the_run():
     host = reads.record(Host("/", commands=commands), recorder)
     assert host.commands.run(["tool", "--stdin"], data=b"\x00\x01") == (0, "ok", "")
     assert recorder.result()["reasons"] == ["run takes arguments that are not JSON"] and recorder.records == []
-
-
-def test_a_root_that_is_no_directory_is_refused_naming_it(tmp_path):
-    result = run_module(host_reads.main, {"root": str(tmp_path / "nowhere"), "records": [["fs", [["read", ["/proc/cmdline"], {}]]]]})
-    assert result["failed"] and "is not a directory" in result["msg"] and "nowhere" in result["msg"]
-
-
-def test_the_reads_of_a_captured_tree_are_made_again_under_its_root(lab):
-    tree, _kernel = lab
-    recorded = run_module(preflight_info.main, dict(GATE, record_reads=True, root=tree.root), check_mode=True)["host_reads"]
-    again = run_module(host_reads.main, {"root": tree.root, "records": recorded["records"]}, check_mode=True)
-    assert recorded["answerable"] and again["digests"] == recorded["digests"]
