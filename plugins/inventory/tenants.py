@@ -13,7 +13,7 @@ short_description: The running tenants' guests of each GPU host, reached through
 description:
   - Lists, in the group C(gpuvirt_guests), the guest of each tenant of each GPU host (the group O(hosts_group)) whose
     libvirt domain is running on that host, that the inventory gives an C(image) and a C(guest.address) (C(gpuvirt_tenants)),
-    whose C(state) is not V(defined) or V(absent), and that the inventory does not list already. Each guest is the host the role C(tenant_guests) adds after the tenants
+    and that the inventory does not list already. Each guest is the host the role C(tenant_guests) adds after the tenants
     stage (action M(gpuvirt.tenancy.guest_inventory)), so that a later run or job (AWX's guests job) finds the guests without
     running the tenants stage; C(ansible_host) is the tenant's management address, C(ansible_user) and C(ansible_port)
     those of C(gpuvirt_guest_access), C(ansible_ssh_common_args) a C(ProxyJump) through the GPU host (unless
@@ -25,8 +25,9 @@ description:
   - The GPU hosts and their variables come from the inventory sources parsed before this one (list this file after them,
     as the last file of an inventory directory), their C(group_vars) and C(host_vars) included (the vars plugins are run);
     variables are taken as written, not templated.
-  - Each host's C(gpuvirt_tenants) is read as the tenants stage reads it (the tenant records); a tenant entry it refuses
-    fails this source, naming the host, the tenant, the option and the fix, and no guest is added.
+  - Each host's C(gpuvirt_tenants) is read as the tenants stage reads it (the tenant records); a tenant listed with
+    C(state) V(defined) or V(absent) is left out although its domain runs, and a tenant entry the record refuses fails
+    this source, naming the host, the tenant, the option and the fix, and no guest is added.
   - A GPU host whose libvirt cannot be read fails this source, naming the host, the URI and the fix, and no guest is
     added (Ansible warns and goes on without the source; with C(ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED) it stops).
 author:
