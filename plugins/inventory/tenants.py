@@ -25,6 +25,9 @@ description:
   - The GPU hosts and their variables come from the inventory sources parsed before this one (list this file after them,
     as the last file of an inventory directory), their C(group_vars) and C(host_vars) included (the vars plugins are run);
     variables are taken as written, not templated.
+  - Each host's C(gpuvirt_tenants) is read as the tenants stage reads it (the tenant records); a tenant listed with
+    C(state) V(defined) or V(absent) is left out although its domain runs, and a tenant entry the record refuses fails
+    this source, naming the host, the tenant, the option and the fix, and no guest is added.
   - A GPU host whose libvirt cannot be read fails this source, naming the host, the URI and the fix, and no guest is
     added (Ansible warns and goes on without the source; with C(ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED) it stops).
 author:

@@ -24,6 +24,10 @@ description:
   - Tenants the inventory lists already (C(groups.all) of the task's variables) are left to it; a tenant's name that is the
     controller's (V(localhost)) or a group's, or that C(add_host) would not take as one host name, fails naming the
     tenant, as does a bad port, boolean or jump host; then no host is added.
+  - The tenants are read as the tenant records (the tenants stage reads them alike) - every entry and the rules over the
+    list are checked once there, the guest's address, the state, the image, the MACs and the data NIC among them; an
+    entry the record refuses, a running guest's or not, fails naming the tenant, the option and the fix, and no host is
+    added.
   - Given O(waited) instead (the registered result of a looped C(ansible.builtin.wait_for) over the entries), it gives
     the guests that did not answer SSH, each named with its address, how long it was waited for and its console log on
     the GPU host, and how long each guest was waited for.
@@ -34,7 +38,7 @@ extends_documentation_fragment:
   - gpuvirt.tenancy.attributes.CONTROLLER
 options:
   tenants:
-    description: The tenant list (C(gpuvirt_tenants)). Required unless O(waited) is given.
+    description: The tenant list (C(gpuvirt_tenants)), each entry as the tenants stage takes it. Required unless O(waited) is given.
     type: list
     elements: dict
   access:

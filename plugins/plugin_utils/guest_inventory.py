@@ -7,7 +7,9 @@ jump through their GPU host), :func:`wait_times` (how long each guest's SSH serv
 for) and :func:`wait_failures` (the guests that did not answer SSH, named with their console logs);
 and the checks of what ``guest_hosts`` writes into the
 inventory: a tenant's name as an inventory host name, the guests' and the jump host's SSH ports,
-the access's booleans, and the jump host as ``ssh -o ProxyJump`` takes it. Pure: each function
+the access's booleans, and the jump host as ``ssh -o ProxyJump`` takes it. The tenants are the
+tenant records (``tenancy/record.py``'s ``tenant_records``: each tenant's fields are checked there
+once, the guest's address, state, image, MACs and data NIC among them). Pure: each function
 returns the value to use or raises a :class:`GuestInventoryError` whose message names the input and
 the fix."""
 
@@ -24,6 +26,8 @@ from ansible.parsing.utils.addresses import parse_address
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.guest.nccl_topo import NO_GPU
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.guest_image import console_log_path
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_addresses, tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_vf_macs
 
 __metaclass__ = type
@@ -163,17 +167,39 @@ def _dict(value, what):
     return value
 
 
-def _tenants(tenants):
-    if not isinstance(tenants, list):
-        raise GuestInventoryError("tenants: expected the tenant list (gpuvirt_tenants), got %s" % type(tenants).__name__)
-    return dict((t.get("name"), t) for t in tenants if isinstance(t, dict))
+def guest_records(tenants):
+    """``tenants`` (the tenant list, gpuvirt_tenants) as the tenant records (``tenant_records``: every
+    entry and the rules over the list checked once; a list of records as it is); a bad entry is a
+    GuestInventoryError with the record's message (the tenant, the option and the fix)."""
+    try:
+        return tenant_records(tenants)
+    except InputError as exc:
+        raise GuestInventoryError(str(exc))
 
 
-def _address(value):
-    return str(value).split("/", 1)[0] if value else None
+def _runs(record, running):
+    """Whether tenant ``record`` runs: its state says so, or, with ``running`` (the domains that run
+    on its host, read from libvirt), its domain runs and its state is neither defined nor absent."""
+    if running is None:
+        return record.state == "running"
+    return record.name in running and record.state not in ("defined", "absent")
 
 
-def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True, links=None):
+def _first_mac(record, placement, vfs):
+    """The MAC of the tenant's RDMA NIC: its first VF's (the plan's MAC, else the tenant's, else
+    derived as the tenants stage derives it), else its own first MAC, else its data NIC's (given,
+    else derived); None without any."""
+    own = placement.get("mac") or record.mac
+    if vfs:
+        return sorted(tenant_vf_macs(record.name, vfs, mac=own).items())[0][1]
+    first = record.mac if isinstance(record.mac, str) else next(iter(record.mac or ()), None)
+    if first is None and record.data_nic is not None:
+        # a tenant without a VF: its data NIC is its RDMA NIC
+        first = record.data_nic.get("mac") or data_nic_mac(record.name)
+    return first
+
+
+def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True, links=None, running=None):
     """The ``add_host`` entries of the running tenants that have a guest (``image``) and a
     management address: inventory name (the tenant's), group gpuvirt_guests, ``ansible_host`` (the
     address without its prefix), ``ansible_user`` and ``ansible_port`` (the access's), with ``jump`` (default
@@ -182,31 +208,35 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
     name, the console log, and the MAC of the tenant's RDMA NIC: its first VF (from ``plan``, the
     tenants stage's plan, or the tenant's ``mac``), else its ``data_nic``, by which the guest stage
     finds the NIC; with ``links`` (the tenants stage's ``pci_links``), a tenant's host link facts for its
-    NCCL topology file. Tenants ``known`` to the inventory already (a static guest inventory) are
+    NCCL topology file. ``tenants``: the tenant list or its records (:func:`guest_records`), read from
+    the records only; ``running``: the names of the domains that run (None: a tenant runs when its
+    state says running). Tenants ``known`` to the inventory already (a static guest inventory) are
     left to it. ``add`` false: none (the inventory lists the guests itself)."""
     if not flag(add, "add (tenant_guests_add_hosts)", True):
         return []
+    records = guest_records(tenants)
     access = _dict(access, "access (gpuvirt_guest_access)")
     host = _dict(host, "jump_host")
     placements = _dict(_dict(plan, "plan").get("placements"), "plan.placements")
     links_given = links is not None
     links = _dict(links, "links (the tenants stage's pci_links)")
-    # Every input is checked before the first entry (the tenant's name as an inventory host name, ports 1-65535,
-    # strict booleans, the jump as ssh takes it): a bad one is a GuestInventoryError naming it and the fix, and no
-    # host is added.
+    # Every input is checked before the first entry (the tenants by their records; the tenant's name as an inventory
+    # host name, ports 1-65535, strict booleans, the jump as ssh takes it): a bad one is a GuestInventoryError naming
+    # it and the fix, and no host is added.
     port = tcp_port(access.get("port"), "access.port (gpuvirt_guest_access.port, the guests' SSH port)")
     jump = proxy_jump(host) if flag(access.get("jump"), "access.jump (gpuvirt_guest_access.jump)", True) and host else None
     out = []
-    for tenant_name, tenant in _tenants(tenants).items():
-        guest = _dict(tenant.get("guest"), "tenant %s: guest" % tenant_name)
-        if tenant.get("state") != "running" or not tenant.get("image") or not guest.get("address"):
+    for record in records:
+        tenant_name = record.name
+        address = dict((option, ip) for ip, option in tenant_addresses(record)).get("guest.address")
+        if not record.image or address is None or not _runs(record, running):
             continue
         if tenant_name in (known or []):
             # listed by the inventory: reached as it says, unless its name is the controller's or a group's
             reserved_name(tenant_name, GUEST_GROUP)
             continue
         inventory_name(tenant_name, GUEST_GROUP)
-        entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": _address(guest["address"]),
+        entry = {"name": tenant_name, "groups": [GUEST_GROUP], "ansible_host": address,
                  "gpuvirt_tenant_host": host.get("name"), "gpuvirt_guest_console_log": console_log_path(tenant_name)}
         if access.get("user"):
             entry["ansible_user"] = access["user"]
@@ -216,11 +246,7 @@ def guest_hosts(tenants, access=None, host=None, plan=None, known=None, add=True
             entry["ansible_ssh_common_args"] = "-o ProxyJump=%s -o StrictHostKeyChecking=accept-new" % jump
         placement = placements.get(tenant_name) or {}
         vfs = placement.get("vfs") or []
-        mac = tenant_vf_macs(tenant_name, vfs, mac=placement.get("mac") or tenant.get("mac")) if vfs else {}
-        first = sorted(mac.items())[0][1] if mac else (str(tenant["mac"]).lower() if tenant.get("mac") else None)
-        if first is None and isinstance(tenant.get("data_nic"), dict):
-            # a tenant without a VF: its data NIC is its RDMA NIC
-            first = str(tenant["data_nic"].get("mac") or data_nic_mac(tenant_name)).lower()
+        first = _first_mac(record, placement, vfs)
         if first:
             entry["gpuvirt_guest_vf_mac"] = first
         if vfs:

@@ -85,21 +85,19 @@ def first_vf_mac(domain_xml):
 
 
 def guest_entries(name, hostvars, running, known):
-    """The inventory entries of GPU host ``name``'s guests: its tenants (``gpuvirt_tenants``) whose
-    domain runs (``running``: {domain: XML}) and that have an ``image`` and a ``guest.address``, reached
-    as ``gpuvirt_guest_access`` says, through the host (``guest_inventory.guest_hosts``); ``known``: the
-    inventory's hosts (a guest listed there is left as it is)."""
+    """The inventory entries of GPU host ``name``'s guests: its tenants (``gpuvirt_tenants``, read as
+    the tenant records) whose domain runs (``running``: {domain: XML}), whose state is neither defined
+    nor absent, and that have an ``image`` and a ``guest.address``, reached as ``gpuvirt_guest_access``
+    says, through the host (``guest_inventory.guest_hosts``); ``known``: the inventory's hosts (a guest
+    listed there is left as it is). A tenant entry the record refuses fails the host with the record's
+    message."""
     from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import (  # pylint: disable=import-outside-toplevel
         GuestInventoryError, guest_hosts)
-    tenants = hostvars.get("gpuvirt_tenants") or []
-    if not isinstance(tenants, list):
-        raise TenantInventoryError("host %s: gpuvirt_tenants must be the tenant list, got %s" % (name, type(tenants).__name__))
-    live = [dict(tenant, state="running") for tenant in tenants
-            if isinstance(tenant, dict) and tenant.get("name") in running and tenant.get("state", "running") == "running"]
     host = {"name": name, "address": hostvars.get("ansible_host") or name, "user": hostvars.get("ansible_user") or "",
             "port": hostvars.get("ansible_port") or 22}
     try:
-        entries = guest_hosts(live, hostvars.get("gpuvirt_guest_access") or {}, host, None, known)
+        entries = guest_hosts(hostvars.get("gpuvirt_tenants") or [], hostvars.get("gpuvirt_guest_access") or {}, host, None,
+                              known, running=set(running))
     except GuestInventoryError as exc:
         raise TenantInventoryError("host %s: %s" % (name, exc))
     for entry in entries:

@@ -11,12 +11,13 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.action import guest_inventory
 from fakes.actions import run_action  # pylint: disable=import-error
 
-TENANTS = [
+SIZE = {"vcpus": 2, "memory_mb": 1024}
+TENANTS = [dict(SIZE, **tenant) for tenant in [
     {"name": "tenant-a", "state": "running", "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.11/24"}},
     {"name": "tenant-b", "state": "running", "mac": "52:54:00:00:00:0B", "image": {"base": "/srv/debian-12.qcow2"},
      "guest": {"address": "192.168.150.12/24"}},
     {"name": "tenant-c", "state": "defined", "image": {"base": "/srv/debian-12.qcow2"}, "guest": {"address": "192.168.150.13/24"}},
-]
+]]
 JUMP = {"name": "dgx01", "address": "192.0.2.11", "user": "ops", "port": "22"}
 
 
@@ -52,7 +53,11 @@ def test_the_waits_give_the_guests_that_did_not_answer_and_the_seconds():
 
 @pytest.mark.parametrize("args, message", [
     ({"access": {}}, "guest_inventory: tenants: give the tenant list (gpuvirt_tenants), or waited; no host was added"),
-    ({"tenants": {"tenant-a": {}}}, "guest_inventory: tenants: expected the tenant list (gpuvirt_tenants), got dict; no host was added"),
+    ({"tenants": {"tenant-a": {}}}, "guest_inventory: tenants: expected a list of tenant dicts (gpuvirt_tenants); no host was added"),
+    # the tenant record's message: the tenant, the option, the fix
+    ({"tenants": [dict(TENANTS[0], guest={"address": "127.0.0.1/24"})], "jump_host": JUMP},
+     "guest_inventory: tenants[0] (tenant-a): guest.address: 127.0.0.1/24 is a loopback address, which no host can hold; give a "
+     "host address; no host was added"),
     ({"tenants": [dict(TENANTS[0], name="localhost")], "jump_host": JUMP},
      "guest_inventory: tenant localhost: a name Ansible keeps for the controller"),
     ({"tenants": TENANTS, "add": "maybe"}, "guest_inventory: add (tenant_guests_add_hosts): 'maybe' is not a boolean"),

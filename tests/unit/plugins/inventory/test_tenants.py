@@ -182,3 +182,22 @@ def test_a_tenant_the_guest_inventory_refuses_fails_the_host_naming_it():
     message = str(caught.value)
     assert message.startswith("gpuvirt.tenancy.tenants: host dgx01: tenant localhost: a name Ansible keeps for the controller")
     assert message.endswith("no guest was added"), message
+
+
+def test_a_tenant_entry_the_record_refuses_fails_the_host_with_the_records_message():
+    """gpuvirt_tenants is read as the tenant records: a bad entry (here a guest address no host can
+    hold), even one whose domain does not run, fails the source naming the host, the tenant and the
+    fix; no guest is added."""
+    from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils import tenant_inventory  # pylint: disable=import-outside-toplevel
+    hostvars = {"gpuvirt_tenants": TENANTS[:2] + [dict(TENANTS[2], guest={"address": "127.0.0.3/24"})],
+                "gpuvirt_guest_access": {"user": "debian"}}
+    with pytest.raises(tenant_inventory.TenantInventoryError) as caught:
+        tenant_inventory.guest_entries("dgx01", hostvars, {"tenant-a": "<domain/>"}, ["dgx01"])
+    message = str(caught.value)
+    assert message.startswith("gpuvirt.tenancy.tenants: host dgx01: tenants[2] (tenant-c): guest.address: 127.0.0.3/24 is a "
+                              "loopback address, which no host can hold; give a host address"), message
+    assert message.endswith("no guest was added"), message
+    # a tenant listed as defined is left out although its domain runs; the default state is listed
+    hostvars["gpuvirt_tenants"] = [dict(TENANTS[0], state="defined"), dict(TENANTS[1])]
+    entries = tenant_inventory.guest_entries("dgx01", hostvars, {"tenant-a": "<domain/>", "tenant-b": "<domain/>"}, ["dgx01"])
+    assert [entry["name"] for entry in entries] == ["tenant-b"]

@@ -16,6 +16,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning import tenant_plan
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.guest_inputs import data_nic_mac
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.libvirt.tenant_domain_one import TENANT_DOMAIN_OPTIONS
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from ansible_collections.gpuvirt.tenancy.plugins.plugin_utils.guest_inventory import (
     GuestInventoryError, GuestWaitError, guest_hosts, wait_failures, wait_times)
@@ -55,11 +56,66 @@ def test_guest_hosts_are_the_running_guests_with_a_jump():
     assert len(guest_hosts(TENANTS, ACCESS, {}, None, [], "true")) == 2
 
 
-def test_guest_hosts_refuses_what_is_not_a_tenant_list():
-    with pytest.raises(GuestInventoryError, match="tenants: expected the tenant list"):
-        guest_hosts({"tenant-a": {}})
-    with pytest.raises(GuestInventoryError, match="tenant tenant-a: guest must be a dict"):
-        guest_hosts([{"name": "tenant-a", "guest": "192.168.150.11"}])
+BAD_TENANTS = [
+    # (what is wrong, tenants, the record's message excerpt)
+    ("not a list", {"tenant-a": {}}, "tenants: expected a list of tenant dicts (gpuvirt_tenants)"),
+    ("a guest that is not a dict", [dict(TENANTS[0], guest="192.168.150.11")],
+     "tenants[0] (tenant-a): guest: expected a dict (address, rdma_address, hostname, packages, management_mac), got str"),
+    ("a loopback guest address", [dict(TENANTS[0], guest={"address": "127.0.0.1/24"})],
+     "tenants[0] (tenant-a): guest.address: 127.0.0.1/24 is a loopback address, which no host can hold; give a host address"),
+    ("a guest address without its prefix", [dict(TENANTS[0], guest={"address": "192.168.150.11"})],
+     "tenants[0] (tenant-a): guest.address: '192.168.150.11' is not an IPv4 address with its prefix"),
+    ("a state that is none", [dict(TENANTS[0], state="started")], "tenants[0] (tenant-a): state 'started' is not one of"),
+    ("an image that is not a dict", [dict(TENANTS[0], image="/srv/debian-12.qcow2")], "tenants[0] (tenant-a): image: expected a dict"),
+    ("a multicast MAC", [dict(TENANTS[1], mac="01:00:5e:00:00:01")], "tenants[0] (tenant-b): mac: 01:00:5e:00:00:01 is a multicast address"),
+    ("a data NIC MAC that is none", [dict(TENANTS[0], data_nic={"network": "gpuvirt-data", "mac": "02:00"})],
+     "tenants[0] (tenant-a): data_nic.mac: '02:00' is not a MAC address"),
+    ("no vCPUs", [dict(TENANTS[0], vcpus=None)], "tenants[0] (tenant-a): vcpus: required"),
+    # the rules over the list: also where the tenant that breaks one adds no host itself (tenant-c is only defined)
+    ("one address to two guests", TENANTS[:2] + [dict(TENANTS[2], guest={"address": "192.168.150.11/24"})],
+     "tenants[2] (tenant-c): guest.address 192.168.150.11 is also the guest.address of tenants[0] (tenant-a)"),
+    ("one name twice", TENANTS + [dict(TENANTS[3])], "tenants[4] (tenant-d): name tenant-d is also tenants[3]"),
+]
+
+
+@pytest.mark.parametrize("tenants, words", [case[1:] for case in BAD_TENANTS], ids=[case[0] for case in BAD_TENANTS])
+def test_a_bad_tenant_entry_gets_the_records_error_and_no_host(tenants, words):
+    """The tenants are read as the tenant records: a bad entry, a guest's or not, is refused with the
+    record's message (the tenant, the option and the fix), and no host is added."""
+    given = copy.deepcopy(tenants)
+    with pytest.raises(GuestInventoryError) as caught:
+        guest_hosts(tenants, ACCESS, {"name": "dgx01"})
+    message = str(caught.value)
+    assert words in message and message.endswith("; no host was added"), message
+    assert tenants == given
+
+
+def test_the_tenants_fields_are_the_records():
+    """What an entry holds of a tenant is its record's: the MAC in lower case, the first of a list of
+    MACs, the address without its prefix; records are taken as they are."""
+    records = tenant_records(TENANTS)
+    assert guest_hosts(records, ACCESS, {"name": "dgx01"}) == guest_hosts(TENANTS, ACCESS, {"name": "dgx01"})
+    listed = dict(TENANTS[1], mac=["52:54:00:00:00:1B", None])
+    (entry,) = guest_hosts([listed], ACCESS, {"name": "dgx01"})
+    assert entry["gpuvirt_guest_vf_mac"] == "52:54:00:00:00:1b" and entry["ansible_host"] == "192.168.150.12"
+    # a list whose first VF's MAC is derived: the plan's VF gets it as the tenants stage derives it
+    plan = {"placements": {"tenant-b": {"vfs": ["0000:81:00.2"], "mac": None}}}
+    (entry,) = guest_hosts([dict(listed, mac=[None])], ACCESS, {"name": "dgx01"}, plan)
+    assert entry["gpuvirt_guest_vf_mac"] == derived_mac("tenant-b", 0)
+
+
+@pytest.mark.parametrize("state, runs, added", [
+    ("running", ["tenant-a"], True),
+    # the default state (present) and running: its domain runs
+    (None, ["tenant-a"], True),
+    ("present", ["tenant-a"], True),
+    # listed as defined: left out although its domain runs
+    ("defined", ["tenant-a"], False),
+    ("running", [], False),
+])
+def test_with_the_running_domains_a_guest_is_one_whose_domain_runs(state, runs, added):
+    tenant = dict(TENANTS[0], state=state)
+    assert bool(guest_hosts([tenant], ACCESS, {"name": "dgx01"}, running=runs)) is added
 
 
 JUMP_HOST = {"name": "dgx01", "address": "192.0.2.11", "user": "ops", "port": 22}
