@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.tenancy contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host index built once per host model (placement/index_cache.py): the same model in distinct
+dicts shares one index, any change to what the index reads (a value, its type) makes another, a
+change to the caller's dict after a plan never reaches a kept index, and plans are those made
+without the cache."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import index_cache
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import Planner, plan_tenants
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
+
+from placement_topologies import dgx_a100, grouped, synthetic  # pylint: disable=import-error
+
+POLICY = {"reserved_cpus": "0-1,128-129"}
+TENANTS = [{"name": "t%d" % i, "vcpus": 4 + 2 * i, "memory_mb": 8192, "gpus": i % 3, "vfs": i % 2} for i in range(16)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    index_cache.forget()
+    yield
+    index_cache.forget()
+
+
+def _index(topology, policy=None):
+    return Planner(topology, policy).host
+
+
+def _uncached(topology, tenants, policy=None):
+    """The plan as made without the cache (each plan its own index)."""
+    index_cache.forget()
+    plan = plan_tenants(topology, tenants, policy)
+    index_cache.forget()
+    return plan
+
+
+def _state(index):
+    """What an index holds, its rank rows (filled as asked) left out."""
+    return dict((name, value) for name, value in vars(index).items() if name != "_rank_rows")
+
+
+def test_one_model_in_distinct_dicts_shares_one_index():
+    first, second = dgx_a100(), dgx_a100()
+    assert first is not second
+    assert _index(first, POLICY) is _index(second, POLICY)
+
+
+def test_the_pools_asked_for_are_part_of_the_key():
+    topology = dgx_a100()
+    every = _index(topology, POLICY)
+    two = _index(topology, dict(POLICY, gpus=every.gpus[:2]))
+    assert two is not every and two.gpus == every.gpus[:2]
+    assert _index(topology, dict(POLICY, host_devices=[every.gpus[0]])) is not every
+
+
+def test_a_changed_value_makes_another_index_equal_to_one_built_alone():
+    topology = dgx_a100()
+    before = _index(topology, POLICY)
+    gpu = topology["gpus"][0]
+    gpu["numa_node"] = (gpu["numa_node"] + 1) % 8
+    after = _index(topology, POLICY)
+    assert after is not before
+    assert after.gpu_node[gpu["address"]] == gpu["numa_node"] != before.gpu_node[gpu["address"]]
+    assert _state(after) == _state(HostIndex(topology))
+
+
+@pytest.mark.parametrize("value", [True, 1.0])
+def test_a_value_equal_but_of_another_type_makes_another_index(value):
+    # True == 1 == 1.0, but the index reads a bool as no node (node_of) where it reads 1 as node 1
+    topology = dgx_a100()
+    plain = _index(topology, POLICY)
+    other = copy.deepcopy(topology)
+    next(gpu for gpu in other["gpus"] if gpu["numa_node"] == 1)["numa_node"] = value
+    assert other == topology
+    typed = _index(other, POLICY)
+    assert typed is not plain
+    assert _state(typed) == _state(HostIndex(other))
+
+
+def test_the_callers_dict_changed_after_a_plan_never_reaches_the_kept_index():
+    topology = dgx_a100()
+    kept = _index(topology, POLICY)
+    saved = copy.deepcopy(_state(kept))
+    gpu = kept.gpus[0]
+    # the parts of the caller's topology an index built from it would hold: the affinity matrix, a PF's VF list
+    topology["gpu_nic_affinity"][gpu].clear()
+    pf = next(address for address, dev in topology["pci_devices"].items() if dev.get("virtfns"))
+    topology["pci_devices"][pf]["virtfns"].clear()
+    assert _state(kept) == saved
+    assert _index(dgx_a100(), POLICY) is kept
+
+
+def test_a_value_marshal_does_not_write_makes_no_key():
+    class Address(str):
+        pass
+
+    topology = dgx_a100()
+    topology["gpus"][0]["address"] = Address(topology["gpus"][0]["address"])
+    first, second = _index(topology, POLICY), _index(topology, POLICY)
+    assert first is not second
+    assert _state(first) == _state(second)
+
+
+def test_a_bad_topology_raises_each_time_and_is_not_kept():
+    topology = dgx_a100()
+    topology["numa_nodes"] = []
+    for _ in range(2):
+        with pytest.raises(InputError, match="numa_nodes is empty"):
+            _index(topology)
+    with pytest.raises(InputError, match="policy.gpus"):
+        _index(dgx_a100(), {"gpus": ["0000:ff:00.0"]})
+    assert not index_cache._INDEXES  # pylint: disable=protected-access
+
+
+def test_past_the_most_models_the_oldest_goes():
+    models = [synthetic(1, [4 + size], 2, [1], [1], [64]) for size in range(index_cache.MOST_MODELS + 1)]
+    first = _index(models[0])
+    for model in models[1:index_cache.MOST_MODELS]:
+        _index(model)
+    assert _index(models[0]) is first
+    _index(models[-1])
+    assert len(index_cache._INDEXES) == index_cache.MOST_MODELS  # pylint: disable=protected-access
+    assert _index(models[0]) is not first
+
+
+class _Reads(dict):
+    """A topology that records the top-level keys read of it."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("topology", [dgx_a100(), grouped(synthetic(1, [8], 2, [2], [2], [256]), {7: ["0000:10:00.0", "0000:10:00.1"]},
+                                                                {"0000:10:00.1": {"class": "0x040300", "numa_node": 0}})],
+                         ids=["dgx", "grouped"])
+def test_the_index_reads_only_the_keys_of_the_key(topology):
+    recorder = _Reads(topology)
+    HostIndex(recorder, None, None, {"0000:00:01.0": None})
+    assert recorder.read and recorder.read <= set(index_cache.INDEX_READS)
+
+
+def _containers(value, found):
+    if isinstance(value, (dict, list, set)):
+        found[id(value)] = value
+        for item in (value.items() if isinstance(value, dict) else value):
+            _containers(item, found)
+    elif isinstance(value, tuple):
+        for item in value:
+            _containers(item, found)
+    return found
+
+
+def test_a_plan_holds_none_of_the_kept_indexs_lists_or_dicts():
+    topology = dgx_a100()
+    plan = plan_tenants(topology, TENANTS, POLICY)
+    kept = _index(topology, POLICY)
+    held = _containers(vars(kept), {})
+    assert not set(_containers(plan, {})) & set(held)
+
+
+def test_plans_are_those_made_without_the_cache_whatever_the_caller_does_with_them():
+    mixes = [TENANTS, TENANTS[:8], TENANTS[3:14]]
+    alone = [json.dumps(_uncached(dgx_a100(), tenants, POLICY), sort_keys=True) for tenants in mixes]
+    for tenants, expected in zip(mixes * 2, alone * 2):
+        plan = plan_tenants(dgx_a100(), tenants, POLICY)
+        assert json.dumps(plan, sort_keys=True) == expected
+        for placement in plan["placements"].values():
+            placement["gpus"].clear()
+            placement["vf_pfs"].clear()
+        for free in plan["free"].values():
+            free["cpus"].clear()
+    assert len(index_cache._INDEXES) == 1  # pylint: disable=protected-access
