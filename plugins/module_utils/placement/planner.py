@@ -59,7 +59,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import Allocation, State
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import level_rank, read_host_devices
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index_cache import host_index
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index_cache import host_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.locality import nearest_free, vf_locality
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.partitions import Partitions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
@@ -77,12 +77,13 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
 
     def __init__(self, topology, policy=None):
         merged = self.policy = read_policy(policy)
-        # built once per host model in this process (placement/index_cache.py)
-        self.host = host_index(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]))
+        # the index and, on HGX boards with NVSwitches, the board whose Fabric Manager partitions a
+        # tenant's GPUs are (placement/partitions.py): built once per host model in this process
+        # (placement/index_cache.py)
+        self.host, self.board = host_model(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]),
+                                           merged["gpu_modules"])
         # what the reasons say of the host alone (placement/allocation.py), said once per plan
         self.host_notes = {}
-        # HGX boards with NVSwitches: a tenant's GPUs are one Fabric Manager partition (placement/partitions.py)
-        self._read_partitions(topology, merged["gpu_modules"])
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host index built once per host model (placement/index_cache.py): the same model in distinct
-dicts shares one index, any change to what the index reads (a value, its type) makes another, a
+"""The host index and NVSwitch board built once per host model (placement/index_cache.py): the same
+model in distinct dicts shares one index and board, any change to what the index reads (a value, its type) makes another, a
 change to the caller's dict after a plan never reaches a kept index, and plans are those made
 without the cache."""
 
@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import index_cache
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.partitions import board_of
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import Planner, plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
+import placement_families as families  # pylint: disable=import-error
 from placement_topologies import dgx_a100, grouped, synthetic  # pylint: disable=import-error
 
 POLICY = {"reserved_cpus": "0-1,128-129"}
@@ -31,8 +34,14 @@ def _fresh():
     index_cache.forget()
 
 
+def _planner(topology, policy=None):
+    """A Planner with the kept index: a key's first plan builds an index of its own, the second keeps one."""
+    Planner(topology, policy)
+    return Planner(topology, policy)
+
+
 def _index(topology, policy=None):
-    return Planner(topology, policy).host
+    return _planner(topology, policy).host
 
 
 def _uncached(topology, tenants, policy=None):
@@ -48,10 +57,36 @@ def _state(index):
     return dict((name, value) for name, value in vars(index).items() if name != "_rank_rows")
 
 
-def test_one_model_in_distinct_dicts_shares_one_index():
-    first, second = dgx_a100(), dgx_a100()
+def test_one_model_in_distinct_dicts_shares_one_index_from_its_second_plan_on():
+    first, second, third = dgx_a100(), dgx_a100(), dgx_a100()
     assert first is not second
-    assert _index(first, POLICY) is _index(second, POLICY)
+    alone = Planner(first, POLICY).host
+    kept = Planner(second, POLICY).host
+    assert alone is not kept and _state(alone) == _state(kept)
+    assert Planner(third, POLICY).host is kept
+
+
+def test_equal_topologies_whose_strings_are_shared_apart_get_an_index_each_and_the_same_plans():
+    # marshal flags an object more than one reference points to: a copy sharing the strings of its
+    # original (copy.deepcopy) writes apart from a topology read alike on its own
+    original = dgx_a100()
+    kept = _index(original, POLICY)
+    shared = copy.deepcopy(original)
+    assert shared == original and _index(shared, POLICY) is not kept
+    assert json.dumps(plan_tenants(shared, TENANTS, POLICY), sort_keys=True) == json.dumps(_uncached(dgx_a100(), TENANTS, POLICY),
+                                                                                            sort_keys=True)
+
+
+def test_hosts_read_from_json_documents_share_one_index():
+    text = json.dumps(dgx_a100())
+    kept = _index(json.loads(text), POLICY)
+    assert all(_index(json.loads(text), POLICY) is kept for _ in range(3))
+
+
+def test_a_fleet_of_hosts_that_all_differ_keeps_no_index():
+    for memory in range(index_cache.MOST_SEEN + 4):
+        Planner(dgx_a100(memory_mb=65536 + memory), POLICY)
+    assert not index_cache._MODELS and len(index_cache._SEEN) == index_cache.MOST_SEEN  # pylint: disable=protected-access
 
 
 def test_the_pools_asked_for_are_part_of_the_key():
@@ -89,9 +124,17 @@ def test_a_value_equal_but_of_another_type_makes_another_index(value):
 def test_the_callers_dict_changed_after_a_plan_never_reaches_the_kept_index():
     topology = dgx_a100()
     kept = _index(topology, POLICY)
+    plan_tenants(topology, TENANTS, POLICY)
+    # no list or dict of the index, its rank rows included, is one of the topology's
+    assert kept._rank_rows  # pylint: disable=protected-access
+    held = _containers(vars(kept), {})
+    for row in kept._rank_rows.values():  # pylint: disable=protected-access
+        _containers([row.levels, row.pf_vfs, row.vf_pf, row.vf_node, row.socket], held)
+    assert not set(_containers(topology, {})) & set(held)
     saved = copy.deepcopy(_state(kept))
     gpu = kept.gpus[0]
-    # the parts of the caller's topology an index built from it would hold: the affinity matrix, a PF's VF list
+    # the parts of the caller's topology an index built from it held before it kept copies: the
+    # affinity matrix's rows, a PF's VF list
     topology["gpu_nic_affinity"][gpu].clear()
     pf = next(address for address, dev in topology["pci_devices"].items() if dev.get("virtfns"))
     topology["pci_devices"][pf]["virtfns"].clear()
@@ -118,7 +161,7 @@ def test_a_bad_topology_raises_each_time_and_is_not_kept():
             _index(topology)
     with pytest.raises(InputError, match="policy.gpus"):
         _index(dgx_a100(), {"gpus": ["0000:ff:00.0"]})
-    assert not index_cache._INDEXES  # pylint: disable=protected-access
+    assert not index_cache._MODELS  # pylint: disable=protected-access
 
 
 def test_past_the_most_models_the_oldest_goes():
@@ -128,8 +171,26 @@ def test_past_the_most_models_the_oldest_goes():
         _index(model)
     assert _index(models[0]) is first
     _index(models[-1])
-    assert len(index_cache._INDEXES) == index_cache.MOST_MODELS  # pylint: disable=protected-access
+    assert len(index_cache._MODELS) == index_cache.MOST_MODELS  # pylint: disable=protected-access
     assert _index(models[0]) is not first
+
+
+def test_a_boards_model_shares_its_board_and_its_module_ids_are_part_of_the_key():
+    topology, tenants, policy, _partitions = families.nvswitch_board(random.Random(31))
+    planner = _planner(topology, policy)
+    assert planner.board is not None and planner.board.partitions
+    # the same model drawn again (its policy, which names the GPUs by the topology's strings, kept alike)
+    fresh = families.nvswitch_board(random.Random(31))
+    again = Planner(fresh[0], fresh[2])
+    assert again.host is planner.host and again.board is planner.board
+    unknown = _planner(topology, dict(policy, gpu_modules=None))
+    assert unknown.board is not planner.board and not unknown.board.partitions
+    assert vars(board_of(topology, policy["gpu_modules"])) == vars(planner.board)
+    alone = json.dumps(_uncached(topology, tenants, policy), sort_keys=True)
+    for _ in range(2):
+        assert json.dumps(plan_tenants(fresh[0], tenants, fresh[2]), sort_keys=True) == alone
+    with pytest.raises(InputError, match="no NVSwitch"):
+        Planner(dgx_a100(), dict(POLICY, gpu_modules={"0000:10:00.0": 1}))
 
 
 class _Reads(dict):
@@ -148,12 +209,13 @@ class _Reads(dict):
         return super().__getitem__(key)
 
 
-@pytest.mark.parametrize("topology", [dgx_a100(), grouped(synthetic(1, [8], 2, [2], [2], [256]), {7: ["0000:10:00.0", "0000:10:00.1"]},
+@pytest.mark.parametrize("topology", [dgx_a100(), families.nvswitch_board(random.Random(31))[0], grouped(synthetic(1, [8], 2, [2], [2], [256]), {7: ["0000:10:00.0", "0000:10:00.1"]},
                                                                 {"0000:10:00.1": {"class": "0x040300", "numa_node": 0}})],
-                         ids=["dgx", "grouped"])
-def test_the_index_reads_only_the_keys_of_the_key(topology):
+                         ids=["dgx", "nvswitch", "grouped"])
+def test_the_index_and_the_board_read_only_the_keys_of_the_key(topology):
     recorder = _Reads(topology)
     HostIndex(recorder, None, None, {"0000:00:01.0": None})
+    board_of(recorder, None)
     assert recorder.read and recorder.read <= set(index_cache.INDEX_READS)
 
 
@@ -187,4 +249,4 @@ def test_plans_are_those_made_without_the_cache_whatever_the_caller_does_with_th
             placement["vf_pfs"].clear()
         for free in plan["free"].values():
             free["cpus"].clear()
-    assert len(index_cache._INDEXES) == 1  # pylint: disable=protected-access
+    assert len(index_cache._MODELS) == 1  # pylint: disable=protected-access
