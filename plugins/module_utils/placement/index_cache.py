@@ -7,7 +7,8 @@ one model (one SKU, one firmware) read the same topology, and a process that pla
 fleet report, the planner benchmark) builds each model's index once.
 
 The key is exact and cheap: the bytes ``marshal.dumps`` writes of the parts of the topology the
-index and the board read (``INDEX_READS``) and of the pools (and GPU module IDs) asked for. The same
+index and the board read (``INDEX_READS``; of the hugepage pools their totals only) and of the pools
+(and GPU module IDs) asked for. The same
 bytes load as the same values of the same types (an int is not a bool or a float, a list not a
 tuple; Python's ``marshal`` documentation), so the same key gives the same index. A value
 ``marshal`` does not write (a str subclass, any other class) makes no key: that topology's index is
@@ -57,9 +58,12 @@ def host_model(topology, gpu_pool=None, vf_pfs=None, host_devices=None, gpu_modu
     pool or ``gpu_modules`` raises common.InputError each time (a pair that raised is not kept)."""
     if not isinstance(topology, dict):
         return HostIndex(topology, gpu_pool, vf_pfs, host_devices), None
-    get = topology.get
+    reads = list(map(topology.get, INDEX_READS))
+    nodes = reads[0]
+    if nodes.__class__ is list:
+        reads[0] = _totals(nodes)
     try:
-        key = marshal.dumps((tuple(map(get, INDEX_READS)), gpu_pool, vf_pfs, host_devices, gpu_modules))
+        key = marshal.dumps((tuple(reads), gpu_pool, vf_pfs, host_devices, gpu_modules))
     except ValueError:
         return HostIndex(topology, gpu_pool, vf_pfs, host_devices), board_of(topology, gpu_modules)
     model = _MODELS.get(key)
@@ -79,6 +83,29 @@ def host_model(topology, gpu_pool=None, vf_pfs=None, host_devices=None, gpu_modu
             del _MODELS[next(iter(_MODELS))]
         _MODELS[key] = model
     return model
+
+
+def _totals(nodes):
+    """``numa_nodes`` with each hugepage pool's ``total`` only: a pool's ``free`` count changes with the
+    tenants a host runs, and the index reads its total alone (``(pool or {}).get("total")``), so hosts of
+    one model with other tenants running share a key. The nodes as they are where one of them or of
+    their pools is no dict (then the index reads them as it reads them)."""
+    out = []
+    for node in nodes:
+        if node.__class__ is not dict:
+            return nodes
+        pools = node.get("hugepages")
+        if pools:
+            if pools.__class__ is not dict:
+                return nodes
+            totals = {}
+            for size, pool in pools.items():
+                if pool.__class__ is not dict:
+                    return nodes
+                totals[size] = {"total": pool["total"]} if "total" in pool else {}
+            node = dict(node, hugepages=totals)
+        out.append(node)
+    return out
 
 
 def forget():

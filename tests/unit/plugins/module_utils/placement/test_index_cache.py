@@ -83,6 +83,39 @@ def test_hosts_read_from_json_documents_share_one_index():
     assert all(_index(json.loads(text), POLICY) is kept for _ in range(3))
 
 
+def _running(free):
+    """The DGX model with ``free`` 2M pages free on node 0 (tenants running)."""
+    topology = dgx_a100()
+    pools = topology["numa_nodes"][0]["hugepages"]
+    size = next(iter(pools))
+    pools[size] = dict(pools[size], free=free)
+    return topology
+
+
+def test_hosts_of_one_model_with_other_pages_free_share_one_index():
+    kept = _index(_running(0), POLICY)
+    assert all(_index(_running(free), POLICY) is kept for free in (1, 7, 16384))
+    assert _state(kept) == _state(HostIndex(_running(5)))
+    # the total is read: another total, another index
+    other = _running(0)
+    pools = other["numa_nodes"][0]["hugepages"]
+    pools[next(iter(pools))]["total"] = 8192
+    assert _index(other, POLICY) is not kept and _index(other, POLICY).hugepages[0] == HostIndex(other).hugepages[0]
+
+
+@pytest.mark.parametrize("pools", [[1], {"2048kB": None}, {"2048kB": {"free": 3}}, {"2048kB": {}}], ids=["list", "none", "no-total", "empty"])
+def test_pools_of_other_shapes_read_as_the_index_reads_them(pools):
+    topology = dgx_a100()
+    topology["numa_nodes"][0]["hugepages"] = pools
+    try:
+        alone = _state(HostIndex(copy.deepcopy(topology)))
+    except Exception as exc:  # pylint: disable=broad-except
+        with pytest.raises(type(exc)):
+            _index(topology, POLICY)
+        return
+    assert _state(_index(topology, POLICY)) == alone
+
+
 def test_a_fleet_of_hosts_that_all_differ_keeps_no_index():
     for memory in range(index_cache.MOST_SEEN + 4):
         Planner(dgx_a100(memory_mb=65536 + memory), POLICY)
