@@ -26,7 +26,7 @@ import bench_planner as b  # noqa: E402  pylint: disable=import-error,wrong-impo
 from placement_topologies import dgx_a100, synthetic  # noqa: E402  pylint: disable=import-error,wrong-import-position
 
 if KIND == "mixed":
-    models = [lambda: dgx_a100(), lambda: dgx_a100(vfs_per_nic=2), lambda: dgx_a100(pages_2m=8192),
+    models = [dgx_a100, lambda: dgx_a100(vfs_per_nic=2), lambda: dgx_a100(pages_2m=8192),
               lambda: synthetic(4, [32, 32, 32, 32], 2, [2, 2, 0, 0], [4, 4, 4, 4], [8192] * 4)]
     hosts = [models[index % len(models)]() for index in range(HOSTS)]
 elif KIND == "running":

@@ -73,14 +73,14 @@ def test_equal_topologies_whose_strings_are_shared_apart_get_an_index_each_and_t
     kept = _index(original, POLICY)
     shared = copy.deepcopy(original)
     assert shared == original and _index(shared, POLICY) is not kept
-    assert json.dumps(plan_tenants(shared, TENANTS, POLICY), sort_keys=True) == json.dumps(_uncached(dgx_a100(), TENANTS, POLICY),
-                                                                                            sort_keys=True)
+    alone = json.dumps(_uncached(dgx_a100(), TENANTS, POLICY), sort_keys=True)
+    assert json.dumps(plan_tenants(shared, TENANTS, POLICY), sort_keys=True) == alone
 
 
 def test_hosts_read_from_json_documents_share_one_index():
     text = json.dumps(dgx_a100())
     kept = _index(json.loads(text), POLICY)
-    assert all(_index(json.loads(text), POLICY) is kept for _ in range(3))
+    assert all(_index(json.loads(text), POLICY) is kept for _try in range(3))
 
 
 def _running(free):
@@ -189,7 +189,7 @@ def test_a_value_marshal_does_not_write_makes_no_key():
 def test_a_bad_topology_raises_each_time_and_is_not_kept():
     topology = dgx_a100()
     topology["numa_nodes"] = []
-    for _ in range(2):
+    for _try in range(2):
         with pytest.raises(InputError, match="numa_nodes is empty"):
             _index(topology)
     with pytest.raises(InputError, match="policy.gpus"):
@@ -220,7 +220,7 @@ def test_a_boards_model_shares_its_board_and_its_module_ids_are_part_of_the_key(
     assert unknown.board is not planner.board and not unknown.board.partitions
     assert vars(board_of(topology, policy["gpu_modules"])) == vars(planner.board)
     alone = json.dumps(_uncached(topology, tenants, policy), sort_keys=True)
-    for _ in range(2):
+    for _try in range(2):
         assert json.dumps(plan_tenants(fresh[0], tenants, fresh[2]), sort_keys=True) == alone
     with pytest.raises(InputError, match="no NVSwitch"):
         Planner(dgx_a100(), dict(POLICY, gpu_modules={"0000:10:00.0": 1}))
@@ -242,9 +242,11 @@ class _Reads(dict):
         return super().__getitem__(key)
 
 
-@pytest.mark.parametrize("topology", [dgx_a100(), families.nvswitch_board(random.Random(31))[0], grouped(synthetic(1, [8], 2, [2], [2], [256]), {7: ["0000:10:00.0", "0000:10:00.1"]},
-                                                                {"0000:10:00.1": {"class": "0x040300", "numa_node": 0}})],
-                         ids=["dgx", "nvswitch", "grouped"])
+GROUPED = grouped(synthetic(1, [8], 2, [2], [2], [256]), {7: ["0000:10:00.0", "0000:10:00.1"]},
+                  {"0000:10:00.1": {"class": "0x040300", "numa_node": 0}})
+
+
+@pytest.mark.parametrize("topology", [dgx_a100(), families.nvswitch_board(random.Random(31))[0], GROUPED], ids=["dgx", "nvswitch", "grouped"])
 def test_the_index_and_the_board_read_only_the_keys_of_the_key(topology):
     recorder = _Reads(topology)
     HostIndex(recorder, None, None, {"0000:00:01.0": None})
