@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.tenancy contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The planner's index of the host model (placement/planner.py): what ``topology.read_topology`` reads
-(docs/CONTRACTS.md), indexed once per plan for the questions the planner asks. Per NUMA node its
+(docs/CONTRACTS.md), indexed once per host model for the questions the planner asks (placement/index_cache.py). Per NUMA node its
 CPUs, whole cores, GPUs, VFs, memory and hugepage pools; per CPU its node and core; per GPU and VF
 its node, PF and IOMMU group (the devices of one group go to one tenant or to none, with the
 group's companions: a card's audio or USB function); the PCIe distance ranks of GPUs to VFs,

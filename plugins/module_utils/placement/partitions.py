@@ -6,7 +6,7 @@ exactly one Fabric Manager partition's GPUs (the Shared NVSwitch virtualization 
 tenant NVLink only so), 1, 2, 4 or 8 of them on the HGX H100/H200 board and on one HGX A100
 baseboard; each placement says its partition.
 
-A mixin of the Planner (it needs ``host``, ``policy``): ``_read_partitions`` once, then
+A mixin of the Planner (it needs ``host``, ``policy`` and ``board``: ``board_of`` the host), then
 ``_partition_refusal`` for a tenant no partition fits, ``_partition_gpus`` where the planner picks
 GPUs, ``_partition_report`` on the plan. The pick is best fit: of the free partitions of the size
 asked, the one whose enclosing partitions have the fewest GPUs free (as a buddy allocator keeps
@@ -25,15 +25,17 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.nvswitc
 __metaclass__ = type
 
 
+def board_of(topology, gpu_modules):
+    """The host's NVSwitch board (vocabulary/nvswitch.py ``read_board``), or None without NVSwitches."""
+    # every GPU of the board, those policy.gpus leaves to the host too: its partitions hold them
+    gpus = set(gpu.get("address") for gpu in topology.get("gpus") or ())
+    return read_board(topology.get("pci_devices"), gpus, gpu_modules)
+
+
 class Partitions:
     """The Planner's NVSwitch partitions (a mixin)."""
 
     board = None
-
-    def _read_partitions(self, topology, gpu_modules):
-        # every GPU of the board, those policy.gpus leaves to the host too: its partitions hold them
-        gpus = set(gpu.get("address") for gpu in topology.get("gpus") or ())
-        self.board = read_board(topology.get("pci_devices"), gpus, gpu_modules)
 
     def _partition_refusal(self, tenant):
         """Why ``tenant`` (the planner's dict) can have no partition of this board; None when it can

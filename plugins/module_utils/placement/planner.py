@@ -39,7 +39,8 @@ Guarantees (tested in tests/unit/plugins/module_utils/placement/test_planner.py)
 The planner's files, one concept each (placement/planner.py composes them):
 
 - placement/index.py: ``HostIndex``, the planner's index of the host model (per node its cores,
-  GPUs, VFs and pools, per device its IOMMU group, the PCIe ranks of GPUs to VFs);
+  GPUs, VFs and pools, per device its IOMMU group, the PCIe ranks of GPUs to VFs), built once per
+  host model in a process (placement/index_cache.py: keyed by the bytes of what it reads);
 - placement/planner_request.py: the policy and each tenant's inputs, checked;
 - placement/existing.py: previous assignments kept, resized in place, or re-planned;
 - placement/allocation.py: what is taken (``State``), one tenant on one node, the greedy's step;
@@ -57,7 +58,8 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.allocation import Allocation, State
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.existing import GROW_LATER, ExistingAssignments
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import HostIndex, level_rank, read_host_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index import level_rank, read_host_devices
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.index_cache import host_model
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.locality import nearest_free, vf_locality
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.partitions import Partitions
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.report import PlanReport
@@ -75,11 +77,13 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
 
     def __init__(self, topology, policy=None):
         merged = self.policy = read_policy(policy)
-        self.host = HostIndex(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]))
+        # the index and, on HGX boards with NVSwitches, the board whose Fabric Manager partitions a
+        # tenant's GPUs are (placement/partitions.py): built once per host model in this process
+        # (placement/index_cache.py)
+        self.host, self.board = host_model(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]),
+                                           merged["gpu_modules"])
         # what the reasons say of the host alone (placement/allocation.py), said once per plan
         self.host_notes = {}
-        # HGX boards with NVSwitches: a tenant's GPUs are one Fabric Manager partition (placement/partitions.py)
-        self._read_partitions(topology, merged["gpu_modules"])
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:
