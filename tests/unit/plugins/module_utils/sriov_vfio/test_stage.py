@@ -15,7 +15,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
 # what the filter tenant_group_devices runs on the controller (its wrapping: tests/unit/plugins/filter)
 GROUP_DEVICES = group_devices
