@@ -201,6 +201,18 @@ def test_the_gate_answers_the_stage_only_for_the_inputs_it_checked(nic, change):
     assert check_result(check, dict(STAGE, **change)) == {}
 
 
+def test_the_gates_sriov_vfio_check_takes_no_tenants(nic):
+    """stage_checks.sriov_vfio takes vfio_bind's options: tenants is none of them (the tenants stage gives the tenants'
+    VFs their settings), so a call that still gives them is reported as the check's error, naming the option, and
+    answers no stage."""
+    _tree, kernel = nic
+    options = dict(STAGE, tenants=[{"name": "tenant-a", "vfs": ["0000:84:10.0"], "vlan": 101}])
+    check = check_stages(nic_host(nic), {"sriov_vfio": options}, Run())["sriov_vfio"]
+    assert check["error"].startswith("InputError: stage_checks.sriov_vfio: "), check
+    assert "tenants. Supported parameters include" in check["error"] and check["result"] is None
+    assert check_result(check, options) == {} and not kernel.writes
+
+
 def test_a_bare_host_checked_by_the_gate_has_the_stage_to_run(nic):
     _tree, kernel = nic
     check = check_stages(nic_host(nic), {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
