@@ -256,10 +256,18 @@ def domain_xml(name: str) -> str:
     return proc.stdout if proc.returncode == 0 else ""
 
 
-def vf_addresses() -> dict[str, str]:
-    """Each nested tenant's VF on the lab host, as host_vfio_tenants names it."""
-    with open(TENANTS_FILE, encoding="utf-8") as handle:
-        return {t["name"]: t["vfs"][0]["address"] for t in yaml.safe_load(handle)["host_vfio_tenants"]}
+def vf_addresses(xmls: dict[str, str]) -> dict[str, str]:
+    """Each nested tenant's VF on the lab host, as its domain holds it: the host address of its one
+    <interface type='hostdev'> (the VF the tenants stage's plan gave it); none where the XML has none."""
+    found = {}
+    for name, xml in xmls.items():
+        try:
+            nets = [address for address, element in nested_pci.host_devices(xml).items() if element.tag == "interface"]
+        except ET.ParseError:
+            nets = []
+        if nets:
+            found[name] = nets[0]
+    return found
 
 
 def gpu_switch(items, xml: str, gpu_address: str, vf_address: str) -> tuple[bool, str]:
@@ -315,9 +323,12 @@ def verify(texts: dict[str, str], vfs: dict[int, dict], xmls: dict[str, str] | N
         check(results, f"vf_numa {name}", ok, f"guest numa_node {seen.get('numa')} of its VF at {path or 'not seen'}")
 
     # (a3) a tenant with a GPU: its GPU and its VF below one emulated switch, as the domain says
-    addresses = vf_addresses()
+    addresses = vf_addresses(xmls or {})
     for name, tenant in wanted.items():
         for gpu_address in tenant.get("gpus", [])[:1]:
+            if name not in addresses:
+                check(results, f"gpu_switch {name}", False, "its domain's XML holds no <interface type='hostdev'> (its VF)")
+                continue
             ok, detail = gpu_switch(items[name], (xmls or {}).get(name, ""), gpu_address, addresses[name])
             check(results, f"gpu_switch {name}", ok, detail)
 

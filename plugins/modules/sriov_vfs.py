@@ -124,7 +124,7 @@ options:
     elements: dict
   vf_settings:
     description:
-      - With O(pfs), settings of VFs named by PCI address (such as a tenant list gives them), each applied on
+      - With O(pfs), settings of VFs named by PCI address (given explicitly, per VF), each applied on
         the PF of O(pfs) that owns the VF once its count is set - the VFs it has, or the addresses its routing
         offset/stride gives the VFs this call creates - so VFs and their settings are one call even on a bare host.
       - A VF of no PF listed, or of a PF without a netdev, is not set and is listed in RV(vf_settings_skipped)

@@ -19,7 +19,7 @@ description:
     check did not answer the call. A stage role so lists none of its call's options.
   - The call may be given as O(inputs) instead, the stage role's inputs, from which the action builds the options as
     M(gpuvirt.tenancy.gate_check) does - so a role whose call the gate does not check, the standalone C(host_sriov)'s
-    (V(sriov), M(gpuvirt.tenancy.sriov_vfs) for every PF and the VF settings the tenants name), builds and makes its call
+    (V(sriov), M(gpuvirt.tenancy.sriov_vfs) for every PF), builds and makes its call
     in one task. A bad input fails the task naming it, before any module runs.
   - The module gets the play's C(module_defaults) as a task naming it would (its own, and those of its action groups
     C(group/gpuvirt.tenancy.all) and C(group/gpuvirt.tenancy.libvirt)); O(options) win over them.

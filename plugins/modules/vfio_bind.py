@@ -34,10 +34,13 @@ description:
     (C(/etc/modules-load.d)). C(gpuvirt-vfio.service), ordered before libvirtd, rebinds devices
     that a built-in driver (pci-stub pre-binding) or a VF re-creation left elsewhere.
   - The SR-IOV/VFIO stage in one call. Given the stage's desired state as the inventory says it (O(sriov_pfs),
-    O(tenants), O(gpus), O(devices)), the module works the rest out on the host from the host model it reads. It makes
-    the VFs of every PF with their tenants' MAC and VLAN (as M(gpuvirt.tenancy.sriov_vfs) does, with the options that
-    module takes), reads the host again, and binds the VFs of the PFs with VFs, the tenant GPUs and the functions that
-    share their IOMMU groups (RV(companions)). Every input is checked before the first write.
+    O(gpus), O(devices)), the module works the rest out on the host from the host model it reads. It makes the VFs of
+    every PF (as M(gpuvirt.tenancy.sriov_vfs) does, with the options that module takes), reads the host again, and binds
+    the VFs of the PFs with VFs, the tenant GPUs and the functions that share their IOMMU groups (RV(companions)). Every
+    input is checked before the first write.
+  - The tenants' VFs get their MAC, VLAN, spoof check and trust from the tenants stage (M(gpuvirt.tenancy.tenant_domain)),
+    which picks each tenant's VFs from its VF count; this module reads no tenant. The option C(tenants) is gone (an
+    unsupported parameter) - give each tenant's C(vfs) as a count with its C(mac) and C(vlan) in C(gpuvirt_tenants).
 version_added: 0.1.0
 author:
   - gpuvirt.tenancy maintainers (@gpuvirt)
@@ -92,8 +95,8 @@ options:
         as the SR-IOV part left them. In check mode the VFs that part would create do not exist yet - their PFs are
         listed in RV(vfs_to_come) and not bound.
       - With it, naming no device to bind is allowed (the call then only sets the VFs).
-      - The options of M(gpuvirt.tenancy.sriov_vfs) worked out on the controller. O(sriov_pfs) and O(tenants) give the
-        same call from the inventory's desired state instead. Mutually exclusive with them.
+      - The options of M(gpuvirt.tenancy.sriov_vfs) worked out on the controller. O(sriov_pfs) gives the same call from
+        the inventory's desired state instead. Mutually exclusive with it.
     type: dict
   sriov_pfs:
     description:
@@ -120,17 +123,6 @@ options:
       link_type:
         description: For the boot stage's ConnectX firmware (M(gpuvirt.tenancy.iommu_grub)); not used here.
         type: str
-  tenants:
-    description:
-      - The tenants as the inventory gives them (C(gpuvirt_tenants)). Each VF a present tenant names by address (a VF
-        address, or C({address, mac, vlan})) gets its MAC and the tenant's VLAN on its PF, with spoof checking on and
-        trust off. The MAC is the VF's own C(mac), else the tenant's C(mac) (one for its first VF, or a list, one per VF in
-        PCI address order), else one derived from the tenant name and the VF's index.
-      - A VF named here must be a VF of a PF of O(sriov_pfs) once its count is set, and named by one tenant. The VF of a PF
-        without a netdev gets no settings (listed in C(vf_settings_skipped) of RV(sriov)).
-      - Tenants that give a VF count instead, and absent ones, name no VF (the tenants stage sets theirs).
-    type: list
-    elements: dict
   gpus:
     description:
       - The tenant GPU pool (C(gpuvirt_gpus)), bound with the functions that share their IOMMU groups and go along to the
@@ -175,7 +167,7 @@ EXAMPLES = r"""
   gpuvirt.tenancy.vfio_bind:
     devices: ["0000:82:00.0"]
 
-- name: The SR-IOV/VFIO stage in one call - VFs with their tenants' VLANs, then GPUs and VFs to vfio-pci
+- name: VFs with explicit per-VF settings (sriov_vfs's options), then GPUs and VFs to vfio-pci, in one call
   gpuvirt.tenancy.vfio_bind:
     devices: ["0000:82:00.0"]
     vfs_of: ["0000:41:00.0"]
@@ -188,7 +180,6 @@ EXAMPLES = r"""
 - name: The SR-IOV/VFIO stage from the inventory's desired state, decided on the host
   gpuvirt.tenancy.vfio_bind:
     sriov_pfs: "{{ gpuvirt_sriov_pfs }}"
-    tenants: "{{ gpuvirt_tenants }}"
     gpus: "{{ gpuvirt_gpus }}"
     gpu_ids: "{{ gpuvirt_gpu_pci_ids }}"
     devices: []

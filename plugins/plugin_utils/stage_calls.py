@@ -73,18 +73,41 @@ def _flag(role, name, value):
     return _option(role, name, value, {"type": "bool"}, False) is True
 
 
+# Inputs a stage no longer takes: its role hands the variable on all the same (``| default(none)``
+# in its vars/main.yml), so that an inventory that still sets it is refused, naming the variable
+# and what to give instead, before any call (the variable would be read by nothing otherwise).
+TENANT_VFS_FIX = ("give each tenant's vfs as a count in gpuvirt_tenants, with its mac and vlan: the tenants stage "
+                  "(gpuvirt.tenancy.tenant_vms) picks its VFs near its GPU and sets their MAC, VLAN, spoof check on and "
+                  "trust off, kept at boot (for settings of VFs named by address, gpuvirt.tenancy.sriov_vfs's vf_settings)")
+REMOVED_INPUTS = {
+    "sriov_vfio": {"tenants": "the SR-IOV/VFIO stage sets no tenant's VF settings any more. Remove %s; " + TENANT_VFS_FIX},
+    "sriov": {"tenants": "the host_sriov role sets no tenant's VF settings any more. Remove %s; " + TENANT_VFS_FIX},
+}
+
+
+def _removed(stage, role, given):
+    """Each removed input of ``stage`` (:data:`REMOVED_INPUTS`) unset (None, or "" as ansible-core
+    2.16 templates none), else StageInputError naming its variable and the fix."""
+    for name, fix in sorted(REMOVED_INPUTS.get(stage, {}).items()):
+        if given.get(name) is not None and given.get(name) != "":
+            variable = "%s_%s" % (role, name)
+            raise StageInputError("%s (%s) is no longer an input: %s" % (name, variable, fix % variable))
+
+
 def _inputs(stage, role, inputs, names):
-    """``inputs`` checked: a dict of exactly ``names``."""
+    """``inputs`` checked: a dict of exactly ``names``, and of the stage's removed inputs, which
+    may be given, unset (:func:`_removed`)."""
     if not isinstance(inputs, dict):
         raise StageInputError("inputs: give the %s stage's inputs as a dict (the %s role's inputs without the prefix), "
                               "got %s" % (stage, role, type(inputs).__name__))
     missing = sorted(set(names) - set(inputs))
-    unknown = sorted(set(inputs) - set(names))
+    unknown = sorted(set(inputs) - set(names) - set(REMOVED_INPUTS.get(stage, ())))
     if missing or unknown:
         raise StageInputError("inputs: the %s stage takes the inputs %s; %s" % (
             stage, ", ".join(sorted(names)), "; ".join(
                 ([("missing: %s" % ", ".join(missing))] if missing else [])
                 + ([("not an input of the stage: %s" % ", ".join(unknown))] if unknown else []))))
+    _removed(stage, role, inputs)
     return plain(inputs)
 
 
@@ -210,7 +233,7 @@ def _acs(wanted, given):
 
 # The SR-IOV/VFIO stage: the vfio_bind options the role gives, an input each of the same name (the
 # module's other forms, devices by id, VFs of a PF, a sriov_vfs request, are not the stage's).
-SRIOV_VFIO_OPTIONS = ("sriov_pfs", "tenants", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force",
+SRIOV_VFIO_OPTIONS = ("sriov_pfs", "gpus", "gpu_ids", "devices", "group_policy", "autoprobe", "persist", "force",
                       "fabric_vm")
 
 
@@ -257,26 +280,25 @@ def _libvirt_mounts(inputs):
 
 
 # The standalone host_sriov role's one sriov_vfs call (the SR-IOV/VFIO stage makes the same VFs inside its
-# vfio_bind call instead): every PF of ``pfs`` ([{pf, num_vfs, autoprobe}], as gpuvirt_sriov_pfs) and the
-# settings of the VFs the tenants name, module_utils sriov_vfio/tenant_vfs.sriov_request (which vfio_bind
-# runs on the host for its own request). The gate does not check it.
-SRIOV_INPUTS = ("pfs", "tenants", "autoprobe", "persist", "force")
+# vfio_bind call instead): every PF of ``pfs`` ([{pf, num_vfs, autoprobe}], as gpuvirt_sriov_pfs),
+# module_utils sriov_vfio/stage.pf_request (which vfio_bind runs on the host for its own request). The
+# gate does not check it.
+SRIOV_INPUTS = ("pfs", "autoprobe", "persist", "force")
 
 
 def _sriov(inputs):
-    """The host_sriov role's sriov_vfs call, ``{pfs, vf_settings}``: each PF with its count, its own
-    ``autoprobe`` or the role's, ``persist`` and ``force``; the settings of each VF a present tenant
-    names by address. A flag unset is false, as the role's ``| bool`` took it."""
-    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import tenant_vfs
+    """The host_sriov role's sriov_vfs call, ``{pfs}``: each PF with its count, its own
+    ``autoprobe`` or the role's, ``persist`` and ``force``. A flag unset is false, as the role's
+    ``| bool`` took it."""
+    from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage
     from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 
     given = _inputs("sriov", "host_sriov", inputs, SRIOV_INPUTS)
-    tenants = _option("host_sriov", "tenants", given["tenants"], {"type": "list"}, True)
     flags = [_flag("host_sriov", name, given[name]) for name in ("autoprobe", "persist", "force")]
     try:
-        return tenant_vfs.sriov_request(given["pfs"], tenants, *flags)
+        return stage.pf_request(given["pfs"], *flags)
     except InputError as exc:
-        raise StageInputError("pfs (host_sriov_pfs) or tenants (host_sriov_tenants): %s" % exc)
+        raise StageInputError("pfs (host_sriov_pfs): %s" % exc)
 
 
 STAGE_OPTIONS = {"boot": _boot, "sriov_vfio": _sriov_vfio, "tenants": _tenants, "libvirt_mounts": _libvirt_mounts,

@@ -126,7 +126,7 @@ def calls(pfs, tenants):
                  "hugepages": {"at_boot": ["1G"], "enable_units": True, "mounts": [], "pages": PAGES, "persist": True,
                                "persist_unit": "/etc/systemd/system/gpuvirt-hugepages.service"}},
         "sriov_vfio": {"autoprobe": False, "devices": [], "force": False, "gpu_ids": ["10de:20b0"], "gpus": GPUS,
-                       "group_policy": "strict", "persist": True, "sriov_pfs": pfs, "tenants": tenants},
+                       "group_policy": "strict", "persist": True, "sriov_pfs": pfs},
         "tenants": {"domain_type": "kvm", "firmware": "efi", "force_off": False, "gpu_ids": ["10de:20b0"], "guest_access": {},
                     "live": True, "machine": "q35", "memory_mode": "strict", "nic_ids": [], "priorities": {"online": {"cpu_shares": 1024}},
                     "shutdown_timeout": 120, "tenants": tenants, "vf_persist": True,

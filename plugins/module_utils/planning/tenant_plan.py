@@ -25,7 +25,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import stays
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import tenant_records, thaw
-# what every tenant's network VF gets on its PF (the one definition, with the VFs tenants name)
+# what every tenant's network VF gets on its PF besides its MAC and VLAN (the one definition)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.planning.pcie_switches import switch_groups
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import ISOLATION
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import tenant_network_vfs

@@ -333,7 +333,7 @@ def call_pfs(topology, sriov_params, wanted_pfs):
 
 def sriov_first(sriov_params, named, wanted_pfs, params, host, run, topology, needed, kept):
     """With an SR-IOV part (``sriov_params``: the options of sriov_vfs, from ``sriov`` or built
-    from ``sriov_pfs`` and ``tenants``): check the devices named outright (``named``, and
+    from ``sriov_pfs``): check the devices named outright (``named``, and
     ``ids``) on the host as it is (``kept``: its PFs kept for their VFs), then run sriov_vfs in
     this call (VFs and their settings before they are bound). -> (its result or None, the PFs of
     ``wanted_pfs`` whose VFs it creates only outside check mode)."""
@@ -362,7 +362,7 @@ def read_model(host, params, fresh=False):
 
 def stage_sriov(params, host, topology):
     """The SR-IOV part of the call: the options of sriov_vfs (``sriov`` as given, or the stage's
-    request from ``sriov_pfs`` and ``tenants``: sriov_vfio/stage.py), or None; and the PFs whose VFs go
+    request from ``sriov_pfs``: sriov_vfio/stage.py), or None; and the PFs whose VFs go
     to vfio-pci (``vfs_of`` and the PFs of ``sriov_pfs`` with VFs)."""
     if params.get("sriov") is not None:
         options = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", sriov.MODULE_ARGS, params["sriov"])
@@ -449,7 +449,6 @@ VFIO_BIND_ARGS = dict(
         sriov=dict(type="dict"),
         # the SR-IOV/VFIO stage's desired state, decided on the host (sriov_vfio/stage.py)
         sriov_pfs=dict(type="list", elements="dict", options=vfio_stage.SRIOV_PF_OPTIONS),
-        tenants=dict(type="list", elements="dict"),
         gpus=dict(type="list", elements="str"),
         gpu_ids=dict(type="list", elements="str", default=[]),
         autoprobe=dict(type="bool", default=False),
@@ -457,6 +456,5 @@ VFIO_BIND_ARGS = dict(
         fabric_vm=dict(type="dict"),
     ),
     required_one_of=[("devices", "ids", "vfs_of", "sriov", "sriov_pfs", "gpus", "fabric_vm")],
-    mutually_exclusive=[("sriov", "sriov_pfs"), ("sriov", "tenants")],
-    required_by={"tenants": "sriov_pfs"},
+    mutually_exclusive=[("sriov", "sriov_pfs")],
 )

@@ -164,6 +164,17 @@ def _data_nic(value, where):
     return nic
 
 
+def _vf_count(vfs, where):
+    """A tenant's ``vfs``: a count. VFs named (addresses, or dicts with their own MAC and VLAN)
+    are refused with the contract's fix: the planner picks them, the tenant's mac/vlan set them."""
+    if isinstance(vfs, (list, tuple, Mapping)):
+        count = 1 if isinstance(vfs, Mapping) else len(vfs)
+        raise InputError("%s: vfs: %r names VFs by address, but a tenant's vfs is a count: give the number of VFs "
+                         "(vfs: %d); the planner picks the tenant's VFs near its GPU, and each gets its MAC and VLAN from "
+                         "the tenant's mac (one, or a list of one per VF) and vlan" % (where, vfs, count))
+    return whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
+
+
 def tenant_record(raw, index, firmware=None, option=None):
     """One entry of the list -> its :class:`Tenant`. ``firmware``: what a tenant that gives none
     boots with (the stage's setting; None: efi). A tenant that leaves (state absent) needs only
@@ -187,8 +198,7 @@ def tenant_record(raw, index, firmware=None, option=None):
     data.update(name=name, state=state)
     get = raw.get
     data["gpus"] = _count_or_addresses(get("gpus"), where, "gpus")
-    vfs = get("vfs")
-    data["vfs"] = whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
+    data["vfs"] = _vf_count(get("vfs"), where)
     prefix = where + ": "
     data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(get("vcpus"), get("memory_mb"), get("max_vcpus"), where=prefix)
     data["mac"] = check_tenant_mac(get("mac"), prefix + "mac")

@@ -68,17 +68,18 @@ def converged(tmp_path):
     from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind  # pylint: disable=import-outside-toplevel
     tree, kernel = lab_host(tmp_path / "root")
     args = {"sriov_pfs": INVENTORY["gpuvirt_sriov_pfs"], "gpus": INVENTORY["gpuvirt_gpus"], "gpu_ids": INVENTORY["gpuvirt_gpu_pci_ids"],
-            "tenants": INVENTORY["gpuvirt_tenants"], "devices": []}
+            "devices": []}
     result = run_module(vfio_bind.main, args, host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
     assert result["changed"] and not result.get("failed"), result
     return tree
 
 
-def run_stage(tmp_path, gate_change, boot_changed):
+def run_stage(tmp_path, gate_change, boot_changed, **inventory):
     """The play above through ansible-runner; -> (rc, stdout, records: fakes.playbook_run)."""
     tree = converged(tmp_path)
     (tmp_path / "play.yml").write_text(PLAY % {"root": tree.root})
-    extra = dict(INVENTORY, gate_change=gate_change, boot_changed=boot_changed, ansible_python_interpreter=sys.executable)
+    extra = dict(INVENTORY, gate_change=gate_change, boot_changed=boot_changed, ansible_python_interpreter=sys.executable,
+                 **inventory)
     return run_with_runner(tmp_path / "runner", tmp_path / "play.yml", "localhost ansible_connection=local", extra, "--check --diff")
 
 
@@ -113,3 +114,17 @@ def test_converged_stage_takes_the_gates_check_of_exactly_its_call(tmp_path, gat
     assert [vf["address"] for vf in published["vfs"][PF]] == ["0000:81:00.%d" % i for i in range(1, 5)]
     assert sorted(published["bound"]) == ["0000:81:00.%d" % i for i in range(1, 5)] + [GPU]
     assert published["changed"] is False
+
+
+def test_an_inventory_that_still_sets_host_vfio_tenants_is_refused_before_the_gate(tmp_path):
+    """host_vfio_tenants is no longer an input (the tenants stage gives the tenants' VFs their settings): still set, the
+    call built for the gate (tasks_from options) fails naming it and the fix, and nothing reads or changes the host."""
+    tenants = [{"name": "tenant-a", "vfs": [{"address": "0000:81:00.1", "mac": "52:54:00:a0:00:01", "vlan": 101}]}]
+    rc, out, records = run_stage(tmp_path, {}, False, host_vfio_tenants=tenants)
+    assert rc != 0, out[-4000:]
+    [failed] = [r for r in records if r["status"] == "failed"]
+    assert failed["action"] == "gpuvirt.tenancy.stage_options", failed
+    assert "tenants (host_vfio_tenants) is no longer an input" in failed["result"]["msg"], failed["result"]
+    assert "Remove host_vfio_tenants; give each tenant's vfs as a count in gpuvirt_tenants" in failed["result"]["msg"]
+    # the play stopped there: neither the gate's read nor the stage ran
+    assert not [r for r in records if r["task"].startswith("Test | The gate's read")] and round_trips(records) == []

@@ -27,7 +27,7 @@ def test_bad_inputs_are_named_and_nothing_runs(args, message):
     execute.assert_not_called()
 
 
-SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 2}], "tenants": [], "autoprobe": False, "persist": True, "force": False}
+SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 2}], "tenants": None, "autoprobe": False, "persist": True, "force": False}
 
 
 def test_a_call_given_as_inputs_is_built_then_made():
@@ -40,13 +40,18 @@ def test_a_call_given_as_inputs_is_built_then_made():
     assert not result.get("failed") and result["changed"] is True
     assert execute.call_args.kwargs["module_name"] == "gpuvirt.tenancy.sriov_vfs"
     assert execute.call_args.kwargs["module_args"] == {
-        "pfs": [{"pf": "0000:81:00.0", "num_vfs": 2, "autoprobe": False, "persist": True, "force": False}], "vf_settings": []}
+        "pfs": [{"pf": "0000:81:00.0", "num_vfs": 2, "autoprobe": False, "persist": True, "force": False}]}
 
 
 @pytest.mark.parametrize("args, message", [
     ({"stage": "sriov", "inputs": dict(SRIOV, pfs="0000:81:00.0")},
-     "sriov: pfs (host_sriov_pfs) or tenants (host_sriov_tenants): expected the PF list [{pf, num_vfs, autoprobe}] "
-     "(gpuvirt_sriov_pfs), got '0000:81:00.0'"),
+     "sriov: pfs (host_sriov_pfs): expected the PF list [{pf, num_vfs, autoprobe}] (gpuvirt_sriov_pfs), got '0000:81:00.0'"),
+    # the removed input host_sriov_tenants, still set: refused naming it and the fix, before any call
+    ({"stage": "sriov", "inputs": dict(SRIOV, tenants=[{"name": "a", "vfs": ["0000:81:00.1"]}])},
+     "sriov: tenants (host_sriov_tenants) is no longer an input: the host_sriov role sets no tenant's VF settings any more. "
+     "Remove host_sriov_tenants; give each tenant's vfs as a count in gpuvirt_tenants, with its mac and vlan: the tenants "
+     "stage (gpuvirt.tenancy.tenant_vms) picks its VFs near its GPU and sets their MAC, VLAN, spoof check on and trust off, "
+     "kept at boot (for settings of VFs named by address, gpuvirt.tenancy.sriov_vfs's vf_settings)"),
     ({"stage": "sriov", "inputs": SRIOV, "options": {}},
      "sriov: give the call either as options (a dict) or as inputs (the stage role's inputs), not both"),
     ({"stage": "sriov", "inputs": "pfs"}, "sriov: inputs: give the sriov stage's inputs as a dict (the host_sriov role's inputs "

@@ -50,3 +50,16 @@ def test_no_filter_file_is_named_after_a_tombstoned_filter():
     # and every filter a file offers is documented beside it
     documented = set(path[:-4] for path in os.listdir(FILTER_DIR) if path.endswith(".yml"))
     assert set(offered()) == documented
+
+
+def test_the_tenant_vf_settings_filter_is_tombstoned_with_the_way_that_replaced_it():
+    """Removed with the SR-IOV/VFIO stage's VFs named by address: no action took its place, the tenants stage did."""
+    stones, filters = tombstoned(), offered()
+    assert "tenant_vf_settings" in stones and "tenant_vf_settings" not in filters
+    text = stones["tenant_vf_settings"]["warning_text"]
+    assert stones["tenant_vf_settings"]["removal_version"] == "0.2.0"
+    for words in ("vfs as a count in gpuvirt_tenants", "gpuvirt.tenancy.tenant_vms", "gpuvirt.tenancy.tenant_domain",
+                  "gpuvirt.tenancy.sriov_vfs its vf_settings"):
+        assert words in text, text
+    # the filter that shared its file is still offered, from a file named after it
+    assert filters["sriov_pf_addresses"] == "sriov_pf_addresses.py"

@@ -15,7 +15,6 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.restore import scr
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
 from ansible_collections.gpuvirt.tenancy.plugins.modules import vfio_bind
 from conftest import run_module  # pylint: disable=import-error
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from fakes.live import LiveHost  # pylint: disable=import-error
 from fakes.commands import RecordedCommands, standin_reply  # pylint: disable=import-error
 from fakes.interrupt import tree_state  # pylint: disable=import-error
@@ -203,17 +202,23 @@ def test_a_gpu_with_no_iommu_group_is_refused_before_any_unbind(lab, check_mode)
     assert stub["changed"] and not stub.get("failed"), stub
 
 
-# ---- the stage's desired state (sriov_pfs, tenants, gpus): the SR-IOV/VFIO stage decided on the host
+# ---- the stage's desired state (sriov_pfs, gpus): the SR-IOV/VFIO stage decided on the host
 
 NIC_VFS = ["0000:84:10.0", "0000:84:10.2"]
 # as the inventory gives them: gpuvirt_sriov_pfs (a netdev name for the igb PF; link_type is the
-# boot stage's), gpuvirt_tenants (a VF named by address with its own MAC, one by address only, a
-# count), gpuvirt_gpus, gpuvirt_gpu_pci_ids
+# boot stage's), gpuvirt_gpus, gpuvirt_gpu_pci_ids
 INPUTS = {
     "sriov_pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2, "link_type": "eth"}],
-    "tenants": [{"name": "tenant-a", "gpus": 1, "vfs": [{"address": NIC_VFS[0], "mac": "52:54:00:a0:00:01"}], "vlan": 101},
-                {"name": "tenant-b", "vfs": [NIC_VFS[1]], "vlan": 102, "image": {"size_gb": 10}},
-                {"name": "tenant-c", "vfs": 1}],
+    "gpus": ["0000:82:00.0"],
+    "gpu_ids": ["1234:11e8"],
+    "devices": [],
+}
+# the same VFs with explicit per-VF settings by address (sriov_vfs's options, as a user gives them)
+EXPLICIT = {
+    "sriov": {"pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2}],
+              "vf_settings": [{"address": NIC_VFS[0], "mac": "52:54:00:a0:00:01", "vlan": 101, "spoofchk": True, "trust": False},
+                              {"address": NIC_VFS[1], "mac": "52:54:00:b0:00:01", "vlan": 102, "spoofchk": True, "trust": False}]},
+    "vfs_of": [PF, "ens12"],
     "gpus": ["0000:82:00.0"],
     "gpu_ids": ["1234:11e8"],
     "devices": [],
@@ -243,12 +248,9 @@ def test_the_stage_from_its_desired_state_then_nothing_to_do(nic):
     tree, kernel = nic
     first, calls = stage(nic, INPUTS)
     assert first["changed"] and not first.get("failed"), first
-    # VFs made on both PFs, the tenants' VF settings on the igb PF's netdev
+    # VFs made on both PFs; no VF setting (the tenants stage gives the tenants' VFs theirs)
     assert [(p["pf"], p["num_vfs"]) for p in first["sriov"]["pfs"]] == [(PF, 4), (NIC_PF, 2)]
-    assert ["ip", "link", "set", "dev", "ens12", "vf", "0", "mac", "52:54:00:a0:00:01", "vlan", "101",
-            "spoofchk", "on", "trust", "off"] in calls
-    assert ["ip", "link", "set", "dev", "ens12", "vf", "1", "mac", derived_mac("tenant-b", 0), "vlan", "102",
-            "spoofchk", "on", "trust", "off"] in calls
+    assert not [c for c in calls if c[:3] == ["ip", "link", "set"]], calls
     # read again after the VFs: every VF, the GPU and its audio function (its IOMMU group's) on vfio-pci
     assert first["companions"] == [GPU_AUDIO] and first["vfs_to_come"] == []
     bound = ["0000:81:00.%d" % i for i in range(1, 5)] + ["0000:82:00.0", GPU_AUDIO] + NIC_VFS
@@ -256,9 +258,28 @@ def test_the_stage_from_its_desired_state_then_nothing_to_do(nic):
     assert all(kernel.driver(address) == "vfio-pci" for address in bound)
     assert kernel.driver(NIC_PF) == "igb" and kernel.driver("0000:00:05.0") == "e1000e"
     config = json.load(open(tree.p(restore.SRIOV_CONFIG), encoding="utf-8"))["pfs"]
-    assert [vf["vlan"] for vf in config[NIC_PF]["vfs"]] == [101, 102] and config[PF] == {"num_vfs": 4, "autoprobe": False}
+    assert not config[NIC_PF].get("vfs") and config[PF] == {"num_vfs": 4, "autoprobe": False}
     kernel.writes.clear()
     second, calls = stage(nic, INPUTS)
+    assert second["changed"] is False and not kernel.writes, second
+    assert all(call[:3] == ["ip", "link", "show"] or call[:4] == ["ip", "-j", "addr", "show"] for call in calls), calls
+
+
+def test_explicit_vf_settings_by_address_then_nothing_to_do(nic):
+    """A user's own per-VF settings (the sriov option: sriov_vfs's pfs and vf_settings) are set in the same call, through
+    the ip stand-in, kept at boot, and hold on a second run."""
+    tree, kernel = nic
+    first, calls = stage(nic, EXPLICIT)
+    assert first["changed"] and not first.get("failed"), first
+    assert ["ip", "link", "set", "dev", "ens12", "vf", "0", "mac", "52:54:00:a0:00:01", "vlan", "101",
+            "spoofchk", "on", "trust", "off"] in calls
+    assert ["ip", "link", "set", "dev", "ens12", "vf", "1", "mac", "52:54:00:b0:00:01", "vlan", "102",
+            "spoofchk", "on", "trust", "off"] in calls
+    assert all(kernel.driver(address) == "vfio-pci" for address in NIC_VFS)
+    config = json.load(open(tree.p(restore.SRIOV_CONFIG), encoding="utf-8"))["pfs"]
+    assert [vf["vlan"] for vf in config[NIC_PF]["vfs"]] == [101, 102]
+    kernel.writes.clear()
+    second, calls = stage(nic, EXPLICIT)
     assert second["changed"] is False and not kernel.writes, second
     # only reads: the VFs' settings, and the SSH session's netdev (ip -j addr show) on the running host
     assert all(call[:3] == ["ip", "link", "show"] or call[:4] == ["ip", "-j", "addr", "show"] for call in calls), calls
@@ -272,13 +293,13 @@ def test_capture_reads_no_vf_settings(nic):
     stage(nic, INPUTS)
     kernel.writes.clear()
     commands = RecordedCommands(programs=["ip"])
-    preview = run_module(vfio_bind.main, dict(INPUTS), check_mode=True, diff=True, host=Host(tree.root, commands=commands, kernel=kernel))
+    preview = run_module(vfio_bind.main, dict(EXPLICIT), check_mode=True, diff=True, host=Host(tree.root, commands=commands, kernel=kernel))
     assert not preview.get("failed") and commands.calls == [], preview
     nic_pf = preview["sriov"]["pfs"][1]
     assert nic_pf["pf"] == NIC_PF and not nic_pf["recreated"] and "not read" in nic_pf["settings_not_read"]
     assert preview["sriov"]["pfs"][0]["settings_not_read"] is None   # no netdev: nothing to read
     assert [vf["settings"]["vlan"] for vf in nic_pf["vfs"]] == [101, 102] and preview["changed"]
-    refused = run_module(vfio_bind.main, dict(INPUTS), host=Host(tree.root, commands=commands, kernel=kernel))
+    refused = run_module(vfio_bind.main, dict(EXPLICIT), host=Host(tree.root, commands=commands, kernel=kernel))
     assert refused["failed"] and not refused["changed"] and commands.calls == [], refused
     assert "VF settings of ens12" in refused["msg"] and "captured tree" in refused["msg"] and "check mode" in refused["msg"]
     assert not kernel.writes
@@ -317,31 +338,6 @@ def test_a_gpu_sharing_its_group_with_a_pf_of_the_call_is_refused(no_acs, group_
         assert not kernel.writes and kernel.driver(nic) == "mlx5_core" and kernel.driver(gpu) == "nvidia"
 
 
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_a_tenant_vlan_for_a_vf_of_a_pf_without_netdev_is_refused_unless_the_boot_stage_makes_it_ethernet(tmp_path, check_mode):
-    """NIC0 of the DGX tree in InfiniBand mode with IPoIB not loaded: no netdev, its RDMA port's link_layer InfiniBand.
-    A tenant's vlan on one of its VFs would be dropped without a word (it goes through the PF's netdev): refused before
-    any change, naming the tenant, the PF and the fix; with link_type eth (the boot stage gives the port an Ethernet
-    netdev) it is not."""
-    tree, _gpus, nics = build_dgx_a100_class(str(tmp_path / "root"))
-    pf = nics["NIC0"]
-    shutil.rmtree(tree.p(tree.pci_paths[pf] + "/net"))
-    os.unlink(tree.p("/sys/class/net/ibp0"))
-    tree.write(tree.pci_paths[pf] + "/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand")
-    for name in ("sriov_offset", "sriov_stride"):
-        tree.write(tree.pci_paths[pf] + "/" + name, "1")
-    kernel = FakeKernel(tree)
-    vf = pf[:-1] + "1"
-    args = {"sriov_pfs": [{"pf": pf, "num_vfs": 2}], "tenants": [{"name": "t", "vfs": [vf], "vlan": 5}], "devices": []}
-    refused = run_module(vfio_bind.main, args, check_mode=check_mode, host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
-    assert refused["failed"] and not refused["changed"] and not kernel.writes, refused
-    assert refused["msg"].startswith("tenant t: its vlan cannot be set on VF %s: PF %s has no netdev" % (vf, pf)), refused["msg"]
-    assert "link_type: eth for %s" % pf in refused["msg"]
-    args["sriov_pfs"][0]["link_type"] = "eth"
-    planned = run_module(vfio_bind.main, args, check_mode=True, host=Host(tree.root, commands=RecordedCommands(), kernel=kernel))
-    assert not planned.get("failed"), planned
-
-
 def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):
     tree, kernel = nic
     result, calls = stage(nic, INPUTS, check_mode=True, diff=True)
@@ -356,15 +352,15 @@ def test_the_stage_in_check_mode_names_the_vfs_to_come_and_changes_nothing(nic):
 
 def test_a_pf_without_vfs_is_not_bound_and_its_vfs_are_removed(nic):
     _tree, kernel = nic
-    stage(nic, dict(INPUTS, tenants=[]))
-    result, _calls = stage(nic, dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": 0}, {"pf": "ens12", "num_vfs": 2}]))
+    stage(nic, INPUTS)
+    result, _calls = stage(nic, dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 0}, {"pf": "ens12", "num_vfs": 2}]))
     assert result["changed"] and [p["num_vfs"] for p in result["sriov"]["pfs"]] == [0, 2]
     assert not [d for d in result["devices"] if d["address"].startswith("0000:81:")]
     assert kernel.read("/sys/bus/pci/devices/%s/sriov_numvfs" % PF) == "0"
 
 
 def test_the_autoprobe_of_a_pf_wins_over_the_calls(nic):
-    result, _calls = stage(nic, dict(INPUTS, tenants=[], autoprobe=True,
+    result, _calls = stage(nic, dict(INPUTS, autoprobe=True,
                                      sriov_pfs=[{"pf": PF, "num_vfs": 2, "autoprobe": False}, {"pf": "ens12", "num_vfs": 1}]))
     assert [p["autoprobe"] for p in result["sriov"]["pfs"]] == [False, True]
 
@@ -374,34 +370,22 @@ def test_the_autoprobe_of_a_pf_wins_over_the_calls(nic):
     (dict(INPUTS, sriov_pfs=[{"pf": PF}]), ["missing required arguments: num_vfs", "sriov_pfs"]),
     (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": "four"}]), ["sriov_pfs", "num_vfs"]),
     (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4, "colour": "red"}]), ["colour", "sriov_pfs"]),
-    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": -1}]), ["sriov_pfs[0] (0000:81:00.0): num_vfs: -1 is outside 0-4"]),
-    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "ens12", "num_vfs": 9}]), ["sriov_pfs[0] (ens12): num_vfs: 9 is outside 0-7"]),
-    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": PF, "num_vfs": 4}, {"pf": "81:00.0", "num_vfs": 2}]),
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": -1}]), ["sriov_pfs[0] (0000:81:00.0): num_vfs: -1 is outside 0-4"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": "ens12", "num_vfs": 9}]), ["sriov_pfs[0] (ens12): num_vfs: 9 is outside 0-7"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4}, {"pf": "81:00.0", "num_vfs": 2}]),
      ["sriov_pfs[1] (81:00.0): PF 0000:81:00.0 is also sriov_pfs[0]"]),
-    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "0000:82:00.0", "num_vfs": 4}]),
+    (dict(INPUTS, sriov_pfs=[{"pf": "0000:82:00.0", "num_vfs": 4}]),
      ["sriov_pfs[0] (0000:82:00.0): pf: 0000:82:00.0 is not SR-IOV capable"]),
-    (dict(INPUTS, tenants=[], sriov_pfs=[{"pf": "eth9", "num_vfs": 4}]), ["sriov_pfs[0] (eth9): pf: 'eth9' is neither"]),
-    # a tenant VF that is not a VF of a listed PF (no such PF listed; more VFs than the count makes), named twice
-    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4}]),
-     ["tenants[0] (tenant-a).vfs[0]: 0000:84:10.0 is not a VF of the PFs of sriov_pfs", "0000:81:00.0"]),
-    (dict(INPUTS, sriov_pfs=[{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 1}]),
-     ["tenants[1] (tenant-b).vfs[0]: 0000:84:10.2 is not a VF of the PFs of sriov_pfs"]),
-    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]]}, {"name": "b", "vfs": ["0000:84:10.0"]}]),
-     ["tenants[1] (b).vfs[0]: VF 0000:84:10.0 is also tenants[0] (a)'s"]),
-    (dict(INPUTS, tenants=[{"name": "a", "vfs": ["84:10"]}]), ["tenants[0] (a).vfs[0]: '84:10' is not a PCI address"]),
-    (dict(INPUTS, tenants=[{"name": "a", "vfs": NIC_VFS, "mac": ["52:54:00:a0:00:01", "52:54:00:A0:00:01"]}]),
-     ["tenants: MAC 52:54:00:a0:00:01 is given to tenants[0] (a).vfs[0] (0000:84:10.0) and tenants[0] (a).vfs[1]"]),
-    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]], "vlan": 4095}]), ["tenants[0] (a).vfs[0].vlan: 4095 is not a VLAN id"]),
-    (dict(INPUTS, tenants=[{"name": "a", "vfs": [NIC_VFS[0]], "mac": "01:00:5e:00:00:01"}]),
-     ["tenants[0] (a).vfs[0].mac: 01:00:5e:00:00:01 is a multicast address"]),
+    (dict(INPUTS, sriov_pfs=[{"pf": "eth9", "num_vfs": 4}]), ["sriov_pfs[0] (eth9): pf: 'eth9' is neither"]),
     # tenant GPUs: a GPU of the host model only
     (dict(INPUTS, gpu_ids=[]), ["gpus: 0000:82:00.0 (1234:11e8) is not a GPU of the host model", "gpu_ids"]),
     (dict(INPUTS, gpus=["0000:99:00.0"]), ["gpus: no PCI device 0000:99:00.0"]),
     (dict(INPUTS, gpus=["gpu0"]), ["gpus: 'gpu0' is not a PCI address"]),
     (dict(INPUTS, gpu_ids=["1234"]), ["gpu_ids:"]),
-    # the stage's options or the controller's sriov, not both; tenants only with the PFs
+    # the stage's options or the controller's sriov, not both
     (dict(INPUTS, sriov={"pf": PF, "num_vfs": 4}), ["mutually exclusive", "sriov", "sriov_pfs"]),
-    ({"tenants": INPUTS["tenants"], "gpus": INPUTS["gpus"], "gpu_ids": INPUTS["gpu_ids"]}, ["tenants", "sriov_pfs"]),
+    # the tenants are no option: the tenants stage gives their VFs their settings
+    (dict(INPUTS, tenants=[{"name": "tenant-a", "vfs": [NIC_VFS[0]], "vlan": 101}]), ["Unsupported parameters", "tenants"]),
 ])
 @pytest.mark.parametrize("check_mode", [False, True])
 def test_bad_stage_input_is_refused_naming_it_and_changes_nothing(nic, args, words, check_mode):

@@ -218,7 +218,8 @@ def test_boot_bad_inputs_are_named(value, message):
 
 # ---- the SR-IOV/VFIO stage
 
-VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": [], "gpus": [], "gpu_ids": ["10de:20b0"], "devices": [],
+# "tenants": the removed input host_vfio_tenants, unset (the role hands it on as none)
+VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": None, "gpus": [], "gpu_ids": ["10de:20b0"], "devices": [],
         "group_policy": "strict", "autoprobe": False, "persist": True, "force": False, "fabric_vm": {}}
 
 
@@ -226,7 +227,7 @@ VFIO = {"sriov_pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": [], "gpu
     (VFIO, True),
     (dict(VFIO, sriov_pfs=[], gpus=["0000:82:00.0"]), True),
     (dict(VFIO, sriov_pfs=[], devices=["0000:83:00.0"]), True),
-    (dict(VFIO, sriov_pfs=[], tenants=[{"name": "a"}]), False),
+    (dict(VFIO, sriov_pfs=[]), False),
     (dict(VFIO, sriov_pfs=None, gpus=""), False),
     # the Fabric Manager service VM's NVSwitches alone are a reason for the call
     (dict(VFIO, sriov_pfs=[], fabric_vm={"name": "fm", "nvswitches": ["0000:6d:00.0"]}), True),
@@ -237,15 +238,15 @@ def test_sriov_vfio_calls_only_when_the_inventory_names_a_pf_gpu_or_device(input
     if not asks:
         assert options == {}
         return
-    # the service VM only when given
-    assert options == dict((key, value) for key, value in inputs.items() if key != "fabric_vm" or value)
+    # the service VM only when given; the removed input never
+    assert options == dict((key, value) for key, value in inputs.items() if key != "tenants" and (key != "fabric_vm" or value))
     validated = nested_params("sriov_vfio", "gpuvirt.tenancy.vfio_bind", VFIO_BIND_ARGS, options)
     assert validated["group_policy"] == "strict" and validated["persist"] is True
 
 
 def test_sriov_vfio_unset_lists_are_empty_and_unset_settings_left_out():
-    options = stage_options("sriov_vfio", dict(VFIO, tenants=None, devices="", force=None, group_policy="", gpu_ids=None))
-    assert options["tenants"] == [] and options["devices"] == [] and "force" not in options and "group_policy" not in options
+    options = stage_options("sriov_vfio", dict(VFIO, tenants="", devices="", force=None, group_policy="", gpu_ids=None))
+    assert options["devices"] == [] and "force" not in options and "group_policy" not in options and "tenants" not in options
     # gpu_ids has a default in vfio_bind's spec ([]): unset, it is left to it
     assert "gpu_ids" not in options
 
@@ -288,10 +289,7 @@ def test_libvirt_mounts_bad_inputs_name_the_input(inputs, message):
 
 # ---- the standalone host_sriov role's sriov_vfs call (the gate does not check it)
 
-VF1 = "0000:81:00.1"
-SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],
-         "tenants": [{"name": "a", "vfs": [VF1], "mac": "52:54:00:00:00:01", "vlan": 10}, {"name": "b", "vfs": 1}],
-         "autoprobe": False, "persist": True, "force": False}
+SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}], "tenants": None, "autoprobe": False, "persist": True, "force": False}
 
 
 @pytest.mark.parametrize("inputs, expected_pfs", [
@@ -303,10 +301,12 @@ SRIOV = {"pfs": [{"pf": "0000:81:00.0", "num_vfs": 4}],
       {"pf": "b", "num_vfs": 2, "autoprobe": False, "persist": False, "force": True}]),
     (dict(SRIOV, pfs=[]), []),
 ])
-def test_sriov_is_one_sriov_vfs_call_for_every_pf_and_the_tenants_vf_settings(inputs, expected_pfs):
+def test_sriov_is_one_sriov_vfs_call_for_every_pf(inputs, expected_pfs):
     options = stage_options("sriov", inputs)
-    settings = [{"address": VF1, "mac": "52:54:00:00:00:01", "vlan": 10, "spoofchk": True, "trust": False}]
-    assert options == {"pfs": expected_pfs, "vf_settings": settings}
+    # no VF settings: the tenants stage gives the tenants' VFs theirs
+    assert options == {"pfs": expected_pfs}
+    # a caller of the action that gives no removed input at all: the same call
+    assert stage_options("sriov", dict((k, v) for k, v in inputs.items() if k != "tenants")) == options
     assert stage_module("sriov") == "gpuvirt.tenancy.sriov_vfs"
     # the module's own spec takes the call as built
     validated = nested_params("sriov", "gpuvirt.tenancy.sriov_vfs", SRIOV_VFS_ARGS, options)
@@ -314,18 +314,41 @@ def test_sriov_is_one_sriov_vfs_call_for_every_pf_and_the_tenants_vf_settings(in
 
 
 @pytest.mark.parametrize("inputs, message", [
-    (dict(SRIOV, pfs="0000:81:00.0"), r"pfs \(host_sriov_pfs\) or tenants \(host_sriov_tenants\): expected the PF list "
+    (dict(SRIOV, pfs="0000:81:00.0"), r"pfs \(host_sriov_pfs\): expected the PF list "
                                       r"\[\{pf, num_vfs, autoprobe\}\] \(gpuvirt_sriov_pfs\), got '0000:81:00.0'"),
     (dict(SRIOV, pfs=[{"num_vfs": 4}]), "expected the PF list"),
     (dict(SRIOV, pfs=[{"pf": "x"}]), "expected the PF list"),
     (dict(SRIOV, pfs=["x"]), "expected the PF list"),
     (dict(SRIOV, force="maybe"), r"force \(host_sriov_force\) must be a boolean, got 'maybe'"),
-    (dict(SRIOV, tenants={"name": "a"}), r"tenants \(host_sriov_tenants\) must be a list, got dict"),
     (dict(SRIOV, num_vfs=4), "not an input of the stage: num_vfs"),
 ])
 def test_sriov_bad_inputs_name_the_input(inputs, message):
     with pytest.raises(StageInputError, match=message):
         stage_options("sriov", inputs)
+
+
+# ---- inputs the stages no longer take: host_vfio_tenants and host_sriov_tenants, refused while set
+
+TENANTS = [{"name": "tenant-a", "vfs": [{"address": "0000:84:10.0", "mac": "52:54:00:a0:00:01", "vlan": 101}]}]
+
+
+@pytest.mark.parametrize("stage, inputs, variable, gate", [
+    ("sriov_vfio", VFIO, "host_vfio_tenants", False),
+    # the call built for the preflight gate (host_vfio tasks_from options): refused before the gate reads the host
+    ("sriov_vfio", VFIO, "host_vfio_tenants", True),
+    ("sriov", SRIOV, "host_sriov_tenants", False),
+])
+@pytest.mark.parametrize("value", [TENANTS, [], [{"name": "b", "vfs": 1}], {"name": "a"}, "tenant-a"])
+def test_a_removed_input_still_set_is_refused_naming_it_and_the_fix(stage, inputs, variable, gate, value):
+    with pytest.raises(StageInputError) as err:
+        stage_options(stage, dict(inputs, tenants=value), gate=gate)
+    assert str(err.value).startswith("tenants (%s) is no longer an input: " % variable), str(err.value)
+    assert "Remove %s; give each tenant's vfs as a count in gpuvirt_tenants, with its mac and vlan" % variable in str(err.value)
+    assert "gpuvirt.tenancy.tenant_vms" in str(err.value) and "vf_settings" in str(err.value)
+    # unset (none, or "" as ansible-core 2.16 templates it), or not given at all: no refusal
+    for unset in (None, ""):
+        assert stage_options(stage, dict(inputs, tenants=unset)) == stage_options(stage, inputs)
+    assert stage_options(stage, dict((k, v) for k, v in inputs.items() if k != "tenants")) == stage_options(stage, inputs)
 
 
 def test_the_gate_checks_no_sriov_call():

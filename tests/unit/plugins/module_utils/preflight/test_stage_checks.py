@@ -139,9 +139,12 @@ def test_preflight_info_refuses_bad_stage_checks(lab, stage_checks, message):
 # (host_vfio tasks_from options), decided on the host by the check as by the call
 
 STAGE = {"sriov_pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2}],
-         "tenants": [{"name": "tenant-a", "gpus": 1, "vfs": ["0000:84:10.0"], "vlan": 101}, {"name": "tenant-b", "vfs": 1}],
          "gpus": [GPU], "gpu_ids": ["1234:11e8"], "devices": [], "group_policy": "strict", "autoprobe": False,
          "persist": True, "force": False}
+# the same VFs with a user's explicit per-VF setting by address (vfio_bind's sriov: sriov_vfs's options)
+WITH_SETTINGS = {"sriov": {"pfs": [{"pf": PF, "num_vfs": 4}, {"pf": "ens12", "num_vfs": 2}],
+                           "vf_settings": [{"address": "0000:84:10.0", "mac": "52:54:00:a0:00:01", "vlan": 101}]},
+                 "vfs_of": [PF, "ens12"], "gpus": [GPU], "gpu_ids": ["1234:11e8"], "devices": []}
 
 
 @pytest.fixture
@@ -180,9 +183,6 @@ def test_the_stage_converged_is_answered_by_the_gate_for_exactly_its_call(nic):
     assert second["changed"] is False
     # the same answer, but that check mode reports the VF settings it wants where a run reads them from ip
     assert without_vf_settings(dict(check["result"], changed=False)) == without_vf_settings(second)
-    [checked, ran] = [[(vf["address"], (vf["settings"] or {}).get("vlan")) for vf in r["sriov"]["pfs"][1]["vfs"]][:1]
-                      for r in (check["result"], second)]
-    assert checked == ran == [("0000:84:10.0", 101)]
     # what host_vfio publishes from it: the VFs of both PFs, the GPU with its audio function on vfio-pci
     assert [(p["pf"], len(p["vfs"])) for p in check["result"]["sriov"]["pfs"]] == [(PF, 4), (NIC_PF, 2)]
     assert {d["address"] for d in check["result"]["devices"]} >= {GPU, GPU_AUDIO, "0000:84:10.0", "0000:84:10.2"}
@@ -190,7 +190,6 @@ def test_the_stage_converged_is_answered_by_the_gate_for_exactly_its_call(nic):
 
 
 @pytest.mark.parametrize("change", [
-    {"tenants": [{"name": "tenant-a", "gpus": 1, "vfs": ["0000:84:10.0"], "vlan": 102}, {"name": "tenant-b", "vfs": 1}]},
     {"sriov_pfs": [{"pf": PF, "num_vfs": 2}, {"pf": "ens12", "num_vfs": 2}]},
     {"gpus": []},
     {"force": True},
@@ -200,6 +199,18 @@ def test_the_gate_answers_the_stage_only_for_the_inputs_it_checked(nic, change):
     check = check_stages(nic_host(nic), {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
     assert check_result(check, dict(STAGE)) != {}
     assert check_result(check, dict(STAGE, **change)) == {}
+
+
+def test_the_gates_sriov_vfio_check_takes_no_tenants(nic):
+    """stage_checks.sriov_vfio takes vfio_bind's options: tenants is none of them (the tenants stage gives the tenants'
+    VFs their settings), so a call that still gives them is reported as the check's error, naming the option, and
+    answers no stage."""
+    _tree, kernel = nic
+    options = dict(STAGE, tenants=[{"name": "tenant-a", "vfs": ["0000:84:10.0"], "vlan": 101}])
+    check = check_stages(nic_host(nic), {"sriov_vfio": options}, Run())["sriov_vfio"]
+    assert check["error"].startswith("InputError: stage_checks.sriov_vfio: "), check
+    assert "tenants. Supported parameters include" in check["error"] and check["result"] is None
+    assert check_result(check, options) == {} and not kernel.writes
 
 
 def test_a_bare_host_checked_by_the_gate_has_the_stage_to_run(nic):
@@ -215,7 +226,7 @@ def test_ip_is_asked_once_per_pf_in_a_call_and_again_after_a_change(nic):
     SR-IOV/VFIO and tenants checks read the same PFs. A change of VFs or of their settings in the call
     forgets it, so what the call reports after the change is read again (the ip stand-in keeps state)."""
     host = nic_host(nic)
-    first = run_module(vfio_bind.main, dict(STAGE), host=host)
+    first = run_module(vfio_bind.main, dict(WITH_SETTINGS), host=host)
     assert first["changed"] and not first.get("failed"), first
     shows = host.commands.ran("ip", "link", "show", "dev", "ens12")
     sets = host.commands.ran("ip", "link", "set", "dev", "ens12", "vf")
@@ -225,7 +236,7 @@ def test_ip_is_asked_once_per_pf_in_a_call_and_again_after_a_change(nic):
     assert vlans["0000:84:10.0"] == 101
     # a converged host: one read per PF however many of the call's checks plan it
     host = nic_host(nic)
-    check = check_stages(host, {"sriov_vfio": dict(STAGE)}, Run())["sriov_vfio"]
+    check = check_stages(host, {"sriov_vfio": dict(WITH_SETTINGS)}, Run())["sriov_vfio"]
     assert check["error"] is None and check["changed"] is False, check
     manager = sriov.SriovManager(host, host.topology())
     assert manager.current_settings("ens12")[0]["vlan"] == 101

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 """vfio_stage: the SR-IOV/VFIO stage's desired state decided on the host. The IOMMU-group
 companions of the tenant GPUs that vfio_bind binds are the ones the controller's filter
-(tenant_group_devices) gives for the same host model, on trees built from real listings; the VF
-settings of the VFs tenants name are the filter tenant_vf_settings' (one code: sriov_vfio/tenant_vfs.py),
-checked against the PFs of the call with their VF counts."""
+(tenant_group_devices) gives for the same host model, on trees built from real listings; the
+sriov_vfs request is every PF with its count, the one the standalone host_sriov role's call builds
+on the controller (pf_request), and no tenant's VF settings (the tenants stage gives those)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,14 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import group_devices
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.pool_groups import pool_groups
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio.tenant_vfs import tenant_vf_settings
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.sriov_vfio import stage as vfio_stage
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.host.seam import Host
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.vf_mac import derived_mac
 from fakes.commands import RecordedCommands  # pylint: disable=import-error
-from fakes.kernel import GPU_AUDIO, NIC_PF, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
+from fakes.kernel import GPU_AUDIO, lab_host, lab_host_with_nic, rtx_group_host, v100_pairs_host  # pylint: disable=import-error
 
-# what filters tenant_group_devices and tenant_vf_settings run on the controller (their wrapping:
-# tests/unit/plugins/filter)
+# what the filter tenant_group_devices runs on the controller (its wrapping: tests/unit/plugins/filter)
 GROUP_DEVICES = group_devices
-TENANT_VF_SETTINGS = tenant_vf_settings
 GPU_IDS = ["1234:11e8"]
 
 
@@ -73,44 +69,30 @@ def test_no_gpus_option_takes_no_companions(tmp_path):
     assert vfio_stage.tenant_gpus(model(tree, GPU_IDS), None) == ([], [])
 
 
-def params(sriov_pfs, tenants, **options):
-    return dict({"sriov_pfs": sriov_pfs, "tenants": tenants, "autoprobe": False, "persist": True, "force": False}, **options)
+def params(sriov_pfs, **options):
+    return dict({"sriov_pfs": sriov_pfs, "autoprobe": False, "persist": True, "force": False}, **options)
 
 
-TENANTS = [{"name": "a", "vfs": ["0000:84:10.2", {"address": "0000:84:10.0", "vlan": 7}], "mac": "52:54:00:a0:00:01", "vlan": 101},
-           {"name": "b", "vfs": 2, "mac": "52:54:00:b0:00:01"},
-           {"name": "c", "vfs": ["0000:84:10.4"], "state": "absent"}]
-
-
-def test_vf_settings_from_the_tenants(tmp_path):
+def test_the_request_is_every_pf_with_its_count_and_no_vf_settings(tmp_path):
     tree, _kernel = lab_host_with_nic(tmp_path / "root")
     host = Host(tree.root, commands=RecordedCommands())
-    options, vfs_of = vfio_stage.sriov_request(params([{"pf": "ens12", "num_vfs": 4, "autoprobe": True},
-                                                       {"pf": "0000:81:00.0", "num_vfs": 0}], TENANTS), host, host.topology())
-    # the tenant's MAC for its first VF in address order, derived ones after it; the VF's own VLAN, else the tenant's
-    assert options["vf_settings"] == [
-        dict(address="0000:84:10.2", mac=derived_mac("a", 1), vlan=101, spoofchk=True, trust=False, qos=None, link_state=None,
-             clear=False),
-        dict(address="0000:84:10.0", mac="52:54:00:a0:00:01", vlan=7, spoofchk=True, trust=False, qos=None, link_state=None,
-             clear=False)]
-    assert [dict((k, s[k]) for k in ("address", "mac", "vlan", "spoofchk", "trust")) for s in options["vf_settings"]] \
-        == TENANT_VF_SETTINGS(TENANTS)
+    pfs = [{"pf": "ens12", "num_vfs": 4, "autoprobe": True, "link_type": "eth"}, {"pf": "0000:81:00.0", "num_vfs": 0}]
+    options, vfs_of = vfio_stage.sriov_request(params(pfs), host, host.topology())
     assert [(p["pf"], p["num_vfs"], p["autoprobe"], p["persist"], p["force"]) for p in options["pfs"]] == [
         ("ens12", 4, True, True, False), ("0000:81:00.0", 0, False, True, False)]
+    # the tenants stage gives the tenants' VFs their settings: this request names none
+    assert not options["vf_settings"]
+    # the same PFs as the host_sriov role's call, built on the controller from the same list
+    assert [dict((k, p[k]) for k in ("pf", "num_vfs", "autoprobe", "persist", "force")) for p in options["pfs"]] \
+        == vfio_stage.pf_request(pfs, False, True, False)["pfs"]
     # only the PFs with VFs have VFs to bind
     assert vfs_of == ["ens12"]
 
 
-def test_a_vf_still_to_come_is_named_by_its_address_to_be(tmp_path):
-    """The igb PF has no VFs yet: its VFs' addresses come from its routing offset and stride."""
-    tree, _kernel = lab_host_with_nic(tmp_path / "root")
-    host = Host(tree.root, commands=RecordedCommands())
-    assert host.topology()["pci_devices"][NIC_PF]["virtfns"] == []
-    tenants = [{"name": "a", "vfs": ["0000:84:10.6"]}]
-    options, _vfs_of = vfio_stage.sriov_request(params([{"pf": NIC_PF, "num_vfs": 4}], tenants), host, host.topology())
-    assert [s["address"] for s in options["vf_settings"]] == ["0000:84:10.6"]
-    with pytest.raises(InputError, match=r"tenants\[0\] \(a\)\.vfs\[0\]: 0000:84:10.6 is not a VF of the PFs of sriov_pfs"):
-        vfio_stage.sriov_request(params([{"pf": NIC_PF, "num_vfs": 3}], tenants), host, host.topology())
+@pytest.mark.parametrize("pfs", ["0000:81:00.0", [{"num_vfs": 4}], [{"pf": "x"}], ["x"], None])
+def test_pf_request_refuses_what_is_not_the_pf_list(pfs):
+    with pytest.raises(InputError, match=r"expected the PF list \[\{pf, num_vfs, autoprobe\}\] \(gpuvirt_sriov_pfs\)"):
+        vfio_stage.pf_request(pfs)
 
 
 def test_without_sriov_pfs_no_sriov_part(tmp_path):

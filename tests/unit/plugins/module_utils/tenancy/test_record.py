@@ -157,7 +157,6 @@ def test_records_are_parsed_once():
     ([entry(firmware=["efi"])], "tenants[0] (a): firmware: ['efi'] is not one of efi, bios"),
     ([entry(gpus=[GPU_A, GPU_A.upper()])], "tenants[0] (a): gpus lists an address twice; list each device once"),
     ([entry(vfs="many")], "tenants[0] (a): vfs: 'many' is not a whole number"),
-    ([entry(vfs=[GPU_A])], "tenants[0] (a): vfs: ['0000:07:00.0'] is not a whole number"),
     ([entry(priority="gold")], "tenants[0] (a): priority 'gold' is not one of online, batch"),
     ([entry(numa="wide")], "tenants[0] (a): numa 'wide' is not one of required, required_vf_socket, preferred, spread (leave it out for policy.numa)"),
     ([entry(emulator="x")], "tenants[0] (a): emulator 'x' is not one of isolate, housekeeping, vcpus (leave it out"),
@@ -185,6 +184,35 @@ def test_each_bad_input_names_the_tenant_the_option_and_the_fix(tenants, message
         tenant_records(tenants)
     assert str(err.value).startswith(message), str(err.value)
     assert tenants == before
+
+
+# ---------------------------------------------------------------------------- vfs: a count, never VFs by address
+VF_A, VF_B = "0000:84:10.0", "0000:84:10.2"
+VFS_FIX = ("but a tenant's vfs is a count: give the number of VFs (vfs: %d); the planner picks the tenant's VFs near its "
+           "GPU, and each gets its MAC and VLAN from the tenant's mac (one, or a list of one per VF) and vlan")
+
+
+@pytest.mark.parametrize("vfs, count", [
+    # the forms the SR-IOV/VFIO stage once took: addresses, {address, mac, vlan}, a mix of both
+    ([VF_A], 1),
+    ([VF_A, VF_B], 2),
+    ([{"address": VF_A, "mac": "52:54:00:a0:00:01", "vlan": 101}], 1),
+    ([VF_A, {"address": VF_B, "vlan": 7}], 2),
+    ((VF_A,), 1),
+    # one VF as a dict, and an empty list (no VFs: the count 0)
+    ({"address": VF_A, "mac": "52:54:00:a0:00:01"}, 1),
+    ([], 0),
+])
+def test_vfs_named_by_address_are_refused_with_the_count_to_give(vfs, count):
+    tenants = [entry("a", mac="52:54:00:a0:00:01", vlan=101), entry("b", vfs=vfs, mac="52:54:00:b0:00:01", vlan=102)]
+    before = copy.deepcopy(tenants)
+    with pytest.raises(InputError) as err:
+        tenant_records(tenants)
+    assert str(err.value) == "tenants[1] (b): vfs: %r names VFs by address, %s" % (vfs, VFS_FIX % count)
+    assert tenants == before
+    # the count the message names is taken, with the same mac and vlan
+    record = tenant_records([entry("b", vfs=count, mac="52:54:00:b0:00:01", vlan=102)])[0]
+    assert (record["vfs"], record["mac"], record["vlan"]) == (count, "52:54:00:b0:00:01", 102)
 
 
 # ---------------------------------------------------------------------------- the rules over the list
