@@ -170,7 +170,7 @@ class State:
 class Allocation:
     """The Planner's allocation on one node (a mixin: it needs ``policy``, ``host``, ``reserved``,
     ``reserved_memory_mb``, ``threshold``, ``first_fit``, ``whole_cores``, ``host_notes`` (a dict:
-    what a reason says of the host alone, said once per plan), ``_needed_pages`` and, for NVSwitch
+    what a reason says of the host alone, said once per host index), ``_needed_pages`` and, for NVSwitch
     boards, placement/partitions.py's ``_partitioned``, ``_partition_gpus`` and ``board``)."""
 
     def _free_cores(self, state, node, prefer=()):
@@ -319,7 +319,7 @@ class Allocation:
     def _no_vf_note(self, node, count):
         """Why a node with no VF in the pool gives a tenant none, and the fix: no SR-IOV capable PF
         on it (on an SNC/NPS host, its socket's NICs sitting on other nodes), or PFs without VFs.
-        Read of the host only: said once per plan for each node and count."""
+        Read of the host only: said once per host index for each node and count."""
         key = ("no VF", node, count)
         note = self.host_notes.get(key)
         if note is None:
@@ -542,7 +542,7 @@ class Allocation:
     def _nodeless_note(self, tenant, numa):
         """What a node's shortage does not say: the pool's devices of the tenant's kinds that report no
         NUMA node (sysfs numa_node -1 on a host of several nodes), which only a split placement takes.
-        Read of the host only: said once per plan for each kind of tenant."""
+        Read of the host only: said once per host index for each kind of tenant."""
         if numa == "preferred":
             return ""
         key = ("nodeless", bool(tenant["gpu_count"]), bool(tenant["vf_count"]))

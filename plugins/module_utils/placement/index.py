@@ -197,6 +197,10 @@ class HostIndex:
             self.node_vfs.setdefault(self.vf_node[vf], []).append(vf)
         self.affinity = topology.get("gpu_nic_affinity") or {}
         self._rank_rows = {}
+        # what the planner's reasons say of the host alone (placement/allocation.py: a node without
+        # VFs, the devices without a NUMA node), filled in as they are asked, the same for every plan
+        # (strings only): said once per index, so once per host model where the index is kept
+        self.notes = {}
         # per node the SR-IOV capable PFs on it (sysfs sriov_totalvfs above 0), VFs made or not
         self.sriov_pfs = dict((node, []) for node in self.nodes)
         for address, dev in sorted(pci.items()):

@@ -82,8 +82,9 @@ class Planner(TenantRequests, ExistingAssignments, Allocation, SpreadPlacement, 
         # (placement/index_cache.py)
         self.host, self.board = host_model(topology, merged["gpus"], merged["vf_pfs"], read_host_devices(merged["host_devices"]),
                                            merged["gpu_modules"])
-        # what the reasons say of the host alone (placement/allocation.py), said once per plan
-        self.host_notes = {}
+        # what the reasons say of the host alone (placement/allocation.py), said once per index:
+        # once per host model where the index is kept
+        self.host_notes = self.host.notes
         reserved = parse_cpulist(merged["reserved_cpus"], "policy.reserved_cpus", self.host.cpu_bound)
         outside = [cpu for cpu in reserved if cpu not in self.host.cpu_node]
         if outside:

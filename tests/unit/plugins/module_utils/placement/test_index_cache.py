@@ -53,8 +53,8 @@ def _uncached(topology, tenants, policy=None):
 
 
 def _state(index):
-    """What an index holds, its rank rows (filled as asked) left out."""
-    return dict((name, value) for name, value in vars(index).items() if name != "_rank_rows")
+    """What an index holds, its rank rows and notes (filled as asked) left out."""
+    return dict((name, value) for name, value in vars(index).items() if name not in ("_rank_rows", "notes"))
 
 
 def test_one_model_in_distinct_dicts_shares_one_index_from_its_second_plan_on():
@@ -285,3 +285,24 @@ def test_plans_are_those_made_without_the_cache_whatever_the_caller_does_with_th
         for free in plan["free"].values():
             free["cpus"].clear()
     assert len(index_cache._MODELS) == 1  # pylint: disable=protected-access
+
+
+def test_what_the_reasons_say_of_the_host_is_said_once_per_kept_index(monkeypatch):
+    # a node without VFs: said for the plan that first asks, then read from the kept index
+    tenants = [dict(tenant, vfs=2) for tenant in TENANTS]
+    expected = _uncached(dgx_a100(), tenants, POLICY)
+    kept = _index(dgx_a100(), POLICY)
+    assert json.dumps(plan_tenants(dgx_a100(), tenants, POLICY), sort_keys=True) == json.dumps(expected, sort_keys=True)
+    said = dict(kept.notes)
+    assert any(key[0] == "no VF" for key in said)
+
+    def refused(*args):
+        raise AssertionError("said again: %r" % (args,))
+    monkeypatch.setattr(Planner, "_no_vf_said", refused)
+    monkeypatch.setattr(Planner, "_nodeless_said", refused)
+    assert json.dumps(plan_tenants(dgx_a100(), tenants, POLICY), sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert kept.notes == said
+    # an index of its own (a key seen once) says them for its plan
+    index_cache.forget()
+    with pytest.raises(AssertionError, match="said again"):
+        plan_tenants(dgx_a100(), tenants, POLICY)
