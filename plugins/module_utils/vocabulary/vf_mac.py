@@ -103,19 +103,20 @@ def _why_not_network(pf, pf_dev):
         pf, pf_dev.get("class"), ", ".join(pf_dev["netdevs"]))
 
 
-def check_settings_reach(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None, ethernet_pfs=()):
+def check_settings_reach(topology, tenant, vfs, vf_pfs=None, mac=None, vlan=None):
     """A tenant that gives ``mac`` or ``vlan`` refused when one of its VFs is a network function (PCI
     class 0x02, as the planner counts it) that would be given as a plain hostdev (not
     :func:`is_network_vf`): the VF's MAC, VLAN and spoof check go through the PF's Ethernet netdev,
-    so they would be dropped without a word (a PF with no netdev, or an InfiniBand port).
-    ``ethernet_pfs``: PFs the boot stage sets to Ethernet in this run."""
+    so they would be dropped without a word (a PF with no netdev, or an InfiniBand port). A PF the
+    boot stage sets to Ethernet in this run is one already in ``topology`` as the projection shows
+    it (sriov_vfio/projection.py)."""
     if not mac and not vlan:
         return
     pci = topology.get("pci_devices") or {}
     lost = {}
     for vf in vfs or []:
         pf, pf_dev, klass = vf_function(pci, vf, (vf_pfs or {}).get(vf))
-        if pf and klass.startswith("0x02") and pf not in ethernet_pfs and not is_network_vf(topology, vf, pf):
+        if pf and klass.startswith("0x02") and not is_network_vf(topology, vf, pf):
             lost.setdefault(pf, []).append(vf)
     for pf, lost_vfs in sorted(lost.items()):
         raise InputError("tenant %s: its %s cannot be set on VF %s: %s, and a VF's MAC, VLAN and spoof check go through "

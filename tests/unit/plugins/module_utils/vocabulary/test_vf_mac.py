@@ -112,14 +112,13 @@ def test_a_vlan_or_mac_a_vf_would_drop_is_refused(vfs, vf_pfs, options, ethernet
     assert words in message and "Set link_type: eth for" in message and message.endswith("Nothing was changed")
 
 
-@pytest.mark.parametrize("vfs, vf_pfs, options, ethernet", [
-    (["0000:3b:00.1"], None, {}, ()),                                   # nothing asked, nothing lost
-    (["0000:81:00.1"], None, {"vlan": 100}, ()),                        # an NVMe VF is no network function
-    (["0000:3b:00.1"], None, {"vlan": 100}, ("0000:3b:00.0",)),         # set to Ethernet by this run's boot stage
-    (["0000:3c:00.1"], None, {"vlan": 100}, ()),                        # marked by the projection
+@pytest.mark.parametrize("vfs, vf_pfs, options", [
+    (["0000:3b:00.1"], None, {}),                                   # nothing asked, nothing lost
+    (["0000:81:00.1"], None, {"vlan": 100}),                        # an NVMe VF is no network function
+    (["0000:3c:00.1"], None, {"vlan": 100}),                        # set to Ethernet by this run's boot stage: marked by the projection
 ])
-def test_settings_that_reach_their_vf_pass(vfs, vf_pfs, options, ethernet):
-    vf_mac.check_settings_reach(TOPOLOGY, "t", vfs, vf_pfs, ethernet_pfs=ethernet, **options)
+def test_settings_that_reach_their_vf_pass(vfs, vf_pfs, options):
+    vf_mac.check_settings_reach(TOPOLOGY, "t", vfs, vf_pfs, **options)
 
 
 def test_a_port_set_to_ethernet_by_the_boot_stage_gets_its_vlan():
