@@ -201,6 +201,9 @@ class HostIndex:
         # VFs, the devices without a NUMA node), filled in as they are asked, the same for every plan
         # (strings only): said once per index, so once per host model where the index is kept
         self.notes = {}
+        # per GPU set (or node) and rank, the pool's VFs nearer than it (placement/locality.py), filled
+        # in as asked, the same for every plan; read only
+        self.nearer_vfs = {}
         # per node the SR-IOV capable PFs on it (sysfs sriov_totalvfs above 0), VFs made or not
         self.sriov_pfs = dict((node, []) for node in self.nodes)
         for address, dev in sorted(pci.items()):

@@ -75,7 +75,10 @@ def nearest_free(planner, state, tenants, placements):
         free = [vf for node in nodes for vf in state.free_vfs.get(node, ()) if vf not in host.units and not host.companions.get(vf)]
         if not free:
             continue
-        offered = sorted(zip(_distances(host, placement, ignore, free), map(host.vf_order.__getitem__, free), free))
+        distances = _distances(host, placement, ignore, free)
+        if min(distances) >= max(ranks):
+            continue  # no free VF nearer than its farthest: none to swap (most tenants)
+        offered = sorted(zip(distances, map(host.vf_order.__getitem__, free), free))
         # the farthest of its own VFs first, each for the nearest free one of its kind
         for rank, position in sorted(((rank, position) for position, rank in enumerate(ranks)), reverse=True):
             vf = vfs[position]
@@ -130,6 +133,19 @@ def vf_locality(planner, placements):
     return out
 
 
+def _nearer(host, placement, worst):
+    """The pool's VFs nearer than ``worst`` to the tenant of ``placement`` (to its GPUs, else to its
+    node), in pool order: read of the host alone, worked out once per index for each GPU set (or
+    node) and rank (``HostIndex.nearer_vfs``), so once per host model where the index is kept. Its
+    own farthest VF, at ``worst``, is never among them."""
+    gpus = placement["gpus"]
+    key = (tuple(gpus), worst) if gpus else (placement["numa_node"], worst)
+    nearer = host.nearer_vfs.get(key)
+    if nearer is None:
+        nearer = host.nearer_vfs[key] = [vf for vf, rank in zip(host.vfs, _distances(host, placement, False, host.vfs)) if rank < worst]
+    return nearer
+
+
 def _why(planner, name, placement, vf, worst, owner, ignore):
     host = planner.host
     gpus = placement["gpus"]
@@ -154,7 +170,7 @@ def _why(planner, name, placement, vf, worst, owner, ignore):
         said = "VF %s of unknown PCIe distance to %s (no affinity, no NUMA node)" % (vf, seen)
     if worst == 0:
         return said
-    nearer = [other for other, rank in zip(host.vfs, _distances(host, placement, False, host.vfs)) if other != vf and rank < worst]
+    nearer = _nearer(host, placement, worst)
     held = sorted(set(owner[other] for other in nearer if other in owner and owner[other] != name))
     free = [other for other in nearer if other not in owner]
     reasons = []

@@ -53,8 +53,8 @@ def _uncached(topology, tenants, policy=None):
 
 
 def _state(index):
-    """What an index holds, its rank rows and notes (filled as asked) left out."""
-    return dict((name, value) for name, value in vars(index).items() if name not in ("_rank_rows", "notes"))
+    """What an index holds, its rank rows, notes and nearer VFs (filled as asked) left out."""
+    return dict((name, value) for name, value in vars(index).items() if name not in ("_rank_rows", "notes", "nearer_vfs"))
 
 
 def test_one_model_in_distinct_dicts_shares_one_index_from_its_second_plan_on():
@@ -306,3 +306,25 @@ def test_what_the_reasons_say_of_the_host_is_said_once_per_kept_index(monkeypatc
     index_cache.forget()
     with pytest.raises(AssertionError, match="said again"):
         plan_tenants(dgx_a100(), tenants, POLICY)
+
+
+def test_the_nearer_vfs_a_tenants_vf_locality_names_are_worked_out_once_per_kept_index():
+    rng = random.Random(7)
+    mixes = [[dict(tenant, gpus=rng.choice([0, 1, 1, 2]), vfs=rng.choice([1, 2])) for tenant in TENANTS] for _mix in range(6)]
+    expected = [json.dumps(_uncached(dgx_a100(), tenants, POLICY), sort_keys=True) for tenants in mixes]
+    kept = _index(dgx_a100(), POLICY)
+    for tenants, plan in zip(mixes, expected):
+        assert json.dumps(plan_tenants(dgx_a100(), tenants, POLICY), sort_keys=True) == plan
+    said = dict(kept.nearer_vfs)
+    # some tenants' VFs are not the nearest of the pool (the reason names who holds the nearer ones)
+    assert any(isinstance(origin, tuple) for origin, _worst in said)
+    for (origin, worst), nearer in said.items():
+        if isinstance(origin, tuple):
+            ranks = [min(kept.rank_row(gpu)[vf] for gpu in origin) for vf in kept.vfs]
+        else:
+            ranks = [kept.node_level(origin, kept.vf_node[vf]) for vf in kept.vfs]
+        assert nearer == [vf for vf, rank in zip(kept.vfs, ranks) if rank < worst]
+    # asked again, read from the index: the same lists, none worked out anew
+    for tenants, plan in zip(mixes, expected):
+        assert json.dumps(plan_tenants(dgx_a100(), tenants, POLICY), sort_keys=True) == plan
+    assert kept.nearer_vfs == said and all(kept.nearer_vfs[key] is said[key] for key in said)
