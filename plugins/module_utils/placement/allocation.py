@@ -65,13 +65,24 @@ def pin_keys(count):
     return _PIN_KEYS[:count]
 
 
+def cores_short(free, threads, needed):
+    """Whether the whole cores ``free``, ``threads`` threads in all, cannot give a tenant ``needed``
+    threads: the one case in which ``choose_cores`` finds none (whatever the cores' sizes, any
+    ``needed`` up to ``threads`` is found, see there)."""
+    return threads < needed or not free
+
+
 def choose_cores(free, needed):
-    """The cores of ``free`` a tenant of ``needed`` threads takes, or None: the fewest in order
-    that give them; with cores of one and of two online threads (SMT threads offline) an odd
-    tenant's last thread on a one-thread core where there is one, then two-thread cores, so no
-    thread is left idle that another tenant could use (what placement_counts counts)."""
+    """The cores of ``free`` a tenant of ``needed`` threads takes, or None (``cores_short``): the
+    fewest in order that give them; with cores of one and of two online threads (SMT threads
+    offline) an odd tenant's last thread on a one-thread core where there is one, then two-thread
+    cores, so no thread is left idle that another tenant could use (what placement_counts counts)."""
     sizes = set(map(len, free))
     if len(sizes) > 1 and sizes <= {1, 2}:
+        if cores_short(free, sum(map(len, free)), needed):
+            return None
+        # enough threads: an odd count's one-thread core, then pairs while both are there, then the
+        # one-thread cores; a thread still wanted means the ones ran out first, and a pair is left
         ones = [core for core in free if len(core) == 1]
         twos = [core for core in free if len(core) == 2]
         chosen = []
@@ -84,12 +95,11 @@ def choose_cores(free, needed):
         singles = min(needed, len(ones))
         chosen += ones[:singles]
         needed -= singles
-        if needed > 0 and len(twos) > pairs:
+        if needed > 0:
             chosen.append(twos[pairs])
-            needed -= 2
-        return sorted(chosen) if needed <= 0 else None
+        return sorted(chosen)
     running = list(accumulate(map(len, free)))
-    if not running or running[-1] < needed:
+    if cores_short(free, running[-1] if running else 0, needed):
         return None
     return free[:bisect_left(running, needed) + 1]
 
@@ -187,14 +197,15 @@ class Allocation:
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            free = self._free_cores(state, node, prefer) if prefer and build else state.free_cores[node]
-            chosen = choose_cores(free, needed)
-            if chosen is None:
+            free = state.free_cores[node]
+            # whether they are there is the count's alone (cores_short): the cores are chosen only to build
+            count = sum(map(len, free))
+            if cores_short(free, count, needed):
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
-                    node, sum(map(len, free)), needed, vcpus, " + 1 emulator" if extra else "")
+                    node, count, needed, vcpus, " + 1 emulator" if extra else "")
             if not build:
                 return None
-            threads = list(chain.from_iterable(chosen))
+            threads = list(chain.from_iterable(choose_cores(self._free_cores(state, node, prefer) if prefer else free, needed)))
         else:
             free = state.free_threads[node]
             if len(free) < needed:
