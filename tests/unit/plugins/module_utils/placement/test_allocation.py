@@ -151,26 +151,31 @@ def test_a_candidate_read_from_the_checks_is_the_one_asked_afresh():
     # The state's checks keep what a candidate found per node and amount (a shortage of GPUs or
     # VFs whether the devices were to be picked or only counted): every candidate on every node,
     # asked in turn on one state, must be what a copy of the state (no checks) gives, under each
-    # pcie_affinity and numa, with tenants taking their place between the asks
+    # pcie_affinity and numa (a policy's or some tenants' own: VFs of the socket's nodes under
+    # required_vf_socket), with tenants taking their place between the asks
     rng = random.Random(16)
     compared = short = 0
-    for _host in range(40):
+    for _host in range(60):
         nodes = rng.randint(2, 3)
         topology = synthetic(nodes, [rng.randint(2, 8) for _n in range(nodes)], rng.choice([1, 2]),
                              [rng.randint(1, 2) for _n in range(nodes)], [rng.randint(1, 4) for _n in range(nodes)],
                              [rng.choice([0, 128, 1024]) for _n in range(nodes)],
                              levels={(0, 0): "PIX", (1, 0): "SYS", (1, 1): "PHB"})
-        policy = {"pcie_affinity": rng.choice(["prefer", "require", "ignore"]), "numa": rng.choice(["required", "preferred"])}
+        policy = {"pcie_affinity": rng.choice(["prefer", "require", "ignore"]),
+                  "numa": rng.choice(["required", "preferred", "required_vf_socket"])}
         planner = Planner(topology, policy)
         records = tenant_records([{"name": "t%d" % i, "vcpus": rng.randint(1, 4), "memory_mb": rng.choice([64, 128, 256]),
-                                   "gpus": rng.choice([0, 0, 1, 2]), "vfs": rng.choice([0, 1, 1, 3])} for i in range(8)])
+                                   "gpus": rng.choice([0, 0, 1, 2]), "vfs": rng.choice([0, 1, 1, 3]),
+                                   "numa": rng.choice([None, None, "required_vf_socket"])} for i in range(8)])
         # (a tenant larger than the host is refused before any candidate)
         tenants = [t for t in map(planner._tenant, records) if not t.get("refused")]  # pylint: disable=protected-access
         state = State(planner.host, planner.reserved)
         for tenant in tenants:
             for local_only in (True, False):
                 for node in planner.host.nodes:
-                    asked = planner._candidate(state, tenant, node, local_only, {})  # pylint: disable=protected-access
+                    # the keys the tenant asks made by the caller (as _place makes them once for all nodes) or here
+                    asks = planner._asks(tenant, local_only) if node % 2 else None  # pylint: disable=protected-access
+                    asked = planner._candidate(state, tenant, node, local_only, {}, asks=asks)  # pylint: disable=protected-access
                     assert asked == planner._candidate(state.copy(), tenant, node, local_only, {})  # pylint: disable=protected-access
                     compared += 1
                     short += isinstance(asked, str)
