@@ -298,7 +298,6 @@ class Allocation:
             return "VFs short on node %d: %d free, not %d in whole IOMMU groups" % (node, len(free), count)
         if len(free) < count:
             on_node = self.host.node_vfs[node]
-            held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             if use_affinity and self.policy["pcie_affinity"] == "require":
                 return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
@@ -307,6 +306,7 @@ class Allocation:
                     self.host.socket.get(node), ",".join(map(str, allowed_nodes)), VF_SOCKET, len(free), count)
             if not on_node:
                 return self._no_vf_note(node, count)
+            held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             return "VFs short on node %d: %d free of %d, %d needed%s%s" % (
                 node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
                 self._left_out_note(node, self.host.vf_node))
@@ -539,7 +539,7 @@ class Allocation:
             asks = self._asks(tenant, local_only)
             for node in self.host.nodes:
                 result = self._candidate(state, tenant, node, local_only, prefer, asks=asks)
-                if isinstance(result, str):
+                if result.__class__ is str:
                     if local_only:
                         reasons.append(result)
                     continue
