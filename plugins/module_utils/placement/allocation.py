@@ -65,13 +65,24 @@ def pin_keys(count):
     return _PIN_KEYS[:count]
 
 
+def cores_short(free, threads, needed):
+    """Whether the whole cores ``free``, ``threads`` threads in all, cannot give a tenant ``needed``
+    threads: the one case in which ``choose_cores`` finds none (whatever the cores' sizes, any
+    ``needed`` up to ``threads`` is found, see there)."""
+    return threads < needed or not free
+
+
 def choose_cores(free, needed):
-    """The cores of ``free`` a tenant of ``needed`` threads takes, or None: the fewest in order
-    that give them; with cores of one and of two online threads (SMT threads offline) an odd
-    tenant's last thread on a one-thread core where there is one, then two-thread cores, so no
-    thread is left idle that another tenant could use (what placement_counts counts)."""
+    """The cores of ``free`` a tenant of ``needed`` threads takes, or None (``cores_short``): the
+    fewest in order that give them; with cores of one and of two online threads (SMT threads
+    offline) an odd tenant's last thread on a one-thread core where there is one, then two-thread
+    cores, so no thread is left idle that another tenant could use (what placement_counts counts)."""
     sizes = set(map(len, free))
     if len(sizes) > 1 and sizes <= {1, 2}:
+        if cores_short(free, sum(map(len, free)), needed):
+            return None
+        # enough threads: an odd count's one-thread core, then pairs while both are there, then the
+        # one-thread cores; a thread still wanted means the ones ran out first, and a pair is left
         ones = [core for core in free if len(core) == 1]
         twos = [core for core in free if len(core) == 2]
         chosen = []
@@ -84,12 +95,11 @@ def choose_cores(free, needed):
         singles = min(needed, len(ones))
         chosen += ones[:singles]
         needed -= singles
-        if needed > 0 and len(twos) > pairs:
+        if needed > 0:
             chosen.append(twos[pairs])
-            needed -= 2
-        return sorted(chosen) if needed <= 0 else None
+        return sorted(chosen)
     running = list(accumulate(map(len, free)))
-    if not running or running[-1] < needed:
+    if cores_short(free, running[-1] if running else 0, needed):
         return None
     return free[:bisect_left(running, needed) + 1]
 
@@ -117,7 +127,8 @@ class State:
                 self.free_threads[node] = list(chain.from_iterable(cores))
         self.free_gpus = dict((node, list(addrs)) for node, addrs in host.node_gpus.items())
         self.free_vfs = dict((node, list(vfs)) for node, vfs in host.node_vfs.items())
-        # what the allocation has checked since the last take (Allocation._candidate)
+        # what the allocation has checked since the last take: per node, what its candidates found
+        # (Allocation._candidate), and why tenants fit nowhere (Allocation._place)
         self.checks = {}
 
     def copy(self):
@@ -187,14 +198,15 @@ class Allocation:
         extra = 1 if tenant["emulator"] == "isolate" else 0
         needed = vcpus + extra
         if self.whole_cores:
-            free = self._free_cores(state, node, prefer) if prefer and build else state.free_cores[node]
-            chosen = choose_cores(free, needed)
-            if chosen is None:
+            free = state.free_cores[node]
+            # whether they are there is the count's alone (cores_short): the cores are chosen only to build
+            count = sum(map(len, free))
+            if cores_short(free, count, needed):
                 return "CPUs short on node %d: %d free in whole cores, %d needed (%d vCPUs%s)" % (
-                    node, sum(map(len, free)), needed, vcpus, " + 1 emulator" if extra else "")
+                    node, count, needed, vcpus, " + 1 emulator" if extra else "")
             if not build:
                 return None
-            threads = list(chain.from_iterable(chosen))
+            threads = list(chain.from_iterable(choose_cores(self._free_cores(state, node, prefer) if prefer else free, needed)))
         else:
             free = state.free_threads[node]
             if len(free) < needed:
@@ -286,7 +298,6 @@ class Allocation:
             return "VFs short on node %d: %d free, not %d in whole IOMMU groups" % (node, len(free), count)
         if len(free) < count:
             on_node = self.host.node_vfs[node]
-            held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             if use_affinity and self.policy["pcie_affinity"] == "require":
                 return "VFs short on node %d: %d free within %s of GPU %s, %d needed (pcie_affinity: require)" % (
                     node, len(free), self.policy["pcie_affinity_level"], ", ".join(gpus), count)
@@ -295,6 +306,7 @@ class Allocation:
                     self.host.socket.get(node), ",".join(map(str, allowed_nodes)), VF_SOCKET, len(free), count)
             if not on_node:
                 return self._no_vf_note(node, count)
+            held = sorted(set(state.vf_owner[v] for v in on_node if v in state.vf_owner))
             return "VFs short on node %d: %d free of %d, %d needed%s%s" % (
                 node, len(state.free_vfs[node]), len(on_node), count, " (held by %s)" % ", ".join(held) if held else "",
                 self._left_out_note(node, self.host.vf_node))
@@ -404,35 +416,45 @@ class Allocation:
             return None
         return max(self.host.nearest_ranks(gpus, vfs))
 
-    def _candidate(self, state, tenant, node, local_only, prefer, scored=True, devices=None):
+    def _asks(self, tenant, local_only):
+        """The keys of what a candidate of ``tenant`` asks a node's checks (State.checks): why a tenant
+        of its shape is short there (what a shortage says reads nothing else of the tenant, nor
+        ``prefer``), its memory, its CPUs, its count of GPUs and of VFs (from the nodes its numa
+        allows, ``_vf_allowed``). The same on every node: made once for a walk over the nodes."""
+        numa, size, memory_mb, vcpus = tenant.get("numa"), tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"]
+        emulator, gpu_count, vf_count = tenant["emulator"], tenant["gpu_count"], tenant["vf_count"]
+        return (("short", local_only, numa, size, memory_mb, vcpus, emulator, gpu_count, vf_count), ("memory", size, memory_mb),
+                ("cpus", vcpus, emulator), ("gpus", local_only, gpu_count), ("vfs", local_only, numa, vf_count))
+
+    def _candidate(self, state, tenant, node, local_only, prefer, scored=True, devices=None, asks=None):
         """Place ``tenant`` with CPUs and memory on ``node`` (with the GPUs and VFs of ``devices``
-        when given); -> (placement, score or None without ``scored``) or shortage."""
+        when given); -> (placement, score or None without ``scored``) or shortage. ``asks``: the
+        tenant's ``_asks`` for ``local_only``, where the caller made them."""
         shortages = []
         # what is only checked, not chosen, is the same for every tenant that asks as much until
-        # the state changes (State.take): asked once per node and amount
-        checks = state.checks
-        explicit, gpu_count, vf_count = tenant["gpu_addresses"], tenant["gpu_count"], tenant["vf_count"]
-        size, memory_mb, vcpus, emulator = tenant["hugepage_size"], tenant["memory_mb"], tenant["vcpus"], tenant["emulator"]
-        # and so is why a tenant of this shape does not fit on this node (what a shortage says reads
-        # nothing else of the tenant, nor ``prefer``)
-        shape = None
+        # the state changes (State.take): asked once per node and amount, and so is why a tenant of
+        # this shape does not fit on this node
+        checks = state.checks.get(node)
+        if checks is None:
+            checks = state.checks[node] = {}
+        shape, memory_key, cpus_key, gpus_key, vfs_key = asks or self._asks(tenant, local_only)
+        explicit = tenant["gpu_addresses"]
         if devices is None and explicit is None:
-            shape = ("short", node, local_only, tenant.get("numa"), size, memory_mb, vcpus, emulator, gpu_count, vf_count)
             short = checks.get(shape)
             if short is not None:
                 return short
-        key = ("memory", node, size, memory_mb)
-        reason = checks.get(key, False)
+        else:
+            shape = None
+        reason = checks.get(memory_key, False)
         if reason is False:
-            reason = checks[key] = self._memory_check(state, node, tenant)
+            reason = checks[memory_key] = self._memory_check(state, node, tenant)
         if reason:
             shortages.append(reason)
         # once short, the rest is only counted, for the reason (which GPUs matters to a VF
         # shortage only under pcie_affinity require); the CPUs are chosen once all is there
-        key = ("cpus", node, vcpus, emulator)
-        cpus = checks.get(key, False)
+        cpus = checks.get(cpus_key, False)
         if cpus is False:
-            cpus = checks[key] = self._alloc_cpus(state, node, tenant, prefer.get("cpus", ()), build=False)
+            cpus = checks[cpus_key] = self._alloc_cpus(state, node, tenant, build=False)
         if cpus is not None:
             shortages.append(cpus)
         require = self.policy["pcie_affinity"] == "require"
@@ -445,36 +467,28 @@ class Allocation:
             # a shortage of GPUs (or of VFs, pcie_affinity other than require) says the same whichever
             # GPUs (VFs) would be picked: kept for every later candidate on this node, picked or only counted
             if explicit is None:
-                key = ("gpus", node, local_only, gpu_count)
-                gpus = checks.get(key)
+                gpus = checks.get(gpus_key)
                 if gpus is not None and nearest and not (gpus.__class__ is str and not self._partitioned()):
                     gpus = None
             else:
-                key = gpus = None
+                gpus_key = gpus = None
             if gpus is None:
-                gpus = self._pick_gpus(state, tenant, self._allowed(node, local_only), node, bool(vf_count) and nearest, build=nearest)
-                if key is not None and (not nearest or gpus.__class__ is str and not self._partitioned()):
-                    checks[key] = gpus
+                gpus = self._pick_gpus(state, tenant, self._allowed(node, local_only), node, bool(tenant["vf_count"]) and nearest, build=nearest)
+                if gpus_key is not None and (not nearest or gpus.__class__ is str and not self._partitioned()):
+                    checks[gpus_key] = gpus
             if gpus.__class__ is str:
                 shortages.append(gpus)
                 near = []
             else:
                 near = gpus if nearest else []
-            if local_only:
-                vf_allowed = self._vf_allowed(tenant, node, local_only)
-                key = ("vfs", node, len(vf_allowed), vf_count)
-            else:
-                vf_allowed, key = None, ("vfs", node, local_only, vf_count)
             counted = shortages and not near
-            vfs = checks.get(key)
+            vfs = checks.get(vfs_key)
             if vfs is not None and not counted and not (vfs.__class__ is str and not require):
                 vfs = None
             if vfs is None:
-                if vf_allowed is None:
-                    vf_allowed = self._vf_allowed(tenant, node, local_only)
-                vfs = self._pick_vfs(state, tenant, vf_allowed, node, near, build=not shortages)
+                vfs = self._pick_vfs(state, tenant, self._vf_allowed(tenant, node, local_only), node, near, build=not shortages)
                 if counted or vfs.__class__ is str and not require:
-                    checks[key] = vfs
+                    checks[vfs_key] = vfs
         if vfs.__class__ is str:
             shortages.append(vfs)
         if shortages:
@@ -522,9 +536,10 @@ class Allocation:
         reasons = []
         for local_only in modes:
             best = None
+            asks = self._asks(tenant, local_only)
             for node in self.host.nodes:
-                result = self._candidate(state, tenant, node, local_only, prefer)
-                if isinstance(result, str):
+                result = self._candidate(state, tenant, node, local_only, prefer, asks=asks)
+                if result.__class__ is str:
                     if local_only:
                         reasons.append(result)
                     continue
