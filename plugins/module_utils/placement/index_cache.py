@@ -50,6 +50,11 @@ MOST_SEEN = 64
 
 _MODELS = {}
 _SEEN = {}
+# the key and pair of the last plan given a kept pair: hosts of one model planned in a row compare their
+# key with it (bytes equality, a length check and a memcmp) before the dict's lookup, which hashes the
+# whole key anew for each plan (a new bytes object). Always one of _MODELS (a pair goes only when
+# another is kept, which is then the last)
+_LAST = []
 
 
 def host_model(topology, gpu_pool=None, vf_pfs=None, host_devices=None, gpu_modules=None):
@@ -66,6 +71,8 @@ def host_model(topology, gpu_pool=None, vf_pfs=None, host_devices=None, gpu_modu
         key = marshal.dumps((tuple(reads), gpu_pool, vf_pfs, host_devices, gpu_modules))
     except ValueError:
         return HostIndex(topology, gpu_pool, vf_pfs, host_devices), board_of(topology, gpu_modules)
+    if _LAST and key == _LAST[0]:
+        return _LAST[1]
     model = _MODELS.get(key)
     if model is None:
         if key not in _SEEN:
@@ -82,6 +89,7 @@ def host_model(topology, gpu_pool=None, vf_pfs=None, host_devices=None, gpu_modu
         if len(_MODELS) >= MOST_MODELS:
             del _MODELS[next(iter(_MODELS))]
         _MODELS[key] = model
+    _LAST[:] = (key, model)
     return model
 
 
@@ -112,3 +120,4 @@ def forget():
     """Drop every kept index and board, and the keys seen (tests)."""
     _MODELS.clear()
     _SEEN.clear()
+    del _LAST[:]

@@ -328,3 +328,50 @@ def test_the_nearer_vfs_a_tenants_vf_locality_names_are_worked_out_once_per_kept
     for tenants, plan in zip(mixes, expected):
         assert json.dumps(plan_tenants(dgx_a100(), tenants, POLICY), sort_keys=True) == plan
     assert kept.nearer_vfs == said and all(kept.nearer_vfs[key] is said[key] for key in said)
+
+
+def _variants():
+    """Topologies that write alike or apart: models, a value changed, a value of another type, a value
+    marshal does not write."""
+    class Address(str):
+        pass
+
+    small = [synthetic(1, [4 + size], 2, [1], [1], [64]) for size in range(3)]
+    typed = dgx_a100()
+    next(gpu for gpu in typed["gpus"] if gpu["numa_node"] == 1)["numa_node"] = True
+    moved = dgx_a100()
+    moved["gpus"][0]["numa_node"] = (moved["gpus"][0]["numa_node"] + 1) % 8
+    unwritten = dgx_a100()
+    unwritten["gpus"][0]["address"] = Address(unwritten["gpus"][0]["address"])
+    return small + [dgx_a100(), typed, moved, unwritten, _running(3)]
+
+
+def test_the_last_plans_key_gives_the_pair_the_kept_pairs_give():
+    # the last key compared first gives what the kept pairs give, in any order of models, the same
+    # model in a row or not, the pools asked for alike or apart
+    rng = random.Random(5)
+    calls = []
+    for _run in range(80):
+        calls += [(rng.randrange(len(_variants())), rng.choice([None, 2]))] * rng.randint(1, 3)
+
+    def pairs(last_first):
+        # topologies of their own: a pair built from a caller's dict holds its strings, which then
+        # write otherwise (marshal's reference flags), alike in both runs
+        variants = _variants()
+        index_cache.forget()
+        got = []
+        for which, pool in calls:
+            topology = variants[which]
+            if pool is not None:
+                pool = sorted(HostIndex(topology).gpus)[:pool]
+            if not last_first:
+                del index_cache._LAST[:]  # pylint: disable=protected-access
+            got.append(index_cache.host_model(topology, pool))
+        return got
+
+    fast, general = pairs(True), pairs(False)
+    assert sum(a is b for a, b in zip(fast, fast[1:])) > 20  # the same model in a row, often
+    for index, (pair, alone) in enumerate(zip(fast, general)):
+        assert _state(pair[0]) == _state(alone[0]) and (pair[1] is None) == (alone[1] is None)
+        # the same pairs shared as the kept pairs share them
+        assert [pair is other for other in fast[:index]] == [alone is other for other in general[:index]]
