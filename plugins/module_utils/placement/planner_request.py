@@ -85,21 +85,21 @@ class TenantRequests:
     def _tenant(self, record):
         """One record with the policy's choices where it has none: -> the planner's dict, or
         {name, state, refused} for a tenant no node can ever hold."""
-        where = record.label
         if not record.present:
             # a tenant that leaves needs only its name: what it held is read from its domain
             return {"name": record.name, "state": "absent"}
         # the record read once, as a plain dict (its fields read from it, not each through the record)
         tenant = record.plain()
-        name, state, gpus = tenant["name"], tenant["state"], tenant["gpus"]
-        if isinstance(gpus, list):
+        gpus = tenant["gpus"]
+        # the GPU addresses are a list (the record's plain copy), the count an int
+        if gpus.__class__ is list:
             grouped = self._explicit_groups(gpus)
             if grouped:
-                return {"name": name, "state": state, "refused": grouped}
+                return {"name": tenant["name"], "state": tenant["state"], "refused": grouped}
             unknown = [addr for addr in gpus if addr not in self.host.gpu_node]
             if unknown:
                 raise InputError("%s: gpus %s are not GPUs this host gives to tenants (%s)"
-                                 % (where, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
+                                 % (record.label, ", ".join(map(str, unknown)), ", ".join(self.host.gpus) or "none"))
             tenant["gpu_addresses"] = list(gpus)
             tenant["gpu_count"] = len(gpus)
         else:
@@ -108,17 +108,17 @@ class TenantRequests:
         tenant["vf_count"] = tenant["vfs"]
         unfit = self._partition_refusal(tenant)
         if unfit:
-            return {"name": name, "state": state, "refused": unfit}
+            return {"name": tenant["name"], "state": tenant["state"], "refused": unfit}
         beyond = over_host(tenant["vcpus"], tenant["max_vcpus"], tenant["memory_mb"], self.limits)
         if beyond:
             # no node, nor all of them, can ever hold it: not placed, and the input named
-            return {"name": name, "state": state, "refused": beyond}
+            return {"name": tenant["name"], "state": tenant["state"], "refused": beyond}
         size = tenant.get("hugepage_size") or self.policy["hugepage_size"]
         tenant["hugepage_size"] = None if size == NO_HUGEPAGES else size
         emulator = tenant.get("emulator") or self.policy["emulator"]
         if emulator == "housekeeping" and not self.reserved:
             raise InputError("%s: emulator housekeeping pins emulator threads on policy.reserved_cpus, which is empty; "
-                             "set reserved_cpus or use emulator isolate" % where)
+                             "set reserved_cpus or use emulator isolate" % record.label)
         tenant["emulator"] = emulator
         # spread: on one node when one holds it, else on as few nodes as can, one guest cell each
         tenant["numa"] = tenant.get("numa") or self.policy["numa"]

@@ -65,13 +65,15 @@ def check_size(vcpus, memory_mb, max_vcpus=None, limits=None, where=""):
 
 def over_host(vcpus, max_vcpus, memory_mb, limits):
     """Why a size is more than the host has (``limits``), naming the input; None when it fits."""
-    limits = limits or {}
+    if not limits:
+        # nothing known of the host (the tenant record's own check): every size fits
+        return None
     cpus = limits.get("cpus")
-    if cpus:
-        for key, value in (("vcpus", vcpus), ("max_vcpus", max_vcpus)):
-            if value > cpus:
-                return ("%s: %d is more than the %d CPUs of this host; give at most %d (each vCPU is pinned to a host CPU of "
-                        "its own)" % (key, value, cpus, cpus))
+    if cpus and (vcpus > cpus or max_vcpus > cpus):
+        # the first of them beyond the host's CPUs is named
+        key, value = ("vcpus", vcpus) if vcpus > cpus else ("max_vcpus", max_vcpus)
+        return ("%s: %d is more than the %d CPUs of this host; give at most %d (each vCPU is pinned to a host CPU of "
+                "its own)" % (key, value, cpus, cpus))
     memory = limits.get("memory_mb")
     if memory and memory_mb > memory:
         return "memory_mb: %d MiB is more than the %d MiB of memory this host has; give less" % (memory_mb, memory)

@@ -29,7 +29,7 @@ from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.hugepag
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.ipv4 import check_ipv4
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.mac_address import check_mac, duplicates
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import (
-    EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES, stays)
+    EMULATOR_CHOICES, NO_HUGEPAGES, NUMA_CHOICES, PRIORITIES, TENANT_DEFAULTS, TENANT_STATES)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
     check_domain_type, check_firmware, check_machine, check_size, check_tenant_mac, check_tenant_vlan, whole)
 
@@ -66,20 +66,20 @@ class Tenant(Mapping):
     """One tenant, checked and normalised; read only. ``index`` and ``label`` say where it was
     in the list; ``present`` whether it stays (its state is not absent)."""
 
-    __slots__ = ("_data", "index", "label", "_flat")
+    __slots__ = ("_data", "index", "_option", "present", "_flat")
 
-    def __init__(self, data, index, label, without_none=False):
-        # most values are plain (names, numbers): kept as they are, without a call each, and a
-        # record of plain values only (most) is copied as it is; ``without_none``: the fields
-        # without a value left out in the same pass
-        kept = {k: v for k, v in data.items() if v is not None} if without_none else dict(data)
-        flat = set(map(type, kept.values())) <= _PLAIN
+    def __init__(self, fields, index, option, present):
+        # ``fields``: a dict the record takes as its own (tenant_record builds one per record, so it
+        # is not copied again); most values are plain (names, numbers) and a record of plain values
+        # only (most) keeps them as they are, without a call each
+        flat = set(map(type, fields.values())) <= _PLAIN
         if not flat:
-            kept = {k: v if type(v) in _PLAIN else _freeze(v) for k, v in kept.items()}
-        object.__setattr__(self, "_data", MappingProxyType(kept))
-        object.__setattr__(self, "_flat", flat)
-        object.__setattr__(self, "index", index)
-        object.__setattr__(self, "label", label)
+            fields = {k: v if type(v) in _PLAIN else _freeze(v) for k, v in fields.items()}
+        _SET_DATA(self, MappingProxyType(fields))
+        _SET_FLAT(self, flat)
+        _SET_INDEX(self, index)
+        _SET_OPTION(self, option)
+        _SET_PRESENT(self, present)
 
     def __setattr__(self, name, value):
         raise AttributeError("a tenant record is read only (tenant %s)" % self._data.get("name"))
@@ -104,14 +104,31 @@ class Tenant(Mapping):
         return "Tenant(%s)" % ", ".join("%s=%r" % (k, thaw(v)) for k, v in sorted(self._data.items()))
 
     @property
-    def present(self):
-        return stays(self._data)
+    def label(self):
+        """How messages name the tenant: ``tenants[1] (b)``, ``fabric_vm (svc)``; put together when
+        a message needs it."""
+        return _label(self.index, self._option, self._data["name"])
 
     def plain(self):
         """The record as a plain dict (its values copied as plain data): ``dict(record)`` in one pass."""
         if self._flat:
             return self._data.copy()
         return {key: value if type(value) in _PLAIN else thaw(value) for key, value in self._data.items()}
+
+
+def _label(index, option, name):
+    """How messages name an entry: ``tenants[1] (b)``, or by ``option`` for one not in the list
+    (``fabric_vm (svc)``)."""
+    return "%s (%s)" % (option or "tenants[%d]" % index, name)
+
+
+# a record's slots set through their descriptors (the class's own __setattr__ refuses): half the
+# work of object.__setattr__, which looks the slot up again on each call
+_SET_DATA, _SET_INDEX, _SET_OPTION, _SET_PRESENT, _SET_FLAT = (Tenant.__dict__[slot].__set__ for slot in Tenant.__slots__)
+
+
+# the entry's options that are names, each with its check
+_NAMES = (("machine", check_machine), ("domain_type", check_domain_type))
 
 
 def _choice(value, choices, where, option, left_out):
@@ -122,14 +139,16 @@ def _choice(value, choices, where, option, left_out):
     return value
 
 
-def _count_or_addresses(value, where, option):
-    """``gpus``: a count or PCI addresses (a list, each once) -> int or [address]."""
-    if isinstance(value, (list, tuple)):
+def _count_or_addresses(value, prefix, option):
+    """``gpus``: a count or PCI addresses (a list, each once) -> int or [address]. ``prefix``: how
+    messages name the entry (``tenants[1] (b): ``)."""
+    # a plain value (a count, the usual) is no list: known without isinstance's slower failing check
+    if type(value) not in _PLAIN and isinstance(value, (list, tuple)):
         addresses = [str(address) for address in value]
         if len(set(a.lower() for a in addresses)) != len(addresses):
-            raise InputError("%s: %s lists an address twice; list each device once" % (where, option))
+            raise InputError("%s%s lists an address twice; list each device once" % (prefix, option))
         return addresses
-    return whole(TENANT_DEFAULTS[option] if value is None else value, "%s: %s" % (where, option), 0)
+    return whole(TENANT_DEFAULTS[option] if value is None else value, prefix + option, 0)
 
 
 def _guest(value, where):
@@ -164,15 +183,16 @@ def _data_nic(value, where):
     return nic
 
 
-def _vf_count(vfs, where):
+def _vf_count(vfs, prefix):
     """A tenant's ``vfs``: a count. VFs named (addresses, or dicts with their own MAC and VLAN)
     are refused with the contract's fix: the planner picks them, the tenant's mac/vlan set them."""
-    if isinstance(vfs, (list, tuple, Mapping)):
+    # a plain value (a count, the usual) is none of these: known without the abstract Mapping's check
+    if type(vfs) not in _PLAIN and isinstance(vfs, (list, tuple, Mapping)):
         count = 1 if isinstance(vfs, Mapping) else len(vfs)
-        raise InputError("%s: vfs: %r names VFs by address, but a tenant's vfs is a count: give the number of VFs "
+        raise InputError("%svfs: %r names VFs by address, but a tenant's vfs is a count: give the number of VFs "
                          "(vfs: %d); the planner picks the tenant's VFs near its GPU, and each gets its MAC and VLAN from "
-                         "the tenant's mac (one, or a list of one per VF) and vlan" % (where, vfs, count))
-    return whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, "%s: vfs" % where, 0)
+                         "the tenant's mac (one, or a list of one per VF) and vlan" % (prefix, vfs, count))
+    return whole(TENANT_DEFAULTS["vfs"] if vfs is None else vfs, prefix + "vfs", 0)
 
 
 def tenant_record(raw, index, firmware=None, option=None):
@@ -180,31 +200,47 @@ def tenant_record(raw, index, firmware=None, option=None):
     boots with (the stage's setting; None: efi). A tenant that leaves (state absent) needs only
     its name: what it held is read from its domain. ``option``: how messages name an entry that
     is not in the list (the service VM: ``fabric_vm``), else ``tenants[index]``."""
+    try:
+        return _tenant_record(raw, index, firmware, option, False)
+    except InputError:
+        # a message names the entry and its option (``tenants[1] (b): mac: ...``): put together only
+        # for an entry that fails, by reading it again with the names (the same checks in the same
+        # order fail the same way)
+        return _tenant_record(raw, index, firmware, option, True)
+
+
+def _tenant_record(raw, index, firmware, option, named):
+    """:func:`tenant_record`; ``named``: whether the messages name the entry (else they say only
+    what failed)."""
     if raw.__class__ is not dict and not isinstance(raw, Mapping):
         raise InputError("tenants[%d]: expected a dict with name, vcpus, memory_mb, ... got %r" % (index, raw))
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InputError("tenants[%d]: name: required, a non-empty string (the tenant's libvirt domain name); got %r"
                          % (index, name))
-    check_domain_name(name, "%s.name" % (option or "tenants[%d]" % index))
-    where = "%s (%s)" % (option or "tenants[%d]" % index, name)
+    if named:
+        check_domain_name(name, (option or "tenants[%d]" % index) + ".name")
+        where = _label(index, option, name)
+        prefix = where + ": "
+    else:
+        check_domain_name(name, "name")
+        where = prefix = ""
     state = str(raw.get("state") or TENANT_DEFAULTS["state"])
     if state not in TENANT_STATES:
         raise InputError("%s: state %r is not one of %s" % (where, raw.get("state"), ", ".join(TENANT_STATES)))
     if state == "absent":
         keep = dict((key, raw[key]) for key in ("shutdown_timeout", "force_off", "guest_dir") if key in raw)
-        return Tenant(dict(keep, name=name, state=state), index, where)
+        return Tenant(dict(keep, name=name, state=state), index, option, False)
     data = dict(raw)
-    data.update(name=name, state=state)
+    data["name"], data["state"] = name, state
     get = raw.get
-    data["gpus"] = _count_or_addresses(get("gpus"), where, "gpus")
-    data["vfs"] = _vf_count(get("vfs"), where)
-    prefix = where + ": "
+    data["gpus"] = _count_or_addresses(get("gpus"), prefix, "gpus")
+    data["vfs"] = _vf_count(get("vfs"), prefix)
     data["vcpus"], data["max_vcpus"], data["memory_mb"] = check_size(get("vcpus"), get("memory_mb"), get("max_vcpus"), where=prefix)
     data["mac"] = check_tenant_mac(get("mac"), prefix + "mac")
     data["vlan"] = check_tenant_vlan(get("vlan"), prefix + "vlan")
     data["firmware"] = check_firmware(get("firmware") or firmware, prefix + "firmware")
-    for key, check in (("machine", check_machine), ("domain_type", check_domain_type)):
+    for key, check in _NAMES:
         if get(key) is not None:
             data[key] = check(raw[key], prefix + key)
     priority = get("priority") or TENANT_DEFAULTS["priority"]
@@ -212,13 +248,14 @@ def tenant_record(raw, index, firmware=None, option=None):
         raise InputError("%s: priority %r is not one of %s" % (where, priority, ", ".join(PRIORITIES)))
     data["priority"] = priority
     if "hugepage_size" in raw:
-        data["hugepage_size"] = size_name(raw["hugepage_size"], "%s: hugepage_size" % where, allow_none=True) or NO_HUGEPAGES
+        data["hugepage_size"] = size_name(raw["hugepage_size"], prefix + "hugepage_size", allow_none=True) or NO_HUGEPAGES
     data["numa"] = _choice(get("numa"), NUMA_CHOICES, where, "numa", "leave it out for policy.numa")
     data["emulator"] = _choice(get("emulator"), EMULATOR_CHOICES, where, "emulator", "leave it out for policy.emulator")
     data["guest"] = _guest(get("guest"), where)
     data["data_nic"] = _data_nic(get("data_nic"), where)
     data["image"] = _options(get("image"), where, "image", "base or url, checksum, size_gb, copy")
-    return Tenant(data, index, where, without_none=True)
+    # the fields without a value (left out, or given as None) are not in the record
+    return Tenant({key: value for key, value in data.items() if value is not None}, index, option, True)
 
 
 def tenant_records(tenants, firmware=None, held=None, host_address=None):
@@ -264,24 +301,30 @@ def check_tenant_list(records, held=None, host_address=None):
     every interface by the domain code, placement/tenant_request.Claims); ``host_address``: the
     host's address on the management network (a tenant address is never the host's)."""
     seen = {}
-    present = []
+    # of the present tenants, in one pass: the GPUs they name, those that name a MAC or a guest (its
+    # addresses, its management NIC) or a data NIC, and those with a guest
+    devices, named, guests = [], [], []
     for record in records:
         # each record's fields read from its view, without an attribute call each
         data = record._data  # pylint: disable=protected-access
-        name = data.get("name")
+        name = data["name"]
         if name in seen:
             raise InputError("%s: name %s is also tenants[%d]; tenant names are domain names: list each tenant once"
                              % (record.label, name, seen[name]))
         seen[name] = record.index
-        if stays(data):
-            present.append((record, data))
-    devices = [(str(a).lower(), record.label) for record, data in present if isinstance(data.get("gpus"), tuple) for a in data["gpus"]]
+        if not record.present:
+            continue
+        # a record's GPU addresses are a tuple (frozen as one), its count an int
+        if data["gpus"].__class__ is tuple:
+            devices.extend((str(address).lower(), record.label) for address in data["gpus"])
+        # a present record holds no field without a value: the fields it holds are given
+        if "guest" in data:
+            guests.append(record)
+        if "mac" in data or "guest" in data or "data_nic" in data:
+            named.append(record)
     for address, whos in duplicates(devices):
         raise InputError("%s: gpus: %s is also a GPU of %s; a device goes to one tenant only: give each tenant its own"
                          % (whos[-1], address, ", ".join(whos[:-1])))
-    # only a record that names a MAC or a guest (its addresses, its management NIC) or a data NIC has one
-    named = [record for record, data in present if data.get("mac") is not None or data.get("guest") is not None
-             or data.get("data_nic") is not None]
     macs = [(mac, (record.label, option)) for record in named for mac, option in tenant_macs(record)]
     for mac, whos in duplicates(macs):
         (label, option), others = whos[-1], whos[:-1]
@@ -289,7 +332,7 @@ def check_tenant_list(records, held=None, host_address=None):
                          % (label, option, mac, ", ".join("%s (%s)" % other if other[0] != label else other[1] for other in others)))
     owners = {}
     # each present tenant's guest addresses, read once for the checks below
-    addresses = [(record, tenant_addresses(record)) for record, data in present if data.get("guest") is not None]
+    addresses = [(record, tenant_addresses(record)) for record in guests]
     for record, listed in addresses:
         for address, option in listed:
             # the management and the RDMA addresses are on networks of their own: each compared with its kind
@@ -298,14 +341,13 @@ def check_tenant_list(records, held=None, host_address=None):
                 raise InputError("%s: %s %s is also the %s of %s; an address belongs to one guest: give each its own"
                                  % (record.label, option, address, option, other))
     host = str(ipaddress.ip_interface(u"%s" % host_address).ip) if host_address else None
-    names = set(seen)
     for record, listed in addresses:
         for address, option in listed:
             if address == host:
                 raise InputError("%s: %s %s is the host's own address on the management network (%s); give the guest "
                                  "another address in that subnet" % (record.label, option, address, host_address))
         for domain, holds in sorted((held or {}).items()):
-            if domain in names:
+            if domain in seen:
                 continue
             for address, option in listed:
                 if address in (holds.get("addresses") or ()):

@@ -56,6 +56,9 @@ def check_line_value(value, option, allow_tab=False):
     setting or a new command in the file), naming ``option``. The one check every file
     writer of the collection runs on what it writes. Returns the text."""
     text = u"" if value is None else value if isinstance(value, str) else str(value)
+    if _CONTROL.isdisjoint(text):
+        # no character of the set: nothing to refuse, known in one pass in C
+        return text
     for position, char in enumerate(text):
         if char in _CONTROL and not (allow_tab and char == "\t"):
             raise InputError("%s: %r holds the control character %r at position %d; a value written into a "

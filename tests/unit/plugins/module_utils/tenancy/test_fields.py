@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import check_firmware, check_machine, check_size, check_tenant_mac
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.fields import (
+    check_firmware, check_machine, check_size, check_tenant_mac, over_host)
 
 
 @pytest.mark.parametrize("args, words", [
@@ -35,3 +36,31 @@ def test_names_and_firmware():
         with pytest.raises(InputError, match="machine: "):
             check_machine(bad)
     assert check_tenant_mac(["52:54:00:00:00:0A", None]) == ["52:54:00:00:00:0a", None]
+
+
+def _over_host_by_rule(vcpus, max_vcpus, memory_mb, limits):
+    """over_host's reading, option by option: the first of vcpus and max_vcpus above the host's CPUs,
+    then the memory above the host's."""
+    limits = limits or {}
+    for key, value in (("vcpus", vcpus), ("max_vcpus", max_vcpus)):
+        if limits.get("cpus") and value > limits["cpus"]:
+            return key, value
+    if limits.get("memory_mb") and memory_mb > limits["memory_mb"]:
+        return "memory_mb", memory_mb
+    return None
+
+
+def test_over_host_names_what_the_rule_names():
+    # every order of the sizes around the host's CPUs and memory, and limits partly or not known
+    limits = [None, {}, {"cpus": None, "memory_mb": None}, {"cpus": 4}, {"memory_mb": 1024}, {"cpus": 4, "memory_mb": 1024},
+              {"cpus": 0, "memory_mb": 0}]
+    for limit in limits:
+        for vcpus in (1, 4, 5):
+            for max_vcpus in (1, 4, 5, 8):
+                for memory_mb in (512, 1024, 2048):
+                    beyond = over_host(vcpus, max_vcpus, memory_mb, limit)
+                    named = _over_host_by_rule(vcpus, max_vcpus, memory_mb, limit)
+                    if named is None:
+                        assert beyond is None
+                    else:
+                        assert beyond.startswith("%s: %d " % named), (beyond, named)

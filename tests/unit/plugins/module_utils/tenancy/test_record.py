@@ -10,7 +10,8 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.vocabulary.common import InputError
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.defaults import TENANT_DEFAULTS
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import Tenant, check_tenant_list, tenant_records
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.tenancy.record import (
+    Tenant, _tenant_record, check_tenant_list, tenant_record, tenant_records)
 
 GPU_A, GPU_B = "0000:07:00.0", "0000:0f:00.0"
 
@@ -273,3 +274,64 @@ def test_the_list_rules_run_again_on_records_with_what_the_host_holds():
     assert check_tenant_list(records) is records
     with pytest.raises(InputError, match="already the address of domain legacy"):
         check_tenant_list(records, {"legacy": {"addresses": ["192.168.150.11"]}})
+
+
+# ---------------------------------------------------------------------------- an entry read without names, then named
+def _entries():
+    """Entries good and bad, generated over the options: every field alone, given, left out, None
+    or wrong, and some together."""
+    values = {
+        "state": ["running", "absent", "gone", None, ""],
+        "gpus": [1, "2", -1, True, [GPU_A], [GPU_A, GPU_A.upper()], None, "two"],
+        "vfs": [1, None, -1, False, [VF_A], {"address": VF_A}, "many"],
+        "vcpus": [4, "4", 0, None, 1.5],
+        "memory_mb": [2048, "2048", 0, None, True],
+        "max_vcpus": [8, 1, None, "x"],
+        "mac": ["52:54:00:AA:00:01", ["52:54:00:00:00:01", "52:54:00:00:00:01"], "00:00:00:00:00:00", "", None, "nope"],
+        "vlan": [100, "100", 4095, "", None],
+        "firmware": ["bios", "coreboot", ["efi"], None],
+        "machine": ["pc-q35-8.2", "q35\n", None],
+        "domain_type": ["qemu", "KVM!", None],
+        "priority": ["batch", "gold", None],
+        "hugepage_size": ["1G", "3M", None, "none"],
+        "numa": ["spread", "wide", "", None],
+        "emulator": ["vcpus", "x", None],
+        "guest": [{"address": "192.168.150.11/24"}, {"address": "192.168.150.0/24"}, {"management_mac": "nope"}, "x", None],
+        "data_nic": [{"network": "d", "mac": "52:54:00:AA:00:08"}, {"mac": "nope"}, "x", None],
+        "image": [{"base": "/srv/a.qcow2"}, "x", None],
+        "qos": [{"cpu_shares": 512}, None],
+    }
+    names = ["a", "a/b", "..", "12", "x\ny"]
+    for key, options in values.items():
+        for value in options:
+            yield entry(**{key: value})
+    for number, name in enumerate(names):
+        # several options at once, the first bad one of each differs
+        yield dict(entry(name), **dict((key, options[number % len(options)]) for key, options in values.items()))
+        yield dict(entry(name), **dict((key, options[0]) for key, options in values.items()))
+
+
+def _outcome(raw, index, option, named):
+    try:
+        return _tenant_record(raw, index, None, option, named)  # pylint: disable=protected-access
+    except InputError:
+        return "refused"
+
+
+@pytest.mark.parametrize("option", [None, "fabric_vm"])
+def test_an_entry_read_without_names_is_the_entry_read_with_them(option):
+    # tenant_record reads an entry without naming it in messages and reads it again with the names
+    # only where it fails: both readings must take and refuse the same entries, into the same records
+    for index, raw in enumerate(_entries()):
+        before = copy.deepcopy(raw)
+        unnamed, named = _outcome(raw, index, option, False), _outcome(raw, index, option, True)
+        assert (unnamed == "refused") == (named == "refused"), raw
+        if named != "refused":
+            assert dict(unnamed) == dict(named) and (unnamed.index, unnamed.label, unnamed.present) == (named.index, named.label, named.present)
+        else:
+            with pytest.raises(InputError) as err:
+                tenant_record(raw, index, option=option)
+            with pytest.raises(InputError) as again:
+                _tenant_record(raw, index, None, option, True)  # pylint: disable=protected-access
+            assert str(err.value) == str(again.value)
+        assert raw == before

@@ -96,3 +96,25 @@ def test_copy_model_of_a_controllers_data_is_plain_and_never_deep_copies_a_conta
     copied["vfs"].append("x")
     copied["ids"].add("x")
     assert len(data["vfs"]) == 1 and data["ids"] == {"10de:20b0"}
+
+
+def _line_value_by_loop(text, allow_tab):
+    """What check_line_value decides, read character by character (its refusing loop alone)."""
+    for char in text:
+        if char in common._CONTROL and not (allow_tab and char == "\t"):  # pylint: disable=protected-access
+            return False
+    return True
+
+
+@pytest.mark.parametrize("allow_tab", [False, True])
+def test_check_line_value_passes_exactly_what_its_loop_passes(allow_tab):
+    # every control character the set names, a tab, characters around them, at each position
+    specials = sorted(common._CONTROL) + ["\t", " ", "a", u"\u00e9", u"\u2027", u"\u202a", "\x80"]  # pylint: disable=protected-access
+    texts = [""] + ["ab" + char + "cd" for char in specials] + list(specials) + ["x" * 40 + char for char in specials]
+    texts += ["\t\t", "a\tb\nc", "plain text", u"caf\u00e9"]
+    for text in texts:
+        if _line_value_by_loop(text, allow_tab):
+            assert common.check_line_value(text, "opt", allow_tab) == text
+        else:
+            with pytest.raises(common.InputError, match="^opt: .* holds the control character"):
+                common.check_line_value(text, "opt", allow_tab)
