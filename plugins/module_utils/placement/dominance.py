@@ -6,6 +6,7 @@ the search that is exact (see ``dominance``). Pure and deterministic."""
 
 from __future__ import absolute_import, division, print_function
 
+from bisect import bisect_left
 from operator import itemgetter, le, lshift, sub
 
 __metaclass__ = type
@@ -51,11 +52,16 @@ def dominance(items):
         shift += bits + 1
     # (the fields do not overlap: a row's sum of them is each field in its place)
     packed = dict((number, sum(map(lshift, map(sub, rows[number], leasts), shifts))) for number in others)
-    # each row with its guard bits, once
-    guarded = [packed[number] | guards for number in others]
+    # the rows by their packed value, each with its guard bits, once: a row no less than another in
+    # every column packs to no less, so only the rows from the first of a's value on are compared
+    ranked = sorted(zip(map(packed.__getitem__, others), others))
+    values = [value for value, _number in ranked]
+    numbers = [number for _value, number in ranked]
+    guarded = [value | guards for value in values]
     for a in others:
         mine = packed[a]
-        for b in [b for b, row in zip(others, guarded) if (row - mine) & guards == guards]:
+        start = bisect_left(values, mine)
+        for b in [b for b, row in zip(numbers[start:], guarded[start:]) if (row - mine) & guards == guards]:
             if b != a and (uniform[a] or all(all(map(le, tables[a][slot][0], demand)) for slot, (demand, _rank) in tables[b].items())):
                 covers[a] |= 1 << b
                 covered[b] |= 1 << a
