@@ -98,7 +98,7 @@ def most_that_fit(demands, room, limit):
         _grow(demands, 0, list(room), 0, limit, found)
         return found[0], found[1]
     fields, guards = guard_fields(list(map(max, zip(room, *demands))))
-    return _grow_packed([pack(demand, fields) for demand in demands], 0, guards + pack(room, fields), 0, limit, 0, 0, guards)
+    return _grow_packed(pack_all(demands, fields), 0, guards + pack(room, fields), 0, limit, 0, 0, guards)
 
 
 def _grow(demands, start, left, placed, limit, found):
@@ -257,6 +257,12 @@ def pack(vector, fields):
     return sum(map(lshift, vector, map(itemgetter(0), fields)))
 
 
+def pack_all(vectors, fields):
+    """:func:`pack` of each of ``vectors``, the layout's shifts read once for them all."""
+    shifts = list(map(itemgetter(0), fields))
+    return [sum(map(lshift, vector, shifts)) for vector in vectors]
+
+
 class Packing:
     """A node's room and the demands that may go there, packed into one integer each: a field per
     resource with a guard bit above it. The room left minus a demand keeps every guard bit exactly
@@ -269,7 +275,7 @@ class Packing:
     def __init__(self, cap, needs):
         self.fields, self.guards = guard_fields([max([value] + [need[r] for need in needs]) for r, value in enumerate(cap)])
         self.room = self.guards + pack(cap, self.fields)
-        self.packed = dict((need, pack(need, self.fields)) for need in needs)
+        self.packed = dict(zip(needs, pack_all(needs, self.fields)))
         # per demand, the demands that take no more of any resource (itself among them)
         guards, packed = self.guards, self.packed
         self.below = dict((need, [other for other, small in packed.items() if (large | guards) - small & guards == guards])

@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import bins as bins_module
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.bins import most_in_bins
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import guard_fields, pack, pack_all
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.planner import plan_tenants
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 
@@ -129,9 +130,56 @@ def test_nodes_alike_prove_plans_the_budget_left_unproven(count, index):
     assert (len(placed), sum(1 for p in placed if p["priority"] == "online")) == placement_cpsat.optimum(topology, tenants, {}, seconds=120)
 
 
+def largest_sets_by_vectors(items, room, limit):
+    """The largest sets of ``items`` that fit in ``room`` together as bins.py found them before its
+    walk was packed and looked only at the items that fit the parent's room: every item from the
+    next on looked at, each resource compared on its own: (masks, steps), or (None, steps)."""
+    found = []
+    steps = 0
+    size = len(items)
+    stack = [(0, tuple(room), 0)]
+    while stack:
+        start, left, mask = stack.pop()
+        grown = False
+        for number in range(start, size):
+            if all(map(operator.ge, left, items[number])):
+                grown = True
+                stack.append((number + 1, tuple(map(operator.sub, left, items[number])), mask | 1 << number))
+        steps += size - start
+        if steps > limit:
+            return None, steps
+        if grown:
+            continue
+        for number in range(start):
+            if not mask >> number & 1 and all(map(operator.ge, left, items[number])):
+                break
+        else:
+            found.append(mask)
+    return found, steps
+
+
+def first_fit_by_vectors(items, room, bins):
+    """bins.py's quick packing with each resource compared on its own."""
+    left = list(items)
+    placed = 0
+    for _node in range(bins):
+        room_left = room
+        rest = []
+        for demand in left:
+            if all(map(operator.ge, room_left, demand)):
+                room_left = tuple(map(operator.sub, room_left, demand))
+                placed += 1
+            else:
+                rest.append(demand)
+        left = rest
+    return placed
+
+
 def walk_in_full(demands, room, bins, limit, least):
-    """most_in_bins with every pick's test made at every step of the walk (no step passed over as
-    one that can walk no pick): the answers and steps the walk's shortcuts must keep."""
+    """most_in_bins as it was before its shortcuts: every pick's test made at every step of the
+    walk (no step passed over as one that can walk no pick, none cut to the sets larger than an
+    even share), the sets found and the quick packing over the vectors: the answers and steps the
+    walk's shortcuts must keep."""
     items = sorted(demand for demand in demands if all(map(operator.ge, room, demand)))
     total = len(items)
     if total <= min(bins, least):
@@ -140,9 +188,9 @@ def walk_in_full(demands, room, bins, limit, least):
         return 0, 0
     if total <= least:
         return total, 0
-    if bins_module._first_fit(items, room, bins) > least:
+    if first_fit_by_vectors(items, room, bins) > least:
         return None, 0
-    sets, steps = bins_module._largest_sets(items, room, limit)
+    sets, steps = largest_sets_by_vectors(items, room, limit)
     if sets is None:
         return None, steps
     sized = sorted(((bin(mask).count("1"), mask) for mask in sets), reverse=True)
@@ -172,15 +220,33 @@ def walk_in_full(demands, room, bins, limit, least):
     return least, steps
 
 
+def walk_case(rng):
+    """Nodes alike and tenants for them, drawn: some tenants that do not fit, many that do."""
+    room = (rng.randint(4, 16), rng.randint(0, 2), rng.randint(2, 12))
+    sizes = [(rng.randint(1, 6), rng.randint(0, 1), rng.randint(1, 5)) for _kind in range(rng.randint(2, 6))]
+    demands = [rng.choice(sizes) for _tenant in range(rng.randint(4, 16))]
+    return demands, room, rng.randint(1, 5)
+
+
 @pytest.mark.parametrize("seed", range(80))
 def test_the_walk_takes_the_steps_of_the_full_walk(seed):
     # the walk passes over the steps where no pick can place more than least: the same answers and
     # the same steps (what the search's budget of steps counts) as the walk that tests every pick
-    rng = random.Random(seed)
-    room = (rng.randint(4, 16), rng.randint(0, 2), rng.randint(2, 12))
-    sizes = [(rng.randint(1, 6), rng.randint(0, 1), rng.randint(1, 5)) for _kind in range(rng.randint(2, 6))]
-    demands = [rng.choice(sizes) for _tenant in range(rng.randint(4, 16))]
-    bins = rng.randint(1, 5)
+    demands, room, bins = walk_case(random.Random(seed))
     for least in range(len(demands) + 1):
         for limit in (3, 60, 400, 10 ** 6):
-            assert most_in_bins(demands, room, bins, limit, least) == walk_in_full(demands, room, bins, limit, least)
+            assert most_in_bins(demands, room, bins, limit, least) == walk_in_full(demands, room, bins, limit, least), \
+                (demands, room, bins, limit, least)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_packed_sets_and_packing_are_those_of_the_vectors(seed):
+    # the largest sets (and the steps to find them, cut short or not) and the quick packing, packed
+    # and looking only at the items that fit the parent's room, against those over the vectors
+    demands, room, bins = walk_case(random.Random(1000 + seed))
+    items = sorted(demand for demand in demands if all(map(operator.ge, room, demand)))
+    fields, guards = guard_fields(list(room))
+    needs, packed_room = pack_all(items, fields), guards + pack(room, fields)
+    assert bins_module._first_fit(needs, packed_room, guards, bins) == first_fit_by_vectors(items, room, bins)
+    for limit in (0, 5, 30, 200, 10 ** 6):
+        assert bins_module._largest_sets(needs, packed_room, guards, limit) == largest_sets_by_vectors(items, room, limit)

@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import lagrange as placement_lagrange
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement import search as placement_search
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import (
-    Configurations, Packing, _grow, _knapsack, capacity_prices, most_that_fit)
+    Configurations, Packing, _grow, _knapsack, capacity_prices, guard_fields, most_that_fit, pack, pack_all)
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search import Candidate, Search
 from ansible_collections.gpuvirt.tenancy.tests.unit.plugins.module_utils.placement import test_search as search_tests
 
@@ -100,6 +100,15 @@ def test_a_packing_checks_every_resource_at_once():
     left = room - packing.packed[(9, 1, 0)]
     assert (left - packing.packed[(7, 2, 8)]) & guards != guards  # 16 cores, 2 GPUs: not both
     assert (9, 1, 0) in packing.below[(9, 1, 0)] and (9, 1, 0) not in packing.below[(7, 2, 8)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_packing_many_packs_each_as_one(seed):
+    draw = random.Random(seed)
+    width = draw.randint(1, 6)
+    vectors = [tuple(draw.randint(0, draw.choice((1, 9, 40000))) for _resource in range(width)) for _vector in range(draw.randint(0, 9))]
+    fields, _guards = guard_fields(list(map(max, zip([0] * width, *vectors))))
+    assert pack_all(vectors, fields) == [pack(vector, fields) for vector in vectors]
 
 
 def whole_tenants():
