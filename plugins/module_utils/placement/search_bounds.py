@@ -100,8 +100,10 @@ class Bounds:
             if cut and (count + most, online + min(most, online_left), -rank) <= best:
                 return None
         total = self.total
-        # the tenants that must be placed (dominance) take their part first
-        after = self._most_after(members, forced, total)
+        # the tenants that must be placed (dominance) take their part first; which of them are
+        # (1 or 0 per member), read again by the sets of nodes below
+        flags = [forced >> number & 1 for number in members] if forced else None
+        after = self._most_after(members, flags, total)
         if after is None:
             return None
         most = min(most, after)
@@ -115,7 +117,7 @@ class Bounds:
         if exact or index == 0:
             confined = set(where)
         elif forced:
-            confined = set(its for its in compress(where, [forced >> number & 1 for number in members]) if bin(its).count("1") <= 2)
+            confined = [its for its in set(compress(where, flags)) if bin(its).count("1") <= 2]
         else:
             confined = ()
         for slots in sorted(confined):
@@ -129,8 +131,9 @@ class Bounds:
                 per_node = sum(self._most_together(group, slot) for slot in chosen)
             else:
                 per_node = sum(self._count(group, caps[slot]) for slot in chosen)
-            together = self._most_after(group, forced, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
-            if together is None or (forced and per_node < sum(forced >> number & 1 for number in group)):
+            group_flags = [forced >> number & 1 for number in group] if forced else None
+            together = self._most_after(group, group_flags, list(map(sum, zip(*[caps[slot] for slot in chosen]))))
+            if together is None or (forced and per_node < sum(group_flags)):
                 return None
             held = min(per_node, together)
             most = min(most, len(members) - len(group) + held)
@@ -279,12 +282,12 @@ class Bounds:
                 break
         return best
 
-    def _most_after(self, members, forced, total):
+    def _most_after(self, members, flags, total):
         """How many of the tenants at ``members`` a capacity ``total`` holds, resource by
-        resource, when those in ``forced`` are all among them; None when these do not fit."""
-        if not forced:
+        resource, when those flagged (``flags``: 1 or 0 per member, None for none) are all among
+        them; None when these do not fit."""
+        if flags is None:
             return self._count(members, total)
-        flags = [forced >> number & 1 for number in members]
         must = list(compress(members, flags))
         if not must:
             return self._count(members, total)
