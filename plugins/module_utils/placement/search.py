@@ -59,7 +59,7 @@ from __future__ import absolute_import, division, print_function
 from bisect import bisect_right
 from operator import ge, itemgetter, mul, sub
 
-from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, guard_fields, pack
+from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.lagrange import Configurations, guard_fields, pack_all
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.dominance import dominance
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.parts import by_parts
 from ansible_collections.gpuvirt.tenancy.plugins.module_utils.placement.search_bounds import BINS_STEPS, SCALE, Bounds
@@ -298,8 +298,8 @@ class Search(Bounds):
             raise ValueError("placement search: a demand below nothing (%r)" % sorted(demands))
         fields, self.guards = guard_fields([max([cap[r] for cap in self.caps] + [demand[r] for demand in demands] + [0])
                                             for r in range(self.width)])
-        self.packed = dict((demand, pack(demand, fields)) for demand in demands)
-        self.rooms = [self.guards + pack(cap, fields) if min(cap) >= 0 else 0 for cap in self.caps]
+        self.packed = dict(zip(demands, pack_all(demands, fields)))
+        self.rooms = [self.guards + room if min(cap) >= 0 else 0 for cap, room in zip(self.caps, pack_all(self.caps, fields))]
 
     def _configurations(self):
         """Lower the ceiling by the bound of what each node holds whole (placement_lagrange), and
