@@ -18,12 +18,14 @@
 #               --write docs/benchmarks.md.
 #   payload     benchmarks/bench_payload.py: each module's AnsiballZ payload as ansible-core builds it
 #               (no lab); --against REV side by side with a git revision; --write docs/benchmarks.md.
+#   instructions  benchmarks/bench_instructions.sh [N]: the planner's work per 16-tenant plan of the
+#               fleet in valgrind instructions (its first N mixes, default 100), and the plans' digest.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-usage() { sed -n '2,19p' "$0"; }
+usage() { sed -n '2,22p' "$0"; }
 (($#)) || { usage >&2; exit 2; }
 name="$1"
 shift
@@ -34,7 +36,8 @@ case "$name" in
   imports) script=benchmarks/bench_imports.py ;;
   preview) script=benchmarks/bench_preview.py ;;
   payload) script=benchmarks/bench_payload.py ;;
-  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports, preview, payload)" >&2; usage >&2; exit 2 ;;
+  instructions) exec bash benchmarks/bench_instructions.sh "$@" ;;
+  *) echo "bench: unknown benchmark '$name' (bringup, planner, imports, preview, payload, instructions)" >&2; usage >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
